@@ -1,0 +1,2 @@
+//! The human `bp` CLI: thin entry point over the library.
+fn main() {}

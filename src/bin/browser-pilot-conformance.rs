@@ -1,0 +1,2 @@
+//! The `browser-pilot-conformance` executable: the black-box stdio runner.
+fn main() {}

@@ -1,0 +1,2 @@
+//! The `browser-pilot` executable: thin entry point over the library.
+fn main() {}
