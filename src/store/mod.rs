@@ -1,1 +1,90 @@
-//! Placeholder: filled by its owner.
+//! The Broker's transient state in one in-memory SQLite database: Principals,
+//! Connections, Workspaces, Leases, event journals, Commands, Artifact
+//! metadata and tombstones. All SQL of the crate lives under this module; the
+//! rest of the code calls typed, synchronous functions on a cheap `Store`
+//! handle (async callers wrap them in `spawn_blocking`). The store never sees
+//! a JSON-RPC, CDP or socket type: JSON payloads pass through as `String`
+//! text, and ids are the caller's prefixed strings (the store invents none).
+//! No logic lives in this file; it declares the submodules and re-exports
+//! their public API.
+//!
+//! ## Schema
+//!
+//! Defined by `migrations/NNNN_*.sql` (append-only), embedded with
+//! `include_str!` and applied once, in order, at `Store::open` against
+//! `PRAGMA user_version`. Tables are `STRICT`; those keyed by a text id are
+//! `WITHOUT ROWID`. Foreign keys are on and cascade from a Workspace.
+//!
+//! - `principals(principal_id, client_id, instance_id)`: one row per
+//!   `client.id + client.instanceId`; dropped once nothing refers to it.
+//! - `connections(connection_id, principal_id, kind, protocol_minor, opened_at)`.
+//! - `workspaces(workspace_id, principal_id, browser_id, client_key,
+//!   created_at, last_active_at, latest_sequence)`; `client_key` unique per
+//!   Principal among active Workspaces; `latest_sequence` is the journal head.
+//! - `leases(lease_id, workspace_id, connection_id, client_key, ttl_ms,
+//!   expires_at, created_at)`; deleted with their Connection or Workspace;
+//!   `(connection_id, workspace_id, client_key)` unique.
+//! - `events(workspace_id, sequence, event_id, timestamp, generation,
+//!   lease_id, target_id, event_type, payload_version, sensitivity,
+//!   payload_json)`, primary key `(workspace_id, sequence)`: sequences are
+//!   dense, start at 1, and only the newest `event_journal_size` are kept.
+//! - `commands(command_id, principal_id, workspace_id, connection_id, method,
+//!   generation, idempotency_key, args_hash, status, accepted_at, deadline_at,
+//!   dispatched_at, completed_at, mutating, cancellation_requested,
+//!   result_json, error_json)`: terminal exactly when `completed_at` is set;
+//!   `(principal, workspace, idempotency_key)` unique; the newest
+//!   `max_terminal_commands_per_principal` terminal rows are kept.
+//! - `artifacts(artifact_id, workspace_id, kind, mime_type, byte_len, sha256,
+//!   created_at, expires_at, retained, sensitivity, file_name)`: metadata only.
+//! - `tombstones(workspace_id, principal_id, released_at)`: the newest
+//!   `max_tombstones` releases, for idempotent `workspaces/release`.
+//!
+//! Every bound in `StoreLimits` is enforced inside the same transaction as
+//! the write it bounds.
+//!
+//! ## Concurrency
+//!
+//! The database is a named memdb (`file:/browser-pilot-<random>?vfs=memdb`),
+//! which every connection of the process opening the same name shares. A
+//! keeper connection held by the `Store` keeps it alive for the Store's
+//! lifetime (the pool may close idle connections) and serves debug queries.
+//! Typed calls borrow one of `POOL_MAX_CONNECTIONS` pooled connections
+//! (r2d2) and run one transaction on it: writes start with `BEGIN IMMEDIATE`
+//! so no transaction ever upgrades a read lock (SQLite answers an upgrade
+//! conflict with `SQLITE_BUSY` without waiting), and multi-statement reads
+//! use a deferred transaction so they see one snapshot. memdb has no WAL:
+//! a writer excludes readers while it commits, and readers delay a commit.
+//! Each connection's busy handler waits that out (yield, then short sleeps,
+//! up to `BUSY_TIMEOUT`), so contention never surfaces as `SQLITE_BUSY` or
+//! `SQLITE_LOCKED`; transactions last microseconds, so waits are short. The
+//! debug query's time budget stays below `BUSY_TIMEOUT` for the same reason.
+
+mod artifacts;
+mod commands;
+mod connections;
+mod db;
+mod debug;
+mod error;
+mod events;
+mod leases;
+mod limits;
+mod model;
+mod principals;
+mod workspaces;
+
+#[cfg(test)]
+mod testing;
+
+pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
+pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
+pub use error::StoreError;
+pub use limits::{
+    DEFAULT_EVENT_JOURNAL_SIZE, DEFAULT_MAX_LEASES_PER_CONNECTION, DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL,
+    DEFAULT_MAX_TOMBSTONES, DEFAULT_MAX_WORKSPACES_PER_PRINCIPAL, StoreLimits,
+};
+pub use model::{
+    ArtifactRow, CommandRow, CommandStatus, ConnectionKind, CreateWorkspace, EventPoll, EventRow,
+    InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease, NewWorkspace,
+    PrincipalKey, QueryRows, ReleaseWorkspace, SqlValue, TombstoneRow, WorkspaceLookup,
+    WorkspaceRow,
+};

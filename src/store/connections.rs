@@ -1,0 +1,69 @@
+//! Connection rows: open, close (releasing every Lease the Connection owns)
+//! and count. Owns the `connections` table; Lease rows are read through
+//! `leases.rs`'s row mapper. Knows nothing of sockets or the wire.
+
+use rusqlite::OptionalExtension as _;
+
+use super::db::Store;
+use super::error::StoreError;
+use super::leases::{lease_columns, lease_from_row};
+use super::model::{ConnectionKind, LeaseRow, NewConnection};
+use super::principals::{ensure_principal, forget_principal_if_unused};
+
+impl Store {
+    /// Records a live Connection (and its Principal on first sight).
+    pub fn open_connection(&self, connection: &NewConnection) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            let principal_id = ensure_principal(transaction, &connection.principal)?;
+            transaction
+                .prepare_cached(
+                    "INSERT INTO connections (connection_id, principal_id, kind, protocol_minor, opened_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )?
+                .execute((
+                    &connection.id,
+                    principal_id,
+                    connection.kind.as_str(),
+                    connection.protocol_minor,
+                    connection.opened_at,
+                ))?;
+            Ok(())
+        })
+    }
+
+    /// Deletes the Connection and every Lease it owns in one transaction and
+    /// returns those Leases. Closing an unknown id returns an empty `Vec`.
+    pub fn close_connection(&self, id: &str, _now: i64) -> Result<Vec<LeaseRow>, StoreError> {
+        self.write(|transaction| {
+            let principal_id: Option<i64> = transaction
+                .prepare_cached("SELECT principal_id FROM connections WHERE connection_id = ?1")?
+                .query_row([id], |row| row.get(0))
+                .optional()?;
+            let Some(principal_id) = principal_id else {
+                return Ok(Vec::new());
+            };
+            let released = transaction
+                .prepare_cached(concat!(
+                    "DELETE FROM leases WHERE connection_id = ?1 RETURNING ",
+                    lease_columns!()
+                ))?
+                .query_map([id], lease_from_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            transaction
+                .prepare_cached("DELETE FROM connections WHERE connection_id = ?1")?
+                .execute([id])?;
+            forget_principal_if_unused(transaction, principal_id)?;
+            Ok(released)
+        })
+    }
+
+    /// Number of live Connections of one kind.
+    pub fn count_connections(&self, kind: ConnectionKind) -> Result<u64, StoreError> {
+        self.read(|transaction| {
+            let count: i64 = transaction
+                .prepare_cached("SELECT count(*) FROM connections WHERE kind = ?1")?
+                .query_row([kind.as_str()], |row| row.get(0))?;
+            Ok(count.unsigned_abs())
+        })
+    }
+}

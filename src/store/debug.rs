@@ -1,0 +1,236 @@
+//! The read-only debug query (`browser-pilot debug sql`): exactly one
+//! statement, on the Store's dedicated keeper connection, which is locked
+//! down three ways (`PRAGMA query_only`, an authorizer that refuses every
+//! write, DDL, ATTACH/DETACH, transaction and value-setting PRAGMA, and
+//! `Statement::readonly`). Owns that connection's policy; it never runs
+//! typed store SQL and never formats output for humans.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, ErrorCode};
+
+use super::db::Store;
+use super::error::StoreError;
+use super::model::{QueryRows, SqlValue};
+
+/// Rows returned at most; a debug look never needs the whole journal and
+/// the result must fit one CLI response.
+pub const DEBUG_QUERY_MAX_ROWS: usize = 10_000;
+
+/// Wall-clock budget of one debug query. It holds a read lock that blocks
+/// writers' commits, so it must stay well under `db::BUSY_TIMEOUT`.
+pub const DEBUG_QUERY_TIME_BUDGET: Duration = Duration::from_secs(2);
+
+/// SQLite virtual-machine steps between two budget checks: cheap enough to
+/// be invisible, frequent enough to stop within about a millisecond.
+const PROGRESS_CHECK_STEPS: i32 = 10_000;
+
+/// PRAGMAs that only report state, allowed without an argument.
+const READ_ONLY_PRAGMAS: &[&str] = &[
+    "application_id",
+    "collation_list",
+    "compile_options",
+    "data_version",
+    "database_list",
+    "foreign_key_check",
+    "foreign_key_list",
+    "foreign_keys",
+    "freelist_count",
+    "function_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "journal_mode",
+    "module_list",
+    "page_count",
+    "page_size",
+    "pragma_list",
+    "query_only",
+    "quick_check",
+    "schema_version",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+    "user_version",
+];
+
+/// PRAGMAs whose argument names what to report on rather than setting a
+/// value (`PRAGMA table_info(events)`).
+const PRAGMAS_WITH_READ_ARGUMENT: &[&str] = &[
+    "foreign_key_check",
+    "foreign_key_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "quick_check",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+];
+
+/// The keeper connection in its locked-down state.
+pub(super) struct DebugConnection {
+    connection: Connection,
+    /// Why the authorizer last refused, for a precise error message.
+    last_refusal: Arc<Mutex<Option<String>>>,
+}
+
+impl DebugConnection {
+    /// Locks `connection` down for read-only use. Call after migrations.
+    pub(super) fn new(connection: Connection) -> Result<DebugConnection, StoreError> {
+        connection.pragma_update(None, "query_only", true)?;
+        let last_refusal = Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&last_refusal);
+        connection.authorizer(Some(move |context: AuthContext<'_>| {
+            match judge(context.action) {
+                Ok(()) => Authorization::Allow,
+                Err(reason) => {
+                    *lock(&slot) = Some(reason);
+                    Authorization::Deny
+                }
+            }
+        }))?;
+        Ok(DebugConnection {
+            connection,
+            last_refusal,
+        })
+    }
+
+    fn query(&mut self, sql: &str) -> Result<QueryRows, StoreError> {
+        *lock(&self.last_refusal) = None;
+        let mut statement = match self.connection.prepare(sql) {
+            Ok(statement) => statement,
+            Err(rusqlite::Error::MultipleStatement) => {
+                return Err(StoreError::ReadOnlyViolation(
+                    "exactly one statement is allowed".to_owned(),
+                ));
+            }
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::AuthorizationForStatementDenied) => {
+                let reason = lock(&self.last_refusal)
+                    .take()
+                    .unwrap_or_else(|| "not authorized".to_owned());
+                return Err(StoreError::ReadOnlyViolation(reason));
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if !statement.readonly() {
+            return Err(StoreError::ReadOnlyViolation(
+                "the statement could write".to_owned(),
+            ));
+        }
+        if statement.column_count() == 0 {
+            return Err(StoreError::ReadOnlyViolation(
+                "the statement returns no rows".to_owned(),
+            ));
+        }
+        let columns: Vec<String> = statement
+            .column_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+
+        let deadline = Instant::now() + DEBUG_QUERY_TIME_BUDGET;
+        self.connection
+            .progress_handler(PROGRESS_CHECK_STEPS, Some(move || Instant::now() >= deadline))?;
+        let collected = collect_rows(&mut statement, columns.len());
+        drop(statement);
+        self.connection.progress_handler(0, None::<fn() -> bool>)?;
+
+        let (rows, truncated) = match collected {
+            Ok(collected) => collected,
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) => {
+                return Err(StoreError::DebugQueryTimeout);
+            }
+            Err(error) => return Err(error.into()),
+        };
+        Ok(QueryRows {
+            columns,
+            rows,
+            truncated,
+        })
+    }
+}
+
+impl Store {
+    /// Runs one read-only SQL statement for debugging and returns at most
+    /// `DEBUG_QUERY_MAX_ROWS` rows. Anything that could change the database
+    /// (or attach another) is refused with `ReadOnlyViolation`.
+    pub fn query_readonly(&self, sql: &str) -> Result<QueryRows, StoreError> {
+        lock(self.debug_connection()).query(sql)
+    }
+}
+
+fn collect_rows(
+    statement: &mut rusqlite::Statement<'_>,
+    width: usize,
+) -> rusqlite::Result<(Vec<Vec<SqlValue>>, bool)> {
+    let mut rows = Vec::new();
+    let mut cursor = statement.query([])?;
+    while let Some(row) = cursor.next()? {
+        if rows.len() == DEBUG_QUERY_MAX_ROWS {
+            return Ok((rows, true));
+        }
+        let values = (0..width)
+            .map(|index| row.get_ref(index).map(sql_value))
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.push(values);
+    }
+    Ok((rows, false))
+}
+
+fn sql_value(value: ValueRef<'_>) -> SqlValue {
+    match value {
+        ValueRef::Null => SqlValue::Null,
+        ValueRef::Integer(integer) => SqlValue::Integer(integer),
+        ValueRef::Real(real) => SqlValue::Real(real),
+        ValueRef::Text(text) => SqlValue::Text(String::from_utf8_lossy(text).into_owned()),
+        ValueRef::Blob(blob) => SqlValue::Blob(blob.to_vec()),
+    }
+}
+
+/// The authorizer's policy: reads and functions only.
+fn judge(action: AuthAction<'_>) -> Result<(), String> {
+    match action {
+        AuthAction::Select
+        | AuthAction::Read { .. }
+        | AuthAction::Function { .. }
+        | AuthAction::Recursive => Ok(()),
+        AuthAction::Pragma {
+            pragma_name,
+            pragma_value,
+        } => judge_pragma(pragma_name, pragma_value),
+        AuthAction::Attach { .. } => Err("ATTACH is not allowed".to_owned()),
+        AuthAction::Detach { .. } => Err("DETACH is not allowed".to_owned()),
+        AuthAction::Insert { table_name } => Err(format!("INSERT into {table_name} is not allowed")),
+        AuthAction::Update { table_name, .. } => Err(format!("UPDATE of {table_name} is not allowed")),
+        AuthAction::Delete { table_name } => Err(format!("DELETE from {table_name} is not allowed")),
+        other => Err(format!("only reads are allowed, not {other:?}")),
+    }
+}
+
+fn judge_pragma(name: &str, value: Option<&str>) -> Result<(), String> {
+    let name = name.to_ascii_lowercase();
+    let allowed = match value {
+        None => READ_ONLY_PRAGMAS.contains(&name.as_str()),
+        Some(_) => PRAGMAS_WITH_READ_ARGUMENT.contains(&name.as_str()),
+    };
+    match (allowed, value) {
+        (true, _) => Ok(()),
+        (false, None) => Err(format!("PRAGMA {name} is not allowed")),
+        (false, Some(value)) => Err(format!("PRAGMA {name} = {value} is not allowed")),
+    }
+}
+
+/// Locks a mutex, recovering from poisoning: the guarded state (a
+/// connection, a message slot) stays valid after a panic elsewhere.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

@@ -1,0 +1,174 @@
+//! The per-Workspace event journal: append (assigning the dense sequence and
+//! dropping events beyond `event_journal_size`) and cursor polling. Owns the
+//! `events` table and `workspaces.latest_sequence`; it does not fan out
+//! notifications or parse cursors (that is `events/` and the broker).
+
+use rusqlite::{OptionalExtension as _, Transaction};
+
+use super::db::{Store, column_u32, column_u64, to_sql_u64};
+use super::error::StoreError;
+use super::model::{EventPoll, EventRow, NewEvent};
+
+/// Columns read by `event_from_row`, in order.
+macro_rules! event_columns {
+    () => {
+        "sequence, event_id, workspace_id, timestamp, generation, lease_id, target_id,
+         event_type, payload_version, sensitivity, payload_json"
+    };
+}
+
+fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok(EventRow {
+        sequence: column_u64(row, 0)?,
+        id: row.get(1)?,
+        workspace_id: row.get(2)?,
+        timestamp: row.get(3)?,
+        generation: column_u64(row, 4)?,
+        lease_id: row.get(5)?,
+        target_id: row.get(6)?,
+        event_type: row.get(7)?,
+        payload_version: column_u32(row, 8)?,
+        sensitivity: row.get(9)?,
+        payload_json: row.get(10)?,
+    })
+}
+
+impl Store {
+    /// Journals one event: `sequence = latest_sequence + 1`, then drops the
+    /// events that fall out of the newest `event_journal_size`, all in one
+    /// transaction. `WorkspaceNotFound` if the Workspace is not active.
+    pub fn append_event(&self, event: &NewEvent) -> Result<EventRow, StoreError> {
+        let journal_size = self.limits().event_journal_size;
+        self.write(|transaction| append_in(transaction, event, journal_size))
+    }
+
+    /// Journals several events in one transaction, in order (they may target
+    /// different Workspaces). Nothing is journaled if any Workspace is gone.
+    pub fn append_events(&self, events: &[NewEvent]) -> Result<Vec<EventRow>, StoreError> {
+        let journal_size = self.limits().event_journal_size;
+        self.write(|transaction| {
+            events
+                .iter()
+                .map(|event| append_in(transaction, event, journal_size))
+                .collect()
+        })
+    }
+
+    /// Reads up to `limit` events after the cursor `after_sequence`, from one
+    /// snapshot. `Expired` if events right after the cursor were dropped,
+    /// `Future` if the cursor is past the head.
+    pub fn poll_events(
+        &self,
+        workspace_id: &str,
+        after_sequence: u64,
+        limit: u32,
+    ) -> Result<EventPoll, StoreError> {
+        let after = to_sql_u64(after_sequence, "event cursor")?;
+        self.read(|transaction| {
+            let head: Option<(i64, Option<i64>)> = transaction
+                .prepare_cached(
+                    "SELECT latest_sequence,
+                            (SELECT min(sequence) FROM events WHERE workspace_id = ?1)
+                     FROM workspaces WHERE workspace_id = ?1",
+                )?
+                .query_row([workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?;
+            let Some((latest, earliest_retained)) = head else {
+                return Err(StoreError::WorkspaceNotFound);
+            };
+            let latest_sequence = latest.unsigned_abs();
+            // The oldest cursor from which no event is missing.
+            let oldest_valid = match earliest_retained {
+                Some(earliest) => earliest - 1,
+                None => latest,
+            };
+            if after > latest {
+                return Ok(EventPoll::Future {
+                    latest: latest_sequence,
+                });
+            }
+            if after < oldest_valid {
+                return Ok(EventPoll::Expired {
+                    earliest: oldest_valid.unsigned_abs(),
+                    latest: latest_sequence,
+                });
+            }
+            let events = match limit {
+                0 => Vec::new(),
+                _ => transaction
+                    .prepare_cached(concat!(
+                        "SELECT ",
+                        event_columns!(),
+                        " FROM events WHERE workspace_id = ?1 AND sequence > ?2
+                         ORDER BY sequence LIMIT ?3"
+                    ))?
+                    .query_map((workspace_id, after, limit), event_from_row)?
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            let next_sequence = match events.last() {
+                Some(event) => event.sequence,
+                None => after_sequence,
+            };
+            Ok(EventPoll::Page {
+                events,
+                next_sequence,
+                has_more: next_sequence < latest_sequence,
+            })
+        })
+    }
+}
+
+fn append_in(
+    transaction: &Transaction<'_>,
+    event: &NewEvent,
+    journal_size: u32,
+) -> Result<EventRow, StoreError> {
+    let generation = to_sql_u64(event.generation, "event generation")?;
+    let sequence: i64 = transaction
+        .prepare_cached(
+            "UPDATE workspaces SET latest_sequence = latest_sequence + 1
+             WHERE workspace_id = ?1 RETURNING latest_sequence",
+        )?
+        .query_row([&event.workspace_id], |row| row.get(0))
+        .optional()?
+        .ok_or(StoreError::WorkspaceNotFound)?;
+    transaction
+        .prepare_cached(
+            "INSERT INTO events (workspace_id, sequence, event_id, timestamp, generation,
+                                 lease_id, target_id, event_type, payload_version,
+                                 sensitivity, payload_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )?
+        .execute((
+            &event.workspace_id,
+            sequence,
+            &event.id,
+            event.timestamp,
+            generation,
+            &event.lease_id,
+            &event.target_id,
+            &event.event_type,
+            event.payload_version,
+            &event.sensitivity,
+            &event.payload_json,
+        ))?;
+    let horizon = sequence - i64::from(journal_size);
+    if horizon > 0 {
+        transaction
+            .prepare_cached("DELETE FROM events WHERE workspace_id = ?1 AND sequence <= ?2")?
+            .execute((&event.workspace_id, horizon))?;
+    }
+    Ok(EventRow {
+        sequence: sequence.unsigned_abs(),
+        id: event.id.clone(),
+        workspace_id: event.workspace_id.clone(),
+        timestamp: event.timestamp,
+        generation: event.generation,
+        lease_id: event.lease_id.clone(),
+        target_id: event.target_id.clone(),
+        event_type: event.event_type.clone(),
+        payload_version: event.payload_version,
+        sensitivity: event.sensitivity.clone(),
+        payload_json: event.payload_json.clone(),
+    })
+}
