@@ -26,7 +26,11 @@ pub struct LineReader<R> {
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     pub fn new(inner: R, max_line_bytes: usize) -> LineReader<R> {
-        LineReader { inner, max_line_bytes, buf: Vec::new() }
+        LineReader {
+            inner,
+            max_line_bytes,
+            buf: Vec::new(),
+        }
     }
 
     /// Applies to the next line read; a line already returned is unaffected.
@@ -106,8 +110,11 @@ mod tests {
     #[tokio::test]
     async fn splits_lines_across_small_buffers() {
         let got = lines(b"{\"a\":1}\n{\"bb\":22}\r\nlast", 64).await;
-        let want: Vec<Result<Vec<u8>, String>> =
-            vec![Ok(b"{\"a\":1}".to_vec()), Ok(b"{\"bb\":22}\r".to_vec()), Ok(b"last".to_vec())];
+        let want: Vec<Result<Vec<u8>, String>> = vec![
+            Ok(b"{\"a\":1}".to_vec()),
+            Ok(b"{\"bb\":22}\r".to_vec()),
+            Ok(b"last".to_vec()),
+        ];
         assert_eq!(got, want);
     }
 
@@ -119,7 +126,10 @@ mod tests {
         assert_eq!(lines(&input, 10).await, vec![Ok(exact.to_vec())]);
         let mut over = [b'x'; 11].to_vec();
         over.push(b'\n');
-        assert_eq!(lines(&over, 10).await, vec![Err("line exceeds the 10-byte limit".into())]);
+        assert_eq!(
+            lines(&over, 10).await,
+            vec![Err("line exceeds the 10-byte limit".into())]
+        );
     }
 
     #[tokio::test]
@@ -132,6 +142,9 @@ mod tests {
         let mut reader = LineReader::new(BufReader::new(&b"12345\n123456789\n"[..]), 5);
         assert_eq!(reader.next_line().await.unwrap(), Some(b"12345".to_vec()));
         reader.set_max_line_bytes(9);
-        assert_eq!(reader.next_line().await.unwrap(), Some(b"123456789".to_vec()));
+        assert_eq!(
+            reader.next_line().await.unwrap(),
+            Some(b"123456789".to_vec())
+        );
     }
 }

@@ -22,7 +22,10 @@ pub enum HomeError {
     #[error("no home directory could be determined; set BROWSER_PILOT_HOME to an absolute path")]
     NoDefault,
     #[error("cannot prepare {path:?}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl Home {
@@ -36,7 +39,9 @@ impl Home {
                     false => Err(HomeError::NotAbsolute(root)),
                 }
             }
-            _ => os::default_home().map(|root| Home { root }).ok_or(HomeError::NoDefault),
+            _ => os::default_home()
+                .map(|root| Home { root })
+                .ok_or(HomeError::NoDefault),
         }
     }
 
@@ -80,7 +85,10 @@ impl Home {
 
 /// Creates `dir` and its missing parents, then makes `dir` itself mode 0700.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), HomeError> {
-    let io = |source| HomeError::Io { path: dir.to_owned(), source };
+    let io = |source| HomeError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     std::fs::create_dir_all(dir).map_err(io)?;
     os::set_owner_only(dir, true).map_err(io)
 }

@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 use browser_pilot::home::Home;
 
 #[derive(Parser)]
-#[command(name = "browser-pilot", version, about = "A local Broker through which AI agent hosts drive a real Chromium-family browser")]
+#[command(
+    name = "browser-pilot",
+    version,
+    about = "A local Broker through which AI agent hosts drive a real Chromium-family browser"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -43,7 +47,11 @@ enum DebugCommand {
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(role) = args.get(1).and_then(|a| a.to_str()).and_then(|a| a.strip_prefix("--browser-pilot-internal=")) {
+    if let Some(role) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.strip_prefix("--browser-pilot-internal="))
+    {
         return exit(run_internal(role, &args[2..]));
     }
     let cli = Cli::parse();
@@ -61,9 +69,15 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            exit(runtime().block_on(browser_pilot::bridge::run_bridge(home, browser)))
+            let runtime = runtime();
+            let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
+            // A blocking stdin read may still be parked; do not wait for it.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            exit(code)
         }
-        Command::Debug { command: DebugCommand::Sql { query } } => {
+        Command::Debug {
+            command: DebugCommand::Sql { query },
+        } => {
             init_tracing("warn");
             with_home(|home| runtime().block_on(browser_pilot::cli::debug_sql(&home, &query)))
         }
@@ -100,7 +114,10 @@ fn with_home(f: impl FnOnce(Home) -> i32) -> ExitCode {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts")
 }
 
 fn exit(code: i32) -> ExitCode {
@@ -110,6 +127,12 @@ fn exit(code: i32) -> ExitCode {
 /// Diagnostics go to stderr only; stdout is protocol. `BROWSER_PILOT_LOG` sets the level.
 fn init_tracing(default_level: &str) {
     let level = std::env::var("BROWSER_PILOT_LOG").unwrap_or_else(|_| default_level.to_owned());
-    let level = level.parse::<tracing::Level>().unwrap_or(tracing::Level::WARN);
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_ansi(false).try_init();
+    let level = level
+        .parse::<tracing::Level>()
+        .unwrap_or(tracing::Level::WARN);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(false)
+        .try_init();
 }

@@ -51,11 +51,16 @@ mod imp {
     use std::path::{Path, PathBuf};
 
     pub fn default_home() -> Option<PathBuf> {
-        let home = std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute());
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute());
         if cfg!(target_os = "macos") {
             return home.map(|h| h.join("Library/Application Support/browser-pilot"));
         }
-        match std::env::var_os("XDG_STATE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        match std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
             Some(state) => Some(state.join("browser-pilot")),
             None => home.map(|h| h.join(".local/state/browser-pilot")),
         }
@@ -67,13 +72,20 @@ mod imp {
     }
 
     pub fn create_owner_only(path: &Path) -> std::io::Result<File> {
-        let file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         Ok(file)
     }
 
     pub fn pid_alive(pid: u32) -> bool {
-        let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
         if pid <= 0 {
             return false;
         }
@@ -87,7 +99,9 @@ mod imp {
             return false;
         }
         match std::fs::read(format!("/proc/{pid}/cmdline")) {
-            Ok(cmdline) => cmdline.split(|&b| b == 0).any(|arg| arg == b"--browser-pilot-internal=broker"),
+            Ok(cmdline) => cmdline
+                .split(|&b| b == 0)
+                .any(|arg| arg == b"--browser-pilot-internal=broker"),
             // No procfs (macOS) or no permission: assume it is ours rather than kill a live Broker.
             Err(_) => !cfg!(target_os = "linux"),
         }

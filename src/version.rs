@@ -1,8 +1,9 @@
 //! Executable and service versions and the installation identity.
 //!
-//! The installation identity names one installed executable file (its canonical path, size and
-//! modification time, hashed), so the Broker can tell "same version, other install" apart and
-//! `bp disconnect` can refuse to stop a Broker it did not start from the same install.
+//! The installation identity names one installation: the canonical directory holding the
+//! executables (`browser-pilot` and `bp` sit side by side) plus the version, hashed. The Broker
+//! can tell "same version, other install" apart, and `bp disconnect` refuses to stop a Broker
+//! that another installation started.
 
 use ring::digest::{SHA256, digest};
 
@@ -18,23 +19,26 @@ pub const IPC_VERSION: u32 = 1;
 
 /// A short stable id of the running executable file.
 pub fn installation_id() -> String {
-    let mut material = String::new();
-    if let Ok(exe) = std::env::current_exe() {
-        let exe = exe.canonicalize().unwrap_or(exe);
-        material.push_str(&exe.to_string_lossy());
-        if let Ok(meta) = std::fs::metadata(&exe) {
-            material.push_str(&format!("|{}", meta.len()));
-            if let Ok(modified) = meta.modified().map(|m| m.duration_since(std::time::UNIX_EPOCH).unwrap_or_default()) {
-                material.push_str(&format!("|{}", modified.as_nanos()));
-            }
-        }
+    let mut material = String::from(EXECUTABLE_VERSION);
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.canonicalize().ok())
+        .and_then(|exe| exe.parent().map(|p| p.to_owned()))
+    {
+        material.push('|');
+        material.push_str(&dir.to_string_lossy());
     }
     let hash = digest(&SHA256, material.as_bytes());
-    hash.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    hash.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
-    let elapsed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let elapsed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
 }

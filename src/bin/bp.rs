@@ -30,7 +30,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime starts");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts");
     let code = match cli.command {
         Command::Status => runtime.block_on(browser_pilot::cli::status(&home)),
         Command::Disconnect => runtime.block_on(browser_pilot::cli::disconnect(&home)),

@@ -113,7 +113,10 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
         pending: Mutex::new(PendingTable::default()),
         max_result_bytes: AtomicU64::new(SERVICE_LIMITS.max_result_bytes),
     });
-    let mut stdin = LineReader::new(BufReader::new(tokio::io::stdin()), SERVICE_LIMITS.max_message_bytes as usize);
+    let mut stdin = LineReader::new(
+        BufReader::new(tokio::io::stdin()),
+        SERVICE_LIMITS.max_message_bytes as usize,
+    );
     let mut broker = BrokerState::NotConnected(None);
     let (link_closed_tx, mut link_closed_rx) = mpsc::channel::<()>(1);
 
@@ -130,8 +133,11 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             Ok(Some(line)) => line,
             Ok(None) => break on_stdin_eof(&mut broker, &shared).await,
             Err(FramingError::TooLong { limit }) => {
-                let error = RpcError::new(ErrorCode::MessageTooLarge, format!("input line exceeds {limit} bytes"))
-                    .with_context("maxMessageBytes", json!(limit));
+                let error = RpcError::new(
+                    ErrorCode::MessageTooLarge,
+                    format!("input line exceeds {limit} bytes"),
+                )
+                .with_context("maxMessageBytes", json!(limit));
                 break fatal(&response_tx, error).await;
             }
             Err(FramingError::Io(error)) => {
@@ -160,14 +166,26 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
                 Lane::OutOfBand => MAX_PENDING_OUT_OF_BAND,
             };
             if table.count(lane) >= limit {
-                let error = RpcError::new(ErrorCode::ResultTooLarge, "too many pending calls on this bridge; retry after responses arrive")
-                    .with_context("pendingLimit", json!(limit));
-                let _ = response_tx.send(Outgoing { line: error.response(&id), written: None });
+                let error = RpcError::new(
+                    ErrorCode::ResultTooLarge,
+                    "too many pending calls on this bridge; retry after responses arrive",
+                )
+                .with_context("pendingLimit", json!(limit));
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
                 continue;
             }
             if table.by_id.contains_key(&key) {
-                let error = RpcError::new(ErrorCode::InvalidRequest, "a request with this id is still pending");
-                let _ = response_tx.send(Outgoing { line: error.response(&id), written: None });
+                let error = RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    "a request with this id is still pending",
+                );
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
                 continue;
             }
         }
@@ -178,7 +196,14 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             let error = match retry {
                 true => match connect_or_start(&home, &hello).await {
                     Ok(link) => {
-                        broker = BrokerState::Connected(start_link(link, shared.clone(), response_tx.clone(), notification_tx.clone(), link_closed_tx.clone()));
+                        let (writer, reader_task) = start_link(
+                            link,
+                            shared.clone(),
+                            response_tx.clone(),
+                            notification_tx.clone(),
+                            link_closed_tx.clone(),
+                        );
+                        broker = BrokerState::Connected(writer, reader_task);
                         None
                     }
                     Err(error) => Some(error),
@@ -186,12 +211,17 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
                 false => previous.clone(),
             };
             if let Some(error) = error {
-                let _ = response_tx.send(Outgoing { line: error.response(&id), written: None });
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
                 broker = BrokerState::NotConnected(Some(error));
                 continue;
             }
         }
-        let BrokerState::Connected(link_writer) = &mut broker else { unreachable!("connected above") };
+        let BrokerState::Connected(link_writer, _) = &mut broker else {
+            unreachable!("connected above")
+        };
 
         let (kind, waiter) = match method.as_str() {
             "initialize" => {
@@ -204,7 +234,11 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             }
             _ => (PendingKind::Plain, Waiter::None),
         };
-        shared.pending.lock().expect("pending table lock").insert(key, Pending { lane, kind });
+        shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .insert(key, Pending { lane, kind });
         let mut bytes = line;
         bytes.push(b'\n');
         if let Err(error) = link_writer.write_all(&bytes).await {
@@ -227,6 +261,10 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             }
         }
     };
+    if let BrokerState::Connected(_, reader_task) = &broker {
+        // Everything owed to the host has been routed; stop listening so stdout can close.
+        reader_task.abort();
+    }
     drop(broker);
     drop(response_tx);
     drop(notification_tx);
@@ -243,7 +281,7 @@ enum Waiter {
 enum BrokerState {
     /// Not connected yet, or the last attempt failed with this error.
     NotConnected(Option<RpcError>),
-    Connected(crate::ipc::IpcWriter),
+    Connected(crate::ipc::IpcWriter, tokio::task::JoinHandle<()>),
 }
 
 fn start_link(
@@ -252,14 +290,14 @@ fn start_link(
     response_tx: mpsc::UnboundedSender<Outgoing>,
     notification_tx: mpsc::Sender<String>,
     closed_tx: mpsc::Sender<()>,
-) -> crate::ipc::IpcWriter {
+) -> (crate::ipc::IpcWriter, tokio::task::JoinHandle<()>) {
     let BrokerLink { reader, writer, .. } = link;
-    tokio::spawn(async move {
+    let reader_task = tokio::spawn(async move {
         read_broker(reader, &shared, &response_tx, &notification_tx).await;
         fail_all_pending(&shared, &response_tx);
         let _ = closed_tx.send(()).await;
     });
-    writer
+    (writer, reader_task)
 }
 
 /// The parts of a Broker line the bridge needs to route it.
@@ -308,7 +346,10 @@ async fn read_broker(
         let max_result = shared.max_result_bytes.load(Ordering::SeqCst) as usize;
         if peek.method.is_some() {
             if text.len() > max_result {
-                tracing::debug!(bytes = text.len(), "dropping an oversized notification; it stays in the journal");
+                tracing::debug!(
+                    bytes = text.len(),
+                    "dropping an oversized notification; it stays in the journal"
+                );
             } else if notification_tx.try_send(text).is_err() {
                 tracing::debug!("host reads slowly; dropping a notification");
             }
@@ -318,7 +359,12 @@ async fn read_broker(
             tracing::warn!("dropping a Broker line without id or method");
             continue;
         };
-        let Some(pending) = shared.pending.lock().expect("pending table lock").remove(&id.to_string()) else {
+        let Some(pending) = shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .remove(&id.to_string())
+        else {
             tracing::warn!(%id, "dropping a response for an unknown id");
             continue;
         };
@@ -332,21 +378,33 @@ async fn read_broker(
         };
         match pending.kind {
             PendingKind::Plain => {
-                let _ = response_tx.send(Outgoing { line, written: None });
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: None,
+                });
             }
             PendingKind::Initialize(done) => {
                 let limits = peek.result.and_then(|r| r.limits).and_then(|l| {
                     let connection = l.get("connection")?;
-                    Some((connection.get("maxMessageBytes")?.as_u64()?, connection.get("maxResultBytes")?.as_u64()?))
+                    Some((
+                        connection.get("maxMessageBytes")?.as_u64()?,
+                        connection.get("maxResultBytes")?.as_u64()?,
+                    ))
                 });
                 let (written_tx, written_rx) = oneshot::channel();
-                let _ = response_tx.send(Outgoing { line, written: Some(written_tx) });
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: Some(written_tx),
+                });
                 let _ = written_rx.await;
                 let _ = done.send(limits);
             }
             PendingKind::Shutdown(done) => {
                 let (written_tx, written_rx) = oneshot::channel();
-                let _ = response_tx.send(Outgoing { line, written: Some(written_tx) });
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: Some(written_tx),
+                });
                 let _ = written_rx.await;
                 let _ = done.send(());
             }
@@ -364,19 +422,35 @@ fn fail_all_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outgoin
     };
     for key in drained {
         let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-        let error = RpcError::new(ErrorCode::BrokerUnavailable, "the Broker connection closed before this call completed");
-        let _ = response_tx.send(Outgoing { line: error.response(&id), written: None });
+        let error = RpcError::new(
+            ErrorCode::BrokerUnavailable,
+            "the Broker connection closed before this call completed",
+        );
+        let _ = response_tx.send(Outgoing {
+            line: error.response(&id),
+            written: None,
+        });
     }
 }
 
 async fn on_stdin_eof(broker: &mut BrokerState, shared: &Shared) -> i32 {
-    if let BrokerState::Connected(writer) = broker {
+    if let BrokerState::Connected(writer, _) = broker {
         // Tell the Broker in-band (local sockets have no portable half-close): it releases this
         // Connection's Leases at once and still finishes in-flight calls.
-        let line = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}", methods::INPUT_CLOSED_NOTIFICATION);
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}",
+            methods::INPUT_CLOSED_NOTIFICATION
+        );
         let _ = framing::write_line(writer, &line).await;
         let deadline = tokio::time::Instant::now() + EOF_DRAIN;
-        while !shared.pending.lock().expect("pending table lock").by_id.is_empty() && tokio::time::Instant::now() < deadline {
+        while !shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .by_id
+            .is_empty()
+            && tokio::time::Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -388,12 +462,18 @@ async fn on_stdin_eof(broker: &mut BrokerState, shared: &Shared) -> i32 {
 async fn fatal(response_tx: &mpsc::UnboundedSender<Outgoing>, error: RpcError) -> i32 {
     tracing::error!(%error, "fatal input error; exiting");
     let (tx, rx) = oneshot::channel();
-    let _ = response_tx.send(Outgoing { line: error.response(&Value::Null), written: Some(tx) });
+    let _ = response_tx.send(Outgoing {
+        line: error.response(&Value::Null),
+        written: Some(tx),
+    });
     let _ = rx.await;
     2
 }
 
-async fn write_stdout(mut responses: mpsc::UnboundedReceiver<Outgoing>, mut notifications: mpsc::Receiver<String>) {
+async fn write_stdout(
+    mut responses: mpsc::UnboundedReceiver<Outgoing>,
+    mut notifications: mpsc::Receiver<String>,
+) {
     let mut stdout = tokio::io::stdout();
     let mut notifications_open = true;
     loop {

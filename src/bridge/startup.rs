@@ -52,7 +52,8 @@ pub async fn connect_or_start(home: &Home, hello: &Hello) -> Result<BrokerLink, 
         Attempt::Failed(error) => return Err(error),
         Attempt::NoEndpoint => {}
     }
-    home.ensure().map_err(|e| unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {e}")))?;
+    home.ensure()
+        .map_err(|e| unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {e}")))?;
     let lock = take_startup_lock(home).await?;
     let result = start_locked(home, hello).await;
     drop(lock);
@@ -87,10 +88,14 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
             Attempt::NoEndpoint => {}
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(unavailable(format!("the Broker exited during startup ({status})")));
+            return Err(unavailable(format!(
+                "the Broker exited during startup ({status})"
+            )));
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(unavailable("the Broker did not start listening in time".to_owned()));
+            return Err(unavailable(
+                "the Broker did not start listening in time".to_owned(),
+            ));
         }
         tokio::time::sleep(STARTUP_POLL).await;
     }
@@ -120,7 +125,11 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
     };
     match serde_json::from_slice::<HelloReply>(&reply) {
         Ok(HelloReply::Welcome(welcome)) if welcome.ipc == IPC_VERSION => {
-            Attempt::Connected(BrokerLink { reader, writer, welcome })
+            Attempt::Connected(BrokerLink {
+                reader,
+                writer,
+                welcome,
+            })
         }
         Ok(HelloReply::Welcome(welcome)) => Attempt::Failed(incompatible(&welcome.service_version)),
         Ok(HelloReply::Refused(refusal)) => Attempt::Failed(error_from_json(&refusal.error)),
@@ -129,12 +138,18 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
 }
 
 /// Holds the per-user startup lock until dropped.
-struct StartupLock(#[expect(dead_code, reason = "held only for its Drop, which unlocks")] std::fs::File);
+struct StartupLock(
+    #[expect(dead_code, reason = "held only for its Drop, which unlocks")] std::fs::File,
+);
 
 async fn take_startup_lock(home: &Home) -> Result<StartupLock, RpcError> {
     let path = home.startup_lock_path();
     tokio::task::spawn_blocking(move || -> std::io::Result<StartupLock> {
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
         os::set_owner_only(&path, false)?;
         file.lock()?;
         Ok(StartupLock(file))
@@ -145,7 +160,8 @@ async fn take_startup_lock(home: &Home) -> Result<StartupLock, RpcError> {
 }
 
 fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
-    let exe = std::env::current_exe().map_err(|e| unavailable(format!("cannot find own executable: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| unavailable(format!("cannot find own executable: {e}")))?;
     let mut command = std::process::Command::new(exe);
     command
         .arg("--browser-pilot-internal=broker")
@@ -166,7 +182,9 @@ fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
         }
     }
     os::detach(&mut command);
-    command.spawn().map_err(|e| unavailable(format!("cannot spawn the Broker: {e}")))
+    command
+        .spawn()
+        .map_err(|e| unavailable(format!("cannot spawn the Broker: {e}")))
 }
 
 fn locator_pid(home: &Home) -> Option<u32> {
@@ -176,7 +194,10 @@ fn locator_pid(home: &Home) -> Option<u32> {
 fn read_locator_pid(path: &Path) -> Option<u32> {
     let bytes = std::fs::read(path).ok()?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    value.get("pid")?.as_u64().and_then(|p| u32::try_from(p).ok())
+    value
+        .get("pid")?
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
 }
 
 fn unresponsive(pid: u32, why: &str) -> RpcError {
@@ -208,9 +229,18 @@ fn unavailable(message: String) -> RpcError {
 /// Rebuilds an [`RpcError`] from a JSON-RPC error object sent by the Broker.
 fn error_from_json(error: &serde_json::Value) -> RpcError {
     let code = error["data"]["code"].as_str().unwrap_or("");
-    let code = ErrorCode::ALL.iter().copied().find(|c| c.as_str() == code).unwrap_or(ErrorCode::InternalError);
-    let mut rebuilt = RpcError::new(code, error["message"].as_str().unwrap_or("refused by the Broker"));
+    let code = ErrorCode::ALL
+        .iter()
+        .copied()
+        .find(|c| c.as_str() == code)
+        .unwrap_or(ErrorCode::InternalError);
+    let mut rebuilt = RpcError::new(
+        code,
+        error["message"].as_str().unwrap_or("refused by the Broker"),
+    );
     rebuilt.remediation = error["data"].get("remediation").cloned();
-    rebuilt.context = error["data"].get("context").and_then(|c| c.as_object().cloned());
+    rebuilt.context = error["data"]
+        .get("context")
+        .and_then(|c| c.as_object().cloned());
     rebuilt
 }

@@ -43,9 +43,15 @@ impl Session {
     pub fn require(&self, capability: &str) -> Result<(), RpcError> {
         match self.negotiated.granted.iter().any(|c| c == capability) {
             true => Ok(()),
-            false => Err(RpcError::new(ErrorCode::CapabilityDenied, format!("this Connection was not granted {capability}"))
-                .with_context("capability", json!(capability))
-                .with_remediation("request_capability", format!("Request \"{capability}\" in initialize.requestedCapabilities."))),
+            false => Err(RpcError::new(
+                ErrorCode::CapabilityDenied,
+                format!("this Connection was not granted {capability}"),
+            )
+            .with_context("capability", json!(capability))
+            .with_remediation(
+                "request_capability",
+                format!("Request \"{capability}\" in initialize.requestedCapabilities."),
+            )),
         }
     }
 }
@@ -57,13 +63,18 @@ pub struct ConnectionContext {
     pub hello: Hello,
     pub session: OnceLock<Session>,
     pub notifications: mpsc::Sender<String>,
+    /// Set once the peer closed gracefully (input EOF notice or `shutdown`).
+    pub closed: std::sync::atomic::AtomicBool,
 }
 
 impl ConnectionContext {
     pub fn session(&self) -> Result<&Session, RpcError> {
-        self.session
-            .get()
-            .ok_or_else(|| RpcError::new(ErrorCode::NotInitialized, "call initialize first on this Connection"))
+        self.session.get().ok_or_else(|| {
+            RpcError::new(
+                ErrorCode::NotInitialized,
+                "call initialize first on this Connection",
+            )
+        })
     }
 }
 
@@ -107,8 +118,10 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         hello,
         session: OnceLock::new(),
         notifications: notification_tx,
+        closed: std::sync::atomic::AtomicBool::new(false),
     });
-    let (ordinary_tx, mut ordinary_rx) = mpsc::unbounded_channel::<(Value, String, Map<String, Value>)>();
+    let (ordinary_tx, mut ordinary_rx) =
+        mpsc::unbounded_channel::<(Value, String, Map<String, Value>)>();
     let ordinary_worker = {
         let context = context.clone();
         let response_tx = response_tx.clone();
@@ -126,7 +139,10 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             Ok(None) => break,
             Err(error) => {
                 tracing::warn!(%error, "peer line rejected; closing the Connection");
-                let _ = response_tx.send(RpcError::new(ErrorCode::MessageTooLarge, error.to_string()).response(&Value::Null));
+                let _ = response_tx.send(
+                    RpcError::new(ErrorCode::MessageTooLarge, error.to_string())
+                        .response(&Value::Null),
+                );
                 break;
             }
         };
@@ -159,8 +175,9 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         }
     }
 
-    // EOF: release this Connection's Leases at once, then let in-flight calls finish.
-    lifecycle::close_connection(&context).await;
+    // Socket closed. After a graceful close this is a no-op; a peer that vanished (a killed
+    // bridge) leaves its Leases to expire by TTL.
+    lifecycle::lose_connection(&context).await;
     drop(ordinary_tx);
     let _ = ordinary_worker.await;
     drop(response_tx);
@@ -168,14 +185,23 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     let _ = writer_task.await;
 }
 
-async fn respond(context: &ConnectionContext, id: &Value, method: &str, params: Map<String, Value>) -> String {
+async fn respond(
+    context: &ConnectionContext,
+    id: &Value,
+    method: &str,
+    params: Map<String, Value>,
+) -> String {
     match lifecycle::dispatch(context, method, params).await {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
         Err(error) => error.response(id),
     }
 }
 
-async fn write_peer(mut writer: IpcWriter, mut responses: mpsc::UnboundedReceiver<String>, mut notifications: mpsc::Receiver<String>) {
+async fn write_peer(
+    mut writer: IpcWriter,
+    mut responses: mpsc::UnboundedReceiver<String>,
+    mut notifications: mpsc::Receiver<String>,
+) {
     let mut notifications_open = true;
     loop {
         let line = tokio::select! {

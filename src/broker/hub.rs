@@ -28,13 +28,21 @@ pub struct Hub {
 }
 
 impl Hub {
-    pub fn subscribe(&self, principal: &PrincipalKey, connection_id: &str, notifications: mpsc::Sender<String>) {
+    pub fn subscribe(
+        &self,
+        principal: &PrincipalKey,
+        connection_id: &str,
+        notifications: mpsc::Sender<String>,
+    ) {
         let mut routes = self.routes.write().expect("hub lock");
         routes
             .by_principal
             .entry(principal.clone())
             .or_default()
-            .push(Subscriber { connection_id: connection_id.to_owned(), notifications });
+            .push(Subscriber {
+                connection_id: connection_id.to_owned(),
+                notifications,
+            });
     }
 
     pub fn unsubscribe(&self, principal: &PrincipalKey, connection_id: &str) {
@@ -49,19 +57,32 @@ impl Hub {
 
     pub fn add_workspace(&self, workspace_id: &str, owner: &PrincipalKey) {
         let mut routes = self.routes.write().expect("hub lock");
-        routes.workspace_owner.insert(workspace_id.to_owned(), owner.clone());
+        routes
+            .workspace_owner
+            .insert(workspace_id.to_owned(), owner.clone());
     }
 
     pub fn remove_workspace(&self, workspace_id: &str) {
-        self.routes.write().expect("hub lock").workspace_owner.remove(workspace_id);
+        self.routes
+            .write()
+            .expect("hub lock")
+            .workspace_owner
+            .remove(workspace_id);
     }
 
     /// Offers one serialized `events/event` notification; returns how many queues took it.
     pub fn offer(&self, workspace_id: &str, line: &str) -> usize {
         let routes = self.routes.read().expect("hub lock");
-        let Some(owner) = routes.workspace_owner.get(workspace_id) else { return 0 };
-        let Some(subscribers) = routes.by_principal.get(owner) else { return 0 };
-        subscribers.iter().filter(|s| s.notifications.try_send(line.to_owned()).is_ok()).count()
+        let Some(owner) = routes.workspace_owner.get(workspace_id) else {
+            return 0;
+        };
+        let Some(subscribers) = routes.by_principal.get(owner) else {
+            return 0;
+        };
+        subscribers
+            .iter()
+            .filter(|s| s.notifications.try_send(line.to_owned()).is_ok())
+            .count()
     }
 }
 
@@ -70,7 +91,10 @@ mod tests {
     use super::*;
 
     fn principal(id: &str) -> PrincipalKey {
-        PrincipalKey { client_id: id.into(), instance_id: "i".into() }
+        PrincipalKey {
+            client_id: id.into(),
+            instance_id: "i".into(),
+        }
     }
 
     #[test]

@@ -16,8 +16,8 @@ use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
 use crate::protocol::internal::PeerRole;
 use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};
 use crate::store::{
-    ConnectionKind, CreateWorkspace, EventPoll, LeaseRow, NewConnection, NewLease, NewWorkspace, PrincipalKey,
-    ReleaseWorkspace, SqlValue, WorkspaceLookup, WorkspaceRow,
+    ConnectionKind, CreateWorkspace, EventPoll, LeaseRow, NewConnection, NewLease, NewWorkspace,
+    PrincipalKey, ReleaseWorkspace, SqlValue, WorkspaceLookup, WorkspaceRow,
 };
 use crate::version::{EXECUTABLE_VERSION, SERVICE_VERSION, now_ms};
 
@@ -37,7 +37,11 @@ const MAX_CLIENT_KEY_CHARS: usize = 256;
 /// The browser binding used until browser discovery selects one.
 const DEFAULT_BROWSER_ID: &str = "browser:managed";
 
-pub async fn dispatch(context: &ConnectionContext, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
+pub async fn dispatch(
+    context: &ConnectionContext,
+    method: &str,
+    params: Map<String, Value>,
+) -> Result<Value, RpcError> {
     match (context.role, method) {
         (_, "initialize") => initialize(context, &params).await,
         (PeerRole::Cli, "broker/status") => status(context).await,
@@ -58,7 +62,10 @@ pub async fn dispatch(context: &ConnectionContext, method: &str, params: Map<Str
                 "leases/heartbeat" => leases_heartbeat(context, session, &params).await,
                 "leases/release" => leases_release(context, session, &params).await,
                 "events/poll" => events_poll(context, session, &params).await,
-                _ => Err(RpcError::new(ErrorCode::MethodNotFound, format!("unknown method {method:?}"))),
+                _ => Err(RpcError::new(
+                    ErrorCode::MethodNotFound,
+                    format!("unknown method {method:?}"),
+                )),
             }
         }
     }
@@ -66,23 +73,72 @@ pub async fn dispatch(context: &ConnectionContext, method: &str, params: Map<Str
 
 /// Releases the Connection's Leases and forgets its routes. Safe to call more than once.
 pub async fn close_connection(context: &ConnectionContext) {
-    let Some(session) = context.session.get() else { return };
-    context.broker.hub.unsubscribe(&session.principal, &session.connection_id);
+    let Some(session) = context.session.get() else {
+        return;
+    };
+    if context
+        .closed
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    context
+        .broker
+        .hub
+        .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
-    match context.broker.db(move |store| store.close_connection(&id, now_ms())).await {
+    match context
+        .broker
+        .db(move |store| store.close_connection(&id, now_ms()))
+        .await
+    {
         Ok(released) => tracing::debug!(leases = released.len(), "connection closed"),
         Err(error) => tracing::error!(%error, "cannot close connection"),
     }
 }
 
-async fn initialize(context: &ConnectionContext, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// The peer's socket closed. Without a prior graceful close the Connection is marked lost: it
+/// no longer counts as live, and its Leases expire by TTL (a killed bridge).
+pub async fn lose_connection(context: &ConnectionContext) {
+    let Some(session) = context.session.get() else {
+        return;
+    };
+    if context
+        .closed
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    context
+        .broker
+        .hub
+        .unsubscribe(&session.principal, &session.connection_id);
+    let id = session.connection_id.clone();
+    if let Err(error) = context
+        .broker
+        .db(move |store| store.mark_connection_lost(&id, now_ms()))
+        .await
+    {
+        tracing::error!(%error, "cannot mark connection lost");
+    }
+}
+
+async fn initialize(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     if context.session.get().is_some() {
-        return Err(RpcError::new(ErrorCode::AlreadyInitialized, "this Connection is already initialized"));
+        return Err(RpcError::new(
+            ErrorCode::AlreadyInitialized,
+            "this Connection is already initialized",
+        ));
     }
     let negotiated = negotiate::negotiate(params)?;
     let broker = &context.broker;
-    let principal =
-        PrincipalKey { client_id: negotiated.client.id.clone(), instance_id: negotiated.client.instance_id.clone() };
+    let principal = PrincipalKey {
+        client_id: negotiated.client.id.clone(),
+        instance_id: negotiated.client.instance_id.clone(),
+    };
     let connection_id = new_id(IdKind::Connection);
     let new_connection = NewConnection {
         id: connection_id.clone(),
@@ -94,7 +150,10 @@ async fn initialize(context: &ConnectionContext, params: &Map<String, Value>) ->
         protocol_minor: negotiated.protocol.minor,
         opened_at: now_ms(),
     };
-    broker.db(move |store| store.open_connection(&new_connection)).await.map_err(from_store)?;
+    broker
+        .db(move |store| store.open_connection(&new_connection))
+        .await
+        .map_err(from_store)?;
     let limits = negotiated.limits;
     let result = json!({
         "protocol": negotiated.protocol.to_json(),
@@ -115,21 +174,38 @@ async fn initialize(context: &ConnectionContext, params: &Map<String, Value>) ->
         },
     });
     if negotiated.granted.iter().any(|c| c == "event.read") {
-        broker.hub.subscribe(&principal, &connection_id, context.notifications.clone());
+        broker
+            .hub
+            .subscribe(&principal, &connection_id, context.notifications.clone());
     }
-    let session = Session { connection_id, principal, negotiated };
+    let session = Session {
+        connection_id,
+        principal,
+        negotiated,
+    };
     if context.session.set(session).is_err() {
-        return Err(RpcError::new(ErrorCode::AlreadyInitialized, "this Connection is already initialized"));
+        return Err(RpcError::new(
+            ErrorCode::AlreadyInitialized,
+            "this Connection is already initialized",
+        ));
     }
     Ok(result)
 }
 
-async fn workspaces_create(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn workspaces_create(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let client_key = client_key(session, params)?;
     let browser_id = match optional_str(params, "browserId")? {
         Some(id) => id.to_owned(),
-        None => context.hello.browser_preference.clone().unwrap_or_else(|| DEFAULT_BROWSER_ID.to_owned()),
+        None => context
+            .hello
+            .browser_preference
+            .clone()
+            .unwrap_or_else(|| DEFAULT_BROWSER_ID.to_owned()),
     };
     let new_workspace = NewWorkspace {
         id: new_id(IdKind::Workspace),
@@ -138,38 +214,66 @@ async fn workspaces_create(context: &ConnectionContext, session: &Session, param
         client_key,
         now: now_ms(),
     };
-    let created = context.broker.db(move |store| store.create_workspace(&new_workspace)).await.map_err(from_store)?;
+    let created = context
+        .broker
+        .db(move |store| store.create_workspace(&new_workspace))
+        .await
+        .map_err(from_store)?;
     let row = match created {
         CreateWorkspace::Created(row) | CreateWorkspace::Existing(row) => row,
     };
-    context.broker.hub.add_workspace(&row.id, &session.principal);
+    context
+        .broker
+        .hub
+        .add_workspace(&row.id, &session.principal);
     Ok(workspace_json(&row))
 }
 
-async fn workspaces_get(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn workspaces_get(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let row = active_workspace(context, session, params).await?;
     Ok(workspace_json(&row))
 }
 
-async fn workspaces_release(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn workspaces_release(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let workspace_id = required_str(params, "workspaceId")?.to_owned();
     let principal = session.principal.clone();
     let id = workspace_id.clone();
-    let outcome = context.broker.db(move |store| store.release_workspace(&principal, &id, now_ms())).await.map_err(from_store)?;
+    let now = now_ms();
+    let outcome = context
+        .broker
+        .db(move |store| store.release_workspace(&principal, &id, now))
+        .await
+        .map_err(from_store)?;
     let released_at = match outcome {
         ReleaseWorkspace::Released { .. } => {
             context.broker.hub.remove_workspace(&workspace_id);
-            now_ms()
+            now
         }
         ReleaseWorkspace::AlreadyReleased { released_at } => released_at,
-        ReleaseWorkspace::NotFound => return Err(from_store(crate::store::StoreError::WorkspaceNotFound)),
+        ReleaseWorkspace::NotFound => {
+            return Err(from_store(crate::store::StoreError::WorkspaceNotFound));
+        }
     };
-    Ok(json!({"workspace": {"id": workspace_id, "state": "released", "releasedAt": released_at}, "released": true}))
+    Ok(
+        json!({"workspace": {"id": workspace_id, "state": "released", "releasedAt": released_at}, "released": true}),
+    )
 }
 
-async fn leases_create(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn leases_create(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let workspace_id = required_str(params, "workspaceId")?.to_owned();
     let ttl_ms = match params.get("ttlMs") {
@@ -194,12 +298,23 @@ async fn leases_create(context: &ConnectionContext, session: &Session, params: &
         client_key: client_key(session, params)?,
         now: now_ms(),
     };
-    let row = context.broker.db(move |store| store.create_lease(&new_lease)).await.map_err(from_store)?;
-    context.broker.hub.add_workspace(&row.workspace_id, &session.principal);
+    let row = context
+        .broker
+        .db(move |store| store.create_lease(&new_lease))
+        .await
+        .map_err(from_store)?;
+    context
+        .broker
+        .hub
+        .add_workspace(&row.workspace_id, &session.principal);
     Ok(lease_json(&row))
 }
 
-async fn leases_heartbeat(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn leases_heartbeat(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let (workspace_id, lease_id) = lease_params(params)?;
     let connection_id = session.connection_id.clone();
@@ -211,27 +326,40 @@ async fn leases_heartbeat(context: &ConnectionContext, session: &Session, params
     Ok(lease_json(&row))
 }
 
-async fn leases_release(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn leases_release(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let (workspace_id, lease_id) = lease_params(params)?;
     let connection_id = session.connection_id.clone();
     let row = context
         .broker
-        .db(move |store| store.release_lease(&connection_id, &workspace_id, &lease_id))
+        .db(move |store| store.release_lease(&connection_id, &workspace_id, &lease_id, now_ms()))
         .await
         .map_err(from_store)?;
     Ok(json!({"lease": {"id": row.id, "workspaceId": row.workspace_id}, "released": true}))
 }
 
-async fn events_poll(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn events_poll(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     session.require("event.read")?;
     let cursor_text = required_str(params, "cursor")?;
-    let after = parse_cursor(cursor_text).ok_or_else(|| RpcError::invalid_params("\"cursor\" must look like \"cursor:N\""))?;
+    let after = parse_cursor(cursor_text)
+        .ok_or_else(|| RpcError::invalid_params("\"cursor\" must look like \"cursor:N\""))?;
     let limit = match params.get("limit") {
         None | Some(Value::Null) => DEFAULT_POLL_LIMIT,
         Some(value) => match value.as_u64() {
             Some(limit) if (1..=MAX_POLL_LIMIT).contains(&limit) => limit,
-            _ => return Err(RpcError::invalid_params(format!("\"limit\" must be an integer from 1 through {MAX_POLL_LIMIT}"))),
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"limit\" must be an integer from 1 through {MAX_POLL_LIMIT}"
+                )));
+            }
         },
     };
     let row = active_workspace(context, session, params).await?;
@@ -258,7 +386,10 @@ async fn events_poll(context: &ConnectionContext, session: &Session, params: &Ma
 
 async fn status(context: &ConnectionContext) -> Result<Value, RpcError> {
     let broker = context.broker.clone();
-    let embedded = broker.db(|store| store.count_connections(ConnectionKind::Embedded)).await.map_err(from_store)?;
+    let embedded = broker
+        .db(|store| store.count_connections(ConnectionKind::Embedded))
+        .await
+        .map_err(from_store)?;
     Ok(json!({
         "broker": {"id": broker.broker_id, "pid": std::process::id(), "startedAt": broker.started_at},
         "service": {"version": SERVICE_VERSION},
@@ -271,7 +402,10 @@ async fn status(context: &ConnectionContext) -> Result<Value, RpcError> {
 
 /// `bp disconnect`: stop the daemon, but only for the same Broker and installation and only when
 /// no embedded host is connected. An Agent product is never evicted.
-async fn broker_shutdown(context: &ConnectionContext, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn broker_shutdown(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let broker = context.broker.clone();
     let broker_id = required_str(params, "brokerId")?;
     let installation_id = required_str(params, "installationId")?;
@@ -279,18 +413,36 @@ async fn broker_shutdown(context: &ConnectionContext, params: &Map<String, Value
         return Err(RpcError::new(ErrorCode::ProtocolIncompatible, "the running Broker is not the one this executable installation started")
             .with_remediation("use_compatible_executable", "Use the executable installation that started the running Broker, or wait until its hosts disconnect."));
     }
-    let embedded = broker.db(|store| store.count_connections(ConnectionKind::Embedded)).await.map_err(from_store)?;
+    let embedded = broker
+        .db(|store| store.count_connections(ConnectionKind::Embedded))
+        .await
+        .map_err(from_store)?;
     if embedded > 0 {
-        return Err(RpcError::new(ErrorCode::BrokerInUse, format!("{embedded} embedded host Connection(s) are still connected"))
-            .with_context("embeddedConnections", json!(embedded)));
+        return Err(RpcError::new(
+            ErrorCode::BrokerInUse,
+            format!("{embedded} embedded host Connection(s) are still connected"),
+        )
+        .with_context("embeddedConnections", json!(embedded)));
     }
     broker.request_shutdown();
     Ok(json!({"shutdown": true}))
 }
 
-async fn debug_sql(context: &ConnectionContext, params: &Map<String, Value>) -> Result<Value, RpcError> {
+async fn debug_sql(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let sql = required_str(params, "sql")?.to_owned();
-    let rows = context.broker.db(move |store| store.query_readonly(&sql)).await.map_err(from_store)?;
+    let rows = context
+        .broker
+        .db(move |store| store.query_readonly(&sql))
+        .await
+        .map_err(|error| match error {
+            crate::store::StoreError::Sqlite(sqlite) => {
+                RpcError::invalid_params(format!("query failed: {sqlite}"))
+            }
+            other => from_store(other),
+        })?;
     let to_json = |value: &SqlValue| match value {
         SqlValue::Null => Value::Null,
         SqlValue::Integer(i) => json!(i),
@@ -305,21 +457,36 @@ async fn debug_sql(context: &ConnectionContext, params: &Map<String, Value>) -> 
 }
 
 /// The active Workspace named by `workspaceId`, owned by this Connection's Principal.
-async fn active_workspace(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<WorkspaceRow, RpcError> {
+async fn active_workspace(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<WorkspaceRow, RpcError> {
     let id = required_str(params, "workspaceId")?.to_owned();
     let principal = session.principal.clone();
-    let lookup = context.broker.db(move |store| store.get_workspace(&principal, &id)).await.map_err(from_store)?;
+    let lookup = context
+        .broker
+        .db(move |store| store.get_workspace(&principal, &id))
+        .await
+        .map_err(from_store)?;
     match lookup {
         WorkspaceLookup::Active(row) => Ok(row),
-        WorkspaceLookup::Released(tombstone) => Err(RpcError::new(ErrorCode::WorkspaceNotFound, "the Workspace was released")
-            .with_context("state", json!("released"))
-            .with_context("releasedAt", json!(tombstone.released_at))),
+        WorkspaceLookup::Released(tombstone) => Err(RpcError::new(
+            ErrorCode::WorkspaceNotFound,
+            "the Workspace was released",
+        )
+        .with_context("state", json!("released"))
+        .with_context("releasedAt", json!(tombstone.released_at))),
         WorkspaceLookup::NotFound => Err(from_store(crate::store::StoreError::WorkspaceNotFound)),
     }
 }
 
 fn workspace_json(row: &WorkspaceRow) -> Value {
-    let tab_set = format!("{}{}", IdKind::ManagedTabSet.prefix(), row.id.trim_start_matches(IdKind::Workspace.prefix()));
+    let tab_set = format!(
+        "{}{}",
+        IdKind::ManagedTabSet.prefix(),
+        row.id.trim_start_matches(IdKind::Workspace.prefix())
+    );
     json!({
         "workspace": {"id": row.id, "browserId": row.browser_id, "state": "active", "createdAt": row.created_at},
         "managedTabSet": {"id": tab_set},
@@ -332,16 +499,23 @@ fn lease_json(row: &LeaseRow) -> Value {
 }
 
 fn lease_params(params: &Map<String, Value>) -> Result<(String, String), RpcError> {
-    Ok((required_str(params, "workspaceId")?.to_owned(), required_str(params, "leaseId")?.to_owned()))
+    Ok((
+        required_str(params, "workspaceId")?.to_owned(),
+        required_str(params, "leaseId")?.to_owned(),
+    ))
 }
 
 fn client_key(session: &Session, params: &Map<String, Value>) -> Result<Option<String>, RpcError> {
-    let Some(key) = optional_str(params, "clientKey")? else { return Ok(None) };
+    let Some(key) = optional_str(params, "clientKey")? else {
+        return Ok(None);
+    };
     if session.negotiated.protocol.minor < 1 {
         return Err(RpcError::invalid_params("\"clientKey\" needs protocol 1.1"));
     }
     if key.chars().count() > MAX_CLIENT_KEY_CHARS {
-        return Err(RpcError::invalid_params(format!("\"clientKey\" is longer than {MAX_CLIENT_KEY_CHARS} characters")));
+        return Err(RpcError::invalid_params(format!(
+            "\"clientKey\" is longer than {MAX_CLIENT_KEY_CHARS} characters"
+        )));
     }
     Ok(Some(key.to_owned()))
 }
@@ -349,20 +523,30 @@ fn client_key(session: &Session, params: &Map<String, Value>) -> Result<Option<S
 pub fn required_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str, RpcError> {
     match params.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
-        _ => Err(RpcError::invalid_params(format!("\"{name}\" must be a non-empty string"))),
+        _ => Err(RpcError::invalid_params(format!(
+            "\"{name}\" must be a non-empty string"
+        ))),
     }
 }
 
-pub fn optional_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, RpcError> {
+pub fn optional_str<'a>(
+    params: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, RpcError> {
     match params.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
-        _ => Err(RpcError::invalid_params(format!("\"{name}\" must be a non-empty string"))),
+        _ => Err(RpcError::invalid_params(format!(
+            "\"{name}\" must be a non-empty string"
+        ))),
     }
 }
 
 /// Emits `lease.expired` for each Lease the sweep removed.
-pub async fn announce_expired(context_broker: &std::sync::Arc<super::state::Broker>, expired: Vec<LeaseRow>) {
+pub async fn announce_expired(
+    context_broker: &std::sync::Arc<super::state::Broker>,
+    expired: Vec<LeaseRow>,
+) {
     for lease in expired {
         let emit = Emit {
             workspace_id: lease.workspace_id.clone(),

@@ -10,7 +10,12 @@ use crate::home::{Home, write_private_file};
 use crate::protocol::negotiate::SUPPORTED_PROTOCOLS;
 use crate::version::{EXECUTABLE_VERSION, IPC_VERSION};
 
-pub fn write_locator(home: &Home, broker_id: &str, installation_id: &str, started_at: i64) -> std::io::Result<()> {
+pub fn write_locator(
+    home: &Home,
+    broker_id: &str,
+    installation_id: &str,
+    started_at: i64,
+) -> std::io::Result<()> {
     let min = SUPPORTED_PROTOCOLS.first().expect("at least one protocol");
     let max = SUPPORTED_PROTOCOLS.last().expect("at least one protocol");
     let locator = json!({
@@ -54,7 +59,12 @@ pub fn record_version(home: &Home, installation_id: &str, now: i64) -> std::io::
         Some(first) => vec![current, first.clone()],
         None => vec![current],
     };
-    write_private_file(&path, json!({"installations": installations}).to_string().as_bytes())
+    write_private_file(
+        &path,
+        json!({"installations": installations})
+            .to_string()
+            .as_bytes(),
+    )
 }
 
 #[cfg(test)]
@@ -68,8 +78,14 @@ mod tests {
         for (id, now) in [("a", 1), ("a", 2), ("b", 3), ("c", 4), ("c", 5)] {
             record_version(&home, id, now).unwrap();
         }
-        let v: Value = serde_json::from_slice(&std::fs::read(home.versions_path()).unwrap()).unwrap();
-        let ids: Vec<&str> = v["installations"].as_array().unwrap().iter().map(|i| i["installationId"].as_str().unwrap()).collect();
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(home.versions_path()).unwrap()).unwrap();
+        let ids: Vec<&str> = v["installations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["installationId"].as_str().unwrap())
+            .collect();
         assert_eq!(ids, vec!["c", "b"]);
         assert_eq!(v["installations"][0]["firstSeenAt"], 4);
     }

@@ -40,7 +40,7 @@ pub async fn run_broker(home: Home) -> i32 {
             return 1;
         }
     };
-    let store = match Store::open(StoreLimits::default()) {
+    let store = match Store::open(store_limits_from_env()) {
         Ok(store) => store,
         Err(error) => {
             tracing::error!(%error, "cannot open the in-memory store");
@@ -58,8 +58,13 @@ pub async fn run_broker(home: Home) -> i32 {
         generation: AtomicU64::new(0),
         shutdown: shutdown_tx,
     });
-    if let Err(error) = locator::write_locator(&home, &broker.broker_id, &broker.installation_id, broker.started_at)
-        .and_then(|()| locator::record_version(&home, &broker.installation_id, broker.started_at))
+    if let Err(error) = locator::write_locator(
+        &home,
+        &broker.broker_id,
+        &broker.installation_id,
+        broker.started_at,
+    )
+    .and_then(|()| locator::record_version(&home, &broker.installation_id, broker.started_at))
     {
         tracing::error!(%error, "cannot write the locator");
         let _ = std::fs::remove_file(&socket);
@@ -86,6 +91,24 @@ pub async fn run_broker(home: Home) -> i32 {
     let _ = std::fs::remove_file(&socket);
     tracing::info!("broker stopped");
     0
+}
+
+/// Smallest and largest `BROWSER_PILOT_EVENT_JOURNAL_SIZE` an operator may set: below 16 a
+/// single action's events could not be replayed; above a million a journal holds too much memory.
+const JOURNAL_SIZE_RANGE: std::ops::RangeInclusive<u32> = 16..=1_000_000;
+
+/// Service resource limits; `BROWSER_PILOT_EVENT_JOURNAL_SIZE` overrides the per-Workspace
+/// journal size (reported to hosts as `eventJournalSize`).
+fn store_limits_from_env() -> StoreLimits {
+    let mut limits = StoreLimits::default();
+    if let Some(size) = std::env::var("BROWSER_PILOT_EVENT_JOURNAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        limits.event_journal_size =
+            size.clamp(*JOURNAL_SIZE_RANGE.start(), *JOURNAL_SIZE_RANGE.end());
+    }
+    limits
 }
 
 /// SIGTERM and SIGINT as one stream of "please exit".

@@ -28,6 +28,9 @@ pub async fn run(broker: Arc<Broker>) {
             _ = shutdown.changed() => return,
             _ = lease_tick.tick() => expire_leases(&broker).await,
             _ = slow_tick.tick() => {
+                if let Err(error) = broker.db(|store| store.reclaim_lost_connections()).await {
+                    tracing::error!(%error, "lost connection sweep failed");
+                }
                 reclaim_idle_workspaces(&broker).await;
                 exit_if_home_gone(&broker);
             }
@@ -45,7 +48,10 @@ async fn expire_leases(broker: &Arc<Broker>) {
 
 async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
     let idle_before = now_ms() - WORKSPACE_IDLE_RECLAIM_MS;
-    let idle = match broker.db(move |store| store.inactive_workspaces(idle_before)).await {
+    let idle = match broker
+        .db(move |store| store.inactive_workspaces(idle_before))
+        .await
+    {
         Ok(idle) => idle,
         Err(error) => {
             tracing::error!(%error, "idle workspace sweep failed");
@@ -55,7 +61,10 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
     for workspace in idle {
         let id = workspace.id.clone();
         let principal = workspace.principal.clone();
-        match broker.db(move |store| store.release_workspace(&principal, &id, now_ms())).await {
+        match broker
+            .db(move |store| store.release_workspace(&principal, &id, now_ms()))
+            .await
+        {
             Ok(_) => {
                 broker.hub.remove_workspace(&workspace.id);
                 tracing::info!(workspace = %workspace.id, "reclaimed an idle workspace");

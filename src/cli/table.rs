@@ -14,7 +14,8 @@ fn cell(value: &Value) -> String {
 pub fn json_lines(columns: &[String], rows: &[Vec<Value>]) -> String {
     let mut out = String::new();
     for row in rows {
-        let object: serde_json::Map<String, Value> = columns.iter().cloned().zip(row.iter().cloned()).collect();
+        let object: serde_json::Map<String, Value> =
+            columns.iter().cloned().zip(row.iter().cloned()).collect();
         out.push_str(&Value::Object(object).to_string());
         out.push('\n');
     }
@@ -27,14 +28,33 @@ pub fn aligned(columns: &[String], rows: &[Vec<Value>]) -> String {
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
-        .map(|(i, c)| cells.iter().map(|r| r.get(i).map_or(0, |s| s.chars().count())).max().unwrap_or(0).max(c.chars().count()))
+        .map(|(i, c)| {
+            cells
+                .iter()
+                .map(|r| r.get(i).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+                .max(c.chars().count())
+        })
         .collect();
     let line = |values: Vec<&str>| -> String {
-        let padded: Vec<String> = values.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
+        let padded: Vec<String> = values
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect();
         padded.join("  ").trim_end().to_owned() + "\n"
     };
     let mut out = line(columns.iter().map(String::as_str).collect());
-    out.push_str(&line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(String::as_str).collect()));
+    out.push_str(&line(
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect(),
+    ));
     for row in &cells {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
@@ -49,8 +69,17 @@ mod tests {
     #[test]
     fn renders_both_forms() {
         let columns = vec!["id".to_owned(), "n".to_owned()];
-        let rows = vec![vec![json!("workspace:a"), json!(3)], vec![json!("w"), Value::Null]];
-        assert_eq!(json_lines(&columns, &rows), "{\"id\":\"workspace:a\",\"n\":3}\n{\"id\":\"w\",\"n\":null}\n");
-        assert_eq!(aligned(&columns, &rows), "id           n\n-----------  ----\nworkspace:a  3\nw            NULL\n");
+        let rows = vec![
+            vec![json!("workspace:a"), json!(3)],
+            vec![json!("w"), Value::Null],
+        ];
+        assert_eq!(
+            json_lines(&columns, &rows),
+            "{\"id\":\"workspace:a\",\"n\":3}\n{\"id\":\"w\",\"n\":null}\n"
+        );
+        assert_eq!(
+            aligned(&columns, &rows),
+            "id           n\n-----------  ----\nworkspace:a  3\nw            NULL\n"
+        );
     }
 }

@@ -25,13 +25,21 @@ pub struct IpcWriter(Arc<Stream>);
 pub type IpcReader = BufReader<IpcRead>;
 
 impl AsyncRead for IpcRead {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         Pin::new(&mut &*self.0).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for IpcWriter {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         Pin::new(&mut &*self.0).poll_write(cx, buf)
     }
 
@@ -64,7 +72,10 @@ pub struct IpcListener {
 /// startup lock) has already removed any stale file.
 pub fn listen(path: &Path) -> std::io::Result<IpcListener> {
     let name = path.to_fs_name::<GenericFilePath>()?;
-    let listener = ListenerOptions::new().name(name).reclaim_name(false).create_tokio()?;
+    let listener = ListenerOptions::new()
+        .name(name)
+        .reclaim_name(false)
+        .create_tokio()?;
     if cfg!(unix) {
         os::set_owner_only(path, false)?;
     }

@@ -15,8 +15,15 @@ pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 /// A well-formed inbound message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    Request { id: Value, method: String, params: Map<String, Value> },
-    Notification { method: String, params: Map<String, Value> },
+    Request {
+        id: Value,
+        method: String,
+        params: Map<String, Value>,
+    },
+    Notification {
+        method: String,
+        params: Map<String, Value>,
+    },
 }
 
 impl Inbound {
@@ -44,7 +51,11 @@ pub fn classify(line: &[u8]) -> Result<Inbound, RpcError> {
     let method = match object.remove("method") {
         Some(Value::String(method)) if !method.is_empty() => method,
         Some(_) => return Err(invalid("\"method\" must be a non-empty string")),
-        None => return Err(invalid("\"method\" is missing (responses are not accepted from hosts)")),
+        None => {
+            return Err(invalid(
+                "\"method\" is missing (responses are not accepted from hosts)",
+            ));
+        }
     };
     let params = match object.remove("params") {
         None => Map::new(),
@@ -67,10 +78,14 @@ pub fn check_id(id: &Value) -> Result<(), RpcError> {
         Value::String(_) => Err(invalid("\"id\" must not be an empty string")),
         Value::Number(n) => match (n.as_i64(), n.as_u64()) {
             (Some(i), _) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
-            (None, Some(_)) | (Some(_), _) => Err(invalid("\"id\" is outside the safe integer range")),
+            (None, Some(_)) | (Some(_), _) => {
+                Err(invalid("\"id\" is outside the safe integer range"))
+            }
             (None, None) => Err(invalid("\"id\" must be an integer, not a fraction")),
         },
-        _ => Err(invalid("\"id\" must be a non-empty string or a safe integer")),
+        _ => Err(invalid(
+            "\"id\" must be a non-empty string or a safe integer",
+        )),
     }
 }
 
@@ -95,23 +110,65 @@ mod tests {
     #[test]
     fn envelope_matrix() {
         check(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, Ok("request"));
-        check(r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#, Ok("request"));
+        check(
+            r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#,
+            Ok("request"),
+        );
         check(r#"{"jsonrpc":"2.0","method":"x"}"#, Ok("notification"));
-        check(r#"{"jsonrpc":"2.0","id":9007199254740991,"method":"x"}"#, Ok("request"));
-        check(r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"x"}"#, Ok("request"));
-        check(r#"{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":"","method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#, Err("invalid_request"));
+        check(
+            r#"{"jsonrpc":"2.0","id":9007199254740991,"method":"x"}"#,
+            Ok("request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"x"}"#,
+            Ok("request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":"","method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#,
+            Err("invalid_request"),
+        );
         check(r#"{"id":1,"method":"x"}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, Err("invalid_request"));
+        check(
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            Err("invalid_request"),
+        );
         check(r#"{"jsonrpc":"2.0","id":1}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":1,"method":7}"#, Err("invalid_request"));
-        check(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#, Err("invalid_request"));
-        check(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#, Err("invalid_request"));
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#,
+            Err("invalid_request"),
+        );
         check("42", Err("invalid_request"));
         check("{not json", Err("parse_error"));
         check("", Err("parse_error"));

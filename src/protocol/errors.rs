@@ -144,7 +144,12 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into(), remediation: None, context: None }
+        RpcError {
+            code,
+            message: message.into(),
+            remediation: None,
+            context: None,
+        }
     }
 
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
@@ -158,7 +163,9 @@ impl RpcError {
     }
 
     pub fn with_context(mut self, key: &str, value: Value) -> RpcError {
-        self.context.get_or_insert_with(Map::new).insert(key.to_owned(), value);
+        self.context
+            .get_or_insert_with(Map::new)
+            .insert(key.to_owned(), value);
         self
     }
 
@@ -198,7 +205,11 @@ mod tests {
     fn every_code_is_documented() {
         let doc = include_str!("../../docs/errors.md");
         for code in ErrorCode::ALL {
-            assert!(doc.contains(&format!("`{}`", code.as_str())), "{} missing from docs/errors.md", code.as_str());
+            assert!(
+                doc.contains(&format!("`{}`", code.as_str())),
+                "{} missing from docs/errors.md",
+                code.as_str()
+            );
         }
     }
 

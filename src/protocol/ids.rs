@@ -46,7 +46,9 @@ impl IdKind {
 /// A fresh unguessable id of the given kind: prefix + 32 hex digits.
 pub fn new_id(kind: IdKind) -> String {
     let mut bytes = [0u8; 16];
-    SystemRandom::new().fill(&mut bytes).expect("the system random source is available");
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system random source is available");
     let mut id = String::with_capacity(kind.prefix().len() + 32);
     id.push_str(kind.prefix());
     for byte in bytes {
@@ -63,7 +65,10 @@ pub fn format_cursor(sequence: u64) -> String {
 /// The inverse of [`format_cursor`]; `None` for anything else.
 pub fn parse_cursor(cursor: &str) -> Option<u64> {
     let digits = cursor.strip_prefix("cursor:")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || (digits.len() > 1 && digits.starts_with('0'))
+    {
         return None;
     }
     digits.parse().ok()
@@ -85,7 +90,15 @@ mod tests {
     fn cursor_round_trip_and_rejects() {
         assert_eq!(parse_cursor(&format_cursor(0)), Some(0));
         assert_eq!(parse_cursor("cursor:42"), Some(42));
-        for bad in ["cursor:", "cursor:-1", "cursor:01", "cursor:1a", "42", "cursor: 1", "cursor:99999999999999999999"] {
+        for bad in [
+            "cursor:",
+            "cursor:-1",
+            "cursor:01",
+            "cursor:1a",
+            "42",
+            "cursor: 1",
+            "cursor:99999999999999999999",
+        ] {
             assert_eq!(parse_cursor(bad), None, "{bad}");
         }
     }

@@ -65,9 +65,15 @@ mod tests {
         let none = Map::new();
         assert_eq!(lane("commands/get", &none), Lane::OutOfBand);
         assert_eq!(lane("leases/heartbeat", &none), Lane::Ordinary);
-        let dialog = json!({"name": "browser.dialogs.respond"}).as_object().unwrap().clone();
+        let dialog = json!({"name": "browser.dialogs.respond"})
+            .as_object()
+            .unwrap()
+            .clone();
         assert_eq!(lane("tools/call", &dialog), Lane::OutOfBand);
-        let observe = json!({"name": "browser.observe"}).as_object().unwrap().clone();
+        let observe = json!({"name": "browser.observe"})
+            .as_object()
+            .unwrap()
+            .clone();
         assert_eq!(lane("tools/call", &observe), Lane::Ordinary);
     }
 }

@@ -2,8 +2,8 @@
 //! method classification both bridge and Broker agree on. No I/O, no store, no CDP.
 
 pub mod envelope;
-pub mod internal;
 pub mod errors;
 pub mod ids;
+pub mod internal;
 pub mod methods;
 pub mod negotiate;

@@ -21,7 +21,10 @@ impl Version {
 }
 
 /// Protocol versions this service speaks, oldest first.
-pub const SUPPORTED_PROTOCOLS: &[Version] = &[Version { major: 1, minor: 0 }, Version { major: 1, minor: 1 }];
+pub const SUPPORTED_PROTOCOLS: &[Version] = &[
+    Version { major: 1, minor: 0 },
+    Version { major: 1, minor: 1 },
+];
 
 /// Capabilities this service supports. A host may request a subset; least privilege is the
 /// host's choice and every tool names the capability it needs.
@@ -43,7 +46,10 @@ pub struct Limits {
 
 /// The service maximum, also the fixed bootstrap limits of `initialize` itself: 1 MiB input
 /// lines and 4 MiB results, as the contract sets them.
-pub const SERVICE_LIMITS: Limits = Limits { max_message_bytes: 1024 * 1024, max_result_bytes: 4 * 1024 * 1024 };
+pub const SERVICE_LIMITS: Limits = Limits {
+    max_message_bytes: 1024 * 1024,
+    max_result_bytes: 4 * 1024 * 1024,
+};
 
 /// The smallest limit a protocol 1.1 client may ask for: below 64 KiB ordinary results (an
 /// Observation, an error with context) would not fit.
@@ -82,17 +88,28 @@ pub fn negotiate(params: &Map<String, Value>) -> Result<Negotiated, RpcError> {
         0 => SERVICE_LIMITS,
         _ => negotiate_limits(params.get("limits"))?,
     };
-    Ok(Negotiated { client, protocol, granted, limits })
+    Ok(Negotiated {
+        client,
+        protocol,
+        granted,
+        limits,
+    })
 }
 
 fn parse_client(value: Option<&Value>) -> Result<ClientInfo, RpcError> {
     let Some(Value::Object(client)) = value else {
-        return Err(RpcError::invalid_params("\"client\" must be an object with a non-empty \"id\""));
+        return Err(RpcError::invalid_params(
+            "\"client\" must be an object with a non-empty \"id\"",
+        ));
     };
     let field = |name: &str, required: bool| -> Result<Option<String>, RpcError> {
         match client.get(name) {
             None | Some(Value::Null) if !required => Ok(None),
-            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_CLIENT_FIELD_CHARS => Ok(Some(s.clone())),
+            Some(Value::String(s))
+                if !s.is_empty() && s.chars().count() <= MAX_CLIENT_FIELD_CHARS =>
+            {
+                Ok(Some(s.clone()))
+            }
             _ => Err(RpcError::invalid_params(format!(
                 "\"client.{name}\" must be a non-empty string of at most {MAX_CLIENT_FIELD_CHARS} characters"
             ))),
@@ -107,9 +124,19 @@ fn parse_client(value: Option<&Value>) -> Result<ClientInfo, RpcError> {
 }
 
 fn parse_version(value: Option<&Value>, name: &str) -> Result<Version, RpcError> {
-    let bad = || RpcError::invalid_params(format!("\"protocol.{name}\" must be {{\"major\": int, \"minor\": int}}"));
-    let Some(Value::Object(v)) = value else { return Err(bad()) };
-    let number = |key: &str| v.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    let bad = || {
+        RpcError::invalid_params(format!(
+            "\"protocol.{name}\" must be {{\"major\": int, \"minor\": int}}"
+        ))
+    };
+    let Some(Value::Object(v)) = value else {
+        return Err(bad());
+    };
+    let number = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
     match (number("major"), number("minor")) {
         (Some(major), Some(minor)) => Ok(Version { major, minor }),
         _ => Err(bad()),
@@ -119,12 +146,16 @@ fn parse_version(value: Option<&Value>, name: &str) -> Result<Version, RpcError>
 /// The highest supported version inside the client's `[min, max]`.
 fn select_protocol(value: Option<&Value>) -> Result<Version, RpcError> {
     let Some(Value::Object(range)) = value else {
-        return Err(RpcError::invalid_params("\"protocol\" must be {\"min\": version, \"max\": version}"));
+        return Err(RpcError::invalid_params(
+            "\"protocol\" must be {\"min\": version, \"max\": version}",
+        ));
     };
     let min = parse_version(range.get("min"), "min")?;
     let max = parse_version(range.get("max"), "max")?;
     if min > max {
-        return Err(RpcError::invalid_params("\"protocol.min\" is greater than \"protocol.max\""));
+        return Err(RpcError::invalid_params(
+            "\"protocol.min\" is greater than \"protocol.max\"",
+        ));
     }
     SUPPORTED_PROTOCOLS.iter().rev().find(|v| **v >= min && **v <= max).copied().ok_or_else(|| {
         let supported: Vec<Value> = SUPPORTED_PROTOCOLS.iter().map(|v| v.to_json()).collect();
@@ -150,12 +181,22 @@ fn grant_capabilities(value: Option<&Value>) -> Result<Vec<String>, RpcError> {
             for item in items {
                 match item.as_str() {
                     Some(name) => requested.push(name),
-                    None => return Err(RpcError::invalid_params("\"requestedCapabilities\" must be an array of strings")),
+                    None => {
+                        return Err(RpcError::invalid_params(
+                            "\"requestedCapabilities\" must be an array of strings",
+                        ));
+                    }
                 }
             }
-            Ok(CAPABILITIES.iter().filter(|c| requested.contains(c)).map(|c| (*c).to_owned()).collect())
+            Ok(CAPABILITIES
+                .iter()
+                .filter(|c| requested.contains(c))
+                .map(|c| (*c).to_owned())
+                .collect())
         }
-        Some(_) => Err(RpcError::invalid_params("\"requestedCapabilities\" must be an array of strings")),
+        Some(_) => Err(RpcError::invalid_params(
+            "\"requestedCapabilities\" must be an array of strings",
+        )),
     }
 }
 
@@ -193,7 +234,9 @@ mod tests {
     }
 
     fn base(protocol: Value, limits: Value) -> Map<String, Value> {
-        params(json!({"client": {"id": "a", "instanceId": "i"}, "protocol": protocol, "limits": limits}))
+        params(
+            json!({"client": {"id": "a", "instanceId": "i"}, "protocol": protocol, "limits": limits}),
+        )
     }
 
     fn range(min: (u32, u32), max: (u32, u32)) -> Value {
@@ -218,14 +261,24 @@ mod tests {
         let check = |limits: Value, want: Result<(u64, u64), ()>| {
             let got = negotiate(&base(range((1, 1), (1, 1)), limits.clone()));
             match (got, want) {
-                (Ok(n), Ok((m, r))) => assert_eq!((n.limits.max_message_bytes, n.limits.max_result_bytes), (m, r), "{limits}"),
+                (Ok(n), Ok((m, r))) => assert_eq!(
+                    (n.limits.max_message_bytes, n.limits.max_result_bytes),
+                    (m, r),
+                    "{limits}"
+                ),
                 (Err(e), Err(())) => assert_eq!(e.code, ErrorCode::InvalidParams, "{limits}"),
                 (got, want) => panic!("{limits}: got {got:?}, want {want:?}"),
             }
         };
-        check(json!({"maxMessageBytes": 65536, "maxResultBytes": 65536}), Ok((65536, 65536)));
+        check(
+            json!({"maxMessageBytes": 65536, "maxResultBytes": 65536}),
+            Ok((65536, 65536)),
+        );
         check(json!({"maxMessageBytes": 65535}), Err(()));
-        check(json!({"maxResultBytes": 1073741824}), Ok((1048576, 4194304)));
+        check(
+            json!({"maxResultBytes": 1073741824}),
+            Ok((1048576, 4194304)),
+        );
         check(json!({"maxResultBytes": 1073741825}), Err(()));
         check(json!({"maxMessageBytes": 100000.5}), Err(()));
         check(json!({"maxMessageBytes": -1}), Err(()));
@@ -239,8 +292,14 @@ mod tests {
     #[test]
     fn capabilities_are_intersected() {
         let mut p = base(range((1, 1), (1, 1)), Value::Null);
-        p.insert("requestedCapabilities".into(), json!(["observation.read", "made.up"]));
-        assert_eq!(negotiate(&p).unwrap().granted, vec!["observation.read".to_owned()]);
+        p.insert(
+            "requestedCapabilities".into(),
+            json!(["observation.read", "made.up"]),
+        );
+        assert_eq!(
+            negotiate(&p).unwrap().granted,
+            vec!["observation.read".to_owned()]
+        );
         p.insert("requestedCapabilities".into(), json!("all"));
         assert_eq!(negotiate(&p).unwrap_err().code, ErrorCode::InvalidParams);
     }

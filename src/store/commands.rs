@@ -214,7 +214,9 @@ impl Store {
                         )?
                         .execute([id])?;
                 }
-                CommandStatus::Completed | CommandStatus::Cancelled | CommandStatus::UnknownOutcome => {}
+                CommandStatus::Completed
+                | CommandStatus::Cancelled
+                | CommandStatus::UnknownOutcome => {}
             }
             let command = find_command(transaction, id)?.map(|(_, command)| command);
             Ok(command)

@@ -110,7 +110,10 @@ impl DebugConnection {
                     "exactly one statement is allowed".to_owned(),
                 ));
             }
-            Err(error) if error.sqlite_error_code() == Some(ErrorCode::AuthorizationForStatementDenied) => {
+            Err(error)
+                if error.sqlite_error_code()
+                    == Some(ErrorCode::AuthorizationForStatementDenied) =>
+            {
                 let reason = lock(&self.last_refusal)
                     .take()
                     .unwrap_or_else(|| "not authorized".to_owned());
@@ -135,8 +138,10 @@ impl DebugConnection {
             .collect();
 
         let deadline = Instant::now() + DEBUG_QUERY_TIME_BUDGET;
-        self.connection
-            .progress_handler(PROGRESS_CHECK_STEPS, Some(move || Instant::now() >= deadline))?;
+        self.connection.progress_handler(
+            PROGRESS_CHECK_STEPS,
+            Some(move || Instant::now() >= deadline),
+        )?;
         let collected = collect_rows(&mut statement, columns.len());
         drop(statement);
         self.connection.progress_handler(0, None::<fn() -> bool>)?;
@@ -206,9 +211,15 @@ fn judge(action: AuthAction<'_>) -> Result<(), String> {
         } => judge_pragma(pragma_name, pragma_value),
         AuthAction::Attach { .. } => Err("ATTACH is not allowed".to_owned()),
         AuthAction::Detach { .. } => Err("DETACH is not allowed".to_owned()),
-        AuthAction::Insert { table_name } => Err(format!("INSERT into {table_name} is not allowed")),
-        AuthAction::Update { table_name, .. } => Err(format!("UPDATE of {table_name} is not allowed")),
-        AuthAction::Delete { table_name } => Err(format!("DELETE from {table_name} is not allowed")),
+        AuthAction::Insert { table_name } => {
+            Err(format!("INSERT into {table_name} is not allowed"))
+        }
+        AuthAction::Update { table_name, .. } => {
+            Err(format!("UPDATE of {table_name} is not allowed"))
+        }
+        AuthAction::Delete { table_name } => {
+            Err(format!("DELETE from {table_name} is not allowed"))
+        }
         other => Err(format!("only reads are allowed, not {other:?}")),
     }
 }

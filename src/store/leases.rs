@@ -57,7 +57,7 @@ impl Store {
                 return Err(StoreError::WorkspaceNotFound);
             }
             let live: Option<i64> = transaction
-                .prepare_cached("SELECT 1 FROM connections WHERE connection_id = ?1")?
+                .prepare_cached("SELECT 1 FROM connections WHERE connection_id = ?1 AND lost_at IS NULL")?
                 .query_row([&lease.connection_id], |row| row.get(0))
                 .optional()?;
             if live.is_none() {
@@ -131,7 +131,8 @@ impl Store {
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)? {
+            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
+            {
                 Ok(lease) => lease,
                 Err(fault) => return Ok(Err(fault)),
             };
@@ -158,7 +159,8 @@ impl Store {
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)? {
+            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
+            {
                 Ok(lease) => lease,
                 Err(fault) => return Ok(Err(fault)),
             };

@@ -214,7 +214,9 @@ impl Store {
     pub fn touch_workspace(&self, id: &str, now: i64) -> Result<(), StoreError> {
         self.write(|transaction| {
             let changed = transaction
-                .prepare_cached("UPDATE workspaces SET last_active_at = ?2 WHERE workspace_id = ?1")?
+                .prepare_cached(
+                    "UPDATE workspaces SET last_active_at = ?2 WHERE workspace_id = ?1",
+                )?
                 .execute((id, now))?;
             match changed {
                 0 => Err(StoreError::WorkspaceNotFound),
@@ -234,7 +236,7 @@ impl Store {
                     " FROM workspaces AS w JOIN principals AS p USING (principal_id)
                      WHERE w.last_active_at < ?1
                        AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.workspace_id = w.workspace_id)
-                       AND NOT EXISTS (SELECT 1 FROM connections AS c WHERE c.principal_id = w.principal_id)
+                       AND NOT EXISTS (SELECT 1 FROM connections AS c WHERE c.principal_id = w.principal_id AND c.lost_at IS NULL)
                      ORDER BY w.last_active_at"
                 ))?
                 .query_map([idle_before], workspace_from_row)?
