@@ -98,7 +98,10 @@ impl Failure {
                 let code = error.data_code.unwrap_or_else(|| "rpc_error".to_owned());
                 let mut message = format!("{method} failed ({}): {}", error.code, error.message);
                 if let Some(remediation) = error.remediation {
-                    message.push_str(&format!("; remediation: {}", remediation_text(&remediation)));
+                    message.push_str(&format!(
+                        "; remediation: {}",
+                        remediation_text(&remediation)
+                    ));
                 }
                 Failure::new(&code, message)
             }
@@ -175,8 +178,12 @@ fn cursor_position(text: &str) -> Option<u64> {
 }
 
 fn require_cursor(label: &str, text: &str) -> Result<u64, Failure> {
-    cursor_position(text)
-        .ok_or_else(|| Failure::new("invalid_cursor", format!("{label} is not of the form cursor:N")))
+    cursor_position(text).ok_or_else(|| {
+        Failure::new(
+            "invalid_cursor",
+            format!("{label} is not of the form cursor:N"),
+        )
+    })
 }
 
 impl Session {
@@ -242,7 +249,9 @@ impl Session {
             params["targetId"] = Value::String(target_id);
         }
         let outcome = self.call("tools/call", params).map_err(|failure| Failure {
-            message: failure.message.replacen("tools/call", &format!("tools/call {name}"), 1),
+            message: failure
+                .message
+                .replacen("tools/call", &format!("tools/call {name}"), 1),
             ..failure
         })?;
         let doc = Doc::new(name, &outcome);
@@ -298,9 +307,7 @@ pub fn initialize(session: &mut Session) -> Result<Outcome, Failure> {
         if !supported.contains(capability) || !CAPABILITIES.contains(capability) {
             return Err(Failure::new(
                 "capability_mismatch",
-                format!(
-                    "granted capability {capability:?} was not both supported and requested"
-                ),
+                format!("granted capability {capability:?} was not both supported and requested"),
             ));
         }
     }
@@ -333,14 +340,19 @@ pub fn initialize(session: &mut Session) -> Result<Outcome, Failure> {
         let state = candidate_doc.str("state")?;
         any_browser_ready |= READY_STATES.contains(&state);
         if remediation.is_none() {
-            remediation = candidate.get("remediation").and_then(Remediation::from_json);
+            remediation = candidate
+                .get("remediation")
+                .and_then(Remediation::from_json);
         }
     }
     session.negotiated = Some(Negotiated {
         executable_version,
         service_version,
         protocol,
-        granted: granted.iter().map(|capability| (*capability).to_owned()).collect(),
+        granted: granted
+            .iter()
+            .map(|capability| (*capability).to_owned())
+            .collect(),
         any_browser_ready,
         remediation,
         n_candidates: browsers.len(),
@@ -511,7 +523,9 @@ pub fn managed_target(session: &mut Session) -> Result<Outcome, Failure> {
 /// One bounded Observation of the managed target.
 pub fn observation(session: &mut Session) -> Result<Outcome, Failure> {
     if !session.has_tool("browser.observe") {
-        return Ok(Outcome::Skipped("browser.observe is not advertised".to_owned()));
+        return Ok(Outcome::Skipped(
+            "browser.observe is not advertised".to_owned(),
+        ));
     }
     let target_id = session.target_id()?;
     let observed = session.call_tool(
@@ -535,7 +549,9 @@ pub fn observation(session: &mut Session) -> Result<Outcome, Failure> {
 /// A screenshot Artifact: protected access, release, and no access after.
 pub fn screenshot_artifact(session: &mut Session) -> Result<Outcome, Failure> {
     if !session.has_tool("browser.capture") {
-        return Ok(Outcome::Skipped("browser.capture is not advertised".to_owned()));
+        return Ok(Outcome::Skipped(
+            "browser.capture is not advertised".to_owned(),
+        ));
     }
     let target_id = session.target_id()?;
     let captured = session.call_tool("browser.capture", json!({}), Some(target_id))?;
@@ -574,7 +590,10 @@ pub fn screenshot_artifact(session: &mut Session) -> Result<Outcome, Failure> {
 
 fn check_protected_file(path: &Path, byte_length: u64) -> Result<(), Failure> {
     if !path.is_absolute() {
-        return Err(Failure::new("artifact_path_relative", "artifacts/get path is not absolute"));
+        return Err(Failure::new(
+            "artifact_path_relative",
+            "artifacts/get path is not absolute",
+        ));
     }
     let metadata = std::fs::metadata(path).map_err(|error| {
         Failure::new(
@@ -636,19 +655,28 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
             if last_sequence.is_some_and(|last| sequence <= last) {
                 return Err(Failure::new(
                     "sequence_not_increasing",
-                    format!("event sequence {sequence} does not follow {}", last_sequence.unwrap_or(0)),
+                    format!(
+                        "event sequence {sequence} does not follow {}",
+                        last_sequence.unwrap_or(0)
+                    ),
                 ));
             }
             last_sequence = Some(sequence);
         }
         if next_position < position {
-            return Err(Failure::new("cursor_moved_backwards", "events/poll.nextCursor moved backwards"));
+            return Err(Failure::new(
+                "cursor_moved_backwards",
+                "events/poll.nextCursor moved backwards",
+            ));
         }
         if !has_more {
             return Ok(Outcome::Passed);
         }
         if events.is_empty() {
-            return Err(Failure::new("poll_not_advancing", "events/poll said hasMore with no events"));
+            return Err(Failure::new(
+                "poll_not_advancing",
+                "events/poll said hasMore with no events",
+            ));
         }
         cursor = next_cursor;
         position = next_position;
@@ -701,7 +729,7 @@ pub fn cleanup(session: &mut Session) -> Result<Outcome, Failure> {
                 session
                     .call("workspaces/release", params)
                     .map_err(|failure| Failure {
-                        message: format!("second release: {}", failure.message),
+                        message: format!("second call: {}", failure.message),
                         ..failure
                     }),
             );

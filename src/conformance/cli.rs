@@ -133,18 +133,22 @@ pub fn run_cli(args: Vec<OsString>) -> i32 {
         );
     }
     drop(stderr);
-    let printed = std::io::stdout()
-        .lock()
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
         .write_all(document.as_bytes())
-        .and_then(|()| std::io::stdout().lock().flush());
-    if let Err(error) = printed {
+        .and_then(|()| stdout.flush())
+    {
         eprintln!("{RUNNER_NAME}: cannot write the report to stdout: {error}");
     }
-    if let Some(path) = &parsed.report {
-        if let Err(error) = std::fs::write(path, &document) {
-            eprintln!("{RUNNER_NAME}: cannot write --report file: {}", error.kind());
-            return EXIT_INVALID_ARGUMENTS;
-        }
+    drop(stdout);
+    if let Some(path) = &parsed.report
+        && let Err(error) = std::fs::write(path, &document)
+    {
+        eprintln!(
+            "{RUNNER_NAME}: cannot write --report file: {}",
+            error.kind()
+        );
+        return EXIT_INVALID_ARGUMENTS;
     }
     match report.passed() {
         true => EXIT_PASSED,
@@ -159,10 +163,12 @@ mod tests {
 
     #[test]
     fn standalone_runner_tests_its_sibling() {
-        let runner = Path::new("/opt/bp/bin")
-            .join(format!("browser-pilot-conformance{}", std::env::consts::EXE_SUFFIX));
-        let product = Path::new("/opt/bp/bin")
-            .join(format!("browser-pilot{}", std::env::consts::EXE_SUFFIX));
+        let runner = Path::new("/opt/bp/bin").join(format!(
+            "browser-pilot-conformance{}",
+            std::env::consts::EXE_SUFFIX
+        ));
+        let product =
+            Path::new("/opt/bp/bin").join(format!("browser-pilot{}", std::env::consts::EXE_SUFFIX));
         assert_eq!(default_executable(&runner), product);
         assert_eq!(default_executable(&product), product);
     }

@@ -242,7 +242,10 @@ impl Client {
                     None => CallError::Timeout,
                 });
             }
-            let event = match self.incoming.recv_timeout((limit - now).min(EXIT_POLL_INTERVAL)) {
+            let event = match self
+                .incoming
+                .recv_timeout((limit - now).min(EXIT_POLL_INTERVAL))
+            {
                 Ok(event) => event,
                 Err(RecvTimeoutError::Timeout) => {
                     if exit_deadline.is_none() && self.child.has_exited() {
@@ -270,7 +273,9 @@ impl Client {
     /// Classifies one message by its keys; `Some` resolves the pending call.
     fn on_message(&mut self, id: u64, message: Value) -> Option<Result<Value, CallError>> {
         let Value::Object(object) = message else {
-            return Some(Err(CallError::Protocol("stdout line is not a JSON object".to_owned())));
+            return Some(Err(CallError::Protocol(
+                "stdout line is not a JSON object".to_owned(),
+            )));
         };
         match (object.get("id"), object.get("method")) {
             (None, Some(method)) => {
@@ -313,7 +318,9 @@ impl Client {
 
 fn on_response(object: &serde_json::Map<String, Value>) -> Result<Value, CallError> {
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(CallError::Protocol("response lacks \"jsonrpc\": \"2.0\"".to_owned()));
+        return Err(CallError::Protocol(
+            "response lacks \"jsonrpc\": \"2.0\"".to_owned(),
+        ));
     }
     match (object.get("result"), object.get("error")) {
         (Some(result), None) => Ok(result.clone()),

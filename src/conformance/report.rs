@@ -142,7 +142,10 @@ impl Node {
 
 impl Report {
     fn count(&self, status: Status) -> usize {
-        self.checks.iter().filter(|check| check.status == status).count()
+        self.checks
+            .iter()
+            .filter(|check| check.status == status)
+            .count()
     }
 
     /// Whether the executable conforms: nothing failed.
@@ -178,12 +181,18 @@ impl Report {
             (
                 "executable",
                 Node::Object(vec![
-                    ("version", scrubbed_version(self.executable.version.as_ref())),
+                    (
+                        "version",
+                        scrubbed_version(self.executable.version.as_ref()),
+                    ),
                     (
                         "serviceVersion",
                         scrubbed_version(self.executable.service_version.as_ref()),
                     ),
-                    ("protocol", scrubbed_version(self.executable.protocol.as_ref())),
+                    (
+                        "protocol",
+                        scrubbed_version(self.executable.protocol.as_ref()),
+                    ),
                 ]),
             ),
             ("passed", Node::Leaf(json!(self.passed()))),
@@ -196,7 +205,10 @@ impl Report {
                 ]),
             ),
             ("durationMs", Node::Leaf(json!(millis(self.duration)))),
-            ("eventNotifications", Node::Leaf(json!(self.n_event_notifications))),
+            (
+                "eventNotifications",
+                Node::Leaf(json!(self.n_event_notifications)),
+            ),
             (
                 "checks",
                 Node::Array(self.checks.iter().map(check_node).collect()),
@@ -240,7 +252,10 @@ fn check_node(check: &CheckResult) -> Node {
         fields.push(("error", Node::Object(error_fields)));
     }
     if let Some(reason) = &check.reason {
-        fields.push(("reason", Node::Leaf(json!(scrub(reason, MAX_MESSAGE_CHARS)))));
+        fields.push((
+            "reason",
+            Node::Leaf(json!(scrub(reason, MAX_MESSAGE_CHARS))),
+        ));
     }
     Node::Object(fields)
 }
@@ -326,7 +341,10 @@ mod tests {
             json["checks"][1]["error"]["message"],
             "<target-id> missing at <path>"
         );
-        assert_eq!(json["checks"][2]["reason"], "depends on failed managed_target");
+        assert_eq!(
+            json["checks"][2]["reason"],
+            "depends on failed managed_target"
+        );
         assert!(json["checks"][0].get("error").is_none());
     }
 

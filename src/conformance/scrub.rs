@@ -55,6 +55,13 @@ fn token_len(rest: &str) -> usize {
     rest.find(ends_token).unwrap_or(rest.len())
 }
 
+/// Byte length of a URL starting at the beginning of `rest`: URLs may hold
+/// commas and brackets, so only whitespace and quotes end them.
+fn url_len(rest: &str) -> usize {
+    rest.find(|character: char| character.is_whitespace() || "\"'`<>".contains(character))
+        .unwrap_or(rest.len())
+}
+
 /// Which placeholder replaces the token at the start of `rest`, given the
 /// character before it, and how many bytes it covers.
 fn redaction(rest: &str, previous: Option<char>) -> Option<(&'static str, usize)> {
@@ -64,7 +71,10 @@ fn redaction(rest: &str, previous: Option<char>) -> Option<(&'static str, usize)
             let matches = rest
                 .get(..prefix.len())
                 .is_some_and(|head| head.eq_ignore_ascii_case(prefix));
-            let len = token_len(rest);
+            let len = match placeholder {
+                "<url>" => url_len(rest),
+                _ => token_len(rest),
+            };
             if matches && len > prefix.len() {
                 return Some((placeholder, len));
             }
@@ -72,11 +82,11 @@ fn redaction(rest: &str, previous: Option<char>) -> Option<(&'static str, usize)
         if let Some(scheme_end) = rest[..token_len(rest)].find("://") {
             let scheme = &rest[..scheme_end];
             let is_scheme = !scheme.is_empty()
-                && scheme
-                    .chars()
-                    .all(|character| character.is_ascii_alphanumeric() || "+.-".contains(character));
+                && scheme.chars().all(|character| {
+                    character.is_ascii_alphanumeric() || "+.-".contains(character)
+                });
             if is_scheme {
-                return Some(("<url>", token_len(rest)));
+                return Some(("<url>", url_len(rest)));
             }
         }
     }
@@ -88,10 +98,15 @@ fn redaction(rest: &str, previous: Option<char>) -> Option<(&'static str, usize)
 
 fn looks_like_absolute_path(rest: &str) -> bool {
     let bytes = rest.as_bytes();
-    let path_char = |index: usize| bytes.get(index).is_some_and(|&byte| !byte.is_ascii_whitespace());
+    let path_char = |index: usize| {
+        bytes
+            .get(index)
+            .is_some_and(|&byte| !byte.is_ascii_whitespace())
+    };
     match bytes {
         [b'/', b'/', ..] | [b'\\', b'\\', ..] => path_char(2),
-        [b'/', ..] | [b'~', b'/', ..] => path_char(1) && bytes[1] != b'/',
+        [b'~', b'/', ..] => path_char(2),
+        [b'/', ..] => path_char(1),
         [drive, b':', b'\\' | b'/', ..] => drive.is_ascii_alphabetic(),
         _ => false,
     }
@@ -135,7 +150,10 @@ fn bound(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         None => text.to_owned(),
         Some((cut, _)) => {
-            let kept: String = text[..cut].chars().take(max_chars.saturating_sub(1)).collect();
+            let kept: String = text[..cut]
+                .chars()
+                .take(max_chars.saturating_sub(1))
+                .collect();
             kept + "…"
         }
     }
@@ -185,6 +203,7 @@ mod tests {
             "navigated to <url> then about:blank",
         );
         check("src data:text/html,hi", "src <url>");
+        check("open https://a.example/x,(y) now", "open <url> now");
     }
 
     #[test]

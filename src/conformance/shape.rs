@@ -67,7 +67,9 @@ impl<'a> Doc<'a> {
     fn lookup(&self, path: &str) -> Option<&'a Value> {
         match path.is_empty() {
             true => Some(self.root),
-            false => path.split('.').try_fold(self.root, |value, key| value.get(key)),
+            false => path
+                .split('.')
+                .try_fold(self.root, |value, key| value.get(key)),
         }
     }
 

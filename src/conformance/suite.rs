@@ -149,7 +149,10 @@ fn launch_browser(plan: &Plan) -> Result<(), (String, String)> {
         .map_err(|error| {
             (
                 "launch_failed".to_owned(),
-                format!("could not start `browser launch --headless`: {}", error.kind()),
+                format!(
+                    "could not start `browser launch --headless`: {}",
+                    error.kind()
+                ),
             )
         })?;
     let deadline = Instant::now() + plan.timeout;
@@ -201,7 +204,12 @@ pub fn run(plan: &Plan) -> Report {
                 reason: None,
             }),
             Err((code, message)) => {
-                results.push(failed(LAUNCH_BROWSER, launch_started.elapsed(), &code, message));
+                results.push(failed(
+                    LAUNCH_BROWSER,
+                    launch_started.elapsed(),
+                    &code,
+                    message,
+                ));
                 results.extend(skip_all("depends on failed launch_browser"));
                 return finish(results, ExecutableInfo::default(), 0, started);
             }
@@ -223,7 +231,10 @@ pub fn run(plan: &Plan) -> Report {
         Some(negotiated) => ExecutableInfo {
             version: Some(negotiated.executable_version.clone()),
             service_version: Some(negotiated.service_version.clone()),
-            protocol: Some(format!("{}.{}", negotiated.protocol.0, negotiated.protocol.1)),
+            protocol: Some(format!(
+                "{}.{}",
+                negotiated.protocol.0, negotiated.protocol.1
+            )),
         },
         None => ExecutableInfo::default(),
     };
@@ -248,8 +259,34 @@ fn spawn_failed(error: &io::Error, duration: Duration) -> Vec<CheckResult> {
     results
 }
 
+/// Why a check cannot run, and the failed check at the root of its
+/// dependency chain (`None` when a dependency was skipped for its own reason).
+fn blocker(
+    spec: &CheckSpec,
+    results: &[CheckResult],
+    failed_roots: &[(&'static str, &'static str)],
+) -> Option<(String, Option<&'static str>)> {
+    spec.depends_on.iter().find_map(|dependency| {
+        let root = failed_roots
+            .iter()
+            .find(|(name, _)| name == dependency)
+            .map(|(_, root)| *root);
+        let status = results
+            .iter()
+            .find(|result| result.name == *dependency)
+            .map(|result| result.status);
+        match (root, status) {
+            (Some(root), _) => Some((format!("depends on failed {root}"), Some(root))),
+            (None, Some(Status::Passed)) => None,
+            (None, _) => Some((format!("depends on skipped {dependency}"), None)),
+        }
+    })
+}
+
 fn run_checks(session: &mut Session) -> Vec<CheckResult> {
     let mut results: Vec<CheckResult> = Vec::new();
+    // For each failed or failure-blocked check, the failed check at the root.
+    let mut failed_roots: Vec<(&'static str, &'static str)> = Vec::new();
     let mut bridge_lost_at: Option<&'static str> = None;
     for spec in &CHECKS {
         if let Some(lost_at) = bridge_lost_at {
@@ -259,18 +296,10 @@ fn run_checks(session: &mut Session) -> Vec<CheckResult> {
             ));
             continue;
         }
-        let blocker = spec.depends_on.iter().find_map(|dependency| {
-            let status = results
-                .iter()
-                .find(|result| result.name == *dependency)
-                .map(|result| result.status);
-            match status {
-                Some(Status::Passed) => None,
-                Some(Status::Failed) => Some(format!("depends on failed {dependency}")),
-                Some(Status::Skipped) | None => Some(format!("depends on skipped {dependency}")),
+        if let Some((reason, root)) = blocker(spec, &results, &failed_roots) {
+            if let Some(root) = root {
+                failed_roots.push((spec.name, root));
             }
-        });
-        if let Some(reason) = blocker {
             results.push(skipped(spec.name, reason));
             continue;
         }
@@ -293,6 +322,7 @@ fn run_checks(session: &mut Session) -> Vec<CheckResult> {
                 if failure.fatal {
                     bridge_lost_at = Some(spec.name);
                 }
+                failed_roots.push((spec.name, spec.name));
                 failed(spec.name, duration, &failure.code, failure.message)
             }
         });
