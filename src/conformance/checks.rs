@@ -11,10 +11,12 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::client::{CallError, Client, Remediation};
+use super::codes::RunnerCode;
 use super::os;
 use super::shape::{Doc, ShapeError};
 
@@ -70,9 +72,9 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn new(code: &str, message: impl Into<String>) -> Failure {
+    fn new(code: RunnerCode, message: impl Into<String>) -> Failure {
         Failure {
-            code: code.to_owned(),
+            code: code.as_str().to_owned(),
             message: message.into(),
             fatal: false,
         }
@@ -82,20 +84,22 @@ impl Failure {
     fn call(method: &str, error: CallError, timeout_ms: u64) -> Failure {
         match error {
             CallError::Timeout => Failure {
-                code: "timeout".to_owned(),
+                code: RunnerCode::Timeout.as_str().to_owned(),
                 message: format!("{method}: no response within {timeout_ms} ms"),
                 fatal: true,
             },
             CallError::BridgeExited => Failure {
-                code: "bridge_exited".to_owned(),
+                code: RunnerCode::BridgeExited.as_str().to_owned(),
                 message: format!("{method}: the bridge exited before answering"),
                 fatal: true,
             },
             CallError::Protocol(detail) => {
-                Failure::new("protocol_error", format!("{method}: {detail}"))
+                Failure::new(RunnerCode::ProtocolError, format!("{method}: {detail}"))
             }
             CallError::Rpc(error) => {
-                let code = error.data_code.unwrap_or_else(|| "rpc_error".to_owned());
+                let code = error
+                    .data_code
+                    .unwrap_or_else(|| RunnerCode::RpcError.as_str().to_owned());
                 let mut message = format!("{method} failed ({}): {}", error.code, error.message);
                 if let Some(remediation) = error.remediation {
                     message.push_str(&format!(
@@ -103,7 +107,11 @@ impl Failure {
                         remediation_text(&remediation)
                     ));
                 }
-                Failure::new(&code, message)
+                Failure {
+                    code,
+                    message,
+                    fatal: false,
+                }
             }
         }
     }
@@ -119,7 +127,7 @@ impl std::error::Error for Failure {}
 
 impl From<ShapeError> for Failure {
     fn from(error: ShapeError) -> Failure {
-        Failure::new("invalid_result", error.to_string())
+        Failure::new(RunnerCode::InvalidResult, error.to_string())
     }
 }
 
@@ -180,7 +188,7 @@ fn cursor_position(text: &str) -> Option<u64> {
 fn require_cursor(label: &str, text: &str) -> Result<u64, Failure> {
     cursor_position(text).ok_or_else(|| {
         Failure::new(
-            "invalid_cursor",
+            RunnerCode::InvalidCursor,
             format!("{label} is not of the form cursor:N"),
         )
     })
@@ -216,19 +224,19 @@ impl Session {
     fn workspace_id(&self) -> Result<String, Failure> {
         self.workspace_id
             .clone()
-            .ok_or_else(|| Failure::new("missing_workspace", "no Workspace was created"))
+            .ok_or_else(|| Failure::new(RunnerCode::MissingWorkspace, "no Workspace was created"))
     }
 
     fn lease_id(&self) -> Result<String, Failure> {
         self.lease_id
             .clone()
-            .ok_or_else(|| Failure::new("missing_lease", "no Lease was created"))
+            .ok_or_else(|| Failure::new(RunnerCode::MissingLease, "no Lease was created"))
     }
 
     fn target_id(&self) -> Result<String, Failure> {
         self.target_id
             .clone()
-            .ok_or_else(|| Failure::new("missing_target", "no managed target was opened"))
+            .ok_or_else(|| Failure::new(RunnerCode::MissingTarget, "no managed target was opened"))
     }
 
     /// Calls a tool and returns the inner `result` of its completed Command.
@@ -259,7 +267,7 @@ impl Session {
         let status = doc.str("command.status")?;
         if status != "completed" {
             return Err(Failure::new(
-                "command_not_completed",
+                RunnerCode::CommandNotCompleted,
                 format!("{name}: command.status is not \"completed\""),
             ));
         }
@@ -294,7 +302,7 @@ pub fn initialize(session: &mut Session) -> Result<Outcome, Failure> {
     let protocol = (doc.u64("protocol.major")?, doc.u64("protocol.minor")?);
     if !((1, 0)..=(1, 1)).contains(&protocol) {
         return Err(Failure::new(
-            "protocol_mismatch",
+            RunnerCode::ProtocolMismatch,
             format!(
                 "selected protocol {}.{} is outside the requested 1.0..1.1",
                 protocol.0, protocol.1
@@ -306,7 +314,7 @@ pub fn initialize(session: &mut Session) -> Result<Outcome, Failure> {
     for capability in &granted {
         if !supported.contains(capability) || !CAPABILITIES.contains(capability) {
             return Err(Failure::new(
-                "capability_mismatch",
+                RunnerCode::CapabilityMismatch,
                 format!("granted capability {capability:?} was not both supported and requested"),
             ));
         }
@@ -326,7 +334,7 @@ pub fn initialize(session: &mut Session) -> Result<Outcome, Failure> {
             || connection_result > REQUESTED_MAX_RESULT_BYTES.min(service_result))
     {
         return Err(Failure::new(
-            "limits_not_negotiated",
+            RunnerCode::LimitsNotNegotiated,
             "connection limits exceed the smaller of the requested and service limits",
         ));
     }
@@ -383,13 +391,13 @@ pub fn tools_list(session: &mut Session) -> Result<Outcome, Failure> {
         tool_doc.strings("sensitivity.output")?;
         if !granted.iter().any(|granted| granted == capability) {
             return Err(Failure::new(
-                "capability_not_granted",
+                RunnerCode::CapabilityNotGranted,
                 format!("tool {name:?} needs capability {capability:?}, which was not granted"),
             ));
         }
         if !names.insert(name.to_owned()) {
             return Err(Failure::new(
-                "duplicate_tool",
+                RunnerCode::DuplicateTool,
                 format!("tool name {name:?} is listed more than once"),
             ));
         }
@@ -408,7 +416,7 @@ pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failu
         Value::String(_) | Value::Null => {}
         _ => {
             return Err(Failure::new(
-                "invalid_result",
+                RunnerCode::InvalidResult,
                 "workspaces/create.workspace.browserId: expected string or null",
             ));
         }
@@ -429,14 +437,14 @@ pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failu
     session.lease_id = Some(lease_id.clone());
     if doc.str("lease.workspaceId")? != workspace_id {
         return Err(Failure::new(
-            "lease_mismatch",
+            RunnerCode::LeaseMismatch,
             "leases/create returned a Lease for another Workspace",
         ));
     }
     let expires_at = doc.u64("lease.expiresAt")?;
     if doc.u64("lease.ttlMs")? != LEASE_TTL_MS {
         return Err(Failure::new(
-            "lease_mismatch",
+            RunnerCode::LeaseMismatch,
             "leases/create did not grant the requested in-range ttlMs",
         ));
     }
@@ -448,13 +456,13 @@ pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failu
     let doc = Doc::new("leases/heartbeat", &renewed);
     if doc.str("lease.id")? != lease_id {
         return Err(Failure::new(
-            "lease_mismatch",
+            RunnerCode::LeaseMismatch,
             "leases/heartbeat returned a different Lease",
         ));
     }
     if doc.u64("lease.expiresAt")? < expires_at {
         return Err(Failure::new(
-            "lease_not_renewed",
+            RunnerCode::LeaseNotRenewed,
             "leases/heartbeat moved expiresAt backwards",
         ));
     }
@@ -463,7 +471,7 @@ pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failu
     let doc = Doc::new("workspaces/get", &fetched);
     if doc.str("workspace.id")? != workspace_id {
         return Err(Failure::new(
-            "workspace_mismatch",
+            RunnerCode::WorkspaceMismatch,
             "workspaces/get returned a different Workspace",
         ));
     }
@@ -490,7 +498,7 @@ pub fn managed_target(session: &mut Session) -> Result<Outcome, Failure> {
                 "initialize reported no ready browser candidate and no remediation".to_owned()
             }
         };
-        return Err(Failure::new("browser_not_ready", message));
+        return Err(Failure::new(RunnerCode::BrowserNotReady, message));
     }
     if session.has_tool("browser.connect") {
         session.call_tool("browser.connect", json!({}), None)?;
@@ -509,12 +517,12 @@ pub fn managed_target(session: &mut Session) -> Result<Outcome, Failure> {
         .find(|tab| tab.get("targetId").and_then(Value::as_str) == Some(target_id.as_str()));
     match ours.map(|tab| tab.get("managed").and_then(Value::as_bool)) {
         None => Err(Failure::new(
-            "target_not_listed",
+            RunnerCode::TargetNotListed,
             "browser.tabs.list does not contain the target browser.open returned",
         )),
         Some(Some(true)) => Ok(Outcome::Passed),
         Some(_) => Err(Failure::new(
-            "target_not_managed",
+            RunnerCode::TargetNotManaged,
             "browser.tabs.list does not mark the opened target managed: true",
         )),
     }
@@ -539,7 +547,7 @@ pub fn observation(session: &mut Session) -> Result<Outcome, Failure> {
     doc.bool("truncated")?;
     match u64::try_from(n_elements).unwrap_or(u64::MAX) > OBSERVE_LIMIT {
         true => Err(Failure::new(
-            "observation_unbounded",
+            RunnerCode::ObservationUnbounded,
             format!("browser.observe returned {n_elements} elements for limit {OBSERVE_LIMIT}"),
         )),
         false => Ok(Outcome::Passed),
@@ -576,7 +584,7 @@ pub fn screenshot_artifact(session: &mut Session) -> Result<Outcome, Failure> {
     session.artifact_id = None;
     match session.client.call("artifacts/get", params) {
         Ok(_) => Err(Failure::new(
-            "artifact_still_available",
+            RunnerCode::ArtifactStillAvailable,
             "artifacts/get still succeeds after artifacts/release",
         )),
         Err(CallError::Rpc(_)) => Ok(Outcome::Passed),
@@ -591,31 +599,31 @@ pub fn screenshot_artifact(session: &mut Session) -> Result<Outcome, Failure> {
 fn check_protected_file(path: &Path, byte_length: u64) -> Result<(), Failure> {
     if !path.is_absolute() {
         return Err(Failure::new(
-            "artifact_path_relative",
+            RunnerCode::ArtifactPathRelative,
             "artifacts/get path is not absolute",
         ));
     }
     let metadata = std::fs::metadata(path).map_err(|error| {
         Failure::new(
-            "artifact_file_missing",
+            RunnerCode::ArtifactFileMissing,
             format!("the artifacts/get path cannot be read: {}", error.kind()),
         )
     })?;
     if !metadata.is_file() || metadata.len() == 0 {
         return Err(Failure::new(
-            "artifact_file_empty",
+            RunnerCode::ArtifactFileEmpty,
             "the artifacts/get path is not a non-empty file",
         ));
     }
     if metadata.len() != byte_length {
         return Err(Failure::new(
-            "artifact_size_mismatch",
+            RunnerCode::ArtifactSizeMismatch,
             "the Artifact file size differs from artifact.byteLength",
         ));
     }
     match os::is_owner_only(&metadata) {
         Some(false) => Err(Failure::new(
-            "artifact_unprotected",
+            RunnerCode::ArtifactUnprotected,
             "the Artifact file is readable or writable by group or others",
         )),
         Some(true) | None => Ok(()),
@@ -628,7 +636,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
     let mut cursor = session
         .event_cursor
         .clone()
-        .ok_or_else(|| Failure::new("missing_cursor", "no event cursor was recorded"))?;
+        .ok_or_else(|| Failure::new(RunnerCode::MissingCursor, "no event cursor was recorded"))?;
     let mut position = require_cursor("eventCursor", &cursor)?;
     let mut last_sequence: Option<u64> = None;
     for _ in 0..MAX_EVENT_PAGES {
@@ -643,7 +651,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
         let next_position = require_cursor("events/poll.nextCursor", &next_cursor)?;
         if u64::try_from(events.len()).unwrap_or(u64::MAX) > EVENT_PAGE_LIMIT {
             return Err(Failure::new(
-                "event_page_unbounded",
+                RunnerCode::EventPageUnbounded,
                 format!("events/poll returned more than {EVENT_PAGE_LIMIT} events"),
             ));
         }
@@ -654,7 +662,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
             event_doc.id("type")?;
             if last_sequence.is_some_and(|last| sequence <= last) {
                 return Err(Failure::new(
-                    "sequence_not_increasing",
+                    RunnerCode::SequenceNotIncreasing,
                     format!(
                         "event sequence {sequence} does not follow {}",
                         last_sequence.unwrap_or(0)
@@ -665,7 +673,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
         }
         if next_position < position {
             return Err(Failure::new(
-                "cursor_moved_backwards",
+                RunnerCode::CursorMovedBackwards,
                 "events/poll.nextCursor moved backwards",
             ));
         }
@@ -674,7 +682,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
         }
         if events.is_empty() {
             return Err(Failure::new(
-                "poll_not_advancing",
+                RunnerCode::PollNotAdvancing,
                 "events/poll said hasMore with no events",
             ));
         }
@@ -682,7 +690,7 @@ pub fn event_polling(session: &mut Session) -> Result<Outcome, Failure> {
         position = next_position;
     }
     Err(Failure::new(
-        "poll_not_advancing",
+        RunnerCode::PollNotAdvancing,
         format!("events/poll still had more after {MAX_EVENT_PAGES} pages"),
     ))
 }
@@ -744,13 +752,13 @@ pub fn cleanup(session: &mut Session) -> Result<Outcome, Failure> {
             Ok(status) if status.success() => {}
             Ok(_) => {
                 first_failure.get_or_insert(Failure::new(
-                    "bridge_exit_status",
+                    RunnerCode::BridgeExitStatus,
                     "the bridge exited with a failure status after shutdown",
                 ));
             }
             Err(error) => {
                 first_failure.get_or_insert(Failure {
-                    code: "bridge_did_not_exit".to_owned(),
+                    code: RunnerCode::BridgeDidNotExit.as_str().to_owned(),
                     message: error.to_string(),
                     fatal: true,
                 });
@@ -763,9 +771,15 @@ pub fn cleanup(session: &mut Session) -> Result<Outcome, Failure> {
     }
 }
 
-/// Closes stdin without a protocol exchange, when cleanup cannot run.
-pub fn abandon(session: &mut Session) {
+/// Closes stdin and gives the child up to `grace` to exit on EOF, as a
+/// conforming bridge does; whatever still runs afterwards is killed when the
+/// session is dropped.
+pub fn abandon(session: &mut Session, grace: Duration) {
     session.client.close_stdin();
+    if !grace.is_zero() {
+        // Ignored: a child that does not exit in time is killed on drop.
+        let _ = session.client.wait_exit_within(grace);
+    }
 }
 
 #[cfg(test)]

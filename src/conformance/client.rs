@@ -304,12 +304,17 @@ impl Client {
 
     /// Waits until the child exits or the per-operation timeout passes.
     pub fn wait_exit(&mut self) -> Result<ExitStatus, WaitError> {
-        let deadline = Instant::now() + self.timeout;
+        self.wait_exit_within(self.timeout)
+    }
+
+    /// Waits until the child exits or `limit` passes.
+    pub fn wait_exit_within(&mut self, limit: Duration) -> Result<ExitStatus, WaitError> {
+        let deadline = Instant::now() + limit;
         loop {
             match self.child.child.try_wait() {
                 Ok(Some(status)) => return Ok(status),
                 Ok(None) if Instant::now() >= deadline => return Err(WaitError::Timeout),
-                Ok(None) => thread::sleep(EXIT_POLL_INTERVAL.min(self.timeout)),
+                Ok(None) => thread::sleep(EXIT_POLL_INTERVAL.min(limit)),
                 Err(error) => return Err(WaitError::Io(error.kind())),
             }
         }

@@ -5,13 +5,16 @@
 //! It must not import any other module of this crate: it judges the
 //! executable exactly as an outside integrator would. Layers: `lines` (bytes
 //! to bounded lines), `client` (envelopes, id correlation, deadlines),
-//! `shape` (typed reads of results), `os` (file-mode test), `checks` (one function per contract
-//! check), `suite` (order, dependencies, timing), `report` and `scrub` (the
-//! versioned, redacted report), `cli` (arguments, process launch, exit codes).
+//! `shape` (typed reads of results), `os` (the file-mode test), `checks` (one
+//! function per contract check), `codes` (the runner's failure codes),
+//! `suite` (order, dependencies, timing), `report` and `scrub` (the
+//! versioned, redacted report), `cli` (arguments, process launch, exit
+//! codes). User guide: `docs/conformance.md`.
 
 mod checks;
 mod cli;
 mod client;
+mod codes;
 mod lines;
 mod os;
 mod report;

@@ -13,10 +13,16 @@ use std::time::{Duration, Instant};
 
 use super::checks::{self, Failure, Outcome, Session};
 use super::client::Client;
+use super::codes::RunnerCode;
 use super::report::{CheckError, CheckResult, ExecutableInfo, Report, Status};
 
 /// How often the runner checks whether `browser launch` has finished.
 const LAUNCH_POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How long a bridge that did not get to `shutdown` (but still answers) may
+/// take to exit on stdin EOF before it is killed: EOF is how a host that
+/// gives up disconnects, and a short wait lets it release its Leases.
+const EOF_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Bytes of randomness in the per-run client instance id.
 const INSTANCE_ID_RANDOM_BYTES: usize = 16;
@@ -139,7 +145,7 @@ fn new_instance_id() -> String {
 }
 
 /// Runs `<program> browser launch --headless` and waits for it to exit 0.
-fn launch_browser(plan: &Plan) -> Result<(), (String, String)> {
+fn launch_browser(plan: &Plan) -> Result<(), (RunnerCode, String)> {
     let mut child = Command::new(&plan.program)
         .args(["browser", "launch", "--headless"])
         .stdin(Stdio::null())
@@ -148,7 +154,7 @@ fn launch_browser(plan: &Plan) -> Result<(), (String, String)> {
         .spawn()
         .map_err(|error| {
             (
-                "launch_failed".to_owned(),
+                RunnerCode::LaunchFailed,
                 format!(
                     "could not start `browser launch --headless`: {}",
                     error.kind()
@@ -161,7 +167,7 @@ fn launch_browser(plan: &Plan) -> Result<(), (String, String)> {
             Ok(Some(status)) if status.success() => return Ok(()),
             Ok(Some(status)) => {
                 return Err((
-                    "launch_failed".to_owned(),
+                    RunnerCode::LaunchFailed,
                     format!(
                         "`browser launch --headless` exited with {}",
                         status
@@ -176,14 +182,14 @@ fn launch_browser(plan: &Plan) -> Result<(), (String, String)> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err((
-                    "timeout".to_owned(),
+                    RunnerCode::Timeout,
                     "`browser launch --headless` did not finish before the timeout".to_owned(),
                 ));
             }
             Err(error) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(("launch_failed".to_owned(), error.kind().to_string()));
+                return Err((RunnerCode::LaunchFailed, error.kind().to_string()));
             }
         }
     }
@@ -207,7 +213,7 @@ pub fn run(plan: &Plan) -> Report {
                 results.push(failed(
                     LAUNCH_BROWSER,
                     launch_started.elapsed(),
-                    &code,
+                    code.as_str(),
                     message,
                 ));
                 results.extend(skip_all("depends on failed launch_browser"));
@@ -225,8 +231,13 @@ pub fn run(plan: &Plan) -> Report {
     };
     let timeout_ms = u64::try_from(plan.timeout.as_millis()).unwrap_or(u64::MAX);
     let mut session = Session::new(client, timeout_ms, new_instance_id());
-    results.extend(run_checks(&mut session));
-    checks::abandon(&mut session);
+    let (check_results, bridge_lost) = run_checks(&mut session);
+    results.extend(check_results);
+    let grace = match bridge_lost {
+        true => Duration::ZERO,
+        false => EOF_EXIT_GRACE.min(plan.timeout),
+    };
+    checks::abandon(&mut session, grace);
     let executable = match &session.negotiated {
         Some(negotiated) => ExecutableInfo {
             version: Some(negotiated.executable_version.clone()),
@@ -248,7 +259,7 @@ fn spawn_failed(error: &io::Error, duration: Duration) -> Vec<CheckResult> {
     let mut results = vec![failed(
         CHECKS[0].name,
         duration,
-        "spawn_failed",
+        RunnerCode::SpawnFailed.as_str(),
         format!("could not start the bridge command: {}", error.kind()),
     )];
     results.extend(
@@ -283,7 +294,8 @@ fn blocker(
     })
 }
 
-fn run_checks(session: &mut Session) -> Vec<CheckResult> {
+/// Runs every check in order; also says whether the bridge hung or exited.
+fn run_checks(session: &mut Session) -> (Vec<CheckResult>, bool) {
     let mut results: Vec<CheckResult> = Vec::new();
     // For each failed or failure-blocked check, the failed check at the root.
     let mut failed_roots: Vec<(&'static str, &'static str)> = Vec::new();
@@ -327,7 +339,7 @@ fn run_checks(session: &mut Session) -> Vec<CheckResult> {
             }
         });
     }
-    results
+    (results, bridge_lost_at.is_some())
 }
 
 fn finish(
