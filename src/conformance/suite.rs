@@ -149,8 +149,10 @@ fn launch_browser(plan: &Plan) -> Result<(), (RunnerCode, String)> {
     let mut child = Command::new(&plan.program)
         .args(["browser", "launch", "--headless"])
         .stdin(Stdio::null())
+        // Stdout is reserved for the report; launch diagnostics go to the
+        // runner's stderr, never into the report.
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn()
         .map_err(|error| {
             (
