@@ -378,3 +378,131 @@ fn non_loopback_endpoint_is_refused_without_connecting() {
     assert_eq!(line["reason"], "invalid_url");
     assert_eq!(janitor.wait_exit(), 1);
 }
+
+/// Spawns the janitor with tokio pipes and puts the crate's CDP client on
+/// top, the way the Broker will.
+async fn client_over_janitor(
+    ws_url: &str,
+) -> (
+    browser_pilot::cdp::CdpClient,
+    tokio::sync::mpsc::Receiver<browser_pilot::cdp::CdpEvent>,
+    tokio::process::Child,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_browser-pilot"))
+        .arg("--browser-pilot-internal=janitor")
+        .arg(ws_url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn janitor");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = stdout.next_line().await.unwrap().unwrap();
+    assert_eq!(first, r#"{"janitor":"connected"}"#);
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<String>(64);
+    let (in_tx, in_rx) = tokio::sync::mpsc::channel::<String>(64);
+    tokio::spawn(async move {
+        while let Some(line) = out_rx.recv().await {
+            if stdin
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            if line.starts_with(r#"{"janitor""#) {
+                continue;
+            }
+            if in_tx.send(line).await.is_err() {
+                return;
+            }
+        }
+    });
+    let (client, events) = browser_pilot::cdp::CdpClient::spawn(out_tx, in_rx);
+    (client, events, child)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdp_client_drives_a_tab_through_the_janitor() {
+    use browser_pilot::cdp::{CdpError, Evaluation};
+    let browser = Browser::start();
+    let (client, _events, mut child) = client_over_janitor(&browser.ws_url()).await;
+
+    let target = client
+        .create_target("about:blank", false, WAIT)
+        .await
+        .unwrap();
+    let session = client.attach_to_target(&target, WAIT).await.unwrap();
+    let navigated = client
+        .navigate(&session, "data:text/html,<title>hello</title>", WAIT)
+        .await
+        .unwrap();
+    assert_eq!(navigated.error_text, None);
+    assert!(!navigated.frame_id.is_empty());
+    // Page.navigate answers at commit, before the document is parsed.
+    let started = Instant::now();
+    loop {
+        let title = client
+            .evaluate(&session, "document.title", WAIT)
+            .await
+            .unwrap();
+        if title == Evaluation::Value(json!("hello")) {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "title never became hello: {title:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let thrown = client
+        .evaluate(&session, "(() => { throw new Error('boom') })()", WAIT)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&thrown, Evaluation::Exception { text } if text.contains("boom")),
+        "{thrown:?}"
+    );
+    let targets = client.get_targets(WAIT).await.unwrap();
+    let info = targets
+        .iter()
+        .find(|info| info.target_id == target)
+        .expect("listed");
+    assert_eq!(info.target_type, "page");
+    assert!(info.attached);
+
+    // Chromium never answers a call whose target closes (field notes §0
+    // item 4); the client fails it when the session detaches.
+    let hanging = tokio::spawn({
+        let client = client.clone();
+        let session = session.clone();
+        async move {
+            client
+                .call(
+                    Some(&session),
+                    "Runtime.evaluate",
+                    json!({"expression": "new Promise(() => {})", "awaitPromise": true}),
+                    WAIT,
+                )
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(client.close_target(&target, WAIT).await.unwrap());
+    let outcome = hanging.await.unwrap();
+    assert!(
+        matches!(outcome, Err(CdpError::SessionClosed { .. })),
+        "{outcome:?}"
+    );
+
+    // Dropping the client ends the janitor's stdin: it exits 0.
+    drop(client);
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
