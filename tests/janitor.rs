@@ -455,7 +455,10 @@ async fn cdp_client_drives_a_tab_through_the_janitor() {
         if title == Evaluation::Value(json!("hello")) {
             break;
         }
-        assert!(started.elapsed() < WAIT, "title never became hello: {title:?}");
+        assert!(
+            started.elapsed() < WAIT,
+            "title never became hello: {title:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let thrown = client
