@@ -24,9 +24,11 @@ fn main() {
                     .enable_all()
                     .build()
                     .unwrap_or_else(|error| fail(&format!("cannot start runtime: {error}")));
-                // Exit without dropping the runtime: the stdin reader thread
-                // cannot be cancelled.
-                exit(runtime.block_on(janitor::run_janitor(ws_url.clone())));
+                let code = runtime.block_on(janitor::run_janitor(ws_url.clone()));
+                // Dropping the runtime must not wait for stdin (tested by
+                // tests/janitor.rs, which keeps stdin open).
+                drop(runtime);
+                exit(code);
             }
             _ => fail(&format!("unknown internal role {role}")),
         }

@@ -11,11 +11,11 @@
 //! `{"janitor":"disconnected"}` when the WebSocket closes (exit 0).
 
 use std::fmt;
-use std::io;
+use std::io::{self, BufRead};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{Message, error::Error as WsError};
@@ -43,8 +43,8 @@ const STDOUT_QUEUE: usize = 1024;
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// Runs the janitor role against `ws_url` and returns the exit code.
-/// Callers exit the process with it right away (stdin is read by a
-/// blocking thread that cannot be cancelled).
+/// Safe to call under any runtime: stdin is read on a plain thread, so
+/// dropping the runtime afterwards does not wait for stdin.
 pub async fn run_janitor(ws_url: String) -> i32 {
     let (stdout_tx, stdout_rx) = mpsc::channel::<String>(STDOUT_QUEUE);
     let writer = tokio::spawn(write_lines(tokio::io::stdout(), stdout_rx));
@@ -67,7 +67,7 @@ pub async fn run_janitor(ws_url: String) -> i32 {
                 .send(json!({"janitor": "connected"}).to_string())
                 .await;
             let (stdin_tx, stdin_rx) = mpsc::channel::<String>(STDIN_QUEUE);
-            tokio::spawn(read_lines(tokio::io::stdin(), stdin_tx));
+            spawn_stdin_reader(stdin_tx);
             let proxy = Proxy {
                 connection,
                 tracker: Tracker::default(),
@@ -268,17 +268,31 @@ fn one_line(text: String) -> Option<String> {
     }
 }
 
+/// Starts the stdin reader on a plain thread. Not a tokio blocking task: a
+/// blocked read of stdin cannot be cancelled, and a runtime waits for its
+/// blocking tasks when dropped, which would keep the janitor alive after
+/// the WebSocket closed.
+fn spawn_stdin_reader(lines: mpsc::Sender<String>) {
+    let spawned = std::thread::Builder::new()
+        .name("janitor-stdin".to_owned())
+        .spawn(move || read_lines(std::io::stdin().lock(), &lines, MAX_MESSAGE_BYTES));
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the stdin reader");
+    }
+}
+
 /// Reads lines (without terminators) into `lines` until EOF. A line longer
-/// than `MAX_MESSAGE_BYTES` is skipped: it could not be sent anyway.
-async fn read_lines<R: tokio::io::AsyncRead + Unpin>(reader: R, lines: mpsc::Sender<String>) {
-    let mut reader = BufReader::new(reader);
+/// than `max_line_bytes` is skipped (with `MAX_MESSAGE_BYTES` it could not
+/// be sent anyway).
+fn read_lines<R: BufRead>(mut reader: R, lines: &mpsc::Sender<String>, max_line_bytes: usize) {
     let mut buffer = Vec::new();
     loop {
         buffer.clear();
         let mut too_long = false;
         let eof = loop {
-            let available = match reader.fill_buf().await {
+            let available = match reader.fill_buf() {
                 Ok(available) => available,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
                     tracing::warn!(%error, "stdin read failed");
                     return;
@@ -291,7 +305,7 @@ async fn read_lines<R: tokio::io::AsyncRead + Unpin>(reader: R, lines: mpsc::Sen
                 Some(end) => (&available[..end], Some(end + 1)),
                 None => (available, None),
             };
-            if buffer.len() + chunk.len() > MAX_MESSAGE_BYTES {
+            if buffer.len() + chunk.len() > max_line_bytes {
                 too_long = true;
                 buffer.clear();
             } else if !too_long {
@@ -304,7 +318,7 @@ async fn read_lines<R: tokio::io::AsyncRead + Unpin>(reader: R, lines: mpsc::Sen
             }
         };
         if too_long {
-            tracing::warn!(limit = MAX_MESSAGE_BYTES, "skipping over-long stdin line");
+            tracing::warn!(limit = max_line_bytes, "skipping over-long stdin line");
         } else {
             if buffer.last() == Some(&b'\r') {
                 buffer.pop();
@@ -312,7 +326,7 @@ async fn read_lines<R: tokio::io::AsyncRead + Unpin>(reader: R, lines: mpsc::Sen
             if !buffer.is_empty() {
                 match String::from_utf8(std::mem::take(&mut buffer)) {
                     Ok(line) => {
-                        if lines.send(line).await.is_err() {
+                        if lines.blocking_send(line).is_err() {
                             return;
                         }
                     }
@@ -373,16 +387,32 @@ mod tests {
         assert_eq!(one_line("not\njson".to_owned()), None);
     }
 
-    #[tokio::test]
-    async fn stdin_lines_are_split_trimmed_and_bounded() {
+    #[test]
+    fn stdin_lines_are_split_and_trimmed() {
         let input: &[u8] = b"{\"id\":1}\r\n\n{\"id\":2}\n{\"id\":3}";
         let (tx, mut rx) = mpsc::channel(8);
-        read_lines(input, tx).await;
+        read_lines(input, &tx, 64);
+        drop(tx);
         let mut got = Vec::new();
-        while let Some(line) = rx.recv().await {
+        while let Some(line) = rx.blocking_recv() {
             got.push(line);
         }
         assert_eq!(got, ["{\"id\":1}", "{\"id\":2}", "{\"id\":3}"]);
+    }
+
+    #[test]
+    fn over_long_stdin_lines_are_skipped() {
+        // A BufReader with a tiny buffer makes the long line span reads.
+        let input: &[u8] = b"{\"id\":1}\n0123456789abcdef-too-long\n{\"id\":2}\n";
+        let reader = std::io::BufReader::with_capacity(4, input);
+        let (tx, mut rx) = mpsc::channel(8);
+        read_lines(reader, &tx, 12);
+        drop(tx);
+        let mut got = Vec::new();
+        while let Some(line) = rx.blocking_recv() {
+            got.push(line);
+        }
+        assert_eq!(got, ["{\"id\":1}", "{\"id\":2}"]);
     }
 
     #[tokio::test]
