@@ -32,11 +32,37 @@ enum Command {
         #[arg(long)]
         browser: Option<String>,
     },
+    /// The Broker-managed Chromium for servers, CI and the quick start.
+    Browser {
+        #[command(subcommand)]
+        command: BrowserCommand,
+    },
+    /// Run the black-box stdio conformance suite (see `browser-pilot conformance --help`).
+    #[command(disable_help_flag = true)]
+    Conformance {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Development introspection of the running Broker.
     Debug {
         #[command(subcommand)]
         command: DebugCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum BrowserCommand {
+    /// Start Chromium on the Broker-owned profile with remote debugging on an ephemeral port,
+    /// and print the discovery candidate it became.
+    Launch {
+        #[arg(long)]
+        headless: bool,
+        /// The Chromium-family executable (else BROWSER_PILOT_CHROMIUM, else the usual paths).
+        #[arg(long)]
+        executable: Option<std::path::PathBuf>,
+    },
+    /// Close the Broker-managed Chromium (never any other browser).
+    Stop,
 }
 
 #[derive(Subcommand)]
@@ -75,6 +101,15 @@ fn main() -> ExitCode {
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             exit(code)
         }
+        Command::Browser { command } => {
+            init_tracing("warn");
+            with_home(|home| run_browser_command(&home, command))
+        }
+        Command::Conformance { args } => {
+            let mut argv = vec![std::ffi::OsString::from("browser-pilot conformance")];
+            argv.extend(args);
+            exit(browser_pilot::conformance::run_cli(argv))
+        }
         Command::Debug {
             command: DebugCommand::Sql { query },
         } => {
@@ -84,7 +119,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_internal(role: &str, _rest: &[std::ffi::OsString]) -> i32 {
+fn run_browser_command(home: &Home, command: BrowserCommand) -> i32 {
+    match command {
+        BrowserCommand::Launch {
+            headless,
+            executable,
+        } => match browser_pilot::browser::launch_cli(home.root(), headless, executable) {
+            Ok(candidate) => {
+                println!("{}", candidate.to_json());
+                0
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                1
+            }
+        },
+        BrowserCommand::Stop => match browser_pilot::browser::stop_cli(home.root()) {
+            Ok(stopped) => {
+                println!("{}", serde_json::json!({"stopped": stopped}));
+                0
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                1
+            }
+        },
+    }
+}
+
+fn run_internal(role: &str, rest: &[std::ffi::OsString]) -> i32 {
     match role {
         "broker" => {
             init_tracing("info");
@@ -95,6 +158,20 @@ fn run_internal(role: &str, _rest: &[std::ffi::OsString]) -> i32 {
                     2
                 }
             }
+        }
+        "janitor" => {
+            init_tracing("warn");
+            let Some(ws_url) = rest.first().and_then(|u| u.to_str()) else {
+                eprintln!("error: the janitor role needs the browser WebSocket URL");
+                return 2;
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime starts");
+            let code = runtime.block_on(browser_pilot::janitor::run_janitor(ws_url.to_owned()));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            code
         }
         other => {
             eprintln!("error: unknown internal role {other:?}");
