@@ -359,7 +359,7 @@ fn eight_bridges_launched_at_once_share_one_broker() {
     }
     assert_eq!(broker_ids.len(), 1, "{broker_ids:?}");
     let brokers = std::process::Command::new("pgrep")
-        .args(["-f", &format!("browser-pilot-internal=broker")])
+        .args(["-f", "browser-pilot-internal=broker"])
         .output()
         .expect("pgrep");
     let pids: Vec<u32> = String::from_utf8_lossy(&brokers.stdout)

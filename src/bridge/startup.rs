@@ -67,10 +67,11 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
         Attempt::Failed(error) => return Err(error),
         Attempt::NoEndpoint => {}
     }
-    if let Some(pid) = locator_pid(home) {
-        if pid != std::process::id() && os::pid_is_broker(pid) {
-            return Err(unresponsive(pid, "its endpoint is missing"));
-        }
+    if let Some(pid) = locator_pid(home)
+        && pid != std::process::id()
+        && os::pid_is_broker(pid)
+    {
+        return Err(unresponsive(pid, "its endpoint is missing"));
     }
     // The locator is dead: recover it.
     let _ = std::fs::remove_file(home.socket_path());
