@@ -125,6 +125,17 @@ impl Store {
         })
     }
 
+    /// Ids of the active Workspaces bound to a browser.
+    pub fn workspaces_for_browser(&self, browser_id: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|transaction| {
+            let ids = transaction
+                .prepare_cached("SELECT workspace_id FROM workspaces WHERE browser_id = ?1 ORDER BY workspace_id")?
+                .query_map([browser_id], |row| row.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(ids)
+        })
+    }
+
     /// Looks up a Workspace of `principal`: active, released (tombstone) or
     /// not found.
     pub fn get_workspace(
