@@ -172,3 +172,152 @@ fn append_in(
         payload_json: event.payload_json.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{event, outcome, principal, store, store_with, workspace};
+    use super::super::{EventPoll, Store, StoreLimits};
+
+    fn small_journal() -> Store {
+        store_with(StoreLimits {
+            event_journal_size: 5,
+            ..StoreLimits::default()
+        })
+    }
+
+    fn render(poll: EventPoll) -> String {
+        match poll {
+            EventPoll::Page {
+                events,
+                next_sequence,
+                has_more,
+            } => {
+                let sequences: Vec<String> =
+                    events.iter().map(|event| event.sequence.to_string()).collect();
+                let listed = match sequences.is_empty() {
+                    true => "-".to_owned(),
+                    false => sequences.join(","),
+                };
+                let more = match has_more {
+                    true => "more",
+                    false => "done",
+                };
+                format!("page {listed} next={next_sequence} {more}")
+            }
+            EventPoll::Expired { earliest, latest } => {
+                format!("expired earliest={earliest} latest={latest}")
+            }
+            EventPoll::Future { latest } => format!("future latest={latest}"),
+        }
+    }
+
+    fn check(store: &Store, workspace_id: &str, after: u64, limit: u32, expect: &str) {
+        let actual = outcome(store.poll_events(workspace_id, after, limit), render);
+        assert_eq!(actual, expect, "poll after {after} limit {limit}");
+    }
+
+    #[test]
+    fn sequences_start_at_one_and_strictly_increase() {
+        let store = small_journal();
+        let owner = principal("a");
+        workspace(&store, "workspace:1", &owner);
+        workspace(&store, "workspace:2", &owner);
+        let mut last = 0;
+        for n in 1..=12 {
+            let row = store.append_event(&event("workspace:1", n)).unwrap();
+            assert_eq!(row.sequence, last + 1);
+            last = row.sequence;
+        }
+        // Sequences are per Workspace.
+        let other = store.append_event(&event("workspace:2", 1)).unwrap();
+        assert_eq!(other.sequence, 1);
+        let batch = store
+            .append_events(&[event("workspace:1", 13), event("workspace:2", 2), event("workspace:1", 14)])
+            .unwrap();
+        let sequences: Vec<u64> = batch.iter().map(|row| row.sequence).collect();
+        assert_eq!(sequences, [13, 2, 14]);
+    }
+
+    #[test]
+    fn journal_keeps_only_the_newest_events() {
+        let store = small_journal();
+        workspace(&store, "workspace:1", &principal("a"));
+        for n in 1..=12 {
+            store.append_event(&event("workspace:1", n)).unwrap();
+        }
+        let retained = store
+            .query_readonly("SELECT min(sequence), max(sequence), count(*) FROM events")
+            .unwrap();
+        assert_eq!(format!("{:?}", retained.rows), "[[Integer(8), Integer(12), Integer(5)]]");
+    }
+
+    #[test]
+    fn poll_pages_expiry_and_future() {
+        let store = small_journal();
+        workspace(&store, "workspace:1", &principal("a"));
+        for n in 1..=12 {
+            store.append_event(&event("workspace:1", n)).unwrap();
+        }
+        // Retained: 8..=12, so the oldest valid cursor is 7.
+        let cases = [
+            (7, 2, "page 8,9 next=9 more"),
+            (9, 2, "page 10,11 next=11 more"),
+            (11, 2, "page 12 next=12 done"),
+            (9, 100, "page 10,11,12 next=12 done"),
+            (12, 100, "page - next=12 done"),
+            (7, 0, "page - next=7 more"),
+            (12, 0, "page - next=12 done"),
+            (6, 100, "expired earliest=7 latest=12"),
+            (0, 1, "expired earliest=7 latest=12"),
+            (13, 1, "future latest=12"),
+            (u64::MAX, 1, "ValueOutOfRange { what: \"event cursor\" }"),
+        ];
+        for (after, limit, expect) in cases {
+            check(&store, "workspace:1", after, limit, expect);
+        }
+    }
+
+    #[test]
+    fn poll_of_a_fresh_workspace() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        check(&store, "workspace:1", 0, 10, "page - next=0 done");
+        check(&store, "workspace:1", 1, 10, "future latest=0");
+        check(&store, "workspace:none", 0, 10, "WorkspaceNotFound");
+    }
+
+    #[test]
+    fn appended_fields_round_trip() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        let mut new = event("workspace:1", 1);
+        new.lease_id = Some("lease:1".to_owned());
+        new.generation = 9;
+        let appended = store.append_event(&new).unwrap();
+        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10).unwrap() else {
+            panic!("expected a page");
+        };
+        assert_eq!(events, [appended.clone()]);
+        assert_eq!(
+            (appended.id.as_str(), appended.lease_id.as_deref(), appended.generation),
+            ("event:1", Some("lease:1"), 9)
+        );
+        assert_eq!(appended.payload_json, "{\"n\":1}");
+    }
+
+    #[test]
+    fn append_needs_an_active_workspace() {
+        let store = store();
+        let owner = principal("a");
+        workspace(&store, "workspace:1", &owner);
+        let missing = store.append_event(&event("workspace:none", 1));
+        assert_eq!(outcome(missing, |row| row.sequence.to_string()), "WorkspaceNotFound");
+        // A batch is all or nothing.
+        let batch = store.append_events(&[event("workspace:1", 1), event("workspace:none", 2)]);
+        assert_eq!(outcome(batch, |rows| rows.len().to_string()), "WorkspaceNotFound");
+        check(&store, "workspace:1", 0, 10, "page - next=0 done");
+        store.release_workspace(&owner, "workspace:1", 20).unwrap();
+        let released = store.append_event(&event("workspace:1", 3));
+        assert_eq!(outcome(released, |row| row.sequence.to_string()), "WorkspaceNotFound");
+    }
+}
