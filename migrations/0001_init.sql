@@ -24,15 +24,14 @@ CREATE TABLE connections (
 CREATE INDEX connections_by_principal ON connections (principal_id);
 CREATE INDEX connections_by_kind ON connections (kind);
 
--- Active Workspaces. latest_sequence is the journal head (0 = no event yet).
+-- Active Workspaces. Their journal head is max(events.sequence).
 CREATE TABLE workspaces (
     workspace_id    TEXT PRIMARY KEY,
     principal_id    INTEGER NOT NULL REFERENCES principals (principal_id),
     browser_id      TEXT NOT NULL,
     client_key      TEXT,
     created_at      INTEGER NOT NULL,
-    last_active_at  INTEGER NOT NULL,
-    latest_sequence INTEGER NOT NULL DEFAULT 0 CHECK (latest_sequence >= 0)
+    last_active_at  INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX workspaces_by_principal ON workspaces (principal_id);
 CREATE UNIQUE INDEX workspaces_by_client_key
@@ -54,9 +53,13 @@ CREATE UNIQUE INDEX leases_by_client_key
     ON leases (connection_id, workspace_id, client_key) WHERE client_key IS NOT NULL;
 CREATE INDEX leases_by_expiry ON leases (expires_at);
 
--- The per-Workspace event journal, keyed by its dense sequence.
+-- The per-Workspace event journal, keyed by its dense sequence. The newest
+-- row is never deleted, so max(sequence) is the journal head. workspace_id is
+-- deliberately not a foreign key: append checks the Workspace inside its
+-- transaction anyway, and a per-event parent lookup is measurable on the
+-- hottest write; releasing a Workspace deletes its journal explicitly.
 CREATE TABLE events (
-    workspace_id    TEXT NOT NULL REFERENCES workspaces (workspace_id) ON DELETE CASCADE,
+    workspace_id    TEXT NOT NULL,
     sequence        INTEGER NOT NULL CHECK (sequence > 0),
     event_id        TEXT NOT NULL,
     timestamp       INTEGER NOT NULL,

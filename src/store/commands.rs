@@ -3,7 +3,7 @@
 //! Principal. Owns the `commands` table; it does not hash arguments or decide
 //! deadlines (the broker does) and never interprets result or error JSON.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::{Store, column_u64, to_sql_u64};
 use super::error::StoreError;
@@ -51,7 +51,7 @@ fn command_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CommandRow> {
 
 /// A Command row with the id of its owning Principal.
 fn find_command(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     id: &str,
 ) -> Result<Option<(i64, CommandRow)>, StoreError> {
     let found = transaction
@@ -265,7 +265,7 @@ impl Store {
 /// Deletes the Principal's terminal Commands beyond the newest `keep`
 /// (ordered by completion time, then acceptance order).
 fn prune_terminal(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     keep: u32,
 ) -> Result<(), StoreError> {

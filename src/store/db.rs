@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
 use ring::rand::{SecureRandom as _, SystemRandom};
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::debug::DebugConnection;
 use super::error::StoreError;
@@ -81,7 +82,10 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Creates a fresh, empty database with every migration applied.
-    pub fn open(limits: StoreLimits) -> Result<Store, StoreError> {
+    /// An `event_journal_size` of 0 is raised to 1: the newest event records
+    /// the journal head.
+    pub fn open(mut limits: StoreLimits) -> Result<Store, StoreError> {
+        limits.event_journal_size = limits.event_journal_size.max(1);
         let uri = format!("file:/browser-pilot-{}?vfs=memdb", random_hex()?);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -117,16 +121,17 @@ impl Store {
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction and commits if it
-    /// returns `Ok`. Taking the write lock up front means a transaction never
-    /// has to upgrade a read lock, which SQLite reports as `SQLITE_BUSY`
-    /// without consulting the busy handler.
+    /// returns `Ok` (else rolls back). `body` gets the connection inside the
+    /// open transaction. Taking the write lock up front means a transaction
+    /// never has to upgrade a read lock, which SQLite reports as
+    /// `SQLITE_BUSY` without consulting the busy handler.
     pub(super) fn write<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self.inner.pool.get()?;
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = body(&transaction)?;
+        let connection = self.inner.pool.get()?;
+        let transaction = OpenTransaction::begin(&connection, "BEGIN IMMEDIATE")?;
+        let value = body(&connection)?;
         transaction.commit()?;
         Ok(value)
     }
@@ -136,7 +141,7 @@ impl Store {
     /// and answer `LeaseExpired`).
     pub(super) fn write_then<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<Result<T, StoreError>, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<Result<T, StoreError>, StoreError>,
     ) -> Result<T, StoreError> {
         self.write(body)?
     }
@@ -145,11 +150,11 @@ impl Store {
     /// see one snapshot.
     pub(super) fn read<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self.inner.pool.get()?;
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        let value = body(&transaction)?;
+        let connection = self.inner.pool.get()?;
+        let transaction = OpenTransaction::begin(&connection, "BEGIN DEFERRED")?;
+        let value = body(&connection)?;
         transaction.commit()?;
         Ok(value)
     }
@@ -160,10 +165,50 @@ impl Store {
     }
 }
 
+/// A transaction opened with cached `BEGIN`/`COMMIT` statements (rusqlite's
+/// `Transaction` re-parses them on every call, a measurable share of a
+/// one-event append). Rolls back on drop unless committed, including when
+/// the body returned an error or panicked, so a pooled connection never goes
+/// back to the pool inside a transaction.
+struct OpenTransaction<'c> {
+    connection: &'c Connection,
+    committed: bool,
+}
+
+impl<'c> OpenTransaction<'c> {
+    fn begin(connection: &'c Connection, begin: &str) -> Result<Self, rusqlite::Error> {
+        connection.prepare_cached(begin)?.execute([])?;
+        Ok(OpenTransaction {
+            connection,
+            committed: false,
+        })
+    }
+
+    fn commit(mut self) -> Result<(), rusqlite::Error> {
+        self.connection.prepare_cached("COMMIT")?.execute([])?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OpenTransaction<'_> {
+    fn drop(&mut self) {
+        if self.committed || self.connection.is_autocommit() {
+            return;
+        }
+        if let Err(error) = self.connection.execute_batch("ROLLBACK") {
+            tracing::error!(%error, "store: rollback failed");
+        }
+    }
+}
+
 /// Per-connection settings: busy handling, foreign keys, memory temp store
 /// and a statement cache large enough for every store statement.
 fn configure_connection(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.busy_handler(Some(on_busy))?;
+    // Plans never depend on bound values, so cached statements are not
+    // re-prepared each time a range bound (a cursor) changes.
+    connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     connection.pragma_update(None, "foreign_keys", true)?;
     // 2 = MEMORY: sorts and temp tables never touch the disk.
     connection.pragma_update(None, "temp_store", 2)?;

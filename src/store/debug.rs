@@ -275,7 +275,7 @@ mod tests {
             ),
             ("DELETE FROM events", "ReadOnlyViolation(\"DELETE from events is not allowed\")"),
             (
-                "UPDATE workspaces SET latest_sequence = 0",
+                "UPDATE workspaces SET last_active_at = 0",
                 "ReadOnlyViolation(\"UPDATE of workspaces is not allowed\")",
             ),
             ("ATTACH DATABASE ':memory:' AS other", "ReadOnlyViolation(\"ATTACH is not allowed\")"),
@@ -322,10 +322,10 @@ mod tests {
         let store = fixture();
         check(
             &store,
-            "SELECT workspace_id, latest_sequence, NULL AS empty, 1.5 AS real, x'0102' AS blob
+            "SELECT workspace_id, created_at, NULL AS empty, 1.5 AS real, x'0102' AS blob
              FROM workspaces",
-            "[\"workspace_id\", \"latest_sequence\", \"empty\", \"real\", \"blob\"] \
-             [[Text(\"workspace:1\"), Integer(1), Null, Real(1.5), Blob([1, 2])]]",
+            "[\"workspace_id\", \"created_at\", \"empty\", \"real\", \"blob\"] \
+             [[Text(\"workspace:1\"), Integer(10), Null, Real(1.5), Blob([1, 2])]]",
         );
         check(
             &store,

@@ -2,7 +2,7 @@
 //! and the expiry sweep. Owns the `leases` table and its row mapper; it does
 //! not decide TTL ranges (the broker clamps) or what expiry means for tabs.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::Store;
 use super::error::StoreError;
@@ -219,7 +219,7 @@ impl Store {
 }
 
 fn find_lease(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     workspace_id: &str,
     lease_id: &str,
 ) -> Result<Option<LeaseRow>, StoreError> {
@@ -238,7 +238,7 @@ fn find_lease(
 /// infrastructure; the inner one the domain answer, after deleting the
 /// Lease if it expired (the caller commits that deletion).
 fn owned_lease(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     connection_id: &str,
     workspace_id: &str,
     lease_id: &str,

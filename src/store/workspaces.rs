@@ -3,7 +3,7 @@
 //! `tombstones` tables. Authorization is Principal ownership: another
 //! Principal's Workspace is indistinguishable from a missing one.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::artifacts::{artifact_columns, artifact_from_row};
 use super::db::{Store, column_u64};
@@ -20,7 +20,8 @@ use super::principals::{ensure_principal, find_principal, forget_principal_if_un
 macro_rules! workspace_columns {
     () => {
         "w.workspace_id, p.client_id, p.instance_id, w.browser_id, w.client_key,
-         w.created_at, w.last_active_at, w.latest_sequence"
+         w.created_at, w.last_active_at,
+         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_id = w.workspace_id)"
     };
 }
 
@@ -40,7 +41,7 @@ fn workspace_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<WorkspaceRow>
 }
 
 fn find_workspace(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<Option<WorkspaceRow>, StoreError> {
@@ -58,7 +59,7 @@ fn find_workspace(
 
 /// Whether `workspace_id` is active and owned by `principal_id`.
 pub(super) fn owns_workspace(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<bool, StoreError> {
@@ -184,7 +185,11 @@ impl Store {
                 ))?
                 .query_map([id], artifact_from_row)?
                 .collect::<Result<Vec<_>, _>>()?;
-            // Events and Commands go by ON DELETE CASCADE.
+            // The journal has no foreign key (see the migration); Commands
+            // go by ON DELETE CASCADE.
+            transaction
+                .prepare_cached("DELETE FROM events WHERE workspace_id = ?1")?
+                .execute([id])?;
             transaction
                 .prepare_cached("DELETE FROM workspaces WHERE workspace_id = ?1")?
                 .execute([id])?;
@@ -245,7 +250,7 @@ impl Store {
 }
 
 fn find_tombstone(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<Option<TombstoneRow>, StoreError> {
@@ -265,7 +270,7 @@ fn find_tombstone(
 }
 
 /// After tombstones were pruned, drops Principals nothing refers to any more.
-fn forget_pruned_principals(transaction: &Transaction<'_>) -> Result<(), StoreError> {
+fn forget_pruned_principals(transaction: &Connection) -> Result<(), StoreError> {
     let candidates = transaction
         .prepare_cached(
             "SELECT principal_id FROM principals AS p
