@@ -334,7 +334,7 @@ mod tests {
         );
         let columns = store.query_readonly("PRAGMA table_info(events)").unwrap();
         assert_eq!(columns.rows.len(), 11);
-        assert_eq!(columns.rows[0][1], SqlValue::Text("workspace_id".to_owned()));
+        assert_eq!(columns.rows[0][1], SqlValue::Text("workspace_key".to_owned()));
     }
 
     #[test]

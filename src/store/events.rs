@@ -24,24 +24,25 @@ pub const PRUNE_BATCH: i64 = 64;
 /// Columns read by `event_from_row`, in order.
 macro_rules! event_columns {
     () => {
-        "sequence, event_id, workspace_id, timestamp, generation, lease_id, target_id,
-         event_type, payload_version, sensitivity, payload_json"
+        "sequence, event_id, timestamp, generation, lease_id, target_id, event_type,
+         payload_version, sensitivity, payload_json"
     };
 }
 
-fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+/// Maps a row of `workspace_id`'s journal (which stores only its key).
+fn event_from_row(row: &rusqlite::Row<'_>, workspace_id: &str) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
         sequence: column_u64(row, 0)?,
         id: row.get(1)?,
-        workspace_id: row.get(2)?,
-        timestamp: row.get(3)?,
-        generation: column_u64(row, 4)?,
-        lease_id: row.get(5)?,
-        target_id: row.get(6)?,
-        event_type: row.get(7)?,
-        payload_version: column_u32(row, 8)?,
-        sensitivity: row.get(9)?,
-        payload_json: row.get(10)?,
+        workspace_id: workspace_id.to_owned(),
+        timestamp: row.get(2)?,
+        generation: column_u64(row, 3)?,
+        lease_id: row.get(4)?,
+        target_id: row.get(5)?,
+        event_type: row.get(6)?,
+        payload_version: column_u32(row, 7)?,
+        sensitivity: row.get(8)?,
+        payload_json: row.get(9)?,
     })
 }
 
@@ -78,15 +79,18 @@ impl Store {
         let after = to_sql_u64(after_sequence, "event cursor")?;
         let journal_size = i64::from(self.limits().event_journal_size);
         self.read(|transaction| {
-            let head: Option<(Option<i64>, Option<i64>)> = transaction
+            let head: Option<(i64, Option<i64>, Option<i64>)> = transaction
                 .prepare_cached(
-                    "SELECT (SELECT min(sequence) FROM events WHERE workspace_id = ?1),
-                            (SELECT max(sequence) FROM events WHERE workspace_id = ?1)
-                     FROM workspaces WHERE workspace_id = ?1",
+                    "SELECT w.workspace_key,
+                            (SELECT min(sequence) FROM events WHERE workspace_key = w.workspace_key),
+                            (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+                     FROM workspaces AS w WHERE w.workspace_id = ?1",
                 )?
-                .query_row([workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_row([workspace_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
                 .optional()?;
-            let Some((earliest_stored, latest)) = head else {
+            let Some((workspace_key, earliest_stored, latest)) = head else {
                 return Err(StoreError::WorkspaceNotFound);
             };
             let latest = latest.unwrap_or(0);
@@ -115,10 +119,12 @@ impl Store {
                     .prepare_cached(concat!(
                         "SELECT ",
                         event_columns!(),
-                        " FROM events WHERE workspace_id = ?1 AND sequence > ?2
+                        " FROM events WHERE workspace_key = ?1 AND sequence > ?2
                          ORDER BY sequence LIMIT ?3"
                     ))?
-                    .query_map((workspace_id, after, limit), event_from_row)?
+                    .query_map((workspace_key, after, limit), |row| {
+                        event_from_row(row, workspace_id)
+                    })?
                     .collect::<Result<Vec<_>, _>>()?,
             };
             let next_sequence = match events.last() {
@@ -140,26 +146,27 @@ fn append_in(
     journal_size: u32,
 ) -> Result<EventRow, StoreError> {
     let generation = to_sql_u64(event.generation, "event generation")?;
-    let head: Option<Option<i64>> = transaction
+    let head: Option<(i64, Option<i64>)> = transaction
         .prepare_cached(
-            "SELECT (SELECT max(sequence) FROM events WHERE workspace_id = ?1)
-             FROM workspaces WHERE workspace_id = ?1",
+            "SELECT w.workspace_key,
+                    (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+             FROM workspaces AS w WHERE w.workspace_id = ?1",
         )?
-        .query_row([&event.workspace_id], |row| row.get(0))
+        .query_row([&event.workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    let sequence = match head {
-        Some(latest) => latest.unwrap_or(0) + 1,
+    let (workspace_key, sequence) = match head {
+        Some((workspace_key, latest)) => (workspace_key, latest.unwrap_or(0) + 1),
         None => return Err(StoreError::WorkspaceNotFound),
     };
     transaction
         .prepare_cached(
-            "INSERT INTO events (workspace_id, sequence, event_id, timestamp, generation,
+            "INSERT INTO events (workspace_key, sequence, event_id, timestamp, generation,
                                  lease_id, target_id, event_type, payload_version,
                                  sensitivity, payload_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute((
-            &event.workspace_id,
+            workspace_key,
             sequence,
             &event.id,
             event.timestamp,
@@ -174,8 +181,8 @@ fn append_in(
     let horizon = sequence - i64::from(journal_size);
     if horizon > 0 && sequence % PRUNE_BATCH == 0 {
         transaction
-            .prepare_cached("DELETE FROM events WHERE workspace_id = ?1 AND sequence <= ?2")?
-            .execute((&event.workspace_id, horizon))?;
+            .prepare_cached("DELETE FROM events WHERE workspace_key = ?1 AND sequence <= ?2")?
+            .execute((workspace_key, horizon))?;
     }
     Ok(EventRow {
         sequence: sequence.unsigned_abs(),

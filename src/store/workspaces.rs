@@ -21,7 +21,7 @@ macro_rules! workspace_columns {
     () => {
         "w.workspace_id, p.client_id, p.instance_id, w.browser_id, w.client_key,
          w.created_at, w.last_active_at,
-         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_id = w.workspace_id)"
+         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_key = w.workspace_key)"
     };
 }
 
@@ -188,7 +188,10 @@ impl Store {
             // The journal has no foreign key (see the migration); Commands
             // go by ON DELETE CASCADE.
             transaction
-                .prepare_cached("DELETE FROM events WHERE workspace_id = ?1")?
+                .prepare_cached(
+                    "DELETE FROM events WHERE workspace_key =
+                       (SELECT workspace_key FROM workspaces WHERE workspace_id = ?1)",
+                )?
                 .execute([id])?;
             transaction
                 .prepare_cached("DELETE FROM workspaces WHERE workspace_id = ?1")?
