@@ -93,5 +93,9 @@ fn poll_middle_of_full_journal(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append_into_full_journal, poll_middle_of_full_journal);
+criterion_group!(
+    benches,
+    append_into_full_journal,
+    poll_middle_of_full_journal
+);
 criterion_main!(benches);

@@ -168,8 +168,12 @@ mod tests {
         let store = store();
         workspace(&store, "workspace:1", &principal("a"));
         workspace(&store, "workspace:2", &principal("a"));
-        store.insert_artifact(&artifact("artifact:1", "workspace:1", 100)).unwrap();
-        store.insert_artifact(&artifact("artifact:2", "workspace:1", 200)).unwrap();
+        store
+            .insert_artifact(&artifact("artifact:1", "workspace:1", 100))
+            .unwrap();
+        store
+            .insert_artifact(&artifact("artifact:2", "workspace:1", 200))
+            .unwrap();
         assert!(matches!(
             store.insert_artifact(&artifact("artifact:3", "workspace:none", 100)),
             Err(StoreError::WorkspaceNotFound)
@@ -179,7 +183,10 @@ mod tests {
             store.get_artifact("workspace:1", "artifact:1").unwrap(),
             Some(artifact("artifact:1", "workspace:1", 100))
         );
-        assert_eq!(store.get_artifact("workspace:2", "artifact:1").unwrap(), None);
+        assert_eq!(
+            store.get_artifact("workspace:2", "artifact:1").unwrap(),
+            None
+        );
 
         let expired = |now| -> Vec<String> {
             let rows = store.expired_artifacts(now).unwrap();
@@ -194,7 +201,10 @@ mod tests {
         assert_eq!(expired(200), ["artifact:2"]);
         assert_eq!(store.set_retained("artifact:none", 5_000).unwrap(), None);
 
-        let deleted = store.delete_artifact("artifact:2").unwrap().map(|row| row.id);
+        let deleted = store
+            .delete_artifact("artifact:2")
+            .unwrap()
+            .map(|row| row.id);
         assert_eq!(deleted.as_deref(), Some("artifact:2"));
         assert_eq!(store.delete_artifact("artifact:2").unwrap(), None);
         assert_eq!(expired(200), Vec::<String>::new());

@@ -214,7 +214,9 @@ impl Store {
                         )?
                         .execute([id])?;
                 }
-                CommandStatus::Completed | CommandStatus::Cancelled | CommandStatus::UnknownOutcome => {}
+                CommandStatus::Completed
+                | CommandStatus::Cancelled
+                | CommandStatus::UnknownOutcome => {}
             }
             let command = find_command(transaction, id)?.map(|(_, command)| command);
             Ok(command)
@@ -374,11 +376,20 @@ mod tests {
             ..new_command("command:1", &b, Some("k9"))
         };
         let cases = [
-            (new_command("command:1", &a, Some("k1")), "inserted command:1"),
-            (new_command("command:1", &a, Some("k1")), "duplicate of command:1"),
+            (
+                new_command("command:1", &a, Some("k1")),
+                "inserted command:1",
+            ),
+            (
+                new_command("command:1", &a, Some("k1")),
+                "duplicate of command:1",
+            ),
             (new_command("command:1", &a, None), "duplicate of command:1"),
             (other_hash, "IdempotencyConflict"),
-            (new_command("command:2", &a, Some("k1")), "duplicate of command:1"),
+            (
+                new_command("command:2", &a, Some("k1")),
+                "duplicate of command:1",
+            ),
             (other_method, "IdempotencyConflict"),
             (other_workspace, "inserted command:4"),
             (connection_tool, "inserted command:5"),
@@ -394,18 +405,29 @@ mod tests {
         // Another Principal never sees the row.
         assert_eq!(store.get_command(&b, "command:1").unwrap(), None);
         let own = store.get_command(&a, "command:1").unwrap().map(render);
-        assert_eq!(own.as_deref(), Some("command:1 accepted dispatched=None completed=None"));
+        assert_eq!(
+            own.as_deref(),
+            Some("command:1 accepted dispatched=None completed=None")
+        );
     }
 
     #[test]
     fn cancel_before_dispatch_prevents_it() {
         let store = fixture(StoreLimits::default());
         let a = principal("a");
-        store.insert_command(&new_command("command:1", &a, None)).unwrap();
-        let cancelled = store.request_cancel(&a, "command:1", 20).unwrap().map(render);
+        store
+            .insert_command(&new_command("command:1", &a, None))
+            .unwrap();
+        let cancelled = store
+            .request_cancel(&a, "command:1", 20)
+            .unwrap()
+            .map(render);
         let expect = "command:1 cancelled dispatched=None completed=Some(20) cancel-requested";
         assert_eq!(cancelled.as_deref(), Some(expect));
-        assert_eq!(outcome(store.mark_dispatched("command:1", 30), render), expect);
+        assert_eq!(
+            outcome(store.mark_dispatched("command:1", 30), render),
+            expect
+        );
         let completed = store.complete_command(
             "command:1",
             CommandStatus::Completed,
@@ -414,7 +436,10 @@ mod tests {
             40,
         );
         assert_eq!(outcome(completed, render), expect);
-        let again = store.request_cancel(&a, "command:1", 50).unwrap().map(render);
+        let again = store
+            .request_cancel(&a, "command:1", 50)
+            .unwrap()
+            .map(render);
         assert_eq!(again.as_deref(), Some(expect));
     }
 
@@ -422,14 +447,24 @@ mod tests {
     fn cancel_after_dispatch_only_requests() {
         let store = fixture(StoreLimits::default());
         let a = principal("a");
-        store.insert_command(&new_command("command:1", &a, None)).unwrap();
+        store
+            .insert_command(&new_command("command:1", &a, None))
+            .unwrap();
         let dispatched = store.mark_dispatched("command:1", 15);
         assert_eq!(
             outcome(dispatched, render),
             "command:1 dispatched dispatched=Some(15) completed=None"
         );
-        assert_eq!(store.request_cancel(&principal("b"), "command:1", 20).unwrap(), None);
-        let requested = store.request_cancel(&a, "command:1", 20).unwrap().map(render);
+        assert_eq!(
+            store
+                .request_cancel(&principal("b"), "command:1", 20)
+                .unwrap(),
+            None
+        );
+        let requested = store
+            .request_cancel(&a, "command:1", 20)
+            .unwrap()
+            .map(render);
         assert_eq!(
             requested.as_deref(),
             Some("command:1 dispatched dispatched=Some(15) completed=None cancel-requested")
@@ -454,7 +489,9 @@ mod tests {
     #[test]
     fn status_errors() {
         let store = fixture(StoreLimits::default());
-        store.insert_command(&new_command("command:1", &principal("a"), None)).unwrap();
+        store
+            .insert_command(&new_command("command:1", &principal("a"), None))
+            .unwrap();
         let cases = [
             (
                 outcome(
@@ -470,7 +507,10 @@ mod tests {
                 ),
                 "CommandNotFound",
             ),
-            (outcome(store.mark_dispatched("command:none", 1), render), "CommandNotFound"),
+            (
+                outcome(store.mark_dispatched("command:none", 1), render),
+                "CommandNotFound",
+            ),
         ];
         for (actual, expect) in cases {
             assert_eq!(actual, expect);
@@ -484,13 +524,17 @@ mod tests {
             ..StoreLimits::default()
         });
         let (a, b) = (principal("a"), principal("b"));
-        store.insert_command(&new_command("command:open", &a, None)).unwrap();
+        store
+            .insert_command(&new_command("command:open", &a, None))
+            .unwrap();
         let b_command = NewCommand {
             workspace_id: Some("workspace:b".to_owned()),
             ..new_command("command:b", &b, None)
         };
         store.insert_command(&b_command).unwrap();
-        store.complete_command("command:b", CommandStatus::Completed, None, None, 1).unwrap();
+        store
+            .complete_command("command:b", CommandStatus::Completed, None, None, 1)
+            .unwrap();
         // Completed out of acceptance order: the completion time decides.
         for (n, completed_at) in [(1, 50), (2, 10), (3, 40), (4, 20), (5, 30)] {
             let id = format!("command:{n}");
@@ -499,10 +543,16 @@ mod tests {
                 .complete_command(&id, CommandStatus::Completed, None, None, completed_at)
                 .unwrap();
         }
-        let kept: Vec<bool> = ["command:1", "command:2", "command:3", "command:4", "command:5"]
-            .iter()
-            .map(|id| store.get_command(&a, id).unwrap().is_some())
-            .collect();
+        let kept: Vec<bool> = [
+            "command:1",
+            "command:2",
+            "command:3",
+            "command:4",
+            "command:5",
+        ]
+        .iter()
+        .map(|id| store.get_command(&a, id).unwrap().is_some())
+        .collect();
         assert_eq!(kept, [true, false, true, false, true]);
         // Non-terminal Commands and other Principals' are untouched.
         assert!(store.get_command(&a, "command:open").unwrap().is_some());
@@ -512,7 +562,15 @@ mod tests {
     #[test]
     fn unknown_principal_sees_nothing() {
         let store = store();
-        assert_eq!(store.get_command(&principal("x"), "command:1").unwrap(), None);
-        assert_eq!(store.request_cancel(&principal("x"), "command:1", 1).unwrap(), None);
+        assert_eq!(
+            store.get_command(&principal("x"), "command:1").unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .request_cancel(&principal("x"), "command:1", 1)
+                .unwrap(),
+            None
+        );
     }
 }

@@ -321,7 +321,10 @@ mod tests {
     fn migrations_are_applied_once_and_counted() {
         let store = store();
         let version = store.query_readonly("PRAGMA user_version").unwrap();
-        assert_eq!(format!("{:?}", version.rows), format!("[[Integer({})]]", MIGRATIONS.len()));
+        assert_eq!(
+            format!("{:?}", version.rows),
+            format!("[[Integer({})]]", MIGRATIONS.len())
+        );
         let tables = store
             .query_readonly(
                 "SELECT group_concat(name, ' ') FROM
@@ -341,7 +344,9 @@ mod tests {
     fn stores_do_not_share_a_database() {
         let (first, second) = (store(), store());
         workspace(&first, "workspace:1", &principal("a"));
-        let seen = second.get_workspace(&principal("a"), "workspace:1").unwrap();
+        let seen = second
+            .get_workspace(&principal("a"), "workspace:1")
+            .unwrap();
         assert_eq!(seen, WorkspaceLookup::NotFound);
         // Clones share one.
         let clone = first.clone();
@@ -349,6 +354,32 @@ mod tests {
             clone.get_workspace(&principal("a"), "workspace:1").unwrap(),
             WorkspaceLookup::Active(_)
         ));
+    }
+
+    #[test]
+    fn failed_or_panicking_writes_roll_back() {
+        let store = store();
+        let insert = "INSERT INTO principals (client_id, instance_id) VALUES ('x', 'y')";
+        let failed: Result<(), StoreError> = store.write(|connection| {
+            connection.execute(insert, [])?;
+            Err(StoreError::WorkspaceNotFound)
+        });
+        assert!(matches!(failed, Err(StoreError::WorkspaceNotFound)));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write(|connection| -> Result<(), StoreError> {
+                connection.execute(insert, [])?;
+                panic!("body panics inside the transaction");
+            })
+        }));
+        assert!(panicked.is_err());
+        let count = store
+            .query_readonly("SELECT count(*) FROM principals")
+            .unwrap();
+        assert_eq!(format!("{:?}", count.rows), "[[Integer(0)]]");
+        // The connection went back to the pool outside any transaction (the
+        // pool hands out the most recently returned one first, so a leaked
+        // transaction would make this BEGIN fail).
+        workspace(&store, "workspace:after", &principal("a"));
     }
 
     #[test]
@@ -360,7 +391,9 @@ mod tests {
             let wait = busy_wait(attempt);
             let kind = match wait {
                 BusyWait::Yield => "yield",
-                BusyWait::Sleep(duration) if duration < std::time::Duration::from_millis(1) => "short",
+                BusyWait::Sleep(duration) if duration < std::time::Duration::from_millis(1) => {
+                    "short"
+                }
                 BusyWait::Sleep(_) => "long",
                 BusyWait::GiveUp => "give up",
             };
@@ -376,7 +409,10 @@ mod tests {
         }
         assert_eq!(kinds, ["yield", "short", "long", "give up"]);
         assert!(waited >= BUSY_TIMEOUT, "waited {waited:?}");
-        assert!(waited < BUSY_TIMEOUT + std::time::Duration::from_millis(2), "waited {waited:?}");
+        assert!(
+            waited < BUSY_TIMEOUT + std::time::Duration::from_millis(2),
+            "waited {waited:?}"
+        );
     }
 
     /// Eight threads hammer one shared Workspace and their own ones with
@@ -402,7 +438,8 @@ mod tests {
                         let mut shared_sequences = Vec::new();
                         for round in 0..ROUNDS {
                             let n = u64::try_from(round).unwrap_or_default();
-                            shared_sequences.push(store.append_event(&event("workspace:shared", n))?.sequence);
+                            shared_sequences
+                                .push(store.append_event(&event("workspace:shared", n))?.sequence);
                             store.append_events(&[event(&own, n), event(&own, n + 1)])?;
                             store.poll_events("workspace:shared", 0, 50)?;
                             let lease = store.create_lease(&NewLease {
@@ -430,7 +467,13 @@ mod tests {
                                 mutating: false,
                             })?;
                             store.mark_dispatched(&command_id, 11)?;
-                            store.complete_command(&command_id, CommandStatus::Completed, None, None, 12)?;
+                            store.complete_command(
+                                &command_id,
+                                CommandStatus::Completed,
+                                None,
+                                None,
+                                12,
+                            )?;
                             let scratch = format!("workspace:{thread}:scratch:{round}");
                             workspace(&store, &scratch, &owner);
                             store.release_workspace(&owner, &scratch, 30)?;
@@ -461,7 +504,9 @@ mod tests {
                 }
             }
             let total = u64::try_from(THREADS * ROUNDS).unwrap_or_default();
-            if seen.len() != THREADS * ROUNDS || (1..=total).any(|sequence| seen.get(&sequence) != Some(&1)) {
+            if seen.len() != THREADS * ROUNDS
+                || (1..=total).any(|sequence| seen.get(&sequence) != Some(&1))
+            {
                 failures.push("shared sequences are not exactly 1..=total".to_owned());
             }
             failures
@@ -471,7 +516,9 @@ mod tests {
         let total = u64::try_from(THREADS * ROUNDS).unwrap_or_default();
         let poll = store.poll_events("workspace:shared", total - 1, 10);
         let rendered = outcome(poll, |poll| match poll {
-            EventPoll::Page { events, has_more, .. } => format!("{} {has_more}", events.len()),
+            EventPoll::Page {
+                events, has_more, ..
+            } => format!("{} {has_more}", events.len()),
             other => format!("{other:?}"),
         });
         assert_eq!(rendered, "1 false");

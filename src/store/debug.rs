@@ -111,7 +111,10 @@ impl DebugConnection {
                     "exactly one statement is allowed".to_owned(),
                 ));
             }
-            Err(error) if error.sqlite_error_code() == Some(ErrorCode::AuthorizationForStatementDenied) => {
+            Err(error)
+                if error.sqlite_error_code()
+                    == Some(ErrorCode::AuthorizationForStatementDenied) =>
+            {
                 let reason = lock(&self.last_refusal)
                     .take()
                     .unwrap_or_else(|| "not authorized".to_owned());
@@ -136,8 +139,10 @@ impl DebugConnection {
             .collect();
 
         let deadline = Instant::now() + DEBUG_QUERY_TIME_BUDGET;
-        self.connection
-            .progress_handler(PROGRESS_CHECK_STEPS, Some(move || Instant::now() >= deadline))?;
+        self.connection.progress_handler(
+            PROGRESS_CHECK_STEPS,
+            Some(move || Instant::now() >= deadline),
+        )?;
         let collected = collect_rows(&mut statement, columns.len());
         drop(statement);
         self.connection.progress_handler(0, None::<fn() -> bool>)?;
@@ -214,9 +219,15 @@ fn judge(action: AuthAction<'_>) -> Result<(), String> {
         {
             Err("schema changes are not allowed".to_owned())
         }
-        AuthAction::Insert { table_name } => Err(format!("INSERT into {table_name} is not allowed")),
-        AuthAction::Update { table_name, .. } => Err(format!("UPDATE of {table_name} is not allowed")),
-        AuthAction::Delete { table_name } => Err(format!("DELETE from {table_name} is not allowed")),
+        AuthAction::Insert { table_name } => {
+            Err(format!("INSERT into {table_name} is not allowed"))
+        }
+        AuthAction::Update { table_name, .. } => {
+            Err(format!("UPDATE of {table_name} is not allowed"))
+        }
+        AuthAction::Delete { table_name } => {
+            Err(format!("DELETE from {table_name} is not allowed"))
+        }
         other => Err(format!("only reads are allowed, not {other:?}")),
     }
 }
@@ -273,13 +284,22 @@ mod tests {
                 "INSERT INTO tombstones (workspace_id, principal_id, released_at) VALUES ('w', 1, 1)",
                 "ReadOnlyViolation(\"INSERT into tombstones is not allowed\")",
             ),
-            ("DELETE FROM events", "ReadOnlyViolation(\"DELETE from events is not allowed\")"),
+            (
+                "DELETE FROM events",
+                "ReadOnlyViolation(\"DELETE from events is not allowed\")",
+            ),
             (
                 "UPDATE workspaces SET last_active_at = 0",
                 "ReadOnlyViolation(\"UPDATE of workspaces is not allowed\")",
             ),
-            ("ATTACH DATABASE ':memory:' AS other", "ReadOnlyViolation(\"ATTACH is not allowed\")"),
-            ("DETACH DATABASE main", "ReadOnlyViolation(\"DETACH is not allowed\")"),
+            (
+                "ATTACH DATABASE ':memory:' AS other",
+                "ReadOnlyViolation(\"ATTACH is not allowed\")",
+            ),
+            (
+                "DETACH DATABASE main",
+                "ReadOnlyViolation(\"DETACH is not allowed\")",
+            ),
             (
                 "PRAGMA user_version=5",
                 "ReadOnlyViolation(\"PRAGMA user_version = 5 is not allowed\")",
@@ -288,7 +308,10 @@ mod tests {
                 "PRAGMA query_only = OFF",
                 "ReadOnlyViolation(\"PRAGMA query_only = OFF is not allowed\")",
             ),
-            ("PRAGMA optimize", "ReadOnlyViolation(\"PRAGMA optimize is not allowed\")"),
+            (
+                "PRAGMA optimize",
+                "ReadOnlyViolation(\"PRAGMA optimize is not allowed\")",
+            ),
             (
                 "SELECT 1; SELECT 2",
                 "ReadOnlyViolation(\"exactly one statement is allowed\")",
@@ -301,7 +324,10 @@ mod tests {
                 "CREATE TABLE t (x)",
                 "ReadOnlyViolation(\"schema changes are not allowed\")",
             ),
-            ("DROP TABLE events", "ReadOnlyViolation(\"schema changes are not allowed\")"),
+            (
+                "DROP TABLE events",
+                "ReadOnlyViolation(\"schema changes are not allowed\")",
+            ),
             (
                 "BEGIN",
                 "ReadOnlyViolation(\"only reads are allowed, not Transaction { operation: Begin }\")",
@@ -312,9 +338,23 @@ mod tests {
             check(&store, sql, expect);
         }
         // Nothing changed, and typed calls still work.
-        check(&store, "PRAGMA user_version", "[\"user_version\"] [[Integer(1)]]");
-        check(&store, "SELECT count(*) FROM events", "[\"count(*)\"] [[Integer(1)]]");
-        assert_eq!(store.append_event(&event("workspace:1", 2)).unwrap().sequence, 2);
+        check(
+            &store,
+            "PRAGMA user_version",
+            "[\"user_version\"] [[Integer(1)]]",
+        );
+        check(
+            &store,
+            "SELECT count(*) FROM events",
+            "[\"count(*)\"] [[Integer(1)]]",
+        );
+        assert_eq!(
+            store
+                .append_event(&event("workspace:1", 2))
+                .unwrap()
+                .sequence,
+            2
+        );
     }
 
     #[test]
@@ -334,7 +374,10 @@ mod tests {
         );
         let columns = store.query_readonly("PRAGMA table_info(events)").unwrap();
         assert_eq!(columns.rows.len(), 11);
-        assert_eq!(columns.rows[0][1], SqlValue::Text("workspace_key".to_owned()));
+        assert_eq!(
+            columns.rows[0][1],
+            SqlValue::Text("workspace_key".to_owned())
+        );
     }
 
     #[test]

@@ -218,8 +218,10 @@ mod tests {
                 next_sequence,
                 has_more,
             } => {
-                let sequences: Vec<String> =
-                    events.iter().map(|event| event.sequence.to_string()).collect();
+                let sequences: Vec<String> = events
+                    .iter()
+                    .map(|event| event.sequence.to_string())
+                    .collect();
                 let listed = match sequences.is_empty() {
                     true => "-".to_owned(),
                     false => sequences.join(","),
@@ -258,7 +260,11 @@ mod tests {
         let other = store.append_event(&event("workspace:2", 1)).unwrap();
         assert_eq!(other.sequence, 1);
         let batch = store
-            .append_events(&[event("workspace:1", 13), event("workspace:2", 2), event("workspace:1", 14)])
+            .append_events(&[
+                event("workspace:1", 13),
+                event("workspace:2", 2),
+                event("workspace:1", 14),
+            ])
             .unwrap();
         let sequences: Vec<u64> = batch.iter().map(|row| row.sequence).collect();
         assert_eq!(sequences, [13, 2, 14]);
@@ -279,11 +285,29 @@ mod tests {
         }
         // Pruned at 64 (keeping 60..=64), then the surplus grows to 63 rows.
         assert_eq!(stored(), "[[Integer(60), Integer(127), Integer(68)]]");
-        check(&store, "workspace:1", 121, 10, "expired earliest=122 latest=127");
-        check(&store, "workspace:1", 122, 10, "page 123,124,125,126,127 next=127 done");
+        check(
+            &store,
+            "workspace:1",
+            121,
+            10,
+            "expired earliest=122 latest=127",
+        );
+        check(
+            &store,
+            "workspace:1",
+            122,
+            10,
+            "page 123,124,125,126,127 next=127 done",
+        );
         store.append_event(&event("workspace:1", 128)).unwrap();
         assert_eq!(stored(), "[[Integer(124), Integer(128), Integer(5)]]");
-        check(&store, "workspace:1", 122, 10, "expired earliest=123 latest=128");
+        check(
+            &store,
+            "workspace:1",
+            122,
+            10,
+            "expired earliest=123 latest=128",
+        );
     }
 
     #[test]
@@ -329,12 +353,17 @@ mod tests {
         new.lease_id = Some("lease:1".to_owned());
         new.generation = 9;
         let appended = store.append_event(&new).unwrap();
-        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10).unwrap() else {
+        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10).unwrap()
+        else {
             panic!("expected a page");
         };
-        assert_eq!(events, [appended.clone()]);
+        assert_eq!(events, std::slice::from_ref(&appended));
         assert_eq!(
-            (appended.id.as_str(), appended.lease_id.as_deref(), appended.generation),
+            (
+                appended.id.as_str(),
+                appended.lease_id.as_deref(),
+                appended.generation
+            ),
             ("event:1", Some("lease:1"), 9)
         );
         assert_eq!(appended.payload_json, "{\"n\":1}");
@@ -346,13 +375,22 @@ mod tests {
         let owner = principal("a");
         workspace(&store, "workspace:1", &owner);
         let missing = store.append_event(&event("workspace:none", 1));
-        assert_eq!(outcome(missing, |row| row.sequence.to_string()), "WorkspaceNotFound");
+        assert_eq!(
+            outcome(missing, |row| row.sequence.to_string()),
+            "WorkspaceNotFound"
+        );
         // A batch is all or nothing.
         let batch = store.append_events(&[event("workspace:1", 1), event("workspace:none", 2)]);
-        assert_eq!(outcome(batch, |rows| rows.len().to_string()), "WorkspaceNotFound");
+        assert_eq!(
+            outcome(batch, |rows| rows.len().to_string()),
+            "WorkspaceNotFound"
+        );
         check(&store, "workspace:1", 0, 10, "page - next=0 done");
         store.release_workspace(&owner, "workspace:1", 20).unwrap();
         let released = store.append_event(&event("workspace:1", 3));
-        assert_eq!(outcome(released, |row| row.sequence.to_string()), "WorkspaceNotFound");
+        assert_eq!(
+            outcome(released, |row| row.sequence.to_string()),
+            "WorkspaceNotFound"
+        );
     }
 }

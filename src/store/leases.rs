@@ -143,7 +143,8 @@ impl Store {
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)? {
+            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
+            {
                 Ok(lease) => lease,
                 Err(fault) => return Ok(Err(fault)),
             };
@@ -170,7 +171,8 @@ impl Store {
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)? {
+            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
+            {
                 Ok(lease) => lease,
                 Err(fault) => return Ok(Err(fault)),
             };
@@ -298,7 +300,12 @@ mod tests {
         again.ttl_ms = 2_000;
         let renewed = store.create_lease(&again).unwrap();
         assert_eq!(
-            (renewed.id.as_str(), renewed.ttl_ms, renewed.expires_at, renewed.created_at),
+            (
+                renewed.id.as_str(),
+                renewed.ttl_ms,
+                renewed.expires_at,
+                renewed.created_at
+            ),
             ("lease:1", 2_000, 2_500, 10)
         );
         // The key is scoped to the Connection.
@@ -315,8 +322,12 @@ mod tests {
             max_leases_per_connection: 2,
             ..StoreLimits::default()
         });
-        store.create_lease(&new_lease("lease:1", "connection:1", Some("k"), 10)).unwrap();
-        store.create_lease(&new_lease("lease:2", "connection:1", None, 10)).unwrap();
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", Some("k"), 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", None, 10))
+            .unwrap();
         let third = store.create_lease(&new_lease("lease:3", "connection:1", None, 10));
         assert_eq!(
             outcome(third, render),
@@ -334,8 +345,14 @@ mod tests {
         let store = fixture(StoreLimits::default());
         connect(&store, "connection:b", &principal("b"));
         let cases = [
-            (new_lease("lease:1", "connection:none", None, 10), "ConnectionNotFound"),
-            (new_lease("lease:2", "connection:b", None, 10), "ConnectionNotFound"),
+            (
+                new_lease("lease:1", "connection:none", None, 10),
+                "ConnectionNotFound",
+            ),
+            (
+                new_lease("lease:2", "connection:b", None, 10),
+                "ConnectionNotFound",
+            ),
             (
                 NewLease {
                     workspace_id: "workspace:none".to_owned(),
@@ -345,7 +362,11 @@ mod tests {
             ),
         ];
         for (lease, expect) in cases {
-            assert_eq!(outcome(store.create_lease(&lease), render), expect, "{lease:?}");
+            assert_eq!(
+                outcome(store.create_lease(&lease), render),
+                expect,
+                "{lease:?}"
+            );
         }
     }
 
@@ -353,31 +374,69 @@ mod tests {
     fn ownership_and_expiry_errors() {
         let store = fixture(StoreLimits::default());
         workspace(&store, "workspace:2", &principal("a"));
-        store.create_lease(&new_lease("lease:1", "connection:1", None, 10)).unwrap();
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
         // (connection, workspace, lease, now) -> check, heartbeat
         let cases = [
-            (("connection:1", "workspace:1", "lease:1", 500), "lease:1 expires 1010", "lease:1 expires 1500"),
-            (("connection:2", "workspace:1", "lease:1", 600), "LeaseNotOwned", "LeaseNotOwned"),
-            (("connection:1", "workspace:2", "lease:1", 600), "LeaseNotFound", "LeaseNotFound"),
-            (("connection:1", "workspace:1", "lease:none", 600), "LeaseNotFound", "LeaseNotFound"),
-            (("connection:1", "workspace:1", "lease:1", 1_499), "lease:1 expires 1500", "lease:1 expires 2499"),
+            (
+                ("connection:1", "workspace:1", "lease:1", 500),
+                "lease:1 expires 1010",
+                "lease:1 expires 1500",
+            ),
+            (
+                ("connection:2", "workspace:1", "lease:1", 600),
+                "LeaseNotOwned",
+                "LeaseNotOwned",
+            ),
+            (
+                ("connection:1", "workspace:2", "lease:1", 600),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:none", 600),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:1", 1_499),
+                "lease:1 expires 1500",
+                "lease:1 expires 2499",
+            ),
             // Expired: check reports it and leaves the row, heartbeat deletes it.
-            (("connection:1", "workspace:1", "lease:1", 2_499), "LeaseExpired", "LeaseExpired"),
-            (("connection:1", "workspace:1", "lease:1", 2_499), "LeaseNotFound", "LeaseNotFound"),
+            (
+                ("connection:1", "workspace:1", "lease:1", 2_499),
+                "LeaseExpired",
+                "LeaseExpired",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:1", 2_499),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
         ];
         for ((connection_id, workspace_id, lease_id, now), check, heartbeat) in cases {
             let checked = store.check_lease(connection_id, workspace_id, lease_id, now);
             assert_eq!(outcome(checked, render), check, "check {lease_id} at {now}");
             let beat = store.heartbeat_lease(connection_id, workspace_id, lease_id, now);
-            assert_eq!(outcome(beat, render), heartbeat, "heartbeat {lease_id} at {now}");
+            assert_eq!(
+                outcome(beat, render),
+                heartbeat,
+                "heartbeat {lease_id} at {now}"
+            );
         }
     }
 
     #[test]
     fn release_checks_ownership_then_deletes() {
         let store = fixture(StoreLimits::default());
-        store.create_lease(&new_lease("lease:1", "connection:1", None, 10)).unwrap();
-        store.create_lease(&new_lease("lease:2", "connection:1", None, 10)).unwrap();
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", None, 10))
+            .unwrap();
         let cases = [
             (("connection:2", "lease:1", 20), "LeaseNotOwned"),
             (("connection:1", "lease:1", 20), "lease:1 expires 1010"),
@@ -387,7 +446,11 @@ mod tests {
         ];
         for ((connection_id, lease_id, now), expect) in cases {
             let released = store.release_lease(connection_id, "workspace:1", lease_id, now);
-            assert_eq!(outcome(released, render), expect, "release {lease_id} by {connection_id}");
+            assert_eq!(
+                outcome(released, render),
+                expect,
+                "release {lease_id} by {connection_id}"
+            );
         }
     }
 
@@ -395,9 +458,16 @@ mod tests {
     fn expire_leases_takes_exactly_the_expired() {
         let store = fixture(StoreLimits::default());
         for (id, now) in [("lease:1", 0), ("lease:2", 10), ("lease:3", 20)] {
-            store.create_lease(&new_lease(id, "connection:1", None, now)).unwrap();
+            store
+                .create_lease(&new_lease(id, "connection:1", None, now))
+                .unwrap();
         }
-        let expired: Vec<String> = store.expire_leases(1_010).unwrap().into_iter().map(|l| l.id).collect();
+        let expired: Vec<String> = store
+            .expire_leases(1_010)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
         assert_eq!(expired, ["lease:1", "lease:2"]);
         assert_eq!(store.expire_leases(1_010).unwrap(), []);
         let left = store.check_lease("connection:1", "workspace:1", "lease:3", 1_010);
@@ -416,19 +486,35 @@ mod tests {
                 opened_at: 1,
             })
             .unwrap();
-        store.create_lease(&new_lease("lease:1", "connection:1", None, 10)).unwrap();
-        store.create_lease(&new_lease("lease:2", "connection:1", Some("k"), 10)).unwrap();
-        store.create_lease(&new_lease("lease:3", "connection:2", None, 10)).unwrap();
-        assert_eq!(store.count_connections(ConnectionKind::Embedded).unwrap(), 2);
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", Some("k"), 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:3", "connection:2", None, 10))
+            .unwrap();
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            2
+        );
         assert_eq!(store.count_connections(ConnectionKind::Cli).unwrap(), 1);
 
-        let mut released: Vec<String> =
-            store.close_connection("connection:1", 20).unwrap().into_iter().map(|l| l.id).collect();
+        let mut released: Vec<String> = store
+            .close_connection("connection:1", 20)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
         released.sort();
         assert_eq!(released, ["lease:1", "lease:2"]);
         assert_eq!(store.close_connection("connection:1", 21).unwrap(), []);
         assert_eq!(store.close_connection("connection:none", 21).unwrap(), []);
-        assert_eq!(store.count_connections(ConnectionKind::Embedded).unwrap(), 1);
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            1
+        );
         let kept = store.check_lease("connection:2", "workspace:1", "lease:3", 20);
         assert_eq!(outcome(kept, render), "lease:3 expires 1010");
         // A closed Connection can no longer take Leases.

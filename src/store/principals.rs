@@ -19,8 +19,12 @@ pub(super) fn ensure_principal(
         )?
         .execute((&principal.client_id, &principal.instance_id))?;
     let principal_id = transaction
-        .prepare_cached("SELECT principal_id FROM principals WHERE client_id = ?1 AND instance_id = ?2")?
-        .query_row((&principal.client_id, &principal.instance_id), |row| row.get(0))?;
+        .prepare_cached(
+            "SELECT principal_id FROM principals WHERE client_id = ?1 AND instance_id = ?2",
+        )?
+        .query_row((&principal.client_id, &principal.instance_id), |row| {
+            row.get(0)
+        })?;
     Ok(principal_id)
 }
 
@@ -30,8 +34,12 @@ pub(super) fn find_principal(
     principal: &PrincipalKey,
 ) -> Result<Option<i64>, StoreError> {
     let principal_id = transaction
-        .prepare_cached("SELECT principal_id FROM principals WHERE client_id = ?1 AND instance_id = ?2")?
-        .query_row((&principal.client_id, &principal.instance_id), |row| row.get(0))
+        .prepare_cached(
+            "SELECT principal_id FROM principals WHERE client_id = ?1 AND instance_id = ?2",
+        )?
+        .query_row((&principal.client_id, &principal.instance_id), |row| {
+            row.get(0)
+        })
         .optional()?;
     Ok(principal_id)
 }

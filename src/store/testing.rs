@@ -37,7 +37,11 @@ pub(super) fn connect(store: &Store, id: &str, principal: &PrincipalKey) {
         .expect("open connection");
 }
 
-pub(super) fn new_workspace(id: &str, principal: &PrincipalKey, client_key: Option<&str>) -> NewWorkspace {
+pub(super) fn new_workspace(
+    id: &str,
+    principal: &PrincipalKey,
+    client_key: Option<&str>,
+) -> NewWorkspace {
     NewWorkspace {
         id: id.to_owned(),
         principal: principal.clone(),

@@ -222,7 +222,9 @@ impl Store {
     pub fn touch_workspace(&self, id: &str, now: i64) -> Result<(), StoreError> {
         self.write(|transaction| {
             let changed = transaction
-                .prepare_cached("UPDATE workspaces SET last_active_at = ?2 WHERE workspace_id = ?1")?
+                .prepare_cached(
+                    "UPDATE workspaces SET last_active_at = ?2 WHERE workspace_id = ?1",
+                )?
                 .execute((id, now))?;
             match changed {
                 0 => Err(StoreError::WorkspaceNotFound),
@@ -294,8 +296,8 @@ mod tests {
         connect, event, new_workspace, outcome, principal, store, store_with, workspace,
     };
     use super::super::{
-        ArtifactRow, CreateWorkspace, InsertCommand, NewCommand, NewLease, ReleaseWorkspace,
-        Store, StoreLimits, WorkspaceLookup,
+        ArtifactRow, CreateWorkspace, InsertCommand, NewCommand, NewLease, ReleaseWorkspace, Store,
+        StoreLimits, WorkspaceLookup,
     };
 
     fn render_create(created: CreateWorkspace) -> String {
@@ -326,14 +328,20 @@ mod tests {
         match lookup {
             WorkspaceLookup::Active(row) => format!("active {}", row.id),
             WorkspaceLookup::Released(tombstone) => {
-                format!("released {} at {}", tombstone.workspace_id, tombstone.released_at)
+                format!(
+                    "released {} at {}",
+                    tombstone.workspace_id, tombstone.released_at
+                )
             }
             WorkspaceLookup::NotFound => "not found".to_owned(),
         }
     }
 
     fn check_release(store: &Store, name: &str, id: &str, now: i64, expect: &str) {
-        let actual = outcome(store.release_workspace(&principal(name), id, now), render_release);
+        let actual = outcome(
+            store.release_workspace(&principal(name), id, now),
+            render_release,
+        );
         assert_eq!(actual, expect, "release {id} by {name}");
     }
 
@@ -353,11 +361,26 @@ mod tests {
         };
         let b = principal("b");
         let cases = [
-            (create("workspace:1", &a, Some("k"), "browser:a"), "created workspace:1"),
-            (create("workspace:2", &a, Some("k"), "browser:a"), "existing workspace:1"),
-            (create("workspace:3", &a, Some("k"), "browser:b"), "ClientKeyConflict"),
-            (create("workspace:4", &a, None, "browser:a"), "created workspace:4"),
-            (create("workspace:5", &b, Some("k"), "browser:b"), "created workspace:5"),
+            (
+                create("workspace:1", &a, Some("k"), "browser:a"),
+                "created workspace:1",
+            ),
+            (
+                create("workspace:2", &a, Some("k"), "browser:a"),
+                "existing workspace:1",
+            ),
+            (
+                create("workspace:3", &a, Some("k"), "browser:b"),
+                "ClientKeyConflict",
+            ),
+            (
+                create("workspace:4", &a, None, "browser:a"),
+                "created workspace:4",
+            ),
+            (
+                create("workspace:5", &b, Some("k"), "browser:b"),
+                "created workspace:5",
+            ),
         ];
         for (actual, expect) in cases {
             assert_eq!(actual, expect);
@@ -394,7 +417,13 @@ mod tests {
         let store = store();
         workspace(&store, "workspace:1", &principal("a"));
         check_get(&store, "a", "workspace:1", "active workspace:1");
-        check_release(&store, "a", "workspace:1", 20, "released leases=0 artifacts=0");
+        check_release(
+            &store,
+            "a",
+            "workspace:1",
+            20,
+            "released leases=0 artifacts=0",
+        );
         check_release(&store, "a", "workspace:1", 30, "already released at 20");
         check_get(&store, "a", "workspace:1", "released workspace:1 at 20");
         // Another Principal learns nothing.
@@ -417,7 +446,9 @@ mod tests {
         check_release(&store, "a", "workspace:1", 9, "not found");
         check_release(&store, "a", "workspace:2", 9, "already released at 2");
         check_release(&store, "a", "workspace:3", 9, "already released at 3");
-        let count = store.query_readonly("SELECT count(*) FROM tombstones").unwrap();
+        let count = store
+            .query_readonly("SELECT count(*) FROM tombstones")
+            .unwrap();
         assert_eq!(format!("{:?}", count.rows), "[[Integer(2)]]");
     }
 
@@ -451,7 +482,10 @@ mod tests {
             deadline_at: 100,
             mutating: false,
         });
-        assert_eq!(outcome(command, |_| "inserted".to_owned()), "WorkspaceNotFound");
+        assert_eq!(
+            outcome(command, |_| "inserted".to_owned()),
+            "WorkspaceNotFound"
+        );
         check_release(&store, "b", "workspace:a", 20, "not found");
         check_get(&store, "a", "workspace:a", "active workspace:a");
     }
@@ -521,18 +555,25 @@ mod tests {
         assert_eq!(released_leases[0].id, "lease:1");
         assert_eq!(released_artifacts[0].id, "artifact:1");
         assert_eq!(
-            outcome(store.poll_events("workspace:1", 0, 10), |_| "page".to_owned()),
+            outcome(store.poll_events("workspace:1", 0, 10), |_| "page"
+                .to_owned()),
             "WorkspaceNotFound"
         );
         assert_eq!(store.get_command(&a, "command:1").unwrap(), None);
-        assert_eq!(store.get_artifact("workspace:1", "artifact:1").unwrap(), None);
+        assert_eq!(
+            store.get_artifact("workspace:1", "artifact:1").unwrap(),
+            None
+        );
         let left = store
             .query_readonly(
                 "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM commands),
                         (SELECT group_concat(lease_id) FROM leases)",
             )
             .unwrap();
-        assert_eq!(format!("{:?}", left.rows), "[[Integer(0), Integer(0), Text(\"lease:2\")]]");
+        assert_eq!(
+            format!("{:?}", left.rows),
+            "[[Integer(0), Integer(0), Text(\"lease:2\")]]"
+        );
     }
 
     #[test]
@@ -566,7 +607,8 @@ mod tests {
         store.close_connection("connection:b", 60).unwrap();
         assert_eq!(idle(40), ["workspace:idle", "workspace:leased"]);
         assert_eq!(
-            outcome(store.touch_workspace("workspace:none", 50), |()| "ok".to_owned()),
+            outcome(store.touch_workspace("workspace:none", 50), |()| "ok"
+                .to_owned()),
             "WorkspaceNotFound"
         );
     }
