@@ -33,6 +33,8 @@ impl Store {
 
     /// Deletes the Connection and every Lease it owns in one transaction and
     /// returns those Leases. Closing an unknown id returns an empty `Vec`.
+    /// `_now` is not stored today; it keeps the signature uniform with the
+    /// other lifecycle calls.
     pub fn close_connection(&self, id: &str, _now: i64) -> Result<Vec<LeaseRow>, StoreError> {
         self.write(|transaction| {
             let principal_id: Option<i64> = transaction

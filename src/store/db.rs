@@ -104,6 +104,10 @@ impl Store {
             .max_size(POOL_MAX_CONNECTIONS)
             .connection_timeout(POOL_CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
+            // Keep connections (and their statement and page caches) for the
+            // Store's lifetime: they are in-process and cost no descriptors.
+            .idle_timeout(None)
+            .max_lifetime(None)
             .build(manager)?;
 
         Ok(Store {

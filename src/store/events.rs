@@ -15,10 +15,11 @@ use super::db::{Store, column_u32, column_u64, to_sql_u64};
 use super::error::StoreError;
 use super::model::{EventPoll, EventRow, NewEvent};
 
-/// Appends between two deletions of old events. Deleting a run of 64 rows
-/// costs about what deleting one does, so this removes most of the per-append
-/// delete cost while the surplus stays below one percent of the default
-/// journal (at most `event_journal_size + 63` rows are stored).
+/// Appends between two deletions of old events. A run of 64 adjacent rows
+/// sits on a few pages, so deleting it costs little more than deleting one
+/// row; this removes most of the per-append delete cost while the surplus
+/// stays below one percent of the default journal (at most
+/// `event_journal_size + 63` rows are stored).
 pub const PRUNE_BATCH: i64 = 64;
 
 /// Columns read by `event_from_row`, in order.
