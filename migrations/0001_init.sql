@@ -19,7 +19,10 @@ CREATE TABLE connections (
     principal_id   INTEGER NOT NULL REFERENCES principals (principal_id),
     kind           TEXT NOT NULL CHECK (kind IN ('embedded', 'cli')),
     protocol_minor INTEGER NOT NULL CHECK (protocol_minor >= 0),
-    opened_at      INTEGER NOT NULL
+    opened_at      INTEGER NOT NULL,
+    -- Set when the peer vanished without closing (a killed bridge): its Leases are left to
+    -- expire, and the row is reclaimed once none remain. NULL while the Connection is live.
+    lost_at        INTEGER
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX connections_by_principal ON connections (principal_id);
 CREATE INDEX connections_by_kind ON connections (kind);

@@ -1,2 +1,215 @@
-//! The `browser-pilot` executable: thin entry point over the library.
-fn main() {}
+//! The `browser-pilot` executable: a thin entry point over the library.
+//!
+//! Public commands: `bridge --stdio`, `debug sql`, `browser launch|stop`, `conformance`.
+//! Private roles (`--browser-pilot-internal=broker|janitor`) are respawns of this same
+//! executable and are not a Host API.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use browser_pilot::home::Home;
+
+#[derive(Parser)]
+#[command(
+    name = "browser-pilot",
+    version,
+    about = "A local Broker through which AI agent hosts drive a real Chromium-family browser"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Speak JSON-RPC 2.0 (NDJSON) on stdin/stdout: the Host API.
+    Bridge {
+        /// Use stdin/stdout (the only supported transport).
+        #[arg(long)]
+        stdio: bool,
+        /// Initial browser preference: a candidate id, product or channel.
+        #[arg(long)]
+        browser: Option<String>,
+    },
+    /// The Broker-managed Chromium for servers, CI and the quick start.
+    Browser {
+        #[command(subcommand)]
+        command: BrowserCommand,
+    },
+    /// Run the black-box stdio conformance suite (see `browser-pilot conformance --help`).
+    #[command(disable_help_flag = true)]
+    Conformance {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Development introspection of the running Broker.
+    Debug {
+        #[command(subcommand)]
+        command: DebugCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BrowserCommand {
+    /// Start Chromium on the Broker-owned profile with remote debugging on an ephemeral port,
+    /// and print the discovery candidate it became.
+    Launch {
+        #[arg(long)]
+        headless: bool,
+        /// The Chromium-family executable (else BROWSER_PILOT_CHROMIUM, else the usual paths).
+        #[arg(long)]
+        executable: Option<std::path::PathBuf>,
+    },
+    /// Close the Broker-managed Chromium (never any other browser).
+    Stop,
+}
+
+#[derive(Subcommand)]
+enum DebugCommand {
+    /// Run one read-only SQL query against the Broker's in-memory database.
+    Sql { query: String },
+}
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(role) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(|a| a.strip_prefix("--browser-pilot-internal="))
+    {
+        return exit(run_internal(role, &args[2..]));
+    }
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Bridge { stdio, browser } => {
+            if !stdio {
+                eprintln!("error: only `bridge --stdio` is supported");
+                return ExitCode::from(2);
+            }
+            init_tracing("warn");
+            let home = match Home::from_env() {
+                Ok(home) => home,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = runtime();
+            let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
+            // A blocking stdin read may still be parked; do not wait for it.
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            exit(code)
+        }
+        Command::Browser { command } => {
+            init_tracing("warn");
+            with_home(|home| run_browser_command(&home, command))
+        }
+        Command::Conformance { args } => {
+            let mut argv = vec![std::ffi::OsString::from("browser-pilot conformance")];
+            argv.extend(args);
+            exit(browser_pilot::conformance::run_cli(argv))
+        }
+        Command::Debug {
+            command: DebugCommand::Sql { query },
+        } => {
+            init_tracing("warn");
+            with_home(|home| runtime().block_on(browser_pilot::cli::debug_sql(&home, &query)))
+        }
+    }
+}
+
+fn run_browser_command(home: &Home, command: BrowserCommand) -> i32 {
+    match command {
+        BrowserCommand::Launch {
+            headless,
+            executable,
+        } => match browser_pilot::browser::launch_cli(home.root(), headless, executable) {
+            Ok(candidate) => {
+                println!("{}", candidate.to_json());
+                0
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                1
+            }
+        },
+        BrowserCommand::Stop => match browser_pilot::browser::stop_cli(home.root()) {
+            Ok(stopped) => {
+                println!("{}", serde_json::json!({"stopped": stopped}));
+                0
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                1
+            }
+        },
+    }
+}
+
+fn run_internal(role: &str, rest: &[std::ffi::OsString]) -> i32 {
+    match role {
+        "broker" => {
+            init_tracing("info");
+            match Home::from_env() {
+                Ok(home) => runtime().block_on(browser_pilot::broker::run_broker(home)),
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    2
+                }
+            }
+        }
+        "janitor" => {
+            init_tracing("warn");
+            let Some(ws_url) = rest.first().and_then(|u| u.to_str()) else {
+                eprintln!("error: the janitor role needs the browser WebSocket URL");
+                return 2;
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime starts");
+            let code = runtime.block_on(browser_pilot::janitor::run_janitor(ws_url.to_owned()));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            code
+        }
+        other => {
+            eprintln!("error: unknown internal role {other:?}");
+            2
+        }
+    }
+}
+
+fn with_home(f: impl FnOnce(Home) -> i32) -> ExitCode {
+    match Home::from_env() {
+        Ok(home) => exit(f(home)),
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts")
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Diagnostics go to stderr only; stdout is protocol. `BROWSER_PILOT_LOG` sets the level.
+fn init_tracing(default_level: &str) {
+    let level = std::env::var("BROWSER_PILOT_LOG").unwrap_or_else(|_| default_level.to_owned());
+    let level = level
+        .parse::<tracing::Level>()
+        .unwrap_or(tracing::Level::WARN);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_ansi(false)
+        .try_init();
+}

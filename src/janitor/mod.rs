@@ -1,1 +1,18 @@
-//! Placeholder: filled by its owner.
+//! The janitor role (`--browser-pilot-internal=janitor <ws_url>`): the only
+//! owner of the browser-level CDP WebSocket. It proxies CDP between the
+//! Broker's pipes (one message per line) and the socket, tracks the targets
+//! the Broker created through it (and their popups), and closes exactly
+//! those when the Broker goes away. It never reads disk state, never touches
+//! the store or the agent protocol, and never closes a target it did not see
+//! created through itself.
+
+mod close;
+mod endpoint;
+mod run;
+mod socket;
+mod tracker;
+
+pub use close::close_browser;
+pub use run::{CLEANUP_TIMEOUT, HANDSHAKE_TIMEOUT, run_janitor};
+pub use socket::{JanitorError, MAX_MESSAGE_BYTES};
+pub use tracker::PRIVATE_ID_BASE;

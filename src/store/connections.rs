@@ -59,11 +59,43 @@ impl Store {
         })
     }
 
+    /// Marks a Connection whose peer vanished without closing (a killed bridge). Its Leases stay
+    /// and expire by TTL, as the contract says for killed bridges; it no longer counts as live.
+    pub fn mark_connection_lost(&self, id: &str, now: i64) -> Result<(), StoreError> {
+        self.write(|transaction| {
+            transaction
+                .prepare_cached("UPDATE connections SET lost_at = ?2 WHERE connection_id = ?1 AND lost_at IS NULL")?
+                .execute(rusqlite::params![id, now])?;
+            Ok(())
+        })
+    }
+
+    /// Deletes lost Connections that no longer own a Lease; returns how many.
+    pub fn reclaim_lost_connections(&self) -> Result<u64, StoreError> {
+        self.write(|transaction| {
+            let lost: Vec<(String, i64)> = transaction
+                .prepare_cached(
+                    "SELECT c.connection_id, c.principal_id FROM connections AS c
+                     WHERE c.lost_at IS NOT NULL
+                       AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.connection_id = c.connection_id)",
+                )?
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            for (id, principal_id) in &lost {
+                transaction.prepare_cached("DELETE FROM connections WHERE connection_id = ?1")?.execute([id])?;
+                forget_principal_if_unused(transaction, *principal_id)?;
+            }
+            Ok(lost.len() as u64)
+        })
+    }
+
     /// Number of live Connections of one kind.
     pub fn count_connections(&self, kind: ConnectionKind) -> Result<u64, StoreError> {
         self.read(|transaction| {
             let count: i64 = transaction
-                .prepare_cached("SELECT count(*) FROM connections WHERE kind = ?1")?
+                .prepare_cached(
+                    "SELECT count(*) FROM connections WHERE kind = ?1 AND lost_at IS NULL",
+                )?
                 .query_row([kind.as_str()], |row| row.get(0))?;
             Ok(count.unsigned_abs())
         })

@@ -61,7 +61,8 @@ impl Store {
             let live: Option<i64> = transaction
                 .prepare_cached(
                     "SELECT 1 FROM connections AS c JOIN principals AS p USING (principal_id)
-                     WHERE c.connection_id = ?1 AND p.client_id = ?2 AND p.instance_id = ?3",
+                     WHERE c.connection_id = ?1 AND c.lost_at IS NULL
+                       AND p.client_id = ?2 AND p.instance_id = ?3",
                 )?
                 .query_row(
                     (

@@ -244,7 +244,7 @@ impl Store {
                     " FROM workspaces AS w JOIN principals AS p USING (principal_id)
                      WHERE w.last_active_at < ?1
                        AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.workspace_id = w.workspace_id)
-                       AND NOT EXISTS (SELECT 1 FROM connections AS c WHERE c.principal_id = w.principal_id)
+                       AND NOT EXISTS (SELECT 1 FROM connections AS c WHERE c.principal_id = w.principal_id AND c.lost_at IS NULL)
                      ORDER BY w.last_active_at, w.workspace_id"
                 ))?
                 .query_map([idle_before], workspace_from_row)?

@@ -1,0 +1,502 @@
+//! The bridge's main loop: stdin lines in, Broker link, stdout lines out.
+//!
+//! One task reads stdin and forwards; one task reads the Broker link and routes responses and
+//! notifications; one task owns stdout. Responses are never dropped (they are bounded by the
+//! pending caps); notifications go through a small bounded queue and are dropped when the host
+//! reads slowly, as the contract allows (they stay recoverable through `events/poll`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+use super::startup::{BrokerLink, connect_or_start};
+use crate::framing::{self, FramingError, LineReader};
+use crate::home::Home;
+use crate::protocol::envelope::{self, Inbound};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::internal::{Hello, PeerRole};
+use crate::protocol::methods::{self, Lane};
+use crate::protocol::negotiate::SERVICE_LIMITS;
+use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id};
+
+/// At most this many ordinary calls may be pending per bridge (contract).
+pub const MAX_PENDING_ORDINARY: usize = 256;
+
+/// At most this many out-of-band calls may be pending per bridge (contract).
+pub const MAX_PENDING_OUT_OF_BAND: usize = 16;
+
+/// Notifications waiting for a slow host reader; beyond this they are dropped.
+const NOTIFICATION_QUEUE: usize = 256;
+
+/// After stdin EOF, how long in-flight responses may take before the bridge exits anyway.
+const EOF_DRAIN: Duration = Duration::from_secs(5);
+
+struct Pending {
+    lane: Lane,
+    kind: PendingKind,
+}
+
+enum PendingKind {
+    Plain,
+    /// Tells the stdin loop the negotiated limits once the response has been written.
+    Initialize(oneshot::Sender<Option<(u64, u64)>>),
+    /// Tells the stdin loop the response has been written, so the bridge can exit.
+    Shutdown(oneshot::Sender<()>),
+}
+
+#[derive(Default)]
+struct PendingTable {
+    by_id: HashMap<String, Pending>,
+    ordinary: usize,
+    out_of_band: usize,
+}
+
+impl PendingTable {
+    fn count(&self, lane: Lane) -> usize {
+        match lane {
+            Lane::Ordinary => self.ordinary,
+            Lane::OutOfBand => self.out_of_band,
+        }
+    }
+
+    fn insert(&mut self, key: String, pending: Pending) {
+        match pending.lane {
+            Lane::Ordinary => self.ordinary += 1,
+            Lane::OutOfBand => self.out_of_band += 1,
+        }
+        self.by_id.insert(key, pending);
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Pending> {
+        let pending = self.by_id.remove(key)?;
+        match pending.lane {
+            Lane::Ordinary => self.ordinary -= 1,
+            Lane::OutOfBand => self.out_of_band -= 1,
+        }
+        Some(pending)
+    }
+}
+
+/// One line on its way to stdout; `written` fires after it reached the pipe.
+struct Outgoing {
+    line: String,
+    written: Option<oneshot::Sender<()>>,
+}
+
+/// Shared between the stdin loop and the Broker reader.
+struct Shared {
+    pending: Mutex<PendingTable>,
+    max_result_bytes: AtomicU64,
+}
+
+/// Runs the bridge until EOF, `shutdown` or a framing error. Returns the process exit code.
+pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
+    let hello = Hello {
+        ipc: IPC_VERSION,
+        role: PeerRole::Bridge,
+        executable_version: EXECUTABLE_VERSION.to_owned(),
+        installation_id: installation_id(),
+        pid: std::process::id(),
+        browser_preference,
+    };
+    let (response_tx, response_rx) = mpsc::unbounded_channel::<Outgoing>();
+    let (notification_tx, notification_rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
+    let writer = tokio::spawn(write_stdout(response_rx, notification_rx));
+    let shared = Arc::new(Shared {
+        pending: Mutex::new(PendingTable::default()),
+        max_result_bytes: AtomicU64::new(SERVICE_LIMITS.max_result_bytes),
+    });
+    let mut stdin = LineReader::new(
+        BufReader::new(tokio::io::stdin()),
+        SERVICE_LIMITS.max_message_bytes as usize,
+    );
+    let mut broker = BrokerState::NotConnected(None);
+    let (link_closed_tx, mut link_closed_rx) = mpsc::channel::<()>(1);
+
+    let code = loop {
+        let line = tokio::select! {
+            biased;
+            _ = link_closed_rx.recv() => {
+                tracing::error!("the Broker connection closed; exiting");
+                break 1;
+            }
+            line = stdin.next_line() => line,
+        };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) => break on_stdin_eof(&mut broker, &shared).await,
+            Err(FramingError::TooLong { limit }) => {
+                let error = RpcError::new(
+                    ErrorCode::MessageTooLarge,
+                    format!("input line exceeds {limit} bytes"),
+                )
+                .with_context("maxMessageBytes", json!(limit));
+                break fatal(&response_tx, error).await;
+            }
+            Err(FramingError::Io(error)) => {
+                tracing::error!(%error, "cannot read stdin");
+                break 1;
+            }
+        };
+        let inbound = match envelope::classify(&line) {
+            Ok(inbound) => inbound,
+            Err(error) => break fatal(&response_tx, error).await,
+        };
+        let (id, method, params) = match inbound {
+            Inbound::Notification { method, .. } => {
+                // The Broker defines no host notifications; they are accepted and ignored.
+                tracing::debug!(%method, "ignoring a host notification");
+                continue;
+            }
+            Inbound::Request { id, method, params } => (id, method, params),
+        };
+        let lane = methods::lane(&method, &params);
+        let key = id.to_string();
+        {
+            let table = shared.pending.lock().expect("pending table lock");
+            let limit = match lane {
+                Lane::Ordinary => MAX_PENDING_ORDINARY,
+                Lane::OutOfBand => MAX_PENDING_OUT_OF_BAND,
+            };
+            if table.count(lane) >= limit {
+                let error = RpcError::new(
+                    ErrorCode::ResultTooLarge,
+                    "too many pending calls on this bridge; retry after responses arrive",
+                )
+                .with_context("pendingLimit", json!(limit));
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
+                continue;
+            }
+            if table.by_id.contains_key(&key) {
+                let error = RpcError::new(
+                    ErrorCode::InvalidRequest,
+                    "a request with this id is still pending",
+                );
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
+                continue;
+            }
+        }
+
+        // Connect (or reconnect) lazily; initialize retries a failed startup.
+        if let BrokerState::NotConnected(previous) = &broker {
+            let retry = previous.is_none() || method == "initialize";
+            let error = match retry {
+                true => match connect_or_start(&home, &hello).await {
+                    Ok(link) => {
+                        let (writer, reader_task) = start_link(
+                            link,
+                            shared.clone(),
+                            response_tx.clone(),
+                            notification_tx.clone(),
+                            link_closed_tx.clone(),
+                        );
+                        broker = BrokerState::Connected(writer, reader_task);
+                        None
+                    }
+                    Err(error) => Some(error),
+                },
+                false => previous.clone(),
+            };
+            if let Some(error) = error {
+                let _ = response_tx.send(Outgoing {
+                    line: error.response(&id),
+                    written: None,
+                });
+                broker = BrokerState::NotConnected(Some(error));
+                continue;
+            }
+        }
+        let BrokerState::Connected(link_writer, _) = &mut broker else {
+            unreachable!("connected above")
+        };
+
+        let (kind, waiter) = match method.as_str() {
+            "initialize" => {
+                let (tx, rx) = oneshot::channel();
+                (PendingKind::Initialize(tx), Waiter::Initialize(rx))
+            }
+            "shutdown" => {
+                let (tx, rx) = oneshot::channel();
+                (PendingKind::Shutdown(tx), Waiter::Shutdown(rx))
+            }
+            _ => (PendingKind::Plain, Waiter::None),
+        };
+        shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .insert(key, Pending { lane, kind });
+        let mut bytes = line;
+        bytes.push(b'\n');
+        if let Err(error) = link_writer.write_all(&bytes).await {
+            tracing::error!(%error, "cannot write to the Broker");
+            break 1;
+        }
+        match waiter {
+            Waiter::None => {}
+            Waiter::Initialize(rx) => {
+                // The switch happens after the response is written and before the next line is parsed.
+                if let Ok(Some((max_message, max_result))) = rx.await {
+                    stdin.set_max_line_bytes(max_message as usize);
+                    shared.max_result_bytes.store(max_result, Ordering::SeqCst);
+                }
+            }
+            Waiter::Shutdown(rx) => {
+                let _ = rx.await;
+                let _ = link_writer.shutdown().await;
+                break 0;
+            }
+        }
+    };
+    if let BrokerState::Connected(_, reader_task) = &broker {
+        // Everything owed to the host has been routed; stop listening so stdout can close.
+        reader_task.abort();
+    }
+    drop(broker);
+    drop(response_tx);
+    drop(notification_tx);
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+    code
+}
+
+enum Waiter {
+    None,
+    Initialize(oneshot::Receiver<Option<(u64, u64)>>),
+    Shutdown(oneshot::Receiver<()>),
+}
+
+enum BrokerState {
+    /// Not connected yet, or the last attempt failed with this error.
+    NotConnected(Option<RpcError>),
+    Connected(crate::ipc::IpcWriter, tokio::task::JoinHandle<()>),
+}
+
+fn start_link(
+    link: BrokerLink,
+    shared: Arc<Shared>,
+    response_tx: mpsc::UnboundedSender<Outgoing>,
+    notification_tx: mpsc::Sender<String>,
+    closed_tx: mpsc::Sender<()>,
+) -> (crate::ipc::IpcWriter, tokio::task::JoinHandle<()>) {
+    let BrokerLink { reader, writer, .. } = link;
+    let reader_task = tokio::spawn(async move {
+        read_broker(reader, &shared, &response_tx, &notification_tx).await;
+        fail_all_pending(&shared, &response_tx);
+        let _ = closed_tx.send(()).await;
+    });
+    (writer, reader_task)
+}
+
+/// The parts of a Broker line the bridge needs to route it.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+    #[serde(default)]
+    result: Option<InitializePeek>,
+}
+
+#[derive(Deserialize)]
+struct InitializePeek {
+    #[serde(default)]
+    limits: Option<Value>,
+}
+
+async fn read_broker(
+    mut reader: LineReader<crate::ipc::IpcReader>,
+    shared: &Shared,
+    response_tx: &mpsc::UnboundedSender<Outgoing>,
+    notification_tx: &mpsc::Sender<String>,
+) {
+    loop {
+        let line = match reader.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::error!(%error, "Broker link read failed");
+                return;
+            }
+        };
+        let Ok(text) = String::from_utf8(line) else {
+            tracing::warn!("dropping a non-UTF-8 line from the Broker");
+            continue;
+        };
+        let peek: Peek = match serde_json::from_str(&text) {
+            Ok(peek) => peek,
+            Err(error) => {
+                tracing::warn!(%error, "dropping a malformed line from the Broker");
+                continue;
+            }
+        };
+        let max_result = shared.max_result_bytes.load(Ordering::SeqCst) as usize;
+        if peek.method.is_some() {
+            if text.len() > max_result {
+                tracing::debug!(
+                    bytes = text.len(),
+                    "dropping an oversized notification; it stays in the journal"
+                );
+            } else if notification_tx.try_send(text).is_err() {
+                tracing::debug!("host reads slowly; dropping a notification");
+            }
+            continue;
+        }
+        let Some(id) = peek.id else {
+            tracing::warn!("dropping a Broker line without id or method");
+            continue;
+        };
+        let Some(pending) = shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .remove(&id.to_string())
+        else {
+            tracing::warn!(%id, "dropping a response for an unknown id");
+            continue;
+        };
+        let line = match text.len() > max_result {
+            true => RpcError::new(ErrorCode::ResultTooLarge, "the response exceeds this Connection's maxResultBytes")
+                .with_context("maxResultBytes", json!(max_result))
+                .with_context("responseBytes", json!(text.len()))
+                .with_remediation("narrow_request", "Ask for less (a smaller limit, a region or a page), or negotiate a larger maxResultBytes.")
+                .response(&id),
+            false => text,
+        };
+        match pending.kind {
+            PendingKind::Plain => {
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: None,
+                });
+            }
+            PendingKind::Initialize(done) => {
+                let limits = peek.result.and_then(|r| r.limits).and_then(|l| {
+                    let connection = l.get("connection")?;
+                    Some((
+                        connection.get("maxMessageBytes")?.as_u64()?,
+                        connection.get("maxResultBytes")?.as_u64()?,
+                    ))
+                });
+                let (written_tx, written_rx) = oneshot::channel();
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: Some(written_tx),
+                });
+                let _ = written_rx.await;
+                let _ = done.send(limits);
+            }
+            PendingKind::Shutdown(done) => {
+                let (written_tx, written_rx) = oneshot::channel();
+                let _ = response_tx.send(Outgoing {
+                    line,
+                    written: Some(written_tx),
+                });
+                let _ = written_rx.await;
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// The Broker went away: every pending call gets a retryable error instead of silence.
+fn fail_all_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outgoing>) {
+    let drained: Vec<String> = {
+        let mut table = shared.pending.lock().expect("pending table lock");
+        table.ordinary = 0;
+        table.out_of_band = 0;
+        table.by_id.drain().map(|(key, _)| key).collect()
+    };
+    for key in drained {
+        let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+        let error = RpcError::new(
+            ErrorCode::BrokerUnavailable,
+            "the Broker connection closed before this call completed",
+        );
+        let _ = response_tx.send(Outgoing {
+            line: error.response(&id),
+            written: None,
+        });
+    }
+}
+
+async fn on_stdin_eof(broker: &mut BrokerState, shared: &Shared) -> i32 {
+    if let BrokerState::Connected(writer, _) = broker {
+        // Tell the Broker in-band (local sockets have no portable half-close): it releases this
+        // Connection's Leases at once and still finishes in-flight calls.
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}",
+            methods::INPUT_CLOSED_NOTIFICATION
+        );
+        let _ = framing::write_line(writer, &line).await;
+        let deadline = tokio::time::Instant::now() + EOF_DRAIN;
+        while !shared
+            .pending
+            .lock()
+            .expect("pending table lock")
+            .by_id
+            .is_empty()
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    0
+}
+
+/// Answers a framing or envelope error with `id: null`, waits until it is written, and returns
+/// the non-zero exit code.
+async fn fatal(response_tx: &mpsc::UnboundedSender<Outgoing>, error: RpcError) -> i32 {
+    tracing::error!(%error, "fatal input error; exiting");
+    let (tx, rx) = oneshot::channel();
+    let _ = response_tx.send(Outgoing {
+        line: error.response(&Value::Null),
+        written: Some(tx),
+    });
+    let _ = rx.await;
+    2
+}
+
+async fn write_stdout(
+    mut responses: mpsc::UnboundedReceiver<Outgoing>,
+    mut notifications: mpsc::Receiver<String>,
+) {
+    let mut stdout = tokio::io::stdout();
+    let mut notifications_open = true;
+    loop {
+        let outgoing = tokio::select! {
+            biased;
+            response = responses.recv() => match response {
+                Some(response) => response,
+                None => return,
+            },
+            notification = notifications.recv(), if notifications_open => match notification {
+                Some(line) => Outgoing { line, written: None },
+                None => {
+                    notifications_open = false;
+                    continue;
+                }
+            },
+        };
+        if let Err(error) = framing::write_line(&mut stdout, &outgoing.line).await {
+            tracing::error!(%error, "stdout closed");
+            return;
+        }
+        if let Some(written) = outgoing.written {
+            let _ = written.send(());
+        }
+    }
+}

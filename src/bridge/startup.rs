@@ -1,0 +1,247 @@
+//! Finding the Broker, or starting exactly one under the per-user startup lock.
+//!
+//! Order: connect to the endpoint and exchange the private handshake; if nothing listens, take
+//! `startup.lock`, check again, recover a dead locator, spawn the Broker detached and wait until
+//! it answers. A live Broker that does not answer is never killed or replaced, and neither is an
+//! incompatible one: both become structured errors with remediation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::framing::{self, LineReader};
+use crate::home::Home;
+use crate::ipc::{self, IpcReader, IpcWriter};
+use crate::os;
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::internal::{Hello, HelloReply, Welcome};
+use crate::version::IPC_VERSION;
+
+/// How long a connected Broker may take to answer the handshake before it counts as
+/// unresponsive. Generous: a healthy Broker answers in well under a millisecond.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long a freshly spawned Broker may take to start listening.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Poll interval while waiting for a spawned Broker's endpoint.
+const STARTUP_POLL: Duration = Duration::from_millis(5);
+
+/// Line limit on the Broker link: the Broker only sends lines the service limits allow, with
+/// headroom for the response envelope around a maximal result.
+pub const LINK_MAX_LINE_BYTES: usize = 1024 * 1024 * 1024 + 64 * 1024;
+
+/// An open, handshaken connection to the Broker.
+pub struct BrokerLink {
+    pub reader: LineReader<IpcReader>,
+    pub writer: IpcWriter,
+    pub welcome: Welcome,
+}
+
+enum Attempt {
+    Connected(BrokerLink),
+    NoEndpoint,
+    Failed(RpcError),
+}
+
+/// Connects to the running Broker, starting one if none runs.
+pub async fn connect_or_start(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError> {
+    match attempt(home, hello).await {
+        Attempt::Connected(link) => return Ok(link),
+        Attempt::Failed(error) => return Err(error),
+        Attempt::NoEndpoint => {}
+    }
+    home.ensure()
+        .map_err(|e| unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {e}")))?;
+    let lock = take_startup_lock(home).await?;
+    let result = start_locked(home, hello).await;
+    drop(lock);
+    result
+}
+
+async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError> {
+    // Another bridge may have started the Broker while we waited for the lock.
+    match attempt(home, hello).await {
+        Attempt::Connected(link) => return Ok(link),
+        Attempt::Failed(error) => return Err(error),
+        Attempt::NoEndpoint => {}
+    }
+    if let Some(pid) = locator_pid(home)
+        && pid != std::process::id()
+        && os::pid_is_broker(pid)
+    {
+        return Err(unresponsive(pid, "its endpoint is missing"));
+    }
+    // The locator is dead: recover it.
+    let _ = std::fs::remove_file(home.socket_path());
+    let _ = std::fs::remove_file(home.locator_path());
+    let mut child = spawn_broker(home)?;
+    let deadline = tokio::time::Instant::now() + STARTUP_TIMEOUT;
+    loop {
+        match attempt(home, hello).await {
+            Attempt::Connected(link) => {
+                // Reap the detached child when it eventually exits, so it never lingers as a zombie.
+                std::thread::spawn(move || child.wait());
+                return Ok(link);
+            }
+            Attempt::Failed(error) => return Err(error),
+            Attempt::NoEndpoint => {}
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(unavailable(format!(
+                "the Broker exited during startup ({status})"
+            )));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(unavailable(
+                "the Broker did not start listening in time".to_owned(),
+            ));
+        }
+        tokio::time::sleep(STARTUP_POLL).await;
+    }
+}
+
+async fn attempt(home: &Home, hello: &Hello) -> Attempt {
+    let socket = home.socket_path();
+    let (reader, mut writer) = match ipc::connect(&socket).await {
+        Ok(halves) => halves,
+        Err(error) => {
+            tracing::debug!(%error, "no Broker endpoint");
+            return Attempt::NoEndpoint;
+        }
+    };
+    let mut reader = LineReader::new(reader, LINK_MAX_LINE_BYTES);
+    let hello_line = serde_json::to_string(hello).expect("hello serializes");
+    let exchange = async {
+        framing::write_line(&mut writer, &hello_line).await.ok()?;
+        reader.next_line().await.ok().flatten()
+    };
+    let reply = match tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange).await {
+        Ok(Some(line)) => line,
+        Ok(None) | Err(_) => {
+            let pid = locator_pid(home).unwrap_or(0);
+            return Attempt::Failed(unresponsive(pid, "it did not answer the handshake"));
+        }
+    };
+    match serde_json::from_slice::<HelloReply>(&reply) {
+        Ok(HelloReply::Welcome(welcome)) if welcome.ipc == IPC_VERSION => {
+            Attempt::Connected(BrokerLink {
+                reader,
+                writer,
+                welcome,
+            })
+        }
+        Ok(HelloReply::Welcome(welcome)) => Attempt::Failed(incompatible(&welcome.service_version)),
+        Ok(HelloReply::Refused(refusal)) => Attempt::Failed(error_from_json(&refusal.error)),
+        Err(_) => Attempt::Failed(incompatible("unknown")),
+    }
+}
+
+/// Holds the per-user startup lock until dropped.
+struct StartupLock(
+    #[expect(dead_code, reason = "held only for its Drop, which unlocks")] std::fs::File,
+);
+
+async fn take_startup_lock(home: &Home) -> Result<StartupLock, RpcError> {
+    let path = home.startup_lock_path();
+    tokio::task::spawn_blocking(move || -> std::io::Result<StartupLock> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        os::set_owner_only(&path, false)?;
+        file.lock()?;
+        Ok(StartupLock(file))
+    })
+    .await
+    .map_err(|e| unavailable(format!("startup lock task failed: {e}")))?
+    .map_err(|e| unavailable(format!("cannot take the startup lock: {e}")))
+}
+
+fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| unavailable(format!("cannot find own executable: {e}")))?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--browser-pilot-internal=broker")
+        .env("BROWSER_PILOT_HOME", home.root())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    match std::env::var_os("BROWSER_PILOT_BROKER_LOG").map(std::path::PathBuf::from) {
+        Some(log) if log.is_absolute() => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|e| unavailable(format!("cannot open BROWSER_PILOT_BROKER_LOG: {e}")))?;
+            command.stderr(file);
+        }
+        _ => {
+            command.stderr(std::process::Stdio::null());
+        }
+    }
+    os::detach(&mut command);
+    command
+        .spawn()
+        .map_err(|e| unavailable(format!("cannot spawn the Broker: {e}")))
+}
+
+fn locator_pid(home: &Home) -> Option<u32> {
+    read_locator_pid(&home.locator_path())
+}
+
+fn read_locator_pid(path: &Path) -> Option<u32> {
+    let bytes = std::fs::read(path).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value
+        .get("pid")?
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+}
+
+fn unresponsive(pid: u32, why: &str) -> RpcError {
+    RpcError::new(ErrorCode::BrowserDisconnected, format!("the running Broker (pid {pid}) is alive but {why}"))
+        .with_remediation(
+            "restart_unresponsive_broker",
+            format!(
+                "Browser Pilot never kills a live Broker. Stop process {pid} yourself (or set a different absolute BROWSER_PILOT_HOME), then launch again."
+            ),
+        )
+        .with_context("pid", json!(pid))
+}
+
+fn incompatible(service_version: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::ProtocolIncompatible,
+        format!("the running Broker (service {service_version}) speaks another private link version"),
+    )
+    .with_remediation(
+        "use_compatible_executable",
+        "Launch an executable compatible with the running Broker, or give this product its own absolute BROWSER_PILOT_HOME. The running Broker is never replaced.",
+    )
+}
+
+fn unavailable(message: String) -> RpcError {
+    RpcError::new(ErrorCode::BrokerUnavailable, message)
+}
+
+/// Rebuilds an [`RpcError`] from a JSON-RPC error object sent by the Broker.
+fn error_from_json(error: &serde_json::Value) -> RpcError {
+    let code = error["data"]["code"].as_str().unwrap_or("");
+    let code = ErrorCode::ALL
+        .iter()
+        .copied()
+        .find(|c| c.as_str() == code)
+        .unwrap_or(ErrorCode::InternalError);
+    let mut rebuilt = RpcError::new(
+        code,
+        error["message"].as_str().unwrap_or("refused by the Broker"),
+    );
+    rebuilt.remediation = error["data"].get("remediation").cloned();
+    rebuilt.context = error["data"]
+        .get("context")
+        .and_then(|c| c.as_object().cloned());
+    rebuilt
+}

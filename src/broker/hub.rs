@@ -1,0 +1,115 @@
+//! Notification fan-out: which live Connections hear which Workspace's events.
+//!
+//! A Workspace's events are offered to every live Connection of its Principal that was granted
+//! `event.read`. Offering never blocks: each Connection has a bounded notification queue and a
+//! full queue drops the notification (the journal keeps the event for `events/poll`).
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use tokio::sync::mpsc;
+
+use crate::store::PrincipalKey;
+
+struct Subscriber {
+    connection_id: String,
+    notifications: mpsc::Sender<String>,
+}
+
+#[derive(Default)]
+struct Routes {
+    by_principal: HashMap<PrincipalKey, Vec<Subscriber>>,
+    workspace_owner: HashMap<String, PrincipalKey>,
+}
+
+#[derive(Default)]
+pub struct Hub {
+    routes: RwLock<Routes>,
+}
+
+impl Hub {
+    pub fn subscribe(
+        &self,
+        principal: &PrincipalKey,
+        connection_id: &str,
+        notifications: mpsc::Sender<String>,
+    ) {
+        let mut routes = self.routes.write().expect("hub lock");
+        routes
+            .by_principal
+            .entry(principal.clone())
+            .or_default()
+            .push(Subscriber {
+                connection_id: connection_id.to_owned(),
+                notifications,
+            });
+    }
+
+    pub fn unsubscribe(&self, principal: &PrincipalKey, connection_id: &str) {
+        let mut routes = self.routes.write().expect("hub lock");
+        if let Some(subscribers) = routes.by_principal.get_mut(principal) {
+            subscribers.retain(|s| s.connection_id != connection_id);
+            if subscribers.is_empty() {
+                routes.by_principal.remove(principal);
+            }
+        }
+    }
+
+    pub fn add_workspace(&self, workspace_id: &str, owner: &PrincipalKey) {
+        let mut routes = self.routes.write().expect("hub lock");
+        routes
+            .workspace_owner
+            .insert(workspace_id.to_owned(), owner.clone());
+    }
+
+    pub fn remove_workspace(&self, workspace_id: &str) {
+        self.routes
+            .write()
+            .expect("hub lock")
+            .workspace_owner
+            .remove(workspace_id);
+    }
+
+    /// Offers one serialized `events/event` notification; returns how many queues took it.
+    pub fn offer(&self, workspace_id: &str, line: &str) -> usize {
+        let routes = self.routes.read().expect("hub lock");
+        let Some(owner) = routes.workspace_owner.get(workspace_id) else {
+            return 0;
+        };
+        let Some(subscribers) = routes.by_principal.get(owner) else {
+            return 0;
+        };
+        subscribers
+            .iter()
+            .filter(|s| s.notifications.try_send(line.to_owned()).is_ok())
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(id: &str) -> PrincipalKey {
+        PrincipalKey {
+            client_id: id.into(),
+            instance_id: "i".into(),
+        }
+    }
+
+    #[test]
+    fn routes_by_owner_and_drops_when_full() {
+        let hub = Hub::default();
+        let (a_tx, mut a_rx) = mpsc::channel(1);
+        let (b_tx, mut b_rx) = mpsc::channel(8);
+        hub.subscribe(&principal("a"), "connection:a", a_tx);
+        hub.subscribe(&principal("b"), "connection:b", b_tx);
+        hub.add_workspace("workspace:1", &principal("a"));
+        assert_eq!(hub.offer("workspace:1", "one"), 1);
+        assert_eq!(hub.offer("workspace:1", "two"), 0, "full queue drops");
+        assert_eq!(a_rx.try_recv().unwrap(), "one");
+        assert!(b_rx.try_recv().is_err(), "another principal hears nothing");
+        hub.unsubscribe(&principal("a"), "connection:a");
+        assert_eq!(hub.offer("workspace:1", "three"), 0);
+    }
+}

@@ -1,0 +1,563 @@
+//! The lifecycle methods: initialize, Workspaces, Leases, events/poll, shutdown, and the CLI's
+//! private methods (status, daemon shutdown, debug SQL).
+//!
+//! Each handler validates its params, checks the capability and Principal ownership, calls the
+//! store off the tokio workers and shapes the result. Tool execution is not here.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value, json};
+
+use super::connection::{ConnectionContext, Session};
+use super::errors::from_store;
+use super::events::{Emit, event_json};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
+use crate::protocol::internal::PeerRole;
+use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};
+use crate::store::{
+    ConnectionKind, CreateWorkspace, EventPoll, LeaseRow, NewConnection, NewLease, NewWorkspace,
+    PrincipalKey, ReleaseWorkspace, SqlValue, WorkspaceLookup, WorkspaceRow,
+};
+use crate::version::{EXECUTABLE_VERSION, SERVICE_VERSION, now_ms};
+
+/// Default Lease TTL (contract: 30 seconds).
+pub const DEFAULT_LEASE_TTL_MS: i64 = 30_000;
+/// Shortest Lease (contract: 1 second).
+pub const MIN_LEASE_TTL_MS: i64 = 1_000;
+/// Longest Lease (contract: 5 minutes).
+pub const MAX_LEASE_TTL_MS: i64 = 300_000;
+/// Default and largest `events/poll` page.
+pub const DEFAULT_POLL_LIMIT: u64 = 100;
+pub const MAX_POLL_LIMIT: u64 = 1_000;
+/// Largest Artifact the service stores (reported in `initialize`).
+pub const MAX_ARTIFACT_BYTES: u64 = 256 * 1024 * 1024;
+/// Longest accepted `clientKey`.
+const MAX_CLIENT_KEY_CHARS: usize = 256;
+/// The browser binding used until browser discovery selects one.
+const DEFAULT_BROWSER_ID: &str = "browser:managed";
+
+pub async fn dispatch(
+    context: &ConnectionContext,
+    method: &str,
+    params: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    match (context.role, method) {
+        (_, "initialize") => initialize(context, &params).await,
+        (PeerRole::Cli, "broker/status") => status(context).await,
+        (PeerRole::Cli, "broker/shutdown") => broker_shutdown(context, &params).await,
+        (PeerRole::Cli, "debug/sql") => debug_sql(context, &params).await,
+        _ => {
+            let session = context.session()?;
+            match method {
+                "shutdown" => {
+                    close_connection(context).await;
+                    Ok(json!({}))
+                }
+                "tools/list" => Ok(json!({"tools": []})),
+                "workspaces/create" => workspaces_create(context, session, &params).await,
+                "workspaces/get" => workspaces_get(context, session, &params).await,
+                "workspaces/release" => workspaces_release(context, session, &params).await,
+                "leases/create" => leases_create(context, session, &params).await,
+                "leases/heartbeat" => leases_heartbeat(context, session, &params).await,
+                "leases/release" => leases_release(context, session, &params).await,
+                "events/poll" => events_poll(context, session, &params).await,
+                _ => Err(RpcError::new(
+                    ErrorCode::MethodNotFound,
+                    format!("unknown method {method:?}"),
+                )),
+            }
+        }
+    }
+}
+
+/// Releases the Connection's Leases and forgets its routes. Safe to call more than once.
+pub async fn close_connection(context: &ConnectionContext) {
+    let Some(session) = context.session.get() else {
+        return;
+    };
+    if context
+        .closed
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    context
+        .broker
+        .hub
+        .unsubscribe(&session.principal, &session.connection_id);
+    let id = session.connection_id.clone();
+    match context
+        .broker
+        .db(move |store| store.close_connection(&id, now_ms()))
+        .await
+    {
+        Ok(released) => tracing::debug!(leases = released.len(), "connection closed"),
+        Err(error) => tracing::error!(%error, "cannot close connection"),
+    }
+}
+
+/// The peer's socket closed. Without a prior graceful close the Connection is marked lost: it
+/// no longer counts as live, and its Leases expire by TTL (a killed bridge).
+pub async fn lose_connection(context: &ConnectionContext) {
+    let Some(session) = context.session.get() else {
+        return;
+    };
+    if context
+        .closed
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    context
+        .broker
+        .hub
+        .unsubscribe(&session.principal, &session.connection_id);
+    let id = session.connection_id.clone();
+    if let Err(error) = context
+        .broker
+        .db(move |store| store.mark_connection_lost(&id, now_ms()))
+        .await
+    {
+        tracing::error!(%error, "cannot mark connection lost");
+    }
+}
+
+async fn initialize(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    if context.session.get().is_some() {
+        return Err(RpcError::new(
+            ErrorCode::AlreadyInitialized,
+            "this Connection is already initialized",
+        ));
+    }
+    let negotiated = negotiate::negotiate(params)?;
+    let broker = &context.broker;
+    let principal = PrincipalKey {
+        client_id: negotiated.client.id.clone(),
+        instance_id: negotiated.client.instance_id.clone(),
+    };
+    let connection_id = new_id(IdKind::Connection);
+    let new_connection = NewConnection {
+        id: connection_id.clone(),
+        principal: principal.clone(),
+        kind: match context.role {
+            PeerRole::Bridge => ConnectionKind::Embedded,
+            PeerRole::Cli => ConnectionKind::Cli,
+        },
+        protocol_minor: negotiated.protocol.minor,
+        opened_at: now_ms(),
+    };
+    broker
+        .db(move |store| store.open_connection(&new_connection))
+        .await
+        .map_err(from_store)?;
+    let limits = negotiated.limits;
+    let result = json!({
+        "protocol": negotiated.protocol.to_json(),
+        "capabilities": {"supported": CAPABILITIES, "granted": negotiated.granted},
+        "executable": {"version": context.hello.executable_version},
+        "service": {"version": SERVICE_VERSION},
+        "broker": {"id": broker.broker_id},
+        "connectionId": connection_id,
+        "browsers": [],
+        "limits": {
+            "connection": {"maxMessageBytes": limits.max_message_bytes, "maxResultBytes": limits.max_result_bytes},
+            "service": {
+                "maxMessageBytes": SERVICE_LIMITS.max_message_bytes,
+                "maxResultBytes": SERVICE_LIMITS.max_result_bytes,
+                "maxArtifactBytes": MAX_ARTIFACT_BYTES,
+                "eventJournalSize": broker.store.limits().event_journal_size,
+            },
+        },
+    });
+    if negotiated.granted.iter().any(|c| c == "event.read") {
+        broker
+            .hub
+            .subscribe(&principal, &connection_id, context.notifications.clone());
+    }
+    let session = Session {
+        connection_id,
+        principal,
+        negotiated,
+    };
+    if context.session.set(session).is_err() {
+        return Err(RpcError::new(
+            ErrorCode::AlreadyInitialized,
+            "this Connection is already initialized",
+        ));
+    }
+    Ok(result)
+}
+
+async fn workspaces_create(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let client_key = client_key(session, params)?;
+    let browser_id = match optional_str(params, "browserId")? {
+        Some(id) => id.to_owned(),
+        None => context
+            .hello
+            .browser_preference
+            .clone()
+            .unwrap_or_else(|| DEFAULT_BROWSER_ID.to_owned()),
+    };
+    let new_workspace = NewWorkspace {
+        id: new_id(IdKind::Workspace),
+        principal: session.principal.clone(),
+        browser_id,
+        client_key,
+        now: now_ms(),
+    };
+    let created = context
+        .broker
+        .db(move |store| store.create_workspace(&new_workspace))
+        .await
+        .map_err(from_store)?;
+    let row = match created {
+        CreateWorkspace::Created(row) | CreateWorkspace::Existing(row) => row,
+    };
+    context
+        .broker
+        .hub
+        .add_workspace(&row.id, &session.principal);
+    Ok(workspace_json(&row))
+}
+
+async fn workspaces_get(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let row = active_workspace(context, session, params).await?;
+    Ok(workspace_json(&row))
+}
+
+async fn workspaces_release(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let workspace_id = required_str(params, "workspaceId")?.to_owned();
+    let principal = session.principal.clone();
+    let id = workspace_id.clone();
+    let now = now_ms();
+    let outcome = context
+        .broker
+        .db(move |store| store.release_workspace(&principal, &id, now))
+        .await
+        .map_err(from_store)?;
+    let released_at = match outcome {
+        ReleaseWorkspace::Released { .. } => {
+            context.broker.hub.remove_workspace(&workspace_id);
+            now
+        }
+        ReleaseWorkspace::AlreadyReleased { released_at } => released_at,
+        ReleaseWorkspace::NotFound => {
+            return Err(from_store(crate::store::StoreError::WorkspaceNotFound));
+        }
+    };
+    Ok(
+        json!({"workspace": {"id": workspace_id, "state": "released", "releasedAt": released_at}, "released": true}),
+    )
+}
+
+async fn leases_create(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let workspace_id = required_str(params, "workspaceId")?.to_owned();
+    let ttl_ms = match params.get("ttlMs") {
+        None | Some(Value::Null) => DEFAULT_LEASE_TTL_MS,
+        Some(value) => match value.as_i64() {
+            Some(ttl) if (MIN_LEASE_TTL_MS..=MAX_LEASE_TTL_MS).contains(&ttl) => ttl,
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"ttlMs\" must be an integer from {MIN_LEASE_TTL_MS} through {MAX_LEASE_TTL_MS}"
+                ))
+                .with_context("min", json!(MIN_LEASE_TTL_MS))
+                .with_context("max", json!(MAX_LEASE_TTL_MS)));
+            }
+        },
+    };
+    let new_lease = NewLease {
+        id: new_id(IdKind::Lease),
+        workspace_id,
+        connection_id: session.connection_id.clone(),
+        principal: session.principal.clone(),
+        ttl_ms,
+        client_key: client_key(session, params)?,
+        now: now_ms(),
+    };
+    let row = context
+        .broker
+        .db(move |store| store.create_lease(&new_lease))
+        .await
+        .map_err(from_store)?;
+    context
+        .broker
+        .hub
+        .add_workspace(&row.workspace_id, &session.principal);
+    Ok(lease_json(&row))
+}
+
+async fn leases_heartbeat(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let (workspace_id, lease_id) = lease_params(params)?;
+    let connection_id = session.connection_id.clone();
+    let row = context
+        .broker
+        .db(move |store| store.heartbeat_lease(&connection_id, &workspace_id, &lease_id, now_ms()))
+        .await
+        .map_err(from_store)?;
+    Ok(lease_json(&row))
+}
+
+async fn leases_release(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("workspace.manage")?;
+    let (workspace_id, lease_id) = lease_params(params)?;
+    let connection_id = session.connection_id.clone();
+    let row = context
+        .broker
+        .db(move |store| store.release_lease(&connection_id, &workspace_id, &lease_id, now_ms()))
+        .await
+        .map_err(from_store)?;
+    Ok(json!({"lease": {"id": row.id, "workspaceId": row.workspace_id}, "released": true}))
+}
+
+async fn events_poll(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    session.require("event.read")?;
+    let cursor_text = required_str(params, "cursor")?;
+    let after = parse_cursor(cursor_text)
+        .ok_or_else(|| RpcError::invalid_params("\"cursor\" must look like \"cursor:N\""))?;
+    let limit = match params.get("limit") {
+        None | Some(Value::Null) => DEFAULT_POLL_LIMIT,
+        Some(value) => match value.as_u64() {
+            Some(limit) if (1..=MAX_POLL_LIMIT).contains(&limit) => limit,
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"limit\" must be an integer from 1 through {MAX_POLL_LIMIT}"
+                )));
+            }
+        },
+    };
+    let row = active_workspace(context, session, params).await?;
+    let workspace_id = row.id;
+    let poll = context
+        .broker
+        .db(move |store| store.poll_events(&workspace_id, after, limit as u32))
+        .await
+        .map_err(from_store)?;
+    match poll {
+        EventPoll::Page { events, next_sequence, has_more } => Ok(json!({
+            "events": events.iter().map(event_json).collect::<Vec<_>>(),
+            "nextCursor": format_cursor(next_sequence),
+            "hasMore": has_more,
+        })),
+        EventPoll::Expired { earliest, latest } => Err(RpcError::new(ErrorCode::CursorExpired, "the cursor predates the retained journal")
+            .with_context("earliestCursor", json!(format_cursor(earliest)))
+            .with_context("latestCursor", json!(format_cursor(latest)))
+            .with_remediation("rebuild_state", "Rebuild tab and Observation state, then call workspaces/get for a new baseline cursor.")),
+        EventPoll::Future { latest } => Err(RpcError::invalid_params("the cursor is ahead of the journal")
+            .with_context("latestCursor", json!(format_cursor(latest)))),
+    }
+}
+
+async fn status(context: &ConnectionContext) -> Result<Value, RpcError> {
+    let broker = context.broker.clone();
+    let embedded = broker
+        .db(|store| store.count_connections(ConnectionKind::Embedded))
+        .await
+        .map_err(from_store)?;
+    Ok(json!({
+        "broker": {"id": broker.broker_id, "pid": std::process::id(), "startedAt": broker.started_at},
+        "service": {"version": SERVICE_VERSION},
+        "installationId": broker.installation_id,
+        "embeddedConnections": embedded,
+        "browserConnectionGeneration": broker.generation.load(Ordering::SeqCst),
+        "executable": {"version": EXECUTABLE_VERSION},
+    }))
+}
+
+/// `bp disconnect`: stop the daemon, but only for the same Broker and installation and only when
+/// no embedded host is connected. An Agent product is never evicted.
+async fn broker_shutdown(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let broker = context.broker.clone();
+    let broker_id = required_str(params, "brokerId")?;
+    let installation_id = required_str(params, "installationId")?;
+    if broker_id != broker.broker_id || installation_id != broker.installation_id {
+        return Err(RpcError::new(ErrorCode::ProtocolIncompatible, "the running Broker is not the one this executable installation started")
+            .with_remediation("use_compatible_executable", "Use the executable installation that started the running Broker, or wait until its hosts disconnect."));
+    }
+    let embedded = broker
+        .db(|store| store.count_connections(ConnectionKind::Embedded))
+        .await
+        .map_err(from_store)?;
+    if embedded > 0 {
+        return Err(RpcError::new(
+            ErrorCode::BrokerInUse,
+            format!("{embedded} embedded host Connection(s) are still connected"),
+        )
+        .with_context("embeddedConnections", json!(embedded)));
+    }
+    broker.request_shutdown();
+    Ok(json!({"shutdown": true}))
+}
+
+async fn debug_sql(
+    context: &ConnectionContext,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let sql = required_str(params, "sql")?.to_owned();
+    let rows = context
+        .broker
+        .db(move |store| store.query_readonly(&sql))
+        .await
+        .map_err(|error| match error {
+            crate::store::StoreError::Sqlite(sqlite) => {
+                RpcError::invalid_params(format!("query failed: {sqlite}"))
+            }
+            other => from_store(other),
+        })?;
+    let to_json = |value: &SqlValue| match value {
+        SqlValue::Null => Value::Null,
+        SqlValue::Integer(i) => json!(i),
+        SqlValue::Real(r) => json!(r),
+        SqlValue::Text(t) => json!(t),
+        SqlValue::Blob(b) => json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+    };
+    Ok(json!({
+        "columns": rows.columns,
+        "rows": rows.rows.iter().map(|r| r.iter().map(to_json).collect::<Vec<_>>()).collect::<Vec<_>>(),
+    }))
+}
+
+/// The active Workspace named by `workspaceId`, owned by this Connection's Principal.
+async fn active_workspace(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<WorkspaceRow, RpcError> {
+    let id = required_str(params, "workspaceId")?.to_owned();
+    let principal = session.principal.clone();
+    let lookup = context
+        .broker
+        .db(move |store| store.get_workspace(&principal, &id))
+        .await
+        .map_err(from_store)?;
+    match lookup {
+        WorkspaceLookup::Active(row) => Ok(row),
+        WorkspaceLookup::Released(tombstone) => Err(RpcError::new(
+            ErrorCode::WorkspaceNotFound,
+            "the Workspace was released",
+        )
+        .with_context("state", json!("released"))
+        .with_context("releasedAt", json!(tombstone.released_at))),
+        WorkspaceLookup::NotFound => Err(from_store(crate::store::StoreError::WorkspaceNotFound)),
+    }
+}
+
+fn workspace_json(row: &WorkspaceRow) -> Value {
+    let tab_set = format!(
+        "{}{}",
+        IdKind::ManagedTabSet.prefix(),
+        row.id.trim_start_matches(IdKind::Workspace.prefix())
+    );
+    json!({
+        "workspace": {"id": row.id, "browserId": row.browser_id, "state": "active", "createdAt": row.created_at},
+        "managedTabSet": {"id": tab_set},
+        "eventCursor": format_cursor(row.latest_sequence),
+    })
+}
+
+fn lease_json(row: &LeaseRow) -> Value {
+    json!({"lease": {"id": row.id, "workspaceId": row.workspace_id, "expiresAt": row.expires_at, "ttlMs": row.ttl_ms}})
+}
+
+fn lease_params(params: &Map<String, Value>) -> Result<(String, String), RpcError> {
+    Ok((
+        required_str(params, "workspaceId")?.to_owned(),
+        required_str(params, "leaseId")?.to_owned(),
+    ))
+}
+
+fn client_key(session: &Session, params: &Map<String, Value>) -> Result<Option<String>, RpcError> {
+    let Some(key) = optional_str(params, "clientKey")? else {
+        return Ok(None);
+    };
+    if session.negotiated.protocol.minor < 1 {
+        return Err(RpcError::invalid_params("\"clientKey\" needs protocol 1.1"));
+    }
+    if key.chars().count() > MAX_CLIENT_KEY_CHARS {
+        return Err(RpcError::invalid_params(format!(
+            "\"clientKey\" is longer than {MAX_CLIENT_KEY_CHARS} characters"
+        )));
+    }
+    Ok(Some(key.to_owned()))
+}
+
+pub fn required_str<'a>(params: &'a Map<String, Value>, name: &str) -> Result<&'a str, RpcError> {
+    match params.get(name) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(RpcError::invalid_params(format!(
+            "\"{name}\" must be a non-empty string"
+        ))),
+    }
+}
+
+pub fn optional_str<'a>(
+    params: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, RpcError> {
+    match params.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        _ => Err(RpcError::invalid_params(format!(
+            "\"{name}\" must be a non-empty string"
+        ))),
+    }
+}
+
+/// Emits `lease.expired` for each Lease the sweep removed.
+pub async fn announce_expired(
+    context_broker: &std::sync::Arc<super::state::Broker>,
+    expired: Vec<LeaseRow>,
+) {
+    for lease in expired {
+        let emit = Emit {
+            workspace_id: lease.workspace_id.clone(),
+            event_type: "lease.expired",
+            lease_id: Some(lease.id.clone()),
+            target_id: None,
+            sensitivity: "none",
+            payload: json!({"leaseId": lease.id, "expiredAt": lease.expires_at}),
+        };
+        if let Err(error) = context_broker.emit(emit).await {
+            tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! The Broker role (`--browser-pilot-internal=broker`): one per `BROWSER_PILOT_HOME`.
+//!
+//! Accepts local Connections, runs the lifecycle methods, owns the sweeps and maps every module
+//! error to the agent-visible code table in one place (`errors.rs`). It holds no SQL text (that
+//! is `store/`), no CDP wire types and no framing rules.
+
+mod connection;
+mod errors;
+mod events;
+mod hub;
+mod lifecycle;
+mod locator;
+mod server;
+mod state;
+mod sweep;
+
+pub use server::run_broker;

@@ -1,0 +1,138 @@
+//! The Broker's entry point: bind the endpoint, write the locator, accept Connections, sweep,
+//! and clean up on exit.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use tokio::sync::watch;
+
+use super::hub::Hub;
+use super::state::Broker;
+use super::{connection, locator, sweep};
+use crate::home::Home;
+use crate::ipc;
+use crate::protocol::ids::{IdKind, new_id};
+use crate::store::{Store, StoreLimits};
+use crate::version::{installation_id, now_ms};
+
+/// Runs the Broker until `bp disconnect`, SIGTERM/SIGINT, or loss of its endpoint file.
+pub async fn run_broker(home: Home) -> i32 {
+    if let Err(error) = home.ensure() {
+        tracing::error!(%error, "cannot prepare the home directory");
+        return 1;
+    }
+    let socket = home.socket_path();
+    if socket.exists() {
+        match ipc::connect(&socket).await {
+            Ok(_) => {
+                tracing::error!("another Broker already listens on this home; exiting");
+                return 1;
+            }
+            Err(_) => {
+                let _ = std::fs::remove_file(&socket);
+            }
+        }
+    }
+    let listener = match ipc::listen(&socket) {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::error!(%error, "cannot bind the Broker endpoint");
+            return 1;
+        }
+    };
+    let store = match Store::open(store_limits_from_env()) {
+        Ok(store) => store,
+        Err(error) => {
+            tracing::error!(%error, "cannot open the in-memory store");
+            return 1;
+        }
+    };
+    let (shutdown_tx, mut shutdown_rx) = watch::channel(false);
+    let broker = Arc::new(Broker {
+        home: home.clone(),
+        store,
+        broker_id: new_id(IdKind::Broker),
+        installation_id: installation_id(),
+        started_at: now_ms(),
+        hub: Hub::default(),
+        generation: AtomicU64::new(0),
+        shutdown: shutdown_tx,
+    });
+    if let Err(error) = locator::write_locator(
+        &home,
+        &broker.broker_id,
+        &broker.installation_id,
+        broker.started_at,
+    )
+    .and_then(|()| locator::record_version(&home, &broker.installation_id, broker.started_at))
+    {
+        tracing::error!(%error, "cannot write the locator");
+        let _ = std::fs::remove_file(&socket);
+        return 1;
+    }
+    tracing::info!(broker = %broker.broker_id, "broker listening");
+    let sweeper = tokio::spawn(sweep::run(broker.clone()));
+    let mut terminate = signals();
+    loop {
+        tokio::select! {
+            _ = shutdown_rx.changed() => break,
+            _ = terminate.recv() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((reader, writer)) => {
+                    tokio::spawn(connection::serve(broker.clone(), reader, writer));
+                }
+                Err(error) => tracing::warn!(%error, "accept failed"),
+            },
+        }
+    }
+    broker.request_shutdown();
+    let _ = sweeper.await;
+    locator::remove_locator(&home, &broker.broker_id);
+    let _ = std::fs::remove_file(&socket);
+    tracing::info!("broker stopped");
+    0
+}
+
+/// Smallest and largest `BROWSER_PILOT_EVENT_JOURNAL_SIZE` an operator may set: below 16 a
+/// single action's events could not be replayed; above a million a journal holds too much memory.
+const JOURNAL_SIZE_RANGE: std::ops::RangeInclusive<u32> = 16..=1_000_000;
+
+/// Service resource limits; `BROWSER_PILOT_EVENT_JOURNAL_SIZE` overrides the per-Workspace
+/// journal size (reported to hosts as `eventJournalSize`).
+fn store_limits_from_env() -> StoreLimits {
+    let mut limits = StoreLimits::default();
+    if let Some(size) = std::env::var("BROWSER_PILOT_EVENT_JOURNAL_SIZE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        limits.event_journal_size =
+            size.clamp(*JOURNAL_SIZE_RANGE.start(), *JOURNAL_SIZE_RANGE.end());
+    }
+    limits
+}
+
+/// SIGTERM and SIGINT as one stream of "please exit".
+fn signals() -> tokio::sync::mpsc::Receiver<()> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        for kind in [SignalKind::terminate(), SignalKind::interrupt()] {
+            let tx = tx.clone();
+            if let Ok(mut stream) = signal(kind) {
+                tokio::spawn(async move {
+                    stream.recv().await;
+                    let _ = tx.send(()).await;
+                });
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = tx.send(()).await;
+        });
+    }
+    rx
+}

@@ -1,0 +1,42 @@
+//! The Broker's process-wide state, shared by every Connection task as one `Arc<Broker>`.
+
+use std::sync::atomic::AtomicU64;
+
+use tokio::sync::watch;
+
+use super::hub::Hub;
+use crate::home::Home;
+use crate::store::Store;
+
+pub struct Broker {
+    pub home: Home,
+    pub store: Store,
+    /// Process-stable identity, reported by `initialize` and checked by `bp disconnect`.
+    pub broker_id: String,
+    pub installation_id: String,
+    pub started_at: i64,
+    pub hub: Hub,
+    /// The current browser connection generation; 0 until the first `browser.connect`.
+    pub generation: AtomicU64,
+    /// Set to true to stop the accept loop and exit.
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl Broker {
+    /// Runs a blocking store call off the tokio workers.
+    pub async fn db<T, F>(&self, f: F) -> Result<T, crate::store::StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T, crate::store::StoreError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        match tokio::task::spawn_blocking(move || f(&store)).await {
+            Ok(result) => result,
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        }
+    }
+
+    pub fn request_shutdown(&self) {
+        let _ = self.shutdown.send(true);
+    }
+}

@@ -1,0 +1,84 @@
+//! Bounded periodic sweeps: Lease expiry, idle Workspace reclaim, and the Broker's own exit when
+//! its home directory disappears.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::lifecycle::announce_expired;
+use super::state::Broker;
+use crate::version::now_ms;
+
+/// How often expired Leases are reclaimed; with a 1 s minimum TTL this keeps expiry within 10%.
+const LEASE_SWEEP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often idle Workspaces and the home directory are checked.
+const SLOW_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A Workspace with no Lease and no live Connection of its Principal for this long is released.
+const WORKSPACE_IDLE_RECLAIM_MS: i64 = 10 * 60 * 1000;
+
+pub async fn run(broker: Arc<Broker>) {
+    let mut lease_tick = tokio::time::interval(LEASE_SWEEP_INTERVAL);
+    lease_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut slow_tick = tokio::time::interval(SLOW_SWEEP_INTERVAL);
+    slow_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut shutdown = broker.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = lease_tick.tick() => expire_leases(&broker).await,
+            _ = slow_tick.tick() => {
+                if let Err(error) = broker.db(|store| store.reclaim_lost_connections()).await {
+                    tracing::error!(%error, "lost connection sweep failed");
+                }
+                reclaim_idle_workspaces(&broker).await;
+                exit_if_home_gone(&broker);
+            }
+        }
+    }
+}
+
+async fn expire_leases(broker: &Arc<Broker>) {
+    match broker.db(|store| store.expire_leases(now_ms())).await {
+        Ok(expired) if expired.is_empty() => {}
+        Ok(expired) => announce_expired(broker, expired).await,
+        Err(error) => tracing::error!(%error, "lease sweep failed"),
+    }
+}
+
+async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
+    let idle_before = now_ms() - WORKSPACE_IDLE_RECLAIM_MS;
+    let idle = match broker
+        .db(move |store| store.inactive_workspaces(idle_before))
+        .await
+    {
+        Ok(idle) => idle,
+        Err(error) => {
+            tracing::error!(%error, "idle workspace sweep failed");
+            return;
+        }
+    };
+    for workspace in idle {
+        let id = workspace.id.clone();
+        let principal = workspace.principal.clone();
+        match broker
+            .db(move |store| store.release_workspace(&principal, &id, now_ms()))
+            .await
+        {
+            Ok(_) => {
+                broker.hub.remove_workspace(&workspace.id);
+                tracing::info!(workspace = %workspace.id, "reclaimed an idle workspace");
+            }
+            Err(error) => tracing::error!(%error, "cannot reclaim idle workspace"),
+        }
+    }
+}
+
+/// A Broker whose socket file is gone (its home was deleted or taken over) can no longer be
+/// found by any bridge; it exits instead of lingering.
+fn exit_if_home_gone(broker: &Broker) {
+    if !broker.home.socket_path().exists() {
+        tracing::info!("the Broker endpoint file disappeared; shutting down");
+        broker.request_shutdown();
+    }
+}

@@ -1,0 +1,181 @@
+//! The browser candidate value: identity, the four state axes the contract
+//! names, and remediation. `to_json` is the only wire form and it never
+//! contains a port, a WebSocket path or a filesystem path; the endpoint and
+//! the user-data directory stay behind crate-visible getters. This file does
+//! no I/O.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// The aggregate state a host branches on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateState {
+    /// A live debugging endpoint was found; `browser.connect` can try it.
+    Ready,
+    /// The browser (or the managed profile) needs a setup step first.
+    NeedsSetup,
+    /// The browser is not running (or cannot be reached) right now.
+    Unavailable,
+}
+
+/// Whether the browser process behind the profile is running, as far as a
+/// passive look can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running,
+    NotRunning,
+    Unknown,
+}
+
+/// What the profile's `DevToolsActivePort` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteDebuggingState {
+    /// The file names a port that accepts TCP connections.
+    Enabled,
+    /// The file exists but its port is closed or the file is malformed
+    /// (Chromium never deletes it on exit).
+    Stale,
+    /// No file: remote debugging was never enabled for this profile.
+    Disabled,
+}
+
+/// Whether Chromium let us connect. Discovery always reports `Unknown`;
+/// only an explicit connection attempt changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationState {
+    Unknown,
+    Authorized,
+    Denied,
+}
+
+/// A structured next step for the host or the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remediation {
+    /// Stable snake_case action: `start_browser`, `enable_remote_debugging`,
+    /// `launch_managed_browser`.
+    pub action: String,
+    /// Human text; hosts must not parse it.
+    pub message: String,
+    pub url: Option<String>,
+}
+
+/// A recorded debugging endpoint: `ws://127.0.0.1:<port><path>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub port: u16,
+    pub path: String,
+}
+
+impl Endpoint {
+    /// The browser-level WebSocket URL for the janitor.
+    pub fn ws_url(&self) -> String {
+        format!("ws://127.0.0.1:{}{}", self.port, self.path)
+    }
+}
+
+/// One browser profile the Broker could use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Stable across runs: `browser:<product>[-<channel>]-<8 hex of sha256
+    /// of the canonical user-data dir>`.
+    pub id: String,
+    /// `chrome`, `chromium`, `edge` or `brave`.
+    pub product: String,
+    /// `stable`, `beta`, `dev`, `canary` or `managed`.
+    pub channel: String,
+    /// A display name, never a path.
+    pub profile: String,
+    pub managed: bool,
+    pub state: CandidateState,
+    pub process_state: ProcessState,
+    pub remote_debugging_state: RemoteDebuggingState,
+    pub authorization_state: AuthorizationState,
+    pub remediation: Option<Remediation>,
+    pub(super) endpoint: Option<Endpoint>,
+    pub(super) user_data_dir: PathBuf,
+}
+
+impl Candidate {
+    /// The live endpoint, when `remote_debugging_state` is `Enabled`.
+    /// Crate-internal: never serialized.
+    pub(crate) fn endpoint(&self) -> Option<&Endpoint> {
+        self.endpoint.as_ref()
+    }
+
+    /// The user-data directory. Crate-internal: never serialized.
+    pub(crate) fn user_data_dir(&self) -> &Path {
+        &self.user_data_dir
+    }
+
+    /// The wire form (camelCase): identity, states and remediation only.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("id".into(), json!(self.id));
+        object.insert("product".into(), json!(self.product));
+        object.insert("channel".into(), json!(self.channel));
+        object.insert("profile".into(), json!(self.profile));
+        object.insert("managed".into(), json!(self.managed));
+        object.insert("state".into(), json!(self.state.as_str()));
+        object.insert("processState".into(), json!(self.process_state.as_str()));
+        object.insert(
+            "remoteDebuggingState".into(),
+            json!(self.remote_debugging_state.as_str()),
+        );
+        object.insert(
+            "authorizationState".into(),
+            json!(self.authorization_state.as_str()),
+        );
+        if let Some(remediation) = &self.remediation {
+            let mut value = json!({
+                "action": remediation.action,
+                "message": remediation.message,
+            });
+            if let Some(url) = &remediation.url {
+                value["url"] = json!(url);
+            }
+            object.insert("remediation".into(), value);
+        }
+        Value::Object(object)
+    }
+}
+
+impl CandidateState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CandidateState::Ready => "ready",
+            CandidateState::NeedsSetup => "needs_setup",
+            CandidateState::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl ProcessState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessState::Running => "running",
+            ProcessState::NotRunning => "not_running",
+            ProcessState::Unknown => "unknown",
+        }
+    }
+}
+
+impl RemoteDebuggingState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemoteDebuggingState::Enabled => "enabled",
+            RemoteDebuggingState::Stale => "stale",
+            RemoteDebuggingState::Disabled => "disabled",
+        }
+    }
+}
+
+impl AuthorizationState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthorizationState::Unknown => "unknown",
+            AuthorizationState::Authorized => "authorized",
+            AuthorizationState::Denied => "denied",
+        }
+    }
+}

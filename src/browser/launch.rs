@@ -1,0 +1,255 @@
+//! `browser-pilot browser launch` and `browser stop` for the Broker-managed
+//! profile `<home>/browser/managed-profile`. Launch finds an executable,
+//! spawns it detached with a fixed flag set and waits for its debugging
+//! port; stop closes it through one WebSocket (via the janitor module, the
+//! only WebSocket owner). Both are blocking CLI functions. This file never
+//! touches a user's own profile.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::candidate::{Candidate, ProcessState};
+use super::discovery::{inspect_managed, managed_profile_dir, probe, remove_active_port};
+use super::os;
+
+/// Environment variable naming the Chromium executable when `--executable`
+/// is not given.
+pub const CHROMIUM_ENV: &str = "BROWSER_PILOT_CHROMIUM";
+
+/// How long launch waits for `DevToolsActivePort` and a listening port.
+/// A fresh profile needs ~130 ms here (field notes §1); a cold start on a
+/// slow disk can take seconds.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long stop waits for the port to close and the process to exit after
+/// `Browser.close` (58 ms median here; field notes §8).
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Budget for the one WebSocket that sends `Browser.close`.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Poll interval while waiting for the port to open or close.
+const POLL_INTERVAL: Duration = Duration::from_millis(25);
+
+/// Flags every managed Chromium gets (DESIGN.md conventions).
+const BASE_FLAGS: [&str; 5] = [
+    "--remote-debugging-port=0",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+/// Errors of `browser launch` and `browser stop`.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("no chromium executable found (looked at {tried}); {hint}")]
+    ExecutableNotFound { tried: String, hint: &'static str },
+    #[error("{path} is not an executable file ({origin}); {hint}")]
+    NotExecutable {
+        path: PathBuf,
+        origin: &'static str,
+        hint: &'static str,
+    },
+    #[error("cannot prepare the managed profile directory: {0}")]
+    Profile(#[source] std::io::Error),
+    #[error("cannot start {path}: {source}")]
+    Spawn {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("chromium exited during start-up ({status})")]
+    ExitedEarly { status: String },
+    #[error(
+        "chromium did not open its debugging port within {seconds} s; \
+         if a managed browser is already running without one, run: browser-pilot browser stop"
+    )]
+    StartTimeout { seconds: u64 },
+    #[error("cannot close the managed browser: {0}")]
+    Close(#[from] crate::janitor::JanitorError),
+    #[error("the managed browser did not exit within {seconds} s")]
+    StopTimeout { seconds: u64 },
+}
+
+/// Starts (or finds) the managed Chromium and returns its candidate.
+/// Idempotent: a live managed endpoint is returned as is.
+pub fn launch_cli(
+    home: &Path,
+    headless: bool,
+    executable: Option<PathBuf>,
+) -> Result<Candidate, LaunchError> {
+    let profile_dir = managed_profile_dir(home);
+    let existing = inspect_managed(home);
+    if existing.endpoint().is_some() {
+        return Ok(existing);
+    }
+    let executable = resolve_executable(executable)?;
+    // Both Broker-owned levels are owner-only, even if they pre-existed.
+    for dir in [home.join("browser"), profile_dir.clone()] {
+        os::create_private_dir_all(&dir).map_err(LaunchError::Profile)?;
+    }
+    // Chromium never deletes the file (field notes §0 item 9); a stale one
+    // would be mistaken for the new browser's port.
+    remove_active_port(&profile_dir).map_err(LaunchError::Profile)?;
+    let mut child = match existing.process_state {
+        // Another launch is starting this profile; wait for its port.
+        ProcessState::Running => None,
+        ProcessState::NotRunning | ProcessState::Unknown => {
+            let mut command = Command::new(&executable);
+            command
+                .args(chromium_args(&profile_dir, headless, os::is_root()))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = os::spawn_detached(&mut command).map_err(|source| LaunchError::Spawn {
+                path: executable.clone(),
+                source,
+            })?;
+            Some(child)
+        }
+    };
+    let started = Instant::now();
+    loop {
+        let candidate = inspect_managed(home);
+        if candidate.endpoint().is_some() {
+            if let Some(child) = child {
+                // Reap the browser when it exits, without blocking anyone.
+                std::thread::spawn(move || {
+                    let mut child = child;
+                    let _ = child.wait();
+                });
+            }
+            return Ok(candidate);
+        }
+        if let Some(running) = child.as_mut()
+            && let Ok(Some(status)) = running.try_wait()
+        {
+            return Err(LaunchError::ExitedEarly {
+                status: status.to_string(),
+            });
+        }
+        if started.elapsed() >= START_TIMEOUT {
+            return Err(LaunchError::StartTimeout {
+                seconds: START_TIMEOUT.as_secs(),
+            });
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Stops the managed browser with `Browser.close` and waits until its port
+/// closes and its process exits. Returns `false` when it was not running.
+pub fn stop_cli(home: &Path) -> Result<bool, LaunchError> {
+    let candidate = inspect_managed(home);
+    let endpoint = match candidate.endpoint() {
+        Some(endpoint) => endpoint.clone(),
+        None => return Ok(false),
+    };
+    crate::janitor::close_browser(&endpoint.ws_url(), CLOSE_TIMEOUT)?;
+    let profile_dir = candidate.user_data_dir().to_path_buf();
+    let started = Instant::now();
+    loop {
+        let port_closed = !probe(endpoint.port);
+        let exited = os::profile_process_state(&profile_dir) != ProcessState::Running;
+        if port_closed && exited {
+            return Ok(true);
+        }
+        if started.elapsed() >= STOP_TIMEOUT {
+            return Err(LaunchError::StopTimeout {
+                seconds: STOP_TIMEOUT.as_secs(),
+            });
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+fn chromium_args(profile_dir: &Path, headless: bool, as_root: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = BASE_FLAGS.iter().map(OsString::from).collect();
+    let mut user_data_dir = OsString::from("--user-data-dir=");
+    user_data_dir.push(profile_dir);
+    args.push(user_data_dir);
+    if headless {
+        args.push("--headless".into());
+        args.push("--disable-gpu".into());
+    }
+    if as_root {
+        // Chromium refuses to run as root with the sandbox on.
+        args.push("--no-sandbox".into());
+    }
+    args.push("about:blank".into());
+    args
+}
+
+/// `--executable`, then `BROWSER_PILOT_CHROMIUM`, then the usual paths. An
+/// explicit choice that is not executable is an error, not a fallback.
+fn resolve_executable(flag: Option<PathBuf>) -> Result<PathBuf, LaunchError> {
+    let explicit = match flag {
+        Some(path) => Some((path, "--executable")),
+        None => std::env::var_os(CHROMIUM_ENV)
+            .filter(|value| !value.is_empty())
+            .map(|value| (PathBuf::from(value), CHROMIUM_ENV)),
+    };
+    if let Some((path, origin)) = explicit {
+        return match os::is_executable(&path) {
+            true => Ok(path),
+            false => Err(LaunchError::NotExecutable {
+                path,
+                origin,
+                hint: os::INSTALL_HINT,
+            }),
+        };
+    }
+    let candidates = os::executable_search_paths();
+    match candidates.iter().find(|path| os::is_executable(path)) {
+        Some(path) => Ok(path.clone()),
+        None => Err(LaunchError::ExecutableNotFound {
+            tried: candidates
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            hint: os::INSTALL_HINT,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_follow_the_design() {
+        let args = chromium_args(Path::new("/h/browser/managed-profile"), true, true);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        for flag in BASE_FLAGS {
+            assert!(args.iter().any(|a| a == flag), "{flag} missing");
+        }
+        assert!(args.contains(&"--user-data-dir=/h/browser/managed-profile".to_owned()));
+        assert!(args.contains(&"--headless".to_owned()));
+        assert!(args.contains(&"--disable-gpu".to_owned()));
+        assert!(args.contains(&"--no-sandbox".to_owned()));
+        assert_eq!(args.last().map(String::as_str), Some("about:blank"));
+
+        let args = chromium_args(Path::new("/p"), false, false);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(!args.contains(&"--headless".to_owned()));
+        assert!(!args.contains(&"--no-sandbox".to_owned()));
+    }
+
+    #[test]
+    fn explicit_executable_must_exist() {
+        let error = resolve_executable(Some(PathBuf::from("/nonexistent/chromium"))).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("/nonexistent/chromium"), "{message}");
+        assert!(message.contains("--executable"), "{message}");
+    }
+}

@@ -1,0 +1,112 @@
+//! A minimal JSON-RPC client for CLI peers of the Broker.
+
+use serde_json::{Map, Value, json};
+
+use crate::framing::{self, LineReader};
+use crate::home::Home;
+use crate::ipc::{self, IpcReader, IpcWriter};
+use crate::protocol::internal::{Hello, HelloReply, PeerRole, Welcome};
+use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id};
+
+/// Lines from the Broker to a CLI peer are at most this long (debug results are row-capped).
+const CLI_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
+
+pub struct CliClient {
+    reader: LineReader<IpcReader>,
+    writer: IpcWriter,
+    next_id: u64,
+    pub welcome: Welcome,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("no Broker is running for this BROWSER_PILOT_HOME")]
+    NotRunning,
+    #[error("the Broker refused the connection: {0}")]
+    Refused(String),
+    #[error("{message} ({code})")]
+    Rpc {
+        code: String,
+        message: String,
+        data: Value,
+    },
+    #[error("broker link failed: {0}")]
+    Link(String),
+}
+
+impl CliClient {
+    pub async fn connect(home: &Home) -> Result<CliClient, CliError> {
+        let (reader, mut writer) = ipc::connect(&home.socket_path())
+            .await
+            .map_err(|_| CliError::NotRunning)?;
+        let mut reader = LineReader::new(reader, CLI_MAX_LINE_BYTES);
+        let hello = Hello {
+            ipc: IPC_VERSION,
+            role: PeerRole::Cli,
+            executable_version: EXECUTABLE_VERSION.to_owned(),
+            installation_id: installation_id(),
+            pid: std::process::id(),
+            browser_preference: None,
+        };
+        let line = serde_json::to_string(&hello).expect("hello serializes");
+        framing::write_line(&mut writer, &line)
+            .await
+            .map_err(|e| CliError::Link(e.to_string()))?;
+        let reply = reader
+            .next_line()
+            .await
+            .map_err(|e| CliError::Link(e.to_string()))?
+            .ok_or(CliError::NotRunning)?;
+        match serde_json::from_slice::<HelloReply>(&reply) {
+            Ok(HelloReply::Welcome(welcome)) => Ok(CliClient {
+                reader,
+                writer,
+                next_id: 1,
+                welcome,
+            }),
+            Ok(HelloReply::Refused(refusal)) => {
+                Err(CliError::Refused(refusal.error["message"].to_string()))
+            }
+            Err(e) => Err(CliError::Link(e.to_string())),
+        }
+    }
+
+    pub async fn call(
+        &mut self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, CliError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        framing::write_line(&mut self.writer, &request)
+            .await
+            .map_err(|e| CliError::Link(e.to_string()))?;
+        loop {
+            let line = self
+                .reader
+                .next_line()
+                .await
+                .map_err(|e| CliError::Link(e.to_string()))?;
+            let line =
+                line.ok_or_else(|| CliError::Link("the Broker closed the connection".into()))?;
+            let value: Value =
+                serde_json::from_slice(&line).map_err(|e| CliError::Link(e.to_string()))?;
+            if value.get("id") != Some(&json!(id)) {
+                continue;
+            }
+            if let Some(error) = value.get("error") {
+                return Err(CliError::Rpc {
+                    code: error["data"]["code"]
+                        .as_str()
+                        .unwrap_or("unknown")
+                        .to_owned(),
+                    message: error["message"].as_str().unwrap_or("").to_owned(),
+                    data: error["data"].clone(),
+                });
+            }
+            return Ok(value.get("result").cloned().unwrap_or(Value::Null));
+        }
+    }
+}

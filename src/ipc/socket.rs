@@ -1,0 +1,108 @@
+//! Binding, accepting and connecting the Broker endpoint.
+
+use std::path::Path;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use interprocess::local_socket::tokio::{Listener, Stream};
+use interprocess::local_socket::traits::StreamCommon as _;
+use interprocess::local_socket::traits::tokio::{Listener as _, Stream as _};
+use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader, ReadBuf};
+
+use crate::os;
+
+/// The reading side of a connection. The stream is shared with the writing side; the socket
+/// closes when both are dropped (a local socket has no reliable half-close across platforms,
+/// so end-of-input is signalled in-band by the peer instead).
+pub struct IpcRead(Arc<Stream>);
+
+/// The writing side of a connection.
+pub struct IpcWriter(Arc<Stream>);
+
+pub type IpcReader = BufReader<IpcRead>;
+
+impl AsyncRead for IpcRead {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &*self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for IpcWriter {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut &*self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &*self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &*self.0).poll_shutdown(cx)
+    }
+}
+
+fn halves(stream: Stream) -> (IpcReader, IpcWriter) {
+    let shared = Arc::new(stream);
+    (BufReader::new(IpcRead(shared.clone())), IpcWriter(shared))
+}
+
+/// Connects to the Broker endpoint at `path`.
+pub async fn connect(path: &Path) -> std::io::Result<(IpcReader, IpcWriter)> {
+    let name = path.to_fs_name::<GenericFilePath>()?;
+    Ok(halves(Stream::connect(name).await?))
+}
+
+/// A bound Broker endpoint that admits only peers of the same effective user.
+pub struct IpcListener {
+    listener: Listener,
+}
+
+/// Binds the endpoint and makes the socket file owner-only. The caller (the Broker, under the
+/// startup lock) has already removed any stale file.
+pub fn listen(path: &Path) -> std::io::Result<IpcListener> {
+    let name = path.to_fs_name::<GenericFilePath>()?;
+    let listener = ListenerOptions::new()
+        .name(name)
+        .reclaim_name(false)
+        .create_tokio()?;
+    if cfg!(unix) {
+        os::set_owner_only(path, false)?;
+    }
+    Ok(IpcListener { listener })
+}
+
+impl IpcListener {
+    /// The next peer of the same user. Peers of other users (possible only when the directory
+    /// permissions were loosened by hand) are dropped and logged.
+    pub async fn accept(&self) -> std::io::Result<(IpcReader, IpcWriter)> {
+        loop {
+            let stream = self.listener.accept().await?;
+            if cfg!(unix) {
+                let own = os::effective_uid();
+                match stream.peer_creds().map(|c| c.euid()) {
+                    Ok(Some(uid)) if uid == own => {}
+                    Ok(peer) => {
+                        tracing::warn!(?peer, own, "refusing a local peer of another user");
+                        continue;
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read local peer credentials; refusing");
+                        continue;
+                    }
+                }
+            }
+            return Ok(halves(stream));
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The WebSocket transport: tungstenite's protocol state machine driven over
+//! a non-blocking tokio `TcpStream` by readiness (`try_read`/`try_write` +
+//! `ready()`), plus the client handshake with the request Chromium accepts
+//! (no `Origin` header, loopback `Host`) and raised frame/message limits.
+//! It knows nothing about CDP messages, targets or the Broker's pipes.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::{
+    self, HandshakeError, WebSocket,
+    client::IntoClientRequest,
+    error::{Error as WsError, ProtocolError},
+    protocol::WebSocketConfig,
+};
+
+use super::endpoint::WsEndpoint;
+
+/// Largest CDP message (and frame) accepted. Chromium sends every message as
+/// one unfragmented frame and a 5,000-element AX tree is already 16.5 MB
+/// (field notes §0 item 5); tungstenite's defaults (16/64 MiB) are too
+/// small. 256 MiB still stops a runaway peer.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// Errors of connecting to (or talking with) the browser endpoint. `reason`
+/// gives the stable word the janitor prints in `{"janitor":"failed"}`.
+#[derive(Debug, thiserror::Error)]
+pub enum JanitorError {
+    #[error("not a loopback ws:// url: {0}")]
+    InvalidUrl(String),
+    #[error("connection refused")]
+    Refused,
+    #[error("handshake timed out")]
+    Timeout,
+    #[error("connection closed during the handshake")]
+    Closed,
+    #[error("browser answered http {0}")]
+    Http(u16),
+    #[error("i/o error: {0}")]
+    Io(#[source] io::Error),
+    #[error("websocket protocol error: {0}")]
+    Protocol(String),
+}
+
+impl JanitorError {
+    /// `refused`, `timeout`, `closed`, `http_<status>`, `invalid_url`, `io`
+    /// or `protocol`.
+    pub fn reason(&self) -> String {
+        match self {
+            JanitorError::InvalidUrl(_) => "invalid_url".to_owned(),
+            JanitorError::Refused => "refused".to_owned(),
+            JanitorError::Timeout => "timeout".to_owned(),
+            JanitorError::Closed => "closed".to_owned(),
+            JanitorError::Http(status) => format!("http_{status}"),
+            JanitorError::Io(_) => "io".to_owned(),
+            JanitorError::Protocol(_) => "protocol".to_owned(),
+        }
+    }
+
+    pub(super) fn from_ws(error: WsError) -> JanitorError {
+        match error {
+            WsError::Http(response) => JanitorError::Http(response.status().as_u16()),
+            WsError::Io(error) => JanitorError::from_io(error),
+            WsError::ConnectionClosed
+            | WsError::AlreadyClosed
+            | WsError::Protocol(ProtocolError::HandshakeIncomplete)
+            | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+                JanitorError::Closed
+            }
+            other => JanitorError::Protocol(other.to_string()),
+        }
+    }
+
+    pub(super) fn from_io(error: io::Error) -> JanitorError {
+        match error.kind() {
+            io::ErrorKind::ConnectionRefused => JanitorError::Refused,
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => JanitorError::Timeout,
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe => JanitorError::Closed,
+            _ => JanitorError::Io(error),
+        }
+    }
+}
+
+/// The tungstenite configuration for the browser socket.
+pub(super) fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_MESSAGE_BYTES))
+}
+
+/// `Read`/`Write` over a non-blocking tokio socket: `WouldBlock` is passed
+/// through to tungstenite and remembered, so the driver knows which
+/// readiness to wait for.
+pub(super) struct TryIo {
+    stream: Arc<TcpStream>,
+    read_blocked: bool,
+    write_blocked: bool,
+}
+
+impl TryIo {
+    fn new(stream: Arc<TcpStream>) -> TryIo {
+        TryIo {
+            stream,
+            read_blocked: false,
+            write_blocked: false,
+        }
+    }
+
+    /// The readiness that unblocks what last returned `WouldBlock`, and
+    /// resets the record. Reading is always of interest.
+    fn take_interest(&mut self) -> Interest {
+        let interest = match self.write_blocked {
+            true => Interest::READABLE | Interest::WRITABLE,
+            false => Interest::READABLE,
+        };
+        self.read_blocked = false;
+        self.write_blocked = false;
+        interest
+    }
+}
+
+impl Read for TryIo {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let result = self.stream.try_read(buffer);
+        if matches!(&result, Err(error) if error.kind() == io::ErrorKind::WouldBlock) {
+            self.read_blocked = true;
+        }
+        result
+    }
+}
+
+impl Write for TryIo {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        let result = self.stream.try_write(buffer);
+        if matches!(&result, Err(error) if error.kind() == io::ErrorKind::WouldBlock) {
+            self.write_blocked = true;
+        }
+        result
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An open browser WebSocket driven by readiness.
+pub(super) struct Connection {
+    pub(super) ws: WebSocket<TryIo>,
+    stream: Arc<TcpStream>,
+}
+
+impl Connection {
+    /// A future that resolves when the socket can make progress on whatever
+    /// last blocked (always reading; writing too when a flush is pending).
+    /// It does not borrow the connection, so it can sit in a `select!`.
+    pub(super) fn readiness(&mut self) -> impl Future<Output = io::Result<()>> + use<> {
+        let interest = self.ws.get_mut().take_interest();
+        let stream = Arc::clone(&self.stream);
+        async move { stream.ready(interest).await.map(|_| ()) }
+    }
+}
+
+/// Connects and performs the client handshake within `timeout` (minutes in
+/// approval mode, where Chromium holds the upgrade until the user answers).
+pub(super) async fn connect(
+    endpoint: &WsEndpoint,
+    timeout: Duration,
+) -> Result<Connection, JanitorError> {
+    match tokio::time::timeout(timeout, connect_inner(endpoint)).await {
+        Ok(result) => result,
+        Err(_) => Err(JanitorError::Timeout),
+    }
+}
+
+async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError> {
+    let stream = TcpStream::connect(endpoint.address)
+        .await
+        .map_err(JanitorError::from_io)?;
+    let _ = stream.set_nodelay(true);
+    let stream = Arc::new(stream);
+    // tungstenite's request has Host, Upgrade, Connection, Sec-WebSocket-*
+    // and no Origin: any Origin gets HTTP 403 from Chromium.
+    let request = endpoint
+        .url
+        .as_str()
+        .into_client_request()
+        .map_err(JanitorError::from_ws)?;
+    let mut attempt = tungstenite::client::client_with_config(
+        request,
+        TryIo::new(Arc::clone(&stream)),
+        Some(ws_config()),
+    );
+    loop {
+        match attempt {
+            Ok((ws, _response)) => return Ok(Connection { ws, stream }),
+            Err(HandshakeError::Failure(error)) => return Err(JanitorError::from_ws(error)),
+            Err(HandshakeError::Interrupted(mut mid)) => {
+                let io = mid.get_mut().get_mut();
+                let interest = match (io.read_blocked, io.write_blocked) {
+                    (_, true) => Interest::WRITABLE,
+                    _ => Interest::READABLE,
+                };
+                io.read_blocked = false;
+                io.write_blocked = false;
+                stream
+                    .ready(interest)
+                    .await
+                    .map_err(JanitorError::from_io)?;
+                attempt = mid.handshake();
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Which targets the janitor may close: those created by a proxied
+//! `Target.createTarget` (request id remembered, `result.targetId` read from
+//! the matching response) and popups whose `openerId` is already managed.
+//! It also allocates the janitor's own request ids and recognises their
+//! responses so they are not forwarded to the Broker. Pure bookkeeping over
+//! message text: no I/O, no disk.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cdp::TargetId;
+
+/// First id of the janitor's own requests. Chromium parses `id` as a 32-bit
+/// int, so private ids live just below `i32::MAX`; the Broker's client
+/// counts up from 1 and must stay below this base.
+pub const PRIVATE_ID_BASE: u64 = 2_000_000_000;
+
+/// Upper bound of tracked managed targets. Far above any real tab count; a
+/// target beyond it is not tracked (so never closed), which errs on the
+/// side of never touching a tab.
+const MAX_MANAGED_TARGETS: usize = 4096;
+
+/// Upper bound of `Target.createTarget` requests awaiting their response.
+const MAX_PENDING_CREATES: usize = 1024;
+
+/// What the janitor itself asked Chromium.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum PrivateCall {
+    DiscoverTargets,
+    CloseTarget(TargetId),
+}
+
+/// Whether an inbound message goes on to the Broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    Forward,
+    /// A response to a janitor-private request.
+    Private(PrivateCall),
+}
+
+#[derive(Default)]
+pub(super) struct Tracker {
+    managed: HashSet<TargetId>,
+    pending_creates: HashSet<u64>,
+    private_pending: HashMap<u64, PrivateCall>,
+    next_private: u64,
+}
+
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    result: Option<PeekResult>,
+    #[serde(default)]
+    params: Option<PeekParams>,
+}
+
+#[derive(Deserialize)]
+struct PeekResult {
+    #[serde(default, rename = "targetId")]
+    target_id: Option<TargetId>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams {
+    #[serde(default, rename = "targetInfo")]
+    target_info: Option<PeekTargetInfo>,
+    #[serde(default, rename = "targetId")]
+    target_id: Option<TargetId>,
+}
+
+#[derive(Deserialize)]
+struct PeekTargetInfo {
+    #[serde(rename = "targetId")]
+    target_id: TargetId,
+    #[serde(default, rename = "openerId")]
+    opener_id: Option<TargetId>,
+}
+
+impl Tracker {
+    /// Notes a Broker request. Only `Target.createTarget` matters; other
+    /// lines are not parsed.
+    pub(super) fn on_outbound(&mut self, line: &str) {
+        if !line.contains("Target.createTarget") {
+            return;
+        }
+        let Ok(peek) = serde_json::from_str::<Peek>(line) else {
+            return;
+        };
+        if let (Some(id), Some("Target.createTarget")) = (peek.id, peek.method.as_deref()) {
+            match self.pending_creates.len() < MAX_PENDING_CREATES {
+                true => {
+                    self.pending_creates.insert(id);
+                }
+                false => tracing::warn!(id, "too many pending createTarget calls; not tracking"),
+            }
+        }
+    }
+
+    /// Updates the managed set from one inbound message and says whether it
+    /// goes on to the Broker. Messages are parsed only when they can matter.
+    pub(super) fn on_inbound(&mut self, text: &str) -> Verdict {
+        let awaiting = !self.pending_creates.is_empty() || !self.private_pending.is_empty();
+        if !awaiting && !text.contains("Target.target") {
+            return Verdict::Forward;
+        }
+        let Ok(peek) = serde_json::from_str::<Peek>(text) else {
+            return Verdict::Forward;
+        };
+        match (peek.id, peek.method.as_deref()) {
+            (Some(id), _) => {
+                if let Some(call) = self.private_pending.remove(&id) {
+                    return Verdict::Private(call);
+                }
+                if self.pending_creates.remove(&id)
+                    && let Some(target_id) = peek.result.and_then(|result| result.target_id)
+                {
+                    self.adopt(target_id);
+                }
+            }
+            (None, Some("Target.targetCreated" | "Target.targetInfoChanged")) => {
+                if let Some(info) = peek.params.and_then(|params| params.target_info)
+                    && let Some(opener) = info.opener_id
+                    && self.managed.contains(&opener)
+                {
+                    self.adopt(info.target_id);
+                }
+            }
+            (None, Some("Target.targetDestroyed")) => {
+                if let Some(target_id) = peek.params.and_then(|params| params.target_id) {
+                    self.managed.remove(&target_id);
+                }
+            }
+            _ => {}
+        }
+        Verdict::Forward
+    }
+
+    fn adopt(&mut self, target_id: TargetId) {
+        match self.managed.len() < MAX_MANAGED_TARGETS {
+            true => {
+                self.managed.insert(target_id);
+            }
+            false => tracing::warn!(%target_id, "managed target limit reached; not tracking"),
+        }
+    }
+
+    /// Builds a janitor-private request line and remembers its id.
+    pub(super) fn private_request(&mut self, call: PrivateCall) -> String {
+        let id = PRIVATE_ID_BASE + self.next_private;
+        self.next_private += 1;
+        let (method, params) = match &call {
+            PrivateCall::DiscoverTargets => {
+                ("Target.setDiscoverTargets", json!({"discover": true}))
+            }
+            PrivateCall::CloseTarget(target_id) => (
+                "Target.closeTarget",
+                json!({"targetId": target_id.as_str()}),
+            ),
+        };
+        self.private_pending.insert(id, call);
+        json!({"id": id, "method": method, "params": params}).to_string()
+    }
+
+    /// Managed targets, sorted for deterministic cleanup order.
+    pub(super) fn managed_targets(&self) -> Vec<TargetId> {
+        let mut targets: Vec<TargetId> = self.managed.iter().cloned().collect();
+        targets.sort();
+        targets
+    }
+
+    /// Whether any janitor-private request still waits for its response.
+    pub(super) fn has_private_pending(&self) -> bool {
+        !self.private_pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn target(raw: &str) -> TargetId {
+        TargetId::new(raw)
+    }
+
+    #[test]
+    fn created_targets_and_their_popups_are_managed() {
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(
+            r#"{"id":7,"method":"Target.createTarget","params":{"url":"about:blank"}}"#,
+        );
+        // Chromium announces the target before answering.
+        let created = r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"M1","type":"page","url":""}}}"#;
+        assert_eq!(tracker.on_inbound(created), Verdict::Forward);
+        assert!(tracker.managed_targets().is_empty());
+        assert_eq!(
+            tracker.on_inbound(r#"{"id":7,"result":{"targetId":"M1"}}"#),
+            Verdict::Forward
+        );
+        assert_eq!(tracker.managed_targets(), vec![target("M1")]);
+
+        // A popup of the managed tab, and a popup of that popup.
+        tracker.on_inbound(r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"P1","type":"page","openerId":"M1"}}}"#);
+        tracker.on_inbound(r#"{"method":"Target.targetInfoChanged","params":{"targetInfo":{"targetId":"P2","type":"page","openerId":"P1"}}}"#);
+        // A user tab and a user's popup are never adopted.
+        tracker.on_inbound(r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"U1","type":"page"}}}"#);
+        tracker.on_inbound(r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"U2","type":"page","openerId":"U1"}}}"#);
+        assert_eq!(
+            tracker.managed_targets(),
+            vec![target("M1"), target("P1"), target("P2")]
+        );
+
+        tracker.on_inbound(r#"{"method":"Target.targetDestroyed","params":{"targetId":"P1"}}"#);
+        assert_eq!(tracker.managed_targets(), vec![target("M1"), target("P2")]);
+    }
+
+    #[test]
+    fn failed_or_other_requests_adopt_nothing() {
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(r#"{"id":1,"method":"Target.createTarget","params":{"url":"x"}}"#);
+        tracker.on_inbound(r#"{"id":1,"error":{"code":-32000,"message":"Failed"}}"#);
+        // The id is no longer pending: a later reply with it adopts nothing.
+        tracker.on_inbound(r#"{"id":1,"result":{"targetId":"X"}}"#);
+        // A response to some other request that happens to carry a targetId.
+        tracker
+            .on_outbound(r#"{"id":2,"method":"Target.attachToTarget","params":{"targetId":"U"}}"#);
+        tracker.on_inbound(r#"{"id":2,"result":{"targetId":"U"}}"#);
+        // A createTarget sent on a page session still counts by id.
+        assert!(tracker.managed_targets().is_empty());
+    }
+
+    #[test]
+    fn private_responses_are_recognised_and_not_forwarded() {
+        let mut tracker = Tracker::default();
+        let line = tracker.private_request(PrivateCall::CloseTarget(target("M1")));
+        let request: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(request["method"], "Target.closeTarget");
+        assert_eq!(request["params"]["targetId"], "M1");
+        let id = request["id"].as_u64().unwrap();
+        assert!(id >= PRIVATE_ID_BASE && id <= i32::MAX as u64);
+        assert!(tracker.has_private_pending());
+        let reply = format!(r#"{{"id":{id},"result":{{"success":true}}}}"#);
+        assert_eq!(
+            tracker.on_inbound(&reply),
+            Verdict::Private(PrivateCall::CloseTarget(target("M1")))
+        );
+        assert!(!tracker.has_private_pending());
+        // The Broker's own responses go through.
+        assert_eq!(
+            tracker.on_inbound(r#"{"id":3,"result":{}}"#),
+            Verdict::Forward
+        );
+    }
+
+    #[test]
+    fn unparsable_messages_are_forwarded_untouched() {
+        let mut tracker = Tracker::default();
+        tracker.on_outbound("Target.createTarget but not json");
+        assert_eq!(
+            tracker.on_inbound("Target.targetCreated garbage"),
+            Verdict::Forward
+        );
+        assert!(tracker.managed_targets().is_empty());
+    }
+}

@@ -1,0 +1,182 @@
+//! Classifying one inbound line as a JSON-RPC 2.0 request or notification.
+//!
+//! Owns the envelope rules of the contract: UTF-8, one JSON object, `jsonrpc: "2.0"`, a string
+//! `method`, an id that is a non-empty string or a safe integer, `params` an object when present.
+//! A failure here is fatal for the bridge (the caller answers with `id: null` and exits). Method
+//! semantics and parameter shapes are decided elsewhere.
+
+use serde_json::{Map, Value};
+
+use super::errors::{ErrorCode, RpcError};
+
+/// The largest integer id a JavaScript host can represent exactly: 2^53 - 1.
+pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// A well-formed inbound message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    Request {
+        id: Value,
+        method: String,
+        params: Map<String, Value>,
+    },
+    Notification {
+        method: String,
+        params: Map<String, Value>,
+    },
+}
+
+impl Inbound {
+    pub fn method(&self) -> &str {
+        match self {
+            Inbound::Request { method, .. } | Inbound::Notification { method, .. } => method,
+        }
+    }
+}
+
+/// Decodes and checks one line. Every error returned is an envelope error (fatal for a bridge).
+pub fn classify(line: &[u8]) -> Result<Inbound, RpcError> {
+    let text = std::str::from_utf8(line)
+        .map_err(|_| RpcError::new(ErrorCode::ParseError, "input is not valid UTF-8"))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| RpcError::new(ErrorCode::ParseError, format!("invalid JSON: {e}")))?;
+    let Value::Object(mut object) = value else {
+        return Err(invalid("a message must be a JSON object"));
+    };
+    match object.get("jsonrpc") {
+        Some(Value::String(version)) if version == "2.0" => {}
+        Some(_) => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
+        None => return Err(invalid("\"jsonrpc\" is missing")),
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(method)) if !method.is_empty() => method,
+        Some(_) => return Err(invalid("\"method\" must be a non-empty string")),
+        None => {
+            return Err(invalid(
+                "\"method\" is missing (responses are not accepted from hosts)",
+            ));
+        }
+    };
+    let params = match object.remove("params") {
+        None => Map::new(),
+        Some(Value::Object(params)) => params,
+        Some(_) => return Err(invalid("\"params\" must be an object")),
+    };
+    match object.remove("id") {
+        None => Ok(Inbound::Notification { method, params }),
+        Some(id) => {
+            check_id(&id)?;
+            Ok(Inbound::Request { id, method, params })
+        }
+    }
+}
+
+/// Request ids are non-empty strings or integers with |n| <= 2^53 - 1.
+pub fn check_id(id: &Value) -> Result<(), RpcError> {
+    match id {
+        Value::String(s) if !s.is_empty() => Ok(()),
+        Value::String(_) => Err(invalid("\"id\" must not be an empty string")),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
+            (None, Some(_)) | (Some(_), _) => {
+                Err(invalid("\"id\" is outside the safe integer range"))
+            }
+            (None, None) => Err(invalid("\"id\" must be an integer, not a fraction")),
+        },
+        _ => Err(invalid(
+            "\"id\" must be a non-empty string or a safe integer",
+        )),
+    }
+}
+
+fn invalid(message: &str) -> RpcError {
+    RpcError::new(ErrorCode::InvalidRequest, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(line: &str, expect: Result<&str, &str>) {
+        let got = classify(line.as_bytes());
+        match (got, expect) {
+            (Ok(Inbound::Request { .. }), Ok("request")) => {}
+            (Ok(Inbound::Notification { .. }), Ok("notification")) => {}
+            (Err(e), Err(code)) => assert_eq!(e.code.as_str(), code, "{line}"),
+            (got, expect) => panic!("{line}: got {got:?}, want {expect:?}"),
+        }
+    }
+
+    #[test]
+    fn envelope_matrix() {
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, Ok("request"));
+        check(
+            r#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#,
+            Ok("request"),
+        );
+        check(r#"{"jsonrpc":"2.0","method":"x"}"#, Ok("notification"));
+        check(
+            r#"{"jsonrpc":"2.0","id":9007199254740991,"method":"x"}"#,
+            Ok("request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"x"}"#,
+            Ok("request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":9007199254740992,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":"","method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(r#"{"id":1,"method":"x"}"#, Err("invalid_request"));
+        check(
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            Err("invalid_request"),
+        );
+        check(r#"{"jsonrpc":"2.0","id":1}"#, Err("invalid_request"));
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#,
+            Err("invalid_request"),
+        );
+        check(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#,
+            Err("invalid_request"),
+        );
+        check("42", Err("invalid_request"));
+        check("{not json", Err("parse_error"));
+        check("", Err("parse_error"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_parse_error() {
+        let err = classify(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}").unwrap_err();
+        assert_eq!(err.code, ErrorCode::ParseError);
+    }
+}

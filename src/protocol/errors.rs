@@ -1,0 +1,235 @@
+//! The one table of agent-visible error codes.
+//!
+//! Every `error.data.code` the Host API can return is a variant of [`ErrorCode`], with its
+//! JSON-RPC integer and its `retryable` flag. Modules keep their own typed errors and are mapped
+//! to an [`RpcError`] in exactly one place per role (the Broker's dispatch, the bridge's framing).
+//! This module does no I/O and knows nothing of the store, sockets or CDP.
+
+use serde_json::{Map, Value, json};
+
+/// Every `data.code` of the Host API. `docs/errors.md` lists each one; a unit test keeps the two
+/// in step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    ParseError,
+    InvalidRequest,
+    MessageTooLarge,
+    MethodNotFound,
+    InvalidParams,
+    InternalError,
+    NotInitialized,
+    AlreadyInitialized,
+    ProtocolIncompatible,
+    ResultTooLarge,
+    CapabilityDenied,
+    WorkspaceNotFound,
+    LeaseNotFound,
+    LeaseNotOwned,
+    LeaseExpired,
+    ClientKeyConflict,
+    LimitExceeded,
+    CursorExpired,
+    BrowserDisconnected,
+    BrokerInUse,
+    BrokerUnavailable,
+    ReadOnlyViolation,
+}
+
+impl ErrorCode {
+    /// Every code, in the order `docs/errors.md` lists them.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::ParseError,
+        ErrorCode::InvalidRequest,
+        ErrorCode::MessageTooLarge,
+        ErrorCode::MethodNotFound,
+        ErrorCode::InvalidParams,
+        ErrorCode::InternalError,
+        ErrorCode::NotInitialized,
+        ErrorCode::AlreadyInitialized,
+        ErrorCode::ProtocolIncompatible,
+        ErrorCode::ResultTooLarge,
+        ErrorCode::CapabilityDenied,
+        ErrorCode::WorkspaceNotFound,
+        ErrorCode::LeaseNotFound,
+        ErrorCode::LeaseNotOwned,
+        ErrorCode::LeaseExpired,
+        ErrorCode::ClientKeyConflict,
+        ErrorCode::LimitExceeded,
+        ErrorCode::CursorExpired,
+        ErrorCode::BrowserDisconnected,
+        ErrorCode::BrokerInUse,
+        ErrorCode::BrokerUnavailable,
+        ErrorCode::ReadOnlyViolation,
+    ];
+
+    /// The stable snake_case string hosts branch on.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ParseError => "parse_error",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::MessageTooLarge => "message_too_large",
+            ErrorCode::MethodNotFound => "method_not_found",
+            ErrorCode::InvalidParams => "invalid_params",
+            ErrorCode::InternalError => "internal_error",
+            ErrorCode::NotInitialized => "not_initialized",
+            ErrorCode::AlreadyInitialized => "already_initialized",
+            ErrorCode::ProtocolIncompatible => "protocol_incompatible",
+            ErrorCode::ResultTooLarge => "result_too_large",
+            ErrorCode::CapabilityDenied => "capability_denied",
+            ErrorCode::WorkspaceNotFound => "workspace_not_found",
+            ErrorCode::LeaseNotFound => "lease_not_found",
+            ErrorCode::LeaseNotOwned => "lease_not_owned",
+            ErrorCode::LeaseExpired => "lease_expired",
+            ErrorCode::ClientKeyConflict => "client_key_conflict",
+            ErrorCode::LimitExceeded => "limit_exceeded",
+            ErrorCode::CursorExpired => "cursor_expired",
+            ErrorCode::BrowserDisconnected => "browser_disconnected",
+            ErrorCode::BrokerInUse => "broker_in_use",
+            ErrorCode::BrokerUnavailable => "broker_unavailable",
+            ErrorCode::ReadOnlyViolation => "read_only_violation",
+        }
+    }
+
+    /// The JSON-RPC `error.code` integer. Standard codes for envelope and parameter errors,
+    /// the server range -32000..-32099 for everything the Broker decides.
+    pub fn rpc_code(self) -> i64 {
+        match self {
+            ErrorCode::ParseError => -32700,
+            ErrorCode::InvalidRequest | ErrorCode::MessageTooLarge => -32600,
+            ErrorCode::MethodNotFound => -32601,
+            ErrorCode::InvalidParams => -32602,
+            ErrorCode::InternalError => -32603,
+            ErrorCode::NotInitialized => -32002,
+            ErrorCode::AlreadyInitialized => -32003,
+            ErrorCode::ProtocolIncompatible => -32004,
+            ErrorCode::ResultTooLarge => -32005,
+            ErrorCode::CapabilityDenied => -32010,
+            ErrorCode::WorkspaceNotFound => -32011,
+            ErrorCode::LeaseNotFound => -32012,
+            ErrorCode::LeaseNotOwned => -32013,
+            ErrorCode::LeaseExpired => -32014,
+            ErrorCode::ClientKeyConflict => -32015,
+            ErrorCode::LimitExceeded => -32016,
+            ErrorCode::CursorExpired => -32017,
+            ErrorCode::BrowserDisconnected => -32030,
+            ErrorCode::BrokerInUse => -32040,
+            ErrorCode::BrokerUnavailable => -32041,
+            ErrorCode::ReadOnlyViolation => -32042,
+        }
+    }
+
+    /// Whether the same call may succeed later without the caller changing anything.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::ResultTooLarge
+                | ErrorCode::BrowserDisconnected
+                | ErrorCode::BrokerInUse
+                | ErrorCode::BrokerUnavailable
+                | ErrorCode::InternalError
+        )
+    }
+}
+
+/// An error on its way to a JSON-RPC `error` member.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// Where the user or host must act: `{action, message, ...}`.
+    pub remediation: Option<Value>,
+    /// Machine-readable detail, e.g. `earliestCursor` for `cursor_expired`.
+    pub context: Option<Map<String, Value>>,
+}
+
+impl RpcError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            remediation: None,
+            context: None,
+        }
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorCode::InvalidParams, message)
+    }
+
+    /// Attaches remediation `{action, message}`; `action` is a stable snake_case word.
+    pub fn with_remediation(mut self, action: &str, message: impl Into<String>) -> RpcError {
+        self.remediation = Some(json!({"action": action, "message": message.into()}));
+        self
+    }
+
+    pub fn with_context(mut self, key: &str, value: Value) -> RpcError {
+        self.context
+            .get_or_insert_with(Map::new)
+            .insert(key.to_owned(), value);
+        self
+    }
+
+    /// The JSON-RPC `error` object.
+    pub fn to_json(&self) -> Value {
+        let mut data = Map::new();
+        data.insert("code".into(), Value::from(self.code.as_str()));
+        data.insert("retryable".into(), Value::from(self.code.retryable()));
+        if let Some(remediation) = &self.remediation {
+            data.insert("remediation".into(), remediation.clone());
+        }
+        if let Some(context) = &self.context {
+            data.insert("context".into(), Value::Object(context.clone()));
+        }
+        json!({"code": self.code.rpc_code(), "message": self.message, "data": data})
+    }
+
+    /// A complete JSON-RPC error response line (without the newline).
+    pub fn response(&self, id: &Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "error": self.to_json()}).to_string()
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_documented() {
+        let doc = include_str!("../../docs/errors.md");
+        for code in ErrorCode::ALL {
+            assert!(
+                doc.contains(&format!("`{}`", code.as_str())),
+                "{} missing from docs/errors.md",
+                code.as_str()
+            );
+        }
+    }
+
+    #[test]
+    fn codes_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "duplicate {}", code.as_str());
+        }
+    }
+
+    #[test]
+    fn error_object_shape() {
+        let error = RpcError::new(ErrorCode::CursorExpired, "cursor predates the journal")
+            .with_context("earliestCursor", json!("cursor:5"));
+        let value = error.to_json();
+        assert_eq!(value["code"], -32017);
+        assert_eq!(value["data"]["code"], "cursor_expired");
+        assert_eq!(value["data"]["retryable"], false);
+        assert_eq!(value["data"]["context"]["earliestCursor"], "cursor:5");
+        assert!(value["data"].get("remediation").is_none());
+    }
+}
