@@ -15,6 +15,7 @@ pub mod home;
 pub mod ipc;
 pub mod janitor;
 pub mod os;
+pub mod page;
 pub mod protocol;
 pub mod store;
 pub mod version;
