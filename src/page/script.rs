@@ -196,7 +196,10 @@ mod tests {
     fn every_declaration_wraps_prelude_and_calls_its_entry() {
         for script in Script::ALL {
             let declaration = script.declaration();
-            assert!(declaration.starts_with("function (options) {"), "{script:?}");
+            assert!(
+                declaration.starts_with("function (options) {"),
+                "{script:?}"
+            );
             assert!(declaration.contains("function bpState()"), "{script:?}");
             assert!(
                 declaration.contains(&format!("function {}(options)", script.entry())),

@@ -270,8 +270,19 @@ fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &Atomi
         std::thread::sleep(Duration::from_millis(ms));
     }
     let title = path.strip_prefix("/page/").unwrap_or("fixture");
-    let body = match path.as_str() {
-        "/favicon.ico" => String::new(),
+    let fixture = path.strip_prefix("/fixture/").map(|name| {
+        let name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        std::fs::read_to_string(base.join("actions").join(format!("{name}.html")))
+            .or_else(|_| std::fs::read_to_string(base.join("pages").join(format!("{name}.html"))))
+            .unwrap_or_else(|_| format!("<title>missing {name}</title>"))
+    });
+    let body = match (path.as_str(), fixture) {
+        ("/favicon.ico", _) => String::new(),
+        (_, Some(page)) => page,
         _ => format!(
             "<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1><a href=\"/page/next\">next</a></body></html>"
         ),
