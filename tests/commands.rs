@@ -544,8 +544,9 @@ impl SilentBridge {
         let mut stdout = child.stdout.take().expect("stdout");
         {
             use std::os::fd::AsRawFd;
-            // SAFETY: F_SETPIPE_SZ on a pipe fd we own; failure only leaves the default size.
-            let _ = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, SILENT_PIPE_BYTES) };
+            // SAFETY: F_SETPIPE_SZ on a pipe fd this process owns; no memory is passed.
+            let size = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, SILENT_PIPE_BYTES) };
+            assert_eq!(size, SILENT_PIPE_BYTES, "shrink the silent host's pipe");
         }
         let mut bridge_stdin = stdin;
         let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params(client_id, instance_id, (1, 1))});
@@ -609,14 +610,19 @@ fn poll_all(bridge: &mut Bridge, workspace_id: &Value) -> Vec<Value> {
     }
 }
 
-/// Rounds of Lease churn in the slow-reader test: each round journals `2 x 64` `lease.expired`.
-const CHURN_ROUNDS: usize = 1;
+/// Producer Connections in the slow-reader test, each holding the per-Connection Lease maximum.
+const CHURN_CONNECTIONS: usize = 4;
+
+/// Rounds of Lease churn: each journals `CHURN_CONNECTIONS x 64 = 256` `lease.expired` events, so
+/// two rounds (512) exceed what a silent host can be holding: the bridge's 256-line notification
+/// queue plus one page of pipe (about 13 lines), or about 200 lines of a default 64 KiB pipe.
+const CHURN_ROUNDS: usize = 2;
 
 #[test]
 fn slow_reader_loses_notifications_but_never_journal_events() {
     let home = hermetic_home();
     let mut silent = SilentBridge::spawn(&home, "com.example.events", "i1");
-    let mut producers: Vec<Bridge> = (0..2).map(|_| home.spawn_bridge()).collect();
+    let mut producers: Vec<Bridge> = (0..CHURN_CONNECTIONS).map(|_| home.spawn_bridge()).collect();
     for producer in &mut producers {
         producer.initialize("com.example.events", "i1");
     }
@@ -674,7 +680,8 @@ fn slow_reader_loses_notifications_but_never_journal_events() {
         assert_eq!(Some(&event), by_sequence.get(&sequence), "notification differs from the journal");
     }
     eprintln!("the silent host heard {} of {expected} notifications", heard.len());
-    assert!(heard.len() <= expected);
+    assert!(!heard.is_empty(), "the first notifications found room in the queues");
+    assert!(heard.len() < expected, "a silent host loses notifications under backpressure");
 
     // Another Principal hears nothing about this Workspace (nor can it poll it).
     let notes = stranger.drain_notifications(Duration::from_millis(300));
@@ -682,4 +689,107 @@ fn slow_reader_loses_notifications_but_never_journal_events() {
     assert!(notes.is_empty(), "{notes:?}");
     let (code, _) = stranger.err("events/poll", json!({"workspaceId": workspace_id, "cursor": "cursor:0"}));
     assert_eq!(code, "workspace_not_found");
+}
+
+#[test]
+fn concurrent_duplicates_share_one_command() {
+    // Two bridges of one product instance race the same idempotency keys. Whichever arrives
+    // second sees the first's Command: completed (its recorded outcome) or still in flight (the
+    // Command alone, never a second dispatch). Either way one key is one Command.
+    const KEYS: usize = 40;
+    let home = hermetic_home();
+    let mut bridges: Vec<Bridge> = (0..2).map(|_| home.spawn_bridge()).collect();
+    for bridge in &mut bridges {
+        bridge.initialize("com.example.race", "i1");
+    }
+    let pid = home.broker_pid().expect("broker pid");
+    unsafe_kill(pid, "STOP");
+    for bridge in &mut bridges {
+        let mut batch = Vec::new();
+        for n in 0..KEYS {
+            batch.extend(request_line(json!(n), "tools/call", discover_params(json!({"idempotencyKey": format!("race-{n}")}))));
+        }
+        bridge.send_raw(&batch);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe_kill(pid, "CONT");
+    let answers: Vec<Vec<Value>> = bridges
+        .iter_mut()
+        .map(|bridge| {
+            let mut by_id = collect_responses(bridge, KEYS);
+            by_id.sort_by_key(|r| r["id"].as_u64().unwrap());
+            by_id
+        })
+        .collect();
+    let mut in_flight = 0;
+    for n in 0..KEYS {
+        let (a, b) = (&answers[0][n]["result"], &answers[1][n]["result"]);
+        assert_eq!(a["command"]["id"], b["command"]["id"], "key race-{n}: {a} / {b}");
+        for side in [a, b] {
+            match side.get("result") {
+                Some(_) => assert_eq!(side["command"]["status"], "completed", "{side}"),
+                None => {
+                    in_flight += 1;
+                    let status = side["command"]["status"].as_str().unwrap();
+                    assert!(["accepted", "dispatched"].contains(&status), "{side}");
+                    assert!(side["command"].get("completedAt").is_none(), "{side}");
+                }
+            }
+        }
+        let record = bridges[0].ok("commands/get", json!({"commandId": a["command"]["id"]}));
+        assert_eq!(record["command"]["status"], "completed", "{record}");
+        assert_eq!(record["command"]["idempotencyKey"], format!("race-{n}"));
+    }
+    eprintln!("{in_flight} of {KEYS} duplicates arrived while the first was in flight");
+    let (code, out, err) = home.run(BIN, &["debug", "sql", "SELECT count(*) AS n FROM commands"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!("{{\"n\":{KEYS}}}"), "one Command per key");
+}
+
+/// Terminal Commands the Broker keeps per Principal (oldest pruned first).
+const TERMINAL_COMMANDS_KEPT: usize = 1024;
+
+#[test]
+fn terminal_commands_are_retained_up_to_the_bound() {
+    const CALLS: usize = TERMINAL_COMMANDS_KEPT + 76;
+    /// Stay under the bridge's 256 pending ordinary calls so nothing is refused.
+    const BATCH: usize = 200;
+    let home = hermetic_home();
+    let mut bridge = home.spawn_bridge();
+    bridge.initialize("com.example.retention", "i1");
+    let mut first_outcome = Value::Null;
+    for start in (0..CALLS).step_by(BATCH) {
+        let end = (start + BATCH).min(CALLS);
+        let mut batch = Vec::new();
+        for n in start..end {
+            batch.extend(request_line(json!(n), "tools/call", discover_params(json!({"commandId": format!("keep-{n}")}))));
+        }
+        bridge.send_raw(&batch);
+        for response in collect_responses(&mut bridge, end - start) {
+            assert_eq!(response["result"]["command"]["status"], "completed", "{response}");
+            if response["id"] == 0 {
+                first_outcome = response["result"].clone();
+            }
+        }
+    }
+    let (code, out, err) = home.run(BIN, &["debug", "sql", "SELECT count(*) AS n FROM commands"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), format!("{{\"n\":{TERMINAL_COMMANDS_KEPT}}}"), "the SQL bound holds");
+    let pruned = CALLS - TERMINAL_COMMANDS_KEPT;
+    for n in [0, pruned - 1] {
+        let (code, _) = bridge.err("commands/get", json!({"commandId": format!("keep-{n}")}));
+        assert_eq!(code, "command_not_found", "keep-{n} is among the oldest and pruned");
+    }
+    for n in [pruned, CALLS - 1] {
+        let record = bridge.ok("commands/get", json!({"commandId": format!("keep-{n}")}));
+        assert_eq!(record["command"]["id"], format!("keep-{n}"));
+    }
+    // Once pruned, a commandId is no longer a retry: it runs as a new Command.
+    std::thread::sleep(Duration::from_millis(5));
+    let rerun = bridge.ok("tools/call", discover_params(json!({"commandId": "keep-0"})));
+    assert_eq!(rerun["command"]["id"], "keep-0");
+    assert!(
+        rerun["command"]["acceptedAt"].as_i64() > first_outcome["command"]["acceptedAt"].as_i64(),
+        "a new Command: {rerun} vs {first_outcome}"
+    );
 }
