@@ -44,7 +44,12 @@ fn discover_params(extra: Value) -> Value {
     params
 }
 
-fn initialize_with(bridge: &mut Bridge, client_id: &str, instance_id: &str, capabilities: &[&str]) -> Value {
+fn initialize_with(
+    bridge: &mut Bridge,
+    client_id: &str,
+    instance_id: &str,
+    capabilities: &[&str],
+) -> Value {
     let mut params = initialize_params(client_id, instance_id, (1, 1));
     params["requestedCapabilities"] = json!(capabilities);
     bridge.ok("initialize", params)
@@ -81,38 +86,128 @@ fn tools_call_envelope_validation_matrix() {
     let cases: Vec<(&str, Value, &str)> = vec![
         ("no params at all", json!({}), "invalid_params"),
         ("missing name", json!({"arguments": {}}), "invalid_params"),
-        ("empty name", json!({"name": "", "arguments": {}}), "invalid_params"),
-        ("non-string name", json!({"name": 7, "arguments": {}}), "invalid_params"),
-        ("unknown tool", json!({"name": "browser.nope", "arguments": {}}), "tool_not_found"),
-        ("arguments array", json!({"name": DISCOVER, "arguments": []}), "invalid_params"),
-        ("arguments string", json!({"name": DISCOVER, "arguments": "{}"}), "invalid_params"),
-        ("arguments number", json!({"name": DISCOVER, "arguments": 1}), "invalid_params"),
-        ("arguments off-schema", json!({"name": DISCOVER, "arguments": {"x": 1}}), "invalid_params"),
-        ("deadlineMs 0", discover_params(json!({"deadlineMs": 0})), "invalid_params"),
-        ("deadlineMs -1", discover_params(json!({"deadlineMs": -1})), "invalid_params"),
-        ("deadlineMs 600001", discover_params(json!({"deadlineMs": 600_001})), "invalid_params"),
-        ("deadlineMs string", discover_params(json!({"deadlineMs": "5"})), "invalid_params"),
-        ("deadlineMs fraction", discover_params(json!({"deadlineMs": 1.5})), "invalid_params"),
-        ("deadlineMs bool", discover_params(json!({"deadlineMs": true})), "invalid_params"),
-        ("commandId too long", discover_params(json!({"commandId": long_ascii})), "invalid_params"),
-        ("commandId number", discover_params(json!({"commandId": 42})), "invalid_params"),
-        ("commandId empty", discover_params(json!({"commandId": ""})), "invalid_params"),
-        ("commandId object", discover_params(json!({"commandId": {}})), "invalid_params"),
-        ("idempotencyKey too long", discover_params(json!({"idempotencyKey": long_ascii})), "invalid_params"),
-        ("idempotencyKey number", discover_params(json!({"idempotencyKey": 1})), "invalid_params"),
-        ("idempotencyKey empty", discover_params(json!({"idempotencyKey": ""})), "invalid_params"),
+        (
+            "empty name",
+            json!({"name": "", "arguments": {}}),
+            "invalid_params",
+        ),
+        (
+            "non-string name",
+            json!({"name": 7, "arguments": {}}),
+            "invalid_params",
+        ),
+        (
+            "unknown tool",
+            json!({"name": "browser.nope", "arguments": {}}),
+            "tool_not_found",
+        ),
+        (
+            "arguments array",
+            json!({"name": DISCOVER, "arguments": []}),
+            "invalid_params",
+        ),
+        (
+            "arguments string",
+            json!({"name": DISCOVER, "arguments": "{}"}),
+            "invalid_params",
+        ),
+        (
+            "arguments number",
+            json!({"name": DISCOVER, "arguments": 1}),
+            "invalid_params",
+        ),
+        (
+            "arguments off-schema",
+            json!({"name": DISCOVER, "arguments": {"x": 1}}),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs 0",
+            discover_params(json!({"deadlineMs": 0})),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs -1",
+            discover_params(json!({"deadlineMs": -1})),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs 600001",
+            discover_params(json!({"deadlineMs": 600_001})),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs string",
+            discover_params(json!({"deadlineMs": "5"})),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs fraction",
+            discover_params(json!({"deadlineMs": 1.5})),
+            "invalid_params",
+        ),
+        (
+            "deadlineMs bool",
+            discover_params(json!({"deadlineMs": true})),
+            "invalid_params",
+        ),
+        (
+            "commandId too long",
+            discover_params(json!({"commandId": long_ascii})),
+            "invalid_params",
+        ),
+        (
+            "commandId number",
+            discover_params(json!({"commandId": 42})),
+            "invalid_params",
+        ),
+        (
+            "commandId empty",
+            discover_params(json!({"commandId": ""})),
+            "invalid_params",
+        ),
+        (
+            "commandId object",
+            discover_params(json!({"commandId": {}})),
+            "invalid_params",
+        ),
+        (
+            "idempotencyKey too long",
+            discover_params(json!({"idempotencyKey": long_ascii})),
+            "invalid_params",
+        ),
+        (
+            "idempotencyKey number",
+            discover_params(json!({"idempotencyKey": 1})),
+            "invalid_params",
+        ),
+        (
+            "idempotencyKey empty",
+            discover_params(json!({"idempotencyKey": ""})),
+            "invalid_params",
+        ),
     ];
     for (name, params, want) in cases {
         let response = bridge.call("tools/call", params.clone());
-        assert_eq!(error_code(&response), want, "{name}: {params} -> {response}");
+        assert_eq!(
+            error_code(&response),
+            want,
+            "{name}: {params} -> {response}"
+        );
         assert_eq!(response["error"]["data"]["retryable"], false, "{name}");
-        assert!(response["error"]["code"].as_i64().is_some_and(|c| c < 0), "{name}");
+        assert!(
+            response["error"]["code"].as_i64().is_some_and(|c| c < 0),
+            "{name}"
+        );
     }
 
     // The unknown tool is named back; the schema violation says where it is.
     let (_, error) = bridge.err("tools/call", json!({"name": "browser.nope"}));
     assert_eq!(error["data"]["context"]["name"], "browser.nope");
-    let (_, error) = bridge.err("tools/call", json!({"name": DISCOVER, "arguments": {"x": 1}}));
+    let (_, error) = bridge.err(
+        "tools/call",
+        json!({"name": DISCOVER, "arguments": {"x": 1}}),
+    );
     assert_eq!(error["data"]["context"]["path"], "arguments.x", "{error}");
 
     // A rejected call records no Command: its commandId is free and unknown afterwards.
@@ -122,7 +217,10 @@ fn tools_call_envelope_validation_matrix() {
     );
     assert_eq!(code, "invalid_params");
     let (code, _) = bridge.err("commands/get", json!({"commandId": "envelope-rejected"}));
-    assert_eq!(code, "command_not_found", "a rejected call leaves no Command");
+    assert_eq!(
+        code, "command_not_found",
+        "a rejected call leaves no Command"
+    );
     let (code, _) = bridge.err(
         "tools/call",
         discover_params(json!({"deadlineMs": 0, "commandId": "envelope-rejected"})),
@@ -141,7 +239,10 @@ fn tools_call_envelope_validation_matrix() {
         let result = bridge.ok("tools/call", params.clone());
         assert_eq!(result["command"]["status"], "completed", "{params}");
     }
-    let result = bridge.ok("tools/call", discover_params(json!({"deadlineMs": MAX_DEADLINE_MS})));
+    let result = bridge.ok(
+        "tools/call",
+        discover_params(json!({"deadlineMs": MAX_DEADLINE_MS})),
+    );
     let command = &result["command"];
     assert_eq!(
         command["deadlineAt"].as_i64().unwrap() - command["acceptedAt"].as_i64().unwrap(),
@@ -173,7 +274,8 @@ fn shortest_deadline_outcome_is_recorded_as_returned() {
         let response = bridge.call("tools/call", params.clone());
         let record = bridge.ok("commands/get", json!({"commandId": command_id}));
         assert_eq!(
-            record["command"]["deadlineAt"].as_i64().unwrap() - record["command"]["acceptedAt"].as_i64().unwrap(),
+            record["command"]["deadlineAt"].as_i64().unwrap()
+                - record["command"]["acceptedAt"].as_i64().unwrap(),
             1
         );
         match response.get("result") {
@@ -184,16 +286,26 @@ fn shortest_deadline_outcome_is_recorded_as_returned() {
             }
             None => {
                 assert_eq!(error_code(&response), "deadline_exceeded", "{response}");
-                assert_eq!(response["error"]["data"]["context"]["commandId"], command_id.as_str());
+                assert_eq!(
+                    response["error"]["data"]["context"]["commandId"],
+                    command_id.as_str()
+                );
                 let status = record["command"]["status"].as_str().unwrap();
                 assert!(["completed", "cancelled"].contains(&status), "{record}");
-                assert_eq!(record["error"]["data"]["code"], "deadline_exceeded", "{record}");
+                assert_eq!(
+                    record["error"]["data"]["code"], "deadline_exceeded",
+                    "{record}"
+                );
                 assert!(record.get("result").is_none(), "{record}");
                 assert!(record["command"]["completedAt"].is_i64(), "{record}");
             }
         }
         let retry = bridge.call("tools/call", params);
-        assert_eq!(retry.get("result"), response.get("result"), "retry replays the outcome");
+        assert_eq!(
+            retry.get("result"),
+            response.get("result"),
+            "retry replays the outcome"
+        );
         assert_eq!(error_code(&retry), error_code(&response));
     }
 }
@@ -202,7 +314,12 @@ fn shortest_deadline_outcome_is_recorded_as_returned() {
 fn tools_list_and_call_follow_granted_capabilities() {
     let home = hermetic_home();
     let mut without = home.spawn_bridge();
-    initialize_with(&mut without, "com.example.caps", "i1", &["workspace.manage", "event.read"]);
+    initialize_with(
+        &mut without,
+        "com.example.caps",
+        "i1",
+        &["workspace.manage", "event.read"],
+    );
     let listed = without.ok("tools/list", json!({}));
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -216,7 +333,10 @@ fn tools_list_and_call_follow_granted_capabilities() {
     assert_eq!(error["data"]["context"]["capability"], "browser.control");
     assert_eq!(error["data"]["remediation"]["action"], "request_capability");
     // The capability is checked before the arguments: a bad call still says capability_denied.
-    let (code, _) = without.err("tools/call", json!({"name": DISCOVER, "arguments": {"x": 1}}));
+    let (code, _) = without.err(
+        "tools/call",
+        json!({"name": DISCOVER, "arguments": {"x": 1}}),
+    );
     assert_eq!(code, "capability_denied");
     // An unknown tool is unknown whatever the capabilities.
     let (code, _) = without.err("tools/call", json!({"name": "browser.nope"}));
@@ -227,13 +347,23 @@ fn tools_list_and_call_follow_granted_capabilities() {
     let listed = with.ok("tools/list", json!({}));
     let tools = listed["tools"].as_array().expect("tools array");
     for tool in tools {
-        assert_eq!(tool["capability"], "browser.control", "only granted tools are listed: {tool}");
+        assert_eq!(
+            tool["capability"], "browser.control",
+            "only granted tools are listed: {tool}"
+        );
     }
-    let discover = tools.iter().find(|t| t["name"] == DISCOVER).expect("browser.discover listed");
+    let discover = tools
+        .iter()
+        .find(|t| t["name"] == DISCOVER)
+        .expect("browser.discover listed");
     assert_eq!(discover["capability"], "browser.control");
     assert_eq!(discover["mutating"], false);
     assert_eq!(discover["scope"], "connection");
-    assert!(discover["description"].as_str().is_some_and(|d| !d.is_empty()));
+    assert!(
+        discover["description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty())
+    );
     assert_eq!(discover["inputSchema"]["type"], "object");
     assert_eq!(discover["inputSchema"]["additionalProperties"], false);
     assert_eq!(discover["outputSchema"]["type"], "object");
@@ -259,29 +389,70 @@ fn discover_outcome_has_the_command_shape() {
     let mut bridge = home.spawn_bridge();
     bridge.initialize("com.example.shape", "i1");
     let before = now_ms();
-    let outcome = bridge.ok("tools/call", discover_params(json!({"commandId": "shape-1"})));
+    let outcome = bridge.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "shape-1"})),
+    );
     let after = now_ms();
     let command = &outcome["command"];
-    assert_eq!(command["id"], "shape-1", "a caller-supplied commandId is the Command id");
+    assert_eq!(
+        command["id"], "shape-1",
+        "a caller-supplied commandId is the Command id"
+    );
     assert_eq!(command["status"], "completed");
     assert_eq!(command["method"], DISCOVER);
-    assert_eq!(command["browserConnectionGeneration"], 0, "no browser was ever connected");
+    assert_eq!(
+        command["browserConnectionGeneration"], 0,
+        "no browser was ever connected"
+    );
     assert_eq!(command["mutating"], false);
     assert_eq!(command["cancellationRequested"], false);
-    assert!(command.get("workspaceId").is_none(), "a Connection tool has no Workspace: {command}");
-    assert!(command.get("idempotencyKey").is_none(), "none was given: {command}");
-    let at = |name: &str| command[name].as_i64().unwrap_or_else(|| panic!("{name} missing: {command}"));
-    let (accepted, dispatched, completed, deadline) = (at("acceptedAt"), at("dispatchedAt"), at("completedAt"), at("deadlineAt"));
-    assert!(before <= accepted && accepted <= dispatched && dispatched <= completed && completed <= after, "{command}");
+    assert!(
+        command.get("workspaceId").is_none(),
+        "a Connection tool has no Workspace: {command}"
+    );
+    assert!(
+        command.get("idempotencyKey").is_none(),
+        "none was given: {command}"
+    );
+    let at = |name: &str| {
+        command[name]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name} missing: {command}"))
+    };
+    let (accepted, dispatched, completed, deadline) = (
+        at("acceptedAt"),
+        at("dispatchedAt"),
+        at("completedAt"),
+        at("deadlineAt"),
+    );
+    assert!(
+        before <= accepted
+            && accepted <= dispatched
+            && dispatched <= completed
+            && completed <= after,
+        "{command}"
+    );
     assert_eq!(deadline - accepted, 30_000, "the default deadline is 30 s");
 
     let result = &outcome["result"];
     let browsers = result["browsers"].as_array().expect("browsers array");
     for browser in browsers {
-        for field in ["id", "product", "channel", "state", "processState", "remoteDebuggingState", "authorizationState"] {
+        for field in [
+            "id",
+            "product",
+            "channel",
+            "state",
+            "processState",
+            "remoteDebuggingState",
+            "authorizationState",
+        ] {
             assert!(browser[field].is_string(), "{field} in {browser}");
         }
-        assert_eq!(browser["authorizationState"], "unknown", "discovery is passive: {browser}");
+        assert_eq!(
+            browser["authorizationState"], "unknown",
+            "discovery is passive: {browser}"
+        );
     }
     match &result["selectedBrowserId"] {
         Value::Null => {}
@@ -292,12 +463,24 @@ fn discover_outcome_has_the_command_shape() {
     // Without a commandId the Broker generates a fresh, prefixed one per call.
     let first = bridge.ok("tools/call", discover_params(json!({})));
     let second = bridge.ok("tools/call", discover_params(json!({})));
-    let (first_id, second_id) = (first["command"]["id"].as_str().unwrap(), second["command"]["id"].as_str().unwrap());
-    assert!(first_id.starts_with("command:") && second_id.starts_with("command:"), "{first_id} {second_id}");
+    let (first_id, second_id) = (
+        first["command"]["id"].as_str().unwrap(),
+        second["command"]["id"].as_str().unwrap(),
+    );
+    assert!(
+        first_id.starts_with("command:") && second_id.starts_with("command:"),
+        "{first_id} {second_id}"
+    );
     assert_ne!(first_id, second_id);
-    assert_eq!(first["result"], second["result"], "discovery is deterministic here");
+    assert_eq!(
+        first["result"], second["result"],
+        "discovery is deterministic here"
+    );
     // The idempotencyKey is echoed when given.
-    let keyed = bridge.ok("tools/call", discover_params(json!({"idempotencyKey": "shape-key"})));
+    let keyed = bridge.ok(
+        "tools/call",
+        discover_params(json!({"idempotencyKey": "shape-key"})),
+    );
     assert_eq!(keyed["command"]["idempotencyKey"], "shape-key");
 }
 
@@ -315,9 +498,15 @@ fn idempotent_retries_replay_the_recorded_outcome() {
     bridge.initialize("com.example.retry", "i1");
 
     // Same idempotencyKey twice: the identical response, same id and completedAt.
-    let first = bridge.ok("tools/call", discover_params(json!({"idempotencyKey": "key-1"})));
+    let first = bridge.ok(
+        "tools/call",
+        discover_params(json!({"idempotencyKey": "key-1"})),
+    );
     std::thread::sleep(Duration::from_millis(5));
-    let again = bridge.ok("tools/call", discover_params(json!({"idempotencyKey": "key-1"})));
+    let again = bridge.ok(
+        "tools/call",
+        discover_params(json!({"idempotencyKey": "key-1"})),
+    );
     assert_eq!(again, first, "a retry with the same key replays the record");
     // A different deadline does not make it a different call, and keeps the recorded deadline.
     let later = bridge.ok(
@@ -332,12 +521,21 @@ fn idempotent_retries_replay_the_recorded_outcome() {
     );
     assert_eq!(renamed, first);
     let (code, _) = bridge.err("commands/get", json!({"commandId": "retry-new-id"}));
-    assert_eq!(code, "command_not_found", "the retry created no second Command");
+    assert_eq!(
+        code, "command_not_found",
+        "the retry created no second Command"
+    );
 
     // Same commandId twice: identical.
-    let by_id = bridge.ok("tools/call", discover_params(json!({"commandId": "retry-1"})));
+    let by_id = bridge.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "retry-1"})),
+    );
     std::thread::sleep(Duration::from_millis(5));
-    let by_id_again = bridge.ok("tools/call", discover_params(json!({"commandId": "retry-1"})));
+    let by_id_again = bridge.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "retry-1"})),
+    );
     assert_eq!(by_id_again, by_id);
     assert_ne!(by_id["command"]["id"], first["command"]["id"]);
 
@@ -345,25 +543,46 @@ fn idempotent_retries_replay_the_recorded_outcome() {
     // instance replays the same record.
     let mut sibling = home.spawn_bridge();
     sibling.initialize("com.example.retry", "i1");
-    assert_eq!(sibling.ok("tools/call", discover_params(json!({"idempotencyKey": "key-1"}))), first);
-    assert_eq!(sibling.ok("tools/call", discover_params(json!({"commandId": "retry-1"}))), by_id);
+    assert_eq!(
+        sibling.ok(
+            "tools/call",
+            discover_params(json!({"idempotencyKey": "key-1"}))
+        ),
+        first
+    );
+    assert_eq!(
+        sibling.ok(
+            "tools/call",
+            discover_params(json!({"commandId": "retry-1"}))
+        ),
+        by_id
+    );
 
     // Another Principal using the same key gets its own, new Command.
     let mut stranger = home.spawn_bridge();
     stranger.initialize("com.example.other", "i1");
-    let theirs = stranger.ok("tools/call", discover_params(json!({"idempotencyKey": "key-1"})));
+    let theirs = stranger.ok(
+        "tools/call",
+        discover_params(json!({"idempotencyKey": "key-1"})),
+    );
     assert_ne!(theirs["command"]["id"], first["command"]["id"]);
     // The same commandId from another Principal (another client, or the same client's other
     // instance) is a conflict and reveals nothing of the owner's Command.
     let mut other_instance = home.spawn_bridge();
     other_instance.initialize("com.example.retry", "i2");
     for intruder in [&mut stranger, &mut other_instance] {
-        let (code, error) = intruder.err("tools/call", discover_params(json!({"commandId": "retry-1"})));
+        let (code, error) = intruder.err(
+            "tools/call",
+            discover_params(json!({"commandId": "retry-1"})),
+        );
         assert_eq!(code, "idempotency_conflict");
         assert_eq!(error["data"]["retryable"], false);
         assert_eq!(error["data"]["remediation"]["action"], "use_new_key");
         let text = error.to_string();
-        assert!(!text.contains("browsers") && !text.contains("completedAt"), "leaks the owner's outcome: {text}");
+        assert!(
+            !text.contains("browsers") && !text.contains("completedAt"),
+            "leaks the owner's outcome: {text}"
+        );
         let (code, _) = intruder.err("commands/get", json!({"commandId": "retry-1"}));
         assert_eq!(code, "command_not_found");
     }
@@ -378,7 +597,10 @@ fn commands_get_and_cancel_are_principal_scoped() {
     let home = hermetic_home();
     let mut owner = home.spawn_bridge();
     owner.initialize("com.example.owner", "i1");
-    let outcome = owner.ok("tools/call", discover_params(json!({"commandId": "owned-1"})));
+    let outcome = owner.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "owned-1"})),
+    );
 
     // Own Command: found with its result.
     let record = owner.ok("commands/get", json!({"commandId": "owned-1"}));
@@ -398,12 +620,21 @@ fn commands_get_and_cancel_are_principal_scoped() {
         assert_eq!(code, "command_not_found", "{method}");
         assert_eq!(error["data"]["retryable"], false);
         // A Connection Command is not found under a Workspace it does not belong to.
-        let (code, _) = owner.err(method, json!({"commandId": "owned-1", "workspaceId": "workspace:elsewhere"}));
-        assert_eq!(code, "command_not_found", "{method} with a foreign workspaceId");
+        let (code, _) = owner.err(
+            method,
+            json!({"commandId": "owned-1", "workspaceId": "workspace:elsewhere"}),
+        );
+        assert_eq!(
+            code, "command_not_found",
+            "{method} with a foreign workspaceId"
+        );
     }
     // Even the owner's own real Workspace does not match a Connection Command.
     let workspace_id = owner.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
-    let (code, _) = owner.err("commands/get", json!({"commandId": "owned-1", "workspaceId": workspace_id}));
+    let (code, _) = owner.err(
+        "commands/get",
+        json!({"commandId": "owned-1", "workspaceId": workspace_id}),
+    );
     assert_eq!(code, "command_not_found");
 
     // Other Principals: another client, and the same client's other instance.
@@ -415,19 +646,33 @@ fn commands_get_and_cancel_are_principal_scoped() {
         for method in ["commands/get", "commands/cancel"] {
             let (code, error) = intruder.err(method, json!({"commandId": "owned-1"}));
             assert_eq!(code, "command_not_found", "{method}");
-            assert!(error["data"].get("context").is_none_or(|c| c.get("status").is_none()), "{error}");
+            assert!(
+                error["data"]
+                    .get("context")
+                    .is_none_or(|c| c.get("status").is_none()),
+                "{error}"
+            );
         }
     }
 
     // Cancelling a completed Command leaves it completed, with its result.
     let cancelled = owner.ok("commands/cancel", json!({"commandId": "owned-1"}));
     assert_eq!(cancelled["command"]["status"], "completed", "{cancelled}");
-    assert_eq!(cancelled["command"]["completedAt"], outcome["command"]["completedAt"]);
+    assert_eq!(
+        cancelled["command"]["completedAt"],
+        outcome["command"]["completedAt"]
+    );
     let record = owner.ok("commands/get", json!({"commandId": "owned-1"}));
     assert_eq!(record["command"]["status"], "completed");
     assert_eq!(record["result"], outcome["result"]);
     // A retry after the cancel still replays the completed outcome.
-    assert_eq!(owner.ok("tools/call", discover_params(json!({"commandId": "owned-1"}))), outcome);
+    assert_eq!(
+        owner.ok(
+            "tools/call",
+            discover_params(json!({"commandId": "owned-1"}))
+        ),
+        outcome
+    );
 
     // A replacement bridge of the same product instance reads the outcome after the first exits.
     owner.close_stdin();
@@ -436,7 +681,10 @@ fn commands_get_and_cancel_are_principal_scoped() {
     replacement.initialize("com.example.owner", "i1");
     let record = replacement.ok("commands/get", json!({"commandId": "owned-1"}));
     assert_eq!(record["command"]["id"], "owned-1");
-    assert_eq!(record["command"]["completedAt"], outcome["command"]["completedAt"]);
+    assert_eq!(
+        record["command"]["completedAt"],
+        outcome["command"]["completedAt"]
+    );
     assert_eq!(record["result"], outcome["result"]);
     let cancelled = replacement.ok("commands/cancel", json!({"commandId": "owned-1"}));
     assert_eq!(cancelled["command"]["status"], "completed");
@@ -450,37 +698,70 @@ fn out_of_band_calls_wait_out_a_stopped_broker_and_all_answer() {
     let home = hermetic_home();
     let mut bridge = home.spawn_bridge();
     bridge.initialize("com.example.oob", "i1");
-    let known = bridge.ok("tools/call", discover_params(json!({"commandId": "oob-known"})));
+    let known = bridge.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "oob-known"})),
+    );
     let pid = home.broker_pid().expect("broker pid");
     unsafe_kill(pid, "STOP");
     let mut batch = Vec::new();
     for n in 0..10 {
-        batch.extend(request_line(json!(format!("call-{n}")), "tools/call", discover_params(json!({}))));
+        batch.extend(request_line(
+            json!(format!("call-{n}")),
+            "tools/call",
+            discover_params(json!({})),
+        ));
     }
     for n in 0..3 {
-        batch.extend(request_line(json!(format!("get-{n}")), "commands/get", json!({"commandId": "oob-known"})));
+        batch.extend(request_line(
+            json!(format!("get-{n}")),
+            "commands/get",
+            json!({"commandId": "oob-known"}),
+        ));
     }
     bridge.send_raw(&batch);
     let early = bridge.next_message(Duration::from_millis(500));
     unsafe_kill(pid, "CONT");
-    assert!(early.is_none(), "nothing answers while the Broker is stopped: {early:?}");
+    assert!(
+        early.is_none(),
+        "nothing answers while the Broker is stopped: {early:?}"
+    );
     let responses = collect_responses(&mut bridge, 13);
     let mut by_id: HashMap<String, Value> = HashMap::new();
     for response in responses {
         let id = response["id"].as_str().expect("string id").to_owned();
-        assert!(by_id.insert(id.clone(), response).is_none(), "{id} answered twice");
+        assert!(
+            by_id.insert(id.clone(), response).is_none(),
+            "{id} answered twice"
+        );
     }
     let mut command_ids = HashSet::new();
     for n in 0..10 {
         let response = &by_id[&format!("call-{n}")];
-        assert_eq!(response["result"]["command"]["status"], "completed", "{response}");
-        assert!(command_ids.insert(response["result"]["command"]["id"].as_str().unwrap().to_owned()));
+        assert_eq!(
+            response["result"]["command"]["status"], "completed",
+            "{response}"
+        );
+        assert!(
+            command_ids.insert(
+                response["result"]["command"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            )
+        );
     }
     for n in 0..3 {
         let response = &by_id[&format!("get-{n}")];
-        assert_eq!(response["result"]["command"], known["command"], "{response}");
+        assert_eq!(
+            response["result"]["command"], known["command"],
+            "{response}"
+        );
     }
-    assert!(bridge.next_message(Duration::from_millis(200)).is_none(), "no extra responses");
+    assert!(
+        bridge.next_message(Duration::from_millis(200)).is_none(),
+        "no extra responses"
+    );
 }
 
 #[test]
@@ -490,7 +771,11 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
     bridge.initialize("com.example.pipeline", "i1");
     let mut batch = Vec::new();
     for n in 0..1000 {
-        batch.extend(request_line(json!(n), "tools/call", discover_params(json!({}))));
+        batch.extend(request_line(
+            json!(n),
+            "tools/call",
+            discover_params(json!({})),
+        ));
     }
     bridge.send_raw(&batch);
     let mut seen: BTreeMap<u64, Value> = BTreeMap::new();
@@ -499,7 +784,10 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
         assert!(n < 1000, "unknown id {n}");
         assert!(seen.insert(n, response).is_none(), "id {n} answered twice");
     }
-    assert!(bridge.next_message(Duration::from_millis(300)).is_none(), "no extra responses");
+    assert!(
+        bridge.next_message(Duration::from_millis(300)).is_none(),
+        "no extra responses"
+    );
     let mut command_ids = HashSet::new();
     let mut rejected = 0;
     for (n, response) in &seen {
@@ -508,7 +796,10 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
                 assert_eq!(result["command"]["status"], "completed", "{n}: {response}");
                 assert_eq!(result["command"]["method"], DISCOVER);
                 let id = result["command"]["id"].as_str().unwrap().to_owned();
-                assert!(command_ids.insert(id), "{n}: a Command id answered two calls");
+                assert!(
+                    command_ids.insert(id),
+                    "{n}: a Command id answered two calls"
+                );
             }
             None => {
                 assert_eq!(error_code(response), "result_too_large", "{n}: {response}");
@@ -517,7 +808,11 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
             }
         }
     }
-    assert!(command_ids.len() >= 256, "at least the first 256 were dispatched: {}", command_ids.len());
+    assert!(
+        command_ids.len() >= 256,
+        "at least the first 256 were dispatched: {}",
+        command_ids.len()
+    );
     assert_eq!(command_ids.len() + rejected, 1000);
     // The Connection is still usable afterwards.
     let after = bridge.ok("tools/call", discover_params(json!({})));
@@ -538,19 +833,26 @@ const SILENT_PIPE_BYTES: libc::c_int = 4096;
 impl SilentBridge {
     fn spawn(home: &TestHome, client_id: &str, instance_id: &str) -> SilentBridge {
         let mut command = home.command(BIN);
-        command.args(["bridge", "--stdio"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        command
+            .args(["bridge", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
         let mut child = command.spawn().expect("spawn silent bridge");
         let stdin = child.stdin.take().expect("stdin");
         let mut stdout = child.stdout.take().expect("stdout");
         {
             use std::os::fd::AsRawFd;
             // SAFETY: F_SETPIPE_SZ on a pipe fd this process owns; no memory is passed.
-            let size = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, SILENT_PIPE_BYTES) };
+            let size =
+                unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, SILENT_PIPE_BYTES) };
             assert_eq!(size, SILENT_PIPE_BYTES, "shrink the silent host's pipe");
         }
         let mut bridge_stdin = stdin;
         let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params(client_id, instance_id, (1, 1))});
-        bridge_stdin.write_all(format!("{init}\n").as_bytes()).expect("write initialize");
+        bridge_stdin
+            .write_all(format!("{init}\n").as_bytes())
+            .expect("write initialize");
         bridge_stdin.flush().expect("flush");
         // Read exactly one line, byte by byte, so nothing later is consumed.
         let mut line = Vec::new();
@@ -561,7 +863,11 @@ impl SilentBridge {
         }
         let response: Value = serde_json::from_slice(&line).expect("JSON");
         assert!(response.get("result").is_some(), "{response}");
-        SilentBridge { child, stdin: bridge_stdin, stdout: Some(stdout) }
+        SilentBridge {
+            child,
+            stdin: bridge_stdin,
+            stdout: Some(stdout),
+        }
     }
 
     /// Starts reading; returns every line that arrives until `quiet` passes without one.
@@ -601,7 +907,10 @@ fn poll_all(bridge: &mut Bridge, workspace_id: &Value) -> Vec<Value> {
     let mut cursor = "cursor:0".to_owned();
     let mut events = Vec::new();
     loop {
-        let page = bridge.ok("events/poll", json!({"workspaceId": workspace_id, "cursor": cursor, "limit": 1000}));
+        let page = bridge.ok(
+            "events/poll",
+            json!({"workspaceId": workspace_id, "cursor": cursor, "limit": 1000}),
+        );
         events.extend(page["events"].as_array().expect("events").iter().cloned());
         cursor = page["nextCursor"].as_str().expect("nextCursor").to_owned();
         if page["hasMore"] == false {
@@ -622,7 +931,9 @@ const CHURN_ROUNDS: usize = 2;
 fn slow_reader_loses_notifications_but_never_journal_events() {
     let home = hermetic_home();
     let mut silent = SilentBridge::spawn(&home, "com.example.events", "i1");
-    let mut producers: Vec<Bridge> = (0..CHURN_CONNECTIONS).map(|_| home.spawn_bridge()).collect();
+    let mut producers: Vec<Bridge> = (0..CHURN_CONNECTIONS)
+        .map(|_| home.spawn_bridge())
+        .collect();
     for producer in &mut producers {
         producer.initialize("com.example.events", "i1");
     }
@@ -638,7 +949,11 @@ fn slow_reader_loses_notifications_but_never_journal_events() {
         for producer in &mut producers {
             let mut batch = Vec::new();
             for n in 0..LEASES_PER_CONNECTION {
-                batch.extend(request_line(json!(format!("lease-{n}")), "leases/create", json!({"workspaceId": workspace_id, "ttlMs": 1000})));
+                batch.extend(request_line(
+                    json!(format!("lease-{n}")),
+                    "leases/create",
+                    json!({"workspaceId": workspace_id, "ttlMs": 1000}),
+                ));
             }
             producer.send_raw(&batch);
         }
@@ -651,7 +966,8 @@ fn slow_reader_loses_notifications_but_never_journal_events() {
         expected += producers.len() * LEASES_PER_CONNECTION;
         let target = format!("cursor:{expected}");
         let all_expired = wait_until(Duration::from_secs(15), || {
-            producers[0].ok("workspaces/get", json!({"workspaceId": workspace_id}))["eventCursor"] == target.as_str()
+            producers[0].ok("workspaces/get", json!({"workspaceId": workspace_id}))["eventCursor"]
+                == target.as_str()
         });
         assert!(all_expired, "{expected} lease.expired journaled");
     }
@@ -659,35 +975,72 @@ fn slow_reader_loses_notifications_but_never_journal_events() {
 
     let journal = poll_all(&mut producers[0], &workspace_id);
     assert_eq!(journal.len(), expected, "every event is journaled");
-    let sequences: Vec<u64> = journal.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
-    assert_eq!(sequences, (1..=expected as u64).collect::<Vec<_>>(), "dense, strictly increasing");
+    let sequences: Vec<u64> = journal
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sequences,
+        (1..=expected as u64).collect::<Vec<_>>(),
+        "dense, strictly increasing"
+    );
     for event in &journal {
         assert_eq!(event["type"], "lease.expired", "{event}");
         assert_eq!(event["workspaceId"], workspace_id);
         assert_eq!(event["browserConnectionGeneration"], 0);
     }
-    let by_sequence: HashMap<u64, &Value> = journal.iter().map(|e| (e["sequence"].as_u64().unwrap(), e)).collect();
+    let by_sequence: HashMap<u64, &Value> = journal
+        .iter()
+        .map(|e| (e["sequence"].as_u64().unwrap(), e))
+        .collect();
 
     // The silent host now reads what survived: a subset of the journal, each exactly as journaled.
     let lines = silent.read_until_quiet(Duration::from_secs(1));
     let mut heard = HashSet::new();
     for line in &lines {
-        assert_eq!(line["method"], "events/event", "only notifications were due: {line}");
+        assert_eq!(
+            line["method"], "events/event",
+            "only notifications were due: {line}"
+        );
         assert!(line.get("id").is_none(), "{line}");
         let event = &line["params"]["event"];
         let sequence = event["sequence"].as_u64().expect("sequence");
-        assert!(heard.insert(sequence), "notification for sequence {sequence} delivered twice");
-        assert_eq!(Some(&event), by_sequence.get(&sequence), "notification differs from the journal");
+        assert!(
+            heard.insert(sequence),
+            "notification for sequence {sequence} delivered twice"
+        );
+        assert_eq!(
+            Some(&event),
+            by_sequence.get(&sequence),
+            "notification differs from the journal"
+        );
     }
-    eprintln!("the silent host heard {} of {expected} notifications", heard.len());
-    assert!(!heard.is_empty(), "the first notifications found room in the queues");
-    assert!(heard.len() < expected, "a silent host loses notifications under backpressure");
+    eprintln!(
+        "the silent host heard {} of {expected} notifications",
+        heard.len()
+    );
+    assert!(
+        !heard.is_empty(),
+        "the first notifications found room in the queues"
+    );
+    assert!(
+        heard.len() < expected,
+        "a silent host loses notifications under backpressure"
+    );
 
     // Another Principal hears nothing about this Workspace (nor can it poll it).
     let notes = stranger.drain_notifications(Duration::from_millis(300));
-    assert!(notes.iter().all(|n| n["params"]["event"]["workspaceId"] != workspace_id), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .all(|n| n["params"]["event"]["workspaceId"] != workspace_id),
+        "{notes:?}"
+    );
     assert!(notes.is_empty(), "{notes:?}");
-    let (code, _) = stranger.err("events/poll", json!({"workspaceId": workspace_id, "cursor": "cursor:0"}));
+    let (code, _) = stranger.err(
+        "events/poll",
+        json!({"workspaceId": workspace_id, "cursor": "cursor:0"}),
+    );
     assert_eq!(code, "workspace_not_found");
 }
 
@@ -707,7 +1060,11 @@ fn concurrent_duplicates_share_one_command() {
     for bridge in &mut bridges {
         let mut batch = Vec::new();
         for n in 0..KEYS {
-            batch.extend(request_line(json!(n), "tools/call", discover_params(json!({"idempotencyKey": format!("race-{n}")}))));
+            batch.extend(request_line(
+                json!(n),
+                "tools/call",
+                discover_params(json!({"idempotencyKey": format!("race-{n}")})),
+            ));
         }
         bridge.send_raw(&batch);
     }
@@ -722,9 +1079,12 @@ fn concurrent_duplicates_share_one_command() {
         })
         .collect();
     let mut in_flight = 0;
-    for n in 0..KEYS {
-        let (a, b) = (&answers[0][n]["result"], &answers[1][n]["result"]);
-        assert_eq!(a["command"]["id"], b["command"]["id"], "key race-{n}: {a} / {b}");
+    for (n, (first, second)) in answers[0].iter().zip(&answers[1]).enumerate() {
+        let (a, b) = (&first["result"], &second["result"]);
+        assert_eq!(
+            a["command"]["id"], b["command"]["id"],
+            "key race-{n}: {a} / {b}"
+        );
         for side in [a, b] {
             match side.get("result") {
                 Some(_) => assert_eq!(side["command"]["status"], "completed", "{side}"),
@@ -743,7 +1103,11 @@ fn concurrent_duplicates_share_one_command() {
     eprintln!("{in_flight} of {KEYS} duplicates arrived while the first was in flight");
     let (code, out, err) = home.run(BIN, &["debug", "sql", "SELECT count(*) AS n FROM commands"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), format!("{{\"n\":{KEYS}}}"), "one Command per key");
+    assert_eq!(
+        out.trim(),
+        format!("{{\"n\":{KEYS}}}"),
+        "one Command per key"
+    );
 }
 
 /// Terminal Commands the Broker keeps per Principal (oldest pruned first).
@@ -762,11 +1126,18 @@ fn terminal_commands_are_retained_up_to_the_bound() {
         let end = (start + BATCH).min(CALLS);
         let mut batch = Vec::new();
         for n in start..end {
-            batch.extend(request_line(json!(n), "tools/call", discover_params(json!({"commandId": format!("keep-{n}")}))));
+            batch.extend(request_line(
+                json!(n),
+                "tools/call",
+                discover_params(json!({"commandId": format!("keep-{n}")})),
+            ));
         }
         bridge.send_raw(&batch);
         for response in collect_responses(&mut bridge, end - start) {
-            assert_eq!(response["result"]["command"]["status"], "completed", "{response}");
+            assert_eq!(
+                response["result"]["command"]["status"], "completed",
+                "{response}"
+            );
             if response["id"] == 0 {
                 first_outcome = response["result"].clone();
             }
@@ -774,11 +1145,18 @@ fn terminal_commands_are_retained_up_to_the_bound() {
     }
     let (code, out, err) = home.run(BIN, &["debug", "sql", "SELECT count(*) AS n FROM commands"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.trim(), format!("{{\"n\":{TERMINAL_COMMANDS_KEPT}}}"), "the SQL bound holds");
+    assert_eq!(
+        out.trim(),
+        format!("{{\"n\":{TERMINAL_COMMANDS_KEPT}}}"),
+        "the SQL bound holds"
+    );
     let pruned = CALLS - TERMINAL_COMMANDS_KEPT;
     for n in [0, pruned - 1] {
         let (code, _) = bridge.err("commands/get", json!({"commandId": format!("keep-{n}")}));
-        assert_eq!(code, "command_not_found", "keep-{n} is among the oldest and pruned");
+        assert_eq!(
+            code, "command_not_found",
+            "keep-{n} is among the oldest and pruned"
+        );
     }
     for n in [pruned, CALLS - 1] {
         let record = bridge.ok("commands/get", json!({"commandId": format!("keep-{n}")}));
@@ -786,7 +1164,10 @@ fn terminal_commands_are_retained_up_to_the_bound() {
     }
     // Once pruned, a commandId is no longer a retry: it runs as a new Command.
     std::thread::sleep(Duration::from_millis(5));
-    let rerun = bridge.ok("tools/call", discover_params(json!({"commandId": "keep-0"})));
+    let rerun = bridge.ok(
+        "tools/call",
+        discover_params(json!({"commandId": "keep-0"})),
+    );
     assert_eq!(rerun["command"]["id"], "keep-0");
     assert!(
         rerun["command"]["acceptedAt"].as_i64() > first_outcome["command"]["acceptedAt"].as_i64(),
