@@ -1,7 +1,7 @@
 //! Event delivery throughput: `EventSink::emit` (journal append in the in-memory store, then the
 //! `events/event` notification offered to every subscribed Connection) with 0, 1 and 10
-//! Connections subscribed to the Workspace's Principal, and `Store::append_event` called directly
-//! as the baseline. Each Connection is what the Broker gives
+//! Connections subscribed to the Workspace's Principal; and two baselines: `Store::append_event`
+//! called directly, and an empty round trip through tokio's blocking pool. Each Connection is what the Broker gives
 //! it: a bounded queue drained by its own task. In-process, no sockets and no Chromium; the
 //! socket write is `bridge_roundtrip`'s business.
 
@@ -114,6 +114,18 @@ fn emit_throughput(c: &mut Criterion) {
             ),
         }
     }
+    // Baseline: one hop through tokio's blocking pool and back, which every emit pays.
+    group.bench_function("blocking_pool_hop", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async move {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    tokio::task::spawn_blocking(|| ()).await.expect("hop");
+                }
+                started.elapsed()
+            })
+        });
+    });
     // Baseline: the journal append alone, called synchronously (no blocking-pool hop, no fan-out).
     let fixture = fixture(&runtime, 0);
     let store = fixture.sink_store;
