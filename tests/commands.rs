@@ -26,6 +26,12 @@ const MAX_KEY_CHARS: usize = 256;
 /// Leases one Connection may hold at once (the Broker's per-Connection bound).
 const LEASES_PER_CONNECTION: usize = 64;
 
+/// Longest `deadlineMs` accepted by `tools/call` (the range is 1 ms through 10 minutes).
+const MAX_DEADLINE_MS: u64 = 600_000;
+
+/// Terminal Commands the Broker keeps per Principal (oldest pruned first).
+const TERMINAL_COMMANDS_KEPT: usize = 1024;
+
 /// A home whose Broker discovers no user profile, only its own managed one.
 fn hermetic_home() -> TestHome {
     TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "")
@@ -55,7 +61,7 @@ fn initialize_with(
     bridge.ok("initialize", params)
 }
 
-/// Every response line in `batch` order of arrival until `count` responses are in.
+/// The next `count` responses in order of arrival, skipping notifications.
 fn collect_responses(bridge: &mut Bridge, count: usize) -> Vec<Value> {
     let mut responses = Vec::with_capacity(count);
     while responses.len() < count {
@@ -257,9 +263,6 @@ fn tools_call_envelope_validation_matrix() {
     assert_eq!(result["command"]["id"], wide_id.as_str());
     assert_eq!(result["command"]["idempotencyKey"], wide_key.as_str());
 }
-
-/// The deadline bounds accepted by `tools/call` (1 ms through 10 minutes).
-const MAX_DEADLINE_MS: u64 = 600_000;
 
 #[test]
 fn shortest_deadline_outcome_is_recorded_as_returned() {
@@ -819,7 +822,7 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
     assert_eq!(after["command"]["status"], "completed");
 }
 
-/// A bridge whose stdout nobody reads until `start_reading`: the host is a slow reader. Its
+/// A bridge whose stdout nobody reads until `read_until_quiet`: the host is a slow reader. Its
 /// stdout pipe is shrunk to one page so backpressure reaches the bridge and the Broker quickly.
 struct SilentBridge {
     child: Child,
@@ -896,7 +899,6 @@ impl SilentBridge {
 
 impl Drop for SilentBridge {
     fn drop(&mut self) {
-        let _ = self.stdin.flush();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -1109,9 +1111,6 @@ fn concurrent_duplicates_share_one_command() {
         "one Command per key"
     );
 }
-
-/// Terminal Commands the Broker keeps per Principal (oldest pruned first).
-const TERMINAL_COMMANDS_KEPT: usize = 1024;
 
 #[test]
 fn terminal_commands_are_retained_up_to_the_bound() {
