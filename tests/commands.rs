@@ -826,7 +826,8 @@ fn pipelined_thousand_tool_calls_are_each_answered_once() {
 /// stdout pipe is shrunk to one page so backpressure reaches the bridge and the Broker quickly.
 struct SilentBridge {
     child: Child,
-    stdin: ChildStdin,
+    /// Held open for the bridge's lifetime: EOF on stdin would end the Connection.
+    stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
 }
 
@@ -868,7 +869,7 @@ impl SilentBridge {
         assert!(response.get("result").is_some(), "{response}");
         SilentBridge {
             child,
-            stdin: bridge_stdin,
+            stdin: Some(bridge_stdin),
             stdout: Some(stdout),
         }
     }
@@ -899,6 +900,7 @@ impl SilentBridge {
 
 impl Drop for SilentBridge {
     fn drop(&mut self) {
+        self.stdin.take();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
