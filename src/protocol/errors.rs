@@ -52,6 +52,7 @@ pub enum ErrorCode {
     ActionNotVerified,
     ElementNotActionable,
     VerificationFailed,
+    FrameNotFound,
 }
 
 impl ErrorCode {
@@ -98,6 +99,7 @@ impl ErrorCode {
         ErrorCode::ActionNotVerified,
         ErrorCode::ElementNotActionable,
         ErrorCode::VerificationFailed,
+        ErrorCode::FrameNotFound,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -132,6 +134,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::ToolNotFound => "tool_not_found",
             ErrorCode::VerificationFailed => "verification_failed",
+            ErrorCode::FrameNotFound => "frame_not_found",
             ErrorCode::ElementNotActionable => "element_not_actionable",
             ErrorCode::ActionNotVerified => "action_not_verified",
             ErrorCode::StaleRef => "stale_ref",
@@ -178,6 +181,7 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => -32019,
             ErrorCode::IdempotencyConflict => -32018,
             ErrorCode::ToolNotFound => -32601,
+            ErrorCode::FrameNotFound => -32048,
             ErrorCode::VerificationFailed => -32047,
             ErrorCode::ElementNotActionable => -32046,
             ErrorCode::ActionNotVerified => -32045,

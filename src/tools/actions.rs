@@ -686,7 +686,8 @@ pub async fn click(
         element,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let (x, y) = point;
+    // The scripts measure in the selected frame's viewport; input goes to its session's.
+    let (x, y) = super::frames::session_point(&client, &ctx, point).await?;
     mouse(&client, &ctx.session, "mouseMoved", x, y, "none", 0)
         .await
         .map_err(cdp_error)?;
@@ -1290,7 +1291,7 @@ pub async fn keyboard(
     finish_with_observation(&client, &mut guard, scope, &arguments, evidence, false).await
 }
 
-const SCROLL_POSITION: &str = "[Math.round(scrollX), Math.round(scrollY)]";
+const SCROLL_POSITION: &str = "function(){ return [Math.round(scrollX), Math.round(scrollY)]; }";
 
 pub async fn scroll(
     env: &ToolEnv,
@@ -1300,12 +1301,8 @@ pub async fn scroll(
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
-    let before = position(
-        guard
-            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?,
-    );
+    // Read in the selected frame: that is the document the scroll moves.
+    let before = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
     let (mode, container_moved) = if arguments.contains_key("observationId") {
         let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
         page::run(
@@ -1355,12 +1352,7 @@ pub async fn scroll(
         }
     };
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(
-        guard
-            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?,
-    );
+    let after = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
     let moved = match &container_moved {
         Some(container) => container["moved"] == json!(true),
         None => after != before,

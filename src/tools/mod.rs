@@ -9,6 +9,7 @@ mod context;
 mod discover;
 mod dispatch;
 mod docs;
+mod frames;
 mod manifest;
 mod observe;
 pub mod schema;
