@@ -29,6 +29,10 @@ const MAX_EVENT_URL_CHARS: usize = 2048;
 /// How long the setup calls on a fresh OOPIF session may take.
 const CHILD_SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// OOPIF sessions the pump maps to their tab, over all tabs: a bound for detach events that
+/// never come; a frame beyond it is simply not reachable out of process.
+const MAX_FRAME_SESSIONS: usize = 4096;
+
 /// The pump's view of flattened sessions.
 #[derive(Default)]
 struct Sessions {
@@ -132,7 +136,10 @@ fn on_event(
                 .and_then(Value::as_str)
                 .map(SessionId::new)
             {
-                sessions.tabs.remove(&session);
+                // A tab session's OOPIF sessions end with it.
+                if let Some(tab) = sessions.tabs.remove(&session) {
+                    sessions.frames.retain(|_, owner| *owner != tab);
+                }
             }
             Vec::new()
         }
@@ -257,7 +264,9 @@ fn on_child_attached(
     let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) else {
         return;
     };
-    if !handle.frames().attach_child(frame, child.clone()) {
+    if sessions.frames.len() >= MAX_FRAME_SESSIONS
+        || !handle.frames().attach_child(frame, child.clone())
+    {
         tracing::debug!("too many out-of-process frames on one tab; one is not tracked");
         return;
     }

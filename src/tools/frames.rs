@@ -424,10 +424,11 @@ pub async fn select(
             "frame_detached",
         ));
     };
-    let chosen = match node.parent {
-        None => None,
-        Some(_) => Some((raw.as_str(), ancestors(&nodes, &raw))),
-    };
+    // The main frame is "no selection"; a child frame remembers its ancestors.
+    let chosen = node
+        .parent
+        .as_ref()
+        .map(|_| (raw.as_str(), ancestors(&nodes, &raw)));
     guard.frames().select(&workspace_id, chosen);
     // A selected-frame change resets the authentication transition baseline (contract).
     guard.state().auth_surface = None;
@@ -459,13 +460,10 @@ pub async fn frame_context(
     let oopif_root = guard.frames().child_session(&raw);
     let (session, session_root) = match oopif_root {
         Some(child) => (child, true),
-        None => {
-            let nodes = frame_forest(client, guard, &tab_session).await?;
-            match nodes.into_iter().find(|n| n.raw == raw) {
-                Some(node) => (node.session, false),
-                None => return Err(frame_not_found(&opaque, "frame_detached")),
-            }
-        }
+        None => match hosting_session(client, guard, &tab_session, &raw).await? {
+            Some(session) => (session, false),
+            None => return Err(frame_not_found(&opaque, "frame_detached")),
+        },
     };
     let context = page::create_isolated_world(client, &session, &raw, SCRIPT_TIMEOUT)
         .await
@@ -476,6 +474,31 @@ pub async fn frame_context(
         context,
         session_root,
     })
+}
+
+/// The session whose frame tree holds a frame that is not an OOPIF root: the tab session's
+/// (most frames), else an OOPIF's (frames nested in one). `None` when no tree has it.
+async fn hosting_session(
+    client: &CdpClient,
+    guard: &TabGuard,
+    tab_session: &SessionId,
+    raw: &str,
+) -> Result<Option<SessionId>, RpcError> {
+    let in_tab = frame_tree(client, tab_session, false)
+        .await
+        .map_err(cdp_error)?;
+    if in_tab.iter().any(|n| n.raw == raw) {
+        return Ok(Some(tab_session.clone()));
+    }
+    let children = guard.frames().child_sessions();
+    for (_, child) in children {
+        if let Ok(tree) = frame_tree(client, &child, true).await
+            && tree.iter().any(|n| n.raw == raw)
+        {
+            return Ok(Some(child));
+        }
+    }
+    Ok(None)
 }
 
 /// Translates a point in the page context's frame viewport (what the page scripts measure) to
