@@ -4,6 +4,7 @@
 //! evidence. Tools never see framing, sockets or SQL text; Command bookkeeping (idempotency,
 //! status, deadlines) is the Broker's.
 
+mod capture;
 mod context;
 mod discover;
 mod dispatch;
@@ -12,6 +13,7 @@ mod manifest;
 pub mod schema;
 mod tabs;
 
+pub use capture::{PREVIEW_MAX_SIDE, artifact_error, descriptor_schema};
 pub use context::{CallScope, DispatchGate, ToolEnv};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;
