@@ -20,7 +20,7 @@ const DECODE: [u8; 256] = {
 /// multiple of four.
 pub fn decoded_len(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let padding = bytes.iter().rev().take(2).filter(|b| **b == b'=').count();
