@@ -7,137 +7,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::chromium::{Chromium, Fixtures, OwnCdp};
+use support::chromium::{Chromium, OwnCdp};
+use support::rig::{Agent, Rig};
 use support::*;
-
-/// A Broker home that discovers exactly one test-owned Chromium profile.
-struct Rig {
-    home: TestHome,
-    profile: tempfile::TempDir,
-    chromium: Chromium,
-    fixtures: Fixtures,
-}
-
-impl Rig {
-    fn start() -> Rig {
-        let profile = tempfile::tempdir().unwrap();
-        let chromium = Chromium::start(profile.path());
-        let home = TestHome::new().with_env(
-            "BROWSER_PILOT_DISCOVERY_DIRS",
-            profile.path().to_str().unwrap(),
-        );
-        Rig {
-            home,
-            profile,
-            chromium,
-            fixtures: Fixtures::start(),
-        }
-    }
-}
-
-/// One agent: a bridge, a Workspace and a Lease.
-struct Agent {
-    bridge: Bridge,
-    workspace_id: Value,
-    lease_id: Value,
-    cursor: String,
-}
-
-impl Agent {
-    fn new(rig: &Rig, client: &str) -> Agent {
-        let mut bridge = rig.home.spawn_bridge();
-        bridge.initialize(client, "i1");
-        let ws = bridge.ok("workspaces/create", json!({}));
-        let workspace_id = ws["workspace"]["id"].clone();
-        let lease = bridge.ok(
-            "leases/create",
-            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
-        );
-        Agent {
-            bridge,
-            workspace_id,
-            lease_id: lease["lease"]["id"].clone(),
-            cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
-        }
-    }
-
-    fn call(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
-        let mut params = json!({"name": name, "arguments": arguments, "workspaceId": self.workspace_id, "leaseId": self.lease_id});
-        if let Some(target) = target {
-            params["targetId"] = target.clone();
-        }
-        self.bridge.call("tools/call", params)
-    }
-
-    fn tool(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
-        let response = self.call(name, target, arguments.clone());
-        match response.get("result") {
-            Some(outcome) => {
-                assert_eq!(
-                    outcome["command"]["status"], "completed",
-                    "{name}: {response}"
-                );
-                outcome["result"].clone()
-            }
-            None => panic!("{name} {arguments} failed: {response}"),
-        }
-    }
-
-    fn tool_err(
-        &mut self,
-        name: &str,
-        target: Option<&Value>,
-        arguments: Value,
-    ) -> (String, Value) {
-        let response = self.call(name, target, arguments);
-        match response.get("error") {
-            Some(error) => (
-                error["data"]["code"].as_str().unwrap_or("").to_owned(),
-                error.clone(),
-            ),
-            None => panic!("{name} unexpectedly succeeded: {response}"),
-        }
-    }
-
-    fn connect(&mut self) -> Value {
-        self.tool("browser.connect", None, json!({}))
-    }
-
-    fn tabs(&mut self) -> Vec<Value> {
-        self.tool("browser.tabs.list", None, json!({}))["tabs"]
-            .as_array()
-            .unwrap()
-            .clone()
-    }
-
-    /// New events since the last call.
-    fn events(&mut self) -> Vec<Value> {
-        let mut all = Vec::new();
-        loop {
-            let page = self.bridge.ok(
-                "events/poll",
-                json!({"workspaceId": self.workspace_id, "cursor": self.cursor, "limit": 100}),
-            );
-            all.extend(page["events"].as_array().unwrap().iter().cloned());
-            self.cursor = page["nextCursor"].as_str().unwrap().to_owned();
-            if page["hasMore"] == false {
-                return all;
-            }
-        }
-    }
-
-    fn wait_event(&mut self, event_type: &str) -> Value {
-        let mut found = None;
-        assert!(
-            wait_until(Duration::from_secs(15), || {
-                found = self.events().into_iter().find(|e| e["type"] == event_type);
-                found.is_some()
-            }),
-            "no {event_type} event"
-        );
-        found.unwrap()
-    }
-}
 
 #[test]
 fn discover_connect_open_and_list_without_raw_ids() {
@@ -397,12 +269,28 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
     a.connect();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/user"));
-    a.tool(
+    let opener = a.tool(
         "browser.open",
         None,
         json!({"url": rig.fixtures.url("/page/managed")}),
     );
-    // A popup of the managed tab is managed too.
+    // A popup of the managed tab becomes a managed tab of the same Workspace.
+    own.evaluate_in_page("/page/managed", "window.open('/page/popup'); true");
+    let popup = a.wait_event("popup.opened");
+    assert_eq!(popup["payload"]["openerTargetId"], opener["targetId"]);
+    let popup_id = popup["payload"]["targetId"].clone();
+    let listed = a.tabs();
+    let row = listed
+        .iter()
+        .find(|t| t["targetId"] == popup_id)
+        .expect("popup listed");
+    assert_eq!(row["managed"], true);
+    assert_eq!(row["openerTargetId"], opener["targetId"]);
+    // A popup of a user tab is listed, not adopted.
+    own.evaluate_in_page("/page/user", "window.open('/page/userpopup'); true");
+    assert!(wait_until(Duration::from_secs(5), || a.tabs().iter().any(
+        |t| t["url"].as_str().unwrap().ends_with("/page/userpopup") && t["managed"] == false
+    )));
     let pid = rig.home.broker_pid().unwrap();
     unsafe_kill(pid, "KILL");
     assert!(
@@ -411,6 +299,19 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
             .iter()
             .any(|(_, url)| url.ends_with("/page/managed"))),
         "the janitor closed the managed tab after the Broker died"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || !own
+            .pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/popup"))),
+        "and its popup"
+    );
+    assert!(
+        own.pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/userpopup")),
+        "the user tab's popup survives"
     );
     assert!(
         own.pages()

@@ -47,6 +47,11 @@ pub enum ErrorCode {
     TargetNotManaged,
     NavigationFailed,
     BrowserBusy,
+    ObservationNotFound,
+    StaleRef,
+    ActionNotVerified,
+    ElementNotActionable,
+    VerificationFailed,
     // Artifacts.
     ArtifactNotFound,
     ArtifactExpired,
@@ -97,6 +102,11 @@ impl ErrorCode {
         ErrorCode::TargetNotManaged,
         ErrorCode::NavigationFailed,
         ErrorCode::BrowserBusy,
+        ErrorCode::ObservationNotFound,
+        ErrorCode::StaleRef,
+        ErrorCode::ActionNotVerified,
+        ErrorCode::ElementNotActionable,
+        ErrorCode::VerificationFailed,
         ErrorCode::ArtifactNotFound,
         ErrorCode::ArtifactExpired,
         ErrorCode::ArtifactTooLarge,
@@ -138,6 +148,11 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::ToolNotFound => "tool_not_found",
+            ErrorCode::VerificationFailed => "verification_failed",
+            ErrorCode::ElementNotActionable => "element_not_actionable",
+            ErrorCode::ActionNotVerified => "action_not_verified",
+            ErrorCode::StaleRef => "stale_ref",
+            ErrorCode::ObservationNotFound => "observation_not_found",
             ErrorCode::BrowserBusy => "browser_busy",
             ErrorCode::NavigationFailed => "navigation_failed",
             ErrorCode::TargetNotManaged => "target_not_managed",
@@ -188,6 +203,11 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => -32019,
             ErrorCode::IdempotencyConflict => -32018,
             ErrorCode::ToolNotFound => -32601,
+            ErrorCode::VerificationFailed => -32047,
+            ErrorCode::ElementNotActionable => -32046,
+            ErrorCode::ActionNotVerified => -32045,
+            ErrorCode::StaleRef => -32044,
+            ErrorCode::ObservationNotFound => -32043,
             ErrorCode::BrowserBusy => -32038,
             ErrorCode::NavigationFailed => -32037,
             ErrorCode::TargetNotManaged => -32036,
@@ -217,6 +237,7 @@ impl ErrorCode {
                 | ErrorCode::BrokerUnavailable
                 | ErrorCode::InternalError
                 | ErrorCode::DeadlineExceeded
+                | ErrorCode::ActionNotVerified
                 | ErrorCode::AuthorizationTimeout
                 | ErrorCode::BrowserNotReady
         )

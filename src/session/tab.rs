@@ -65,6 +65,33 @@ impl TabQueue {
 #[derive(Default)]
 pub struct TabState {
     pub session: Option<SessionId>,
+    /// The newest Observations of this tab (refs resolve only through these), newest last.
+    pub observations: std::collections::VecDeque<ObservationRecord>,
+    /// Whether the last Observation showed an authentication surface (hint transitions);
+    /// `None` after a session or frame change.
+    pub auth_surface: Option<bool>,
+}
+
+/// How many Observations per tab keep their refs; the page keeps the same number of element
+/// maps in the isolated world.
+pub const KEPT_OBSERVATIONS: usize = 4;
+
+/// Where an Observation was taken, so a ref is only ever resolved where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationRecord {
+    pub id: String,
+    pub workspace_id: String,
+    pub frame_id: String,
+    /// What each ref was when observed (index = ref - 1): tells actions what to expect.
+    pub elements: Vec<ElementSummary>,
+}
+
+/// The kind of an observed element, kept for action evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementSummary {
+    pub role: String,
+    pub tag: String,
+    pub input_type: Option<String>,
 }
 
 /// A cheap handle to one tab's actor.
@@ -184,6 +211,12 @@ impl TabGuard {
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
     pub fn drop_session(&mut self) {
         self.state.session = None;
+        self.state.observations.clear();
+        self.state.auth_surface = None;
+    }
+
+    pub fn state(&mut self) -> &mut TabState {
+        &mut self.state
     }
 
     /// Evaluates an expression in the page's main world and returns its value.

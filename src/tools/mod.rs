@@ -4,12 +4,14 @@
 //! evidence. Tools never see framing, sockets or SQL text; Command bookkeeping (idempotency,
 //! status, deadlines) is the Broker's.
 
+mod actions;
 mod capture;
 mod context;
 mod discover;
 mod dispatch;
 mod docs;
 mod manifest;
+mod observe;
 pub mod schema;
 mod tabs;
 
