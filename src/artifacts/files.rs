@@ -124,7 +124,7 @@ pub enum CopyError {
     Write(std::io::Error),
 }
 
-/// Copies `source` into `sink` while hashing, refusing more than `limit` bytes (the source may
+/// Copies `source` into `sink` while hashing (without syncing), refusing more than `limit` bytes (the source may
 /// grow after its size was checked). Returns the byte count and the lowercase hex SHA-256.
 pub fn copy_hashing(
     source: &mut impl Read,
@@ -148,7 +148,6 @@ pub fn copy_hashing(
         context.update(&buffer[..read]);
         sink.write_all(&buffer[..read]).map_err(CopyError::Write)?;
     }
-    sink.sync_all().map_err(CopyError::Write)?;
     Ok((total, hex(context.finish().as_ref())))
 }
 

@@ -323,9 +323,10 @@ impl Inner {
         let temp = files::temp_path(&final_path);
         let written = (|| {
             use std::io::Write;
+            // No fsync: the metadata is in memory and the bytes are cleared at start-up, so
+            // nothing could use them after a crash; the rename alone makes them appear whole.
             let mut file = os::create_owner_only(&temp)?;
-            file.write_all(bytes)?;
-            file.sync_all()
+            file.write_all(bytes)
         })();
         if let Err(error) = written {
             let _ = std::fs::remove_file(&temp);
@@ -619,15 +620,17 @@ impl Inner {
         let result = os::create_owner_only(&temp)
             .map_err(client("create"))
             .and_then(|mut output| {
-                files::copy_hashing(&mut source, &mut output, artifact.byte_len).map_err(|error| {
-                    match error {
+                let copied = files::copy_hashing(&mut source, &mut output, artifact.byte_len)
+                    .map_err(|error| match error {
                         CopyError::TooLarge => storage("verify artifact bytes")(
                             std::io::Error::other("artifact bytes grew"),
                         ),
                         CopyError::Read(error) => storage("read artifact bytes")(error),
                         CopyError::Write(error) => client("write")(error),
-                    }
-                })
+                    })?;
+                // The client's copy outlives the Broker: make it durable before it gets its name.
+                output.sync_all().map_err(client("write"))?;
+                Ok(copied)
             })
             .and_then(|(_, sha256)| match sha256 == artifact.sha256 {
                 true => Ok(()),

@@ -318,21 +318,22 @@ impl Tab<'_> {
             .await
     }
 
-    /// One `Page.captureScreenshot`; returns the base64 image. A region is captured beyond the
-    /// viewport, so the page neither scrolls nor resizes.
+    /// One `Page.captureScreenshot` of `region` at `scale`; returns the base64 image. Anything
+    /// but the viewport is captured beyond it, so the page neither scrolls nor resizes. Always
+    /// clipped: an unclipped capture waits for a fresh compositor frame and took about twice as
+    /// long here.
     async fn screenshot(
         &self,
         options: &CaptureOptions,
-        clip: Option<(Region, f64)>,
+        region: Region,
+        scale: f64,
     ) -> Result<String, RpcError> {
         let mut params = json!({"format": options.format.cdp(), "optimizeForSpeed": true});
         if options.format == Format::Jpeg {
             params["quality"] = json!(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY));
         }
-        if let Some((region, scale)) = clip {
-            params["clip"] = json!({"x": region.x, "y": region.y, "width": region.width, "height": region.height, "scale": scale});
-            params["captureBeyondViewport"] = json!(options.area != Area::Viewport);
-        }
+        params["clip"] = json!({"x": region.x, "y": region.y, "width": region.width, "height": region.height, "scale": scale});
+        params["captureBeyondViewport"] = json!(options.area != Area::Viewport);
         let result = self
             .call("Page.captureScreenshot", params)
             .await
@@ -340,45 +341,36 @@ impl Tab<'_> {
         take_string(result, "data", "Page.captureScreenshot")
     }
 
-    /// The visible viewport in document coordinates.
-    async fn viewport(&self) -> Result<Region, RpcError> {
+    /// The visible viewport and the whole document, in document coordinates, and the device
+    /// pixel ratio (the deprecated device-pixel `visualViewport` over its CSS twin), in one call.
+    async fn layout(&self) -> Result<Layout, RpcError> {
         let metrics = self
             .call("Page.getLayoutMetrics", json!({}))
             .await
             .map_err(cdp_error)?;
-        let viewport = &metrics["cssVisualViewport"];
-        Ok(Region {
-            x: viewport["pageX"].as_f64().unwrap_or(0.0),
-            y: viewport["pageY"].as_f64().unwrap_or(0.0),
-            width: viewport["clientWidth"].as_f64().unwrap_or(0.0),
-            height: viewport["clientHeight"].as_f64().unwrap_or(0.0),
+        let number = |value: &Value| value.as_f64().unwrap_or(0.0);
+        let css = &metrics["cssVisualViewport"];
+        let content = &metrics["cssContentSize"];
+        let css_width = number(&css["clientWidth"]);
+        let device_width = number(&metrics["visualViewport"]["clientWidth"]);
+        Ok(Layout {
+            viewport: Region {
+                x: number(&css["pageX"]),
+                y: number(&css["pageY"]),
+                width: css_width,
+                height: number(&css["clientHeight"]),
+            },
+            page: Region {
+                x: 0.0,
+                y: 0.0,
+                width: number(&content["width"]),
+                height: number(&content["height"]),
+            },
+            ratio: match css_width > 0.0 && device_width > 0.0 {
+                true => device_width / css_width,
+                false => 1.0,
+            },
         })
-    }
-
-    /// The whole document and the device pixel ratio.
-    async fn full_page(&self, guard: &mut TabGuard) -> Result<(Region, f64), RpcError> {
-        let metrics = self
-            .call("Page.getLayoutMetrics", json!({}))
-            .await
-            .map_err(cdp_error)?;
-        let size = &metrics["cssContentSize"];
-        let region = Region {
-            x: 0.0,
-            y: 0.0,
-            width: size["width"].as_f64().unwrap_or(0.0),
-            height: size["height"].as_f64().unwrap_or(0.0),
-        };
-        let ratio = guard
-            .evaluate(
-                self.client,
-                "window.devicePixelRatio",
-                call_timeout(self.scope),
-            )
-            .await
-            .map_err(cdp_error)?
-            .as_f64()
-            .unwrap_or(1.0);
-        Ok((region, ratio))
     }
 
     /// The box of the first element matching `selector` and the device pixel ratio.
@@ -432,6 +424,14 @@ impl Tab<'_> {
         }
         Ok((region, found["ratio"].as_f64().unwrap_or(1.0)))
     }
+}
+
+/// What `Page.getLayoutMetrics` tells a capture.
+struct Layout {
+    viewport: Region,
+    page: Region,
+    /// Device pixels per CSS pixel.
+    ratio: f64,
 }
 
 /// Moves a string member out of a CDP result.
@@ -500,53 +500,36 @@ pub async fn capture(
     };
     let store =
         |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
-    let (shown, original) = match &options.area {
+    let (region, ratio) = match &options.area {
+        Area::Element(selector) => tab.element(&mut guard, selector).await?,
         Area::Viewport => {
-            let data = tab.screenshot(&options, None).await?;
-            let (width, height) = image_size(&data)?;
-            match preview_scale(f64::from(width.max(height))) {
-                None => (store(ArtifactKind::Screenshot, None, data).await?, None),
-                Some(scale) => {
-                    let viewport = tab.viewport().await?;
-                    let preview = tab.screenshot(&options, Some((viewport, scale))).await?;
-                    let original = match options.include_original {
-                        true => Some(store(ArtifactKind::Screenshot, None, data).await?),
-                        false => None,
-                    };
-                    let preview_of = original.as_ref().map(|o| o.id.clone());
-                    (
-                        store(ArtifactKind::Preview, preview_of, preview).await?,
-                        original,
-                    )
-                }
-            }
+            let layout = tab.layout().await?;
+            (layout.viewport, layout.ratio)
         }
-        area => {
-            let (region, ratio) = match area {
-                Area::Element(selector) => tab.element(&mut guard, selector).await?,
-                _ => tab.full_page(&mut guard).await?,
+        Area::FullPage => {
+            let layout = tab.layout().await?;
+            (layout.page, layout.ratio)
+        }
+    };
+    let (shown, original) = match preview_scale(region.width.max(region.height) * ratio) {
+        None => {
+            let data = tab.screenshot(&options, region, 1.0).await?;
+            (store(ArtifactKind::Screenshot, None, data).await?, None)
+        }
+        Some(scale) => {
+            let original = match options.include_original {
+                true => {
+                    let data = tab.screenshot(&options, region, 1.0).await?;
+                    Some(store(ArtifactKind::Screenshot, None, data).await?)
+                }
+                false => None,
             };
-            match preview_scale(region.width.max(region.height) * ratio) {
-                None => {
-                    let data = tab.screenshot(&options, Some((region, 1.0))).await?;
-                    (store(ArtifactKind::Screenshot, None, data).await?, None)
-                }
-                Some(scale) => {
-                    let original = match options.include_original {
-                        true => {
-                            let data = tab.screenshot(&options, Some((region, 1.0))).await?;
-                            Some(store(ArtifactKind::Screenshot, None, data).await?)
-                        }
-                        false => None,
-                    };
-                    let preview = tab.screenshot(&options, Some((region, scale))).await?;
-                    let preview_of = original.as_ref().map(|o| o.id.clone());
-                    (
-                        store(ArtifactKind::Preview, preview_of, preview).await?,
-                        original,
-                    )
-                }
-            }
+            let preview = tab.screenshot(&options, region, scale).await?;
+            let preview_of = original.as_ref().map(|o| o.id.clone());
+            (
+                store(ArtifactKind::Preview, preview_of, preview).await?,
+                original,
+            )
         }
     };
     let mut result = json!({
