@@ -358,6 +358,13 @@ fn capture_viewport_element_full_page_and_previews() {
     let (_, path) = agent.get(&jpeg["artifact"]["id"]);
     assert_eq!(path.extension().unwrap(), "jpg");
 
+    // Events carry no protected path either (Agent::send checks every response).
+    let workspace_id = agent.workspace_id.clone();
+    agent.ok(
+        "events/poll",
+        json!({"workspaceId": workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+
     // Refusals, all before anything is stored.
     let refusals = [
         (

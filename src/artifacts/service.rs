@@ -602,7 +602,11 @@ impl Inner {
             _ => {}
         }
         let (artifact, source_path) = self.get(workspace_id, id, now)?;
-        let mut source = File::open(&source_path).map_err(storage("open artifact bytes"))?;
+        let mut source = File::open(&source_path).map_err(|error| match error.kind() {
+            // Released or swept since the lookup.
+            std::io::ErrorKind::NotFound => ArtifactError::NotFound,
+            _ => storage("open artifact bytes")(error),
+        })?;
         let temp = files::temp_path(destination);
         let client = |op: &'static str| {
             let path = destination.to_owned();

@@ -320,8 +320,8 @@ impl Tab<'_> {
 
     /// One `Page.captureScreenshot` of `region` at `scale`; returns the base64 image. Anything
     /// but the viewport is captured beyond it, so the page neither scrolls nor resizes. Always
-    /// clipped: an unclipped capture waits for a fresh compositor frame and took about twice as
-    /// long here.
+    /// clipped, so viewport, page and element share one path and a large viewport is previewed
+    /// with one capture rather than two.
     async fn screenshot(
         &self,
         options: &CaptureOptions,
