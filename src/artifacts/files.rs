@@ -1,5 +1,5 @@
-//! File-level helpers of protected storage and client paths: atomic owner-only writes, a
-//! bounded hashing copy, name sanitising and the MIME/extension tables. No policy about which
+//! File-level helpers of protected storage and client paths: temporary names, a bounded
+//! hashing copy, name sanitising and the MIME/extension tables. No policy about which
 //! Artifact goes where; `service.rs` decides that.
 
 use std::fs::File;
@@ -53,10 +53,10 @@ pub fn extension_for(mime_type: &str) -> &'static str {
 
 /// A MIME type guessed from a file name's extension.
 pub fn guess_mime(file_name: &str) -> &'static str {
-    let Some((_, extension)) = file_name.rsplit_once('.') else {
-        return OCTET_STREAM;
+    let extension = match file_name.rsplit_once('.') {
+        Some((_, extension)) => extension.to_ascii_lowercase(),
+        None => return OCTET_STREAM,
     };
-    let extension = extension.to_ascii_lowercase();
     MIME_EXTENSIONS
         .iter()
         .map(|(mime, ext)| (*ext, *mime))

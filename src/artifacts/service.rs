@@ -1,5 +1,5 @@
-//! The Artifact service: one per Broker, cheap to clone. Writes new Artifacts (temp file, fsync,
-//! rename, then the metadata row), hands out the protected path, copies out to and in from
+//! The Artifact service: one per Broker, cheap to clone. Writes new Artifacts (temp file, rename,
+//! then the metadata row), hands out the protected path, copies out to and in from
 //! client paths, extends and ends lifetimes, and removes bytes on release, expiry, Workspace
 //! release and Broker start/exit.
 //!
