@@ -623,23 +623,24 @@ fn artifacts_are_private_to_their_workspace_and_client() {
 
 #[test]
 fn bytes_go_on_expiry_workspace_release_and_broker_exit() {
-    let rig = Rig::start_with(&[("BROWSER_PILOT_ARTIFACT_TTL_MS", "1500")]);
+    let rig = Rig::start_with(&[("BROWSER_PILOT_ARTIFACT_TTL_MS", "2000")]);
     let mut agent = Agent::new(&rig.home, "com.example.a");
     let tab = agent.open(&tall_page());
 
-    // Expiry: the sweep removes the bytes about a second after expiresAt.
-    let shot = agent.tool("browser.capture", Some(&tab), json!({}));
-    let artifact = shot["artifact"].clone();
-    assert_eq!(
-        artifact["expiresAt"].as_i64().unwrap() - artifact["createdAt"].as_i64().unwrap(),
-        1500
-    );
-    let (_, expiring) = agent.get(&artifact["id"]);
+    // Expiry: the sweep removes the bytes about a second after expiresAt. The Artifact to keep
+    // is retained first, well within its short TTL.
     let kept = agent.tool("browser.capture", Some(&tab), json!({}))["artifact"].clone();
     agent.ok(
         "artifacts/retain",
         agent.artifact_params(&kept["id"], json!({})),
     );
+    let shot = agent.tool("browser.capture", Some(&tab), json!({}));
+    let artifact = shot["artifact"].clone();
+    assert_eq!(
+        artifact["expiresAt"].as_i64().unwrap() - artifact["createdAt"].as_i64().unwrap(),
+        2000
+    );
+    let (_, expiring) = agent.get(&artifact["id"]);
     assert!(
         wait_until(Duration::from_secs(10), || !expiring.exists()),
         "expired bytes were swept"
