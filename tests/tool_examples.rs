@@ -209,6 +209,18 @@ fn every_tool_has_a_real_example() {
         None,
         json!({"dialogId": dialogs["dialogs"][0]["dialogId"], "action": "accept"}),
     );
+    record(
+        &mut agent,
+        "browser.capture",
+        Some(&target),
+        json!({"selector": "h1"}),
+    );
+    record(
+        &mut agent,
+        "browser.pdf",
+        Some(&target),
+        json!({"printBackground": true}),
+    );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
 
