@@ -172,6 +172,15 @@ function bpShadowRoots(root, out) {
   return out;
 }
 
+// Elements that start a new line in rendered text.
+const BP_BLOCK_TAGS = new Set([
+  'address', 'article', 'aside', 'blockquote', 'dd', 'details', 'dialog', 'div', 'dl', 'dt',
+  'fieldset', 'figcaption', 'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6',
+  'header', 'hgroup', 'hr', 'li', 'main', 'nav', 'ol', 'p', 'pre', 'section', 'summary',
+  'table', 'tbody', 'thead', 'tfoot', 'tr', 'ul', 'legend', 'caption', 'body', 'html', 'option',
+  'td', 'th',
+]);
+
 const BP_WIDGET_ROLES = new Set([
   'button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem',
   'menuitemcheckbox', 'menuitemradio', 'option', 'combobox', 'listbox',
