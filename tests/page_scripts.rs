@@ -179,6 +179,41 @@ async fn observe_reports_roles_names_and_states() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generated_pages_return_every_element_once() {
+    let fixture = open("/generated/100").await;
+    let observation = observe_with(
+        &fixture.tab,
+        "generated",
+        ObserveOptions {
+            limit: 1000,
+            ..ObserveOptions::default()
+        },
+    )
+    .await;
+    assert_eq!(observation.elements.len(), 100);
+    assert_eq!(observation.candidate_count, 100);
+    let count = |role: Role| {
+        observation
+            .elements
+            .iter()
+            .filter(|element| element.role == role)
+            .count()
+    };
+    let shadow = names(&observation)
+        .iter()
+        .filter(|name| **name == "Shadow button")
+        .count();
+    assert_eq!(shadow, 10, "one shadow button per custom element");
+    // Rows cycle through nine controls; every tenth row is a custom element.
+    assert_eq!(count(Role::Link), 10);
+    assert_eq!(count(Role::Checkbox), 10);
+    assert_eq!(count(Role::Combobox), 10);
+    assert_eq!(count(Role::Textbox), 10 + 10 + 10, "inputs, textareas, contenteditables");
+    assert_eq!(named(&observation, "Input 2").value.as_deref(), Some("v2"));
+    assert_eq!(named(&observation, "Check 3").checked, Some(Checked::False));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_names_come_from_every_label_kind() {
     let fixture = open("/labels.html").await;
     let observation = observe(&fixture.tab, "labels").await;
