@@ -11,6 +11,7 @@ mod dispatch;
 mod docs;
 mod manifest;
 mod observe;
+mod progress;
 pub mod schema;
 mod tabs;
 
