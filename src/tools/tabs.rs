@@ -325,7 +325,8 @@ pub async fn open(
     check_url(&url)?;
     if scope.target_id.is_some() {
         let (client, mut guard) = controlled_tab(env, scope).await?;
-        return goto(env, &client, &mut guard, scope, &url).await;
+        let opaque = scope.target_id.as_deref().unwrap_or_default();
+        return goto(env, &client, &mut guard, scope, opaque, &url).await;
     }
     let live = env.browser.live().ok_or_else(disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
@@ -356,7 +357,7 @@ pub async fn open(
         .map_err(target_error)?
         .1;
     let mut guard = handle.acquire().await;
-    let mut result = goto(env, &live.client, &mut guard, scope, &url).await?;
+    let mut result = goto(env, &live.client, &mut guard, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
     Ok(result)
@@ -394,6 +395,7 @@ pub async fn navigate(
                 &client,
                 &mut guard,
                 scope,
+                scope.target_id.as_deref().unwrap_or_default(),
                 url.as_deref().unwrap_or("about:blank"),
             )
             .await;
@@ -442,7 +444,8 @@ pub async fn navigate(
                 .map_err(cdp_error)?;
         }
     }
-    let page = wait_for_load(env, &client, &mut guard, scope, dispatched).await?;
+    let opaque = scope.target_id.as_deref().unwrap_or_default();
+    let page = wait_for_load(env, &client, &mut guard, scope, opaque, dispatched).await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
@@ -455,6 +458,7 @@ async fn goto(
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
+    opaque: &str,
     url: &str,
 ) -> Result<Value, RpcError> {
     let session = guard.session(client).await.map_err(cdp_error)?;
@@ -472,9 +476,9 @@ async fn goto(
         )
         .with_context("errorText", json!(error_text)));
     }
-    let page = wait_for_load(env, client, guard, scope, dispatched).await?;
+    let page = wait_for_load(env, client, guard, scope, opaque, dispatched).await?;
     Ok(page_result(
-        scope.target_id.as_deref().unwrap_or_default(),
+        opaque,
         page,
         false,
     ))
@@ -504,6 +508,7 @@ async fn wait_for_load(
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
+    opaque: &str,
     dispatched: tokio::time::Instant,
 ) -> Result<PageState, RpcError> {
     let now = tokio::time::Instant::now();
@@ -543,7 +548,7 @@ async fn wait_for_load(
             Some((ready, _, _)) if ready == "interactive" => {}
             state if now >= stall_at => {
                 let url = state.map(|(_, url, _)| url).unwrap_or_default();
-                return Err(navigation_stalled(env, scope, &url, now - dispatched).await);
+                return Err(navigation_stalled(env, scope, opaque, &url, now - dispatched).await);
             }
             _ => {}
         }
@@ -556,6 +561,7 @@ async fn wait_for_load(
 async fn navigation_stalled(
     env: &ToolEnv,
     scope: &CallScope,
+    opaque: &str,
     url: &str,
     elapsed: Duration,
 ) -> RpcError {
@@ -565,10 +571,10 @@ async fn navigation_stalled(
     let mut emit = Emit::new(
         workspace_id,
         "watchdog.navigation_stalled",
-        json!({"targetId": scope.target_id, "url": url, "elapsedMs": elapsed_ms}),
+        json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
     );
     emit.lease_id = Some(lease_id.to_owned());
-    emit.target_id = scope.target_id.clone();
+    emit.target_id = Some(opaque.to_owned());
     emit.sensitivity = "browser_data";
     if let Err(error) = env.events.emit(emit).await {
         tracing::debug!(%error, "watchdog.navigation_stalled not journaled");
@@ -578,6 +584,7 @@ async fn navigation_stalled(
         "the navigation was dispatched but the page did not become interactive in time",
     )
     .with_context("reason", json!("navigation_stalled"))
+    .with_context("targetId", json!(opaque))
     .with_context("elapsedMs", json!(elapsed_ms))
     .with_remediation(
         "inspect_state",
