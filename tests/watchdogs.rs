@@ -51,7 +51,8 @@ fn act_on(
     name: &str,
     extra: Value,
 ) -> Value {
-    let mut arguments = json!({"observationId": observation["observationId"], "ref": find_ref(observation, name)});
+    let mut arguments =
+        json!({"observationId": observation["observationId"], "ref": find_ref(observation, name)});
     if let (Some(arguments), Some(extra)) = (arguments.as_object_mut(), extra.as_object()) {
         arguments.extend(extra.clone());
     }

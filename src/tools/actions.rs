@@ -1185,8 +1185,16 @@ pub async fn type_text(
             subject: Subject::Element(before.element_key.clone()),
             frame_id: ctx.frame_id.clone(),
         };
-        return finish_type(env, &client, &mut guard, scope, finished, &verification, matches)
-            .await;
+        return finish_type(
+            env,
+            &client,
+            &mut guard,
+            scope,
+            finished,
+            &verification,
+            matches,
+        )
+        .await;
     }
     let focus = page::run(
         &client,
@@ -1278,7 +1286,16 @@ pub async fn type_text(
         subject: Subject::Element(before.element_key.clone()),
         frame_id: ctx.frame_id.clone(),
     };
-    finish_type(env, &client, &mut guard, scope, finished, &verification, exact).await
+    finish_type(
+        env,
+        &client,
+        &mut guard,
+        scope,
+        finished,
+        &verification,
+        exact,
+    )
+    .await
 }
 
 async fn finish_type(

@@ -535,17 +535,15 @@ mod tests {
         let other = Subject::Element("doc:a:e2".into());
         let left = json!({"button": "left"});
         assert_ne!(base, signature("click", &other, left.as_object().unwrap()));
-        assert_ne!(base, signature("press", &element, left.as_object().unwrap()));
+        assert_ne!(
+            base,
+            signature("press", &element, left.as_object().unwrap())
+        );
         let point = |x, y| signature("click", &Subject::Point { x, y }, &Map::new());
         assert_eq!(point(10.2, 20.0), point(9.8, 20.4));
         assert_ne!(point(10.0, 20.0), point(12.0, 20.0));
-        let typed = |text: &str| {
-            signature(
-                "type",
-                &element,
-                json!({"text": text}).as_object().unwrap(),
-            )
-        };
+        let typed =
+            |text: &str| signature("type", &element, json!({"text": text}).as_object().unwrap());
         assert_ne!(typed("a"), typed("b"));
         let huge = "x".repeat(SIGNATURE_MAX_ARGUMENT_BYTES * 2);
         assert_eq!(typed(&huge), typed(&format!("{huge}y")), "bounded");

@@ -44,9 +44,10 @@ fn navigation_stall() -> Duration {
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
         {
-            Some(ms) => Duration::from_millis(
-                ms.clamp(*NAVIGATION_STALL_RANGE_MS.start(), *NAVIGATION_STALL_RANGE_MS.end()),
-            ),
+            Some(ms) => Duration::from_millis(ms.clamp(
+                *NAVIGATION_STALL_RANGE_MS.start(),
+                *NAVIGATION_STALL_RANGE_MS.end(),
+            )),
             None => NAVIGATION_STALL,
         }
     })
@@ -477,11 +478,7 @@ async fn goto(
         .with_context("errorText", json!(error_text)));
     }
     let page = wait_for_load(env, client, guard, scope, opaque, dispatched).await?;
-    Ok(page_result(
-        opaque,
-        page,
-        false,
-    ))
+    Ok(page_result(opaque, page, false))
 }
 
 struct PageState {
