@@ -52,6 +52,15 @@ pub enum ErrorCode {
     ActionNotVerified,
     ElementNotActionable,
     VerificationFailed,
+    // Artifacts.
+    ArtifactNotFound,
+    ArtifactExpired,
+    ArtifactTooLarge,
+    ArtifactKindNotAllowed,
+    ExportExists,
+    PathNotAllowed,
+    FileNotFound,
+    PdfUnavailable,
 }
 
 impl ErrorCode {
@@ -98,6 +107,14 @@ impl ErrorCode {
         ErrorCode::ActionNotVerified,
         ErrorCode::ElementNotActionable,
         ErrorCode::VerificationFailed,
+        ErrorCode::ArtifactNotFound,
+        ErrorCode::ArtifactExpired,
+        ErrorCode::ArtifactTooLarge,
+        ErrorCode::ArtifactKindNotAllowed,
+        ErrorCode::ExportExists,
+        ErrorCode::PathNotAllowed,
+        ErrorCode::FileNotFound,
+        ErrorCode::PdfUnavailable,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -144,6 +161,14 @@ impl ErrorCode {
             ErrorCode::AuthorizationTimeout => "authorization_timeout",
             ErrorCode::AuthorizationDenied => "authorization_denied",
             ErrorCode::BrowserNotReady => "browser_not_ready",
+            ErrorCode::ArtifactNotFound => "artifact_not_found",
+            ErrorCode::ArtifactExpired => "artifact_expired",
+            ErrorCode::ArtifactTooLarge => "artifact_too_large",
+            ErrorCode::ArtifactKindNotAllowed => "artifact_kind_not_allowed",
+            ErrorCode::ExportExists => "export_exists",
+            ErrorCode::PathNotAllowed => "path_not_allowed",
+            ErrorCode::FileNotFound => "file_not_found",
+            ErrorCode::PdfUnavailable => "pdf_unavailable",
         }
     }
 
@@ -191,6 +216,14 @@ impl ErrorCode {
             ErrorCode::AuthorizationTimeout => -32033,
             ErrorCode::AuthorizationDenied => -32032,
             ErrorCode::BrowserNotReady => -32031,
+            ErrorCode::ArtifactNotFound => -32050,
+            ErrorCode::ArtifactExpired => -32051,
+            ErrorCode::ArtifactTooLarge => -32052,
+            ErrorCode::ArtifactKindNotAllowed => -32053,
+            ErrorCode::ExportExists => -32054,
+            ErrorCode::PathNotAllowed => -32055,
+            ErrorCode::FileNotFound => -32056,
+            ErrorCode::PdfUnavailable => -32057,
         }
     }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::context::{CallScope, ToolEnv};
 use super::manifest::ToolDef;
-use super::{actions, discover, observe, tabs};
+use super::{actions, capture, discover, observe, tabs};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Runs one tool. Tools that touch a tab pass `scope.gate` themselves once they hold the tab;
@@ -51,6 +51,8 @@ pub async fn execute(
             scope.gate.pass().await?;
             actions::dialogs_respond(env, scope, arguments).await
         }
+        "browser.capture" => capture::capture(env, scope, arguments).await,
+        "browser.pdf" => capture::pdf(env, scope, arguments).await,
         other => Err(RpcError::new(
             ErrorCode::InternalError,
             format!("tool {other} is declared but not wired"),

@@ -5,6 +5,7 @@
 //! status, deadlines) is the Broker's.
 
 mod actions;
+mod capture;
 mod context;
 mod discover;
 mod dispatch;
@@ -15,6 +16,7 @@ mod progress;
 pub mod schema;
 mod tabs;
 
+pub use capture::{PREVIEW_MAX_SIDE, artifact_error, descriptor_schema};
 pub use context::{CallScope, DispatchGate, ToolEnv};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;
