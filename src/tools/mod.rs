@@ -12,6 +12,7 @@ mod dispatch;
 mod docs;
 mod manifest;
 mod observe;
+mod progress;
 pub mod schema;
 mod tabs;
 
