@@ -17,8 +17,10 @@ use super::observe::{
     PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
     page_context, page_error, take_observation,
 };
+use super::progress::{self, Subject};
 use super::tabs::{cdp_error, controlled_tab, disconnected};
 use crate::cdp::{CdpClient, CdpError, TargetId};
+use crate::events::Emit;
 use crate::page::{
     self, ActiveElementKey, Checked, ClickPoint, ElementState, FocusAndSelectAll, ListOptions,
     RefTarget, SelectOptions, SetNativeValue, StateSnapshot,
@@ -597,32 +599,90 @@ where
     }
 }
 
+/// An action's outcome on its way out: the evidence, and what the no-progress detector needs
+/// (never sent).
+struct Finished<'a> {
+    arguments: &'a Map<String, Value>,
+    evidence: Value,
+    /// A dialog the action opened blocks the page: no Observation until it is answered.
+    dialog_open: bool,
+    /// What was acted on, for the action's signature.
+    subject: Subject,
+    /// The frame the action ran in.
+    frame_id: String,
+}
+
 async fn finish_with_observation(
+    env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
-    arguments: &Map<String, Value>,
-    evidence: Value,
-    dialog_open: bool,
+    finished: Finished<'_>,
 ) -> Result<Value, RpcError> {
-    if dialog_open {
-        // The page is blocked by the dialog; an Observation would wait for it. Report without one.
-        let mut result = Map::new();
-        result.insert("workspaceId".into(), json!(scope.workspace_id));
-        result.insert("leaseId".into(), json!(scope.lease_id));
-        result.insert("targetId".into(), json!(scope.target_id));
-        result.insert("evidence".into(), evidence);
-        result.insert("dialogOpen".into(), json!(true));
-        return Ok(Value::Object(result));
+    let Finished {
+        arguments,
+        evidence,
+        dialog_open,
+        subject,
+        frame_id,
+    } = finished;
+    let mut result = match dialog_open {
+        true => {
+            // The page is blocked by the dialog; an Observation would wait for it.
+            let mut result = Map::new();
+            result.insert("workspaceId".into(), json!(scope.workspace_id));
+            result.insert("leaseId".into(), json!(scope.lease_id));
+            result.insert("targetId".into(), json!(scope.target_id));
+            result.insert("dialogOpen".into(), json!(true));
+            result
+        }
+        false => {
+            let options = arguments
+                .get("observe")
+                .and_then(Value::as_object)
+                .map(observe_options)
+                .unwrap_or_default();
+            take_observation(client, guard, scope, options).await?
+        }
+    };
+    let action = evidence["action"].as_str().unwrap_or_default();
+    let (changed, navigated) = progress::Completed::effects(&evidence);
+    let session = guard.state().session.clone();
+    let completed = progress::Completed {
+        actor: progress::Actor {
+            workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
+            lease_id: scope.lease_id.as_deref().unwrap_or_default(),
+            session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
+            frame_id: &frame_id,
+            control_epoch: guard.control_epoch(),
+        },
+        signature: progress::signature(action, &subject, arguments),
+        verdict: progress::Verdict::of(&evidence),
+        changed,
+        navigated,
+        page: (!dialog_open).then(|| progress::fingerprint(&result)),
+    };
+    let crossed = progress::record(guard.state(), completed);
+    if let Some(crossed) = crossed {
+        let hint = serde_json::to_value(crossed.reason.hint())
+            .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
+        if let Some(Value::Array(hints)) = result.get_mut("hints") {
+            hints.push(hint.clone());
+        }
+        let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+        let mut emit = Emit::new(
+            workspace_id,
+            "watchdog.no_progress",
+            json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hint": hint}),
+        );
+        emit.lease_id = scope.lease_id.clone();
+        emit.target_id = scope.target_id.clone();
+        if let Err(error) = env.events.emit(emit).await {
+            tracing::debug!(%error, "watchdog.no_progress not journaled");
+        }
     }
-    let options = arguments
-        .get("observe")
-        .and_then(Value::as_object)
-        .map(observe_options)
-        .unwrap_or_default();
-    let mut observation = take_observation(client, guard, scope, options).await?;
-    observation.insert("evidence".into(), evidence);
-    Ok(Value::Object(observation))
+    result.insert("evidence".into(), evidence);
+    Ok(Value::Object(result))
 }
 
 pub async fn click(
@@ -718,6 +778,10 @@ pub async fn click(
         dialog,
     )
     .await;
+    let subject = match &before.element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Point { x, y },
+    };
     let evidence = match target {
         Some(_) => click_evidence(&kind, &effects, before.element.as_ref()),
         None => {
@@ -733,15 +797,14 @@ pub async fn click(
             evidence
         }
     };
-    finish_with_observation(
-        &client,
-        &mut guard,
-        scope,
-        &arguments,
+    let finished = Finished {
+        arguments: &arguments,
         evidence,
-        effects.dialog,
-    )
-    .await
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
 /// `Input.dispatchKeyEvent` parameters for a named key or a single character.
@@ -892,6 +955,10 @@ pub async fn press(
     )
     .await
     .map_err(page_error)?;
+    let subject = match &element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Focused(active_before.key.clone()),
+    };
     let before = Before {
         url: current_url(&client, &mut guard).await,
         popups: env.browser.popups_of(&guard.target),
@@ -943,15 +1010,14 @@ pub async fn press(
     if status == "unavailable" {
         evidence["reason"] = json!("no_observable_effect");
     }
-    finish_with_observation(
-        &client,
-        &mut guard,
-        scope,
-        &arguments,
+    let finished = Finished {
+        arguments: &arguments,
         evidence,
-        effects.dialog,
-    )
-    .await
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
 /// What a guarded composite action pins and re-checks between steps.
@@ -1113,12 +1179,19 @@ pub async fn type_text(
             "beforeLength": before_length, "expectedLength": text_length, "afterLength": after_length,
             "verification": verification, "method": "native_setter", "canceled": outcome.canceled,
         });
+        let finished = Finished {
+            arguments: &arguments,
+            evidence,
+            dialog_open: false,
+            subject: Subject::Element(before.element_key.clone()),
+            frame_id: ctx.frame_id.clone(),
+        };
         return finish_type(
+            env,
             &client,
             &mut guard,
             scope,
-            &arguments,
-            evidence,
+            finished,
             &verification,
             matches,
         )
@@ -1207,12 +1280,19 @@ pub async fn type_text(
     if let Some(after_length) = after_length {
         evidence["afterLength"] = json!(after_length);
     }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject: Subject::Element(before.element_key.clone()),
+        frame_id: ctx.frame_id.clone(),
+    };
     finish_type(
+        env,
         &client,
         &mut guard,
         scope,
-        &arguments,
-        evidence,
+        finished,
         &verification,
         exact,
     )
@@ -1220,11 +1300,11 @@ pub async fn type_text(
 }
 
 async fn finish_type(
+    env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
-    arguments: &Map<String, Value>,
-    evidence: Value,
+    finished: Finished<'_>,
     verification: &str,
     exact: bool,
 ) -> Result<Value, RpcError> {
@@ -1233,13 +1313,13 @@ async fn finish_type(
             ErrorCode::VerificationFailed,
             "the field's value after typing is not the expected one",
         )
-        .with_context("evidence", evidence)
+        .with_context("evidence", finished.evidence)
         .with_remediation(
             "observe",
             "Observe the field: the page may have rewritten, sanitized or rejected the input.",
         ));
     }
-    finish_with_observation(client, guard, scope, arguments, evidence, false).await
+    finish_with_observation(env, client, guard, scope, finished).await
 }
 
 pub async fn keyboard(
@@ -1288,7 +1368,14 @@ pub async fn keyboard(
     type_characters(&client, &mut guard, &mut guarded, &text, submit).await?;
     tokio::time::sleep(SETTLE).await;
     let evidence = json!({"action": "keyboard", "status": "verified", "kind": active.tag.unwrap_or_default(), "effects": ["value_changed"], "typedLength": text.chars().count(), "dispatchedSteps": guarded.dispatched});
-    finish_with_observation(&client, &mut guard, scope, &arguments, evidence, false).await
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject: Subject::Focused(active.key),
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
 const SCROLL_POSITION: &str = "function(){ return [Math.round(scrollX), Math.round(scrollY)]; }";
@@ -1303,8 +1390,13 @@ pub async fn scroll(
     let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
     // Read in the selected frame: that is the document the scroll moves.
     let before = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
+    let mut subject = Subject::Page;
     let (mode, container_moved) = if arguments.contains_key("observationId") {
-        let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+        let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+        subject = Subject::RefPosition {
+            element_ref: u64::from(target.element_ref),
+            role: summary.role,
+        };
         page::run(
             &client,
             &ctx.session,
@@ -1368,7 +1460,14 @@ pub async fn scroll(
     if !moved {
         evidence["reason"] = json!("no_observable_effect");
     }
-    finish_with_observation(&client, &mut guard, scope, &arguments, evidence, false).await
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
 fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
@@ -1469,7 +1568,11 @@ pub async fn dropdown_select(
 ) -> Result<Value, RpcError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
-    let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let subject = Subject::RefPosition {
+        element_ref: u64::from(target.element_ref),
+        role: summary.role,
+    };
     let strings = |key: &str| -> Vec<String> {
         arguments
             .get(key)
@@ -1538,7 +1641,14 @@ pub async fn dropdown_select(
         "effects": if outcome.changed { vec!["selected_changed", "value_changed"] } else { vec![] },
         "selected": outcome.selected,
     });
-    finish_with_observation(&client, &mut guard, scope, &arguments, evidence, false).await
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
 pub async fn dialogs_list(
