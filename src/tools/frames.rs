@@ -183,7 +183,12 @@ async fn frame_forest(
     let children = guard.frames().child_sessions();
     for (_, child) in children {
         match frame_tree(client, &child, true).await {
-            Ok(tree) => nodes.extend(tree),
+            Ok(tree) => {
+                // A frame is listed once, from the session that hosts its document.
+                let hosted: HashSet<&str> = tree.iter().map(|n| n.raw.as_str()).collect();
+                nodes.retain(|n| !hosted.contains(n.raw.as_str()));
+                nodes.extend(tree);
+            }
             Err(error) => tracing::debug!(%error, "an out-of-process frame went away mid-list"),
         }
     }
