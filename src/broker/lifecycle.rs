@@ -4,13 +4,12 @@
 //! Each handler validates its params, checks the capability and Principal ownership, calls the
 //! store off the tokio workers and shapes the result. Tool execution is not here.
 
-use std::sync::atomic::Ordering;
-
 use serde_json::{Map, Value, json};
 
+use super::commands;
 use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
-use super::events::{Emit, event_json};
+use crate::events::{Emit, event_json};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
 use crate::protocol::internal::PeerRole;
@@ -54,7 +53,10 @@ pub async fn dispatch(
                     close_connection(context).await;
                     Ok(json!({}))
                 }
-                "tools/list" => Ok(json!({"tools": []})),
+                "tools/list" => commands::tools_list(session).await,
+                "tools/call" => commands::tools_call(context, session, &params).await,
+                "commands/get" => commands::commands_get(context, session, &params).await,
+                "commands/cancel" => commands::commands_cancel(context, session, &params).await,
                 "workspaces/create" => workspaces_create(context, session, &params).await,
                 "workspaces/get" => workspaces_get(context, session, &params).await,
                 "workspaces/release" => workspaces_release(context, session, &params).await,
@@ -84,7 +86,7 @@ pub async fn close_connection(context: &ConnectionContext) {
     }
     context
         .broker
-        .hub
+        .events.hub()
         .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
     match context
@@ -111,7 +113,7 @@ pub async fn lose_connection(context: &ConnectionContext) {
     }
     context
         .broker
-        .hub
+        .events.hub()
         .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
     if let Err(error) = context
@@ -175,7 +177,7 @@ async fn initialize(
     });
     if negotiated.granted.iter().any(|c| c == "event.read") {
         broker
-            .hub
+            .events.hub()
             .subscribe(&principal, &connection_id, context.notifications.clone());
     }
     let session = Session {
@@ -224,7 +226,7 @@ async fn workspaces_create(
     };
     context
         .broker
-        .hub
+        .events.hub()
         .add_workspace(&row.id, &session.principal);
     Ok(workspace_json(&row))
 }
@@ -256,7 +258,7 @@ async fn workspaces_release(
         .map_err(from_store)?;
     let released_at = match outcome {
         ReleaseWorkspace::Released { .. } => {
-            context.broker.hub.remove_workspace(&workspace_id);
+            context.broker.events.hub().remove_workspace(&workspace_id);
             now
         }
         ReleaseWorkspace::AlreadyReleased { released_at } => released_at,
@@ -305,7 +307,7 @@ async fn leases_create(
         .map_err(from_store)?;
     context
         .broker
-        .hub
+        .events.hub()
         .add_workspace(&row.workspace_id, &session.principal);
     Ok(lease_json(&row))
 }
@@ -395,7 +397,7 @@ async fn status(context: &ConnectionContext) -> Result<Value, RpcError> {
         "service": {"version": SERVICE_VERSION},
         "installationId": broker.installation_id,
         "embeddedConnections": embedded,
-        "browserConnectionGeneration": broker.generation.load(Ordering::SeqCst),
+        "browserConnectionGeneration": broker.events.generation(),
         "executable": {"version": EXECUTABLE_VERSION},
     }))
 }
@@ -555,8 +557,9 @@ pub async fn announce_expired(
             target_id: None,
             sensitivity: "none",
             payload: json!({"leaseId": lease.id, "expiredAt": lease.expires_at}),
+            generation: None,
         };
-        if let Err(error) = context_broker.emit(emit).await {
+        if let Err(error) = context_broker.events.emit(emit).await {
             tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
         }
     }

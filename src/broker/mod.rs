@@ -5,9 +5,8 @@
 //! is `store/`), no CDP wire types and no framing rules.
 
 mod connection;
+mod commands;
 mod errors;
-mod events;
-mod hub;
 mod lifecycle;
 mod locator;
 mod server;

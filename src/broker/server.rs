@@ -6,8 +6,10 @@ use std::sync::atomic::AtomicU64;
 
 use tokio::sync::watch;
 
-use super::hub::Hub;
+use super::commands::RunningCommands;
 use super::state::Broker;
+use crate::events::{EventSink, Hub};
+use crate::tools::ToolEnv;
 use super::{connection, locator, sweep};
 use crate::home::Home;
 use crate::ipc;
@@ -48,14 +50,17 @@ pub async fn run_broker(home: Home) -> i32 {
         }
     };
     let (shutdown_tx, mut shutdown_rx) = watch::channel(false);
+    let events = EventSink::new(store.clone(), Arc::new(Hub::default()), Arc::new(AtomicU64::new(0)));
+    let tools = ToolEnv { home: home.clone(), store: store.clone(), events: events.clone() };
     let broker = Arc::new(Broker {
         home: home.clone(),
         store,
         broker_id: new_id(IdKind::Broker),
         installation_id: installation_id(),
         started_at: now_ms(),
-        hub: Hub::default(),
-        generation: AtomicU64::new(0),
+        events,
+        tools,
+        running: RunningCommands::default(),
         shutdown: shutdown_tx,
     });
     if let Err(error) = locator::write_locator(

@@ -1,12 +1,12 @@
 //! The Broker's process-wide state, shared by every Connection task as one `Arc<Broker>`.
 
-use std::sync::atomic::AtomicU64;
-
 use tokio::sync::watch;
 
-use super::hub::Hub;
+use super::commands::RunningCommands;
+use crate::events::EventSink;
 use crate::home::Home;
 use crate::store::Store;
+use crate::tools::ToolEnv;
 
 pub struct Broker {
     pub home: Home,
@@ -15,9 +15,11 @@ pub struct Broker {
     pub broker_id: String,
     pub installation_id: String,
     pub started_at: i64,
-    pub hub: Hub,
-    /// The current browser connection generation; 0 until the first `browser.connect`.
-    pub generation: AtomicU64,
+    pub events: EventSink,
+    /// What tools run against (store, events, browser session).
+    pub tools: ToolEnv,
+    /// Commands executing now, so `commands/cancel` can reach them.
+    pub running: RunningCommands,
     /// Set to true to stop the accept loop and exit.
     pub shutdown: watch::Sender<bool>,
 }

@@ -66,7 +66,7 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
             .await
         {
             Ok(_) => {
-                broker.hub.remove_workspace(&workspace.id);
+                broker.events.hub().remove_workspace(&workspace.id);
                 tracing::info!(workspace = %workspace.id, "reclaimed an idle workspace");
             }
             Err(error) => tracing::error!(%error, "cannot reclaim idle workspace"),

@@ -33,6 +33,12 @@ pub enum ErrorCode {
     BrokerInUse,
     BrokerUnavailable,
     ReadOnlyViolation,
+    ToolNotFound,
+    IdempotencyConflict,
+    CommandNotFound,
+    UnknownOutcome,
+    DeadlineExceeded,
+    Cancelled,
 }
 
 impl ErrorCode {
@@ -60,6 +66,12 @@ impl ErrorCode {
         ErrorCode::BrokerInUse,
         ErrorCode::BrokerUnavailable,
         ErrorCode::ReadOnlyViolation,
+        ErrorCode::ToolNotFound,
+        ErrorCode::IdempotencyConflict,
+        ErrorCode::CommandNotFound,
+        ErrorCode::UnknownOutcome,
+        ErrorCode::DeadlineExceeded,
+        ErrorCode::Cancelled,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -87,6 +99,12 @@ impl ErrorCode {
             ErrorCode::BrokerInUse => "broker_in_use",
             ErrorCode::BrokerUnavailable => "broker_unavailable",
             ErrorCode::ReadOnlyViolation => "read_only_violation",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::DeadlineExceeded => "deadline_exceeded",
+            ErrorCode::UnknownOutcome => "unknown_outcome",
+            ErrorCode::CommandNotFound => "command_not_found",
+            ErrorCode::IdempotencyConflict => "idempotency_conflict",
+            ErrorCode::ToolNotFound => "tool_not_found",
         }
     }
 
@@ -115,6 +133,12 @@ impl ErrorCode {
             ErrorCode::BrokerInUse => -32040,
             ErrorCode::BrokerUnavailable => -32041,
             ErrorCode::ReadOnlyViolation => -32042,
+            ErrorCode::Cancelled => -32022,
+            ErrorCode::DeadlineExceeded => -32021,
+            ErrorCode::UnknownOutcome => -32020,
+            ErrorCode::CommandNotFound => -32019,
+            ErrorCode::IdempotencyConflict => -32018,
+            ErrorCode::ToolNotFound => -32601,
         }
     }
 
@@ -127,6 +151,7 @@ impl ErrorCode {
                 | ErrorCode::BrokerInUse
                 | ErrorCode::BrokerUnavailable
                 | ErrorCode::InternalError
+                | ErrorCode::DeadlineExceeded
         )
     }
 }

@@ -1,0 +1,342 @@
+//! The Command pipeline behind `tools/call`, plus `commands/get` and `commands/cancel`.
+//!
+//! Order of checks: tool exists, negotiated capability, Lease ownership, argument schema, then
+//! idempotency. A new Command is recorded `accepted`, becomes `dispatched` when the tool passes
+//! its dispatch gate (just before it touches the browser), and ends `completed` (with a result
+//! or a recorded error), `cancelled`, or `unknown_outcome`. Retries with the same
+//! `idempotencyKey` or `commandId` never run the tool twice.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ring::digest::{SHA256, digest};
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use super::connection::{ConnectionContext, Session};
+use super::errors::from_store;
+use super::lifecycle::{optional_str, required_str};
+use crate::events::Emit;
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::ids::{IdKind, new_id};
+use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
+use crate::tools::{self, CallScope, DispatchGate, Scope, ToolDef};
+use crate::version::now_ms;
+
+/// Default Command deadline when the call gives no `deadlineMs`.
+pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+/// Longest allowed `deadlineMs` (10 minutes: long enough for a slow page, short enough that a
+/// forgotten Command does not pin a tab forever).
+pub const MAX_DEADLINE_MS: u64 = 600_000;
+/// Longest caller-supplied `commandId` / `idempotencyKey`.
+const MAX_KEY_CHARS: usize = 256;
+
+/// Cancellation signals of Commands executing in this Broker.
+#[derive(Default)]
+pub struct RunningCommands {
+    by_id: Mutex<HashMap<String, watch::Sender<bool>>>,
+}
+
+impl RunningCommands {
+    fn register(&self, id: &str) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(false);
+        self.by_id.lock().expect("running lock").insert(id.to_owned(), tx);
+        rx
+    }
+
+    fn remove(&self, id: &str) {
+        self.by_id.lock().expect("running lock").remove(id);
+    }
+
+    fn cancel(&self, id: &str) {
+        if let Some(tx) = self.by_id.lock().expect("running lock").get(id) {
+            let _ = tx.send(true);
+        }
+    }
+}
+
+pub async fn tools_list(session: &Session) -> Result<Value, RpcError> {
+    let granted = &session.negotiated.granted;
+    let tools: Vec<Value> =
+        tools::manifest().iter().filter(|t| granted.iter().any(|g| g == t.capability)).map(ToolDef::to_json).collect();
+    Ok(json!({"tools": tools}))
+}
+
+pub async fn tools_call(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let name = required_str(params, "name")?;
+    let def = tools::find(name).ok_or_else(|| {
+        RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}")).with_context("name", json!(name))
+    })?;
+    session.require(def.capability)?;
+    let broker = &context.broker;
+    let (workspace_id, lease_id, target_id) = match def.scope {
+        Scope::Connection => (None, None, None),
+        Scope::Workspace | Scope::Target => {
+            let workspace_id = required_str(params, "workspaceId")?.to_owned();
+            let lease_id = required_str(params, "leaseId")?.to_owned();
+            let (connection_id, ws, lease) = (session.connection_id.clone(), workspace_id.clone(), lease_id.clone());
+            broker.db(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms())).await.map_err(from_store)?;
+            let target_id = match def.scope {
+                Scope::Target => Some(required_str(params, "targetId")?.to_owned()),
+                _ => None,
+            };
+            (Some(workspace_id), Some(lease_id), target_id)
+        }
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
+    };
+    if let Err(violation) = tools::schema::validate(&def.input_schema, &Value::Object(arguments.clone()), "arguments") {
+        return Err(RpcError::invalid_params(format!("{} {}", violation.path, violation.message)).with_context("path", json!(violation.path)));
+    }
+    let command_id = match optional_str(params, "commandId")? {
+        Some(id) if id.chars().count() <= MAX_KEY_CHARS => id.to_owned(),
+        Some(_) => return Err(RpcError::invalid_params(format!("\"commandId\" is longer than {MAX_KEY_CHARS} characters"))),
+        None => new_id(IdKind::Command),
+    };
+    let idempotency_key = match optional_str(params, "idempotencyKey")? {
+        Some(key) if key.chars().count() <= MAX_KEY_CHARS => Some(key.to_owned()),
+        Some(_) => return Err(RpcError::invalid_params(format!("\"idempotencyKey\" is longer than {MAX_KEY_CHARS} characters"))),
+        None => None,
+    };
+    let deadline_ms = match params.get("deadlineMs") {
+        None | Some(Value::Null) => DEFAULT_DEADLINE_MS,
+        Some(value) => match value.as_u64() {
+            Some(ms) if (1..=MAX_DEADLINE_MS).contains(&ms) => ms,
+            _ => return Err(RpcError::invalid_params(format!("\"deadlineMs\" must be an integer from 1 through {MAX_DEADLINE_MS}"))),
+        },
+    };
+    let accepted_at = now_ms();
+    let new_command = NewCommand {
+        id: command_id.clone(),
+        principal: session.principal.clone(),
+        workspace_id: workspace_id.clone(),
+        connection_id: session.connection_id.clone(),
+        method: def.name.to_owned(),
+        generation: broker.events.generation(),
+        idempotency_key: idempotency_key.clone(),
+        args_hash: arguments_hash(def.name, &arguments, workspace_id.as_deref(), target_id.as_deref()),
+        accepted_at,
+        deadline_at: accepted_at + deadline_ms as i64,
+        mutating: def.mutating,
+    };
+    let inserted = broker.db(move |store| store.insert_command(&new_command)).await.map_err(|error| match error {
+        StoreError::IdempotencyConflict => RpcError::new(
+            ErrorCode::IdempotencyConflict,
+            "this idempotencyKey or commandId was already used with different arguments",
+        )
+        .with_remediation("use_new_key", "Use a fresh idempotencyKey/commandId for a different call; reuse one only to retry the same call."),
+        other => from_store(other),
+    })?;
+    let row = match inserted {
+        InsertCommand::Duplicate(row) => return replay(&row),
+        InsertCommand::Inserted(row) => row,
+    };
+
+    let scope = CallScope {
+        principal: session.principal.clone(),
+        connection_id: session.connection_id.clone(),
+        workspace_id,
+        lease_id,
+        target_id,
+        command_id: row.id.clone(),
+        deadline: tokio::time::Instant::now() + Duration::from_millis(deadline_ms),
+        browser_preference: context.hello.browser_preference.clone(),
+        gate: DispatchGate::new(broker.store.clone(), row.id.clone()),
+    };
+    let mut cancelled = broker.running.register(&row.id);
+    let execution = tools::execute(&broker.tools, &scope, def, arguments);
+    let outcome = tokio::select! {
+        outcome = tokio::time::timeout_at(scope.deadline, execution) => match outcome {
+            Ok(result) => Outcome::Finished(result),
+            Err(_) => Outcome::DeadlinePassed,
+        },
+        _ = wait_cancelled(&mut cancelled, &scope.gate) => Outcome::CancelledBeforeDispatch,
+    };
+    broker.running.remove(&row.id);
+    finish(context, def, &scope, outcome).await
+}
+
+enum Outcome {
+    Finished(Result<Value, RpcError>),
+    DeadlinePassed,
+    CancelledBeforeDispatch,
+}
+
+/// Resolves when a cancel arrives for a Command that has not passed its dispatch gate.
+/// After dispatch, cancellation is best effort: the Command runs to its end.
+async fn wait_cancelled(cancelled: &mut watch::Receiver<bool>, gate: &DispatchGate) {
+    loop {
+        if cancelled.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+        if *cancelled.borrow() && !gate.passed() {
+            return;
+        }
+    }
+}
+
+async fn finish(context: &ConnectionContext, def: &ToolDef, scope: &CallScope, outcome: Outcome) -> Result<Value, RpcError> {
+    let broker = &context.broker;
+    let (status, result, error) = match outcome {
+        Outcome::Finished(Ok(result)) => {
+            if cfg!(debug_assertions)
+                && let Err(violation) = tools::schema::validate(&def.output_schema, &result, "result")
+            {
+                tracing::error!(tool = def.name, ?violation, "result violates the output schema");
+                let error = RpcError::new(ErrorCode::InternalError, format!("{} result violates its schema at {}: {}", def.name, violation.path, violation.message));
+                (CommandStatus::Completed, None, Some(error))
+            } else {
+                (CommandStatus::Completed, Some(result), None)
+            }
+        }
+        Outcome::Finished(Err(error)) if error.code == ErrorCode::Cancelled => (CommandStatus::Cancelled, None, Some(error)),
+        Outcome::Finished(Err(error)) => (CommandStatus::Completed, None, Some(error)),
+        Outcome::CancelledBeforeDispatch => {
+            (CommandStatus::Cancelled, None, Some(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")))
+        }
+        Outcome::DeadlinePassed => match (scope.gate.passed(), def.mutating) {
+            (true, true) => (
+                CommandStatus::UnknownOutcome,
+                None,
+                Some(RpcError::new(ErrorCode::UnknownOutcome, "the deadline passed after the Command reached the browser; it may or may not have taken effect")
+                    .with_remediation("inspect_state", "Observe the page before deciding what to do; the Command is never replayed automatically.")),
+            ),
+            (true, false) => {
+                (CommandStatus::Completed, None, Some(RpcError::new(ErrorCode::DeadlineExceeded, "the deadline passed before the Command finished")))
+            }
+            (false, _) => (
+                CommandStatus::Cancelled,
+                None,
+                Some(RpcError::new(ErrorCode::DeadlineExceeded, "the deadline passed before the Command was dispatched; it never reached the browser")),
+            ),
+        },
+    };
+    let error = error.map(|e| e.with_context("commandId", json!(scope.command_id)));
+    let result_json = result.as_ref().map(Value::to_string);
+    let error_json = error.as_ref().map(|e| e.to_json().to_string());
+    let id = scope.command_id.clone();
+    let row = broker
+        .db(move |store| store.complete_command(&id, status, result_json, error_json, now_ms()))
+        .await
+        .map_err(from_store)?;
+    if let Some(workspace_id) = &row.workspace_id {
+        let mut emit = Emit::new(workspace_id, "command.status", json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}));
+        emit.lease_id = scope.lease_id.clone();
+        emit.target_id = scope.target_id.clone();
+        emit.generation = Some(row.generation);
+        if let Err(error) = broker.events.emit(emit).await {
+            tracing::debug!(%error, "command.status not journaled");
+        }
+    }
+    replay(&row)
+}
+
+/// The response for a recorded Command: its result, its recorded error, or (still running)
+/// the Command alone.
+fn replay(row: &CommandRow) -> Result<Value, RpcError> {
+    if let Some(error_json) = &row.error_json {
+        let error: Value = serde_json::from_str(error_json).unwrap_or(Value::Null);
+        return Err(error_from_json(&error).with_context("commandId", json!(row.id)));
+    }
+    match &row.result_json {
+        Some(result_json) => {
+            let result: Value = serde_json::from_str(result_json).unwrap_or(Value::Null);
+            Ok(json!({"command": command_json(row), "result": result}))
+        }
+        None if row.status == CommandStatus::Cancelled => Err(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")
+            .with_context("commandId", json!(row.id))),
+        None => Ok(json!({"command": command_json(row)})),
+    }
+}
+
+pub fn command_json(row: &CommandRow) -> Value {
+    let mut command = json!({
+        "id": row.id,
+        "status": row.status.as_str(),
+        "method": row.method,
+        "browserConnectionGeneration": row.generation,
+        "acceptedAt": row.accepted_at,
+        "deadlineAt": row.deadline_at,
+        "mutating": row.mutating,
+        "cancellationRequested": row.cancellation_requested,
+    });
+    if let Some(key) = &row.idempotency_key {
+        command["idempotencyKey"] = json!(key);
+    }
+    if let Some(workspace_id) = &row.workspace_id {
+        command["workspaceId"] = json!(workspace_id);
+    }
+    if let Some(at) = row.dispatched_at {
+        command["dispatchedAt"] = json!(at);
+    }
+    if let Some(at) = row.completed_at {
+        command["completedAt"] = json!(at);
+    }
+    command
+}
+
+fn error_from_json(error: &Value) -> RpcError {
+    let code = error["data"]["code"].as_str().unwrap_or("");
+    let code = ErrorCode::ALL.iter().copied().find(|c| c.as_str() == code).unwrap_or(ErrorCode::InternalError);
+    let mut rebuilt = RpcError::new(code, error["message"].as_str().unwrap_or(""));
+    rebuilt.remediation = error["data"].get("remediation").cloned();
+    rebuilt.context = error["data"].get("context").and_then(|c| c.as_object().cloned());
+    rebuilt
+}
+
+/// SHA-256 of the canonical call: serde_json maps are ordered by key, so equal calls serialize
+/// to equal bytes whatever order the host wrote them in.
+fn arguments_hash(name: &str, arguments: &Map<String, Value>, workspace_id: Option<&str>, target_id: Option<&str>) -> [u8; 32] {
+    let canonical = json!({"name": name, "arguments": arguments, "workspaceId": workspace_id, "targetId": target_id}).to_string();
+    let hash = digest(&SHA256, canonical.as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(hash.as_ref());
+    out
+}
+
+/// `commands/get`: authorized by Principal ownership, not by the original Lease.
+pub async fn commands_get(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let row = owned_command(context, session, params).await?;
+    let mut response = json!({"command": command_json(&row)});
+    if let Some(result) = &row.result_json {
+        response["result"] = serde_json::from_str(result).unwrap_or(Value::Null);
+    }
+    if let Some(error) = &row.error_json {
+        response["error"] = serde_json::from_str(error).unwrap_or(Value::Null);
+    }
+    Ok(response)
+}
+
+/// `commands/cancel`: prevents dispatch while accepted; afterwards only records the request.
+pub async fn commands_cancel(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let row = owned_command(context, session, params).await?;
+    let principal = session.principal.clone();
+    let id = row.id.clone();
+    let updated = context
+        .broker
+        .db(move |store| store.request_cancel(&principal, &id, now_ms()))
+        .await
+        .map_err(from_store)?
+        .ok_or_else(command_not_found)?;
+    context.broker.running.cancel(&updated.id);
+    Ok(json!({"command": command_json(&updated)}))
+}
+
+async fn owned_command(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<CommandRow, RpcError> {
+    let id = required_str(params, "commandId")?.to_owned();
+    let workspace_id = optional_str(params, "workspaceId")?.map(str::to_owned);
+    let principal = session.principal.clone();
+    let row = context.broker.db(move |store| store.get_command(&principal, &id)).await.map_err(from_store)?;
+    match row {
+        Some(row) if workspace_id.is_none() || row.workspace_id == workspace_id => Ok(row),
+        _ => Err(command_not_found()),
+    }
+}
+
+fn command_not_found() -> RpcError {
+    RpcError::new(ErrorCode::CommandNotFound, "no Command with this id for this client")
+}

@@ -1,0 +1,9 @@
+//! Events: commit to the per-Workspace journal first, then offer `events/event` notifications to
+//! the Workspace's Connections. Owns the notification routes and the wire shape of an event. It
+//! never writes to a socket (Connections drain their own bounded queues) and holds no SQL text.
+
+mod hub;
+mod sink;
+
+pub use hub::Hub;
+pub use sink::{Emit, EventSink, event_json};

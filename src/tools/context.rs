@@ -1,0 +1,76 @@
+//! What a tool runs with: the process-wide environment and the per-call scope.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::events::EventSink;
+use crate::home::Home;
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::store::{CommandStatus, PrincipalKey, Store};
+use crate::version::now_ms;
+
+/// Process-wide services a tool may use. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolEnv {
+    pub home: Home,
+    pub store: Store,
+    pub events: EventSink,
+}
+
+/// Marks the Command dispatched exactly once, at the moment it is about to touch the browser.
+/// A Command cancelled while it waited is refused here, so cancellation before dispatch never
+/// reaches the browser.
+#[derive(Clone)]
+pub struct DispatchGate {
+    store: Store,
+    command_id: String,
+    done: Arc<AtomicBool>,
+}
+
+impl DispatchGate {
+    pub fn new(store: Store, command_id: String) -> DispatchGate {
+        DispatchGate { store, command_id, done: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether the Command passed the gate (it may have touched the browser).
+    pub fn passed(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    pub async fn pass(&self) -> Result<(), RpcError> {
+        if self.done.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let store = self.store.clone();
+        let id = self.command_id.clone();
+        let row = match tokio::task::spawn_blocking(move || store.mark_dispatched(&id, now_ms())).await {
+            Ok(Ok(row)) => row,
+            Ok(Err(error)) => {
+                tracing::error!(%error, "cannot mark a command dispatched");
+                return Err(RpcError::new(ErrorCode::InternalError, "internal store error"));
+            }
+            Err(join) => std::panic::resume_unwind(join.into_panic()),
+        };
+        match row.status {
+            CommandStatus::Dispatched => {
+                self.done.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            _ => Err(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")),
+        }
+    }
+}
+
+/// Who is calling and on what, for one `tools/call`.
+pub struct CallScope {
+    pub principal: PrincipalKey,
+    pub connection_id: String,
+    pub workspace_id: Option<String>,
+    pub lease_id: Option<String>,
+    pub target_id: Option<String>,
+    pub command_id: String,
+    pub deadline: tokio::time::Instant,
+    /// `bridge --browser` preference of the calling bridge.
+    pub browser_preference: Option<String>,
+    pub gate: DispatchGate,
+}

@@ -1,0 +1,62 @@
+//! `browser.discover`: the passive candidate list (files and a TCP probe; never a WebSocket).
+
+use serde_json::{Map, Value, json};
+
+use super::context::{CallScope, ToolEnv};
+use super::manifest::{Scope, ToolDef, object, open_object};
+use crate::browser::{self, DiscoveryConfig};
+use crate::protocol::errors::RpcError;
+
+pub fn defs() -> Vec<ToolDef> {
+    vec![ToolDef {
+        name: "browser.discover",
+        description: "List browser candidates (user profiles with a debugging endpoint, and the Broker-managed profile) and which one this bridge would use. Passive: opens no browser connection.",
+        capability: "browser.control",
+        scope: Scope::Connection,
+        mutating: false,
+        input_schema: object(json!({}), &[]),
+        output_schema: open_object(
+            json!({
+                "browsers": {"type": "array", "items": candidate_schema()},
+                "selectedBrowserId": {"type": ["string", "null"]},
+            }),
+            &["browsers", "selectedBrowserId"],
+        ),
+        sensitivity_input: &[],
+        sensitivity_output: &[],
+    }]
+}
+
+/// The schema of one candidate as `initialize` and `browser.discover` report it.
+pub fn candidate_schema() -> Value {
+    open_object(
+        json!({
+            "id": {"type": "string"},
+            "product": {"type": "string"},
+            "channel": {"type": "string"},
+            "profile": {"type": "string"},
+            "managed": {"type": "boolean"},
+            "state": {"type": "string"},
+            "processState": {"type": "string"},
+            "remoteDebuggingState": {"type": "string"},
+            "authorizationState": {"type": "string"},
+            "remediation": {"type": "object"},
+        }),
+        &["id", "product", "channel", "state", "processState", "remoteDebuggingState", "authorizationState"],
+    )
+}
+
+/// Passive discovery, off the tokio workers (file reads and short TCP probes).
+pub async fn candidates(env: &ToolEnv) -> Vec<browser::Candidate> {
+    let config = DiscoveryConfig::from_env(env.home.root().to_owned());
+    tokio::task::spawn_blocking(move || browser::discover(&config)).await.unwrap_or_default()
+}
+
+pub async fn discover(env: &ToolEnv, scope: &CallScope, _arguments: Map<String, Value>) -> Result<Value, RpcError> {
+    let found = candidates(env).await;
+    let selected = browser::select(&found, scope.browser_preference.as_deref()).map(|c| c.id.clone());
+    Ok(json!({
+        "browsers": found.iter().map(browser::Candidate::to_json).collect::<Vec<_>>(),
+        "selectedBrowserId": selected,
+    }))
+}

@@ -1,0 +1,17 @@
+//! Tools: one canonical definition per tool (name, capability, mutating flag, input and output
+//! schema, sensitivity), from which `tools/list`, argument validation and (in debug builds)
+//! result validation are generated; and one file per tool family with its CDP composition and
+//! evidence. Tools never see framing, sockets or SQL text; Command bookkeeping (idempotency,
+//! status, deadlines) is the Broker's.
+
+mod context;
+mod discover;
+mod dispatch;
+mod docs;
+mod manifest;
+pub mod schema;
+
+pub use context::{CallScope, DispatchGate, ToolEnv};
+pub use dispatch::execute;
+pub use docs::render_tools_markdown;
+pub use manifest::{Scope, ToolDef, find, manifest};
