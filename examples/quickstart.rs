@@ -246,10 +246,7 @@ fn main() -> ExitCode {
         0 => "every advertised step succeeded".to_owned(),
         n => format!("{n} step(s) failed"),
     };
-    println!(
-        "done in {} ms: {verdict}",
-        started.elapsed().as_millis()
-    );
+    println!("done in {} ms: {verdict}", started.elapsed().as_millis());
     match report.failed {
         0 => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
@@ -651,11 +648,9 @@ fn stop_browser(executable: &Path, home: &Path, report: &mut Report) {
         .stderr(Stdio::inherit())
         .status();
     match status {
-        Ok(status) if status.success() => report.ok(
-            "browser stop",
-            "managed Chromium closed",
-            started.elapsed(),
-        ),
+        Ok(status) if status.success() => {
+            report.ok("browser stop", "managed Chromium closed", started.elapsed())
+        }
         Ok(status) => report.failed(
             "browser stop",
             &StepError::Process(format!("exited with {status}")),
@@ -707,7 +702,10 @@ fn short_id(id: &Value) -> String {
 /// A URL or title cut to `MAX_SHOWN_CHARS`.
 fn shown(text: &str) -> String {
     match text.chars().count() > MAX_SHOWN_CHARS {
-        true => format!("{}…", text.chars().take(MAX_SHOWN_CHARS).collect::<String>()),
+        true => format!(
+            "{}…",
+            text.chars().take(MAX_SHOWN_CHARS).collect::<String>()
+        ),
         false => text.to_owned(),
     }
 }
