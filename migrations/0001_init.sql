@@ -27,16 +27,17 @@ CREATE TABLE connections (
 CREATE INDEX connections_by_principal ON connections (principal_id);
 CREATE INDEX connections_by_kind ON connections (kind);
 
--- Active Workspaces. latest_sequence is the journal head (0 = no event yet).
+-- Active Workspaces. workspace_key is private and keys the journal compactly;
+-- the journal head is max(events.sequence) of that key.
 CREATE TABLE workspaces (
-    workspace_id    TEXT PRIMARY KEY,
+    workspace_key   INTEGER PRIMARY KEY,
+    workspace_id    TEXT NOT NULL UNIQUE,
     principal_id    INTEGER NOT NULL REFERENCES principals (principal_id),
     browser_id      TEXT NOT NULL,
     client_key      TEXT,
     created_at      INTEGER NOT NULL,
-    last_active_at  INTEGER NOT NULL,
-    latest_sequence INTEGER NOT NULL DEFAULT 0 CHECK (latest_sequence >= 0)
-) STRICT, WITHOUT ROWID;
+    last_active_at  INTEGER NOT NULL
+) STRICT;
 CREATE INDEX workspaces_by_principal ON workspaces (principal_id);
 CREATE UNIQUE INDEX workspaces_by_client_key
     ON workspaces (principal_id, client_key) WHERE client_key IS NOT NULL;
@@ -57,9 +58,15 @@ CREATE UNIQUE INDEX leases_by_client_key
     ON leases (connection_id, workspace_id, client_key) WHERE client_key IS NOT NULL;
 CREATE INDEX leases_by_expiry ON leases (expires_at);
 
--- The per-Workspace event journal, keyed by its dense sequence.
+-- The per-Workspace event journal, keyed by its dense sequence. The newest
+-- row of a Workspace is never deleted, so max(sequence) is its journal head.
+-- A rowid table: appends land at the right edge of the table (SQLite's cheap
+-- append path) and only the small (workspace_key, sequence) index is inserted
+-- mid-tree. workspace_key is deliberately not a foreign key: append checks the
+-- Workspace inside its transaction anyway, a per-event parent lookup is
+-- measurable on the hottest write, and release deletes the journal itself.
 CREATE TABLE events (
-    workspace_id    TEXT NOT NULL REFERENCES workspaces (workspace_id) ON DELETE CASCADE,
+    workspace_key   INTEGER NOT NULL,
     sequence        INTEGER NOT NULL CHECK (sequence > 0),
     event_id        TEXT NOT NULL,
     timestamp       INTEGER NOT NULL,
@@ -70,8 +77,8 @@ CREATE TABLE events (
     payload_version INTEGER NOT NULL CHECK (payload_version >= 0),
     sensitivity     TEXT NOT NULL,
     payload_json    TEXT NOT NULL,
-    PRIMARY KEY (workspace_id, sequence)
-) STRICT, WITHOUT ROWID;
+    UNIQUE (workspace_key, sequence)
+) STRICT;
 
 -- Commands (tools/call outcomes). The rowid orders rows by acceptance; a
 -- command is terminal exactly when completed_at is set.

@@ -17,6 +17,7 @@ pub mod ipc;
 pub mod janitor;
 pub mod os;
 pub mod protocol;
+pub mod session;
 pub mod store;
 pub mod tools;
 pub mod version;

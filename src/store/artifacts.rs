@@ -141,3 +141,72 @@ impl Store {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{principal, store, workspace};
+    use super::super::{ArtifactRow, StoreError};
+
+    fn artifact(id: &str, workspace_id: &str, expires_at: i64) -> ArtifactRow {
+        ArtifactRow {
+            id: id.to_owned(),
+            workspace_id: workspace_id.to_owned(),
+            kind: "pdf".to_owned(),
+            mime_type: "application/pdf".to_owned(),
+            byte_len: 1_234,
+            sha256: "ab".repeat(32),
+            created_at: 10,
+            expires_at,
+            retained: false,
+            sensitivity: "browser_data".to_owned(),
+            file_name: Some("report.pdf".to_owned()),
+        }
+    }
+
+    #[test]
+    fn metadata_lifecycle() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        workspace(&store, "workspace:2", &principal("a"));
+        store
+            .insert_artifact(&artifact("artifact:1", "workspace:1", 100))
+            .unwrap();
+        store
+            .insert_artifact(&artifact("artifact:2", "workspace:1", 200))
+            .unwrap();
+        assert!(matches!(
+            store.insert_artifact(&artifact("artifact:3", "workspace:none", 100)),
+            Err(StoreError::WorkspaceNotFound)
+        ));
+
+        assert_eq!(
+            store.get_artifact("workspace:1", "artifact:1").unwrap(),
+            Some(artifact("artifact:1", "workspace:1", 100))
+        );
+        assert_eq!(
+            store.get_artifact("workspace:2", "artifact:1").unwrap(),
+            None
+        );
+
+        let expired = |now| -> Vec<String> {
+            let rows = store.expired_artifacts(now).unwrap();
+            rows.into_iter().map(|row| row.id).collect()
+        };
+        assert_eq!(expired(99), Vec::<String>::new());
+        assert_eq!(expired(200), ["artifact:1", "artifact:2"]);
+
+        let retained = store.set_retained("artifact:1", 5_000).unwrap().unwrap();
+        assert!(retained.retained);
+        assert_eq!(retained.expires_at, 5_000);
+        assert_eq!(expired(200), ["artifact:2"]);
+        assert_eq!(store.set_retained("artifact:none", 5_000).unwrap(), None);
+
+        let deleted = store
+            .delete_artifact("artifact:2")
+            .unwrap()
+            .map(|row| row.id);
+        assert_eq!(deleted.as_deref(), Some("artifact:2"));
+        assert_eq!(store.delete_artifact("artifact:2").unwrap(), None);
+        assert_eq!(expired(200), Vec::<String>::new());
+    }
+}

@@ -3,7 +3,7 @@
 //! Principal. Owns the `commands` table; it does not hash arguments or decide
 //! deadlines (the broker does) and never interprets result or error JSON.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::{Store, column_u64, to_sql_u64};
 use super::error::StoreError;
@@ -51,7 +51,7 @@ fn command_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CommandRow> {
 
 /// A Command row with the id of its owning Principal.
 fn find_command(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     id: &str,
 ) -> Result<Option<(i64, CommandRow)>, StoreError> {
     let found = transaction
@@ -267,7 +267,7 @@ impl Store {
 /// Deletes the Principal's terminal Commands beyond the newest `keep`
 /// (ordered by completion time, then acceptance order).
 fn prune_terminal(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     keep: u32,
 ) -> Result<(), StoreError> {
@@ -289,4 +289,288 @@ fn prune_terminal(
             .execute((principal_id, completed_at, rowid))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{outcome, principal, store, store_with, workspace};
+    use super::super::{
+        CommandRow, CommandStatus, InsertCommand, NewCommand, PrincipalKey, Store, StoreLimits,
+    };
+
+    fn new_command(id: &str, owner: &PrincipalKey, key: Option<&str>) -> NewCommand {
+        NewCommand {
+            id: id.to_owned(),
+            principal: owner.clone(),
+            workspace_id: Some("workspace:1".to_owned()),
+            connection_id: "connection:1".to_owned(),
+            method: "browser.click".to_owned(),
+            generation: 3,
+            idempotency_key: key.map(str::to_owned),
+            args_hash: [7; 32],
+            accepted_at: 10,
+            deadline_at: 30_010,
+            mutating: true,
+        }
+    }
+
+    fn render_insert(inserted: InsertCommand) -> String {
+        match inserted {
+            InsertCommand::Inserted(row) => format!("inserted {}", row.id),
+            InsertCommand::Duplicate(row) => format!("duplicate of {}", row.id),
+        }
+    }
+
+    fn render(row: CommandRow) -> String {
+        let cancel = match row.cancellation_requested {
+            true => " cancel-requested",
+            false => "",
+        };
+        format!(
+            "{} {} dispatched={:?} completed={:?}{cancel}",
+            row.id,
+            row.status.as_str(),
+            row.dispatched_at,
+            row.completed_at
+        )
+    }
+
+    fn fixture(limits: StoreLimits) -> Store {
+        let store = store_with(limits);
+        workspace(&store, "workspace:1", &principal("a"));
+        workspace(&store, "workspace:2", &principal("a"));
+        workspace(&store, "workspace:b", &principal("b"));
+        store
+    }
+
+    #[test]
+    fn retries_are_recognized_and_conflicts_refused() {
+        let store = fixture(StoreLimits::default());
+        let (a, b) = (principal("a"), principal("b"));
+        let other_hash = NewCommand {
+            args_hash: [8; 32],
+            ..new_command("command:1", &a, Some("k1"))
+        };
+        let other_method = NewCommand {
+            method: "browser.type".to_owned(),
+            ..new_command("command:3", &a, Some("k1"))
+        };
+        let other_workspace = NewCommand {
+            workspace_id: Some("workspace:2".to_owned()),
+            ..new_command("command:4", &a, Some("k1"))
+        };
+        let connection_tool = NewCommand {
+            workspace_id: None,
+            ..new_command("command:5", &a, Some("k1"))
+        };
+        let connection_tool_retry = NewCommand {
+            workspace_id: None,
+            ..new_command("command:6", &a, Some("k1"))
+        };
+        let b_same_key = NewCommand {
+            workspace_id: Some("workspace:b".to_owned()),
+            ..new_command("command:7", &b, Some("k1"))
+        };
+        let b_same_id = NewCommand {
+            workspace_id: Some("workspace:b".to_owned()),
+            ..new_command("command:1", &b, Some("k9"))
+        };
+        let cases = [
+            (
+                new_command("command:1", &a, Some("k1")),
+                "inserted command:1",
+            ),
+            (
+                new_command("command:1", &a, Some("k1")),
+                "duplicate of command:1",
+            ),
+            (new_command("command:1", &a, None), "duplicate of command:1"),
+            (other_hash, "IdempotencyConflict"),
+            (
+                new_command("command:2", &a, Some("k1")),
+                "duplicate of command:1",
+            ),
+            (other_method, "IdempotencyConflict"),
+            (other_workspace, "inserted command:4"),
+            (connection_tool, "inserted command:5"),
+            (connection_tool_retry, "duplicate of command:5"),
+            (b_same_key, "inserted command:7"),
+            (b_same_id, "IdempotencyConflict"),
+            (new_command("command:8", &a, None), "inserted command:8"),
+        ];
+        for (command, expect) in cases {
+            let actual = outcome(store.insert_command(&command), render_insert);
+            assert_eq!(actual, expect, "{command:?}");
+        }
+        // Another Principal never sees the row.
+        assert_eq!(store.get_command(&b, "command:1").unwrap(), None);
+        let own = store.get_command(&a, "command:1").unwrap().map(render);
+        assert_eq!(
+            own.as_deref(),
+            Some("command:1 accepted dispatched=None completed=None")
+        );
+    }
+
+    #[test]
+    fn cancel_before_dispatch_prevents_it() {
+        let store = fixture(StoreLimits::default());
+        let a = principal("a");
+        store
+            .insert_command(&new_command("command:1", &a, None))
+            .unwrap();
+        let cancelled = store
+            .request_cancel(&a, "command:1", 20)
+            .unwrap()
+            .map(render);
+        let expect = "command:1 cancelled dispatched=None completed=Some(20) cancel-requested";
+        assert_eq!(cancelled.as_deref(), Some(expect));
+        assert_eq!(
+            outcome(store.mark_dispatched("command:1", 30), render),
+            expect
+        );
+        let completed = store.complete_command(
+            "command:1",
+            CommandStatus::Completed,
+            Some("{}".to_owned()),
+            None,
+            40,
+        );
+        assert_eq!(outcome(completed, render), expect);
+        let again = store
+            .request_cancel(&a, "command:1", 50)
+            .unwrap()
+            .map(render);
+        assert_eq!(again.as_deref(), Some(expect));
+    }
+
+    #[test]
+    fn cancel_after_dispatch_only_requests() {
+        let store = fixture(StoreLimits::default());
+        let a = principal("a");
+        store
+            .insert_command(&new_command("command:1", &a, None))
+            .unwrap();
+        let dispatched = store.mark_dispatched("command:1", 15);
+        assert_eq!(
+            outcome(dispatched, render),
+            "command:1 dispatched dispatched=Some(15) completed=None"
+        );
+        assert_eq!(
+            store
+                .request_cancel(&principal("b"), "command:1", 20)
+                .unwrap(),
+            None
+        );
+        let requested = store
+            .request_cancel(&a, "command:1", 20)
+            .unwrap()
+            .map(render);
+        assert_eq!(
+            requested.as_deref(),
+            Some("command:1 dispatched dispatched=Some(15) completed=None cancel-requested")
+        );
+        let completed = store
+            .complete_command(
+                "command:1",
+                CommandStatus::UnknownOutcome,
+                None,
+                Some("{\"code\":-32000}".to_owned()),
+                40,
+            )
+            .unwrap();
+        assert_eq!(
+            render(completed.clone()),
+            "command:1 unknown_outcome dispatched=Some(15) completed=Some(40) cancel-requested"
+        );
+        assert_eq!(completed.error_json.as_deref(), Some("{\"code\":-32000}"));
+        assert_eq!(completed.result_json, None);
+    }
+
+    #[test]
+    fn status_errors() {
+        let store = fixture(StoreLimits::default());
+        store
+            .insert_command(&new_command("command:1", &principal("a"), None))
+            .unwrap();
+        let cases = [
+            (
+                outcome(
+                    store.complete_command("command:1", CommandStatus::Dispatched, None, None, 1),
+                    render,
+                ),
+                "StatusNotTerminal { status: \"dispatched\" }",
+            ),
+            (
+                outcome(
+                    store.complete_command("command:none", CommandStatus::Completed, None, None, 1),
+                    render,
+                ),
+                "CommandNotFound",
+            ),
+            (
+                outcome(store.mark_dispatched("command:none", 1), render),
+                "CommandNotFound",
+            ),
+        ];
+        for (actual, expect) in cases {
+            assert_eq!(actual, expect);
+        }
+    }
+
+    #[test]
+    fn oldest_terminal_commands_are_pruned_per_principal() {
+        let store = fixture(StoreLimits {
+            max_terminal_commands_per_principal: 3,
+            ..StoreLimits::default()
+        });
+        let (a, b) = (principal("a"), principal("b"));
+        store
+            .insert_command(&new_command("command:open", &a, None))
+            .unwrap();
+        let b_command = NewCommand {
+            workspace_id: Some("workspace:b".to_owned()),
+            ..new_command("command:b", &b, None)
+        };
+        store.insert_command(&b_command).unwrap();
+        store
+            .complete_command("command:b", CommandStatus::Completed, None, None, 1)
+            .unwrap();
+        // Completed out of acceptance order: the completion time decides.
+        for (n, completed_at) in [(1, 50), (2, 10), (3, 40), (4, 20), (5, 30)] {
+            let id = format!("command:{n}");
+            store.insert_command(&new_command(&id, &a, None)).unwrap();
+            store
+                .complete_command(&id, CommandStatus::Completed, None, None, completed_at)
+                .unwrap();
+        }
+        let kept: Vec<bool> = [
+            "command:1",
+            "command:2",
+            "command:3",
+            "command:4",
+            "command:5",
+        ]
+        .iter()
+        .map(|id| store.get_command(&a, id).unwrap().is_some())
+        .collect();
+        assert_eq!(kept, [true, false, true, false, true]);
+        // Non-terminal Commands and other Principals' are untouched.
+        assert!(store.get_command(&a, "command:open").unwrap().is_some());
+        assert!(store.get_command(&b, "command:b").unwrap().is_some());
+    }
+
+    #[test]
+    fn unknown_principal_sees_nothing() {
+        let store = store();
+        assert_eq!(
+            store.get_command(&principal("x"), "command:1").unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .request_cancel(&principal("x"), "command:1", 1)
+                .unwrap(),
+            None
+        );
+    }
 }

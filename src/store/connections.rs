@@ -33,6 +33,8 @@ impl Store {
 
     /// Deletes the Connection and every Lease it owns in one transaction and
     /// returns those Leases. Closing an unknown id returns an empty `Vec`.
+    /// `_now` is not stored today; it keeps the signature uniform with the
+    /// other lifecycle calls.
     pub fn close_connection(&self, id: &str, _now: i64) -> Result<Vec<LeaseRow>, StoreError> {
         self.write(|transaction| {
             let principal_id: Option<i64> = transaction
@@ -97,5 +99,65 @@ impl Store {
                 .query_row([kind.as_str()], |row| row.get(0))?;
             Ok(count.unsigned_abs())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{connect, outcome, principal, store, workspace};
+    use super::super::{ConnectionKind, NewLease};
+
+    #[test]
+    fn lost_connections_keep_leases_until_expiry_then_go() {
+        let store = store();
+        let a = principal("a");
+        workspace(&store, "workspace:1", &a);
+        connect(&store, "connection:1", &a);
+        let lease = |id: &str| NewLease {
+            id: id.to_owned(),
+            workspace_id: "workspace:1".to_owned(),
+            connection_id: "connection:1".to_owned(),
+            principal: a.clone(),
+            ttl_ms: 1_000,
+            client_key: None,
+            now: 10,
+        };
+        store.create_lease(&lease("lease:1")).unwrap();
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            1
+        );
+
+        store.mark_connection_lost("connection:1", 20).unwrap();
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            0
+        );
+        // No new Lease on a lost Connection; the old one still checks out.
+        let refused = store.create_lease(&lease("lease:2"));
+        assert_eq!(outcome(refused, |row| row.id), "ConnectionNotFound");
+        let kept = store.check_lease("connection:1", "workspace:1", "lease:1", 500);
+        assert_eq!(outcome(kept, |row| row.id), "lease:1");
+        // Not reclaimed while it owns a Lease, and the leased Workspace is not idle.
+        assert_eq!(store.reclaim_lost_connections().unwrap(), 0);
+        let idle: Vec<String> = store
+            .inactive_workspaces(100)
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+        assert_eq!(idle, Vec::<String>::new());
+
+        store.expire_leases(1_010).unwrap();
+        assert_eq!(store.reclaim_lost_connections().unwrap(), 1);
+        assert_eq!(store.reclaim_lost_connections().unwrap(), 0);
+        assert_eq!(store.close_connection("connection:1", 1_020).unwrap(), []);
+        let idle: Vec<String> = store
+            .inactive_workspaces(100)
+            .unwrap()
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+        assert_eq!(idle, ["workspace:1"]);
     }
 }

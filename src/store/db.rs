@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
 use ring::rand::{SecureRandom as _, SystemRandom};
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::debug::DebugConnection;
 use super::error::StoreError;
@@ -81,7 +82,10 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Creates a fresh, empty database with every migration applied.
-    pub fn open(limits: StoreLimits) -> Result<Store, StoreError> {
+    /// An `event_journal_size` of 0 is raised to 1: the newest event records
+    /// the journal head.
+    pub fn open(mut limits: StoreLimits) -> Result<Store, StoreError> {
+        limits.event_journal_size = limits.event_journal_size.max(1);
         let uri = format!("file:/browser-pilot-{}?vfs=memdb", random_hex()?);
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -100,6 +104,10 @@ impl Store {
             .max_size(POOL_MAX_CONNECTIONS)
             .connection_timeout(POOL_CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
+            // Keep connections (and their statement and page caches) for the
+            // Store's lifetime: they are in-process and cost no descriptors.
+            .idle_timeout(None)
+            .max_lifetime(None)
             .build(manager)?;
 
         Ok(Store {
@@ -117,16 +125,17 @@ impl Store {
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction and commits if it
-    /// returns `Ok`. Taking the write lock up front means a transaction never
-    /// has to upgrade a read lock, which SQLite reports as `SQLITE_BUSY`
-    /// without consulting the busy handler.
+    /// returns `Ok` (else rolls back). `body` gets the connection inside the
+    /// open transaction. Taking the write lock up front means a transaction
+    /// never has to upgrade a read lock, which SQLite reports as
+    /// `SQLITE_BUSY` without consulting the busy handler.
     pub(super) fn write<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self.inner.pool.get()?;
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = body(&transaction)?;
+        let connection = self.inner.pool.get()?;
+        let transaction = OpenTransaction::begin(&connection, "BEGIN IMMEDIATE")?;
+        let value = body(&connection)?;
         transaction.commit()?;
         Ok(value)
     }
@@ -136,7 +145,7 @@ impl Store {
     /// and answer `LeaseExpired`).
     pub(super) fn write_then<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<Result<T, StoreError>, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<Result<T, StoreError>, StoreError>,
     ) -> Result<T, StoreError> {
         self.write(body)?
     }
@@ -145,11 +154,11 @@ impl Store {
     /// see one snapshot.
     pub(super) fn read<T>(
         &self,
-        body: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+        body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut connection = self.inner.pool.get()?;
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Deferred)?;
-        let value = body(&transaction)?;
+        let connection = self.inner.pool.get()?;
+        let transaction = OpenTransaction::begin(&connection, "BEGIN DEFERRED")?;
+        let value = body(&connection)?;
         transaction.commit()?;
         Ok(value)
     }
@@ -160,10 +169,50 @@ impl Store {
     }
 }
 
+/// A transaction opened with cached `BEGIN`/`COMMIT` statements (rusqlite's
+/// `Transaction` re-parses them on every call, a measurable share of a
+/// one-event append). Rolls back on drop unless committed, including when
+/// the body returned an error or panicked, so a pooled connection never goes
+/// back to the pool inside a transaction.
+struct OpenTransaction<'c> {
+    connection: &'c Connection,
+    committed: bool,
+}
+
+impl<'c> OpenTransaction<'c> {
+    fn begin(connection: &'c Connection, begin: &str) -> Result<Self, rusqlite::Error> {
+        connection.prepare_cached(begin)?.execute([])?;
+        Ok(OpenTransaction {
+            connection,
+            committed: false,
+        })
+    }
+
+    fn commit(mut self) -> Result<(), rusqlite::Error> {
+        self.connection.prepare_cached("COMMIT")?.execute([])?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OpenTransaction<'_> {
+    fn drop(&mut self) {
+        if self.committed || self.connection.is_autocommit() {
+            return;
+        }
+        if let Err(error) = self.connection.execute_batch("ROLLBACK") {
+            tracing::error!(%error, "store: rollback failed");
+        }
+    }
+}
+
 /// Per-connection settings: busy handling, foreign keys, memory temp store
 /// and a statement cache large enough for every store statement.
 fn configure_connection(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.busy_handler(Some(on_busy))?;
+    // Plans never depend on bound values, so cached statements are not
+    // re-prepared each time a range bound (a cursor) changes.
+    connection.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     connection.pragma_update(None, "foreign_keys", true)?;
     // 2 = MEMORY: sorts and temp tables never touch the disk.
     connection.pragma_update(None, "temp_store", 2)?;
@@ -171,25 +220,45 @@ fn configure_connection(connection: &Connection) -> Result<(), rusqlite::Error> 
     Ok(())
 }
 
-/// Busy handler: yield, then sleep briefly, then sleep longer, giving up
-/// (returning false, so `SQLITE_BUSY` surfaces) after about `BUSY_TIMEOUT`.
-fn on_busy(attempt: i32) -> bool {
+/// What the busy handler does on one retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BusyWait {
+    Yield,
+    Sleep(Duration),
+    GiveUp,
+}
+
+/// The busy policy: yield, then sleep briefly, then sleep longer, and give
+/// up once about `BUSY_TIMEOUT` has been spent waiting on this lock.
+fn busy_wait(attempt: i32) -> BusyWait {
     if attempt < BUSY_YIELD_ATTEMPTS {
-        std::thread::yield_now();
-        return true;
+        return BusyWait::Yield;
     }
     if attempt < BUSY_YIELD_ATTEMPTS + BUSY_SHORT_SLEEP_ATTEMPTS {
-        std::thread::sleep(BUSY_SHORT_SLEEP);
-        return true;
+        return BusyWait::Sleep(BUSY_SHORT_SLEEP);
     }
     let slept_short = BUSY_SHORT_SLEEP * BUSY_SHORT_SLEEP_ATTEMPTS.unsigned_abs();
     let long_attempts = attempt - BUSY_YIELD_ATTEMPTS - BUSY_SHORT_SLEEP_ATTEMPTS;
     let slept_long = BUSY_LONG_SLEEP * long_attempts.unsigned_abs();
-    if slept_short + slept_long >= BUSY_TIMEOUT {
-        return false;
+    match slept_short + slept_long >= BUSY_TIMEOUT {
+        true => BusyWait::GiveUp,
+        false => BusyWait::Sleep(BUSY_LONG_SLEEP),
     }
-    std::thread::sleep(BUSY_LONG_SLEEP);
-    true
+}
+
+/// SQLite's busy callback: `true` retries, `false` surfaces `SQLITE_BUSY`.
+fn on_busy(attempt: i32) -> bool {
+    match busy_wait(attempt) {
+        BusyWait::Yield => {
+            std::thread::yield_now();
+            true
+        }
+        BusyWait::Sleep(duration) => {
+            std::thread::sleep(duration);
+            true
+        }
+        BusyWait::GiveUp => false,
+    }
 }
 
 /// Applies every migration not yet counted by `PRAGMA user_version`, each in
@@ -240,4 +309,222 @@ pub(super) fn column_u64(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Res
 pub(super) fn column_u32(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<u32> {
     let value: i64 = row.get(index)?;
     u32::try_from(value).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(index, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::testing::{connect, event, outcome, principal, store, workspace};
+    use super::super::{
+        CommandStatus, EventPoll, NewCommand, NewLease, StoreError, WorkspaceLookup,
+    };
+    use super::{BUSY_TIMEOUT, BusyWait, MIGRATIONS, busy_wait};
+
+    #[test]
+    fn migrations_are_applied_once_and_counted() {
+        let store = store();
+        let version = store.query_readonly("PRAGMA user_version").unwrap();
+        assert_eq!(
+            format!("{:?}", version.rows),
+            format!("[[Integer({})]]", MIGRATIONS.len())
+        );
+        let tables = store
+            .query_readonly(
+                "SELECT group_concat(name, ' ') FROM
+                   (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)",
+            )
+            .unwrap();
+        assert_eq!(
+            format!("{:?}", tables.rows),
+            "[[Text(\"artifacts commands connections events leases principals tombstones workspaces\")]]"
+        );
+        let foreign_keys = store.query_readonly("PRAGMA foreign_keys").unwrap();
+        // The debug (keeper) connection is configured like the pooled ones.
+        assert_eq!(format!("{:?}", foreign_keys.rows), "[[Integer(1)]]");
+    }
+
+    #[test]
+    fn stores_do_not_share_a_database() {
+        let (first, second) = (store(), store());
+        workspace(&first, "workspace:1", &principal("a"));
+        let seen = second
+            .get_workspace(&principal("a"), "workspace:1")
+            .unwrap();
+        assert_eq!(seen, WorkspaceLookup::NotFound);
+        // Clones share one.
+        let clone = first.clone();
+        assert!(matches!(
+            clone.get_workspace(&principal("a"), "workspace:1").unwrap(),
+            WorkspaceLookup::Active(_)
+        ));
+    }
+
+    #[test]
+    fn failed_or_panicking_writes_roll_back() {
+        let store = store();
+        let insert = "INSERT INTO principals (client_id, instance_id) VALUES ('x', 'y')";
+        let failed: Result<(), StoreError> = store.write(|connection| {
+            connection.execute(insert, [])?;
+            Err(StoreError::WorkspaceNotFound)
+        });
+        assert!(matches!(failed, Err(StoreError::WorkspaceNotFound)));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.write(|connection| -> Result<(), StoreError> {
+                connection.execute(insert, [])?;
+                panic!("body panics inside the transaction");
+            })
+        }));
+        assert!(panicked.is_err());
+        let count = store
+            .query_readonly("SELECT count(*) FROM principals")
+            .unwrap();
+        assert_eq!(format!("{:?}", count.rows), "[[Integer(0)]]");
+        // The connection went back to the pool outside any transaction (the
+        // pool hands out the most recently returned one first, so a leaked
+        // transaction would make this BEGIN fail).
+        workspace(&store, "workspace:after", &principal("a"));
+    }
+
+    #[test]
+    fn busy_policy_gives_up_after_the_timeout() {
+        let mut waited = std::time::Duration::ZERO;
+        let mut attempt = 0;
+        let mut kinds = Vec::new();
+        loop {
+            let wait = busy_wait(attempt);
+            let kind = match wait {
+                BusyWait::Yield => "yield",
+                BusyWait::Sleep(duration) if duration < std::time::Duration::from_millis(1) => {
+                    "short"
+                }
+                BusyWait::Sleep(_) => "long",
+                BusyWait::GiveUp => "give up",
+            };
+            if kinds.last() != Some(&kind) {
+                kinds.push(kind);
+            }
+            match wait {
+                BusyWait::Yield => {}
+                BusyWait::Sleep(duration) => waited += duration,
+                BusyWait::GiveUp => break,
+            }
+            attempt += 1;
+        }
+        assert_eq!(kinds, ["yield", "short", "long", "give up"]);
+        assert!(waited >= BUSY_TIMEOUT, "waited {waited:?}");
+        assert!(
+            waited < BUSY_TIMEOUT + std::time::Duration::from_millis(2),
+            "waited {waited:?}"
+        );
+    }
+
+    /// Eight threads hammer one shared Workspace and their own ones with
+    /// mixed writes and reads; no call may fail (no SQLITE_BUSY/LOCKED), and
+    /// the shared journal must stay dense.
+    #[test]
+    fn concurrent_mixed_load_never_surfaces_busy() {
+        const THREADS: usize = 8;
+        const ROUNDS: usize = 150;
+        let store = store();
+        workspace(&store, "workspace:shared", &principal("shared"));
+
+        let failures: Vec<String> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..THREADS)
+                .map(|thread| {
+                    let store = store.clone();
+                    scope.spawn(move || -> Result<Vec<u64>, StoreError> {
+                        let owner = principal(&format!("t{thread}"));
+                        let connection_id = format!("connection:{thread}");
+                        let own = format!("workspace:{thread}");
+                        connect(&store, &connection_id, &owner);
+                        workspace(&store, &own, &owner);
+                        let mut shared_sequences = Vec::new();
+                        for round in 0..ROUNDS {
+                            let n = u64::try_from(round).unwrap_or_default();
+                            shared_sequences
+                                .push(store.append_event(&event("workspace:shared", n))?.sequence);
+                            store.append_events(&[event(&own, n), event(&own, n + 1)])?;
+                            store.poll_events("workspace:shared", 0, 50)?;
+                            let lease = store.create_lease(&NewLease {
+                                id: format!("lease:{thread}:{round}"),
+                                workspace_id: own.clone(),
+                                connection_id: connection_id.clone(),
+                                principal: owner.clone(),
+                                ttl_ms: 60_000,
+                                client_key: Some("k".to_owned()),
+                                now: 10,
+                            })?;
+                            store.heartbeat_lease(&connection_id, &own, &lease.id, 20)?;
+                            let command_id = format!("command:{thread}:{round}");
+                            store.insert_command(&NewCommand {
+                                id: command_id.clone(),
+                                principal: owner.clone(),
+                                workspace_id: Some(own.clone()),
+                                connection_id: connection_id.clone(),
+                                method: "browser.observe".to_owned(),
+                                generation: 1,
+                                idempotency_key: None,
+                                args_hash: [0; 32],
+                                accepted_at: 10,
+                                deadline_at: 100,
+                                mutating: false,
+                            })?;
+                            store.mark_dispatched(&command_id, 11)?;
+                            store.complete_command(
+                                &command_id,
+                                CommandStatus::Completed,
+                                None,
+                                None,
+                                12,
+                            )?;
+                            let scratch = format!("workspace:{thread}:scratch:{round}");
+                            workspace(&store, &scratch, &owner);
+                            store.release_workspace(&owner, &scratch, 30)?;
+                            store.get_workspace(&owner, &own)?;
+                            store.inactive_workspaces(0)?;
+                            if round % 25 == 0 {
+                                store.query_readonly("SELECT count(*) FROM events")?;
+                            }
+                        }
+                        Ok(shared_sequences)
+                    })
+                })
+                .collect();
+            let mut failures = Vec::new();
+            let mut seen = HashMap::new();
+            for worker in workers {
+                match worker.join() {
+                    Ok(Ok(sequences)) => {
+                        if !sequences.windows(2).all(|pair| pair[0] < pair[1]) {
+                            failures.push(format!("sequences not increasing: {sequences:?}"));
+                        }
+                        for sequence in sequences {
+                            *seen.entry(sequence).or_insert(0) += 1;
+                        }
+                    }
+                    Ok(Err(error)) => failures.push(format!("{error:?}")),
+                    Err(_) => failures.push("worker panicked".to_owned()),
+                }
+            }
+            let total = u64::try_from(THREADS * ROUNDS).unwrap_or_default();
+            if seen.len() != THREADS * ROUNDS
+                || (1..=total).any(|sequence| seen.get(&sequence) != Some(&1))
+            {
+                failures.push("shared sequences are not exactly 1..=total".to_owned());
+            }
+            failures
+        });
+        assert_eq!(failures, Vec::<String>::new());
+
+        let total = u64::try_from(THREADS * ROUNDS).unwrap_or_default();
+        let poll = store.poll_events("workspace:shared", total - 1, 10);
+        let rendered = outcome(poll, |poll| match poll {
+            EventPoll::Page {
+                events, has_more, ..
+            } => format!("{} {has_more}", events.len()),
+            other => format!("{other:?}"),
+        });
+        assert_eq!(rendered, "1 false");
+    }
 }

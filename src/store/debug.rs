@@ -90,7 +90,8 @@ impl DebugConnection {
             match judge(context.action) {
                 Ok(()) => Authorization::Allow,
                 Err(reason) => {
-                    *lock(&slot) = Some(reason);
+                    // Keep the first refusal: later ones follow from it.
+                    lock(&slot).get_or_insert(reason);
                     Authorization::Deny
                 }
             }
@@ -211,6 +212,13 @@ fn judge(action: AuthAction<'_>) -> Result<(), String> {
         } => judge_pragma(pragma_name, pragma_value),
         AuthAction::Attach { .. } => Err("ATTACH is not allowed".to_owned()),
         AuthAction::Detach { .. } => Err("DETACH is not allowed".to_owned()),
+        AuthAction::Insert { table_name }
+        | AuthAction::Update { table_name, .. }
+        | AuthAction::Delete { table_name }
+            if table_name.starts_with("sqlite_") =>
+        {
+            Err("schema changes are not allowed".to_owned())
+        }
         AuthAction::Insert { table_name } => {
             Err(format!("INSERT into {table_name} is not allowed"))
         }
@@ -243,5 +251,157 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{event, outcome, principal, store, workspace};
+    use super::super::{QueryRows, SqlValue, Store};
+    use super::DEBUG_QUERY_MAX_ROWS;
+
+    fn render(rows: QueryRows) -> String {
+        format!("{:?} {:?}", rows.columns, rows.rows)
+    }
+
+    fn check(store: &Store, sql: &str, expect: &str) {
+        let actual = outcome(store.query_readonly(sql), render);
+        assert_eq!(actual, expect, "{sql}");
+    }
+
+    fn fixture() -> Store {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        store.append_event(&event("workspace:1", 1)).unwrap();
+        store
+    }
+
+    #[test]
+    fn writes_and_escapes_are_refused() {
+        let store = fixture();
+        let cases = [
+            (
+                "INSERT INTO tombstones (workspace_id, principal_id, released_at) VALUES ('w', 1, 1)",
+                "ReadOnlyViolation(\"INSERT into tombstones is not allowed\")",
+            ),
+            (
+                "DELETE FROM events",
+                "ReadOnlyViolation(\"DELETE from events is not allowed\")",
+            ),
+            (
+                "UPDATE workspaces SET last_active_at = 0",
+                "ReadOnlyViolation(\"UPDATE of workspaces is not allowed\")",
+            ),
+            (
+                "ATTACH DATABASE ':memory:' AS other",
+                "ReadOnlyViolation(\"ATTACH is not allowed\")",
+            ),
+            (
+                "DETACH DATABASE main",
+                "ReadOnlyViolation(\"DETACH is not allowed\")",
+            ),
+            (
+                "PRAGMA user_version=5",
+                "ReadOnlyViolation(\"PRAGMA user_version = 5 is not allowed\")",
+            ),
+            (
+                "PRAGMA query_only = OFF",
+                "ReadOnlyViolation(\"PRAGMA query_only = OFF is not allowed\")",
+            ),
+            (
+                "PRAGMA optimize",
+                "ReadOnlyViolation(\"PRAGMA optimize is not allowed\")",
+            ),
+            (
+                "SELECT 1; SELECT 2",
+                "ReadOnlyViolation(\"exactly one statement is allowed\")",
+            ),
+            (
+                "SELECT 1; DELETE FROM events",
+                "ReadOnlyViolation(\"DELETE from events is not allowed\")",
+            ),
+            (
+                "CREATE TABLE t (x)",
+                "ReadOnlyViolation(\"schema changes are not allowed\")",
+            ),
+            (
+                "DROP TABLE events",
+                "ReadOnlyViolation(\"schema changes are not allowed\")",
+            ),
+            (
+                "BEGIN",
+                "ReadOnlyViolation(\"only reads are allowed, not Transaction { operation: Begin }\")",
+            ),
+            ("", "ReadOnlyViolation(\"the statement returns no rows\")"),
+        ];
+        for (sql, expect) in cases {
+            check(&store, sql, expect);
+        }
+        // Nothing changed, and typed calls still work.
+        check(
+            &store,
+            "PRAGMA user_version",
+            "[\"user_version\"] [[Integer(1)]]",
+        );
+        check(
+            &store,
+            "SELECT count(*) FROM events",
+            "[\"count(*)\"] [[Integer(1)]]",
+        );
+        assert_eq!(
+            store
+                .append_event(&event("workspace:1", 2))
+                .unwrap()
+                .sequence,
+            2
+        );
+    }
+
+    #[test]
+    fn reads_work() {
+        let store = fixture();
+        check(
+            &store,
+            "SELECT workspace_id, created_at, NULL AS empty, 1.5 AS real, x'0102' AS blob
+             FROM workspaces",
+            "[\"workspace_id\", \"created_at\", \"empty\", \"real\", \"blob\"] \
+             [[Text(\"workspace:1\"), Integer(10), Null, Real(1.5), Blob([1, 2])]]",
+        );
+        check(
+            &store,
+            "SELECT event_type, payload_json FROM events -- trailing comment",
+            "[\"event_type\", \"payload_json\"] [[Text(\"navigation\"), Text(\"{\\\"n\\\":1}\")]]",
+        );
+        let columns = store.query_readonly("PRAGMA table_info(events)").unwrap();
+        assert_eq!(columns.rows.len(), 11);
+        assert_eq!(
+            columns.rows[0][1],
+            SqlValue::Text("workspace_key".to_owned())
+        );
+    }
+
+    #[test]
+    fn rows_are_capped() {
+        let store = store();
+        let rows = store
+            .query_readonly(
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10005)
+                 SELECT x FROM n",
+            )
+            .unwrap();
+        assert_eq!(rows.rows.len(), DEBUG_QUERY_MAX_ROWS);
+        assert!(rows.truncated);
+        let few = store.query_readonly("SELECT 1").unwrap();
+        assert!(!few.truncated);
+    }
+
+    #[test]
+    fn runaway_queries_are_interrupted() {
+        let store = store();
+        let endless = store.query_readonly(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n",
+        );
+        assert_eq!(outcome(endless, render), "DebugQueryTimeout");
+        check(&store, "SELECT 2", "[\"2\"] [[Integer(2)]]");
     }
 }

@@ -1,42 +1,56 @@
 //! The per-Workspace event journal: append (assigning the dense sequence and
 //! dropping events beyond `event_journal_size`) and cursor polling. Owns the
-//! `events` table and `workspaces.latest_sequence`; it does not fan out
-//! notifications or parse cursors (that is `events/` and the broker).
+//! `events` table; it does not fan out notifications or parse cursors (that
+//! is `events/` and the broker).
+//!
+//! The journal head is `max(sequence)`: the newest event is never dropped
+//! (the journal size is at least 1), so no separate counter row has to be
+//! rewritten on every append. Old events are deleted in batches of
+//! `PRUNE_BATCH`; until then polls treat the surplus as already gone, so
+//! the visible journal is exactly the newest `event_journal_size` events.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::{Store, column_u32, column_u64, to_sql_u64};
 use super::error::StoreError;
 use super::model::{EventPoll, EventRow, NewEvent};
 
+/// Appends between two deletions of old events. A run of 64 adjacent rows
+/// sits on a few pages, so deleting it costs little more than deleting one
+/// row; this removes most of the per-append delete cost while the surplus
+/// stays below one percent of the default journal (at most
+/// `event_journal_size + 63` rows are stored).
+pub const PRUNE_BATCH: i64 = 64;
+
 /// Columns read by `event_from_row`, in order.
 macro_rules! event_columns {
     () => {
-        "sequence, event_id, workspace_id, timestamp, generation, lease_id, target_id,
-         event_type, payload_version, sensitivity, payload_json"
+        "sequence, event_id, timestamp, generation, lease_id, target_id, event_type,
+         payload_version, sensitivity, payload_json"
     };
 }
 
-fn event_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+/// Maps a row of `workspace_id`'s journal (which stores only its key).
+fn event_from_row(row: &rusqlite::Row<'_>, workspace_id: &str) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
         sequence: column_u64(row, 0)?,
         id: row.get(1)?,
-        workspace_id: row.get(2)?,
-        timestamp: row.get(3)?,
-        generation: column_u64(row, 4)?,
-        lease_id: row.get(5)?,
-        target_id: row.get(6)?,
-        event_type: row.get(7)?,
-        payload_version: column_u32(row, 8)?,
-        sensitivity: row.get(9)?,
-        payload_json: row.get(10)?,
+        workspace_id: workspace_id.to_owned(),
+        timestamp: row.get(2)?,
+        generation: column_u64(row, 3)?,
+        lease_id: row.get(4)?,
+        target_id: row.get(5)?,
+        event_type: row.get(6)?,
+        payload_version: column_u32(row, 7)?,
+        sensitivity: row.get(8)?,
+        payload_json: row.get(9)?,
     })
 }
 
 impl Store {
-    /// Journals one event: `sequence = latest_sequence + 1`, then drops the
-    /// events that fall out of the newest `event_journal_size`, all in one
-    /// transaction. `WorkspaceNotFound` if the Workspace is not active.
+    /// Journals one event with `sequence = head + 1` and drops what falls
+    /// out of the newest `event_journal_size`, in one transaction.
+    /// `WorkspaceNotFound` if the Workspace is not active.
     pub fn append_event(&self, event: &NewEvent) -> Result<EventRow, StoreError> {
         let journal_size = self.limits().event_journal_size;
         self.write(|transaction| append_in(transaction, event, journal_size))
@@ -64,22 +78,29 @@ impl Store {
         limit: u32,
     ) -> Result<EventPoll, StoreError> {
         let after = to_sql_u64(after_sequence, "event cursor")?;
+        let journal_size = i64::from(self.limits().event_journal_size);
         self.read(|transaction| {
-            let head: Option<(i64, Option<i64>)> = transaction
+            let head: Option<(i64, Option<i64>, Option<i64>)> = transaction
                 .prepare_cached(
-                    "SELECT latest_sequence,
-                            (SELECT min(sequence) FROM events WHERE workspace_id = ?1)
-                     FROM workspaces WHERE workspace_id = ?1",
+                    "SELECT w.workspace_key,
+                            (SELECT min(sequence) FROM events WHERE workspace_key = w.workspace_key),
+                            (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+                     FROM workspaces AS w WHERE w.workspace_id = ?1",
                 )?
-                .query_row([workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .query_row([workspace_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
                 .optional()?;
-            let Some((latest, earliest_retained)) = head else {
+            let Some((workspace_key, earliest_stored, latest)) = head else {
                 return Err(StoreError::WorkspaceNotFound);
             };
+            let latest = latest.unwrap_or(0);
             let latest_sequence = latest.unsigned_abs();
-            // The oldest cursor from which no event is missing.
-            let oldest_valid = match earliest_retained {
-                Some(earliest) => earliest - 1,
+            // The oldest cursor from which no visible event is missing:
+            // neither pruned nor beyond the journal size (surplus not yet
+            // pruned is invisible).
+            let oldest_valid = match earliest_stored {
+                Some(earliest) => (earliest - 1).max(latest - journal_size),
                 None => latest,
             };
             if after > latest {
@@ -99,10 +120,12 @@ impl Store {
                     .prepare_cached(concat!(
                         "SELECT ",
                         event_columns!(),
-                        " FROM events WHERE workspace_id = ?1 AND sequence > ?2
+                        " FROM events WHERE workspace_key = ?1 AND sequence > ?2
                          ORDER BY sequence LIMIT ?3"
                     ))?
-                    .query_map((workspace_id, after, limit), event_from_row)?
+                    .query_map((workspace_key, after, limit), |row| {
+                        event_from_row(row, workspace_id)
+                    })?
                     .collect::<Result<Vec<_>, _>>()?,
             };
             let next_sequence = match events.last() {
@@ -119,28 +142,32 @@ impl Store {
 }
 
 fn append_in(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     event: &NewEvent,
     journal_size: u32,
 ) -> Result<EventRow, StoreError> {
     let generation = to_sql_u64(event.generation, "event generation")?;
-    let sequence: i64 = transaction
+    let head: Option<(i64, Option<i64>)> = transaction
         .prepare_cached(
-            "UPDATE workspaces SET latest_sequence = latest_sequence + 1
-             WHERE workspace_id = ?1 RETURNING latest_sequence",
+            "SELECT w.workspace_key,
+                    (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+             FROM workspaces AS w WHERE w.workspace_id = ?1",
         )?
-        .query_row([&event.workspace_id], |row| row.get(0))
-        .optional()?
-        .ok_or(StoreError::WorkspaceNotFound)?;
+        .query_row([&event.workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let (workspace_key, sequence) = match head {
+        Some((workspace_key, latest)) => (workspace_key, latest.unwrap_or(0) + 1),
+        None => return Err(StoreError::WorkspaceNotFound),
+    };
     transaction
         .prepare_cached(
-            "INSERT INTO events (workspace_id, sequence, event_id, timestamp, generation,
+            "INSERT INTO events (workspace_key, sequence, event_id, timestamp, generation,
                                  lease_id, target_id, event_type, payload_version,
                                  sensitivity, payload_json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )?
         .execute((
-            &event.workspace_id,
+            workspace_key,
             sequence,
             &event.id,
             event.timestamp,
@@ -153,10 +180,10 @@ fn append_in(
             &event.payload_json,
         ))?;
     let horizon = sequence - i64::from(journal_size);
-    if horizon > 0 {
+    if horizon > 0 && sequence % PRUNE_BATCH == 0 {
         transaction
-            .prepare_cached("DELETE FROM events WHERE workspace_id = ?1 AND sequence <= ?2")?
-            .execute((&event.workspace_id, horizon))?;
+            .prepare_cached("DELETE FROM events WHERE workspace_key = ?1 AND sequence <= ?2")?
+            .execute((workspace_key, horizon))?;
     }
     Ok(EventRow {
         sequence: sequence.unsigned_abs(),
@@ -171,4 +198,200 @@ fn append_in(
         sensitivity: event.sensitivity.clone(),
         payload_json: event.payload_json.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{event, outcome, principal, store, store_with, workspace};
+    use super::super::{EventPoll, Store, StoreLimits};
+
+    fn small_journal() -> Store {
+        store_with(StoreLimits {
+            event_journal_size: 5,
+            ..StoreLimits::default()
+        })
+    }
+
+    fn render(poll: EventPoll) -> String {
+        match poll {
+            EventPoll::Page {
+                events,
+                next_sequence,
+                has_more,
+            } => {
+                let sequences: Vec<String> = events
+                    .iter()
+                    .map(|event| event.sequence.to_string())
+                    .collect();
+                let listed = match sequences.is_empty() {
+                    true => "-".to_owned(),
+                    false => sequences.join(","),
+                };
+                let more = match has_more {
+                    true => "more",
+                    false => "done",
+                };
+                format!("page {listed} next={next_sequence} {more}")
+            }
+            EventPoll::Expired { earliest, latest } => {
+                format!("expired earliest={earliest} latest={latest}")
+            }
+            EventPoll::Future { latest } => format!("future latest={latest}"),
+        }
+    }
+
+    fn check(store: &Store, workspace_id: &str, after: u64, limit: u32, expect: &str) {
+        let actual = outcome(store.poll_events(workspace_id, after, limit), render);
+        assert_eq!(actual, expect, "poll after {after} limit {limit}");
+    }
+
+    #[test]
+    fn sequences_start_at_one_and_strictly_increase() {
+        let store = small_journal();
+        let owner = principal("a");
+        workspace(&store, "workspace:1", &owner);
+        workspace(&store, "workspace:2", &owner);
+        let mut last = 0;
+        for n in 1..=12 {
+            let row = store.append_event(&event("workspace:1", n)).unwrap();
+            assert_eq!(row.sequence, last + 1);
+            last = row.sequence;
+        }
+        // Sequences are per Workspace.
+        let other = store.append_event(&event("workspace:2", 1)).unwrap();
+        assert_eq!(other.sequence, 1);
+        let batch = store
+            .append_events(&[
+                event("workspace:1", 13),
+                event("workspace:2", 2),
+                event("workspace:1", 14),
+            ])
+            .unwrap();
+        let sequences: Vec<u64> = batch.iter().map(|row| row.sequence).collect();
+        assert_eq!(sequences, [13, 2, 14]);
+    }
+
+    #[test]
+    fn journal_keeps_only_the_newest_events() {
+        let store = small_journal();
+        workspace(&store, "workspace:1", &principal("a"));
+        let stored = || {
+            let rows = store
+                .query_readonly("SELECT min(sequence), max(sequence), count(*) FROM events")
+                .unwrap();
+            format!("{:?}", rows.rows)
+        };
+        for n in 1..=127 {
+            store.append_event(&event("workspace:1", n)).unwrap();
+        }
+        // Pruned at 64 (keeping 60..=64), then the surplus grows to 63 rows.
+        assert_eq!(stored(), "[[Integer(60), Integer(127), Integer(68)]]");
+        check(
+            &store,
+            "workspace:1",
+            121,
+            10,
+            "expired earliest=122 latest=127",
+        );
+        check(
+            &store,
+            "workspace:1",
+            122,
+            10,
+            "page 123,124,125,126,127 next=127 done",
+        );
+        store.append_event(&event("workspace:1", 128)).unwrap();
+        assert_eq!(stored(), "[[Integer(124), Integer(128), Integer(5)]]");
+        check(
+            &store,
+            "workspace:1",
+            122,
+            10,
+            "expired earliest=123 latest=128",
+        );
+    }
+
+    #[test]
+    fn poll_pages_expiry_and_future() {
+        let store = small_journal();
+        workspace(&store, "workspace:1", &principal("a"));
+        for n in 1..=12 {
+            store.append_event(&event("workspace:1", n)).unwrap();
+        }
+        // Retained: 8..=12, so the oldest valid cursor is 7.
+        let cases = [
+            (7, 2, "page 8,9 next=9 more"),
+            (9, 2, "page 10,11 next=11 more"),
+            (11, 2, "page 12 next=12 done"),
+            (9, 100, "page 10,11,12 next=12 done"),
+            (12, 100, "page - next=12 done"),
+            (7, 0, "page - next=7 more"),
+            (12, 0, "page - next=12 done"),
+            (6, 100, "expired earliest=7 latest=12"),
+            (0, 1, "expired earliest=7 latest=12"),
+            (13, 1, "future latest=12"),
+            (u64::MAX, 1, "ValueOutOfRange { what: \"event cursor\" }"),
+        ];
+        for (after, limit, expect) in cases {
+            check(&store, "workspace:1", after, limit, expect);
+        }
+    }
+
+    #[test]
+    fn poll_of_a_fresh_workspace() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        check(&store, "workspace:1", 0, 10, "page - next=0 done");
+        check(&store, "workspace:1", 1, 10, "future latest=0");
+        check(&store, "workspace:none", 0, 10, "WorkspaceNotFound");
+    }
+
+    #[test]
+    fn appended_fields_round_trip() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        let mut new = event("workspace:1", 1);
+        new.lease_id = Some("lease:1".to_owned());
+        new.generation = 9;
+        let appended = store.append_event(&new).unwrap();
+        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10).unwrap()
+        else {
+            panic!("expected a page");
+        };
+        assert_eq!(events, std::slice::from_ref(&appended));
+        assert_eq!(
+            (
+                appended.id.as_str(),
+                appended.lease_id.as_deref(),
+                appended.generation
+            ),
+            ("event:1", Some("lease:1"), 9)
+        );
+        assert_eq!(appended.payload_json, "{\"n\":1}");
+    }
+
+    #[test]
+    fn append_needs_an_active_workspace() {
+        let store = store();
+        let owner = principal("a");
+        workspace(&store, "workspace:1", &owner);
+        let missing = store.append_event(&event("workspace:none", 1));
+        assert_eq!(
+            outcome(missing, |row| row.sequence.to_string()),
+            "WorkspaceNotFound"
+        );
+        // A batch is all or nothing.
+        let batch = store.append_events(&[event("workspace:1", 1), event("workspace:none", 2)]);
+        assert_eq!(
+            outcome(batch, |rows| rows.len().to_string()),
+            "WorkspaceNotFound"
+        );
+        check(&store, "workspace:1", 0, 10, "page - next=0 done");
+        store.release_workspace(&owner, "workspace:1", 20).unwrap();
+        let released = store.append_event(&event("workspace:1", 3));
+        assert_eq!(
+            outcome(released, |row| row.sequence.to_string()),
+            "WorkspaceNotFound"
+        );
+    }
 }

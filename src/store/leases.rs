@@ -2,7 +2,7 @@
 //! and the expiry sweep. Owns the `leases` table and its row mapper; it does
 //! not decide TTL ranges (the broker clamps) or what expiry means for tabs.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::Store;
 use super::error::StoreError;
@@ -30,7 +30,9 @@ pub(super) fn lease_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<LeaseR
 }
 
 impl Store {
-    /// Creates a Lease on an active Workspace owned by `lease.principal`.
+    /// Creates a Lease on an active Workspace owned by `lease.principal`,
+    /// for a live Connection of that same Principal (`ConnectionNotFound`
+    /// otherwise).
     ///
     /// With a `client_key` already used by this Connection on this Workspace,
     /// renews that Lease instead (same id, `expires_at = now + ttl_ms`, new
@@ -57,8 +59,19 @@ impl Store {
                 return Err(StoreError::WorkspaceNotFound);
             }
             let live: Option<i64> = transaction
-                .prepare_cached("SELECT 1 FROM connections WHERE connection_id = ?1 AND lost_at IS NULL")?
-                .query_row([&lease.connection_id], |row| row.get(0))
+                .prepare_cached(
+                    "SELECT 1 FROM connections AS c JOIN principals AS p USING (principal_id)
+                     WHERE c.connection_id = ?1 AND c.lost_at IS NULL
+                       AND p.client_id = ?2 AND p.instance_id = ?3",
+                )?
+                .query_row(
+                    (
+                        &lease.connection_id,
+                        &lease.principal.client_id,
+                        &lease.principal.instance_id,
+                    ),
+                    |row| row.get(0),
+                )
                 .optional()?;
             if live.is_none() {
                 return Err(StoreError::ConnectionNotFound);
@@ -171,6 +184,11 @@ impl Store {
         })
     }
 
+    /// Whether a Lease with this id exists in this Workspace and has not expired.
+    pub fn lease_alive(&self, workspace_id: &str, lease_id: &str, now: i64) -> Result<bool, StoreError> {
+        self.read(|transaction| Ok(find_lease(transaction, workspace_id, lease_id)?.is_some_and(|lease| lease.expires_at > now)))
+    }
+
     /// Answers whether the Connection holds this live Lease, changing
     /// nothing (an expired Lease is left for the sweep).
     pub fn check_lease(
@@ -209,7 +227,7 @@ impl Store {
 }
 
 fn find_lease(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     workspace_id: &str,
     lease_id: &str,
 ) -> Result<Option<LeaseRow>, StoreError> {
@@ -228,7 +246,7 @@ fn find_lease(
 /// infrastructure; the inner one the domain answer, after deleting the
 /// Lease if it expired (the caller commits that deletion).
 fn owned_lease(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     connection_id: &str,
     workspace_id: &str,
     lease_id: &str,
@@ -247,4 +265,266 @@ fn owned_lease(
         return Ok(Err(StoreError::LeaseExpired));
     }
     Ok(Ok(lease))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{connect, outcome, principal, store_with, workspace};
+    use super::super::{ConnectionKind, LeaseRow, NewConnection, NewLease, Store, StoreLimits};
+
+    fn new_lease(id: &str, connection_id: &str, client_key: Option<&str>, now: i64) -> NewLease {
+        NewLease {
+            id: id.to_owned(),
+            workspace_id: "workspace:1".to_owned(),
+            connection_id: connection_id.to_owned(),
+            principal: principal("a"),
+            ttl_ms: 1_000,
+            client_key: client_key.map(str::to_owned),
+            now,
+        }
+    }
+
+    fn render(lease: LeaseRow) -> String {
+        format!("{} expires {}", lease.id, lease.expires_at)
+    }
+
+    /// A Store with Principal a, its workspace:1 and connections 1 and 2.
+    fn fixture(limits: StoreLimits) -> Store {
+        let store = store_with(limits);
+        workspace(&store, "workspace:1", &principal("a"));
+        connect(&store, "connection:1", &principal("a"));
+        connect(&store, "connection:2", &principal("a"));
+        store
+    }
+
+    #[test]
+    fn client_key_renews_the_same_lease() {
+        let store = fixture(StoreLimits::default());
+        let first = store.create_lease(&new_lease("lease:1", "connection:1", Some("k"), 10));
+        assert_eq!(outcome(first, render), "lease:1 expires 1010");
+        let mut again = new_lease("lease:2", "connection:1", Some("k"), 500);
+        again.ttl_ms = 2_000;
+        let renewed = store.create_lease(&again).unwrap();
+        assert_eq!(
+            (
+                renewed.id.as_str(),
+                renewed.ttl_ms,
+                renewed.expires_at,
+                renewed.created_at
+            ),
+            ("lease:1", 2_000, 2_500, 10)
+        );
+        // The key is scoped to the Connection.
+        let other = store.create_lease(&new_lease("lease:3", "connection:2", Some("k"), 500));
+        assert_eq!(outcome(other, render), "lease:3 expires 1500");
+        // Without a key every call creates a Lease.
+        let plain = store.create_lease(&new_lease("lease:4", "connection:1", None, 500));
+        assert_eq!(outcome(plain, render), "lease:4 expires 1500");
+    }
+
+    #[test]
+    fn leases_per_connection_are_bounded() {
+        let store = fixture(StoreLimits {
+            max_leases_per_connection: 2,
+            ..StoreLimits::default()
+        });
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", Some("k"), 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", None, 10))
+            .unwrap();
+        let third = store.create_lease(&new_lease("lease:3", "connection:1", None, 10));
+        assert_eq!(
+            outcome(third, render),
+            "LimitExceeded { what: \"leases_per_connection\", limit: 2 }"
+        );
+        // Renewing by key is not a new Lease; another Connection has room.
+        let renewed = store.create_lease(&new_lease("lease:4", "connection:1", Some("k"), 20));
+        assert_eq!(outcome(renewed, render), "lease:1 expires 1020");
+        let other = store.create_lease(&new_lease("lease:5", "connection:2", None, 20));
+        assert_eq!(outcome(other, render), "lease:5 expires 1020");
+    }
+
+    #[test]
+    fn create_needs_a_live_connection_of_the_owner() {
+        let store = fixture(StoreLimits::default());
+        connect(&store, "connection:b", &principal("b"));
+        let cases = [
+            (
+                new_lease("lease:1", "connection:none", None, 10),
+                "ConnectionNotFound",
+            ),
+            (
+                new_lease("lease:2", "connection:b", None, 10),
+                "ConnectionNotFound",
+            ),
+            (
+                NewLease {
+                    workspace_id: "workspace:none".to_owned(),
+                    ..new_lease("lease:3", "connection:1", None, 10)
+                },
+                "WorkspaceNotFound",
+            ),
+        ];
+        for (lease, expect) in cases {
+            assert_eq!(
+                outcome(store.create_lease(&lease), render),
+                expect,
+                "{lease:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ownership_and_expiry_errors() {
+        let store = fixture(StoreLimits::default());
+        workspace(&store, "workspace:2", &principal("a"));
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        // (connection, workspace, lease, now) -> check, heartbeat
+        let cases = [
+            (
+                ("connection:1", "workspace:1", "lease:1", 500),
+                "lease:1 expires 1010",
+                "lease:1 expires 1500",
+            ),
+            (
+                ("connection:2", "workspace:1", "lease:1", 600),
+                "LeaseNotOwned",
+                "LeaseNotOwned",
+            ),
+            (
+                ("connection:1", "workspace:2", "lease:1", 600),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:none", 600),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:1", 1_499),
+                "lease:1 expires 1500",
+                "lease:1 expires 2499",
+            ),
+            // Expired: check reports it and leaves the row, heartbeat deletes it.
+            (
+                ("connection:1", "workspace:1", "lease:1", 2_499),
+                "LeaseExpired",
+                "LeaseExpired",
+            ),
+            (
+                ("connection:1", "workspace:1", "lease:1", 2_499),
+                "LeaseNotFound",
+                "LeaseNotFound",
+            ),
+        ];
+        for ((connection_id, workspace_id, lease_id, now), check, heartbeat) in cases {
+            let checked = store.check_lease(connection_id, workspace_id, lease_id, now);
+            assert_eq!(outcome(checked, render), check, "check {lease_id} at {now}");
+            let beat = store.heartbeat_lease(connection_id, workspace_id, lease_id, now);
+            assert_eq!(
+                outcome(beat, render),
+                heartbeat,
+                "heartbeat {lease_id} at {now}"
+            );
+        }
+    }
+
+    #[test]
+    fn release_checks_ownership_then_deletes() {
+        let store = fixture(StoreLimits::default());
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", None, 10))
+            .unwrap();
+        let cases = [
+            (("connection:2", "lease:1", 20), "LeaseNotOwned"),
+            (("connection:1", "lease:1", 20), "lease:1 expires 1010"),
+            (("connection:1", "lease:1", 20), "LeaseNotFound"),
+            (("connection:1", "lease:2", 1_010), "LeaseExpired"),
+            (("connection:1", "lease:2", 1_010), "LeaseNotFound"),
+        ];
+        for ((connection_id, lease_id, now), expect) in cases {
+            let released = store.release_lease(connection_id, "workspace:1", lease_id, now);
+            assert_eq!(
+                outcome(released, render),
+                expect,
+                "release {lease_id} by {connection_id}"
+            );
+        }
+    }
+
+    #[test]
+    fn expire_leases_takes_exactly_the_expired() {
+        let store = fixture(StoreLimits::default());
+        for (id, now) in [("lease:1", 0), ("lease:2", 10), ("lease:3", 20)] {
+            store
+                .create_lease(&new_lease(id, "connection:1", None, now))
+                .unwrap();
+        }
+        let expired: Vec<String> = store
+            .expire_leases(1_010)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(expired, ["lease:1", "lease:2"]);
+        assert_eq!(store.expire_leases(1_010).unwrap(), []);
+        let left = store.check_lease("connection:1", "workspace:1", "lease:3", 1_010);
+        assert_eq!(outcome(left, render), "lease:3 expires 1020");
+    }
+
+    #[test]
+    fn close_connection_releases_its_leases() {
+        let store = fixture(StoreLimits::default());
+        store
+            .open_connection(&NewConnection {
+                id: "connection:cli".to_owned(),
+                principal: principal("a"),
+                kind: ConnectionKind::Cli,
+                protocol_minor: 1,
+                opened_at: 1,
+            })
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:2", "connection:1", Some("k"), 10))
+            .unwrap();
+        store
+            .create_lease(&new_lease("lease:3", "connection:2", None, 10))
+            .unwrap();
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            2
+        );
+        assert_eq!(store.count_connections(ConnectionKind::Cli).unwrap(), 1);
+
+        let mut released: Vec<String> = store
+            .close_connection("connection:1", 20)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
+        released.sort();
+        assert_eq!(released, ["lease:1", "lease:2"]);
+        assert_eq!(store.close_connection("connection:1", 21).unwrap(), []);
+        assert_eq!(store.close_connection("connection:none", 21).unwrap(), []);
+        assert_eq!(
+            store.count_connections(ConnectionKind::Embedded).unwrap(),
+            1
+        );
+        let kept = store.check_lease("connection:2", "workspace:1", "lease:3", 20);
+        assert_eq!(outcome(kept, render), "lease:3 expires 1010");
+        // A closed Connection can no longer take Leases.
+        let late = store.create_lease(&new_lease("lease:4", "connection:1", None, 30));
+        assert_eq!(outcome(late, render), "ConnectionNotFound");
+    }
 }

@@ -12,22 +12,28 @@
 //!
 //! Defined by `migrations/NNNN_*.sql` (append-only), embedded with
 //! `include_str!` and applied once, in order, at `Store::open` against
-//! `PRAGMA user_version`. Tables are `STRICT`; those keyed by a text id are
-//! `WITHOUT ROWID`. Foreign keys are on and cascade from a Workspace.
+//! `PRAGMA user_version`. Tables are `STRICT`; most keyed by a text id are
+//! `WITHOUT ROWID`. Foreign keys are on and cascade from a Workspace, except
+//! for `events` (no foreign key, for append speed; release deletes the
+//! journal explicitly).
 //!
 //! - `principals(principal_id, client_id, instance_id)`: one row per
 //!   `client.id + client.instanceId`; dropped once nothing refers to it.
 //! - `connections(connection_id, principal_id, kind, protocol_minor, opened_at)`.
-//! - `workspaces(workspace_id, principal_id, browser_id, client_key,
-//!   created_at, last_active_at, latest_sequence)`; `client_key` unique per
-//!   Principal among active Workspaces; `latest_sequence` is the journal head.
+//! - `workspaces(workspace_key, workspace_id, principal_id, browser_id,
+//!   client_key, created_at, last_active_at)`; `workspace_key` is a private
+//!   integer that keys the journal; `client_key` unique per Principal among
+//!   active Workspaces.
 //! - `leases(lease_id, workspace_id, connection_id, client_key, ttl_ms,
 //!   expires_at, created_at)`; deleted with their Connection or Workspace;
 //!   `(connection_id, workspace_id, client_key)` unique.
-//! - `events(workspace_id, sequence, event_id, timestamp, generation,
+//! - `events(workspace_key, sequence, event_id, timestamp, generation,
 //!   lease_id, target_id, event_type, payload_version, sensitivity,
-//!   payload_json)`, primary key `(workspace_id, sequence)`: sequences are
-//!   dense, start at 1, and only the newest `event_journal_size` are kept.
+//!   payload_json)`, unique `(workspace_key, sequence)`, a rowid table so
+//!   appends take SQLite's right-edge path: sequences are dense and start at
+//!   1; `max(sequence)` is the journal head (the newest event is never
+//!   dropped); only the newest `event_journal_size` are visible, and older
+//!   rows are deleted every `PRUNE_BATCH` appends.
 //! - `commands(command_id, principal_id, workspace_id, connection_id, method,
 //!   generation, idempotency_key, args_hash, status, accepted_at, deadline_at,
 //!   dispatched_at, completed_at, mutating, cancellation_requested,
@@ -78,6 +84,7 @@ mod testing;
 pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
 pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
 pub use error::StoreError;
+pub use events::PRUNE_BATCH;
 pub use limits::{
     DEFAULT_EVENT_JOURNAL_SIZE, DEFAULT_MAX_LEASES_PER_CONNECTION,
     DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL, DEFAULT_MAX_TOMBSTONES,

@@ -2,14 +2,14 @@
 //! on first use and dropped once nothing refers to it. Owns only the
 //! `principals` table; callers pass an open transaction.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::error::StoreError;
 use super::model::PrincipalKey;
 
 /// Returns the Principal's id, inserting its row if needed.
 pub(super) fn ensure_principal(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal: &PrincipalKey,
 ) -> Result<i64, StoreError> {
     transaction
@@ -30,7 +30,7 @@ pub(super) fn ensure_principal(
 
 /// Returns the Principal's id, or `None` if it never appeared.
 pub(super) fn find_principal(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal: &PrincipalKey,
 ) -> Result<Option<i64>, StoreError> {
     let principal_id = transaction
@@ -47,7 +47,7 @@ pub(super) fn find_principal(
 /// Deletes the Principal's row once no Connection, Workspace, Command or
 /// tombstone refers to it, so Principals do not accumulate.
 pub(super) fn forget_principal_if_unused(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
 ) -> Result<(), StoreError> {
     transaction

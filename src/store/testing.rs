@@ -72,3 +72,15 @@ pub(super) fn event(workspace_id: &str, n: u64) -> NewEvent {
         payload_json: format!("{{\"n\":{n}}}"),
     }
 }
+
+/// Renders an outcome compactly for table-driven checks: `Ok` values through
+/// `render`, errors as their `Debug` form (e.g. `LeaseNotOwned`).
+pub(super) fn outcome<T>(
+    result: Result<T, super::StoreError>,
+    render: impl FnOnce(T) -> String,
+) -> String {
+    match result {
+        Ok(value) => render(value),
+        Err(error) => format!("{error:?}"),
+    }
+}

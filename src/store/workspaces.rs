@@ -3,7 +3,7 @@
 //! `tombstones` tables. Authorization is Principal ownership: another
 //! Principal's Workspace is indistinguishable from a missing one.
 
-use rusqlite::{OptionalExtension as _, Transaction};
+use rusqlite::{Connection, OptionalExtension as _};
 
 use super::artifacts::{artifact_columns, artifact_from_row};
 use super::db::{Store, column_u64};
@@ -20,7 +20,8 @@ use super::principals::{ensure_principal, find_principal, forget_principal_if_un
 macro_rules! workspace_columns {
     () => {
         "w.workspace_id, p.client_id, p.instance_id, w.browser_id, w.client_key,
-         w.created_at, w.last_active_at, w.latest_sequence"
+         w.created_at, w.last_active_at,
+         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_key = w.workspace_key)"
     };
 }
 
@@ -40,7 +41,7 @@ fn workspace_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<WorkspaceRow>
 }
 
 fn find_workspace(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<Option<WorkspaceRow>, StoreError> {
@@ -58,7 +59,7 @@ fn find_workspace(
 
 /// Whether `workspace_id` is active and owned by `principal_id`.
 pub(super) fn owns_workspace(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<bool, StoreError> {
@@ -125,6 +126,17 @@ impl Store {
         })
     }
 
+    /// Ids of the active Workspaces bound to a browser.
+    pub fn workspaces_for_browser(&self, browser_id: &str) -> Result<Vec<String>, StoreError> {
+        self.read(|transaction| {
+            let ids = transaction
+                .prepare_cached("SELECT workspace_id FROM workspaces WHERE browser_id = ?1 ORDER BY workspace_id")?
+                .query_map([browser_id], |row| row.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(ids)
+        })
+    }
+
     /// Looks up a Workspace of `principal`: active, released (tombstone) or
     /// not found.
     pub fn get_workspace(
@@ -184,7 +196,14 @@ impl Store {
                 ))?
                 .query_map([id], artifact_from_row)?
                 .collect::<Result<Vec<_>, _>>()?;
-            // Events and Commands go by ON DELETE CASCADE.
+            // The journal has no foreign key (see the migration); Commands
+            // go by ON DELETE CASCADE.
+            transaction
+                .prepare_cached(
+                    "DELETE FROM events WHERE workspace_key =
+                       (SELECT workspace_key FROM workspaces WHERE workspace_id = ?1)",
+                )?
+                .execute([id])?;
             transaction
                 .prepare_cached("DELETE FROM workspaces WHERE workspace_id = ?1")?
                 .execute([id])?;
@@ -237,7 +256,7 @@ impl Store {
                      WHERE w.last_active_at < ?1
                        AND NOT EXISTS (SELECT 1 FROM leases AS l WHERE l.workspace_id = w.workspace_id)
                        AND NOT EXISTS (SELECT 1 FROM connections AS c WHERE c.principal_id = w.principal_id AND c.lost_at IS NULL)
-                     ORDER BY w.last_active_at"
+                     ORDER BY w.last_active_at, w.workspace_id"
                 ))?
                 .query_map([idle_before], workspace_from_row)?
                 .collect::<Result<Vec<_>, _>>()?;
@@ -247,7 +266,7 @@ impl Store {
 }
 
 fn find_tombstone(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     principal_id: i64,
     workspace_id: &str,
 ) -> Result<Option<TombstoneRow>, StoreError> {
@@ -267,7 +286,7 @@ fn find_tombstone(
 }
 
 /// After tombstones were pruned, drops Principals nothing refers to any more.
-fn forget_pruned_principals(transaction: &Transaction<'_>) -> Result<(), StoreError> {
+fn forget_pruned_principals(transaction: &Connection) -> Result<(), StoreError> {
     let candidates = transaction
         .prepare_cached(
             "SELECT principal_id FROM principals AS p
@@ -280,4 +299,328 @@ fn forget_pruned_principals(transaction: &Transaction<'_>) -> Result<(), StoreEr
         forget_principal_if_unused(transaction, principal_id)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{
+        connect, event, new_workspace, outcome, principal, store, store_with, workspace,
+    };
+    use super::super::{
+        ArtifactRow, CreateWorkspace, InsertCommand, NewCommand, NewLease, ReleaseWorkspace, Store,
+        StoreLimits, WorkspaceLookup,
+    };
+
+    fn render_create(created: CreateWorkspace) -> String {
+        match created {
+            CreateWorkspace::Created(row) => format!("created {}", row.id),
+            CreateWorkspace::Existing(row) => format!("existing {}", row.id),
+        }
+    }
+
+    fn render_release(released: ReleaseWorkspace) -> String {
+        match released {
+            ReleaseWorkspace::Released {
+                released_leases,
+                released_artifacts,
+            } => format!(
+                "released leases={} artifacts={}",
+                released_leases.len(),
+                released_artifacts.len()
+            ),
+            ReleaseWorkspace::AlreadyReleased { released_at } => {
+                format!("already released at {released_at}")
+            }
+            ReleaseWorkspace::NotFound => "not found".to_owned(),
+        }
+    }
+
+    fn render_lookup(lookup: WorkspaceLookup) -> String {
+        match lookup {
+            WorkspaceLookup::Active(row) => format!("active {}", row.id),
+            WorkspaceLookup::Released(tombstone) => {
+                format!(
+                    "released {} at {}",
+                    tombstone.workspace_id, tombstone.released_at
+                )
+            }
+            WorkspaceLookup::NotFound => "not found".to_owned(),
+        }
+    }
+
+    fn check_release(store: &Store, name: &str, id: &str, now: i64, expect: &str) {
+        let actual = outcome(
+            store.release_workspace(&principal(name), id, now),
+            render_release,
+        );
+        assert_eq!(actual, expect, "release {id} by {name}");
+    }
+
+    fn check_get(store: &Store, name: &str, id: &str, expect: &str) {
+        let actual = outcome(store.get_workspace(&principal(name), id), render_lookup);
+        assert_eq!(actual, expect, "get {id} by {name}");
+    }
+
+    #[test]
+    fn client_key_makes_creation_idempotent() {
+        let store = store();
+        let a = principal("a");
+        let create = |id: &str, owner, key: Option<&str>, browser: &str| {
+            let mut new = new_workspace(id, owner, key);
+            new.browser_id = browser.to_owned();
+            outcome(store.create_workspace(&new), render_create)
+        };
+        let b = principal("b");
+        let cases = [
+            (
+                create("workspace:1", &a, Some("k"), "browser:a"),
+                "created workspace:1",
+            ),
+            (
+                create("workspace:2", &a, Some("k"), "browser:a"),
+                "existing workspace:1",
+            ),
+            (
+                create("workspace:3", &a, Some("k"), "browser:b"),
+                "ClientKeyConflict",
+            ),
+            (
+                create("workspace:4", &a, None, "browser:a"),
+                "created workspace:4",
+            ),
+            (
+                create("workspace:5", &b, Some("k"), "browser:b"),
+                "created workspace:5",
+            ),
+        ];
+        for (actual, expect) in cases {
+            assert_eq!(actual, expect);
+        }
+        // A released Workspace frees its key.
+        store.release_workspace(&a, "workspace:1", 20).unwrap();
+        assert_eq!(
+            create("workspace:6", &a, Some("k"), "browser:b"),
+            "created workspace:6"
+        );
+    }
+
+    #[test]
+    fn workspaces_per_principal_are_bounded() {
+        let store = store_with(StoreLimits {
+            max_workspaces_per_principal: 2,
+            ..StoreLimits::default()
+        });
+        let a = principal("a");
+        workspace(&store, "workspace:1", &a);
+        workspace(&store, "workspace:2", &a);
+        let third = store.create_workspace(&new_workspace("workspace:3", &a, None));
+        assert_eq!(
+            outcome(third, render_create),
+            "LimitExceeded { what: \"workspaces_per_principal\", limit: 2 }"
+        );
+        workspace(&store, "workspace:4", &principal("b"));
+        store.release_workspace(&a, "workspace:1", 20).unwrap();
+        workspace(&store, "workspace:3", &a);
+    }
+
+    #[test]
+    fn second_release_answers_already_released() {
+        let store = store();
+        workspace(&store, "workspace:1", &principal("a"));
+        check_get(&store, "a", "workspace:1", "active workspace:1");
+        check_release(
+            &store,
+            "a",
+            "workspace:1",
+            20,
+            "released leases=0 artifacts=0",
+        );
+        check_release(&store, "a", "workspace:1", 30, "already released at 20");
+        check_get(&store, "a", "workspace:1", "released workspace:1 at 20");
+        // Another Principal learns nothing.
+        check_release(&store, "b", "workspace:1", 30, "not found");
+        check_get(&store, "b", "workspace:1", "not found");
+        check_release(&store, "a", "workspace:none", 30, "not found");
+    }
+
+    #[test]
+    fn tombstones_are_bounded_oldest_first() {
+        let store = store_with(StoreLimits {
+            max_tombstones: 2,
+            ..StoreLimits::default()
+        });
+        for n in 1..=3 {
+            let id = format!("workspace:{n}");
+            workspace(&store, &id, &principal("a"));
+            store.release_workspace(&principal("a"), &id, n).unwrap();
+        }
+        check_release(&store, "a", "workspace:1", 9, "not found");
+        check_release(&store, "a", "workspace:2", 9, "already released at 2");
+        check_release(&store, "a", "workspace:3", 9, "already released at 3");
+        let count = store
+            .query_readonly("SELECT count(*) FROM tombstones")
+            .unwrap();
+        assert_eq!(format!("{:?}", count.rows), "[[Integer(2)]]");
+    }
+
+    #[test]
+    fn principals_are_isolated() {
+        let store = store();
+        let (a, b) = (principal("a"), principal("b"));
+        workspace(&store, "workspace:a", &a);
+        connect(&store, "connection:b", &b);
+        check_get(&store, "b", "workspace:a", "not found");
+        let lease = store.create_lease(&NewLease {
+            id: "lease:b".to_owned(),
+            workspace_id: "workspace:a".to_owned(),
+            connection_id: "connection:b".to_owned(),
+            principal: b.clone(),
+            ttl_ms: 1_000,
+            client_key: None,
+            now: 10,
+        });
+        assert_eq!(outcome(lease, |row| row.id), "WorkspaceNotFound");
+        let command = store.insert_command(&NewCommand {
+            id: "command:b".to_owned(),
+            principal: b.clone(),
+            workspace_id: Some("workspace:a".to_owned()),
+            connection_id: "connection:b".to_owned(),
+            method: "browser.observe".to_owned(),
+            generation: 1,
+            idempotency_key: None,
+            args_hash: [0; 32],
+            accepted_at: 10,
+            deadline_at: 100,
+            mutating: false,
+        });
+        assert_eq!(
+            outcome(command, |_| "inserted".to_owned()),
+            "WorkspaceNotFound"
+        );
+        check_release(&store, "b", "workspace:a", 20, "not found");
+        check_get(&store, "a", "workspace:a", "active workspace:a");
+    }
+
+    #[test]
+    fn release_removes_everything_the_workspace_owns() {
+        let store = store();
+        let a = principal("a");
+        workspace(&store, "workspace:1", &a);
+        workspace(&store, "workspace:2", &a);
+        connect(&store, "connection:1", &a);
+        for (lease, workspace_id) in [("lease:1", "workspace:1"), ("lease:2", "workspace:2")] {
+            store
+                .create_lease(&NewLease {
+                    id: lease.to_owned(),
+                    workspace_id: workspace_id.to_owned(),
+                    connection_id: "connection:1".to_owned(),
+                    principal: a.clone(),
+                    ttl_ms: 1_000,
+                    client_key: None,
+                    now: 10,
+                })
+                .unwrap();
+        }
+        store.append_event(&event("workspace:1", 1)).unwrap();
+        let inserted = store
+            .insert_command(&NewCommand {
+                id: "command:1".to_owned(),
+                principal: a.clone(),
+                workspace_id: Some("workspace:1".to_owned()),
+                connection_id: "connection:1".to_owned(),
+                method: "browser.observe".to_owned(),
+                generation: 1,
+                idempotency_key: Some("key".to_owned()),
+                args_hash: [1; 32],
+                accepted_at: 10,
+                deadline_at: 100,
+                mutating: false,
+            })
+            .unwrap();
+        assert!(matches!(inserted, InsertCommand::Inserted(_)));
+        store
+            .insert_artifact(&ArtifactRow {
+                id: "artifact:1".to_owned(),
+                workspace_id: "workspace:1".to_owned(),
+                kind: "screenshot".to_owned(),
+                mime_type: "image/png".to_owned(),
+                byte_len: 3,
+                sha256: "0".repeat(64),
+                created_at: 10,
+                expires_at: 1_000,
+                retained: false,
+                sensitivity: "browser_data".to_owned(),
+                file_name: None,
+            })
+            .unwrap();
+
+        let released = store.release_workspace(&a, "workspace:1", 20).unwrap();
+        let ReleaseWorkspace::Released {
+            released_leases,
+            released_artifacts,
+        } = released
+        else {
+            panic!("expected Released, got {released:?}");
+        };
+        assert_eq!(released_leases.len(), 1);
+        assert_eq!(released_leases[0].id, "lease:1");
+        assert_eq!(released_artifacts[0].id, "artifact:1");
+        assert_eq!(
+            outcome(store.poll_events("workspace:1", 0, 10), |_| "page"
+                .to_owned()),
+            "WorkspaceNotFound"
+        );
+        assert_eq!(store.get_command(&a, "command:1").unwrap(), None);
+        assert_eq!(
+            store.get_artifact("workspace:1", "artifact:1").unwrap(),
+            None
+        );
+        let left = store
+            .query_readonly(
+                "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM commands),
+                        (SELECT group_concat(lease_id) FROM leases)",
+            )
+            .unwrap();
+        assert_eq!(
+            format!("{:?}", left.rows),
+            "[[Integer(0), Integer(0), Text(\"lease:2\")]]"
+        );
+    }
+
+    #[test]
+    fn inactive_workspaces_have_no_lease_and_no_connection() {
+        let store = store();
+        let (a, b, c) = (principal("a"), principal("b"), principal("c"));
+        workspace(&store, "workspace:idle", &a);
+        workspace(&store, "workspace:touched", &a);
+        workspace(&store, "workspace:leased", &b);
+        workspace(&store, "workspace:connected", &c);
+        connect(&store, "connection:b", &b);
+        connect(&store, "connection:c", &c);
+        store
+            .create_lease(&NewLease {
+                id: "lease:b".to_owned(),
+                workspace_id: "workspace:leased".to_owned(),
+                connection_id: "connection:b".to_owned(),
+                principal: b.clone(),
+                ttl_ms: 1_000,
+                client_key: None,
+                now: 10,
+            })
+            .unwrap();
+        store.touch_workspace("workspace:touched", 50).unwrap();
+        let idle = |before| -> Vec<String> {
+            let rows = store.inactive_workspaces(before).unwrap();
+            rows.into_iter().map(|row| row.id).collect()
+        };
+        assert_eq!(idle(40), ["workspace:idle"]);
+        assert_eq!(idle(51), ["workspace:idle", "workspace:touched"]);
+        store.close_connection("connection:b", 60).unwrap();
+        assert_eq!(idle(40), ["workspace:idle", "workspace:leased"]);
+        assert_eq!(
+            outcome(store.touch_workspace("workspace:none", 50), |()| "ok"
+                .to_owned()),
+            "WorkspaceNotFound"
+        );
+    }
 }

@@ -1,0 +1,16 @@
+//! The Broker's live browser session: the janitor child and the CDP client over its pipes, the
+//! connection generation, the tab registry (opaque per-Workspace target ids, managed tabs,
+//! control by Leases), one serializing actor per physical tab, and the CDP event pump that turns
+//! browser events into journaled Workspace events.
+//!
+//! It never opens a WebSocket (the janitor does), never writes SQL text, and never closes a tab
+//! it did not create for a Workspace.
+
+mod pump;
+mod registry;
+mod service;
+mod tab;
+
+pub use registry::{TabView, TargetError};
+pub use service::{BrowserService, ConnectError, Connected};
+pub use tab::{TabGuard, TabHandle};

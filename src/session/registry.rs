@@ -1,0 +1,320 @@
+//! The tab registry: physical tabs seen through target discovery, which Workspace manages which
+//! tab, which Lease controls it, and the opaque per-Workspace `target:` ids.
+//!
+//! Plain data behind the service's lock; no I/O. Raw CDP target ids stay here: every id that
+//! leaves is an opaque `target:` id minted per Workspace and generation.
+
+use std::collections::HashMap;
+
+use super::tab::TabHandle;
+use crate::cdp::{TargetId, TargetInfo};
+use crate::protocol::ids::{IdKind, new_id};
+
+/// Why a target id could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetError {
+    /// Unknown to this Workspace (never listed, closed, or from an older generation).
+    NotFound,
+    /// Another Lease controls the tab.
+    ControlledElsewhere { workspace_id: String, lease_id: String },
+    /// A user tab (not created for this Workspace) cannot be closed.
+    NotManaged,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controller {
+    pub workspace_id: String,
+    pub lease_id: String,
+}
+
+struct TabEntry {
+    handle: TabHandle,
+    target_type: String,
+    subtype: Option<String>,
+    url: String,
+    title: String,
+    opener: Option<TargetId>,
+    /// The Workspace that created the tab (or whose managed tab opened it as a popup).
+    managed_by: Option<String>,
+    controller: Option<Controller>,
+}
+
+/// One row of `browser.tabs.list`, as seen by one Lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabView {
+    pub target_id: String,
+    pub url: String,
+    pub title: String,
+    pub managed: bool,
+    pub controlled: bool,
+    pub controlled_elsewhere: bool,
+    pub opener_target_id: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    tabs: HashMap<TargetId, TabEntry>,
+    /// Opaque id -> (Workspace, physical tab).
+    by_opaque: HashMap<String, (String, TargetId)>,
+    /// (Workspace, physical tab) -> opaque id.
+    opaque_of: HashMap<(String, TargetId), String>,
+    /// Workspaces whose dedicated window exists.
+    windows: HashMap<String, TargetId>,
+}
+
+impl Registry {
+    /// Records a target from discovery. Returns the Workspace that adopted it when it is a
+    /// popup of one of that Workspace's managed tabs.
+    pub fn upsert(&mut self, info: &TargetInfo) -> Option<String> {
+        let opener_owner = info.opener_id.as_ref().and_then(|o| self.tabs.get(o)).and_then(|e| e.managed_by.clone());
+        match self.tabs.get_mut(&info.target_id) {
+            Some(entry) => {
+                entry.url.clone_from(&info.url);
+                entry.title.clone_from(&info.title);
+                entry.target_type.clone_from(&info.target_type);
+                None
+            }
+            None => {
+                let adopted = match info.target_type.as_str() {
+                    "page" => opener_owner,
+                    _ => None,
+                };
+                self.tabs.insert(
+                    info.target_id.clone(),
+                    TabEntry {
+                        handle: TabHandle::new(info.target_id.clone()),
+                        target_type: info.target_type.clone(),
+                        subtype: info.subtype.clone(),
+                        url: info.url.clone(),
+                        title: info.title.clone(),
+                        opener: info.opener_id.clone(),
+                        managed_by: adopted.clone(),
+                        controller: None,
+                    },
+                );
+                adopted
+            }
+        }
+    }
+
+    /// Marks a freshly created tab as managed by a Workspace and controlled by its Lease.
+    pub fn adopt(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) {
+        if let Some(entry) = self.tabs.get_mut(target) {
+            entry.managed_by = Some(workspace_id.to_owned());
+            entry.controller = Some(Controller { workspace_id: workspace_id.to_owned(), lease_id: lease_id.to_owned() });
+        }
+        self.windows.entry(workspace_id.to_owned()).or_insert_with(|| target.clone());
+    }
+
+    pub fn has_window(&self, workspace_id: &str) -> bool {
+        self.windows.get(workspace_id).is_some_and(|t| self.tabs.contains_key(t))
+    }
+
+    /// Removes a destroyed target; returns `(workspace, opaque id)` for every Workspace that knew it.
+    pub fn remove(&mut self, target: &TargetId) -> Vec<(String, String)> {
+        self.tabs.remove(target);
+        let known: Vec<(String, String)> = self
+            .opaque_of
+            .iter()
+            .filter(|((_, t), _)| t == target)
+            .map(|((w, _), opaque)| (w.clone(), opaque.clone()))
+            .collect();
+        for (workspace, opaque) in &known {
+            self.by_opaque.remove(opaque);
+            self.opaque_of.remove(&(workspace.clone(), target.clone()));
+        }
+        known
+    }
+
+    /// The Workspace's opaque id for a tab, minted on first use.
+    pub fn opaque_id(&mut self, workspace_id: &str, target: &TargetId) -> String {
+        let key = (workspace_id.to_owned(), target.clone());
+        if let Some(id) = self.opaque_of.get(&key) {
+            return id.clone();
+        }
+        let id = new_id(IdKind::Target);
+        self.by_opaque.insert(id.clone(), key.clone());
+        self.opaque_of.insert(key, id.clone());
+        id
+    }
+
+    /// The physical tab behind a Workspace's opaque id.
+    pub fn resolve(&self, workspace_id: &str, opaque: &str) -> Result<(TargetId, TabHandle), TargetError> {
+        match self.by_opaque.get(opaque) {
+            Some((owner, target)) if owner == workspace_id => match self.tabs.get(target) {
+                Some(entry) => Ok((target.clone(), entry.handle.clone())),
+                None => Err(TargetError::NotFound),
+            },
+            _ => Err(TargetError::NotFound),
+        }
+    }
+
+    pub fn handle(&self, target: &TargetId) -> Option<TabHandle> {
+        self.tabs.get(target).map(|e| e.handle.clone())
+    }
+
+    pub fn managed_by(&self, target: &TargetId) -> Option<&str> {
+        self.tabs.get(target).and_then(|e| e.managed_by.as_deref())
+    }
+
+    /// Takes control for a Lease if the tab is free or already its own.
+    pub fn acquire_control(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) -> Result<(), TargetError> {
+        let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
+        match &entry.controller {
+            Some(c) if c.workspace_id == workspace_id && c.lease_id == lease_id => Ok(()),
+            Some(c) => Err(TargetError::ControlledElsewhere { workspace_id: c.workspace_id.clone(), lease_id: c.lease_id.clone() }),
+            None => {
+                entry.controller = Some(Controller { workspace_id: workspace_id.to_owned(), lease_id: lease_id.to_owned() });
+                Ok(())
+            }
+        }
+    }
+
+    /// Clears control held by a Lease that no longer exists.
+    pub fn clear_stale_control(&mut self, target: &TargetId, stale: &Controller) {
+        if let Some(entry) = self.tabs.get_mut(target)
+            && entry.controller.as_ref() == Some(stale)
+        {
+            entry.controller = None;
+        }
+    }
+
+    /// Hands control back; true when this Lease held it.
+    pub fn release_control(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) -> bool {
+        match self.tabs.get_mut(target) {
+            Some(entry) if entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id) => {
+                entry.controller = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Every eligible ordinary user tab plus the Workspace's managed tabs, as seen by one Lease.
+    pub fn list(&mut self, workspace_id: &str, lease_id: &str) -> Vec<TabView> {
+        let mut eligible: Vec<TargetId> = self
+            .tabs
+            .iter()
+            .filter(|(_, e)| is_ordinary_page(e) && e.managed_by.as_deref().is_none_or(|w| w == workspace_id))
+            .map(|(t, _)| t.clone())
+            .collect();
+        eligible.sort();
+        let mut views = Vec::with_capacity(eligible.len());
+        for target in eligible {
+            let opaque = self.opaque_id(workspace_id, &target);
+            let opener = self.tabs[&target].opener.clone();
+            let opener_target_id = opener.filter(|o| self.tabs.contains_key(o)).map(|o| self.opaque_id(workspace_id, &o));
+            let entry = &self.tabs[&target];
+            let mine = entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id);
+            views.push(TabView {
+                target_id: opaque,
+                url: entry.url.clone(),
+                title: entry.title.clone(),
+                managed: entry.managed_by.is_some(),
+                controlled: mine,
+                controlled_elsewhere: entry.controller.is_some() && !mine,
+                opener_target_id,
+            });
+        }
+        views
+    }
+
+    /// Tabs created for (or adopted by) a Workspace.
+    pub fn managed_tabs(&self, workspace_id: &str) -> Vec<TargetId> {
+        self.tabs.iter().filter(|(_, e)| e.managed_by.as_deref() == Some(workspace_id)).map(|(t, _)| t.clone()).collect()
+    }
+
+    /// Drops a released Workspace's ids and its controls (its managed tabs are closed by the caller).
+    pub fn forget_workspace(&mut self, workspace_id: &str) {
+        self.by_opaque.retain(|_, (w, _)| w != workspace_id);
+        self.opaque_of.retain(|(w, _), _| w != workspace_id);
+        self.windows.remove(workspace_id);
+        for entry in self.tabs.values_mut() {
+            if entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id) {
+                entry.controller = None;
+            }
+        }
+    }
+
+    pub fn url_of(&self, target: &TargetId) -> Option<String> {
+        self.tabs.get(target).map(|e| e.url.clone())
+    }
+
+    /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
+    pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, String)> {
+        let Some(entry) = self.tabs.get(target) else { return Vec::new() };
+        let mut workspaces: Vec<String> = entry.managed_by.iter().cloned().collect();
+        if let Some(controller) = &entry.controller
+            && !workspaces.contains(&controller.workspace_id)
+        {
+            workspaces.push(controller.workspace_id.clone());
+        }
+        workspaces.into_iter().map(|w| {
+            let opaque = self.opaque_id(&w, target);
+            (w, opaque)
+        }).collect()
+    }
+}
+
+/// An ordinary tab: a page, not a prerender, not DevTools or browser UI.
+fn is_ordinary_page(entry: &TabEntry) -> bool {
+    entry.target_type == "page"
+        && entry.subtype.as_deref() != Some("prerender")
+        && !entry.url.starts_with("devtools://")
+        && !entry.url.starts_with("chrome-extension://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: &str, kind: &str, opener: Option<&str>) -> TargetInfo {
+        TargetInfo {
+            target_id: TargetId::new(id),
+            target_type: kind.into(),
+            title: String::new(),
+            url: format!("http://127.0.0.1/{id}"),
+            opener_id: opener.map(TargetId::new),
+            browser_context_id: None,
+            attached: false,
+            subtype: None,
+        }
+    }
+
+    #[test]
+    fn ids_control_popups_and_isolation() {
+        let mut registry = Registry::default();
+        registry.upsert(&info("user", "page", None));
+        registry.upsert(&info("ui", "browser_ui", None));
+        registry.upsert(&info("mine", "page", None));
+        registry.adopt(&TargetId::new("mine"), "workspace:a", "lease:a");
+        assert_eq!(registry.upsert(&info("popup", "page", Some("mine"))), Some("workspace:a".into()));
+        assert_eq!(registry.upsert(&info("userpopup", "page", Some("user"))), None, "popups of user tabs are not adopted");
+
+        let a = registry.list("workspace:a", "lease:a");
+        assert_eq!(a.len(), 4, "user, userpopup, mine, popup; no browser_ui");
+        let b = registry.list("workspace:b", "lease:b");
+        assert_eq!(b.len(), 2, "another Workspace sees only user tabs");
+        assert!(b.iter().all(|v| !v.managed));
+        // Opaque ids differ per Workspace and resolve only for their owner.
+        let a_user = a.iter().find(|v| v.url.ends_with("/user")).unwrap().target_id.clone();
+        let b_user = b.iter().find(|v| v.url.ends_with("/user")).unwrap().target_id.clone();
+        assert_ne!(a_user, b_user);
+        assert!(registry.resolve("workspace:b", &a_user).is_err());
+        let (target, _) = registry.resolve("workspace:b", &b_user).unwrap();
+        assert_eq!(target, TargetId::new("user"));
+
+        // One controller at a time; release hands it over.
+        registry.acquire_control(&target, "workspace:a", "lease:a").unwrap();
+        assert!(matches!(registry.acquire_control(&target, "workspace:b", "lease:b"), Err(TargetError::ControlledElsewhere { .. })));
+        assert!(!registry.release_control(&target, "workspace:b", "lease:b"));
+        assert!(registry.release_control(&target, "workspace:a", "lease:a"));
+        registry.acquire_control(&target, "workspace:b", "lease:b").unwrap();
+
+        let known = registry.remove(&target);
+        assert_eq!(known.len(), 2);
+        assert_eq!(registry.resolve("workspace:b", &b_user), Err(TargetError::NotFound));
+        registry.forget_workspace("workspace:a");
+        assert!(registry.list("workspace:a", "lease:a").iter().all(|v| !v.controlled));
+    }
+}

@@ -1,0 +1,360 @@
+//! Connecting to a browser through the janitor, the generation counter, and access to tabs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::pump;
+use super::registry::{Controller, Registry, TabView, TargetError};
+use super::tab::TabHandle;
+use crate::browser::{self, Candidate, DiscoveryConfig};
+use crate::cdp::{CdpClient, TargetId};
+use crate::events::{Emit, EventSink};
+use crate::home::Home;
+use crate::store::Store;
+use crate::version::now_ms;
+
+/// Lines buffered between the CDP client and the janitor's pipes, each way.
+const JANITOR_PIPE_QUEUE: usize = 1024;
+
+/// Upper bound for the janitor's WebSocket handshake. Chrome's approval prompt may keep it open
+/// while the user decides; the Command deadline usually ends the wait sooner.
+const JANITOR_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Timeout of the inventory call right after connecting.
+const INVENTORY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `browser.connect` achieved.
+#[derive(Debug, Clone)]
+pub struct Connected {
+    pub browser_id: String,
+    pub generation: u64,
+    /// True when an existing connection to that browser was reused.
+    pub reused: bool,
+    /// True when this connection replaced a lost one (`connection.restored` was emitted).
+    pub restored: bool,
+}
+
+/// Why `browser.connect` failed; the tools map each to an error code with remediation.
+#[derive(Debug, Clone)]
+pub enum ConnectError {
+    UnknownBrowser(String),
+    /// The candidate has no live debugging endpoint; carries its remediation JSON.
+    NotReady { remediation: Option<Value> },
+    AnotherBrowserConnected(String),
+    AuthorizationDenied(String),
+    AuthorizationTimeout,
+    Failed(String),
+}
+
+/// The live connection: the CDP client over the janitor and its generation.
+#[derive(Clone)]
+pub struct Live {
+    pub browser_id: String,
+    pub client: CdpClient,
+    pub generation: u64,
+}
+
+struct Inner {
+    home: Home,
+    store: Store,
+    events: EventSink,
+    generation: Arc<AtomicU64>,
+    /// Serializes connects so concurrent `browser.connect` calls share one attempt.
+    connect_lock: tokio::sync::Mutex<()>,
+    live: RwLock<Option<Live>>,
+    registry: Mutex<Registry>,
+    /// Authorization outcome per browser id, overlaid on passive discovery.
+    authorization: Mutex<HashMap<String, &'static str>>,
+}
+
+/// Cheap to clone; owned by the Broker and handed to tools.
+#[derive(Clone)]
+pub struct BrowserService {
+    inner: Arc<Inner>,
+}
+
+impl BrowserService {
+    pub fn new(home: Home, store: Store, events: EventSink, generation: Arc<AtomicU64>) -> BrowserService {
+        BrowserService {
+            inner: Arc::new(Inner {
+                home,
+                store,
+                events,
+                generation,
+                connect_lock: tokio::sync::Mutex::new(()),
+                live: RwLock::new(None),
+                registry: Mutex::new(Registry::default()),
+                authorization: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn events(&self) -> &EventSink {
+        &self.inner.events
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The live connection, if any.
+    pub fn live(&self) -> Option<Live> {
+        self.inner.live.read().expect("live lock").clone()
+    }
+
+    /// Passive discovery (files and TCP probes, off the tokio workers) with this Broker's
+    /// authorization outcomes and live connection overlaid.
+    pub async fn candidates(&self) -> Vec<Candidate> {
+        let config = DiscoveryConfig::from_env(self.inner.home.root().to_owned());
+        tokio::task::spawn_blocking(move || browser::discover(&config)).await.unwrap_or_default()
+    }
+
+    /// Candidate JSON as `initialize` and `browser.discover` report it.
+    pub fn candidate_json(&self, candidate: &Candidate) -> Value {
+        let mut value = candidate.to_json();
+        if let Some(state) = self.inner.authorization.lock().expect("auth lock").get(&candidate.id) {
+            value["authorizationState"] = json!(state);
+        }
+        if self.live().is_some_and(|live| live.browser_id == candidate.id) {
+            value["state"] = json!("connected");
+        }
+        value
+    }
+
+    /// The browser a new Workspace binds to: the preference, else the stable selection.
+    pub async fn default_browser_id(&self, preference: Option<&str>) -> Option<String> {
+        let candidates = self.candidates().await;
+        browser::select(&candidates, preference).map(|c| c.id.clone())
+    }
+
+    /// Connects to a browser, or reuses the live connection to it. Concurrent callers share one
+    /// attempt: they wait on the same lock and then find the connection made.
+    pub async fn connect(&self, browser_id: &str) -> Result<Connected, ConnectError> {
+        let _attempt = self.inner.connect_lock.lock().await;
+        if let Some(live) = self.live() {
+            return match live.browser_id == browser_id {
+                true => Ok(Connected { browser_id: live.browser_id, generation: live.generation, reused: true, restored: false }),
+                false => Err(ConnectError::AnotherBrowserConnected(live.browser_id)),
+            };
+        }
+        let candidates = self.candidates().await;
+        let candidate = candidates.iter().find(|c| c.id == browser_id).ok_or_else(|| ConnectError::UnknownBrowser(browser_id.to_owned()))?;
+        let Some(endpoint) = candidate.endpoint() else {
+            return Err(ConnectError::NotReady { remediation: candidate.to_json().get("remediation").cloned() });
+        };
+        let ws_url = endpoint.ws_url();
+        let (client, events, child) = match self.spawn_janitor(&ws_url).await {
+            Ok(parts) => parts,
+            Err(error) => {
+                let state = match &error {
+                    ConnectError::AuthorizationDenied(_) => "denied",
+                    ConnectError::AuthorizationTimeout => "pending",
+                    _ => "unknown",
+                };
+                self.inner.authorization.lock().expect("auth lock").insert(browser_id.to_owned(), state);
+                return Err(error);
+            }
+        };
+        self.inner.authorization.lock().expect("auth lock").insert(browser_id.to_owned(), "authorized");
+        let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let restored = generation > 1;
+        let live = Live { browser_id: browser_id.to_owned(), client: client.clone(), generation };
+        {
+            let mut registry = self.inner.registry.lock().expect("registry lock");
+            *registry = Registry::default();
+        }
+        match client.get_targets(INVENTORY_TIMEOUT).await {
+            Ok(targets) => {
+                let mut registry = self.inner.registry.lock().expect("registry lock");
+                for info in &targets {
+                    registry.upsert(info);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "initial target inventory failed"),
+        }
+        *self.inner.live.write().expect("live lock") = Some(live.clone());
+        tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
+        if restored {
+            self.announce(browser_id, "connection.restored", json!({"browserId": browser_id, "generation": generation}), Some(generation)).await;
+        }
+        Ok(Connected { browser_id: browser_id.to_owned(), generation, reused: false, restored })
+    }
+
+    async fn spawn_janitor(
+        &self,
+        ws_url: &str,
+    ) -> Result<(CdpClient, mpsc::Receiver<crate::cdp::CdpEvent>, tokio::process::Child), ConnectError> {
+        let exe = std::env::current_exe().map_err(|e| ConnectError::Failed(format!("cannot find own executable: {e}")))?;
+        let mut child = tokio::process::Command::new(exe)
+            .arg("--browser-pilot-internal=janitor")
+            .arg(ws_url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| ConnectError::Failed(format!("cannot start the janitor: {e}")))?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let first = match tokio::time::timeout(JANITOR_HANDSHAKE_TIMEOUT, lines.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            Ok(_) => return Err(ConnectError::Failed("the janitor exited before connecting".into())),
+            Err(_) => return Err(ConnectError::AuthorizationTimeout),
+        };
+        let status: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
+        if status["janitor"] != "connected" {
+            let reason = status["reason"].as_str().unwrap_or("unknown").to_owned();
+            let message = status["message"].as_str().unwrap_or("").to_owned();
+            return Err(match reason.as_str() {
+                "timeout" => ConnectError::AuthorizationTimeout,
+                "http_403" => ConnectError::AuthorizationDenied(message),
+                "refused" | "closed" => ConnectError::NotReady { remediation: None },
+                _ => ConnectError::Failed(format!("{reason}: {message}")),
+            });
+        }
+        let (out_tx, mut out_rx) = mpsc::channel::<String>(JANITOR_PIPE_QUEUE);
+        let (in_tx, in_rx) = mpsc::channel::<String>(JANITOR_PIPE_QUEUE);
+        tokio::spawn(async move {
+            while let Some(line) = out_rx.recv().await {
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                if stdin.write_all(&bytes).await.is_err() {
+                    return;
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.starts_with("{\"janitor\"") {
+                    // `disconnected`: the WebSocket closed; ending the stream tells the client.
+                    return;
+                }
+                if in_tx.send(line).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let (client, events) = CdpClient::spawn(out_tx, in_rx);
+        Ok((client, events, child))
+    }
+
+    /// Called by the pump when the janitor's stream ended: the browser went away.
+    pub(super) async fn on_lost(&self, live: &Live) {
+        {
+            let mut current = self.inner.live.write().expect("live lock");
+            match current.as_ref() {
+                Some(now) if now.generation == live.generation => *current = None,
+                _ => return,
+            }
+        }
+        *self.inner.registry.lock().expect("registry lock") = Registry::default();
+        let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
+        self.announce(&live.browser_id, "connection.lost", payload, Some(live.generation)).await;
+    }
+
+    /// Journals an event for every active Workspace bound to `browser_id`.
+    pub(super) async fn announce(&self, browser_id: &str, event_type: &'static str, payload: Value, generation: Option<u64>) {
+        let store = self.inner.store.clone();
+        let id = browser_id.to_owned();
+        let workspaces = tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await.ok().and_then(Result::ok).unwrap_or_default();
+        for workspace_id in workspaces {
+            let mut emit = Emit::new(&workspace_id, event_type, payload.clone());
+            emit.generation = generation;
+            let _ = self.inner.events.emit(emit).await;
+        }
+    }
+
+    /// Runs `f` on the registry.
+    pub(super) fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        f(&mut self.inner.registry.lock().expect("registry lock"))
+    }
+
+    /// Records a tab created for a Workspace and returns its opaque id.
+    pub fn adopt_created(&self, target: &TargetId, url: &str, workspace_id: &str, lease_id: &str) -> String {
+        self.with_registry(|registry| {
+            if registry.handle(target).is_none() {
+                registry.upsert(&crate::cdp::TargetInfo {
+                    target_id: target.clone(),
+                    target_type: "page".into(),
+                    title: String::new(),
+                    url: url.to_owned(),
+                    opener_id: None,
+                    browser_context_id: None,
+                    attached: false,
+                    subtype: None,
+                });
+            }
+            registry.adopt(target, workspace_id, lease_id);
+            registry.opaque_id(workspace_id, target)
+        })
+    }
+
+    pub fn has_window(&self, workspace_id: &str) -> bool {
+        self.with_registry(|registry| registry.has_window(workspace_id))
+    }
+
+    pub fn list_tabs(&self, workspace_id: &str, lease_id: &str) -> Vec<TabView> {
+        self.with_registry(|registry| registry.list(workspace_id, lease_id))
+    }
+
+    /// Resolves a Workspace's opaque id and takes control of the tab for this Lease. A
+    /// controller whose Lease no longer exists (expired, released, its Workspace gone) is
+    /// cleared first; a live controller is never displaced.
+    pub async fn control(&self, workspace_id: &str, lease_id: &str, opaque: &str) -> Result<(TargetId, TabHandle), TargetError> {
+        let (target, handle) = self.with_registry(|registry| registry.resolve(workspace_id, opaque))?;
+        loop {
+            let attempt = self.with_registry(|registry| registry.acquire_control(&target, workspace_id, lease_id));
+            match attempt {
+                Ok(()) => return Ok((target, handle)),
+                Err(TargetError::ControlledElsewhere { workspace_id: holder_ws, lease_id: holder_lease }) => {
+                    let store = self.inner.store.clone();
+                    let (ws, lease) = (holder_ws.clone(), holder_lease.clone());
+                    let alive = tokio::task::spawn_blocking(move || store.lease_alive(&ws, &lease, now_ms()))
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or(true);
+                    if alive {
+                        return Err(TargetError::ControlledElsewhere { workspace_id: holder_ws, lease_id: holder_lease });
+                    }
+                    let stale = Controller { workspace_id: holder_ws, lease_id: holder_lease };
+                    self.with_registry(|registry| registry.clear_stale_control(&target, &stale));
+                }
+                Err(other) => return Err(other),
+            }
+        }
+    }
+
+    /// Hands control of a tab back; true when this Lease held it.
+    pub fn release_control(&self, workspace_id: &str, lease_id: &str, opaque: &str) -> Result<bool, TargetError> {
+        self.with_registry(|registry| {
+            let (target, _) = registry.resolve(workspace_id, opaque)?;
+            Ok(registry.release_control(&target, workspace_id, lease_id))
+        })
+    }
+
+    /// Whether the tab is one this Workspace manages (created or adopted popup).
+    pub fn is_managed_by(&self, target: &TargetId, workspace_id: &str) -> bool {
+        self.with_registry(|registry| registry.managed_by(target) == Some(workspace_id))
+    }
+
+    /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.
+    pub async fn release_workspace(&self, workspace_id: &str) {
+        let managed = self.with_registry(|registry| {
+            let managed = registry.managed_tabs(workspace_id);
+            registry.forget_workspace(workspace_id);
+            managed
+        });
+        let Some(live) = self.live() else { return };
+        for target in managed {
+            if let Err(error) = live.client.close_target(&target, Duration::from_secs(5)).await {
+                tracing::debug!(%error, "closing a managed tab on release");
+            }
+        }
+    }
+}
