@@ -41,7 +41,10 @@ pub struct RunningCommands {
 impl RunningCommands {
     fn register(&self, id: &str) -> watch::Receiver<bool> {
         let (tx, rx) = watch::channel(false);
-        self.by_id.lock().expect("running lock").insert(id.to_owned(), tx);
+        self.by_id
+            .lock()
+            .expect("running lock")
+            .insert(id.to_owned(), tx);
         rx
     }
 
@@ -58,15 +61,41 @@ impl RunningCommands {
 
 pub async fn tools_list(session: &Session) -> Result<Value, RpcError> {
     let granted = &session.negotiated.granted;
-    let tools: Vec<Value> =
-        tools::manifest().iter().filter(|t| granted.iter().any(|g| g == t.capability)).map(ToolDef::to_json).collect();
+    let tools: Vec<Value> = tools::manifest()
+        .iter()
+        .filter(|t| granted.iter().any(|g| g == t.capability))
+        .map(ToolDef::to_json)
+        .collect();
     Ok(json!({"tools": tools}))
 }
 
-pub async fn tools_call(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// A `tools/call` after the in-order acceptance phase.
+pub enum Acceptance {
+    /// Answered without running anything (a retry of a recorded Command).
+    Answered(Result<Value, RpcError>),
+    /// Recorded as `accepted`; run it with [`run`].
+    Accepted(Box<Accepted>),
+}
+
+pub struct Accepted {
+    def: &'static ToolDef,
+    scope: CallScope,
+    arguments: Map<String, Value>,
+    cancelled: watch::Receiver<bool>,
+}
+
+/// The in-order part of `tools/call`: validation, the Command record and the tab-queue place.
+/// The Connection runs this for each ordinary request in input order, then runs the accepted
+/// Command concurrently, so a slow tool does not hold up the Connection.
+pub async fn accept(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Acceptance, RpcError> {
     let name = required_str(params, "name")?;
     let def = tools::find(name).ok_or_else(|| {
-        RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}")).with_context("name", json!(name))
+        RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}"))
+            .with_context("name", json!(name))
     })?;
     session.require(def.capability)?;
     let broker = &context.broker;
@@ -75,11 +104,18 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         Scope::Workspace | Scope::Target => {
             let workspace_id = required_str(params, "workspaceId")?.to_owned();
             let lease_id = required_str(params, "leaseId")?.to_owned();
-            let (connection_id, ws, lease) = (session.connection_id.clone(), workspace_id.clone(), lease_id.clone());
-            broker.db(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms())).await.map_err(from_store)?;
+            let (connection_id, ws, lease) = (
+                session.connection_id.clone(),
+                workspace_id.clone(),
+                lease_id.clone(),
+            );
+            broker
+                .db(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms()))
+                .await
+                .map_err(from_store)?;
             let target_id = match def.scope {
                 Scope::Target => Some(required_str(params, "targetId")?.to_owned()),
-                _ => None,
+                _ => optional_str(params, "targetId")?.map(str::to_owned),
             };
             (Some(workspace_id), Some(lease_id), target_id)
         }
@@ -89,24 +125,43 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         Some(Value::Object(arguments)) => arguments.clone(),
         Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
     };
-    if let Err(violation) = tools::schema::validate(&def.input_schema, &Value::Object(arguments.clone()), "arguments") {
-        return Err(RpcError::invalid_params(format!("{} {}", violation.path, violation.message)).with_context("path", json!(violation.path)));
+    if let Err(violation) = tools::schema::validate(
+        &def.input_schema,
+        &Value::Object(arguments.clone()),
+        "arguments",
+    ) {
+        return Err(
+            RpcError::invalid_params(format!("{} {}", violation.path, violation.message))
+                .with_context("path", json!(violation.path)),
+        );
     }
     let command_id = match optional_str(params, "commandId")? {
         Some(id) if id.chars().count() <= MAX_KEY_CHARS => id.to_owned(),
-        Some(_) => return Err(RpcError::invalid_params(format!("\"commandId\" is longer than {MAX_KEY_CHARS} characters"))),
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "\"commandId\" is longer than {MAX_KEY_CHARS} characters"
+            )));
+        }
         None => new_id(IdKind::Command),
     };
     let idempotency_key = match optional_str(params, "idempotencyKey")? {
         Some(key) if key.chars().count() <= MAX_KEY_CHARS => Some(key.to_owned()),
-        Some(_) => return Err(RpcError::invalid_params(format!("\"idempotencyKey\" is longer than {MAX_KEY_CHARS} characters"))),
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "\"idempotencyKey\" is longer than {MAX_KEY_CHARS} characters"
+            )));
+        }
         None => None,
     };
     let deadline_ms = match params.get("deadlineMs") {
         None | Some(Value::Null) => DEFAULT_DEADLINE_MS,
         Some(value) => match value.as_u64() {
             Some(ms) if (1..=MAX_DEADLINE_MS).contains(&ms) => ms,
-            _ => return Err(RpcError::invalid_params(format!("\"deadlineMs\" must be an integer from 1 through {MAX_DEADLINE_MS}"))),
+            _ => {
+                return Err(RpcError::invalid_params(format!(
+                    "\"deadlineMs\" must be an integer from 1 through {MAX_DEADLINE_MS}"
+                )));
+            }
         },
     };
     let accepted_at = now_ms();
@@ -118,7 +173,12 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         method: def.name.to_owned(),
         generation: broker.events.generation(),
         idempotency_key: idempotency_key.clone(),
-        args_hash: arguments_hash(def.name, &arguments, workspace_id.as_deref(), target_id.as_deref()),
+        args_hash: arguments_hash(
+            def.name,
+            &arguments,
+            workspace_id.as_deref(),
+            target_id.as_deref(),
+        ),
         accepted_at,
         deadline_at: accepted_at + deadline_ms as i64,
         mutating: def.mutating,
@@ -132,7 +192,7 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         other => from_store(other),
     })?;
     let row = match inserted {
-        InsertCommand::Duplicate(row) => return replay(&row),
+        InsertCommand::Duplicate(row) => return Ok(Acceptance::Answered(replay(&row))),
         InsertCommand::Inserted(row) => row,
     };
 
@@ -145,9 +205,36 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         command_id: row.id.clone(),
         deadline: tokio::time::Instant::now() + Duration::from_millis(deadline_ms),
         browser_preference: context.hello.browser_preference.clone(),
-        gate: DispatchGate::new(broker.store.clone(), row.id.clone()),
+        gate: DispatchGate::new(
+            broker.store.clone(),
+            broker.events.clone(),
+            row.id.clone(),
+            row.generation,
+        ),
+        ticket: std::sync::Mutex::new(None),
     };
-    let mut cancelled = broker.running.register(&row.id);
+    if let (Some(workspace_id), Some(target_id)) = (&scope.workspace_id, &scope.target_id) {
+        *scope.ticket.lock().expect("ticket lock") =
+            broker.tools.browser.ticket(workspace_id, target_id);
+    }
+    let cancelled = broker.running.register(&row.id);
+    Ok(Acceptance::Accepted(Box::new(Accepted {
+        def,
+        scope,
+        arguments,
+        cancelled,
+    })))
+}
+
+/// Runs an accepted Command to its outcome and records it.
+pub async fn run(context: &ConnectionContext, accepted: Accepted) -> Result<Value, RpcError> {
+    let Accepted {
+        def,
+        scope,
+        arguments,
+        mut cancelled,
+    } = accepted;
+    let broker = &context.broker;
     let execution = tools::execute(&broker.tools, &scope, def, arguments);
     let outcome = tokio::select! {
         outcome = tokio::time::timeout_at(scope.deadline, execution) => match outcome {
@@ -156,7 +243,7 @@ pub async fn tools_call(context: &ConnectionContext, session: &Session, params: 
         },
         _ = wait_cancelled(&mut cancelled, &scope.gate) => Outcome::CancelledBeforeDispatch,
     };
-    broker.running.remove(&row.id);
+    broker.running.remove(&scope.command_id);
     finish(context, def, &scope, outcome).await
 }
 
@@ -179,7 +266,12 @@ async fn wait_cancelled(cancelled: &mut watch::Receiver<bool>, gate: &DispatchGa
     }
 }
 
-async fn finish(context: &ConnectionContext, def: &ToolDef, scope: &CallScope, outcome: Outcome) -> Result<Value, RpcError> {
+async fn finish(
+    context: &ConnectionContext,
+    def: &ToolDef,
+    scope: &CallScope,
+    outcome: Outcome,
+) -> Result<Value, RpcError> {
     let broker = &context.broker;
     let (status, result, error) = match outcome {
         Outcome::Finished(Ok(result)) => {
@@ -224,7 +316,11 @@ async fn finish(context: &ConnectionContext, def: &ToolDef, scope: &CallScope, o
         .await
         .map_err(from_store)?;
     if let Some(workspace_id) = &row.workspace_id {
-        let mut emit = Emit::new(workspace_id, "command.status", json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}));
+        let mut emit = Emit::new(
+            workspace_id,
+            "command.status",
+            json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}),
+        );
         emit.lease_id = scope.lease_id.clone();
         emit.target_id = scope.target_id.clone();
         emit.generation = Some(row.generation);
@@ -247,8 +343,11 @@ fn replay(row: &CommandRow) -> Result<Value, RpcError> {
             let result: Value = serde_json::from_str(result_json).unwrap_or(Value::Null);
             Ok(json!({"command": command_json(row), "result": result}))
         }
-        None if row.status == CommandStatus::Cancelled => Err(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")
-            .with_context("commandId", json!(row.id))),
+        None if row.status == CommandStatus::Cancelled => Err(RpcError::new(
+            ErrorCode::Cancelled,
+            "the Command was cancelled before it reached the browser",
+        )
+        .with_context("commandId", json!(row.id))),
         None => Ok(json!({"command": command_json(row)})),
     }
 }
@@ -281,16 +380,27 @@ pub fn command_json(row: &CommandRow) -> Value {
 
 fn error_from_json(error: &Value) -> RpcError {
     let code = error["data"]["code"].as_str().unwrap_or("");
-    let code = ErrorCode::ALL.iter().copied().find(|c| c.as_str() == code).unwrap_or(ErrorCode::InternalError);
+    let code = ErrorCode::ALL
+        .iter()
+        .copied()
+        .find(|c| c.as_str() == code)
+        .unwrap_or(ErrorCode::InternalError);
     let mut rebuilt = RpcError::new(code, error["message"].as_str().unwrap_or(""));
     rebuilt.remediation = error["data"].get("remediation").cloned();
-    rebuilt.context = error["data"].get("context").and_then(|c| c.as_object().cloned());
+    rebuilt.context = error["data"]
+        .get("context")
+        .and_then(|c| c.as_object().cloned());
     rebuilt
 }
 
 /// SHA-256 of the canonical call: serde_json maps are ordered by key, so equal calls serialize
 /// to equal bytes whatever order the host wrote them in.
-fn arguments_hash(name: &str, arguments: &Map<String, Value>, workspace_id: Option<&str>, target_id: Option<&str>) -> [u8; 32] {
+fn arguments_hash(
+    name: &str,
+    arguments: &Map<String, Value>,
+    workspace_id: Option<&str>,
+    target_id: Option<&str>,
+) -> [u8; 32] {
     let canonical = json!({"name": name, "arguments": arguments, "workspaceId": workspace_id, "targetId": target_id}).to_string();
     let hash = digest(&SHA256, canonical.as_bytes());
     let mut out = [0u8; 32];
@@ -299,7 +409,11 @@ fn arguments_hash(name: &str, arguments: &Map<String, Value>, workspace_id: Opti
 }
 
 /// `commands/get`: authorized by Principal ownership, not by the original Lease.
-pub async fn commands_get(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub async fn commands_get(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let row = owned_command(context, session, params).await?;
     let mut response = json!({"command": command_json(&row)});
     if let Some(result) = &row.result_json {
@@ -312,7 +426,11 @@ pub async fn commands_get(context: &ConnectionContext, session: &Session, params
 }
 
 /// `commands/cancel`: prevents dispatch while accepted; afterwards only records the request.
-pub async fn commands_cancel(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub async fn commands_cancel(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let row = owned_command(context, session, params).await?;
     let principal = session.principal.clone();
     let id = row.id.clone();
@@ -326,11 +444,19 @@ pub async fn commands_cancel(context: &ConnectionContext, session: &Session, par
     Ok(json!({"command": command_json(&updated)}))
 }
 
-async fn owned_command(context: &ConnectionContext, session: &Session, params: &Map<String, Value>) -> Result<CommandRow, RpcError> {
+async fn owned_command(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<CommandRow, RpcError> {
     let id = required_str(params, "commandId")?.to_owned();
     let workspace_id = optional_str(params, "workspaceId")?.map(str::to_owned);
     let principal = session.principal.clone();
-    let row = context.broker.db(move |store| store.get_command(&principal, &id)).await.map_err(from_store)?;
+    let row = context
+        .broker
+        .db(move |store| store.get_command(&principal, &id))
+        .await
+        .map_err(from_store)?;
     match row {
         Some(row) if workspace_id.is_none() || row.workspace_id == workspace_id => Ok(row),
         _ => Err(command_not_found()),
@@ -338,5 +464,8 @@ async fn owned_command(context: &ConnectionContext, session: &Session, params: &
 }
 
 fn command_not_found() -> RpcError {
-    RpcError::new(ErrorCode::CommandNotFound, "no Command with this id for this client")
+    RpcError::new(
+        ErrorCode::CommandNotFound,
+        "no Command with this id for this client",
+    )
 }

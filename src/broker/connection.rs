@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use super::lifecycle;
 use super::state::Broker;
+use super::{commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
@@ -127,6 +127,28 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         let response_tx = response_tx.clone();
         tokio::spawn(async move {
             while let Some((id, method, params)) = ordinary_rx.recv().await {
+                // tools/call: accept in input order here, run concurrently.
+                if method == "tools/call"
+                    && let Ok(session) = context.session()
+                {
+                    match commands::accept(&context, session, &params).await {
+                        Ok(commands::Acceptance::Accepted(accepted)) => {
+                            let context = context.clone();
+                            let response_tx = response_tx.clone();
+                            tokio::spawn(async move {
+                                let outcome = commands::run(&context, *accepted).await;
+                                let _ = response_tx.send(to_response(&id, outcome));
+                            });
+                        }
+                        Ok(commands::Acceptance::Answered(answer)) => {
+                            let _ = response_tx.send(to_response(&id, answer));
+                        }
+                        Err(error) => {
+                            let _ = response_tx.send(error.response(&id));
+                        }
+                    }
+                    continue;
+                }
                 let response = respond(&context, &id, &method, params).await;
                 let _ = response_tx.send(response);
             }
@@ -191,7 +213,11 @@ async fn respond(
     method: &str,
     params: Map<String, Value>,
 ) -> String {
-    match lifecycle::dispatch(context, method, params).await {
+    to_response(id, lifecycle::dispatch(context, method, params).await)
+}
+
+fn to_response(id: &Value, outcome: Result<Value, RpcError>) -> String {
+    match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
         Err(error) => error.response(id),
     }

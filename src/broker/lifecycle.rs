@@ -33,8 +33,9 @@ pub const MAX_POLL_LIMIT: u64 = 1_000;
 pub const MAX_ARTIFACT_BYTES: u64 = 256 * 1024 * 1024;
 /// Longest accepted `clientKey`.
 const MAX_CLIENT_KEY_CHARS: usize = 256;
-/// The browser binding used until browser discovery selects one.
-const DEFAULT_BROWSER_ID: &str = "browser:managed";
+/// The binding of a Workspace created while discovery finds no candidate at all (the managed
+/// profile is always one, so this only happens when the home cannot be read).
+const NO_BROWSER_ID: &str = "browser:none";
 
 pub async fn dispatch(
     context: &ConnectionContext,
@@ -54,7 +55,12 @@ pub async fn dispatch(
                     Ok(json!({}))
                 }
                 "tools/list" => commands::tools_list(session).await,
-                "tools/call" => commands::tools_call(context, session, &params).await,
+                "tools/call" => match commands::accept(context, session, &params).await? {
+                    commands::Acceptance::Answered(answer) => answer,
+                    commands::Acceptance::Accepted(accepted) => {
+                        commands::run(context, *accepted).await
+                    }
+                },
                 "commands/get" => commands::commands_get(context, session, &params).await,
                 "commands/cancel" => commands::commands_cancel(context, session, &params).await,
                 "workspaces/create" => workspaces_create(context, session, &params).await,
@@ -86,7 +92,8 @@ pub async fn close_connection(context: &ConnectionContext) {
     }
     context
         .broker
-        .events.hub()
+        .events
+        .hub()
         .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
     match context
@@ -113,7 +120,8 @@ pub async fn lose_connection(context: &ConnectionContext) {
     }
     context
         .broker
-        .events.hub()
+        .events
+        .hub()
         .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
     if let Err(error) = context
@@ -157,6 +165,11 @@ async fn initialize(
         .await
         .map_err(from_store)?;
     let limits = negotiated.limits;
+    let candidates = broker.tools.browser.candidates().await;
+    let browsers: Vec<Value> = candidates
+        .iter()
+        .map(|c| broker.tools.browser.candidate_json(c))
+        .collect();
     let result = json!({
         "protocol": negotiated.protocol.to_json(),
         "capabilities": {"supported": CAPABILITIES, "granted": negotiated.granted},
@@ -164,7 +177,7 @@ async fn initialize(
         "service": {"version": SERVICE_VERSION},
         "broker": {"id": broker.broker_id},
         "connectionId": connection_id,
-        "browsers": [],
+        "browsers": browsers,
         "limits": {
             "connection": {"maxMessageBytes": limits.max_message_bytes, "maxResultBytes": limits.max_result_bytes},
             "service": {
@@ -177,7 +190,8 @@ async fn initialize(
     });
     if negotiated.granted.iter().any(|c| c == "event.read") {
         broker
-            .events.hub()
+            .events
+            .hub()
             .subscribe(&principal, &connection_id, context.notifications.clone());
     }
     let session = Session {
@@ -204,10 +218,12 @@ async fn workspaces_create(
     let browser_id = match optional_str(params, "browserId")? {
         Some(id) => id.to_owned(),
         None => context
-            .hello
-            .browser_preference
-            .clone()
-            .unwrap_or_else(|| DEFAULT_BROWSER_ID.to_owned()),
+            .broker
+            .tools
+            .browser
+            .default_browser_id(context.hello.browser_preference.as_deref())
+            .await
+            .unwrap_or_else(|| NO_BROWSER_ID.to_owned()),
     };
     let new_workspace = NewWorkspace {
         id: new_id(IdKind::Workspace),
@@ -226,7 +242,8 @@ async fn workspaces_create(
     };
     context
         .broker
-        .events.hub()
+        .events
+        .hub()
         .add_workspace(&row.id, &session.principal);
     Ok(workspace_json(&row))
 }
@@ -259,6 +276,12 @@ async fn workspaces_release(
     let released_at = match outcome {
         ReleaseWorkspace::Released { .. } => {
             context.broker.events.hub().remove_workspace(&workspace_id);
+            context
+                .broker
+                .tools
+                .browser
+                .release_workspace(&workspace_id)
+                .await;
             now
         }
         ReleaseWorkspace::AlreadyReleased { released_at } => released_at,
@@ -307,7 +330,8 @@ async fn leases_create(
         .map_err(from_store)?;
     context
         .broker
-        .events.hub()
+        .events
+        .hub()
         .add_workspace(&row.workspace_id, &session.principal);
     Ok(lease_json(&row))
 }

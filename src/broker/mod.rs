@@ -4,8 +4,8 @@
 //! error to the agent-visible code table in one place (`errors.rs`). It holds no SQL text (that
 //! is `store/`), no CDP wire types and no framing rules.
 
-mod connection;
 mod commands;
+mod connection;
 mod errors;
 mod lifecycle;
 mod locator;

@@ -8,13 +8,14 @@ use tokio::sync::watch;
 
 use super::commands::RunningCommands;
 use super::state::Broker;
-use crate::events::{EventSink, Hub};
-use crate::tools::ToolEnv;
 use super::{connection, locator, sweep};
+use crate::events::{EventSink, Hub};
 use crate::home::Home;
 use crate::ipc;
 use crate::protocol::ids::{IdKind, new_id};
+use crate::session::BrowserService;
 use crate::store::{Store, StoreLimits};
+use crate::tools::ToolEnv;
 use crate::version::{installation_id, now_ms};
 
 /// Runs the Broker until `bp disconnect`, SIGTERM/SIGINT, or loss of its endpoint file.
@@ -50,8 +51,15 @@ pub async fn run_broker(home: Home) -> i32 {
         }
     };
     let (shutdown_tx, mut shutdown_rx) = watch::channel(false);
-    let events = EventSink::new(store.clone(), Arc::new(Hub::default()), Arc::new(AtomicU64::new(0)));
-    let tools = ToolEnv { home: home.clone(), store: store.clone(), events: events.clone() };
+    let generation = Arc::new(AtomicU64::new(0));
+    let events = EventSink::new(store.clone(), Arc::new(Hub::default()), generation.clone());
+    let browser = BrowserService::new(home.clone(), store.clone(), events.clone(), generation);
+    let tools = ToolEnv {
+        home: home.clone(),
+        store: store.clone(),
+        events: events.clone(),
+        browser,
+    };
     let broker = Arc::new(Broker {
         home: home.clone(),
         store,

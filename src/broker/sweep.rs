@@ -67,6 +67,7 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
         {
             Ok(_) => {
                 broker.events.hub().remove_workspace(&workspace.id);
+                broker.tools.browser.release_workspace(&workspace.id).await;
                 tracing::info!(workspace = %workspace.id, "reclaimed an idle workspace");
             }
             Err(error) => tracing::error!(%error, "cannot reclaim idle workspace"),

@@ -46,7 +46,11 @@ pub struct EventSink {
 
 impl EventSink {
     pub fn new(store: Store, hub: Arc<Hub>, generation: Arc<AtomicU64>) -> EventSink {
-        EventSink { store, hub, generation }
+        EventSink {
+            store,
+            hub,
+            generation,
+        }
     }
 
     pub fn hub(&self) -> &Hub {

@@ -39,6 +39,14 @@ pub enum ErrorCode {
     UnknownOutcome,
     DeadlineExceeded,
     Cancelled,
+    BrowserNotReady,
+    AuthorizationDenied,
+    AuthorizationTimeout,
+    TargetNotFound,
+    TargetControlledElsewhere,
+    TargetNotManaged,
+    NavigationFailed,
+    BrowserBusy,
 }
 
 impl ErrorCode {
@@ -72,6 +80,14 @@ impl ErrorCode {
         ErrorCode::UnknownOutcome,
         ErrorCode::DeadlineExceeded,
         ErrorCode::Cancelled,
+        ErrorCode::BrowserNotReady,
+        ErrorCode::AuthorizationDenied,
+        ErrorCode::AuthorizationTimeout,
+        ErrorCode::TargetNotFound,
+        ErrorCode::TargetControlledElsewhere,
+        ErrorCode::TargetNotManaged,
+        ErrorCode::NavigationFailed,
+        ErrorCode::BrowserBusy,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -105,6 +121,14 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::ToolNotFound => "tool_not_found",
+            ErrorCode::BrowserBusy => "browser_busy",
+            ErrorCode::NavigationFailed => "navigation_failed",
+            ErrorCode::TargetNotManaged => "target_not_managed",
+            ErrorCode::TargetControlledElsewhere => "target_controlled_elsewhere",
+            ErrorCode::TargetNotFound => "target_not_found",
+            ErrorCode::AuthorizationTimeout => "authorization_timeout",
+            ErrorCode::AuthorizationDenied => "authorization_denied",
+            ErrorCode::BrowserNotReady => "browser_not_ready",
         }
     }
 
@@ -139,6 +163,14 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => -32019,
             ErrorCode::IdempotencyConflict => -32018,
             ErrorCode::ToolNotFound => -32601,
+            ErrorCode::BrowserBusy => -32038,
+            ErrorCode::NavigationFailed => -32037,
+            ErrorCode::TargetNotManaged => -32036,
+            ErrorCode::TargetControlledElsewhere => -32035,
+            ErrorCode::TargetNotFound => -32034,
+            ErrorCode::AuthorizationTimeout => -32033,
+            ErrorCode::AuthorizationDenied => -32032,
+            ErrorCode::BrowserNotReady => -32031,
         }
     }
 
@@ -152,6 +184,8 @@ impl ErrorCode {
                 | ErrorCode::BrokerUnavailable
                 | ErrorCode::InternalError
                 | ErrorCode::DeadlineExceeded
+                | ErrorCode::AuthorizationTimeout
+                | ErrorCode::BrowserNotReady
         )
     }
 }

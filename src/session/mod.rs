@@ -13,4 +13,4 @@ mod tab;
 
 pub use registry::{TabView, TargetError};
 pub use service::{BrowserService, ConnectError, Connected};
-pub use tab::{TabGuard, TabHandle};
+pub use tab::{TabGuard, TabHandle, TabTicket};

@@ -18,10 +18,18 @@ use crate::events::Emit;
 /// Longest URL copied into an event payload.
 const MAX_EVENT_URL_CHARS: usize = 2048;
 
-pub async fn run(service: BrowserService, live: Live, mut events: mpsc::Receiver<CdpEvent>, mut janitor: tokio::process::Child) {
+pub async fn run(
+    service: BrowserService,
+    live: Live,
+    mut events: mpsc::Receiver<CdpEvent>,
+    mut janitor: tokio::process::Child,
+) {
     let mut sessions: HashMap<SessionId, TargetId> = HashMap::new();
     while let Some(event) = events.recv().await {
-        if service.live().is_none_or(|now| now.generation != live.generation) {
+        if service
+            .live()
+            .is_none_or(|now| now.generation != live.generation)
+        {
             continue;
         }
         for emit in on_event(&service, &mut sessions, event) {
@@ -36,7 +44,11 @@ pub async fn run(service: BrowserService, live: Live, mut events: mpsc::Receiver
     service.on_lost(&live).await;
 }
 
-fn on_event(service: &BrowserService, sessions: &mut HashMap<SessionId, TargetId>, event: CdpEvent) -> Vec<Emit> {
+fn on_event(
+    service: &BrowserService,
+    sessions: &mut HashMap<SessionId, TargetId>,
+    event: CdpEvent,
+) -> Vec<Emit> {
     match (event.session.as_ref(), event.method.as_str()) {
         (None, "Target.targetCreated") => match target_info(&event.params) {
             Some(info) => on_created(service, &info),
@@ -47,40 +59,72 @@ fn on_event(service: &BrowserService, sessions: &mut HashMap<SessionId, TargetId
             None => Vec::new(),
         },
         (None, "Target.targetDestroyed") => {
-            let Some(target) = event.params.get("targetId").and_then(Value::as_str).map(TargetId::new) else {
+            let Some(target) = event
+                .params
+                .get("targetId")
+                .and_then(Value::as_str)
+                .map(TargetId::new)
+            else {
                 return Vec::new();
             };
             let known = service.with_registry(|registry| registry.remove(&target));
             known
                 .into_iter()
                 .map(|(workspace_id, opaque)| {
-                    let mut emit = Emit::new(&workspace_id, "target.detached", json!({"targetId": opaque, "reason": "closed"}));
+                    let mut emit = Emit::new(
+                        &workspace_id,
+                        "target.detached",
+                        json!({"targetId": opaque, "reason": "closed"}),
+                    );
                     emit.target_id = Some(opaque);
                     emit
                 })
                 .collect()
         }
         (None, "Target.attachedToTarget") => {
-            let session = event.params.get("sessionId").and_then(Value::as_str).map(SessionId::new);
-            let target = event.params.pointer("/targetInfo/targetId").and_then(Value::as_str).map(TargetId::new);
+            let session = event
+                .params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(SessionId::new);
+            let target = event
+                .params
+                .pointer("/targetInfo/targetId")
+                .and_then(Value::as_str)
+                .map(TargetId::new);
             if let (Some(session), Some(target)) = (session, target) {
                 sessions.insert(session, target);
             }
             Vec::new()
         }
         (None, "Target.detachedFromTarget") => {
-            if let Some(session) = event.params.get("sessionId").and_then(Value::as_str).map(SessionId::new) {
+            if let Some(session) = event
+                .params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(SessionId::new)
+            {
                 sessions.remove(&session);
             }
             Vec::new()
         }
         (Some(session), "Page.frameNavigated") => {
             let is_main = event.params.pointer("/frame/parentId").is_none();
-            let Some(target) = sessions.get(session).cloned() else { return Vec::new() };
+            let Some(target) = sessions.get(session).cloned() else {
+                return Vec::new();
+            };
             match is_main {
                 true => {
-                    let url = bounded(event.params.pointer("/frame/url").and_then(Value::as_str).unwrap_or(""));
-                    for_interested(service, &target, |opaque| ("document.changed", json!({"targetId": opaque, "url": url})))
+                    let url = bounded(
+                        event
+                            .params
+                            .pointer("/frame/url")
+                            .and_then(Value::as_str)
+                            .unwrap_or(""),
+                    );
+                    for_interested(service, &target, |opaque| {
+                        ("document.changed", json!({"targetId": opaque, "url": url}))
+                    })
                 }
                 false => Vec::new(),
             }
@@ -97,10 +141,15 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     let adopted = service.with_registry(|registry| {
         let owner = registry.upsert(info)?;
         let opaque = registry.opaque_id(&owner, &info.target_id);
-        let opener = info.opener_id.as_ref().map(|o| registry.opaque_id(&owner, o));
+        let opener = info
+            .opener_id
+            .as_ref()
+            .map(|o| registry.opaque_id(&owner, o));
         Some((owner, opaque, opener))
     });
-    let Some((workspace_id, opaque, opener)) = adopted else { return Vec::new() };
+    let Some((workspace_id, opaque, opener)) = adopted else {
+        return Vec::new();
+    };
     let mut popup = Emit::new(
         &workspace_id,
         "popup.opened",
@@ -108,7 +157,11 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     );
     popup.target_id = Some(opaque.clone());
     popup.sensitivity = "browser_data";
-    let mut attached = Emit::new(&workspace_id, "target.attached", json!({"targetId": opaque, "managed": true, "popup": true}));
+    let mut attached = Emit::new(
+        &workspace_id,
+        "target.attached",
+        json!({"targetId": opaque, "managed": true, "popup": true}),
+    );
     attached.target_id = Some(opaque);
     vec![attached, popup]
 }
@@ -120,13 +173,22 @@ fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
         before.is_some_and(|before| before != info.url)
     });
     match url_changed {
-        true => for_interested(service, &info.target_id, |opaque| ("navigation", json!({"targetId": opaque, "url": bounded(&info.url)}))),
+        true => for_interested(service, &info.target_id, |opaque| {
+            (
+                "navigation",
+                json!({"targetId": opaque, "url": bounded(&info.url)}),
+            )
+        }),
         false => Vec::new(),
     }
 }
 
 /// One event per Workspace that manages or controls the tab.
-fn for_interested(service: &BrowserService, target: &TargetId, make: impl Fn(&str) -> (&'static str, Value)) -> Vec<Emit> {
+fn for_interested(
+    service: &BrowserService,
+    target: &TargetId,
+    make: impl Fn(&str) -> (&'static str, Value),
+) -> Vec<Emit> {
     let interested = service.with_registry(|registry| registry.interested_workspaces(target));
     interested
         .into_iter()

@@ -16,7 +16,10 @@ pub enum TargetError {
     /// Unknown to this Workspace (never listed, closed, or from an older generation).
     NotFound,
     /// Another Lease controls the tab.
-    ControlledElsewhere { workspace_id: String, lease_id: String },
+    ControlledElsewhere {
+        workspace_id: String,
+        lease_id: String,
+    },
     /// A user tab (not created for this Workspace) cannot be closed.
     NotManaged,
 }
@@ -66,7 +69,11 @@ impl Registry {
     /// Records a target from discovery. Returns the Workspace that adopted it when it is a
     /// popup of one of that Workspace's managed tabs.
     pub fn upsert(&mut self, info: &TargetInfo) -> Option<String> {
-        let opener_owner = info.opener_id.as_ref().and_then(|o| self.tabs.get(o)).and_then(|e| e.managed_by.clone());
+        let opener_owner = info
+            .opener_id
+            .as_ref()
+            .and_then(|o| self.tabs.get(o))
+            .and_then(|e| e.managed_by.clone());
         match self.tabs.get_mut(&info.target_id) {
             Some(entry) => {
                 entry.url.clone_from(&info.url);
@@ -101,13 +108,20 @@ impl Registry {
     pub fn adopt(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) {
         if let Some(entry) = self.tabs.get_mut(target) {
             entry.managed_by = Some(workspace_id.to_owned());
-            entry.controller = Some(Controller { workspace_id: workspace_id.to_owned(), lease_id: lease_id.to_owned() });
+            entry.controller = Some(Controller {
+                workspace_id: workspace_id.to_owned(),
+                lease_id: lease_id.to_owned(),
+            });
         }
-        self.windows.entry(workspace_id.to_owned()).or_insert_with(|| target.clone());
+        self.windows
+            .entry(workspace_id.to_owned())
+            .or_insert_with(|| target.clone());
     }
 
     pub fn has_window(&self, workspace_id: &str) -> bool {
-        self.windows.get(workspace_id).is_some_and(|t| self.tabs.contains_key(t))
+        self.windows
+            .get(workspace_id)
+            .is_some_and(|t| self.tabs.contains_key(t))
     }
 
     /// Removes a destroyed target; returns `(workspace, opaque id)` for every Workspace that knew it.
@@ -139,7 +153,11 @@ impl Registry {
     }
 
     /// The physical tab behind a Workspace's opaque id.
-    pub fn resolve(&self, workspace_id: &str, opaque: &str) -> Result<(TargetId, TabHandle), TargetError> {
+    pub fn resolve(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+    ) -> Result<(TargetId, TabHandle), TargetError> {
         match self.by_opaque.get(opaque) {
             Some((owner, target)) if owner == workspace_id => match self.tabs.get(target) {
                 Some(entry) => Ok((target.clone(), entry.handle.clone())),
@@ -158,13 +176,24 @@ impl Registry {
     }
 
     /// Takes control for a Lease if the tab is free or already its own.
-    pub fn acquire_control(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) -> Result<(), TargetError> {
+    pub fn acquire_control(
+        &mut self,
+        target: &TargetId,
+        workspace_id: &str,
+        lease_id: &str,
+    ) -> Result<(), TargetError> {
         let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
         match &entry.controller {
             Some(c) if c.workspace_id == workspace_id && c.lease_id == lease_id => Ok(()),
-            Some(c) => Err(TargetError::ControlledElsewhere { workspace_id: c.workspace_id.clone(), lease_id: c.lease_id.clone() }),
+            Some(c) => Err(TargetError::ControlledElsewhere {
+                workspace_id: c.workspace_id.clone(),
+                lease_id: c.lease_id.clone(),
+            }),
             None => {
-                entry.controller = Some(Controller { workspace_id: workspace_id.to_owned(), lease_id: lease_id.to_owned() });
+                entry.controller = Some(Controller {
+                    workspace_id: workspace_id.to_owned(),
+                    lease_id: lease_id.to_owned(),
+                });
                 Ok(())
             }
         }
@@ -180,9 +209,19 @@ impl Registry {
     }
 
     /// Hands control back; true when this Lease held it.
-    pub fn release_control(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) -> bool {
+    pub fn release_control(
+        &mut self,
+        target: &TargetId,
+        workspace_id: &str,
+        lease_id: &str,
+    ) -> bool {
         match self.tabs.get_mut(target) {
-            Some(entry) if entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id) => {
+            Some(entry)
+                if entry
+                    .controller
+                    .as_ref()
+                    .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id) =>
+            {
                 entry.controller = None;
                 true
             }
@@ -195,7 +234,9 @@ impl Registry {
         let mut eligible: Vec<TargetId> = self
             .tabs
             .iter()
-            .filter(|(_, e)| is_ordinary_page(e) && e.managed_by.as_deref().is_none_or(|w| w == workspace_id))
+            .filter(|(_, e)| {
+                is_ordinary_page(e) && e.managed_by.as_deref().is_none_or(|w| w == workspace_id)
+            })
             .map(|(t, _)| t.clone())
             .collect();
         eligible.sort();
@@ -203,9 +244,14 @@ impl Registry {
         for target in eligible {
             let opaque = self.opaque_id(workspace_id, &target);
             let opener = self.tabs[&target].opener.clone();
-            let opener_target_id = opener.filter(|o| self.tabs.contains_key(o)).map(|o| self.opaque_id(workspace_id, &o));
+            let opener_target_id = opener
+                .filter(|o| self.tabs.contains_key(o))
+                .map(|o| self.opaque_id(workspace_id, &o));
             let entry = &self.tabs[&target];
-            let mine = entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id);
+            let mine = entry
+                .controller
+                .as_ref()
+                .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id);
             views.push(TabView {
                 target_id: opaque,
                 url: entry.url.clone(),
@@ -221,7 +267,11 @@ impl Registry {
 
     /// Tabs created for (or adopted by) a Workspace.
     pub fn managed_tabs(&self, workspace_id: &str) -> Vec<TargetId> {
-        self.tabs.iter().filter(|(_, e)| e.managed_by.as_deref() == Some(workspace_id)).map(|(t, _)| t.clone()).collect()
+        self.tabs
+            .iter()
+            .filter(|(_, e)| e.managed_by.as_deref() == Some(workspace_id))
+            .map(|(t, _)| t.clone())
+            .collect()
     }
 
     /// Drops a released Workspace's ids and its controls (its managed tabs are closed by the caller).
@@ -230,7 +280,11 @@ impl Registry {
         self.opaque_of.retain(|(w, _), _| w != workspace_id);
         self.windows.remove(workspace_id);
         for entry in self.tabs.values_mut() {
-            if entry.controller.as_ref().is_some_and(|c| c.workspace_id == workspace_id) {
+            if entry
+                .controller
+                .as_ref()
+                .is_some_and(|c| c.workspace_id == workspace_id)
+            {
                 entry.controller = None;
             }
         }
@@ -242,17 +296,22 @@ impl Registry {
 
     /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
     pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, String)> {
-        let Some(entry) = self.tabs.get(target) else { return Vec::new() };
+        let Some(entry) = self.tabs.get(target) else {
+            return Vec::new();
+        };
         let mut workspaces: Vec<String> = entry.managed_by.iter().cloned().collect();
         if let Some(controller) = &entry.controller
             && !workspaces.contains(&controller.workspace_id)
         {
             workspaces.push(controller.workspace_id.clone());
         }
-        workspaces.into_iter().map(|w| {
-            let opaque = self.opaque_id(&w, target);
-            (w, opaque)
-        }).collect()
+        workspaces
+            .into_iter()
+            .map(|w| {
+                let opaque = self.opaque_id(&w, target);
+                (w, opaque)
+            })
+            .collect()
     }
 }
 
@@ -288,8 +347,15 @@ mod tests {
         registry.upsert(&info("ui", "browser_ui", None));
         registry.upsert(&info("mine", "page", None));
         registry.adopt(&TargetId::new("mine"), "workspace:a", "lease:a");
-        assert_eq!(registry.upsert(&info("popup", "page", Some("mine"))), Some("workspace:a".into()));
-        assert_eq!(registry.upsert(&info("userpopup", "page", Some("user"))), None, "popups of user tabs are not adopted");
+        assert_eq!(
+            registry.upsert(&info("popup", "page", Some("mine"))),
+            Some("workspace:a".into())
+        );
+        assert_eq!(
+            registry.upsert(&info("userpopup", "page", Some("user"))),
+            None,
+            "popups of user tabs are not adopted"
+        );
 
         let a = registry.list("workspace:a", "lease:a");
         assert_eq!(a.len(), 4, "user, userpopup, mine, popup; no browser_ui");
@@ -297,24 +363,49 @@ mod tests {
         assert_eq!(b.len(), 2, "another Workspace sees only user tabs");
         assert!(b.iter().all(|v| !v.managed));
         // Opaque ids differ per Workspace and resolve only for their owner.
-        let a_user = a.iter().find(|v| v.url.ends_with("/user")).unwrap().target_id.clone();
-        let b_user = b.iter().find(|v| v.url.ends_with("/user")).unwrap().target_id.clone();
+        let a_user = a
+            .iter()
+            .find(|v| v.url.ends_with("/user"))
+            .unwrap()
+            .target_id
+            .clone();
+        let b_user = b
+            .iter()
+            .find(|v| v.url.ends_with("/user"))
+            .unwrap()
+            .target_id
+            .clone();
         assert_ne!(a_user, b_user);
         assert!(registry.resolve("workspace:b", &a_user).is_err());
         let (target, _) = registry.resolve("workspace:b", &b_user).unwrap();
         assert_eq!(target, TargetId::new("user"));
 
         // One controller at a time; release hands it over.
-        registry.acquire_control(&target, "workspace:a", "lease:a").unwrap();
-        assert!(matches!(registry.acquire_control(&target, "workspace:b", "lease:b"), Err(TargetError::ControlledElsewhere { .. })));
+        registry
+            .acquire_control(&target, "workspace:a", "lease:a")
+            .unwrap();
+        assert!(matches!(
+            registry.acquire_control(&target, "workspace:b", "lease:b"),
+            Err(TargetError::ControlledElsewhere { .. })
+        ));
         assert!(!registry.release_control(&target, "workspace:b", "lease:b"));
         assert!(registry.release_control(&target, "workspace:a", "lease:a"));
-        registry.acquire_control(&target, "workspace:b", "lease:b").unwrap();
+        registry
+            .acquire_control(&target, "workspace:b", "lease:b")
+            .unwrap();
 
         let known = registry.remove(&target);
         assert_eq!(known.len(), 2);
-        assert_eq!(registry.resolve("workspace:b", &b_user), Err(TargetError::NotFound));
+        assert_eq!(
+            registry.resolve("workspace:b", &b_user).err(),
+            Some(TargetError::NotFound)
+        );
         registry.forget_workspace("workspace:a");
-        assert!(registry.list("workspace:a", "lease:a").iter().all(|v| !v.controlled));
+        assert!(
+            registry
+                .list("workspace:a", "lease:a")
+                .iter()
+                .all(|v| !v.controlled)
+        );
     }
 }

@@ -45,7 +45,9 @@ pub struct Connected {
 pub enum ConnectError {
     UnknownBrowser(String),
     /// The candidate has no live debugging endpoint; carries its remediation JSON.
-    NotReady { remediation: Option<Value> },
+    NotReady {
+        remediation: Option<Value>,
+    },
     AnotherBrowserConnected(String),
     AuthorizationDenied(String),
     AuthorizationTimeout,
@@ -80,7 +82,12 @@ pub struct BrowserService {
 }
 
 impl BrowserService {
-    pub fn new(home: Home, store: Store, events: EventSink, generation: Arc<AtomicU64>) -> BrowserService {
+    pub fn new(
+        home: Home,
+        store: Store,
+        events: EventSink,
+        generation: Arc<AtomicU64>,
+    ) -> BrowserService {
         BrowserService {
             inner: Arc::new(Inner {
                 home,
@@ -112,16 +119,27 @@ impl BrowserService {
     /// authorization outcomes and live connection overlaid.
     pub async fn candidates(&self) -> Vec<Candidate> {
         let config = DiscoveryConfig::from_env(self.inner.home.root().to_owned());
-        tokio::task::spawn_blocking(move || browser::discover(&config)).await.unwrap_or_default()
+        tokio::task::spawn_blocking(move || browser::discover(&config))
+            .await
+            .unwrap_or_default()
     }
 
     /// Candidate JSON as `initialize` and `browser.discover` report it.
     pub fn candidate_json(&self, candidate: &Candidate) -> Value {
         let mut value = candidate.to_json();
-        if let Some(state) = self.inner.authorization.lock().expect("auth lock").get(&candidate.id) {
+        if let Some(state) = self
+            .inner
+            .authorization
+            .lock()
+            .expect("auth lock")
+            .get(&candidate.id)
+        {
             value["authorizationState"] = json!(state);
         }
-        if self.live().is_some_and(|live| live.browser_id == candidate.id) {
+        if self
+            .live()
+            .is_some_and(|live| live.browser_id == candidate.id)
+        {
             value["state"] = json!("connected");
         }
         value
@@ -139,14 +157,24 @@ impl BrowserService {
         let _attempt = self.inner.connect_lock.lock().await;
         if let Some(live) = self.live() {
             return match live.browser_id == browser_id {
-                true => Ok(Connected { browser_id: live.browser_id, generation: live.generation, reused: true, restored: false }),
+                true => Ok(Connected {
+                    browser_id: live.browser_id,
+                    generation: live.generation,
+                    reused: true,
+                    restored: false,
+                }),
                 false => Err(ConnectError::AnotherBrowserConnected(live.browser_id)),
             };
         }
         let candidates = self.candidates().await;
-        let candidate = candidates.iter().find(|c| c.id == browser_id).ok_or_else(|| ConnectError::UnknownBrowser(browser_id.to_owned()))?;
+        let candidate = candidates
+            .iter()
+            .find(|c| c.id == browser_id)
+            .ok_or_else(|| ConnectError::UnknownBrowser(browser_id.to_owned()))?;
         let Some(endpoint) = candidate.endpoint() else {
-            return Err(ConnectError::NotReady { remediation: candidate.to_json().get("remediation").cloned() });
+            return Err(ConnectError::NotReady {
+                remediation: candidate.to_json().get("remediation").cloned(),
+            });
         };
         let ws_url = endpoint.ws_url();
         let (client, events, child) = match self.spawn_janitor(&ws_url).await {
@@ -157,14 +185,26 @@ impl BrowserService {
                     ConnectError::AuthorizationTimeout => "pending",
                     _ => "unknown",
                 };
-                self.inner.authorization.lock().expect("auth lock").insert(browser_id.to_owned(), state);
+                self.inner
+                    .authorization
+                    .lock()
+                    .expect("auth lock")
+                    .insert(browser_id.to_owned(), state);
                 return Err(error);
             }
         };
-        self.inner.authorization.lock().expect("auth lock").insert(browser_id.to_owned(), "authorized");
+        self.inner
+            .authorization
+            .lock()
+            .expect("auth lock")
+            .insert(browser_id.to_owned(), "authorized");
         let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let restored = generation > 1;
-        let live = Live { browser_id: browser_id.to_owned(), client: client.clone(), generation };
+        let live = Live {
+            browser_id: browser_id.to_owned(),
+            client: client.clone(),
+            generation,
+        };
         {
             let mut registry = self.inner.registry.lock().expect("registry lock");
             *registry = Registry::default();
@@ -181,16 +221,35 @@ impl BrowserService {
         *self.inner.live.write().expect("live lock") = Some(live.clone());
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
         if restored {
-            self.announce(browser_id, "connection.restored", json!({"browserId": browser_id, "generation": generation}), Some(generation)).await;
+            self.announce(
+                browser_id,
+                "connection.restored",
+                json!({"browserId": browser_id, "generation": generation}),
+                Some(generation),
+            )
+            .await;
         }
-        Ok(Connected { browser_id: browser_id.to_owned(), generation, reused: false, restored })
+        Ok(Connected {
+            browser_id: browser_id.to_owned(),
+            generation,
+            reused: false,
+            restored,
+        })
     }
 
     async fn spawn_janitor(
         &self,
         ws_url: &str,
-    ) -> Result<(CdpClient, mpsc::Receiver<crate::cdp::CdpEvent>, tokio::process::Child), ConnectError> {
-        let exe = std::env::current_exe().map_err(|e| ConnectError::Failed(format!("cannot find own executable: {e}")))?;
+    ) -> Result<
+        (
+            CdpClient,
+            mpsc::Receiver<crate::cdp::CdpEvent>,
+            tokio::process::Child,
+        ),
+        ConnectError,
+    > {
+        let exe = std::env::current_exe()
+            .map_err(|e| ConnectError::Failed(format!("cannot find own executable: {e}")))?;
         let mut child = tokio::process::Command::new(exe)
             .arg("--browser-pilot-internal=janitor")
             .arg(ws_url)
@@ -203,7 +262,11 @@ impl BrowserService {
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         let first = match tokio::time::timeout(JANITOR_HANDSHAKE_TIMEOUT, lines.next_line()).await {
             Ok(Ok(Some(line))) => line,
-            Ok(_) => return Err(ConnectError::Failed("the janitor exited before connecting".into())),
+            Ok(_) => {
+                return Err(ConnectError::Failed(
+                    "the janitor exited before connecting".into(),
+                ));
+            }
             Err(_) => return Err(ConnectError::AuthorizationTimeout),
         };
         let status: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
@@ -254,14 +317,30 @@ impl BrowserService {
         }
         *self.inner.registry.lock().expect("registry lock") = Registry::default();
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
-        self.announce(&live.browser_id, "connection.lost", payload, Some(live.generation)).await;
+        self.announce(
+            &live.browser_id,
+            "connection.lost",
+            payload,
+            Some(live.generation),
+        )
+        .await;
     }
 
     /// Journals an event for every active Workspace bound to `browser_id`.
-    pub(super) async fn announce(&self, browser_id: &str, event_type: &'static str, payload: Value, generation: Option<u64>) {
+    pub(super) async fn announce(
+        &self,
+        browser_id: &str,
+        event_type: &'static str,
+        payload: Value,
+        generation: Option<u64>,
+    ) {
         let store = self.inner.store.clone();
         let id = browser_id.to_owned();
-        let workspaces = tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await.ok().and_then(Result::ok).unwrap_or_default();
+        let workspaces = tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         for workspace_id in workspaces {
             let mut emit = Emit::new(&workspace_id, event_type, payload.clone());
             emit.generation = generation;
@@ -275,7 +354,13 @@ impl BrowserService {
     }
 
     /// Records a tab created for a Workspace and returns its opaque id.
-    pub fn adopt_created(&self, target: &TargetId, url: &str, workspace_id: &str, lease_id: &str) -> String {
+    pub fn adopt_created(
+        &self,
+        target: &TargetId,
+        url: &str,
+        workspace_id: &str,
+        lease_id: &str,
+    ) -> String {
         self.with_registry(|registry| {
             if registry.handle(target).is_none() {
                 registry.upsert(&crate::cdp::TargetInfo {
@@ -305,24 +390,43 @@ impl BrowserService {
     /// Resolves a Workspace's opaque id and takes control of the tab for this Lease. A
     /// controller whose Lease no longer exists (expired, released, its Workspace gone) is
     /// cleared first; a live controller is never displaced.
-    pub async fn control(&self, workspace_id: &str, lease_id: &str, opaque: &str) -> Result<(TargetId, TabHandle), TargetError> {
-        let (target, handle) = self.with_registry(|registry| registry.resolve(workspace_id, opaque))?;
+    pub async fn control(
+        &self,
+        workspace_id: &str,
+        lease_id: &str,
+        opaque: &str,
+    ) -> Result<(TargetId, TabHandle), TargetError> {
+        let (target, handle) =
+            self.with_registry(|registry| registry.resolve(workspace_id, opaque))?;
         loop {
-            let attempt = self.with_registry(|registry| registry.acquire_control(&target, workspace_id, lease_id));
+            let attempt = self.with_registry(|registry| {
+                registry.acquire_control(&target, workspace_id, lease_id)
+            });
             match attempt {
                 Ok(()) => return Ok((target, handle)),
-                Err(TargetError::ControlledElsewhere { workspace_id: holder_ws, lease_id: holder_lease }) => {
+                Err(TargetError::ControlledElsewhere {
+                    workspace_id: holder_ws,
+                    lease_id: holder_lease,
+                }) => {
                     let store = self.inner.store.clone();
                     let (ws, lease) = (holder_ws.clone(), holder_lease.clone());
-                    let alive = tokio::task::spawn_blocking(move || store.lease_alive(&ws, &lease, now_ms()))
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .unwrap_or(true);
+                    let alive = tokio::task::spawn_blocking(move || {
+                        store.lease_alive(&ws, &lease, now_ms())
+                    })
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or(true);
                     if alive {
-                        return Err(TargetError::ControlledElsewhere { workspace_id: holder_ws, lease_id: holder_lease });
+                        return Err(TargetError::ControlledElsewhere {
+                            workspace_id: holder_ws,
+                            lease_id: holder_lease,
+                        });
                     }
-                    let stale = Controller { workspace_id: holder_ws, lease_id: holder_lease };
+                    let stale = Controller {
+                        workspace_id: holder_ws,
+                        lease_id: holder_lease,
+                    };
                     self.with_registry(|registry| registry.clear_stale_control(&target, &stale));
                 }
                 Err(other) => return Err(other),
@@ -330,17 +434,33 @@ impl BrowserService {
         }
     }
 
+    /// A place in the queue of the tab behind a Workspace's opaque id, taken when the Command is
+    /// accepted so that Commands for one tab run in acceptance order. `None` when the id does not
+    /// resolve (the Command then fails with the precise error when it runs).
+    pub fn ticket(&self, workspace_id: &str, opaque: &str) -> Option<super::TabTicket> {
+        self.with_registry(|registry| registry.resolve(workspace_id, opaque).ok())
+            .map(|(_, handle)| handle.ticket())
+    }
+
     /// Hands control of a tab back; true when this Lease held it.
-    pub fn release_control(&self, workspace_id: &str, lease_id: &str, opaque: &str) -> Result<bool, TargetError> {
+    pub fn release_control(
+        &self,
+        workspace_id: &str,
+        lease_id: &str,
+        opaque: &str,
+    ) -> Result<bool, TargetError> {
         self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
             Ok(registry.release_control(&target, workspace_id, lease_id))
         })
     }
 
-    /// Whether the tab is one this Workspace manages (created or adopted popup).
-    pub fn is_managed_by(&self, target: &TargetId, workspace_id: &str) -> bool {
-        self.with_registry(|registry| registry.managed_by(target) == Some(workspace_id))
+    /// Whether the Workspace's target is one it manages (created or adopted popup).
+    pub fn is_managed_opaque(&self, workspace_id: &str, opaque: &str) -> Result<bool, TargetError> {
+        self.with_registry(|registry| {
+            let (target, _) = registry.resolve(workspace_id, opaque)?;
+            Ok(registry.managed_by(&target) == Some(workspace_id))
+        })
     }
 
     /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.
@@ -352,7 +472,11 @@ impl BrowserService {
         });
         let Some(live) = self.live() else { return };
         for target in managed {
-            if let Err(error) = live.client.close_target(&target, Duration::from_secs(5)).await {
+            if let Err(error) = live
+                .client
+                .close_target(&target, Duration::from_secs(5))
+                .await
+            {
                 tracing::debug!(%error, "closing a managed tab on release");
             }
         }

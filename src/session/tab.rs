@@ -1,45 +1,164 @@
-//! One physical tab's actor: a FIFO-fair async lock around the tab's CDP session state.
+//! One physical tab's actor: a ticketed FIFO queue in front of the tab's CDP session state.
 //!
-//! Every command for a tab, from any Workspace, holds this lock while it runs, so commands for
-//! one tab never interleave while commands for different tabs run concurrently. tokio's mutex
-//! queues waiters in arrival order, which gives the actor's queue semantics without a task and
-//! boxed jobs; a Command waiting here is `accepted`, the holder is `dispatched`.
+//! Every command for a tab, from any Workspace, takes a ticket when the Broker accepts it (in
+//! input order) and runs only when its number is served, so commands for one tab never
+//! interleave and run in acceptance order, while commands for different tabs run concurrently.
+//! A Command waiting for its turn is `accepted`; the holder of the turn is `dispatched`. A ticket
+//! dropped before its turn (cancelled, deadline passed) is skipped.
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::{Notify, OwnedMutexGuard};
 
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 
-/// A cheap handle to one tab's actor.
-#[derive(Clone)]
-pub struct TabHandle {
-    pub target: TargetId,
-    state: Arc<Mutex<TabState>>,
+#[derive(Default)]
+struct Turns {
+    next: u64,
+    serving: u64,
+    abandoned: BTreeSet<u64>,
 }
 
-/// State only the lock holder may touch.
+struct TabQueue {
+    turns: Mutex<Turns>,
+    turn_changed: Notify,
+    state: Arc<tokio::sync::Mutex<TabState>>,
+}
+
+impl TabQueue {
+    fn advance(&self) {
+        {
+            let mut turns = self.turns.lock().expect("turns lock");
+            turns.serving += 1;
+            loop {
+                let serving = turns.serving;
+                if !turns.abandoned.remove(&serving) {
+                    break;
+                }
+                turns.serving += 1;
+            }
+        }
+        self.turn_changed.notify_waiters();
+    }
+
+    fn abandon(&self, number: u64) {
+        let is_current = {
+            let mut turns = self.turns.lock().expect("turns lock");
+            match turns.serving == number {
+                true => true,
+                false => {
+                    turns.abandoned.insert(number);
+                    false
+                }
+            }
+        };
+        if is_current {
+            self.advance();
+        }
+    }
+}
+
+/// State only the turn holder may touch.
 #[derive(Default)]
 pub struct TabState {
     pub session: Option<SessionId>,
 }
 
-/// Exclusive use of a tab for one Command.
-pub struct TabGuard {
+/// A cheap handle to one tab's actor.
+#[derive(Clone)]
+pub struct TabHandle {
     pub target: TargetId,
-    state: OwnedMutexGuard<TabState>,
+    queue: Arc<TabQueue>,
 }
 
 impl TabHandle {
     pub fn new(target: TargetId) -> TabHandle {
-        TabHandle { target, state: Arc::new(Mutex::new(TabState::default())) }
+        TabHandle {
+            target,
+            queue: Arc::new(TabQueue {
+                turns: Mutex::new(Turns::default()),
+                turn_changed: Notify::new(),
+                state: Arc::new(tokio::sync::Mutex::new(TabState::default())),
+            }),
+        }
     }
 
-    /// Waits for this tab's turn (in arrival order).
+    /// A place in this tab's queue, taken in acceptance order.
+    pub fn ticket(&self) -> TabTicket {
+        let number = {
+            let mut turns = self.queue.turns.lock().expect("turns lock");
+            let number = turns.next;
+            turns.next += 1;
+            number
+        };
+        TabTicket {
+            handle: self.clone(),
+            number,
+            used: false,
+        }
+    }
+
+    /// Takes a ticket and waits for its turn.
     pub async fn acquire(&self) -> TabGuard {
-        TabGuard { target: self.target.clone(), state: self.state.clone().lock_owned().await }
+        self.ticket().turn().await
+    }
+}
+
+/// A place in a tab's queue. Dropping it before its turn gives the place up.
+pub struct TabTicket {
+    handle: TabHandle,
+    number: u64,
+    used: bool,
+}
+
+impl TabTicket {
+    pub fn target(&self) -> &TargetId {
+        &self.handle.target
+    }
+
+    /// Waits until this ticket is served, then holds the tab until the guard drops.
+    pub async fn turn(mut self) -> TabGuard {
+        let queue = self.handle.queue.clone();
+        loop {
+            let notified = queue.turn_changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if queue.turns.lock().expect("turns lock").serving == self.number {
+                break;
+            }
+            notified.await;
+        }
+        self.used = true;
+        let state = queue.state.clone().lock_owned().await;
+        TabGuard {
+            target: self.handle.target.clone(),
+            state,
+            queue,
+        }
+    }
+}
+
+impl Drop for TabTicket {
+    fn drop(&mut self) {
+        if !self.used {
+            self.handle.queue.abandon(self.number);
+        }
+    }
+}
+
+/// Exclusive use of a tab for one Command; the next ticket is served when it drops.
+pub struct TabGuard {
+    pub target: TargetId,
+    state: OwnedMutexGuard<TabState>,
+    queue: Arc<TabQueue>,
+}
+
+impl Drop for TabGuard {
+    fn drop(&mut self) {
+        self.queue.advance();
     }
 }
 
@@ -55,8 +174,9 @@ impl TabGuard {
             return Ok(session.clone());
         }
         let session = client.attach_to_target(&self.target, SETUP_TIMEOUT).await?;
-        client.call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT).await?;
-        client.call(Some(&session), "Page.setLifecycleEventsEnabled", json!({"enabled": true}), SETUP_TIMEOUT).await?;
+        client
+            .call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT)
+            .await?;
         self.state.session = Some(session.clone());
         Ok(session)
     }
@@ -67,11 +187,64 @@ impl TabGuard {
     }
 
     /// Evaluates an expression in the page's main world and returns its value.
-    pub async fn evaluate(&mut self, client: &CdpClient, expression: &str, timeout: Duration) -> Result<Value, CdpError> {
+    pub async fn evaluate(
+        &mut self,
+        client: &CdpClient,
+        expression: &str,
+        timeout: Duration,
+    ) -> Result<Value, CdpError> {
         let session = self.session(client).await?;
         let result = client
-            .call(Some(&session), "Runtime.evaluate", json!({"expression": expression, "returnByValue": true}), timeout)
-            .await?;
-        Ok(result.get("result").and_then(|r| r.get("value")).cloned().unwrap_or(Value::Null))
+            .call(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({"expression": expression, "returnByValue": true}),
+                timeout,
+            )
+            .await;
+        match result {
+            Ok(result) => Ok(result
+                .get("result")
+                .and_then(|r| r.get("value"))
+                .cloned()
+                .unwrap_or(Value::Null)),
+            Err(error @ CdpError::SessionClosed { .. }) => {
+                self.drop_session();
+                Err(error)
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn tickets_are_served_in_order_and_abandoned_ones_skipped() {
+        let handle = TabHandle::new(TargetId::new("t"));
+        let first = handle.ticket();
+        let second = handle.ticket();
+        let third = handle.ticket();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for (name, ticket) in [("third", third), ("first", first)] {
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                let _guard = ticket.turn().await;
+                order.lock().unwrap().push(name);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }));
+        }
+        drop(second);
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec!["first", "third"]);
+        // The queue keeps working afterwards.
+        let _guard = tokio::time::timeout(Duration::from_secs(1), handle.acquire())
+            .await
+            .expect("served");
     }
 }

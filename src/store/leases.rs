@@ -185,8 +185,16 @@ impl Store {
     }
 
     /// Whether a Lease with this id exists in this Workspace and has not expired.
-    pub fn lease_alive(&self, workspace_id: &str, lease_id: &str, now: i64) -> Result<bool, StoreError> {
-        self.read(|transaction| Ok(find_lease(transaction, workspace_id, lease_id)?.is_some_and(|lease| lease.expires_at > now)))
+    pub fn lease_alive(
+        &self,
+        workspace_id: &str,
+        lease_id: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.read(|transaction| {
+            Ok(find_lease(transaction, workspace_id, lease_id)?
+                .is_some_and(|lease| lease.expires_at > now))
+        })
     }
 
     /// Answers whether the Connection holds this live Lease, changing

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::events::EventSink;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::BrowserService;
 use crate::store::{CommandStatus, PrincipalKey, Store};
 use crate::version::now_ms;
 
@@ -15,6 +16,7 @@ pub struct ToolEnv {
     pub home: Home,
     pub store: Store,
     pub events: EventSink,
+    pub browser: BrowserService,
 }
 
 /// Marks the Command dispatched exactly once, at the moment it is about to touch the browser.
@@ -23,13 +25,27 @@ pub struct ToolEnv {
 #[derive(Clone)]
 pub struct DispatchGate {
     store: Store,
+    events: EventSink,
     command_id: String,
+    /// The browser connection generation the Command was accepted under.
+    generation: u64,
     done: Arc<AtomicBool>,
 }
 
 impl DispatchGate {
-    pub fn new(store: Store, command_id: String) -> DispatchGate {
-        DispatchGate { store, command_id, done: Arc::new(AtomicBool::new(false)) }
+    pub fn new(
+        store: Store,
+        events: EventSink,
+        command_id: String,
+        generation: u64,
+    ) -> DispatchGate {
+        DispatchGate {
+            store,
+            events,
+            command_id,
+            generation,
+            done: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     /// Whether the Command passed the gate (it may have touched the browser).
@@ -41,22 +57,43 @@ impl DispatchGate {
         if self.done.load(Ordering::SeqCst) {
             return Ok(());
         }
+        // Fence: a Command accepted against an older browser connection never reaches the new one.
+        let current = self.events.generation();
+        if current != self.generation {
+            return Err(RpcError::new(
+                ErrorCode::BrowserDisconnected,
+                "the browser connection changed after this Command was accepted",
+            )
+            .with_context("acceptedGeneration", serde_json::json!(self.generation))
+            .with_context("currentGeneration", serde_json::json!(current))
+            .with_remediation(
+                "list_tabs",
+                "Call browser.tabs.list to rebuild target state, then retry with a fresh call.",
+            ));
+        }
         let store = self.store.clone();
         let id = self.command_id.clone();
-        let row = match tokio::task::spawn_blocking(move || store.mark_dispatched(&id, now_ms())).await {
-            Ok(Ok(row)) => row,
-            Ok(Err(error)) => {
-                tracing::error!(%error, "cannot mark a command dispatched");
-                return Err(RpcError::new(ErrorCode::InternalError, "internal store error"));
-            }
-            Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
+        let row =
+            match tokio::task::spawn_blocking(move || store.mark_dispatched(&id, now_ms())).await {
+                Ok(Ok(row)) => row,
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "cannot mark a command dispatched");
+                    return Err(RpcError::new(
+                        ErrorCode::InternalError,
+                        "internal store error",
+                    ));
+                }
+                Err(join) => std::panic::resume_unwind(join.into_panic()),
+            };
         match row.status {
             CommandStatus::Dispatched => {
                 self.done.store(true, Ordering::SeqCst);
                 Ok(())
             }
-            _ => Err(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")),
+            _ => Err(RpcError::new(
+                ErrorCode::Cancelled,
+                "the Command was cancelled before it reached the browser",
+            )),
         }
     }
 }
@@ -73,4 +110,6 @@ pub struct CallScope {
     /// `bridge --browser` preference of the calling bridge.
     pub browser_preference: Option<String>,
     pub gate: DispatchGate,
+    /// The tab-queue place taken at acceptance, for tools addressing `target_id`.
+    pub ticket: std::sync::Mutex<Option<crate::session::TabTicket>>,
 }

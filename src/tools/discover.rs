@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv};
 use super::manifest::{Scope, ToolDef, object, open_object};
-use crate::browser::{self, DiscoveryConfig};
+use crate::browser;
 use crate::protocol::errors::RpcError;
 
 pub fn defs() -> Vec<ToolDef> {
@@ -42,21 +42,28 @@ pub fn candidate_schema() -> Value {
             "authorizationState": {"type": "string"},
             "remediation": {"type": "object"},
         }),
-        &["id", "product", "channel", "state", "processState", "remoteDebuggingState", "authorizationState"],
+        &[
+            "id",
+            "product",
+            "channel",
+            "state",
+            "processState",
+            "remoteDebuggingState",
+            "authorizationState",
+        ],
     )
 }
 
-/// Passive discovery, off the tokio workers (file reads and short TCP probes).
-pub async fn candidates(env: &ToolEnv) -> Vec<browser::Candidate> {
-    let config = DiscoveryConfig::from_env(env.home.root().to_owned());
-    tokio::task::spawn_blocking(move || browser::discover(&config)).await.unwrap_or_default()
-}
-
-pub async fn discover(env: &ToolEnv, scope: &CallScope, _arguments: Map<String, Value>) -> Result<Value, RpcError> {
-    let found = candidates(env).await;
-    let selected = browser::select(&found, scope.browser_preference.as_deref()).map(|c| c.id.clone());
+pub async fn discover(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let found = env.browser.candidates().await;
+    let selected =
+        browser::select(&found, scope.browser_preference.as_deref()).map(|c| c.id.clone());
     Ok(json!({
-        "browsers": found.iter().map(browser::Candidate::to_json).collect::<Vec<_>>(),
+        "browsers": found.iter().map(|c| env.browser.candidate_json(c)).collect::<Vec<_>>(),
         "selectedBrowserId": selected,
     }))
 }

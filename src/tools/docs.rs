@@ -37,7 +37,11 @@ pub fn render_tools_markdown() -> String {
 fn list(items: &[&str]) -> String {
     match items.is_empty() {
         true => "-".to_owned(),
-        false => items.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(", "),
+        false => items
+            .iter()
+            .map(|i| format!("`{i}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
     }
 }
 
@@ -53,6 +57,9 @@ mod tests {
             std::fs::write(path, &rendered).expect("write docs/tools.md");
         }
         let on_disk = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(on_disk == rendered, "docs/tools.md is stale: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --lib tools::docs");
+        assert!(
+            on_disk == rendered,
+            "docs/tools.md is stale: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --lib tools::docs"
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::discover;
+use super::{discover, tabs};
 
 /// Which envelope fields a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,7 @@ pub fn manifest() -> &'static [ToolDef] {
     MANIFEST.get_or_init(|| {
         let mut tools = Vec::new();
         tools.extend(discover::defs());
+        tools.extend(tabs::defs());
         tools
     })
 }
@@ -95,9 +96,19 @@ mod tests {
         let mut names = std::collections::HashSet::new();
         for tool in manifest() {
             assert!(names.insert(tool.name), "duplicate tool {}", tool.name);
-            assert!(CAPABILITIES.contains(&tool.capability), "{}: unknown capability {}", tool.name, tool.capability);
+            assert!(
+                CAPABILITIES.contains(&tool.capability),
+                "{}: unknown capability {}",
+                tool.name,
+                tool.capability
+            );
             for schema in [&tool.input_schema, &tool.output_schema] {
-                assert_eq!(unknown_keywords(schema), Vec::<String>::new(), "{}", tool.name);
+                assert_eq!(
+                    unknown_keywords(schema),
+                    Vec::<String>::new(),
+                    "{}",
+                    tool.name
+                );
                 assert_eq!(schema["type"], "object", "{}", tool.name);
             }
         }

@@ -10,6 +10,7 @@ mod dispatch;
 mod docs;
 mod manifest;
 pub mod schema;
+mod tabs;
 
 pub use context::{CallScope, DispatchGate, ToolEnv};
 pub use dispatch::execute;

@@ -41,7 +41,10 @@ pub fn validate(schema: &Value, value: &Value, root: &str) -> Result<(), Violati
 }
 
 fn fail(path: &str, message: impl Into<String>) -> Result<(), Violation> {
-    Err(Violation { path: path.to_owned(), message: message.into() })
+    Err(Violation {
+        path: path.to_owned(),
+        message: message.into(),
+    })
 }
 
 fn type_matches(name: &str, value: &Value) -> bool {
@@ -58,11 +61,16 @@ fn type_matches(name: &str, value: &Value) -> bool {
 }
 
 fn check(schema: &Value, value: &Value, path: &str) -> Result<(), Violation> {
-    let Some(schema) = schema.as_object() else { return Ok(()) };
+    let Some(schema) = schema.as_object() else {
+        return Ok(());
+    };
     if let Some(types) = schema.get("type") {
         let ok = match types {
             Value::String(name) => type_matches(name, value),
-            Value::Array(names) => names.iter().filter_map(Value::as_str).any(|n| type_matches(n, value)),
+            Value::Array(names) => names
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|n| type_matches(n, value)),
             _ => true,
         };
         if !ok {
@@ -72,7 +80,10 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), Violation> {
     if let Some(Value::Array(options)) = schema.get("enum")
         && !options.contains(value)
     {
-        return fail(path, format!("must be one of {}", Value::Array(options.clone())));
+        return fail(
+            path,
+            format!("must be one of {}", Value::Array(options.clone())),
+        );
     }
     if let Some(constant) = schema.get("const")
         && constant != value
@@ -135,13 +146,23 @@ fn check(schema: &Value, value: &Value, path: &str) -> Result<(), Violation> {
             }
         }
         if let Some(violation) = first_error {
-            return fail(path, format!("matches none of the allowed forms (first: {}: {})", violation.path, violation.message));
+            return fail(
+                path,
+                format!(
+                    "matches none of the allowed forms (first: {}: {})",
+                    violation.path, violation.message
+                ),
+            );
         }
     }
     Ok(())
 }
 
-fn check_object(schema: &Map<String, Value>, object: &Map<String, Value>, path: &str) -> Result<(), Violation> {
+fn check_object(
+    schema: &Map<String, Value>,
+    object: &Map<String, Value>,
+    path: &str,
+) -> Result<(), Violation> {
     let properties = schema.get("properties").and_then(Value::as_object);
     if let Some(Value::Array(required)) = schema.get("required") {
         for name in required.iter().filter_map(Value::as_str) {
@@ -172,7 +193,9 @@ pub fn unknown_keywords(schema: &Value) -> Vec<String> {
 }
 
 fn walk(schema: &Value, unknown: &mut Vec<String>) {
-    let Some(object) = schema.as_object() else { return };
+    let Some(object) = schema.as_object() else {
+        return;
+    };
     for (key, value) in object {
         if !KNOWN_KEYWORDS.contains(&key.as_str()) {
             unknown.push(key.clone());
@@ -201,7 +224,11 @@ mod tests {
 
     fn check_case(schema: &Value, value: Value, expect: Result<(), &str>) {
         let got = validate(schema, &value, "arguments").map_err(|v| v.path);
-        assert_eq!(got.as_ref().map(|_| ()).map_err(String::as_str), expect, "{value}");
+        assert_eq!(
+            got.as_ref().map(|_| ()).map_err(String::as_str),
+            expect,
+            "{value}"
+        );
     }
 
     #[test]
@@ -225,21 +252,54 @@ mod tests {
         check_case(&schema, json!({}), Err("arguments.url"));
         check_case(&schema, json!({"url": ""}), Err("arguments.url"));
         check_case(&schema, json!({"url": "01234567890"}), Err("arguments.url"));
-        check_case(&schema, json!({"url": "a", "extra": 1}), Err("arguments.extra"));
-        check_case(&schema, json!({"url": "a", "limit": 0}), Err("arguments.limit"));
-        check_case(&schema, json!({"url": "a", "limit": 2.5}), Err("arguments.limit"));
-        check_case(&schema, json!({"url": "a", "mode": "c"}), Err("arguments.mode"));
-        check_case(&schema, json!({"url": "a", "refs": [1, "x"]}), Err("arguments.refs[1]"));
-        check_case(&schema, json!({"url": "a", "refs": [1, 2, 3]}), Err("arguments.refs"));
+        check_case(
+            &schema,
+            json!({"url": "a", "extra": 1}),
+            Err("arguments.extra"),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "limit": 0}),
+            Err("arguments.limit"),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "limit": 2.5}),
+            Err("arguments.limit"),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "mode": "c"}),
+            Err("arguments.mode"),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "refs": [1, "x"]}),
+            Err("arguments.refs[1]"),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "refs": [1, 2, 3]}),
+            Err("arguments.refs"),
+        );
         check_case(&schema, json!({"url": "a", "target": {"ref": 3}}), Ok(()));
-        check_case(&schema, json!({"url": "a", "target": {"x": 1, "y": 2.5}}), Ok(()));
-        check_case(&schema, json!({"url": "a", "target": {"x": 1}}), Err("arguments.target"));
+        check_case(
+            &schema,
+            json!({"url": "a", "target": {"x": 1, "y": 2.5}}),
+            Ok(()),
+        );
+        check_case(
+            &schema,
+            json!({"url": "a", "target": {"x": 1}}),
+            Err("arguments.target"),
+        );
         check_case(&schema, json!("a"), Err("arguments"));
     }
 
     #[test]
     fn finds_unknown_keywords() {
-        let schema = json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}});
+        let schema =
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}});
         assert_eq!(unknown_keywords(&schema), vec!["pattern".to_owned()]);
     }
 }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod chromium;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_browser-pilot");
 pub const BP: &str = env!("CARGO_BIN_EXE_bp");
 

@@ -1,0 +1,587 @@
+//! Browser connection and tab tools: `browser.connect`, `browser.open`, `browser.navigate`,
+//! `browser.tabs.list`, `browser.tabs.release`, `browser.tabs.close`.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::context::{CallScope, ToolEnv};
+use super::manifest::{Scope, ToolDef, object, open_object};
+use crate::cdp::{CdpClient, CdpError};
+use crate::events::Emit;
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::{ConnectError, TabGuard, TargetError};
+
+/// Longest URL accepted by `browser.open` / `browser.navigate`.
+const MAX_URL_CHARS: usize = 8192;
+/// Longest wait for a page to finish loading after a navigation (bounded by the deadline too).
+const LOAD_WAIT: Duration = Duration::from_secs(15);
+/// Poll interval while waiting for `document.readyState`.
+const LOAD_POLL: Duration = Duration::from_millis(10);
+/// Timeout of one CDP call made by these tools.
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+/// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
+const ALLOWED_SCHEMES: &[&str] = &["http:", "https:", "about:", "data:", "file:"];
+
+fn url_schema() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]})
+}
+
+fn page_result_schema() -> Value {
+    open_object(
+        json!({
+            "targetId": {"type": "string"},
+            "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+            "title": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+            "managed": {"type": "boolean"},
+            "loadState": {"enum": ["complete", "interactive", "loading", "timeout"]},
+        }),
+        &["targetId", "url", "title", "loadState"],
+    )
+}
+
+pub fn defs() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "browser.connect",
+            description: "Connect the Broker to the Workspace's browser (or `browserId`). The only call that opens the browser's debugging connection; Chrome may ask the user to allow it. Reuses a live connection. Returns the connection generation.",
+            capability: "browser.control",
+            scope: Scope::Workspace,
+            mutating: false,
+            input_schema: object(
+                json!({"browserId": {"type": "string", "minLength": 1, "maxLength": 256}}),
+                &[],
+            ),
+            output_schema: open_object(
+                json!({
+                    "browserId": {"type": "string"},
+                    "browserConnectionGeneration": {"type": "integer"},
+                    "state": {"const": "connected"},
+                    "reused": {"type": "boolean"},
+                }),
+                &["browserId", "browserConnectionGeneration", "state"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &[],
+        },
+        ToolDef {
+            name: "browser.open",
+            description: "Open a URL in a new managed tab of this Workspace (the first one opens the Workspace's dedicated window), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
+            capability: "browser.control",
+            scope: Scope::Workspace,
+            mutating: true,
+            input_schema: object(json!({"url": url_schema()}), &["url"]),
+            output_schema: page_result_schema(),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.navigate",
+            description: "Go back, forward, reload, or to a URL (`goto`) in a controlled tab, and wait for the page to load (bounded).",
+            capability: "browser.control",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                json!({"action": {"enum": ["back", "forward", "reload", "goto"]}, "url": url_schema()}),
+                &["action"],
+            ),
+            output_schema: page_result_schema(),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.tabs.list",
+            description: "Every eligible ordinary user tab plus this Workspace's managed tabs, each under this Workspace's opaque targetId, with whether this Lease or another one controls it.",
+            capability: "browser.control",
+            scope: Scope::Workspace,
+            mutating: false,
+            input_schema: object(json!({}), &[]),
+            output_schema: open_object(
+                json!({"tabs": {"type": "array", "items": open_object(json!({
+                    "targetId": {"type": "string"},
+                    "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                    "title": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                    "managed": {"type": "boolean"},
+                    "controlled": {"type": "boolean"},
+                    "controlledElsewhere": {"type": "boolean"},
+                    "openerTargetId": {"type": ["string", "null"]},
+                }), &["targetId", "url", "title", "managed", "controlled", "controlledElsewhere"])}}),
+                &["tabs"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.tabs.release",
+            description: "Hand control of a tab back without closing it; emits target_control.released. Another Lease may then acquire the tab with its own targetId. Never accepts a destination Lease.",
+            capability: "browser.control",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(json!({}), &[]),
+            output_schema: open_object(
+                json!({"targetId": {"type": "string"}, "released": {"type": "boolean"}}),
+                &["targetId", "released"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &[],
+        },
+        ToolDef {
+            name: "browser.tabs.close",
+            description: "Close a managed tab of this Workspace. User tabs are never closed (target_not_managed).",
+            capability: "browser.control",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(json!({}), &[]),
+            output_schema: open_object(
+                json!({"targetId": {"type": "string"}, "closed": {"type": "boolean"}}),
+                &["targetId", "closed"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &[],
+        },
+    ]
+}
+
+fn workspace(scope: &CallScope) -> (&str, &str) {
+    (
+        scope.workspace_id.as_deref().unwrap_or_default(),
+        scope.lease_id.as_deref().unwrap_or_default(),
+    )
+}
+
+pub fn disconnected() -> RpcError {
+    RpcError::new(
+        ErrorCode::BrowserDisconnected,
+        "the Broker has no live browser connection",
+    )
+    .with_remediation(
+        "call_browser_connect",
+        "Call browser.connect, then browser.tabs.list to rebuild target state.",
+    )
+}
+
+pub fn target_error(error: TargetError) -> RpcError {
+    match error {
+        TargetError::NotFound => RpcError::new(ErrorCode::TargetNotFound, "no such target for this Workspace (closed, never listed, or from an older connection generation)")
+            .with_remediation("list_tabs", "Call browser.tabs.list for current targetIds."),
+        TargetError::ControlledElsewhere { .. } => RpcError::new(ErrorCode::TargetControlledElsewhere, "another Lease controls this tab")
+            .with_remediation("wait_for_release", "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
+        TargetError::NotManaged => RpcError::new(ErrorCode::TargetNotManaged, "this is a user tab; Browser Pilot never closes user tabs"),
+    }
+}
+
+pub fn cdp_error(error: CdpError) -> RpcError {
+    match error {
+        CdpError::Disconnected => disconnected(),
+        CdpError::SessionClosed { .. } => RpcError::new(
+            ErrorCode::TargetNotFound,
+            "the tab closed or crashed during the call",
+        )
+        .with_remediation("list_tabs", "Call browser.tabs.list and observe again."),
+        CdpError::Timeout { method } => RpcError::new(
+            ErrorCode::DeadlineExceeded,
+            format!("the browser did not answer {method} in time"),
+        ),
+        other => RpcError::new(
+            ErrorCode::InternalError,
+            format!("browser call failed: {other}"),
+        ),
+    }
+}
+
+/// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
+/// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
+pub async fn controlled_tab(
+    env: &ToolEnv,
+    scope: &CallScope,
+) -> Result<(CdpClient, TabGuard), RpcError> {
+    let live = env.browser.live().ok_or_else(disconnected)?;
+    let (workspace_id, lease_id) = workspace(scope);
+    let opaque = scope
+        .target_id
+        .as_deref()
+        .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
+    let (target, handle) = env
+        .browser
+        .control(workspace_id, lease_id, opaque)
+        .await
+        .map_err(target_error)?;
+    let ticket = scope
+        .ticket
+        .lock()
+        .expect("ticket lock")
+        .take()
+        .filter(|t| *t.target() == target);
+    let guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
+    scope.gate.pass().await?;
+    Ok((live.client, guard))
+}
+
+pub async fn connect(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let browser_id = match arguments.get("browserId").and_then(Value::as_str) {
+        Some(id) => id.to_owned(),
+        None => workspace_browser(env, scope).await?,
+    };
+    scope.gate.pass().await?;
+    let connected = env.browser.connect(&browser_id).await.map_err(|error| match error {
+        ConnectError::UnknownBrowser(id) => RpcError::invalid_params(format!("no browser candidate {id:?}"))
+            .with_remediation("discover", "Call browser.discover for the current candidates."),
+        ConnectError::NotReady { remediation } => {
+            let mut error = RpcError::new(ErrorCode::BrowserNotReady, "the browser has no live debugging endpoint");
+            error.remediation = remediation.or_else(|| Some(json!({"action": "start_browser", "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
+            error
+        }
+        ConnectError::AnotherBrowserConnected(other) => RpcError::new(ErrorCode::BrowserBusy, "the Broker is connected to another browser")
+            .with_context("connectedBrowserId", json!(other)),
+        ConnectError::AuthorizationDenied(message) => RpcError::new(ErrorCode::AuthorizationDenied, format!("the browser refused the debugging connection: {message}"))
+            .with_remediation("allow_remote_debugging", "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
+        ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")
+            .with_remediation("approve_in_browser", "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
+        ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
+    })?;
+    Ok(json!({
+        "browserId": connected.browser_id,
+        "browserConnectionGeneration": connected.generation,
+        "state": "connected",
+        "reused": connected.reused,
+    }))
+}
+
+async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, RpcError> {
+    let store = env.store.clone();
+    let principal = scope.principal.clone();
+    let id = scope.workspace_id.clone().unwrap_or_default();
+    let lookup = tokio::task::spawn_blocking(move || store.get_workspace(&principal, &id))
+        .await
+        .map_err(|_| RpcError::new(ErrorCode::InternalError, "store task failed"))?
+        .map_err(|_| RpcError::new(ErrorCode::InternalError, "internal store error"))?;
+    match lookup {
+        crate::store::WorkspaceLookup::Active(row) => Ok(row.browser_id),
+        _ => Err(RpcError::new(
+            ErrorCode::WorkspaceNotFound,
+            "no active Workspace with this id for this client",
+        )),
+    }
+}
+
+fn check_url(url: &str) -> Result<(), RpcError> {
+    let lower = url.trim_start().to_ascii_lowercase();
+    match ALLOWED_SCHEMES
+        .iter()
+        .any(|scheme| lower.starts_with(scheme))
+    {
+        true => Ok(()),
+        false => Err(RpcError::invalid_params(format!(
+            "unsupported URL scheme; allowed: {}",
+            ALLOWED_SCHEMES.join(" ")
+        ))
+        .with_context("path", json!("arguments.url"))),
+    }
+}
+
+pub async fn open(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let url = arguments
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or("about:blank")
+        .to_owned();
+    check_url(&url)?;
+    if scope.target_id.is_some() {
+        let (client, mut guard) = controlled_tab(env, scope).await?;
+        return goto(&client, &mut guard, scope, &url).await;
+    }
+    let live = env.browser.live().ok_or_else(disconnected)?;
+    let (workspace_id, lease_id) = workspace(scope);
+    scope.gate.pass().await?;
+    let new_window = !env.browser.has_window(workspace_id);
+    // Create blank, then navigate through the tab's own session: `Page.navigate` answers at
+    // commit, so the load wait below reads the new document, never the initial about:blank.
+    let target = live
+        .client
+        .create_target("about:blank", new_window, CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    let opaque = env
+        .browser
+        .adopt_created(&target, &url, workspace_id, lease_id);
+    let mut attached = Emit::new(
+        workspace_id,
+        "target.attached",
+        json!({"targetId": opaque, "managed": true, "popup": false}),
+    );
+    attached.target_id = Some(opaque.clone());
+    attached.lease_id = Some(lease_id.to_owned());
+    let _ = env.events.emit(attached).await;
+    let handle = env
+        .browser
+        .control(workspace_id, lease_id, &opaque)
+        .await
+        .map_err(target_error)?
+        .1;
+    let mut guard = handle.acquire().await;
+    let mut result = goto(&live.client, &mut guard, scope, &url).await?;
+    result["targetId"] = json!(opaque);
+    result["managed"] = json!(true);
+    Ok(result)
+}
+
+pub async fn navigate(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let action = arguments
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("reload")
+        .to_owned();
+    let url = arguments
+        .get("url")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if action == "goto" {
+        check_url(url.as_deref().ok_or_else(|| {
+            RpcError::invalid_params("\"url\" is required for goto")
+                .with_context("path", json!("arguments.url"))
+        })?)?;
+    }
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let session = guard.session(&client).await.map_err(cdp_error)?;
+    match action.as_str() {
+        "goto" => {
+            return goto(
+                &client,
+                &mut guard,
+                scope,
+                url.as_deref().unwrap_or("about:blank"),
+            )
+            .await;
+        }
+        "reload" => {
+            client
+                .call(Some(&session), "Page.reload", json!({}), CALL_TIMEOUT)
+                .await
+                .map_err(cdp_error)?;
+        }
+        direction => {
+            let history = client
+                .call(
+                    Some(&session),
+                    "Page.getNavigationHistory",
+                    json!({}),
+                    CALL_TIMEOUT,
+                )
+                .await
+                .map_err(cdp_error)?;
+            let current = history["currentIndex"].as_i64().unwrap_or(0);
+            let wanted = if direction == "back" {
+                current - 1
+            } else {
+                current + 1
+            };
+            let entry = history["entries"]
+                .as_array()
+                .and_then(|e| usize::try_from(wanted).ok().and_then(|i| e.get(i)))
+                .cloned();
+            let Some(entry) = entry else {
+                return Err(RpcError::new(
+                    ErrorCode::NavigationFailed,
+                    format!("there is no history entry to go {direction} to"),
+                )
+                .with_context("action", json!(direction)));
+            };
+            client
+                .call(
+                    Some(&session),
+                    "Page.navigateToHistoryEntry",
+                    json!({"entryId": entry["id"]}),
+                    CALL_TIMEOUT,
+                )
+                .await
+                .map_err(cdp_error)?;
+        }
+    }
+    let page = wait_for_load(&client, &mut guard, scope).await?;
+    Ok(page_result(
+        scope.target_id.as_deref().unwrap_or_default(),
+        page,
+        false,
+    ))
+}
+
+async fn goto(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    url: &str,
+) -> Result<Value, RpcError> {
+    let session = guard.session(client).await.map_err(cdp_error)?;
+    let outcome = client
+        .navigate(&session, url, CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    if let Some(error_text) = outcome.error_text {
+        return Err(RpcError::new(
+            ErrorCode::NavigationFailed,
+            format!("the browser could not load the URL: {error_text}"),
+        )
+        .with_context("errorText", json!(error_text)));
+    }
+    let page = wait_for_load(client, guard, scope).await?;
+    Ok(page_result(
+        scope.target_id.as_deref().unwrap_or_default(),
+        page,
+        false,
+    ))
+}
+
+struct PageState {
+    url: String,
+    title: String,
+    load_state: &'static str,
+}
+
+fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
+    let mut result = json!({"targetId": target_id, "url": page.url, "title": page.title, "loadState": page.load_state});
+    if managed {
+        result["managed"] = json!(true);
+    }
+    result
+}
+
+/// Polls the document until it has loaded, the load wait passes, or the deadline nears.
+async fn wait_for_load(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+) -> Result<PageState, RpcError> {
+    let now = tokio::time::Instant::now();
+    let until = (now + LOAD_WAIT).min(
+        scope
+            .deadline
+            .checked_sub(Duration::from_millis(50))
+            .unwrap_or(now),
+    );
+    let expression = "JSON.stringify([document.readyState, location.href, document.title])";
+    loop {
+        let value = guard.evaluate(client, expression, CALL_TIMEOUT).await;
+        let state: Option<(String, String, String)> = match value {
+            Ok(Value::String(text)) => serde_json::from_str(&text).ok(),
+            Ok(_) => None,
+            // The context was replaced mid-navigation; ask again.
+            Err(CdpError::Remote { .. }) => None,
+            Err(other) => return Err(cdp_error(other)),
+        };
+        let done = tokio::time::Instant::now() >= until;
+        match state {
+            Some((ready, url, title)) if ready == "complete" => {
+                return Ok(PageState {
+                    url,
+                    title,
+                    load_state: "complete",
+                });
+            }
+            Some((ready, url, title)) if done => {
+                let load_state = if ready == "interactive" {
+                    "interactive"
+                } else {
+                    "timeout"
+                };
+                return Ok(PageState {
+                    url,
+                    title,
+                    load_state,
+                });
+            }
+            None if done => {
+                return Ok(PageState {
+                    url: String::new(),
+                    title: String::new(),
+                    load_state: "timeout",
+                });
+            }
+            _ => tokio::time::sleep(LOAD_POLL).await,
+        }
+    }
+}
+
+pub async fn tabs_list(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    env.browser.live().ok_or_else(disconnected)?;
+    let (workspace_id, lease_id) = workspace(scope);
+    let tabs: Vec<Value> = env
+        .browser
+        .list_tabs(workspace_id, lease_id)
+        .into_iter()
+        .map(|tab| {
+            json!({
+                "targetId": tab.target_id,
+                "url": tab.url,
+                "title": tab.title,
+                "managed": tab.managed,
+                "controlled": tab.controlled,
+                "controlledElsewhere": tab.controlled_elsewhere,
+                "openerTargetId": tab.opener_target_id,
+            })
+        })
+        .collect();
+    Ok(json!({"tabs": tabs}))
+}
+
+pub async fn tabs_release(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    env.browser.live().ok_or_else(disconnected)?;
+    let (workspace_id, lease_id) = workspace(scope);
+    let opaque = scope.target_id.clone().unwrap_or_default();
+    let released = env
+        .browser
+        .release_control(workspace_id, lease_id, &opaque)
+        .map_err(target_error)?;
+    if released {
+        let mut emit = Emit::new(
+            workspace_id,
+            "target_control.released",
+            json!({"targetId": opaque}),
+        );
+        emit.target_id = Some(opaque.clone());
+        emit.lease_id = Some(lease_id.to_owned());
+        let _ = env.events.emit(emit).await;
+    }
+    Ok(json!({"targetId": opaque, "released": released}))
+}
+
+pub async fn tabs_close(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (workspace_id, _) = workspace(scope);
+    let opaque = scope.target_id.as_deref().unwrap_or_default();
+    if !env
+        .browser
+        .is_managed_opaque(workspace_id, opaque)
+        .map_err(target_error)?
+    {
+        return Err(target_error(TargetError::NotManaged));
+    }
+    let (client, guard) = controlled_tab(env, scope).await?;
+    let closed = client
+        .close_target(&guard.target, CALL_TIMEOUT)
+        .await
+        .map_err(cdp_error)?;
+    Ok(json!({"targetId": scope.target_id.clone().unwrap_or_default(), "closed": closed}))
+}

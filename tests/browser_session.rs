@@ -1,0 +1,542 @@
+//! Process tests of the browser connection against a real headless Chromium started by each
+//! test on its own profile directory (found through `BROWSER_PILOT_DISCOVERY_DIRS`), with
+//! fixture pages served from 127.0.0.1. Each test has its own `BROWSER_PILOT_HOME` and Broker.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::chromium::{Chromium, Fixtures, OwnCdp};
+use support::*;
+
+/// A Broker home that discovers exactly one test-owned Chromium profile.
+struct Rig {
+    home: TestHome,
+    profile: tempfile::TempDir,
+    chromium: Chromium,
+    fixtures: Fixtures,
+}
+
+impl Rig {
+    fn start() -> Rig {
+        let profile = tempfile::tempdir().unwrap();
+        let chromium = Chromium::start(profile.path());
+        let home = TestHome::new().with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            profile.path().to_str().unwrap(),
+        );
+        Rig {
+            home,
+            profile,
+            chromium,
+            fixtures: Fixtures::start(),
+        }
+    }
+}
+
+/// One agent: a bridge, a Workspace and a Lease.
+struct Agent {
+    bridge: Bridge,
+    workspace_id: Value,
+    lease_id: Value,
+    cursor: String,
+}
+
+impl Agent {
+    fn new(rig: &Rig, client: &str) -> Agent {
+        let mut bridge = rig.home.spawn_bridge();
+        bridge.initialize(client, "i1");
+        let ws = bridge.ok("workspaces/create", json!({}));
+        let workspace_id = ws["workspace"]["id"].clone();
+        let lease = bridge.ok(
+            "leases/create",
+            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+        );
+        Agent {
+            bridge,
+            workspace_id,
+            lease_id: lease["lease"]["id"].clone(),
+            cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    fn call(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
+        let mut params = json!({"name": name, "arguments": arguments, "workspaceId": self.workspace_id, "leaseId": self.lease_id});
+        if let Some(target) = target {
+            params["targetId"] = target.clone();
+        }
+        self.bridge.call("tools/call", params)
+    }
+
+    fn tool(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
+        let response = self.call(name, target, arguments.clone());
+        match response.get("result") {
+            Some(outcome) => {
+                assert_eq!(
+                    outcome["command"]["status"], "completed",
+                    "{name}: {response}"
+                );
+                outcome["result"].clone()
+            }
+            None => panic!("{name} {arguments} failed: {response}"),
+        }
+    }
+
+    fn tool_err(
+        &mut self,
+        name: &str,
+        target: Option<&Value>,
+        arguments: Value,
+    ) -> (String, Value) {
+        let response = self.call(name, target, arguments);
+        match response.get("error") {
+            Some(error) => (
+                error["data"]["code"].as_str().unwrap_or("").to_owned(),
+                error.clone(),
+            ),
+            None => panic!("{name} unexpectedly succeeded: {response}"),
+        }
+    }
+
+    fn connect(&mut self) -> Value {
+        self.tool("browser.connect", None, json!({}))
+    }
+
+    fn tabs(&mut self) -> Vec<Value> {
+        self.tool("browser.tabs.list", None, json!({}))["tabs"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// New events since the last call.
+    fn events(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        loop {
+            let page = self.bridge.ok(
+                "events/poll",
+                json!({"workspaceId": self.workspace_id, "cursor": self.cursor, "limit": 100}),
+            );
+            all.extend(page["events"].as_array().unwrap().iter().cloned());
+            self.cursor = page["nextCursor"].as_str().unwrap().to_owned();
+            if page["hasMore"] == false {
+                return all;
+            }
+        }
+    }
+
+    fn wait_event(&mut self, event_type: &str) -> Value {
+        let mut found = None;
+        assert!(
+            wait_until(Duration::from_secs(15), || {
+                found = self.events().into_iter().find(|e| e["type"] == event_type);
+                found.is_some()
+            }),
+            "no {event_type} event"
+        );
+        found.unwrap()
+    }
+}
+
+#[test]
+fn discover_connect_open_and_list_without_raw_ids() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.a");
+    let init_browsers = {
+        let mut probe = rig.home.spawn_bridge();
+        probe.initialize("com.example.probe", "p")["browsers"].clone()
+    };
+    let ready: Vec<&Value> = init_browsers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["state"] == "ready")
+        .collect();
+    assert_eq!(ready.len(), 1, "{init_browsers}");
+    assert_eq!(
+        ready[0]["authorizationState"], "unknown",
+        "discovery is passive"
+    );
+    assert!(
+        init_browsers
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["managed"] == true),
+        "the managed profile is always a candidate"
+    );
+
+    let discovered = agent.bridge.ok(
+        "tools/call",
+        json!({"name": "browser.discover", "arguments": {}}),
+    );
+    let selected = discovered["result"]["selectedBrowserId"].clone();
+    assert_eq!(selected, ready[0]["id"]);
+    let ws = agent
+        .bridge
+        .ok("workspaces/get", json!({"workspaceId": agent.workspace_id}));
+    assert_eq!(
+        ws["workspace"]["browserId"], selected,
+        "the Workspace binds to the selected browser"
+    );
+
+    // Target tools before connect: browser_disconnected with remediation.
+    let (code, error) = agent.tool_err("browser.tabs.list", None, json!({}));
+    assert_eq!(code, "browser_disconnected");
+    assert_eq!(
+        error["data"]["remediation"]["action"],
+        "call_browser_connect"
+    );
+
+    let connected = agent.connect();
+    assert_eq!(connected["browserConnectionGeneration"], 1);
+    assert_eq!(connected["browserId"], selected);
+    let again = agent.connect();
+    assert_eq!(again["reused"], true);
+    assert_eq!(again["browserConnectionGeneration"], 1);
+
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/one")}),
+    );
+    let target = opened["targetId"].clone();
+    assert!(target.as_str().unwrap().starts_with("target:"));
+    assert_eq!(opened["title"], "one");
+    assert_eq!(opened["loadState"], "complete");
+    assert_eq!(opened["managed"], true);
+
+    let tabs = agent.tabs();
+    let mine = tabs
+        .iter()
+        .find(|t| t["targetId"] == target)
+        .expect("managed tab listed");
+    assert_eq!(mine["managed"], true);
+    assert_eq!(mine["controlled"], true);
+    assert!(
+        tabs.iter()
+            .any(|t| t["managed"] == false && t["url"] == "about:blank"),
+        "the user's about:blank tab is listed: {tabs:?}"
+    );
+
+    let navigated = agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": rig.fixtures.url("/page/two")}),
+    );
+    assert_eq!(navigated["title"], "two");
+    let back = agent.tool("browser.navigate", Some(&target), json!({"action": "back"}));
+    assert_eq!(back["title"], "one");
+    let forward = agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "forward"}),
+    );
+    assert_eq!(forward["title"], "two");
+    let reloaded = agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(reloaded["title"], "two");
+    let (code, _) = agent.tool_err(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "forward"}),
+    );
+    assert_eq!(code, "navigation_failed");
+    let (code, _) = agent.tool_err("browser.open", None, json!({"url": "javascript:alert(1)"}));
+    assert_eq!(code, "invalid_params");
+
+    let events = agent.events();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert!(types.contains(&"target.attached"), "{types:?}");
+    assert!(types.contains(&"command.status"), "{types:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["browserConnectionGeneration"] == 1 || e["type"] == "command.status")
+    );
+
+    // No raw CDP target id appears anywhere in what the host saw.
+    let mut own = OwnCdp::connect(&rig.chromium);
+    let everything = format!("{tabs:?}{events:?}{opened}{navigated}");
+    for (raw, _) in own.pages() {
+        assert!(!everything.contains(&raw), "raw CDP id {raw} leaked");
+    }
+    let _ = &rig.profile;
+}
+
+#[test]
+fn handoff_between_two_leases_never_steals() {
+    let rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    let mut b = Agent::new(&rig, "com.example.b");
+    a.connect();
+    b.connect();
+    let mut own = OwnCdp::connect(&rig.chromium);
+    own.open_user_tab(&rig.fixtures.url("/page/shared"));
+    let find = |tabs: &[Value]| {
+        tabs.iter()
+            .find(|t| t["url"].as_str().unwrap().ends_with("/page/shared"))
+            .cloned()
+            .expect("user tab listed")
+    };
+    assert!(wait_until(Duration::from_secs(5), || a
+        .tabs()
+        .iter()
+        .any(|t| t["url"].as_str().unwrap().ends_with("/page/shared"))));
+    let a_tab = find(&a.tabs());
+    let b_tab = find(&b.tabs());
+    assert_ne!(
+        a_tab["targetId"], b_tab["targetId"],
+        "each Workspace has its own opaque id for the tab"
+    );
+    assert_eq!(a_tab["managed"], false);
+
+    a.tool(
+        "browser.navigate",
+        Some(&a_tab["targetId"]),
+        json!({"action": "reload"}),
+    );
+    let b_view = find(&b.tabs());
+    assert_eq!(b_view["controlledElsewhere"], true);
+    let (code, _) = b.tool_err(
+        "browser.navigate",
+        Some(&b_tab["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(code, "target_controlled_elsewhere");
+    // B cannot release what it does not hold, nor use A's id.
+    let released = b.tool("browser.tabs.release", Some(&b_tab["targetId"]), json!({}));
+    assert_eq!(released["released"], false);
+    let (code, _) = b.tool_err(
+        "browser.navigate",
+        Some(&a_tab["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(code, "target_not_found");
+
+    let released = a.tool("browser.tabs.release", Some(&a_tab["targetId"]), json!({}));
+    assert_eq!(released["released"], true);
+    let event = a.wait_event("target_control.released");
+    assert_eq!(event["payload"]["targetId"], a_tab["targetId"]);
+    let reloaded = b.tool(
+        "browser.navigate",
+        Some(&b_tab["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(reloaded["title"], "shared");
+    let (code, _) = a.tool_err(
+        "browser.navigate",
+        Some(&a_tab["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(code, "target_controlled_elsewhere");
+    // Closing a user tab is refused.
+    let (code, _) = b.tool_err("browser.tabs.close", Some(&b_tab["targetId"]), json!({}));
+    assert_eq!(code, "target_not_managed");
+}
+
+#[test]
+fn workspace_release_closes_managed_tabs_and_never_user_tabs() {
+    let rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    a.connect();
+    let mut own = OwnCdp::connect(&rig.chromium);
+    own.open_user_tab(&rig.fixtures.url("/page/user"));
+    let first = a.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/managed1")}),
+    );
+    let second = a.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/managed2")}),
+    );
+    let closed = a.tool("browser.tabs.close", Some(&second["targetId"]), json!({}));
+    assert_eq!(closed["closed"], true);
+    let detached = a.wait_event("target.detached");
+    assert_eq!(detached["payload"]["targetId"], second["targetId"]);
+    let (code, _) = a.tool_err(
+        "browser.navigate",
+        Some(&second["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(code, "target_not_found");
+    assert!(
+        own.pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/managed1"))
+    );
+
+    a.bridge
+        .ok("workspaces/release", json!({"workspaceId": a.workspace_id}));
+    assert!(
+        wait_until(Duration::from_secs(5), || !own
+            .pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/managed1"))),
+        "managed tab closed"
+    );
+    assert!(
+        own.pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/user")),
+        "user tab survives"
+    );
+    let _ = first;
+}
+
+#[test]
+fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
+    let rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    a.connect();
+    let mut own = OwnCdp::connect(&rig.chromium);
+    own.open_user_tab(&rig.fixtures.url("/page/user"));
+    a.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/managed")}),
+    );
+    // A popup of the managed tab is managed too.
+    let pid = rig.home.broker_pid().unwrap();
+    unsafe_kill(pid, "KILL");
+    assert!(
+        wait_until(Duration::from_secs(10), || !own
+            .pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/managed"))),
+        "the janitor closed the managed tab after the Broker died"
+    );
+    assert!(
+        own.pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/user")),
+        "the user tab survives"
+    );
+}
+
+#[test]
+fn killed_chromium_gives_connection_lost_then_restored_with_a_newer_generation() {
+    let mut rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    a.connect();
+    let opened = a.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/before")}),
+    );
+    rig.chromium.sigkill();
+    let lost = a.wait_event("connection.lost");
+    assert_eq!(lost["browserConnectionGeneration"], 1);
+    assert_eq!(lost["payload"]["generation"], 1);
+    let (code, error) = a.tool_err("browser.tabs.list", None, json!({}));
+    assert_eq!(code, "browser_disconnected");
+    assert_eq!(error["data"]["retryable"], true);
+    // The Workspace and Lease survive.
+    a.bridge.ok(
+        "leases/heartbeat",
+        json!({"workspaceId": a.workspace_id, "leaseId": a.lease_id}),
+    );
+
+    rig.chromium = Chromium::start(rig.profile.path());
+    let connected = a.connect();
+    assert_eq!(connected["browserConnectionGeneration"], 2);
+    let restored = a.wait_event("connection.restored");
+    assert_eq!(restored["browserConnectionGeneration"], 2);
+    let (code, _) = a.tool_err(
+        "browser.navigate",
+        Some(&opened["targetId"]),
+        json!({"action": "reload"}),
+    );
+    assert_eq!(
+        code, "target_not_found",
+        "old target ids are invalid after reconnect"
+    );
+    assert!(!a.tabs().is_empty());
+}
+
+#[test]
+fn idempotent_open_runs_once_and_conflicting_reuse_is_rejected() {
+    let rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    a.connect();
+    let params = json!({"name": "browser.open", "arguments": {"url": rig.fixtures.url("/page/idem")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "idempotencyKey": "open-1"});
+    let first = a.bridge.ok("tools/call", params.clone());
+    let second = a.bridge.ok("tools/call", params.clone());
+    assert_eq!(first, second, "the retry returns the recorded outcome");
+    assert_eq!(
+        rig.fixtures.hits("/page/idem"),
+        1,
+        "the page was opened once"
+    );
+    let mut other = params.clone();
+    other["arguments"]["url"] = json!(rig.fixtures.url("/page/other"));
+    let response = a.bridge.call("tools/call", other);
+    assert_eq!(
+        response["error"]["data"]["code"], "idempotency_conflict",
+        "{response}"
+    );
+    assert_eq!(rig.fixtures.hits("/page/other"), 0);
+}
+
+#[test]
+fn cancel_before_dispatch_never_reaches_the_browser_and_late_mutations_are_unknown() {
+    let rig = Rig::start();
+    let mut a = Agent::new(&rig, "com.example.a");
+    a.connect();
+    let tab = a.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/start")}),
+    )["targetId"]
+        .clone();
+    // c1 holds the tab (slow page); c2 queues behind it and is cancelled before dispatch.
+    let slow = json!({"name": "browser.navigate", "arguments": {"action": "goto", "url": rig.fixtures.url("/slow?ms=2500")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "targetId": tab, "commandId": "command:c1", "deadlineMs": 1500});
+    let queued = json!({"name": "browser.navigate", "arguments": {"action": "goto", "url": rig.fixtures.url("/page/never")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "targetId": tab, "commandId": "command:c2"});
+    let id1 = a.bridge.request("tools/call", slow);
+    let id2 = a.bridge.request("tools/call", queued);
+    assert!(wait_until(Duration::from_secs(5), || rig
+        .fixtures
+        .hits("/slow?ms=2500")
+        == 1));
+    let got = a.bridge.ok(
+        "commands/get",
+        json!({"commandId": "command:c2", "workspaceId": a.workspace_id}),
+    );
+    assert_eq!(got["command"]["status"], "accepted", "{got}");
+    let cancelled = a.bridge.ok(
+        "commands/cancel",
+        json!({"commandId": "command:c2", "workspaceId": a.workspace_id}),
+    );
+    assert_eq!(cancelled["command"]["status"], "cancelled");
+    let second = a.bridge.response(&id2);
+    assert_eq!(second["error"]["data"]["code"], "cancelled", "{second}");
+    let first = a.bridge.response(&id1);
+    assert_eq!(
+        first["error"]["data"]["code"], "unknown_outcome",
+        "a mutating command past its deadline after dispatch: {first}"
+    );
+    assert_eq!(first["error"]["data"]["retryable"], false);
+    let recorded = a
+        .bridge
+        .ok("commands/get", json!({"commandId": "command:c1"}));
+    assert_eq!(recorded["command"]["status"], "unknown_outcome");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        rig.fixtures.hits("/page/never"),
+        0,
+        "the cancelled command never reached the browser"
+    );
+    // A second client can neither read nor cancel these Commands.
+    let mut stranger = rig.home.spawn_bridge();
+    stranger.initialize("com.example.stranger", "x");
+    let (code, _) = stranger.err("commands/get", json!({"commandId": "command:c1"}));
+    assert_eq!(code, "command_not_found");
+    let (code, _) = stranger.err("commands/cancel", json!({"commandId": "command:c1"}));
+    assert_eq!(code, "command_not_found");
+}

@@ -1,0 +1,264 @@
+//! A real headless Chromium for process tests (started by the test on a profile directory it
+//! owns, found by the Broker through `BROWSER_PILOT_DISCOVERY_DIRS`), the test's own separate
+//! CDP connection to check the browser from outside, and a tiny HTTP fixture server on
+//! 127.0.0.1. No mocks.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Debian's Chromium, or `BROWSER_PILOT_CHROMIUM`. Missing is a loud failure, never a skip.
+pub fn chromium_path() -> PathBuf {
+    let path = std::env::var_os("BROWSER_PILOT_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    assert!(
+        path.is_file(),
+        "Chromium not found at {}: install it with `sudo apt-get install -y chromium` (Debian/Ubuntu) or set BROWSER_PILOT_CHROMIUM",
+        path.display()
+    );
+    path
+}
+
+/// A headless Chromium on a profile directory; killed and reaped on drop.
+pub struct Chromium {
+    child: Option<Child>,
+    pub profile: PathBuf,
+    pub port: u16,
+    pub ws_path: String,
+}
+
+impl Chromium {
+    pub fn start(profile: &Path) -> Chromium {
+        // A stale DevToolsActivePort from a killed run would look live to nobody; remove it.
+        let _ = std::fs::remove_file(profile.join("DevToolsActivePort"));
+        let mut command = Command::new(chromium_path());
+        command.args([
+            "--headless",
+            "--disable-gpu",
+            "--remote-debugging-port=0",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ]);
+        command.arg(format!("--user-data-dir={}", profile.display()));
+        if unsafe { libc::geteuid() } == 0 {
+            command.arg("--no-sandbox");
+        }
+        command.arg("about:blank");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn chromium");
+        let (port, ws_path) = wait_for_active_port(profile);
+        Chromium {
+            child: Some(child),
+            profile: profile.to_owned(),
+            port,
+            ws_path,
+        }
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://127.0.0.1:{}{}", self.port, self.ws_path)
+    }
+
+    pub fn sigkill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        self.sigkill();
+    }
+}
+
+fn wait_for_active_port(dir: &Path) -> (u16, String) {
+    let started = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(dir.join("DevToolsActivePort")) {
+            let mut lines = text.lines();
+            if let (Some(port), Some(path)) = (lines.next(), lines.next())
+                && let Ok(port) = port.trim().parse::<u16>()
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
+                return (port, path.trim().to_owned());
+            }
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "chromium wrote no DevToolsActivePort"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// The test's own CDP connection: a separate WebSocket, like another tool on the machine.
+pub struct OwnCdp {
+    ws: WebSocket<TcpStream>,
+    next_id: u64,
+}
+
+impl OwnCdp {
+    pub fn connect(browser: &Chromium) -> OwnCdp {
+        let stream = TcpStream::connect(("127.0.0.1", browser.port)).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let (ws, _) = tungstenite::client::client(browser.ws_url(), stream).expect("handshake");
+        OwnCdp { ws, next_id: 0 }
+    }
+
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.ws
+            .send(Message::text(
+                json!({"id": id, "method": method, "params": params}).to_string(),
+            ))
+            .unwrap();
+        loop {
+            let Message::Text(text) = self.ws.read().expect("own cdp read") else {
+                continue;
+            };
+            let value: Value = serde_json::from_str(text.as_str()).unwrap();
+            if value["id"] == json!(id) {
+                assert!(value.get("error").is_none(), "{method} failed: {value}");
+                return value["result"].clone();
+            }
+        }
+    }
+
+    /// `(targetId, url)` of every page target.
+    pub fn pages(&mut self) -> Vec<(String, String)> {
+        let result = self.call("Target.getTargets", json!({}));
+        result["targetInfos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|info| info["type"] == "page")
+            .map(|info| {
+                (
+                    info["targetId"].as_str().unwrap().to_owned(),
+                    info["url"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Opens a "user" tab the Broker did not create.
+    pub fn open_user_tab(&mut self, url: &str) -> String {
+        self.call("Target.createTarget", json!({"url": url}))["targetId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+/// A fixture HTTP server on 127.0.0.1: `/slow?ms=N` sleeps before answering, `/page/NAME`
+/// serves a small page titled NAME, anything else a tiny page. Counts requests per path.
+pub struct Fixtures {
+    pub port: u16,
+    hits: Arc<std::sync::Mutex<Vec<String>>>,
+    served: Arc<AtomicUsize>,
+}
+
+impl Fixtures {
+    pub fn start() -> Fixtures {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let served = Arc::new(AtomicUsize::new(0));
+        let (hits_in, served_in) = (hits.clone(), served.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let hits = hits_in.clone();
+                let served = served_in.clone();
+                std::thread::spawn(move || serve(stream, &hits, &served));
+            }
+        });
+        Fixtures { port, hits, served }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    /// How many requests asked for exactly this path (with query).
+    pub fn hits(&self, path: &str) -> usize {
+        self.hits
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.as_str() == path)
+            .count()
+    }
+
+    pub fn served(&self) -> usize {
+        self.served.load(Ordering::SeqCst)
+    }
+}
+
+fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &AtomicUsize) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    loop {
+        let mut header = String::new();
+        match reader.read_line(&mut header) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if header == "\r\n" || header == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_owned();
+    hits.lock().unwrap().push(path.clone());
+    served.fetch_add(1, Ordering::SeqCst);
+    if let Some(ms) = path
+        .strip_prefix("/slow?ms=")
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let title = path.strip_prefix("/page/").unwrap_or("fixture");
+    let body = match path.as_str() {
+        "/favicon.ico" => String::new(),
+        _ => format!(
+            "<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1><a href=\"/page/next\">next</a></body></html>"
+        ),
+    };
+    let status = if path == "/favicon.ico" {
+        "404 Not Found"
+    } else {
+        "200 OK"
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = stream;
+    let _ = stream.write_all(response.as_bytes());
+    let _ = stream.flush();
+    let mut rest = Vec::new();
+    let _ = reader.read_to_end(&mut rest);
+}
