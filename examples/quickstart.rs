@@ -486,8 +486,12 @@ fn run_steps(bridge: &mut Bridge, session: &mut Session, report: &mut Report) {
             let events = result["events"]
                 .as_array()
                 .ok_or_else(|| StepError::Shape("no events array".into()))?;
-            let mut types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-            types.dedup();
+            let mut types: Vec<&str> = Vec::new();
+            for kind in events.iter().filter_map(|e| e["type"].as_str()) {
+                if !types.contains(&kind) {
+                    types.push(kind);
+                }
+            }
             Ok(format!(
                 "{} event(s) since {} [{}], next cursor {}",
                 events.len(),
