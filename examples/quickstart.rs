@@ -28,6 +28,11 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the bridge may take to exit after `shutdown` before it is killed.
 const BRIDGE_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Attempts to delete the temporary home, `HOME_REMOVAL_PAUSE` apart: about 5 s in all, far longer
+/// than Chromium's helpers take to exit after the browser closed.
+const HOME_REMOVAL_ATTEMPTS: usize = 10;
+const HOME_REMOVAL_PAUSE: Duration = Duration::from_millis(500);
+
 /// Characters of an opaque id's random part shown in the output: enough to tell ids apart.
 const SHORT_ID_CHARS: usize = 8;
 
@@ -240,7 +245,7 @@ fn main() -> ExitCode {
     stop_browser(&executable, &home, &mut report);
     if temporary {
         stop_broker(&executable, &home);
-        let _ = std::fs::remove_dir_all(&home);
+        remove_home(&home);
     }
     let verdict = match report.failed {
         0 => "every advertised step succeeded".to_owned(),
@@ -677,6 +682,19 @@ fn stop_broker(executable: &Path, home: &Path) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Deletes the temporary home. Chromium's helper processes may still write to the profile for a
+/// moment after `browser stop`, so removal is retried briefly.
+fn remove_home(home: &Path) {
+    for _ in 0..HOME_REMOVAL_ATTEMPTS {
+        match std::fs::remove_dir_all(home) {
+            Ok(()) => return,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(HOME_REMOVAL_PAUSE),
+        }
+    }
+    eprintln!("quickstart: could not remove {}", home.display());
 }
 
 fn tool_names(result: &Value) -> Result<Vec<String>, StepError> {
