@@ -16,6 +16,7 @@ pub mod home;
 pub mod ipc;
 pub mod janitor;
 pub mod os;
+pub mod page;
 pub mod protocol;
 pub mod session;
 pub mod store;

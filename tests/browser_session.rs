@@ -397,12 +397,28 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
     a.connect();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/user"));
-    a.tool(
+    let opener = a.tool(
         "browser.open",
         None,
         json!({"url": rig.fixtures.url("/page/managed")}),
     );
-    // A popup of the managed tab is managed too.
+    // A popup of the managed tab becomes a managed tab of the same Workspace.
+    own.evaluate_in_page("/page/managed", "window.open('/page/popup'); true");
+    let popup = a.wait_event("popup.opened");
+    assert_eq!(popup["payload"]["openerTargetId"], opener["targetId"]);
+    let popup_id = popup["payload"]["targetId"].clone();
+    let listed = a.tabs();
+    let row = listed
+        .iter()
+        .find(|t| t["targetId"] == popup_id)
+        .expect("popup listed");
+    assert_eq!(row["managed"], true);
+    assert_eq!(row["openerTargetId"], opener["targetId"]);
+    // A popup of a user tab is listed, not adopted.
+    own.evaluate_in_page("/page/user", "window.open('/page/userpopup'); true");
+    assert!(wait_until(Duration::from_secs(5), || a.tabs().iter().any(
+        |t| t["url"].as_str().unwrap().ends_with("/page/userpopup") && t["managed"] == false
+    )));
     let pid = rig.home.broker_pid().unwrap();
     unsafe_kill(pid, "KILL");
     assert!(
@@ -411,6 +427,19 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
             .iter()
             .any(|(_, url)| url.ends_with("/page/managed"))),
         "the janitor closed the managed tab after the Broker died"
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || !own
+            .pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/popup"))),
+        "and its popup"
+    );
+    assert!(
+        own.pages()
+            .iter()
+            .any(|(_, url)| url.ends_with("/page/userpopup")),
+        "the user tab's popup survives"
     );
     assert!(
         own.pages()

@@ -124,13 +124,18 @@ impl OwnCdp {
     }
 
     pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.call_in(None, method, params)
+    }
+
+    /// A call on a flattened target session (`None`: the browser connection).
+    pub fn call_in(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
-        self.ws
-            .send(Message::text(
-                json!({"id": id, "method": method, "params": params}).to_string(),
-            ))
-            .unwrap();
+        let mut request = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            request["sessionId"] = json!(session);
+        }
+        self.ws.send(Message::text(request.to_string())).unwrap();
         loop {
             let Message::Text(text) = self.ws.read().expect("own cdp read") else {
                 continue;
@@ -158,6 +163,30 @@ impl OwnCdp {
                 )
             })
             .collect()
+    }
+
+    /// Runs script in a page (found by URL suffix) as if the user did it (user gesture).
+    pub fn evaluate_in_page(&mut self, url_suffix: &str, expression: &str) -> Value {
+        let target = self
+            .pages()
+            .into_iter()
+            .find(|(_, url)| url.ends_with(url_suffix))
+            .expect("page found")
+            .0;
+        let session = self.call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        )["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let result = self.call_in(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": expression, "userGesture": true, "returnByValue": true}),
+        );
+        self.call("Target.detachFromTarget", json!({"sessionId": session}));
+        result
     }
 
     /// Opens a "user" tab the Broker did not create.

@@ -1,0 +1,414 @@
+//! Page-side helpers of the action tools (`js/actions.js`): where to click a
+//! ref, its observable state before and after, focus and select-all, the
+//! deep active element's identity for guarded typing, the native value
+//! setter for date/time/color/range inputs, native `<select>` selection and
+//! option listing. Each helper addresses an element as a `RefTarget` (an
+//! observation key and a ref); the page refuses unknown or stale refs with a
+//! structured code. Password values never come back, only lengths. No I/O.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::PageError;
+use super::observe::{Checked, validate_key};
+use super::script::{PageScript, Script, ScriptCall, decode};
+
+/// Characters of a value in a state snapshot: enough to compare typed text
+/// exactly, bounded so a huge textarea cannot bloat evidence.
+pub const SNAPSHOT_VALUE_MAX_CHARS: u32 = 100_000;
+
+/// Options listed when the caller gives no `limit`.
+pub const OPTIONS_DEFAULT_LIMIT: u32 = 100;
+
+/// Largest accepted option-list `limit`.
+pub const OPTIONS_MAX_LIMIT: u32 = 1_000;
+
+/// Bytes of a value for the native setter (dates, times, colors, numbers).
+const NATIVE_VALUE_MAX_BYTES: usize = 256;
+
+/// Values one `selectOptions` call may pick.
+const SELECT_VALUES_MAX: usize = 500;
+
+/// Bytes of one value or label to select.
+const SELECT_VALUE_MAX_BYTES: usize = 1_000;
+
+/// An element of an earlier observation of this world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefTarget {
+    pub observation_key: String,
+    pub element_ref: u32,
+}
+
+impl RefTarget {
+    pub fn new(observation_key: impl Into<String>, element_ref: u32) -> RefTarget {
+        RefTarget {
+            observation_key: observation_key.into(),
+            element_ref,
+        }
+    }
+
+    /// The JSON argument the page helpers take, after checking the key.
+    pub(super) fn argument(&self) -> Result<Value, PageError> {
+        validate_key(&self.observation_key)?;
+        if self.element_ref == 0 {
+            return Err(PageError::InvalidOption {
+                name: "ref",
+                detail: "refs start at 1".to_owned(),
+            });
+        }
+        Ok(json!({ "observationKey": self.observation_key, "ref": self.element_ref }))
+    }
+}
+
+fn with(target: &RefTarget, extra: Value) -> Result<Value, PageError> {
+    let mut argument = target.argument()?;
+    if let (Some(into), Value::Object(from)) = (argument.as_object_mut(), extra) {
+        into.extend(from);
+    }
+    Ok(argument)
+}
+
+/// Scroll the ref's element to the viewport centre and report where to
+/// click it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClickPoint(pub RefTarget);
+
+/// A click point in viewport CSS px of the element's frame, with the hit
+/// test at that point. `hit` is also true when the point lands on a
+/// `<label>` of the element (`viaLabel`); otherwise `occludedBy` describes
+/// what covers it (`div#overlay.backdrop`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClickTarget {
+    pub x: f64,
+    pub y: f64,
+    pub hit: bool,
+    pub in_viewport: bool,
+    #[serde(default)]
+    pub via_label: bool,
+    #[serde(default)]
+    pub occluded_by: Option<String>,
+}
+
+impl PageScript for ClickPoint {
+    type Output = ClickTarget;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::ClickPoint,
+            argument: self.0.argument()?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<ClickTarget, PageError> {
+        decode(Script::ClickPoint, value)
+    }
+}
+
+/// The observable state of a ref's element, for before/after evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateSnapshot(pub RefTarget);
+
+/// State of one element. `value` is absent for a sensitive (password)
+/// field; `valueLength` is always the full length when there is a value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElementState {
+    /// Identity of the document (changes with every new document).
+    pub document_key: String,
+    /// Identity of the element within that document.
+    pub element_key: String,
+    pub connected: bool,
+    #[serde(default)]
+    pub checked: Option<Checked>,
+    #[serde(default)]
+    pub selected: Option<bool>,
+    #[serde(default)]
+    pub expanded: Option<bool>,
+    #[serde(default)]
+    pub pressed: Option<Checked>,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default)]
+    pub value_length: Option<u64>,
+    #[serde(default)]
+    pub sensitive: bool,
+    /// Values of the selected options of a native `<select>`.
+    #[serde(default)]
+    pub selected_values: Option<Vec<String>>,
+    pub focused: bool,
+}
+
+impl PageScript for StateSnapshot {
+    type Output = ElementState;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::StateSnapshot,
+            argument: with(&self.0, json!({ "valueMax": SNAPSHOT_VALUE_MAX_CHARS }))?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<ElementState, PageError> {
+        let mut state: ElementState = decode(Script::StateSnapshot, value)?;
+        if state.sensitive {
+            state.value = None;
+        }
+        Ok(state)
+    }
+}
+
+/// Focus the ref's element and select all its editable content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FocusAndSelectAll(pub RefTarget);
+
+/// Whether focus landed on the element, and the deep active element then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FocusOutcome {
+    pub focused: bool,
+    pub selected_all: bool,
+    pub active_element_key: Option<String>,
+}
+
+impl PageScript for FocusAndSelectAll {
+    type Output = FocusOutcome;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::FocusAndSelectAll,
+            argument: self.0.argument()?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<FocusOutcome, PageError> {
+        decode(Script::FocusAndSelectAll, value)
+    }
+}
+
+/// The identity of the deep active element (through open shadow roots),
+/// pinned and re-checked between the steps of a guarded composite action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ActiveElementKey;
+
+/// The deep active element: a key stable for the element's lifetime in its
+/// document, the document's key, and whether it takes text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveElement {
+    pub key: Option<String>,
+    pub document_key: String,
+    pub tag: Option<String>,
+    pub editable: bool,
+}
+
+impl PageScript for ActiveElementKey {
+    type Output = ActiveElement;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::ActiveElementKey,
+            argument: json!({}),
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<ActiveElement, PageError> {
+        decode(Script::ActiveElementKey, value)
+    }
+}
+
+/// Set a date/time/color/range input through the native value setter:
+/// `beforeinput` (cancelable), the setter, then `input`; no `change`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetNativeValue {
+    pub target: RefTarget,
+    pub value: String,
+}
+
+/// The value before and the effective value after the page's handlers ran
+/// (browser sanitization or a framework may have changed it); `canceled`
+/// when the page canceled `beforeinput` and nothing was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValueOutcome {
+    pub before: String,
+    pub after: String,
+    pub canceled: bool,
+}
+
+impl PageScript for SetNativeValue {
+    type Output = ValueOutcome;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        if self.value.len() > NATIVE_VALUE_MAX_BYTES {
+            return Err(PageError::InvalidOption {
+                name: "value",
+                detail: format!("at most {NATIVE_VALUE_MAX_BYTES} bytes"),
+            });
+        }
+        Ok(ScriptCall {
+            script: Script::SetNativeValue,
+            argument: with(&self.target, json!({ "value": self.value }))?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<ValueOutcome, PageError> {
+        decode(Script::SetNativeValue, value)
+    }
+}
+
+/// Select options of a native `<select>` by value (or label); fires `input`
+/// and `change`. A missing or disabled option changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectOptions {
+    pub target: RefTarget,
+    pub values: Vec<String>,
+}
+
+/// One selected option.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectedOption {
+    pub value: String,
+    pub label: String,
+}
+
+/// The selection after the call and whether it differs from before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionOutcome {
+    pub changed: bool,
+    pub selected: Vec<SelectedOption>,
+}
+
+impl PageScript for SelectOptions {
+    type Output = SelectionOutcome;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let too_long = self.values.iter().any(|v| v.len() > SELECT_VALUE_MAX_BYTES);
+        if self.values.is_empty() || self.values.len() > SELECT_VALUES_MAX || too_long {
+            return Err(PageError::InvalidOption {
+                name: "values",
+                detail: format!(
+                    "1..={SELECT_VALUES_MAX} values of at most {SELECT_VALUE_MAX_BYTES} bytes"
+                ),
+            });
+        }
+        Ok(ScriptCall {
+            script: Script::SelectOptions,
+            argument: with(&self.target, json!({ "values": self.values }))?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<SelectionOutcome, PageError> {
+        decode(Script::SelectOptions, value)
+    }
+}
+
+/// List the options of a native select, or the currently exposed options
+/// of an ARIA combobox/listbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListOptions {
+    pub target: RefTarget,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionsKind {
+    Native,
+    Aria,
+}
+
+/// One listed option. For ARIA options `value` is `data-value` or the id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedOption {
+    pub index: u32,
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+    pub disabled: bool,
+}
+
+/// Options of one control; `popupVisible` only for ARIA controls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OptionList {
+    pub kind: OptionsKind,
+    pub multiple: bool,
+    pub options: Vec<ListedOption>,
+    pub total: u64,
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub popup_visible: Option<bool>,
+}
+
+impl PageScript for ListOptions {
+    type Output = OptionList;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        if self.limit == 0 || self.limit > OPTIONS_MAX_LIMIT {
+            return Err(PageError::InvalidOption {
+                name: "limit",
+                detail: format!("must be 1..={OPTIONS_MAX_LIMIT}"),
+            });
+        }
+        Ok(ScriptCall {
+            script: Script::ListOptions,
+            argument: with(&self.target, json!({ "limit": self.limit }))?,
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<OptionList, PageError> {
+        decode(Script::ListOptions, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> RefTarget {
+        RefTarget::new("observation:1", 3)
+    }
+
+    #[test]
+    fn ref_targets_are_checked() {
+        assert_eq!(
+            target().argument().unwrap(),
+            json!({"observationKey": "observation:1", "ref": 3})
+        );
+        assert!(RefTarget::new("k", 0).argument().is_err());
+        assert!(RefTarget::new("", 1).argument().is_err());
+        let call = SetNativeValue {
+            target: target(),
+            value: "2024-05-06".to_owned(),
+        }
+        .call()
+        .unwrap();
+        assert_eq!(call.argument["value"], json!("2024-05-06"));
+        assert_eq!(call.argument["ref"], json!(3));
+    }
+
+    #[test]
+    fn select_values_are_bounded() {
+        let select = |values: Vec<String>| {
+            SelectOptions {
+                target: target(),
+                values,
+            }
+            .call()
+        };
+        assert!(select(vec!["a".to_owned()]).is_ok());
+        assert!(select(Vec::new()).is_err());
+        assert!(select(vec!["x".repeat(SELECT_VALUE_MAX_BYTES + 1)]).is_err());
+    }
+
+    #[test]
+    fn sensitive_snapshot_never_keeps_a_value() {
+        let state = StateSnapshot(target())
+            .parse(json!({"documentKey": "doc:1", "elementKey": "doc:1:e1", "connected": true,
+                "value": "leak", "valueLength": 4, "sensitive": true, "focused": false}))
+            .unwrap();
+        assert_eq!(state.value, None);
+        assert_eq!(state.value_length, Some(4));
+    }
+}

@@ -1,0 +1,280 @@
+// Helpers for the action tools, each taking one options object with
+// `observationKey` and `ref` (see bpLookup in common.js). They return plain
+// JSON or {error: {code, message}}; only `resolve` returns an element.
+
+// The element behind a ref, or null when the observation is unknown, the ref
+// out of range, the element detached or the document replaced.
+function resolve(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  return found.error ? null : found.element;
+}
+
+// The text-like value of an element: form value or editable text.
+function bpValueOf(el) {
+  const tag = el.localName;
+  if (tag === 'input' || tag === 'textarea' || tag === 'select') return el.value;
+  if (el.isContentEditable) return el.innerText;
+  return null;
+}
+
+function bpIsPassword(el) {
+  return el.localName === 'input' && el.type === 'password';
+}
+
+// Scrolls the element to the centre of the viewport and returns the click
+// point (viewport CSS px of this frame) with a hit test at that point.
+function clickPoint(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  const el = found.element;
+  if (!el.checkVisibility({ visibilityProperty: true })) {
+    return bpError('not_visible', 'the element is not rendered or is visibility:hidden');
+  }
+  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const viewport = bpViewport();
+  let box = null;
+  const rects = el.getClientRects();
+  for (let i = 0; i < rects.length; i++) {
+    const r = rects[i];
+    if (r.width > 0 && r.height > 0 && bpRectInViewport(r, viewport)) {
+      box = r;
+      break;
+    }
+  }
+  if (box === null) {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) return bpError('not_visible', 'the element has an empty box');
+    box = r;
+  }
+  const left = Math.max(box.left, 0);
+  const right = Math.min(box.right, viewport.width);
+  const top = Math.max(box.top, 0);
+  const bottom = Math.min(box.bottom, viewport.height);
+  const x = right > left ? (left + right) / 2 : box.left + box.width / 2;
+  const y = bottom > top ? (top + bottom) / 2 : box.top + box.height / 2;
+  let hitElement = document.elementFromPoint(x, y);
+  while (hitElement && hitElement.shadowRoot) {
+    const inner = hitElement.shadowRoot.elementFromPoint(x, y);
+    if (inner === null || inner === hitElement) break;
+    hitElement = inner;
+  }
+  let hit = hitElement !== null && bpComposedContains(el, hitElement);
+  let viaLabel = false;
+  if (!hit && hitElement !== null) {
+    const label = hitElement.closest('label');
+    if (label !== null && label.control === el) {
+      hit = true;
+      viaLabel = true;
+    }
+  }
+  const result = {
+    x: Math.round(x * 100) / 100,
+    y: Math.round(y * 100) / 100,
+    hit: hit,
+    inViewport: x >= 0 && y >= 0 && x < viewport.width && y < viewport.height,
+  };
+  if (viaLabel) result.viaLabel = true;
+  if (!hit) result.occludedBy = hitElement === null ? null : bpDescribe(hitElement);
+  return result;
+}
+
+// The observable state of the element behind a ref, for before/after
+// evidence. Password values are never returned, only their length.
+function stateSnapshot(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  return bpSnapshotOf(found.element, options.valueMax);
+}
+
+function bpSnapshotOf(el, valueMax) {
+  const tag = el.localName;
+  const snapshot = { documentKey: bpDocumentKey(), elementKey: bpElementKey(el), connected: el.isConnected };
+  if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
+    snapshot.checked = el.indeterminate ? 'mixed' : el.checked;
+  } else if (el.hasAttribute('aria-checked')) {
+    const checked = el.getAttribute('aria-checked');
+    snapshot.checked = checked === 'mixed' ? 'mixed' : checked === 'true';
+  }
+  if (tag === 'option') snapshot.selected = el.selected;
+  else if (el.hasAttribute('aria-selected')) snapshot.selected = el.getAttribute('aria-selected') === 'true';
+  if (el.hasAttribute('aria-expanded')) snapshot.expanded = el.getAttribute('aria-expanded') === 'true';
+  else if (tag === 'summary' && el.parentElement && el.parentElement.localName === 'details') snapshot.expanded = el.parentElement.open;
+  else if (tag === 'details') snapshot.expanded = el.open;
+  if (el.hasAttribute('aria-pressed')) {
+    const pressed = el.getAttribute('aria-pressed');
+    snapshot.pressed = pressed === 'mixed' ? 'mixed' : pressed === 'true';
+  }
+  const value = bpValueOf(el);
+  if (value !== null) {
+    snapshot.valueLength = value.length;
+    if (bpIsPassword(el)) snapshot.sensitive = true;
+    else snapshot.value = bpClip(value, valueMax);
+  }
+  if (tag === 'select') {
+    snapshot.selectedValues = Array.from(el.selectedOptions).slice(0, 100).map((option) => bpClip(option.value, 200));
+  }
+  snapshot.focused = bpDeepActiveElement() === el;
+  return snapshot;
+}
+
+// Focuses the element and selects all of its editable content.
+function focusAndSelectAll(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  const el = found.element;
+  el.focus({ preventScroll: true });
+  let selectedAll = false;
+  const tag = el.localName;
+  if (tag === 'input' || tag === 'textarea') {
+    try {
+      el.select();
+      selectedAll = true;
+    } catch (error) {
+      selectedAll = false;
+    }
+  } else if (el.isContentEditable) {
+    const selection = el.getRootNode().getSelection ? el.getRootNode().getSelection() : window.getSelection();
+    (selection || window.getSelection()).selectAllChildren(el);
+    selectedAll = true;
+  }
+  const active = bpDeepActiveElement();
+  return {
+    focused: active === el,
+    selectedAll: selectedAll,
+    activeElementKey: active ? bpElementKey(active) : null,
+  };
+}
+
+// The identity of the deep active element (through open shadow roots).
+function activeElementKey(options) {
+  const active = bpDeepActiveElement();
+  if (!active) return { key: null, documentKey: bpDocumentKey(), tag: null, editable: false };
+  const tag = active.localName;
+  const editable = tag === 'textarea' || active.isContentEditable ||
+    (tag === 'input' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file', 'range', 'color', 'hidden'].includes(active.type));
+  return { key: bpElementKey(active), documentKey: bpDocumentKey(), tag: tag, editable: editable };
+}
+
+const BP_NATIVE_VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
+
+// Sets the value of a date/time/color/range input through the native value
+// setter, announced by a cancelable `beforeinput` and followed by `input`
+// (no `change`). The effective value after the page's handlers is reported.
+function setNativeValue(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  const el = found.element;
+  if (el.localName !== 'input' || !BP_NATIVE_VALUE_TYPES.has(el.type)) {
+    return bpError('unsupported_element', 'setNativeValue needs a date, time, datetime-local, month, week, color or range input');
+  }
+  if (el.disabled || el.readOnly) return bpError('not_editable', 'the input is disabled or read-only');
+  const before = el.value;
+  const eventInit = {
+    bubbles: true, cancelable: true, composed: true,
+    inputType: 'insertReplacementText', data: options.value,
+  };
+  const proceed = el.dispatchEvent(new InputEvent('beforeinput', eventInit));
+  if (!proceed) {
+    return { before: before, after: el.value, canceled: true };
+  }
+  const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+  setter.call(el, options.value);
+  el.dispatchEvent(new InputEvent('input', {
+    bubbles: true, cancelable: false, composed: true,
+    inputType: 'insertReplacementText', data: options.value,
+  }));
+  return { before: before, after: el.value, canceled: false };
+}
+
+// Selects options of a native <select> by value (or, failing that, by
+// label), then fires `input` and `change`. Nothing changes when a wanted
+// option is missing or disabled.
+function selectOptions(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  const el = found.element;
+  if (el.localName !== 'select') return bpError('unsupported_element', 'selectOptions needs a native select');
+  if (el.matches(':disabled')) return bpError('not_editable', 'the select is disabled');
+  const wanted = options.values;
+  if (!el.multiple && wanted.length !== 1) {
+    return bpError('invalid_argument', 'a single select takes exactly one value');
+  }
+  const all = Array.from(el.options);
+  const chosen = [];
+  for (const want of wanted) {
+    let option = all.find((candidate) => candidate.value === want);
+    if (option === undefined) option = all.find((candidate) => candidate.label.trim() === want.trim());
+    if (option === undefined) return bpError('option_not_found', 'no option with value or label ' + JSON.stringify(bpClip(want, 100)));
+    if (option.disabled) return bpError('option_disabled', 'the option ' + JSON.stringify(bpClip(want, 100)) + ' is disabled');
+    chosen.push(option);
+  }
+  const before = all.map((option) => option.selected);
+  for (const option of all) option.selected = chosen.includes(option);
+  const changed = all.some((option, i) => option.selected !== before[i]);
+  el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+  el.dispatchEvent(new Event('change', { bubbles: true }));
+  return {
+    changed: changed,
+    selected: Array.from(el.selectedOptions).map((option) => ({
+      value: bpClip(option.value, 200), label: bpCollapse(option.label, 200),
+    })),
+  };
+}
+
+// The options of a native select, or the currently exposed options of an
+// ARIA combobox/listbox (its aria-controls/aria-owns popup or itself).
+function listOptions(options) {
+  const found = bpLookup(options.observationKey, options.ref);
+  if (found.error) return found;
+  const el = found.element;
+  const max = options.limit;
+  if (el.localName === 'select') {
+    const all = Array.from(el.options);
+    return {
+      kind: 'native',
+      multiple: el.multiple,
+      options: all.slice(0, max).map((option, index) => ({
+        index: index,
+        value: bpClip(option.value, 200),
+        label: bpCollapse(option.label, 200),
+        selected: option.selected,
+        disabled: option.disabled,
+      })),
+      total: all.length,
+      truncated: all.length > max,
+    };
+  }
+  let popup = null;
+  const root = el.getRootNode();
+  for (const attribute of ['aria-controls', 'aria-owns']) {
+    const ids = el.getAttribute(attribute);
+    if (!ids || popup !== null) continue;
+    for (const id of ids.trim().split(/\s+/)) {
+      const target = root.getElementById ? root.getElementById(id) : null;
+      if (target) {
+        popup = target;
+        break;
+      }
+    }
+  }
+  if (popup === null) {
+    popup = el.getAttribute('role') === 'listbox' ? el : el.querySelector('[role="listbox"]');
+  }
+  if (popup === null) return { kind: 'aria', multiple: false, options: [], total: 0, truncated: false, popupVisible: false };
+  const all = Array.from(popup.querySelectorAll('[role="option"]'));
+  const visibleOptions = all.filter((option) => bpIsVisible(option));
+  return {
+    kind: 'aria',
+    multiple: popup.getAttribute('aria-multiselectable') === 'true',
+    options: visibleOptions.slice(0, max).map((option, index) => ({
+      index: index,
+      value: bpClip(option.getAttribute('data-value') || option.id || '', 200),
+      label: bpNameOf(option, 'div', 'option', null, 200),
+      selected: option.getAttribute('aria-selected') === 'true',
+      disabled: option.getAttribute('aria-disabled') === 'true',
+    })),
+    total: visibleOptions.length,
+    truncated: visibleOptions.length > max,
+    popupVisible: bpIsVisible(popup),
+  };
+}

@@ -1,0 +1,377 @@
+// Browser Pilot page-script prelude. Concatenated in front of every page
+// script inside one function body (see src/page/script.rs), so nothing here
+// becomes a global. It runs in the Broker's isolated world: the page cannot
+// see or patch these functions, but every DOM value it reads is page data.
+
+const BP_STATE_SYMBOL = Symbol.for('browser-pilot.state');
+const BP_MAX_OBSERVATIONS = 4;
+
+// The per-world state, stored under a non-enumerable symbol on the isolated
+// world's global. It dies with the world, i.e. with the document.
+function bpState() {
+  let state = globalThis[BP_STATE_SYMBOL];
+  if (state === undefined) {
+    state = {
+      observations: [],
+      elementIds: new WeakMap(),
+      nextElementId: 1,
+      documentKey: 'doc:' + Math.random().toString(36).slice(2, 10) +
+        Math.floor(performance.timeOrigin).toString(36),
+    };
+    Object.defineProperty(globalThis, BP_STATE_SYMBOL, {
+      value: state, enumerable: false, configurable: false, writable: false,
+    });
+  }
+  return state;
+}
+
+function bpDocumentKey() {
+  return bpState().documentKey;
+}
+
+// A stable identity for an element within this document (and this world).
+function bpElementKey(el) {
+  const state = bpState();
+  let id = state.elementIds.get(el);
+  if (id === undefined) {
+    id = state.nextElementId++;
+    state.elementIds.set(el, id);
+  }
+  return state.documentKey + ':e' + id;
+}
+
+function bpRemember(key, elements) {
+  const state = bpState();
+  const kept = state.observations.filter((entry) => entry.key !== key);
+  kept.push({ key: key, doc: document, elements: elements });
+  while (kept.length > BP_MAX_OBSERVATIONS) kept.shift();
+  state.observations = kept;
+}
+
+// Outcome of looking a ref up: {element} or {error: {code, message}}.
+function bpLookup(key, ref) {
+  const state = bpState();
+  let entry = null;
+  for (const candidate of state.observations) {
+    if (candidate.key === key) entry = candidate;
+  }
+  if (entry === null) {
+    return bpError('observation_unknown', 'no observation with this key in this document');
+  }
+  if (!Number.isInteger(ref) || ref < 1 || ref > entry.elements.length) {
+    return bpError('ref_unknown', 'ref ' + ref + ' is not in this observation');
+  }
+  const el = entry.elements[ref - 1];
+  if (entry.doc !== document || !el.isConnected || el.ownerDocument !== document) {
+    return bpError('ref_stale', 'the element of ref ' + ref + ' is no longer in the document');
+  }
+  return { element: el };
+}
+
+function bpError(code, message) {
+  return { error: { code: code, message: bpClip(String(message), 300) } };
+}
+
+function bpClip(text, max) {
+  if (text.length <= max) return text;
+  let end = max;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return text.slice(0, end);
+}
+
+// Collapses whitespace and bounds the result. Reads at most `max * 4` raw
+// characters so a huge text node costs no more than a small one.
+function bpCollapse(text, max) {
+  if (!text) return '';
+  const raw = text.length > max * 4 ? text.slice(0, max * 4) : text;
+  return bpClip(raw.replace(/\s+/g, ' ').trim(), max);
+}
+
+// The parent in the composed tree: through shadow roots to their host.
+function bpComposedParent(node) {
+  const parent = node.parentNode;
+  if (parent === null) return null;
+  if (parent.nodeType === 11 && parent.host) return parent.host;
+  return parent;
+}
+
+function bpComposedContains(ancestor, node) {
+  for (let current = node; current !== null; current = bpComposedParent(current)) {
+    if (current === ancestor) return true;
+  }
+  return false;
+}
+
+function bpDeepActiveElement() {
+  let active = document.activeElement;
+  while (active && active.shadowRoot && active.shadowRoot.activeElement) {
+    active = active.shadowRoot.activeElement;
+  }
+  return active;
+}
+
+function bpRect(el) {
+  const r = el.getBoundingClientRect();
+  return {
+    x: Math.round(r.x), y: Math.round(r.y),
+    width: Math.round(r.width), height: Math.round(r.height),
+  };
+}
+
+function bpViewport() {
+  const root = document.documentElement;
+  return {
+    width: (root && root.clientWidth) || window.innerWidth,
+    height: (root && root.clientHeight) || window.innerHeight,
+  };
+}
+
+function bpRectInViewport(r, viewport) {
+  return r.bottom > 0 && r.right > 0 && r.top < viewport.height && r.left < viewport.width;
+}
+
+// Visible for our purposes: rendered, not visibility:hidden, non-empty box.
+function bpIsVisible(el) {
+  if (!el.checkVisibility({ visibilityProperty: true })) return false;
+  const r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0;
+}
+
+// Calls fn(child) for each child of `node` in the composed (rendered) tree:
+// a host's shadow root children instead of its light children, a slot's
+// assigned nodes instead of its fallback content.
+function bpForEachComposedChild(node, fn) {
+  if (node.nodeType === 1) {
+    const shadow = node.shadowRoot;
+    if (shadow) {
+      for (let child = shadow.firstChild; child !== null; child = child.nextSibling) fn(child);
+      return;
+    }
+    if (node.localName === 'slot') {
+      const assigned = node.assignedNodes();
+      if (assigned.length > 0) {
+        for (const child of assigned) fn(child);
+        return;
+      }
+    }
+  }
+  for (let child = node.firstChild; child !== null; child = child.nextSibling) fn(child);
+}
+
+// Every open shadow root under `root`, in tree order, recursively.
+function bpShadowRoots(root, out) {
+  const all = root.querySelectorAll('*');
+  for (let i = 0; i < all.length; i++) {
+    const shadow = all[i].shadowRoot;
+    if (shadow) {
+      out.push(shadow);
+      bpShadowRoots(shadow, out);
+    }
+  }
+  return out;
+}
+
+const BP_WIDGET_ROLES = new Set([
+  'button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem',
+  'menuitemcheckbox', 'menuitemradio', 'option', 'combobox', 'listbox',
+  'textbox', 'searchbox', 'slider', 'spinbutton', 'dialog', 'alertdialog',
+  'alert', 'heading', 'treeitem',
+]);
+
+// Roles whose accessible name may come from their content.
+const BP_NAME_FROM_CONTENT = new Set([
+  'button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem',
+  'menuitemcheckbox', 'menuitemradio', 'option', 'heading', 'treeitem',
+  'alert', 'clickable',
+]);
+
+const BP_TEXT_INPUT_TYPES = new Set([
+  'text', 'search', 'email', 'url', 'tel', 'password', 'number', 'date',
+  'time', 'datetime-local', 'month', 'week', 'color', 'range',
+]);
+
+function bpInputRole(el) {
+  const type = el.type;
+  switch (type) {
+    case 'hidden': return null;
+    case 'button': case 'submit': case 'reset': case 'image': case 'file': return 'button';
+    case 'checkbox': return 'checkbox';
+    case 'radio': return 'radio';
+    case 'range': return 'slider';
+    case 'number': return 'spinbutton';
+    case 'search': return el.hasAttribute('list') ? 'combobox' : 'searchbox';
+    case 'text': case 'email': case 'url': case 'tel':
+      return el.hasAttribute('list') ? 'combobox' : 'textbox';
+    default: return 'textbox';
+  }
+}
+
+// The role of an element, or null when it is not one we report. `clickable`
+// is Browser Pilot's pseudo-role for an element with an onclick handler or a
+// tabindex that shows a pointer cursor.
+function bpRoleOf(el, tag) {
+  const explicit = el.getAttribute('role');
+  if (explicit !== null) {
+    const first = explicit.trim().split(/\s+/)[0].toLowerCase();
+    if (BP_WIDGET_ROLES.has(first)) return first;
+  }
+  switch (tag) {
+    case 'a': case 'area':
+      return el.hasAttribute('href') ? 'link' : bpClickableRole(el);
+    case 'button': return 'button';
+    case 'input': return bpInputRole(el);
+    case 'textarea': return 'textbox';
+    case 'select': return (el.multiple || el.size > 1) ? 'listbox' : 'combobox';
+    case 'option': {
+      const select = el.parentElement && el.parentElement.localName === 'optgroup'
+        ? el.parentElement.parentElement : el.parentElement;
+      return select && select.localName === 'select' && (select.multiple || select.size > 1)
+        ? 'option' : null;
+    }
+    case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
+    case 'img': {
+      const alt = el.getAttribute('alt');
+      return alt !== null && alt.trim() !== '' ? 'img' : bpClickableRole(el);
+    }
+    case 'dialog': return el.open ? 'dialog' : null;
+    case 'summary':
+      return el.parentElement && el.parentElement.localName === 'details' ? 'button' : null;
+    default:
+      if (el.hasAttribute('contenteditable') && el.isContentEditable) {
+        const parent = bpComposedParent(el);
+        if (!(parent && parent.nodeType === 1 && parent.isContentEditable)) return 'textbox';
+      }
+      return bpClickableRole(el);
+  }
+}
+
+function bpClickableRole(el) {
+  const tabbable = el.hasAttribute('tabindex') && el.tabIndex >= 0;
+  if (!tabbable && !el.hasAttribute('onclick')) return null;
+  return getComputedStyle(el).cursor === 'pointer' ? 'clickable' : null;
+}
+
+// Map(control -> [label elements]) for one tree scope, built once: reading
+// `element.labels` instead costs O(n^2) on a fresh page (field notes §3).
+function bpLabelMap(root) {
+  const map = new Map();
+  const labels = root.querySelectorAll('label');
+  for (let i = 0; i < labels.length; i++) {
+    const control = labels[i].control;
+    if (!control) continue;
+    const list = map.get(control);
+    if (list === undefined) map.set(control, [labels[i]]);
+    else list.push(labels[i]);
+  }
+  return map;
+}
+
+// Text of a label without the text of the control it wraps (a wrapped
+// <select> would otherwise contribute all its options).
+function bpLabelText(label, control, max) {
+  let out = '';
+  const visit = (node) => {
+    if (out.length > max * 4) return;
+    if (node.nodeType === 3) { out += node.data; return; }
+    if (node.nodeType !== 1) return;
+    if (node === control) return;
+    const tag = node.localName;
+    if (tag === 'select' || tag === 'textarea' || tag === 'script' || tag === 'style') return;
+    if (tag === 'input') {
+      const type = node.type;
+      if (type === 'submit' || type === 'button' || type === 'reset') out += ' ' + node.value + ' ';
+      return;
+    }
+    for (let child = node.firstChild; child !== null; child = child.nextSibling) visit(child);
+  };
+  visit(label);
+  return bpCollapse(out, max);
+}
+
+function bpIdRefsText(el, attribute, max) {
+  const ids = el.getAttribute(attribute);
+  if (!ids) return '';
+  const root = el.getRootNode();
+  const parts = [];
+  for (const id of ids.trim().split(/\s+/)) {
+    const target = root.getElementById ? root.getElementById(id) : document.getElementById(id);
+    if (target) parts.push(bpTextOf(target, max));
+  }
+  return bpCollapse(parts.join(' '), max);
+}
+
+function bpTextOf(el, max) {
+  return bpCollapse(el.textContent, max);
+}
+
+// Content name with a fallback to the alt/aria-label of a descendant image
+// or icon when the element has no text of its own.
+function bpContentName(el, max) {
+  const text = bpTextOf(el, max);
+  if (text !== '') return text;
+  const inner = el.querySelector('img[alt], [aria-label], svg title');
+  if (inner === null) return '';
+  if (inner.localName === 'title') return bpTextOf(inner, max);
+  return bpCollapse(inner.getAttribute('alt') || inner.getAttribute('aria-label') || '', max);
+}
+
+// Accessible name, in this order: aria-labelledby, aria-label, <label>s,
+// alt (images), the value of button-like inputs, content (roles that take
+// their name from content), title, placeholder. Bounded to `max` chars.
+function bpNameOf(el, tag, role, labelMap, max) {
+  let name = bpIdRefsText(el, 'aria-labelledby', max);
+  if (name !== '') return name;
+  name = bpCollapse(el.getAttribute('aria-label') || '', max);
+  if (name !== '') return name;
+  if (labelMap !== null) {
+    const labels = labelMap.get(el);
+    if (labels !== undefined) {
+      name = bpCollapse(labels.map((label) => bpLabelText(label, el, max)).join(' '), max);
+      if (name !== '') return name;
+    }
+  }
+  if (tag === 'img' || tag === 'area') {
+    name = bpCollapse(el.getAttribute('alt') || '', max);
+    if (name !== '') return name;
+  }
+  if (tag === 'input') {
+    const type = el.type;
+    if (type === 'image') {
+      name = bpCollapse(el.getAttribute('alt') || '', max);
+      if (name !== '') return name;
+    }
+    if (type === 'submit' || type === 'button' || type === 'reset') {
+      name = bpCollapse(el.value, max);
+      if (name !== '') return name;
+      if (type === 'submit') return 'Submit';
+      if (type === 'reset') return 'Reset';
+    }
+  }
+  if (BP_NAME_FROM_CONTENT.has(role) && tag !== 'input' && tag !== 'select' && tag !== 'textarea') {
+    name = bpContentName(el, max);
+    if (name !== '') return name;
+  }
+  name = bpCollapse(el.getAttribute('title') || '', max);
+  if (name !== '') return name;
+  return bpCollapse(el.getAttribute('placeholder') || el.getAttribute('aria-placeholder') || '', max);
+}
+
+// A short, bounded description of an element for diagnostics
+// (`button#save.primary`).
+function bpDescribe(el) {
+  if (!el || el.nodeType !== 1) return null;
+  let text = el.localName;
+  if (el.id) text += '#' + bpClip(el.id, 30);
+  const classes = el.classList;
+  for (let i = 0; i < classes.length && i < 2; i++) text += '.' + bpClip(classes[i], 30);
+  return bpClip(text, 100);
+}
+
+// A regex source that matches `query` literally, with any whitespace run
+// matching any whitespace run.
+function bpLiteralPattern(query) {
+  return query.trim().split(/\s+/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('\\s+');
+}

@@ -1,0 +1,496 @@
+// observe(options): one pass over the document and its open shadow roots in
+// tree order, collecting interactive and landmark elements with their role,
+// accessible name, value and states. The element handles stay in this world
+// under `options.observationKey` for later resolve() calls; the result is
+// plain JSON. Options (validated by the Rust side): observationKey, limit,
+// maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
+// signInPhrases, blockedPhrases, captchaPatterns.
+function observe(options) {
+  const NAME_MAX = options.nameMax;
+  const VALUE_MAX = options.valueMax;
+  const HREF_MAX = options.hrefMax;
+  const MAX_SIGNAL_ITEMS = 8;
+  const MAX_SIGNAL_REFS = 50;
+  const HIDDEN_MARKERS = '[inert],[aria-hidden="true"]';
+  const viewport = bpViewport();
+  const active = bpDeepActiveElement();
+
+  const elements = [];
+  const handles = [];
+  let bytes = 0;
+  let candidateCount = 0;
+  let stopped = false;
+  const reasons = [];
+
+  const dialogs = [];
+  const comboboxes = [];
+  const options_ = [];
+  const groupControls = [];
+  const usernames = [];
+  const signIns = [];
+  const passwordRefs = [];
+  let passwordCount = 0;
+
+  function setValue(entry, value) {
+    if (value.length > VALUE_MAX) {
+      entry.value = bpClip(value, VALUE_MAX);
+      entry.valueLength = value.length;
+    } else {
+      entry.value = value;
+    }
+  }
+
+  function ariaTristate(value) {
+    if (value === 'true') return true;
+    if (value === 'mixed') return 'mixed';
+    return false;
+  }
+
+  function describeElement(el, tag, role, labelMap, rect, inViewport) {
+    const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, labelMap, NAME_MAX) };
+    let nativeCheck = false;
+    let formControl = false;
+    switch (tag) {
+      case 'input': {
+        const type = el.type;
+        formControl = true;
+        if (type === 'password') {
+          entry.valueLength = el.value.length;
+          entry.sensitive = true;
+        } else if (BP_TEXT_INPUT_TYPES.has(type)) {
+          setValue(entry, el.value);
+        }
+        if (type === 'checkbox' || type === 'radio') {
+          nativeCheck = true;
+          entry.checked = el.indeterminate ? 'mixed' : el.checked;
+        }
+        break;
+      }
+      case 'textarea':
+        formControl = true;
+        setValue(entry, el.value);
+        break;
+      case 'select': {
+        formControl = true;
+        const labels = [];
+        const selected = el.selectedOptions;
+        for (let i = 0; i < selected.length && i < 20; i++) labels.push(bpCollapse(selected[i].label, NAME_MAX));
+        setValue(entry, labels.join(', '));
+        break;
+      }
+      case 'button': case 'option': case 'fieldset':
+        formControl = true;
+        break;
+      default:
+        if (role === 'textbox' || role === 'searchbox') {
+          setValue(entry, el.isContentEditable ? el.innerText : bpCollapse(el.textContent, VALUE_MAX * 2));
+        } else if (role === 'slider' || role === 'spinbutton') {
+          const text = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+          if (text !== null) setValue(entry, text);
+        }
+    }
+    if (!nativeCheck && (role === 'checkbox' || role === 'radio' || role === 'switch' ||
+      role === 'menuitemcheckbox' || role === 'menuitemradio')) {
+      entry.checked = ariaTristate(el.getAttribute('aria-checked'));
+    }
+    if (tag === 'option') {
+      entry.selected = el.selected;
+    } else if (role === 'option' || role === 'tab' || role === 'treeitem') {
+      entry.selected = el.getAttribute('aria-selected') === 'true';
+    }
+    const expanded = el.getAttribute('aria-expanded');
+    if (expanded !== null) {
+      entry.expanded = expanded === 'true';
+    } else if (tag === 'summary') {
+      entry.expanded = el.parentElement.open;
+    }
+    const pressed = el.getAttribute('aria-pressed');
+    if (pressed !== null) entry.pressed = ariaTristate(pressed);
+    if ((formControl && el.matches(':disabled')) || el.getAttribute('aria-disabled') === 'true') {
+      entry.disabled = true;
+    }
+    if (el === active) entry.focused = true;
+    if ((formControl && el.required) || el.getAttribute('aria-required') === 'true') entry.required = true;
+    if (((tag === 'input' || tag === 'textarea') && el.readOnly) ||
+      el.getAttribute('aria-readonly') === 'true') {
+      entry.readonly = true;
+    }
+    if (role === 'heading') {
+      const level = tag.length === 2 && tag[0] === 'h' ? Number(tag[1]) : Number(el.getAttribute('aria-level'));
+      entry.level = level >= 1 && level <= 9 ? level : 2;
+    }
+    entry.tag = tag;
+    if (tag === 'input') entry.inputType = el.type;
+    if (role === 'link' && (tag === 'a' || tag === 'area')) {
+      const href = el.href;
+      if (href) entry.href = bpClip(href, HREF_MAX);
+    }
+    entry.bounds = {
+      x: Math.round(rect.x), y: Math.round(rect.y),
+      width: Math.round(rect.width), height: Math.round(rect.height),
+    };
+    entry.inViewport = inViewport;
+    return entry;
+  }
+
+  // Approximate serialized size of an entry, without serializing it.
+  function estimateBytes(entry) {
+    let size = 110 + entry.role.length + entry.name.length + entry.tag.length;
+    if (entry.value !== undefined) size += 12 + entry.value.length;
+    if (entry.href !== undefined) size += 10 + entry.href.length;
+    if (entry.inputType !== undefined) size += 14 + entry.inputType.length;
+    return size;
+  }
+
+  function noteSignals(el, tag, role, entry, ref) {
+    if (role === 'combobox' && tag !== 'select') {
+      comboboxes.push({ el: el, ref: ref });
+    } else if ((role === 'textbox' || role === 'searchbox') && el.hasAttribute('aria-autocomplete')) {
+      comboboxes.push({ el: el, ref: ref });
+    } else if (role === 'option') {
+      options_.push({ el: el, ref: ref });
+    }
+    if (role === 'checkbox' || role === 'radio' || role === 'switch' || tag === 'select') {
+      groupControls.push({ el: el, ref: ref });
+    }
+    if (tag === 'input') {
+      const type = el.type;
+      if (type === 'password') {
+        passwordRefs.push(ref);
+      } else if (type === 'email' || ((type === 'text' || type === 'tel') && looksLikeUsername(el))) {
+        usernames.push({ el: el, ref: ref });
+      }
+    }
+    if ((role === 'button' || role === 'link' || role === 'clickable') && matchesAny(entry.name, options.signInPhrases)) {
+      signIns.push({ el: el, ref: ref });
+    }
+  }
+
+  function looksLikeUsername(el) {
+    const autocomplete = (el.getAttribute('autocomplete') || '').toLowerCase();
+    if (autocomplete.includes('username') || autocomplete.includes('email')) return true;
+    return /user|email|login|account/i.test((el.name || '') + ' ' + (el.id || ''));
+  }
+
+  function matchesAny(text, phrases) {
+    const lower = text.toLowerCase();
+    for (const phrase of phrases) {
+      if (lower.includes(phrase)) return true;
+    }
+    return false;
+  }
+
+  function consider(el, tag, role, labelMap) {
+    if (!el.checkVisibility({ visibilityProperty: true })) return;
+    const rect = el.getBoundingClientRect();
+    if (rect.width <= 0 || rect.height <= 0) return;
+    const inViewport = bpRectInViewport(rect, viewport);
+    if (options.viewportOnly && !inViewport) return;
+    candidateCount++;
+    if (tag === 'input' && el.type === 'password') passwordCount++;
+    const dialogLike = role === 'dialog' || role === 'alertdialog';
+    if (stopped) {
+      if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
+      return;
+    }
+    if (elements.length >= options.limit) {
+      stopped = true;
+      reasons.push('limit');
+      if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
+      return;
+    }
+    const entry = describeElement(el, tag, role, labelMap, rect, inViewport);
+    const size = estimateBytes(entry);
+    if (bytes + size > options.maxBytes) {
+      stopped = true;
+      reasons.push('bytes');
+      if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
+      return;
+    }
+    bytes += size;
+    const ref = elements.length + 1;
+    entry.ref = ref;
+    elements.push(entry);
+    handles.push(el);
+    if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: ref });
+    noteSignals(el, tag, role, entry, ref);
+  }
+
+  function visit(root, inheritedHidden) {
+    const labelMap = bpLabelMap(root);
+    const hasMarkers = root.querySelector(HIDDEN_MARKERS) !== null;
+    const all = root.querySelectorAll('*');
+    for (let i = 0; i < all.length; i++) {
+      const el = all[i];
+      const tag = el.localName;
+      const role = bpRoleOf(el, tag);
+      if (role !== null && !inheritedHidden && !(hasMarkers && el.closest(HIDDEN_MARKERS) !== null)) {
+        consider(el, tag, role, labelMap);
+      }
+      const shadow = el.shadowRoot;
+      if (shadow) {
+        visit(shadow, inheritedHidden || (hasMarkers && el.closest(HIDDEN_MARKERS) !== null));
+      }
+    }
+  }
+
+  function refsInside(container, list) {
+    const refs = [];
+    for (const item of list) {
+      if (item.ref !== null && bpComposedContains(container, item.el)) {
+        refs.push(item.ref);
+        if (refs.length >= MAX_SIGNAL_REFS) break;
+      }
+    }
+    return refs;
+  }
+
+  function returnedItems() {
+    const list = [];
+    for (let i = 0; i < handles.length; i++) list.push({ el: handles[i], ref: i + 1 });
+    return list;
+  }
+
+  function viewportCoverage(rect) {
+    const width = Math.max(0, Math.min(rect.right, viewport.width) - Math.max(rect.left, 0));
+    const height = Math.max(0, Math.min(rect.bottom, viewport.height) - Math.max(rect.top, 0));
+    const area = viewport.width * viewport.height;
+    return area > 0 ? Math.round((width * height / area) * 100) / 100 : 0;
+  }
+
+  function zIndexOf(el) {
+    const value = parseInt(getComputedStyle(el).zIndex, 10);
+    return Number.isNaN(value) ? null : value;
+  }
+
+  function nearestFixed(el) {
+    for (let current = el; current !== null; current = bpComposedParent(current)) {
+      if (current.nodeType !== 1) continue;
+      if (getComputedStyle(current).position === 'fixed') return current;
+    }
+    return null;
+  }
+
+  function overlaySignals() {
+    const all = returnedItems();
+    const out = [];
+    for (const dialog of dialogs) {
+      const el = dialog.el;
+      const modal = (el.localName === 'dialog' && el.matches(':modal')) ||
+        el.getAttribute('aria-modal') === 'true';
+      out.push({
+        kind: el.localName === 'dialog' ? 'dialog' : 'aria_dialog',
+        ref: dialog.ref,
+        modal: modal,
+        coverage: viewportCoverage(el.getBoundingClientRect()),
+        zIndex: zIndexOf(el),
+        controlRefs: refsInside(el, all).filter((ref) => ref !== dialog.ref),
+      });
+    }
+    if (out.some((item) => item.modal)) return out;
+    const cx = Math.floor(viewport.width / 2);
+    const cy = Math.floor(viewport.height / 2);
+    const stack = document.elementsFromPoint(cx, cy);
+    let covering = null;
+    for (let i = 0; i < stack.length && i < 16; i++) {
+      const el = stack[i];
+      if (el === document.documentElement || el === document.body) break;
+      if (getComputedStyle(el).position !== 'fixed') continue;
+      if (viewportCoverage(el.getBoundingClientRect()) >= 0.5) {
+        covering = el;
+        break;
+      }
+    }
+    if (covering !== null) {
+      let box = stack.length > 0 ? nearestFixed(stack[0]) : null;
+      if (box === null) box = covering;
+      let ref = null;
+      for (let i = 0; i < handles.length; i++) {
+        if (handles[i] === box) ref = i + 1;
+      }
+      out.push({
+        kind: 'covering',
+        ref: ref,
+        modal: false,
+        coverage: viewportCoverage(covering.getBoundingClientRect()),
+        zIndex: zIndexOf(covering),
+        controlRefs: refsInside(box, all).filter((item) => item !== ref),
+      });
+    }
+    return out;
+  }
+
+  function popupOf(el) {
+    const root = el.getRootNode();
+    for (const attribute of ['aria-controls', 'aria-owns']) {
+      const ids = el.getAttribute(attribute);
+      if (!ids) continue;
+      for (const id of ids.trim().split(/\s+/)) {
+        const target = root.getElementById ? root.getElementById(id) : null;
+        if (target) return target;
+      }
+    }
+    return el.querySelector('[role="listbox"], [role="tree"], [role="grid"]');
+  }
+
+  function comboboxSignals() {
+    const out = [];
+    for (const combo of comboboxes) {
+      if (out.length >= MAX_SIGNAL_ITEMS) break;
+      const el = combo.el;
+      const expanded = el.getAttribute('aria-expanded');
+      const popup = popupOf(el);
+      const popupVisible = popup !== null && bpIsVisible(popup);
+      out.push({
+        ref: combo.ref,
+        expanded: expanded === null ? null : expanded === 'true',
+        autocomplete: el.getAttribute('aria-autocomplete'),
+        popupVisible: popupVisible,
+        optionRefs: popupVisible ? refsInside(popup, options_) : [],
+      });
+    }
+    return out;
+  }
+
+  function containerLabels(container) {
+    const labels = [];
+    const aria = bpIdRefsText(container, 'aria-labelledby', NAME_MAX) ||
+      bpCollapse(container.getAttribute('aria-label') || '', NAME_MAX);
+    if (aria !== '') labels.push({ label: aria, labelSource: 'aria' });
+    if (container.localName === 'fieldset') {
+      const legend = container.querySelector('legend');
+      if (legend) labels.push({ label: bpTextOf(legend, NAME_MAX), labelSource: 'legend' });
+    }
+    const heading = container.querySelector('h1, h2, h3, h4, h5, h6, [role="heading"]');
+    if (heading) labels.push({ label: bpTextOf(heading, NAME_MAX), labelSource: 'heading' });
+    const attributes = ((container.id || '') + ' ' + (container.getAttribute('class') || '')).trim();
+    if (attributes !== '') labels.push({ label: bpClip(attributes, NAME_MAX), labelSource: 'attribute' });
+    return labels;
+  }
+
+  function groupSignals() {
+    const CONTAINERS = 'form, aside, section, fieldset, nav, [role="search"], ' +
+      '[role="complementary"], [role="region"], [role="group"], [role="radiogroup"], [role="form"]';
+    const chosen = new Map();
+    const labelCache = new Map();
+    for (const control of groupControls) {
+      let container = control.el.parentElement ? control.el.parentElement.closest(CONTAINERS) : null;
+      let found = null;
+      for (let depth = 0; container !== null && depth < 6 && found === null; depth++) {
+        let labels = labelCache.get(container);
+        if (labels === undefined) {
+          labels = containerLabels(container);
+          labelCache.set(container, labels);
+        }
+        for (const label of labels) {
+          if (found === null && matchesAny(label.label, options.filterKeywords)) {
+            found = { container: container, label: label };
+          }
+        }
+        container = container.parentElement ? container.parentElement.closest(CONTAINERS) : null;
+      }
+      if (found === null) continue;
+      let group = chosen.get(found.container);
+      if (group === undefined) {
+        if (chosen.size >= MAX_SIGNAL_ITEMS) continue;
+        group = { label: found.label.label, labelSource: found.label.labelSource, refs: [] };
+        chosen.set(found.container, group);
+      }
+      if (group.refs.length < MAX_SIGNAL_REFS) group.refs.push(control.ref);
+    }
+    return Array.from(chosen.values());
+  }
+
+  function formOf(el) {
+    return el.form || el.closest('form');
+  }
+
+  function authSignals() {
+    const passwordForms = new Set();
+    for (const ref of passwordRefs) passwordForms.add(formOf(handles[ref - 1]));
+    const signInForms = new Set(signIns.map((item) => formOf(item.el)));
+    const usernameForms = new Set(usernames.map((item) => formOf(item.el)));
+    const refs = [];
+    for (const item of usernames) {
+      const form = formOf(item.el);
+      if (passwordForms.has(form) || signInForms.has(form)) refs.push(item.ref);
+    }
+    for (const item of signIns) {
+      const form = formOf(item.el);
+      if (passwordForms.has(form) || usernameForms.has(form)) refs.push(item.ref);
+    }
+    refs.sort((a, b) => a - b);
+    return {
+      passwordCount: passwordCount,
+      passwordRefs: passwordRefs.slice(0, MAX_SIGNAL_REFS),
+      formRefs: refs.slice(0, MAX_SIGNAL_REFS),
+    };
+  }
+
+  function blockedSignals() {
+    let captchaFrames = 0;
+    const frames = document.querySelectorAll('iframe');
+    for (let i = 0; i < frames.length && i < 200; i++) {
+      const text = ((frames[i].getAttribute('src') || '') + ' ' + (frames[i].getAttribute('title') || '')).toLowerCase();
+      if (matchesAny(text, options.captchaPatterns)) captchaFrames++;
+    }
+    captchaFrames += document.querySelectorAll('.g-recaptcha, .h-captcha, .cf-turnstile').length;
+    const SAMPLE_MAX = 4000;
+    let sample = (document.title || '') + ' ';
+    let complete = true;
+    if (document.body) {
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const parent = node.parentElement;
+        if (parent && (parent.localName === 'script' || parent.localName === 'style')) continue;
+        sample += node.data + ' ';
+        if (sample.length > SAMPLE_MAX) {
+          complete = false;
+          break;
+        }
+      }
+    }
+    const lower = sample.replace(/\s+/g, ' ').toLowerCase();
+    const phrases = options.blockedPhrases.filter((phrase) => lower.includes(phrase));
+    return { captchaFrames: captchaFrames, phrases: phrases, textSampleComplete: complete };
+  }
+
+  function pageMetrics() {
+    const scroller = document.scrollingElement || document.documentElement;
+    const docWidth = Math.max(scroller ? scroller.scrollWidth : 0, viewport.width);
+    const docHeight = Math.max(scroller ? scroller.scrollHeight : 0, viewport.height);
+    const sx = Math.round(window.scrollX);
+    const sy = Math.round(window.scrollY);
+    const percent = (offset, total, view) => total > view
+      ? Math.max(0, Math.min(100, Math.round((offset / (total - view)) * 100))) : 0;
+    return {
+      viewport: { width: viewport.width, height: viewport.height },
+      document: { width: docWidth, height: docHeight },
+      scroll: { x: sx, y: sy },
+      remaining: {
+        up: Math.max(0, sy),
+        down: Math.max(0, docHeight - viewport.height - sy),
+        left: Math.max(0, sx),
+        right: Math.max(0, docWidth - viewport.width - sx),
+      },
+      percent: { x: percent(sx, docWidth, viewport.width), y: percent(sy, docHeight, viewport.height) },
+    };
+  }
+
+  if (document.documentElement) visit(document, false);
+  bpRemember(options.observationKey, handles);
+  return {
+    elements: elements,
+    page: pageMetrics(),
+    truncated: reasons.length > 0,
+    truncationReasons: reasons,
+    candidateCount: candidateCount,
+    signals: {
+      overlays: overlaySignals(),
+      comboboxes: comboboxSignals(),
+      filterGroups: groupSignals(),
+      auth: authSignals(),
+      blocked: blockedSignals(),
+    },
+  };
+}

@@ -1,0 +1,48 @@
+//! Page-side logic of the agent's core loop: the JavaScript the Broker runs
+//! inside a tab (`js/*.js`, embedded with `include_str!` and evaluated in
+//! the Broker's isolated world) and the pure transforms of what it returns
+//! into typed Observations, hints, text, search matches, element metadata
+//! and action state. The only I/O is in `run`, a thin async bridge over
+//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script; all
+//! other files are pure and never touch CDP, the store, the agent protocol
+//! or a socket. No logic lives in this file; it declares the submodules and
+//! re-exports their public API. The wire shapes are described in
+//! `docs/observation.md`.
+
+mod actions;
+mod error;
+mod find;
+mod hints;
+mod observe;
+mod read;
+mod run;
+mod script;
+mod search;
+
+pub use actions::{
+    ActiveElement, ActiveElementKey, ClickPoint, ClickTarget, ElementState, FocusAndSelectAll,
+    FocusOutcome, ListOptions, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind,
+    RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome,
+    SetNativeValue, StateSnapshot, ValueOutcome, ListedOption,
+};
+pub use error::{PageError, ScriptErrorCode};
+pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
+pub use hints::{
+    AuthState, Confidence, DownloadPhase, Hint, HintCode, HintContext, HintSource,
+    MAX_HINTS, MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface,
+    observation_hints,
+};
+pub use observe::{
+    AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,
+    OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_LIMIT,
+    OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, Observe, ObserveOptions, ObservationWire,
+    ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining, Role, Signals,
+    Size, TruncationReason,
+};
+pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
+pub use run::{
+    ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
+    main_frame_id, resolve_object, run,
+};
+pub use script::{PageScript, Script, ScriptCall};
+pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -1,0 +1,662 @@
+//! `browser.observe` on the page side: the options of one observation (with
+//! their bounds), the call of `js/observe.js`, and the typed result with
+//! the raw signals the hints are derived from. The result is re-checked
+//! here (refs dense and in order, no value next to a sensitive flag) because
+//! it carries page data. `ObservationWire` is the agent-facing part; the
+//! signals never leave the Broker. No I/O.
+
+use serde::de::{self, Deserializer};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::PageError;
+use super::hints::Hint;
+use super::script::{PageScript, Script, ScriptCall, decode};
+
+/// Elements returned when the caller gives no `limit`: enough for a
+/// typical page's controls, small enough (~30 KB) for a model's context.
+pub const OBSERVE_DEFAULT_LIMIT: u32 = 200;
+
+/// The largest `limit` the tool schema advertises.
+pub const OBSERVE_MAX_LIMIT: u32 = 5_000;
+
+/// The largest `limit` the page script accepts: above the advertised
+/// maximum so benchmarks can return every element of a 20,000-element page.
+pub const OBSERVE_HARD_MAX_LIMIT: u32 = 25_000;
+
+/// Default approximate bound on the serialized elements: a quarter of the
+/// contract's default 4 MiB result limit, leaving room for the rest.
+pub const OBSERVE_DEFAULT_MAX_BYTES: u32 = 1 << 20;
+
+/// Smallest accepted `maxBytes`: below it not even a handful of elements
+/// fit, which is a caller mistake rather than a bound.
+pub const OBSERVE_MIN_MAX_BYTES: u32 = 1_024;
+
+/// Largest accepted `maxBytes`: 20,000 elements take ~3 MB; 16 MiB stays
+/// far below the janitor's 256 MiB message limit.
+pub const OBSERVE_MAX_MAX_BYTES: u32 = 16 << 20;
+
+/// Characters of an accessible name (the contract's bound).
+const NAME_MAX_CHARS: u32 = 200;
+
+/// Characters of a control's value in an observation; longer values also
+/// report `valueLength`.
+const VALUE_MAX_CHARS: u32 = 500;
+
+/// Characters of a link's `href`.
+const HREF_MAX_CHARS: u32 = 300;
+
+/// Characters of an observation key: keys are the Broker's own ids.
+const OBSERVATION_KEY_MAX_CHARS: usize = 128;
+
+/// Words that make a labelled container a filter group (lowercase).
+const FILTER_KEYWORDS: [&str; 5] = ["filter", "refine", "sort", "narrow", "facet"];
+
+/// Button and link names that mark a sign-in form (lowercase).
+const SIGN_IN_PHRASES: [&str; 7] = [
+    "sign in", "signin", "log in", "login", "log on", "sign on", "logon",
+];
+
+/// Page text that says access was refused (lowercase).
+const BLOCKED_PHRASES: [&str; 10] = [
+    "access denied",
+    "unusual traffic",
+    "are you a robot",
+    "not a robot",
+    "verify you are human",
+    "verify that you are human",
+    "too many requests",
+    "request blocked",
+    "you have been blocked",
+    "temporarily blocked",
+];
+
+/// `iframe` src/title fragments of challenge widgets (lowercase).
+const CAPTCHA_PATTERNS: [&str; 6] = [
+    "recaptcha",
+    "hcaptcha",
+    "turnstile",
+    "challenges.cloudflare.com",
+    "arkoselabs",
+    "captcha",
+];
+
+/// Options of one observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObserveOptions {
+    pub limit: u32,
+    pub max_bytes: u32,
+    pub viewport_only: bool,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> ObserveOptions {
+        ObserveOptions {
+            limit: OBSERVE_DEFAULT_LIMIT,
+            max_bytes: OBSERVE_DEFAULT_MAX_BYTES,
+            viewport_only: false,
+        }
+    }
+}
+
+impl ObserveOptions {
+    /// Checks every bound; the page script trusts what passes.
+    pub fn validate(&self) -> Result<(), PageError> {
+        if self.limit == 0 || self.limit > OBSERVE_HARD_MAX_LIMIT {
+            return Err(PageError::InvalidOption {
+                name: "limit",
+                detail: format!("must be 1..={OBSERVE_HARD_MAX_LIMIT}"),
+            });
+        }
+        if !(OBSERVE_MIN_MAX_BYTES..=OBSERVE_MAX_MAX_BYTES).contains(&self.max_bytes) {
+            return Err(PageError::InvalidOption {
+                name: "maxBytes",
+                detail: format!("must be {OBSERVE_MIN_MAX_BYTES}..={OBSERVE_MAX_MAX_BYTES}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks an observation key (the Broker's own id for the observation).
+pub(super) fn validate_key(key: &str) -> Result<(), PageError> {
+    if key.is_empty() || key.len() > OBSERVATION_KEY_MAX_CHARS {
+        return Err(PageError::InvalidOption {
+            name: "observationKey",
+            detail: format!("must be 1..={OBSERVATION_KEY_MAX_CHARS} bytes"),
+        });
+    }
+    Ok(())
+}
+
+/// One observation of the world's document; the element handles stay in
+/// the page under `key` for `resolve`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observe {
+    pub key: String,
+    pub options: ObserveOptions,
+}
+
+impl PageScript for Observe {
+    type Output = PageObservation;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        validate_key(&self.key)?;
+        self.options.validate()?;
+        Ok(ScriptCall {
+            script: Script::Observe,
+            argument: json!({
+                "observationKey": self.key,
+                "limit": self.options.limit,
+                "maxBytes": self.options.max_bytes,
+                "viewportOnly": self.options.viewport_only,
+                "nameMax": NAME_MAX_CHARS,
+                "valueMax": VALUE_MAX_CHARS,
+                "hrefMax": HREF_MAX_CHARS,
+                "filterKeywords": FILTER_KEYWORDS,
+                "signInPhrases": SIGN_IN_PHRASES,
+                "blockedPhrases": BLOCKED_PHRASES,
+                "captchaPatterns": CAPTCHA_PATTERNS,
+            }),
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<PageObservation, PageError> {
+        let mut observation: PageObservation = decode(Script::Observe, value)?;
+        observation.check(self.options.limit)?;
+        Ok(observation)
+    }
+}
+
+/// The role of an observed element: ARIA roles, plus `clickable` for an
+/// element with an onclick handler or a tabindex that shows a pointer cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Button,
+    Link,
+    Checkbox,
+    Radio,
+    Switch,
+    Tab,
+    MenuItem,
+    MenuItemCheckbox,
+    MenuItemRadio,
+    Option,
+    Combobox,
+    Listbox,
+    Textbox,
+    Searchbox,
+    Slider,
+    Spinbutton,
+    Dialog,
+    AlertDialog,
+    Alert,
+    Heading,
+    TreeItem,
+    Img,
+    Clickable,
+}
+
+/// `checked` / `pressed`: `true`, `false` or `"mixed"` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    True,
+    False,
+    Mixed,
+}
+
+impl Serialize for Checked {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Checked::True => serializer.serialize_bool(true),
+            Checked::False => serializer.serialize_bool(false),
+            Checked::Mixed => serializer.serialize_str("mixed"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Checked, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Bool(true) => Ok(Checked::True),
+            Value::Bool(false) => Ok(Checked::False),
+            Value::String(text) if text == "mixed" => Ok(Checked::Mixed),
+            other => Err(de::Error::custom(format!(
+                "expected true, false or \"mixed\", got {other}"
+            ))),
+        }
+    }
+}
+
+/// Viewport geometry in CSS px of the observed frame, rounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bounds {
+    pub x: i64,
+    pub y: i64,
+    pub width: i64,
+    pub height: i64,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// One element of an observation, as the agent sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedElement {
+    #[serde(rename = "ref")]
+    pub element_ref: u32,
+    pub role: Role,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// The full length of a value that was cut, or of a sensitive value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sensitive: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<Checked>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressed: Option<Checked>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub disabled: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub focused: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub readonly: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    pub tag: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub href: Option<String>,
+    pub bounds: Bounds,
+    pub in_viewport: bool,
+}
+
+/// Why an observation returned fewer elements than the page has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TruncationReason {
+    Limit,
+    Bytes,
+}
+
+/// Width and height in CSS px.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Size {
+    pub width: i64,
+    pub height: i64,
+}
+
+/// A point or offset in CSS px.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offset {
+    pub x: i64,
+    pub y: i64,
+}
+
+/// Pixels left to scroll in each direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remaining {
+    pub up: i64,
+    pub down: i64,
+    pub left: i64,
+    pub right: i64,
+}
+
+/// The additive `page` object: viewport, document size, scroll position,
+/// pixels remaining each way and scroll percentages (0 when the document
+/// does not scroll that way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageMetrics {
+    pub viewport: Size,
+    pub document: Size,
+    pub scroll: Offset,
+    pub remaining: Remaining,
+    pub percent: Offset,
+}
+
+/// What kind of thing an overlay signal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverlayKind {
+    /// An open `<dialog>`.
+    Dialog,
+    /// An element with role `dialog` or `alertdialog`.
+    AriaDialog,
+    /// A fixed element covering at least half the viewport at its centre.
+    Covering,
+}
+
+/// A dialog or viewport-covering element seen by the observation.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverlaySignal {
+    pub kind: OverlayKind,
+    /// The overlay's own ref when it was returned.
+    #[serde(rename = "ref")]
+    pub overlay_ref: Option<u32>,
+    /// `dialog:modal` or `aria-modal="true"`.
+    pub modal: bool,
+    /// Fraction of the viewport covered, 0..=1.
+    pub coverage: f64,
+    pub z_index: Option<i64>,
+    /// Returned elements inside the overlay.
+    pub control_refs: Vec<u32>,
+}
+
+/// A returned combobox (or autocomplete textbox) and its popup.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComboboxSignal {
+    #[serde(rename = "ref")]
+    pub combobox_ref: u32,
+    /// `aria-expanded`, when present.
+    pub expanded: Option<bool>,
+    /// `aria-autocomplete`, when present.
+    pub autocomplete: Option<String>,
+    pub popup_visible: bool,
+    /// Returned options inside the visible popup.
+    pub option_refs: Vec<u32>,
+}
+
+/// Returned checkboxes, radios, switches or selects inside a container
+/// whose label mentions one of the filter keywords.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilterGroupSignal {
+    pub label: String,
+    /// `aria`, `legend`, `heading` or `attribute` (id/class).
+    pub label_source: String,
+    pub refs: Vec<u32>,
+}
+
+/// Password fields and sign-in forms.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthSignal {
+    /// Visible password fields, returned or not.
+    pub password_count: u32,
+    pub password_refs: Vec<u32>,
+    /// Username fields and sign-in buttons that share a form with each
+    /// other or with a password field.
+    pub form_refs: Vec<u32>,
+}
+
+/// Facts that suggest the site refused access.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BlockedSignal {
+    /// Challenge iframes and widgets.
+    pub captcha_frames: u32,
+    /// Blocked phrases found in the title and the first text of the page.
+    pub phrases: Vec<String>,
+    /// Whether that text sample covered the whole page (a short page).
+    pub text_sample_complete: bool,
+}
+
+/// Raw facts for hints; never sent to the agent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signals {
+    pub overlays: Vec<OverlaySignal>,
+    pub comboboxes: Vec<ComboboxSignal>,
+    pub filter_groups: Vec<FilterGroupSignal>,
+    pub auth: AuthSignal,
+    pub blocked: BlockedSignal,
+}
+
+/// The decoded result of `observe.js`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageObservation {
+    pub elements: Vec<ObservedElement>,
+    pub page: PageMetrics,
+    pub truncated: bool,
+    pub truncation_reasons: Vec<TruncationReason>,
+    /// Visible candidates on the page (in the viewport with `viewportOnly`),
+    /// returned or not.
+    pub candidate_count: u64,
+    pub signals: Signals,
+}
+
+/// The agent-facing fields of an observation; the Broker adds its ids, url
+/// and title around them (`#[serde(flatten)]`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservationWire<'a> {
+    pub elements: &'a [ObservedElement],
+    pub page: &'a PageMetrics,
+    pub hints: &'a [Hint],
+    pub truncated: bool,
+    pub truncation_reasons: &'a [TruncationReason],
+    pub candidate_count: u64,
+}
+
+impl PageObservation {
+    /// The agent-facing view with the given hints.
+    pub fn wire<'a>(&'a self, hints: &'a [Hint]) -> ObservationWire<'a> {
+        ObservationWire {
+            elements: &self.elements,
+            page: &self.page,
+            hints,
+            truncated: self.truncated,
+            truncation_reasons: &self.truncation_reasons,
+            candidate_count: self.candidate_count,
+        }
+    }
+
+    /// The element with this ref, if returned.
+    pub fn element(&self, element_ref: u32) -> Option<&ObservedElement> {
+        let index = usize::try_from(element_ref).ok()?.checked_sub(1)?;
+        self.elements.get(index)
+    }
+
+    /// Re-checks what the page returned: at most `limit` elements, refs
+    /// 1..=n in order, names within bounds, and no value beside a sensitive
+    /// flag or on a password input (dropped, whatever the script did).
+    fn check(&mut self, limit: u32) -> Result<(), PageError> {
+        if self.elements.len() > limit as usize {
+            return Err(PageError::UnexpectedShape {
+                script: Script::Observe.entry(),
+                detail: format!("{} elements for limit {limit}", self.elements.len()),
+            });
+        }
+        for (index, element) in self.elements.iter_mut().enumerate() {
+            if element.element_ref as usize != index + 1 {
+                return Err(PageError::UnexpectedShape {
+                    script: Script::Observe.entry(),
+                    detail: format!("ref {} at position {}", element.element_ref, index + 1),
+                });
+            }
+            if element.input_type.as_deref() == Some("password") {
+                element.sensitive = true;
+            }
+            if element.sensitive {
+                element.value = None;
+            }
+            truncate_chars(&mut element.name, NAME_MAX_CHARS as usize);
+        }
+        Ok(())
+    }
+}
+
+fn truncate_chars(text: &mut String, max_chars: usize) {
+    if let Some((index, _)) = text.char_indices().nth(max_chars) {
+        text.truncate(index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn element(element_ref: u32, extra: Value) -> Value {
+        let mut base = json!({
+            "ref": element_ref, "role": "textbox", "name": "Email", "tag": "input",
+            "inputType": "text", "bounds": {"x": 1, "y": 2, "width": 3, "height": 4},
+            "inViewport": true
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            base[key] = value.clone();
+        }
+        base
+    }
+
+    fn observation(elements: Vec<Value>) -> Value {
+        json!({
+            "elements": elements,
+            "page": {
+                "viewport": {"width": 780, "height": 493},
+                "document": {"width": 780, "height": 2000},
+                "scroll": {"x": 0, "y": 100},
+                "remaining": {"up": 100, "down": 1407, "left": 0, "right": 0},
+                "percent": {"x": 0, "y": 7}
+            },
+            "truncated": false, "truncationReasons": [], "candidateCount": 2,
+            "signals": {
+                "overlays": [], "comboboxes": [], "filterGroups": [],
+                "auth": {"passwordCount": 0, "passwordRefs": [], "formRefs": []},
+                "blocked": {"captchaFrames": 0, "phrases": [], "textSampleComplete": true}
+            }
+        })
+    }
+
+    fn observe() -> Observe {
+        Observe {
+            key: "observation:1".to_owned(),
+            options: ObserveOptions::default(),
+        }
+    }
+
+    #[test]
+    fn options_are_bounded() {
+        let check = |limit, max_bytes| {
+            ObserveOptions {
+                limit,
+                max_bytes,
+                viewport_only: false,
+            }
+            .validate()
+            .is_ok()
+        };
+        assert!(check(1, OBSERVE_MIN_MAX_BYTES));
+        assert!(check(OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES));
+        assert!(!check(0, OBSERVE_DEFAULT_MAX_BYTES));
+        assert!(!check(OBSERVE_HARD_MAX_LIMIT + 1, OBSERVE_DEFAULT_MAX_BYTES));
+        assert!(!check(10, OBSERVE_MIN_MAX_BYTES - 1));
+        assert!(!check(10, OBSERVE_MAX_MAX_BYTES + 1));
+        let empty_key = Observe {
+            key: String::new(),
+            options: ObserveOptions::default(),
+        };
+        assert!(matches!(
+            empty_key.call(),
+            Err(PageError::InvalidOption {
+                name: "observationKey",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn call_carries_options_and_policy_lists() {
+        let call = observe().call().unwrap();
+        assert_eq!(call.script, Script::Observe);
+        assert_eq!(call.argument["observationKey"], json!("observation:1"));
+        assert_eq!(call.argument["limit"], json!(OBSERVE_DEFAULT_LIMIT));
+        assert_eq!(call.argument["viewportOnly"], json!(false));
+        assert_eq!(call.argument["nameMax"], json!(200));
+        assert!(
+            call.argument["blockedPhrases"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("unusual traffic"))
+        );
+    }
+
+    #[test]
+    fn parse_decodes_states_and_wire_omits_absent_fields() {
+        let value = observation(vec![
+            element(1, json!({"value": "a@b.c", "focused": true, "required": true})),
+            element(
+                2,
+                json!({"role": "checkbox", "inputType": "checkbox", "checked": "mixed", "name": "All"}),
+            ),
+        ]);
+        let parsed = observe().parse(value).unwrap();
+        assert_eq!(parsed.elements[1].checked, Some(Checked::Mixed));
+        assert_eq!(parsed.element(2).unwrap().name, "All");
+        assert_eq!(parsed.element(0), None);
+        assert_eq!(parsed.element(3), None);
+        let wire = serde_json::to_value(parsed.wire(&[])).unwrap();
+        assert_eq!(wire["elements"][0]["value"], json!("a@b.c"));
+        assert_eq!(wire["elements"][0]["focused"], json!(true));
+        assert!(wire["elements"][0].get("disabled").is_none());
+        assert!(wire["elements"][0].get("sensitive").is_none());
+        assert_eq!(wire["elements"][1]["checked"], json!("mixed"));
+        assert_eq!(wire["page"]["remaining"]["down"], json!(1407));
+        assert_eq!(wire["hints"], json!([]));
+        assert_eq!(wire["candidateCount"], json!(2));
+        assert!(wire.get("signals").is_none());
+    }
+
+    #[test]
+    fn password_values_are_dropped_whatever_the_page_said() {
+        let value = observation(vec![element(
+            1,
+            json!({"inputType": "password", "value": "hunter2", "valueLength": 7}),
+        )]);
+        let parsed = observe().parse(value).unwrap();
+        let first = &parsed.elements[0];
+        assert!(first.sensitive);
+        assert_eq!(first.value, None);
+        assert_eq!(first.value_length, Some(7));
+        let wire = serde_json::to_string(&parsed.wire(&[])).unwrap();
+        assert!(!wire.contains("hunter2"));
+        assert!(wire.contains(r#""sensitive":true"#));
+    }
+
+    #[test]
+    fn refs_must_be_dense_and_within_limit() {
+        let gap = observation(vec![element(1, json!({})), element(3, json!({}))]);
+        assert!(matches!(
+            observe().parse(gap),
+            Err(PageError::UnexpectedShape { .. })
+        ));
+        let small = Observe {
+            key: "k".to_owned(),
+            options: ObserveOptions {
+                limit: 1,
+                ..ObserveOptions::default()
+            },
+        };
+        let two = observation(vec![element(1, json!({})), element(2, json!({}))]);
+        assert!(matches!(
+            small.parse(two),
+            Err(PageError::UnexpectedShape { .. })
+        ));
+        let bad_role = observation(vec![element(1, json!({"role": "banner"}))]);
+        assert!(observe().parse(bad_role).is_err());
+    }
+
+    #[test]
+    fn long_names_are_cut_on_char_boundaries() {
+        let long = "é".repeat(300);
+        let value = observation(vec![element(1, json!({"name": long}))]);
+        let parsed = observe().parse(value).unwrap();
+        assert_eq!(parsed.elements[0].name.chars().count(), 200);
+    }
+}

@@ -1,0 +1,107 @@
+//! `browser.read` on the page side: options with their bounds, the call of
+//! `js/read.js`, and its typed result. No I/O.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::error::PageError;
+use super::script::{PageScript, Script, ScriptCall, decode};
+
+/// Characters of text returned when the caller gives no `maxChars`.
+pub const READ_DEFAULT_MAX_CHARS: u32 = 20_000;
+
+/// Largest accepted `maxChars`; the tool schema's `maxLength` for `text`.
+pub const READ_MAX_MAX_CHARS: u32 = 1_000_000;
+
+/// Bytes of a CSS selector: far above any hand-written one.
+pub(super) const SELECTOR_MAX_BYTES: usize = 4_096;
+
+/// Readable text of the document or of the first element matching
+/// `selector`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub selector: Option<String>,
+    pub max_chars: u32,
+}
+
+impl Default for Read {
+    fn default() -> Read {
+        Read {
+            selector: None,
+            max_chars: READ_DEFAULT_MAX_CHARS,
+        }
+    }
+}
+
+/// What `read.js` returned: visible text with block-level line breaks,
+/// `truncated` when it stopped at `maxChars`; `charCount` counts the UTF-16
+/// units of `text`, as the page measures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadText {
+    pub text: String,
+    pub truncated: bool,
+    pub char_count: u64,
+}
+
+/// Checks a selector before it goes to the page (the page reports syntax).
+pub(super) fn validate_selector(selector: &str) -> Result<(), PageError> {
+    if selector.trim().is_empty() || selector.len() > SELECTOR_MAX_BYTES {
+        return Err(PageError::InvalidOption {
+            name: "selector",
+            detail: format!("must be non-empty and at most {SELECTOR_MAX_BYTES} bytes"),
+        });
+    }
+    Ok(())
+}
+
+impl PageScript for Read {
+    type Output = ReadText;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        if self.max_chars == 0 || self.max_chars > READ_MAX_MAX_CHARS {
+            return Err(PageError::InvalidOption {
+                name: "maxChars",
+                detail: format!("must be 1..={READ_MAX_MAX_CHARS}"),
+            });
+        }
+        if let Some(selector) = &self.selector {
+            validate_selector(selector)?;
+        }
+        Ok(ScriptCall {
+            script: Script::Read,
+            argument: json!({ "selector": self.selector, "maxChars": self.max_chars }),
+        })
+    }
+
+    fn parse(&self, value: Value) -> Result<ReadText, PageError> {
+        decode(Script::Read, value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_checked() {
+        assert!(Read::default().call().is_ok());
+        let zero = Read {
+            max_chars: 0,
+            ..Read::default()
+        };
+        assert!(zero.call().is_err());
+        let blank = Read {
+            selector: Some("  ".to_owned()),
+            ..Read::default()
+        };
+        assert!(blank.call().is_err());
+        let call = Read {
+            selector: Some("main".to_owned()),
+            max_chars: 5,
+        }
+        .call()
+        .unwrap();
+        assert_eq!(call.argument, json!({"selector": "main", "maxChars": 5}));
+    }
+}

@@ -1,0 +1,161 @@
+//! The page module's only I/O: runs a `PageScript` in an execution context
+//! of a target session through `cdp::CdpClient` (`Runtime.callFunctionOn`),
+//! creates the Broker's isolated world, and resolves a ref to a remote
+//! object for CDP-level actions. It decides nothing: which session, frame
+//! and context to use, deadlines and error mapping belong to the caller.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cdp::{CdpClient, SessionId};
+
+use super::actions::RefTarget;
+use super::error::PageError;
+use super::script::{PageScript, Script, ScriptCall};
+
+/// Name of the Broker's isolated world in every frame. The page cannot see
+/// its globals; creating it again on the same frame returns the same
+/// context (field notes §3).
+pub const WORLD_NAME: &str = "browser-pilot";
+
+/// Object group of remote objects made by `resolve_object`; release them
+/// with `Runtime.releaseObjectGroup`.
+pub const REF_OBJECT_GROUP: &str = "browser-pilot-refs";
+
+/// A `Runtime.ExecutionContextId` (valid until its document goes away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ExecutionContextId(i64);
+
+impl ExecutionContextId {
+    pub fn new(raw: i64) -> ExecutionContextId {
+        ExecutionContextId(raw)
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// A `Runtime.RemoteObjectId` of an element in the isolated world.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RemoteObjectId(String);
+
+impl RemoteObjectId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The main frame's id from `Page.getFrameTree`.
+pub async fn main_frame_id(
+    client: &CdpClient,
+    session: &SessionId,
+    timeout: Duration,
+) -> Result<String, PageError> {
+    let method = "Page.getFrameTree";
+    let result = client.call(Some(session), method, json!({}), timeout).await?;
+    match result.pointer("/frameTree/frame/id").and_then(Value::as_str) {
+        Some(id) => Ok(id.to_owned()),
+        None => Err(unexpected(method, "missing frameTree.frame.id")),
+    }
+}
+
+/// `Page.createIsolatedWorld {frameId, worldName: WORLD_NAME}`.
+pub async fn create_isolated_world(
+    client: &CdpClient,
+    session: &SessionId,
+    frame_id: &str,
+    timeout: Duration,
+) -> Result<ExecutionContextId, PageError> {
+    let method = "Page.createIsolatedWorld";
+    let params = json!({ "frameId": frame_id, "worldName": WORLD_NAME });
+    let result = client.call(Some(session), method, params, timeout).await?;
+    match result.get("executionContextId").and_then(Value::as_i64) {
+        Some(id) => Ok(ExecutionContextId(id)),
+        None => Err(unexpected(method, "missing executionContextId")),
+    }
+}
+
+/// Runs one page script in `context` and decodes its answer.
+pub async fn run<S: PageScript>(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    script: &S,
+    timeout: Duration,
+) -> Result<S::Output, PageError> {
+    let call = script.call()?;
+    let result = call_function(client, session, context, &call, true, timeout).await?;
+    let value = result
+        .get("result")
+        .and_then(|remote| remote.get("value"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    script.parse(value)
+}
+
+/// Resolves a ref to a remote object in `context` (group
+/// `REF_OBJECT_GROUP`), or `None` when the page no longer has it: unknown
+/// observation, ref out of range, element detached or another document.
+pub async fn resolve_object(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    target: &RefTarget,
+    timeout: Duration,
+) -> Result<Option<RemoteObjectId>, PageError> {
+    let call = ScriptCall {
+        script: Script::Resolve,
+        argument: target.argument()?,
+    };
+    let result = call_function(client, session, context, &call, false, timeout).await?;
+    let remote = result.get("result").unwrap_or(&Value::Null);
+    match remote.get("objectId").and_then(Value::as_str) {
+        Some(id) => Ok(Some(RemoteObjectId(id.to_owned()))),
+        None => Ok(None),
+    }
+}
+
+async fn call_function(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    call: &ScriptCall,
+    return_by_value: bool,
+    timeout: Duration,
+) -> Result<Value, PageError> {
+    let group = match return_by_value {
+        true => None,
+        false => Some(REF_OBJECT_GROUP),
+    };
+    let params = call.call_function_on_params(context.0, return_by_value, group);
+    let result = client
+        .call(Some(session), "Runtime.callFunctionOn", params, timeout)
+        .await?;
+    match result.get("exceptionDetails") {
+        Some(details) => Err(PageError::ScriptThrew {
+            script: call.script.entry(),
+            text: exception_text(details),
+        }),
+        None => Ok(result),
+    }
+}
+
+fn exception_text(details: &Value) -> String {
+    details
+        .pointer("/exception/description")
+        .or_else(|| details.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or("exception")
+        .chars()
+        .take(500)
+        .collect()
+}
+
+fn unexpected(method: &str, detail: &str) -> PageError {
+    PageError::Cdp(crate::cdp::CdpError::UnexpectedResult {
+        method: method.to_owned(),
+        detail: detail.to_owned(),
+    })
+}

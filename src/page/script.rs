@@ -1,0 +1,269 @@
+//! The embedded page scripts and the one way to call them: each `Script`
+//! becomes a `Runtime.callFunctionOn` function declaration made of the
+//! shared prelude (`js/common.js`), the script's file and a call of its
+//! entry function, so nothing leaks into the world's global scope except the
+//! state symbol the prelude owns. A `ScriptCall` is that declaration plus
+//! one JSON argument; turning it into CDP params is pure, running it is
+//! `run`'s job. This file also holds the shared decoder of script results.
+
+use std::sync::LazyLock;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::error::{PageError, ScriptErrorCode};
+
+const COMMON_JS: &str = include_str!("js/common.js");
+const OBSERVE_JS: &str = include_str!("js/observe.js");
+const READ_JS: &str = include_str!("js/read.js");
+const SEARCH_JS: &str = include_str!("js/search.js");
+const FIND_JS: &str = include_str!("js/find.js");
+const ACTIONS_JS: &str = include_str!("js/actions.js");
+
+/// Every entry point of the page scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Script {
+    Observe,
+    Read,
+    Search,
+    Find,
+    Resolve,
+    ClickPoint,
+    StateSnapshot,
+    FocusAndSelectAll,
+    ActiveElementKey,
+    SetNativeValue,
+    SelectOptions,
+    ListOptions,
+}
+
+impl Script {
+    /// Every script, in declaration order (indexes `DECLARATIONS`).
+    pub const ALL: [Script; 12] = [
+        Script::Observe,
+        Script::Read,
+        Script::Search,
+        Script::Find,
+        Script::Resolve,
+        Script::ClickPoint,
+        Script::StateSnapshot,
+        Script::FocusAndSelectAll,
+        Script::ActiveElementKey,
+        Script::SetNativeValue,
+        Script::SelectOptions,
+        Script::ListOptions,
+    ];
+
+    /// The entry function's name in its `.js` file.
+    pub fn entry(self) -> &'static str {
+        match self {
+            Script::Observe => "observe",
+            Script::Read => "read",
+            Script::Search => "search",
+            Script::Find => "find",
+            Script::Resolve => "resolve",
+            Script::ClickPoint => "clickPoint",
+            Script::StateSnapshot => "stateSnapshot",
+            Script::FocusAndSelectAll => "focusAndSelectAll",
+            Script::ActiveElementKey => "activeElementKey",
+            Script::SetNativeValue => "setNativeValue",
+            Script::SelectOptions => "selectOptions",
+            Script::ListOptions => "listOptions",
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Script::Observe => OBSERVE_JS,
+            Script::Read => READ_JS,
+            Script::Search => SEARCH_JS,
+            Script::Find => FIND_JS,
+            Script::Resolve
+            | Script::ClickPoint
+            | Script::StateSnapshot
+            | Script::FocusAndSelectAll
+            | Script::ActiveElementKey
+            | Script::SetNativeValue
+            | Script::SelectOptions
+            | Script::ListOptions => ACTIONS_JS,
+        }
+    }
+
+    /// The complete function declaration for `Runtime.callFunctionOn`.
+    pub fn declaration(self) -> &'static str {
+        let index = Script::ALL
+            .iter()
+            .position(|script| *script == self)
+            .unwrap_or_default();
+        &DECLARATIONS[index]
+    }
+}
+
+/// Built once: the prelude and a script file wrapped in one function.
+static DECLARATIONS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    Script::ALL
+        .iter()
+        .map(|script| {
+            format!(
+                "function (options) {{\n\"use strict\";\n{COMMON_JS}\n{}\nreturn {}(options);\n}}",
+                script.source(),
+                script.entry()
+            )
+        })
+        .collect()
+});
+
+/// One script invocation: which script and its single JSON argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptCall {
+    pub script: Script,
+    pub argument: Value,
+}
+
+impl ScriptCall {
+    /// `Runtime.callFunctionOn` params for running this call with the
+    /// global object of `execution_context_id` as `this`. With
+    /// `return_by_value` the result comes back as JSON; otherwise as a
+    /// remote object in `object_group`.
+    pub fn call_function_on_params(
+        &self,
+        execution_context_id: i64,
+        return_by_value: bool,
+        object_group: Option<&str>,
+    ) -> Value {
+        let mut params = json!({
+            "functionDeclaration": self.script.declaration(),
+            "executionContextId": execution_context_id,
+            "arguments": [{ "value": self.argument }],
+            "returnByValue": return_by_value,
+            "awaitPromise": false,
+            "silent": true,
+        });
+        if let Some(group) = object_group {
+            params["objectGroup"] = Value::String(group.to_owned());
+        }
+        params
+    }
+}
+
+/// A typed page operation: how to call it and how to read its answer.
+pub trait PageScript {
+    type Output;
+
+    /// The script invocation (options already validated).
+    fn call(&self) -> Result<ScriptCall, PageError>;
+
+    /// Decodes the JSON value the script returned.
+    fn parse(&self, value: Value) -> Result<Self::Output, PageError>;
+}
+
+/// Decodes a script result: a `{error: {code, message}}` object becomes
+/// `PageError::Refused`, anything else is deserialized into `T`.
+pub(super) fn decode<T: DeserializeOwned>(script: Script, value: Value) -> Result<T, PageError> {
+    let script_name = script.entry();
+    match value.get("error") {
+        Some(error) => {
+            let code_text = error.get("code").and_then(Value::as_str).unwrap_or("");
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            match ScriptErrorCode::parse(code_text) {
+                Some(code) => Err(PageError::Refused {
+                    script: script_name,
+                    code,
+                    message,
+                }),
+                None => Err(PageError::UnexpectedShape {
+                    script: script_name,
+                    detail: format!("unknown error code {code_text:?}"),
+                }),
+            }
+        }
+        None => serde_json::from_value(value).map_err(|error| PageError::UnexpectedShape {
+            script: script_name,
+            detail: error.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declaration_wraps_prelude_and_calls_its_entry() {
+        for script in Script::ALL {
+            let declaration = script.declaration();
+            assert!(declaration.starts_with("function (options) {"), "{script:?}");
+            assert!(declaration.contains("function bpState()"), "{script:?}");
+            assert!(
+                declaration.contains(&format!("function {}(options)", script.entry())),
+                "{script:?} has no entry function"
+            );
+            assert!(
+                declaration.ends_with(&format!("return {}(options);\n}}", script.entry())),
+                "{script:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn params_carry_context_argument_and_group() {
+        let call = ScriptCall {
+            script: Script::Read,
+            argument: json!({"maxChars": 10}),
+        };
+        let params = call.call_function_on_params(7, true, None);
+        assert_eq!(params["executionContextId"], json!(7));
+        assert_eq!(params["arguments"], json!([{"value": {"maxChars": 10}}]));
+        assert_eq!(params["returnByValue"], json!(true));
+        assert!(params.get("objectGroup").is_none());
+        let by_object = call.call_function_on_params(7, false, Some("g"));
+        assert_eq!(by_object["objectGroup"], json!("g"));
+        assert_eq!(by_object["returnByValue"], json!(false));
+    }
+
+    #[test]
+    fn decode_maps_refusals_and_shapes() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Shape {
+            n: u32,
+        }
+        let ok: Shape = decode(Script::Read, json!({"n": 3})).unwrap();
+        assert_eq!(ok.n, 3);
+        let refused = decode::<Shape>(
+            Script::Find,
+            json!({"error": {"code": "invalid_selector", "message": "bad"}}),
+        )
+        .unwrap_err();
+        assert_eq!(refused.refusal(), Some(ScriptErrorCode::InvalidSelector));
+        let unknown =
+            decode::<Shape>(Script::Find, json!({"error": {"code": "what"}})).unwrap_err();
+        assert!(matches!(unknown, PageError::UnexpectedShape { .. }));
+        let wrong = decode::<Shape>(Script::Find, json!({"n": "x"})).unwrap_err();
+        assert!(matches!(wrong, PageError::UnexpectedShape { .. }));
+    }
+
+    #[test]
+    fn every_error_code_round_trips() {
+        for code in [
+            "observation_unknown",
+            "ref_unknown",
+            "ref_stale",
+            "not_visible",
+            "invalid_selector",
+            "invalid_regex",
+            "no_match",
+            "unsupported_element",
+            "not_editable",
+            "invalid_argument",
+            "option_not_found",
+            "option_disabled",
+        ] {
+            assert_eq!(ScriptErrorCode::parse(code).map(|c| c.as_str()), Some(code));
+        }
+        assert_eq!(ScriptErrorCode::parse("nope"), None);
+    }
+}
