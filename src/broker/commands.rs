@@ -285,6 +285,9 @@ async fn finish(
                 (CommandStatus::Completed, Some(result), None)
             }
         }
+        Outcome::Finished(Err(error)) if error.code == ErrorCode::UnknownOutcome => {
+            (CommandStatus::UnknownOutcome, None, Some(error))
+        }
         Outcome::Finished(Err(error)) if error.code == ErrorCode::Cancelled => (CommandStatus::Cancelled, None, Some(error)),
         Outcome::Finished(Err(error)) => (CommandStatus::Completed, None, Some(error)),
         Outcome::CancelledBeforeDispatch => {

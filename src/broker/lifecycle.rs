@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::commands;
 use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
+use super::{artifacts, commands};
 use crate::events::{Emit, event_json};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
@@ -30,7 +30,7 @@ pub const MAX_LEASE_TTL_MS: i64 = 300_000;
 pub const DEFAULT_POLL_LIMIT: u64 = 100;
 pub const MAX_POLL_LIMIT: u64 = 1_000;
 /// Largest Artifact the service stores (reported in `initialize`).
-pub const MAX_ARTIFACT_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_ARTIFACT_BYTES: u64 = crate::artifacts::MAX_ARTIFACT_BYTES;
 /// Longest accepted `clientKey`.
 const MAX_CLIENT_KEY_CHARS: usize = 256;
 /// The binding of a Workspace created while discovery finds no candidate at all (the managed
@@ -70,6 +70,11 @@ pub async fn dispatch(
                 "leases/heartbeat" => leases_heartbeat(context, session, &params).await,
                 "leases/release" => leases_release(context, session, &params).await,
                 "events/poll" => events_poll(context, session, &params).await,
+                "artifacts/get" => artifacts::get(context, session, &params).await,
+                "artifacts/export" => artifacts::export(context, session, &params).await,
+                "artifacts/import" => artifacts::import(context, session, &params).await,
+                "artifacts/retain" => artifacts::retain(context, session, &params).await,
+                "artifacts/release" => artifacts::release(context, session, &params).await,
                 _ => Err(RpcError::new(
                     ErrorCode::MethodNotFound,
                     format!("unknown method {method:?}"),
@@ -282,6 +287,7 @@ async fn workspaces_release(
                 .browser
                 .release_workspace(&workspace_id)
                 .await;
+            purge_artifacts(&context.broker, &workspace_id).await;
             now
         }
         ReleaseWorkspace::AlreadyReleased { released_at } => released_at,
@@ -565,6 +571,13 @@ pub fn optional_str<'a>(
         _ => Err(RpcError::invalid_params(format!(
             "\"{name}\" must be a non-empty string"
         ))),
+    }
+}
+
+/// Deletes a released Workspace's Artifact bytes (its metadata went with the Workspace).
+pub async fn purge_artifacts(broker: &super::state::Broker, workspace_id: &str) {
+    if let Err(error) = broker.tools.artifacts.purge_workspace(workspace_id).await {
+        tracing::error!(%error, "cannot remove a released workspace's artifacts");
     }
 }
 

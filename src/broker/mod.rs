@@ -4,6 +4,7 @@
 //! error to the agent-visible code table in one place (`errors.rs`). It holds no SQL text (that
 //! is `store/`), no CDP wire types and no framing rules.
 
+mod artifacts;
 mod commands;
 mod connection;
 mod errors;

@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use super::commands::RunningCommands;
 use super::state::Broker;
 use super::{connection, locator, sweep};
+use crate::artifacts::{ArtifactLimits, Artifacts};
 use crate::events::{EventSink, Hub};
 use crate::home::Home;
 use crate::ipc;
@@ -54,11 +55,19 @@ pub async fn run_broker(home: Home) -> i32 {
     let generation = Arc::new(AtomicU64::new(0));
     let events = EventSink::new(store.clone(), Arc::new(Hub::default()), generation.clone());
     let browser = BrowserService::new(home.clone(), store.clone(), events.clone(), generation);
+    // Artifact metadata lives in the in-memory store, so bytes left by a killed predecessor
+    // are unreachable: start from an empty artifacts directory.
+    let artifacts = Artifacts::new(&home, store.clone(), ArtifactLimits::from_env());
+    if let Err(error) = artifacts.purge_all() {
+        tracing::error!(%error, "cannot prepare artifact storage");
+        return 1;
+    }
     let tools = ToolEnv {
         home: home.clone(),
         store: store.clone(),
         events: events.clone(),
         browser,
+        artifacts,
     };
     let broker = Arc::new(Broker {
         home: home.clone(),
@@ -100,6 +109,9 @@ pub async fn run_broker(home: Home) -> i32 {
     }
     broker.request_shutdown();
     let _ = sweeper.await;
+    if let Err(error) = broker.tools.artifacts.purge_all() {
+        tracing::error!(%error, "cannot remove artifact bytes at exit");
+    }
     locator::remove_locator(&home, &broker.broker_id);
     let _ = std::fs::remove_file(&socket);
     tracing::info!("broker stopped");

@@ -1,10 +1,10 @@
-//! Bounded periodic sweeps: Lease expiry, idle Workspace reclaim, and the Broker's own exit when
+//! Bounded periodic sweeps: Lease expiry, idle Workspace reclaim, Artifact expiry, and the Broker's own exit when
 //! its home directory disappears.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::lifecycle::announce_expired;
+use super::lifecycle::{announce_expired, purge_artifacts};
 use super::state::Broker;
 use crate::version::now_ms;
 
@@ -32,6 +32,7 @@ pub async fn run(broker: Arc<Broker>) {
                     tracing::error!(%error, "lost connection sweep failed");
                 }
                 reclaim_idle_workspaces(&broker).await;
+                expire_artifacts(&broker).await;
                 exit_if_home_gone(&broker);
             }
         }
@@ -68,10 +69,20 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
             Ok(_) => {
                 broker.events.hub().remove_workspace(&workspace.id);
                 broker.tools.browser.release_workspace(&workspace.id).await;
+                purge_artifacts(broker, &workspace.id).await;
                 tracing::info!(workspace = %workspace.id, "reclaimed an idle workspace");
             }
             Err(error) => tracing::error!(%error, "cannot reclaim idle workspace"),
         }
+    }
+}
+
+/// Deletes Artifacts whose lifetime ended (within one slow tick of `expiresAt`).
+async fn expire_artifacts(broker: &Arc<Broker>) {
+    match broker.tools.artifacts.sweep_expired(now_ms()).await {
+        Ok(0) => {}
+        Ok(removed) => tracing::debug!(removed, "expired artifacts removed"),
+        Err(error) => tracing::error!(%error, "artifact expiry sweep failed"),
     }
 }
 

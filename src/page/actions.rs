@@ -100,8 +100,8 @@ impl PageScript for ClickPoint {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<ClickTarget, PageError> {
-        decode(Script::ClickPoint, value)
+    fn parse(&self, json: &str) -> Result<ClickTarget, PageError> {
+        decode(Script::ClickPoint, json)
     }
 }
 
@@ -149,8 +149,8 @@ impl PageScript for StateSnapshot {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<ElementState, PageError> {
-        let mut state: ElementState = decode(Script::StateSnapshot, value)?;
+    fn parse(&self, json: &str) -> Result<ElementState, PageError> {
+        let mut state: ElementState = decode(Script::StateSnapshot, json)?;
         if state.sensitive {
             state.value = None;
         }
@@ -181,8 +181,8 @@ impl PageScript for FocusAndSelectAll {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<FocusOutcome, PageError> {
-        decode(Script::FocusAndSelectAll, value)
+    fn parse(&self, json: &str) -> Result<FocusOutcome, PageError> {
+        decode(Script::FocusAndSelectAll, json)
     }
 }
 
@@ -212,8 +212,8 @@ impl PageScript for ActiveElementKey {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<ActiveElement, PageError> {
-        decode(Script::ActiveElementKey, value)
+    fn parse(&self, json: &str) -> Result<ActiveElement, PageError> {
+        decode(Script::ActiveElementKey, json)
     }
 }
 
@@ -252,8 +252,8 @@ impl PageScript for SetNativeValue {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<ValueOutcome, PageError> {
-        decode(Script::SetNativeValue, value)
+    fn parse(&self, json: &str) -> Result<ValueOutcome, PageError> {
+        decode(Script::SetNativeValue, json)
     }
 }
 
@@ -298,8 +298,8 @@ impl PageScript for SelectOptions {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<SelectionOutcome, PageError> {
-        decode(Script::SelectOptions, value)
+    fn parse(&self, json: &str) -> Result<SelectionOutcome, PageError> {
+        decode(Script::SelectOptions, json)
     }
 }
 
@@ -357,8 +357,8 @@ impl PageScript for ListOptions {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<OptionList, PageError> {
-        decode(Script::ListOptions, value)
+    fn parse(&self, json: &str) -> Result<OptionList, PageError> {
+        decode(Script::ListOptions, json)
     }
 }
 
@@ -405,8 +405,11 @@ mod tests {
     #[test]
     fn sensitive_snapshot_never_keeps_a_value() {
         let state = StateSnapshot(target())
-            .parse(json!({"documentKey": "doc:1", "elementKey": "doc:1:e1", "connected": true,
-                "value": "leak", "valueLength": 4, "sensitive": true, "focused": false}))
+            .parse(
+                &json!({"documentKey": "doc:1", "elementKey": "doc:1:e1", "connected": true,
+                "value": "leak", "valueLength": 4, "sensitive": true, "focused": false})
+                .to_string(),
+            )
             .unwrap();
         assert_eq!(state.value, None);
         assert_eq!(state.value_length, Some(4));

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::PageError;
 use super::observe::{Bounds, Role};
@@ -81,11 +81,16 @@ impl PageScript for Find {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<FindResult, PageError> {
-        let result: FindResult = decode(Script::Find, value)?;
-        let unsafe_attribute = result.elements.iter().flat_map(|e| e.attributes.keys()).find(
-            |name| !matches!(name.as_str(), "type" | "name" | "href" | "placeholder") && !name.starts_with("aria-"),
-        );
+    fn parse(&self, json: &str) -> Result<FindResult, PageError> {
+        let result: FindResult = decode(Script::Find, json)?;
+        let unsafe_attribute = result
+            .elements
+            .iter()
+            .flat_map(|e| e.attributes.keys())
+            .find(|name| {
+                !matches!(name.as_str(), "type" | "name" | "href" | "placeholder")
+                    && !name.starts_with("aria-")
+            });
         match unsafe_attribute {
             Some(name) => Err(PageError::UnexpectedShape {
                 script: Script::Find.entry(),
@@ -98,6 +103,8 @@ impl PageScript for Find {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn find(selector: &str) -> Find {
@@ -128,12 +135,12 @@ mod tests {
         };
         assert!(
             find("input")
-                .parse(element(json!({"type": "text", "aria-label": "Q"})))
+                .parse(&element(json!({"type": "text", "aria-label": "Q"})).to_string())
                 .is_ok()
         );
         assert!(
             find("input")
-                .parse(element(json!({"value": "secret"})))
+                .parse(&element(json!({"value": "secret"})).to_string())
                 .is_err()
         );
     }

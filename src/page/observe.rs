@@ -162,8 +162,8 @@ impl PageScript for Observe {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<PageObservation, PageError> {
-        let mut observation: PageObservation = decode(Script::Observe, value)?;
+    fn parse(&self, json: &str) -> Result<PageObservation, PageError> {
+        let mut observation: PageObservation = decode(Script::Observe, json)?;
         observation.check(self.options.limit)?;
         Ok(observation)
     }
@@ -555,7 +555,10 @@ mod tests {
         assert!(check(1, OBSERVE_MIN_MAX_BYTES));
         assert!(check(OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES));
         assert!(!check(0, OBSERVE_DEFAULT_MAX_BYTES));
-        assert!(!check(OBSERVE_HARD_MAX_LIMIT + 1, OBSERVE_DEFAULT_MAX_BYTES));
+        assert!(!check(
+            OBSERVE_HARD_MAX_LIMIT + 1,
+            OBSERVE_DEFAULT_MAX_BYTES
+        ));
         assert!(!check(10, OBSERVE_MIN_MAX_BYTES - 1));
         assert!(!check(10, OBSERVE_MAX_MAX_BYTES + 1));
         let empty_key = Observe {
@@ -590,13 +593,16 @@ mod tests {
     #[test]
     fn parse_decodes_states_and_wire_omits_absent_fields() {
         let value = observation(vec![
-            element(1, json!({"value": "a@b.c", "focused": true, "required": true})),
+            element(
+                1,
+                json!({"value": "a@b.c", "focused": true, "required": true}),
+            ),
             element(
                 2,
                 json!({"role": "checkbox", "inputType": "checkbox", "checked": "mixed", "name": "All"}),
             ),
         ]);
-        let parsed = observe().parse(value).unwrap();
+        let parsed = observe().parse(&value.to_string()).unwrap();
         assert_eq!(parsed.elements[1].checked, Some(Checked::Mixed));
         assert_eq!(parsed.element(2).unwrap().name, "All");
         assert_eq!(parsed.element(0), None);
@@ -619,7 +625,7 @@ mod tests {
             1,
             json!({"inputType": "password", "value": "hunter2", "valueLength": 7}),
         )]);
-        let parsed = observe().parse(value).unwrap();
+        let parsed = observe().parse(&value.to_string()).unwrap();
         let first = &parsed.elements[0];
         assert!(first.sensitive);
         assert_eq!(first.value, None);
@@ -633,7 +639,7 @@ mod tests {
     fn refs_must_be_dense_and_within_limit() {
         let gap = observation(vec![element(1, json!({})), element(3, json!({}))]);
         assert!(matches!(
-            observe().parse(gap),
+            observe().parse(&gap.to_string()),
             Err(PageError::UnexpectedShape { .. })
         ));
         let small = Observe {
@@ -645,18 +651,18 @@ mod tests {
         };
         let two = observation(vec![element(1, json!({})), element(2, json!({}))]);
         assert!(matches!(
-            small.parse(two),
+            small.parse(&two.to_string()),
             Err(PageError::UnexpectedShape { .. })
         ));
         let bad_role = observation(vec![element(1, json!({"role": "banner"}))]);
-        assert!(observe().parse(bad_role).is_err());
+        assert!(observe().parse(&bad_role.to_string()).is_err());
     }
 
     #[test]
     fn long_names_are_cut_on_char_boundaries() {
         let long = "é".repeat(300);
         let value = observation(vec![element(1, json!({"name": long}))]);
-        let parsed = observe().parse(value).unwrap();
+        let parsed = observe().parse(&value.to_string()).unwrap();
         assert_eq!(parsed.elements[0].name.chars().count(), 200);
     }
 }

@@ -2,7 +2,7 @@
 //! `js/read.js`, and its typed result. No I/O.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::PageError;
 use super::script::{PageScript, Script, ScriptCall, decode};
@@ -74,8 +74,8 @@ impl PageScript for Read {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<ReadText, PageError> {
-        decode(Script::Read, value)
+    fn parse(&self, json: &str) -> Result<ReadText, PageError> {
+        decode(Script::Read, json)
     }
 }
 

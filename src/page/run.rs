@@ -54,8 +54,13 @@ pub async fn main_frame_id(
     timeout: Duration,
 ) -> Result<String, PageError> {
     let method = "Page.getFrameTree";
-    let result = client.call(Some(session), method, json!({}), timeout).await?;
-    match result.pointer("/frameTree/frame/id").and_then(Value::as_str) {
+    let result = client
+        .call(Some(session), method, json!({}), timeout)
+        .await?;
+    match result
+        .pointer("/frameTree/frame/id")
+        .and_then(Value::as_str)
+    {
         Some(id) => Ok(id.to_owned()),
         None => Err(unexpected(method, "missing frameTree.frame.id")),
     }
@@ -87,12 +92,13 @@ pub async fn run<S: PageScript>(
 ) -> Result<S::Output, PageError> {
     let call = script.call()?;
     let result = call_function(client, session, context, &call, true, timeout).await?;
-    let value = result
-        .get("result")
-        .and_then(|remote| remote.get("value"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    script.parse(value)
+    match result.pointer("/result/value").and_then(Value::as_str) {
+        Some(json) => script.parse(json),
+        None => Err(PageError::UnexpectedShape {
+            script: call.script.entry(),
+            detail: "the script returned no JSON text".to_owned(),
+        }),
+    }
 }
 
 /// Resolves a ref to a remote object in `context` (group

@@ -8,6 +8,7 @@
 
 use std::sync::LazyLock;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -99,15 +100,22 @@ impl Script {
     }
 }
 
-/// Built once: the prelude and a script file wrapped in one function.
+/// Built once: the prelude and a script file wrapped in one function. All
+/// scripts but `resolve` return their result as one JSON string: CDP's
+/// `returnByValue` conversion of a large object tree costs several times
+/// more than `JSON.stringify` plus one string transfer, and the string
+/// decodes straight into typed structs.
 static DECLARATIONS: LazyLock<Vec<String>> = LazyLock::new(|| {
     Script::ALL
         .iter()
         .map(|script| {
+            let call = match script {
+                Script::Resolve => format!("{}(options)", script.entry()),
+                _ => format!("JSON.stringify({}(options))", script.entry()),
+            };
             format!(
-                "function (options) {{\n\"use strict\";\n{COMMON_JS}\n{}\nreturn {}(options);\n}}",
+                "function (options) {{\n\"use strict\";\n{COMMON_JS}\n{}\nreturn {call};\n}}",
                 script.source(),
-                script.entry()
             )
         })
         .collect()
@@ -153,38 +161,48 @@ pub trait PageScript {
     /// The script invocation (options already validated).
     fn call(&self) -> Result<ScriptCall, PageError>;
 
-    /// Decodes the JSON value the script returned.
-    fn parse(&self, value: Value) -> Result<Self::Output, PageError>;
+    /// Decodes the JSON text the script returned.
+    fn parse(&self, json: &str) -> Result<Self::Output, PageError>;
 }
 
-/// Decodes a script result: a `{error: {code, message}}` object becomes
-/// `PageError::Refused`, anything else is deserialized into `T`.
-pub(super) fn decode<T: DeserializeOwned>(script: Script, value: Value) -> Result<T, PageError> {
+/// The shape of a structured refusal: `{"error": {"code", "message"}}`.
+#[derive(Deserialize)]
+struct Refusal {
+    error: RefusalBody,
+}
+
+#[derive(Deserialize)]
+struct RefusalBody {
+    code: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// Decodes a script result: a `{"error": {code, message}}` object becomes
+/// `PageError::Refused`, anything else is deserialized into `T`. Scripts
+/// build refusals with `bpError`, whose first key is `error`.
+pub(super) fn decode<T: DeserializeOwned>(script: Script, json: &str) -> Result<T, PageError> {
     let script_name = script.entry();
-    match value.get("error") {
-        Some(error) => {
-            let code_text = error.get("code").and_then(Value::as_str).unwrap_or("");
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            match ScriptErrorCode::parse(code_text) {
+    let shape_error = |error: serde_json::Error| PageError::UnexpectedShape {
+        script: script_name,
+        detail: error.to_string(),
+    };
+    match json.starts_with(r#"{"error":"#) {
+        true => {
+            let refusal: Refusal = serde_json::from_str(json).map_err(shape_error)?;
+            match ScriptErrorCode::parse(&refusal.error.code) {
                 Some(code) => Err(PageError::Refused {
                     script: script_name,
                     code,
-                    message,
+                    message: refusal.error.message,
                 }),
                 None => Err(PageError::UnexpectedShape {
                     script: script_name,
-                    detail: format!("unknown error code {code_text:?}"),
+                    detail: format!("unknown error code {:?}", refusal.error.code),
                 }),
             }
         }
-        None => serde_json::from_value(value).map_err(|error| PageError::UnexpectedShape {
-            script: script_name,
-            detail: error.to_string(),
-        }),
+        false => serde_json::from_str(json).map_err(shape_error),
     }
 }
 
@@ -196,16 +214,20 @@ mod tests {
     fn every_declaration_wraps_prelude_and_calls_its_entry() {
         for script in Script::ALL {
             let declaration = script.declaration();
-            assert!(declaration.starts_with("function (options) {"), "{script:?}");
+            assert!(
+                declaration.starts_with("function (options) {"),
+                "{script:?}"
+            );
             assert!(declaration.contains("function bpState()"), "{script:?}");
             assert!(
                 declaration.contains(&format!("function {}(options)", script.entry())),
                 "{script:?} has no entry function"
             );
-            assert!(
-                declaration.ends_with(&format!("return {}(options);\n}}", script.entry())),
-                "{script:?}"
-            );
+            let tail = match script {
+                Script::Resolve => format!("return {}(options);\n}}", script.entry()),
+                _ => format!("return JSON.stringify({}(options));\n}}", script.entry()),
+            };
+            assert!(declaration.ends_with(&tail), "{script:?}");
         }
     }
 
@@ -231,19 +253,20 @@ mod tests {
         struct Shape {
             n: u32,
         }
-        let ok: Shape = decode(Script::Read, json!({"n": 3})).unwrap();
+        let ok: Shape = decode(Script::Read, r#"{"n":3}"#).unwrap();
         assert_eq!(ok.n, 3);
         let refused = decode::<Shape>(
             Script::Find,
-            json!({"error": {"code": "invalid_selector", "message": "bad"}}),
+            r#"{"error":{"code":"invalid_selector","message":"bad"}}"#,
         )
         .unwrap_err();
         assert_eq!(refused.refusal(), Some(ScriptErrorCode::InvalidSelector));
-        let unknown =
-            decode::<Shape>(Script::Find, json!({"error": {"code": "what"}})).unwrap_err();
+        let unknown = decode::<Shape>(Script::Find, r#"{"error":{"code":"what"}}"#).unwrap_err();
         assert!(matches!(unknown, PageError::UnexpectedShape { .. }));
-        let wrong = decode::<Shape>(Script::Find, json!({"n": "x"})).unwrap_err();
+        let wrong = decode::<Shape>(Script::Find, r#"{"n":"x"}"#).unwrap_err();
         assert!(matches!(wrong, PageError::UnexpectedShape { .. }));
+        let not_json = decode::<Shape>(Script::Find, "undefined").unwrap_err();
+        assert!(matches!(not_json, PageError::UnexpectedShape { .. }));
     }
 
     #[test]
@@ -265,5 +288,27 @@ mod tests {
             assert_eq!(ScriptErrorCode::parse(code).map(|c| c.as_str()), Some(code));
         }
         assert_eq!(ScriptErrorCode::parse("nope"), None);
+    }
+
+    #[test]
+    fn every_code_the_scripts_return_is_known() {
+        let sources = [
+            COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS,
+        ];
+        let mut n_codes = 0;
+        for source in sources {
+            for piece in source.split("bpError('").skip(1) {
+                let code = piece.split('\'').next().unwrap_or_default();
+                if code == "code" || code.is_empty() {
+                    continue;
+                }
+                assert!(
+                    ScriptErrorCode::parse(code).is_some(),
+                    "unknown code {code}"
+                );
+                n_codes += 1;
+            }
+        }
+        assert!(n_codes >= 12, "found {n_codes} refusals");
     }
 }

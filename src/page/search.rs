@@ -2,7 +2,7 @@
 //! of `js/search.js`, and its typed matches. No I/O.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::PageError;
 use super::observe::Bounds;
@@ -86,8 +86,8 @@ impl PageScript for Search {
         })
     }
 
-    fn parse(&self, value: Value) -> Result<SearchResult, PageError> {
-        let result: SearchResult = decode(Script::Search, value)?;
+    fn parse(&self, json: &str) -> Result<SearchResult, PageError> {
+        let result: SearchResult = decode(Script::Search, json)?;
         if result.matches.len() > self.limit as usize {
             return Err(PageError::UnexpectedShape {
                 script: Script::Search.entry(),
@@ -126,7 +126,7 @@ mod tests {
         let one = json!({"text": "a", "context": "a", "inViewport": true,
             "bounds": {"x": 0, "y": 0, "width": 1, "height": 1}});
         let value = json!({"matches": [one.clone(), one], "total": 2, "truncated": false, "totalCapped": false});
-        assert!(search("a", 1).parse(value.clone()).is_err());
-        assert_eq!(search("a", 2).parse(value).unwrap().total, 2);
+        assert!(search("a", 1).parse(&value.to_string()).is_err());
+        assert_eq!(search("a", 2).parse(&value.to_string()).unwrap().total, 2);
     }
 }

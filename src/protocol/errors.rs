@@ -47,6 +47,20 @@ pub enum ErrorCode {
     TargetNotManaged,
     NavigationFailed,
     BrowserBusy,
+    ObservationNotFound,
+    StaleRef,
+    ActionNotVerified,
+    ElementNotActionable,
+    VerificationFailed,
+    // Artifacts.
+    ArtifactNotFound,
+    ArtifactExpired,
+    ArtifactTooLarge,
+    ArtifactKindNotAllowed,
+    ExportExists,
+    PathNotAllowed,
+    FileNotFound,
+    PdfUnavailable,
 }
 
 impl ErrorCode {
@@ -88,6 +102,19 @@ impl ErrorCode {
         ErrorCode::TargetNotManaged,
         ErrorCode::NavigationFailed,
         ErrorCode::BrowserBusy,
+        ErrorCode::ObservationNotFound,
+        ErrorCode::StaleRef,
+        ErrorCode::ActionNotVerified,
+        ErrorCode::ElementNotActionable,
+        ErrorCode::VerificationFailed,
+        ErrorCode::ArtifactNotFound,
+        ErrorCode::ArtifactExpired,
+        ErrorCode::ArtifactTooLarge,
+        ErrorCode::ArtifactKindNotAllowed,
+        ErrorCode::ExportExists,
+        ErrorCode::PathNotAllowed,
+        ErrorCode::FileNotFound,
+        ErrorCode::PdfUnavailable,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -121,6 +148,11 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::IdempotencyConflict => "idempotency_conflict",
             ErrorCode::ToolNotFound => "tool_not_found",
+            ErrorCode::VerificationFailed => "verification_failed",
+            ErrorCode::ElementNotActionable => "element_not_actionable",
+            ErrorCode::ActionNotVerified => "action_not_verified",
+            ErrorCode::StaleRef => "stale_ref",
+            ErrorCode::ObservationNotFound => "observation_not_found",
             ErrorCode::BrowserBusy => "browser_busy",
             ErrorCode::NavigationFailed => "navigation_failed",
             ErrorCode::TargetNotManaged => "target_not_managed",
@@ -129,6 +161,14 @@ impl ErrorCode {
             ErrorCode::AuthorizationTimeout => "authorization_timeout",
             ErrorCode::AuthorizationDenied => "authorization_denied",
             ErrorCode::BrowserNotReady => "browser_not_ready",
+            ErrorCode::ArtifactNotFound => "artifact_not_found",
+            ErrorCode::ArtifactExpired => "artifact_expired",
+            ErrorCode::ArtifactTooLarge => "artifact_too_large",
+            ErrorCode::ArtifactKindNotAllowed => "artifact_kind_not_allowed",
+            ErrorCode::ExportExists => "export_exists",
+            ErrorCode::PathNotAllowed => "path_not_allowed",
+            ErrorCode::FileNotFound => "file_not_found",
+            ErrorCode::PdfUnavailable => "pdf_unavailable",
         }
     }
 
@@ -163,6 +203,11 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => -32019,
             ErrorCode::IdempotencyConflict => -32018,
             ErrorCode::ToolNotFound => -32601,
+            ErrorCode::VerificationFailed => -32047,
+            ErrorCode::ElementNotActionable => -32046,
+            ErrorCode::ActionNotVerified => -32045,
+            ErrorCode::StaleRef => -32044,
+            ErrorCode::ObservationNotFound => -32043,
             ErrorCode::BrowserBusy => -32038,
             ErrorCode::NavigationFailed => -32037,
             ErrorCode::TargetNotManaged => -32036,
@@ -171,6 +216,14 @@ impl ErrorCode {
             ErrorCode::AuthorizationTimeout => -32033,
             ErrorCode::AuthorizationDenied => -32032,
             ErrorCode::BrowserNotReady => -32031,
+            ErrorCode::ArtifactNotFound => -32050,
+            ErrorCode::ArtifactExpired => -32051,
+            ErrorCode::ArtifactTooLarge => -32052,
+            ErrorCode::ArtifactKindNotAllowed => -32053,
+            ErrorCode::ExportExists => -32054,
+            ErrorCode::PathNotAllowed => -32055,
+            ErrorCode::FileNotFound => -32056,
+            ErrorCode::PdfUnavailable => -32057,
         }
     }
 
@@ -184,6 +237,7 @@ impl ErrorCode {
                 | ErrorCode::BrokerUnavailable
                 | ErrorCode::InternalError
                 | ErrorCode::DeadlineExceeded
+                | ErrorCode::ActionNotVerified
                 | ErrorCode::AuthorizationTimeout
                 | ErrorCode::BrowserNotReady
         )

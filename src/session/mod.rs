@@ -11,6 +11,8 @@ mod registry;
 mod service;
 mod tab;
 
-pub use registry::{TabView, TargetError};
+pub use registry::{DialogInfo, TabView, TargetError};
 pub use service::{BrowserService, ConnectError, Connected};
-pub use tab::{TabGuard, TabHandle, TabTicket};
+pub use tab::{
+    ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard, TabHandle, TabState, TabTicket,
+};

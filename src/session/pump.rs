@@ -108,6 +108,32 @@ fn on_event(
             }
             Vec::new()
         }
+        (Some(session), "Page.javascriptDialogOpening") => {
+            let Some(target) = sessions.get(session).cloned() else {
+                return Vec::new();
+            };
+            on_dialog_opening(service, session, &target, &event.params)
+        }
+        (Some(session), "Page.javascriptDialogClosed") => {
+            let Some(target) = sessions.get(session).cloned() else {
+                return Vec::new();
+            };
+            let closed = service.with_registry(|registry| registry.dialogs.remove(&target));
+            let Some(dialog) = closed else {
+                return Vec::new();
+            };
+            let accepted = event
+                .params
+                .get("result")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            for_interested(service, &target, |opaque| {
+                (
+                    "dialog",
+                    json!({"dialogId": dialog.id, "state": "closed", "type": dialog.dialog_type, "accepted": accepted, "targetId": opaque}),
+                )
+            })
+        }
         (Some(session), "Page.frameNavigated") => {
             let is_main = event.params.pointer("/frame/parentId").is_none();
             let Some(target) = sessions.get(session).cloned() else {
@@ -131,6 +157,70 @@ fn on_event(
         }
         _ => Vec::new(),
     }
+}
+
+/// How long a dialog may stay unanswered before `watchdog.dialog_unhandled` (contract: 15 s).
+const DIALOG_UNHANDLED_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
+
+fn on_dialog_opening(
+    service: &BrowserService,
+    session: &SessionId,
+    target: &TargetId,
+    params: &Value,
+) -> Vec<Emit> {
+    let dialog = crate::session::DialogInfo {
+        id: crate::protocol::ids::new_id(crate::protocol::ids::IdKind::Dialog),
+        target: target.clone(),
+        session: session.clone(),
+        dialog_type: params
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("alert")
+            .to_owned(),
+        message: params
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .take(2000)
+            .collect(),
+        default_prompt: params
+            .get("defaultPrompt")
+            .and_then(Value::as_str)
+            .map(|p| p.chars().take(2000).collect()),
+        url: bounded(params.get("url").and_then(Value::as_str).unwrap_or("")),
+        opened_at: crate::version::now_ms(),
+    };
+    service.with_registry(|registry| registry.dialogs.insert(target.clone(), dialog.clone()));
+    service.signal_dialog(target);
+    // Never answered automatically; after 15 s the Workspaces are told once.
+    let watchdog = service.clone();
+    let (dialog_id, watched) = (dialog.id.clone(), target.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(DIALOG_UNHANDLED_AFTER).await;
+        let still_open = watchdog.with_registry(|registry| {
+            registry
+                .dialogs
+                .get(&watched)
+                .is_some_and(|d| d.id == dialog_id)
+        });
+        if still_open {
+            for emit in for_interested(&watchdog, &watched, |opaque| {
+                (
+                    "watchdog.dialog_unhandled",
+                    json!({"dialogId": dialog_id, "targetId": opaque, "pendingMs": DIALOG_UNHANDLED_AFTER.as_millis() as u64}),
+                )
+            }) {
+                let _ = watchdog.events().emit(emit).await;
+            }
+        }
+    });
+    for_interested(service, target, |opaque| {
+        (
+            "dialog",
+            json!({"dialogId": dialog.id, "state": "opened", "type": dialog.dialog_type, "message": dialog.message, "url": dialog.url, "targetId": opaque}),
+        )
+    })
 }
 
 fn target_info(params: &Value) -> Option<TargetInfo> {

@@ -54,8 +54,24 @@ pub struct TabView {
     pub opener_target_id: Option<String>,
 }
 
+/// A JavaScript dialog waiting for an explicit answer. Only the session that had `Page`
+/// enabled when it opened can answer it (field notes §0 item 3).
+#[derive(Debug, Clone)]
+pub struct DialogInfo {
+    pub id: String,
+    pub target: TargetId,
+    pub session: crate::cdp::SessionId,
+    pub dialog_type: String,
+    pub message: String,
+    pub default_prompt: Option<String>,
+    pub url: String,
+    pub opened_at: i64,
+}
+
 #[derive(Default)]
 pub struct Registry {
+    /// Open dialogs, one per tab at most.
+    pub dialogs: HashMap<TargetId, DialogInfo>,
     tabs: HashMap<TargetId, TabEntry>,
     /// Opaque id -> (Workspace, physical tab).
     by_opaque: HashMap<String, (String, TargetId)>,
@@ -127,6 +143,7 @@ impl Registry {
     /// Removes a destroyed target; returns `(workspace, opaque id)` for every Workspace that knew it.
     pub fn remove(&mut self, target: &TargetId) -> Vec<(String, String)> {
         self.tabs.remove(target);
+        self.dialogs.remove(target);
         let known: Vec<(String, String)> = self
             .opaque_of
             .iter()
@@ -288,6 +305,21 @@ impl Registry {
                 entry.controller = None;
             }
         }
+    }
+
+    /// How many tabs this tab opened that are still open.
+    pub fn popups_of(&self, opener: &TargetId) -> usize {
+        self.tabs
+            .values()
+            .filter(|e| e.opener.as_ref() == Some(opener))
+            .count()
+    }
+
+    /// The Workspace's opaque id for a tab it already knows (no minting).
+    pub fn known_opaque(&self, workspace_id: &str, target: &TargetId) -> Option<String> {
+        self.opaque_of
+            .get(&(workspace_id.to_owned(), target.clone()))
+            .cloned()
     }
 
     pub fn url_of(&self, target: &TargetId) -> Option<String> {

@@ -63,6 +63,8 @@ pub struct Live {
 }
 
 struct Inner {
+    /// Tells waiting actions that a dialog opened on a tab.
+    dialog_opened: tokio::sync::broadcast::Sender<TargetId>,
     home: Home,
     store: Store,
     events: EventSink,
@@ -90,6 +92,7 @@ impl BrowserService {
     ) -> BrowserService {
         BrowserService {
             inner: Arc::new(Inner {
+                dialog_opened: tokio::sync::broadcast::channel(64).0,
                 home,
                 store,
                 events,
@@ -461,6 +464,50 @@ impl BrowserService {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
             Ok(registry.managed_by(&target) == Some(workspace_id))
         })
+    }
+
+    /// Subscribes to "a dialog opened on this target" signals (subscribe before acting).
+    pub fn dialog_signals(&self) -> tokio::sync::broadcast::Receiver<TargetId> {
+        self.inner.dialog_opened.subscribe()
+    }
+
+    pub(super) fn signal_dialog(&self, target: &TargetId) {
+        let _ = self.inner.dialog_opened.send(target.clone());
+    }
+
+    /// Open dialogs on tabs this Workspace knows, with its opaque target ids.
+    pub fn dialogs_for(&self, workspace_id: &str) -> Vec<(String, super::DialogInfo)> {
+        self.with_registry(|registry| {
+            let dialogs: Vec<super::DialogInfo> = registry.dialogs.values().cloned().collect();
+            dialogs
+                .into_iter()
+                .filter_map(|d| {
+                    registry
+                        .known_opaque(workspace_id, &d.target)
+                        .map(|opaque| (opaque, d))
+                })
+                .collect()
+        })
+    }
+
+    /// The open dialog with this id, if this Workspace knows its tab.
+    pub fn dialog(
+        &self,
+        workspace_id: &str,
+        dialog_id: &str,
+    ) -> Option<(String, super::DialogInfo)> {
+        self.dialogs_for(workspace_id)
+            .into_iter()
+            .find(|(_, d)| d.id == dialog_id)
+    }
+
+    /// Whether a dialog is open on this tab now.
+    pub fn with_dialog_on(&self, target: &TargetId) -> bool {
+        self.with_registry(|registry| registry.dialogs.contains_key(target))
+    }
+
+    pub fn popups_of(&self, target: &TargetId) -> usize {
+        self.with_registry(|registry| registry.popups_of(target))
     }
 
     /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.

@@ -7,6 +7,7 @@
 //! dropped before its turn (cancelled, deadline passed) is skipped.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +27,8 @@ struct TabQueue {
     turns: Mutex<Turns>,
     turn_changed: Notify,
     state: Arc<tokio::sync::Mutex<TabState>>,
+    /// Bumped when a Lease hands control back; streaks recorded under an older value are void.
+    control_epoch: AtomicU64,
 }
 
 impl TabQueue {
@@ -65,6 +68,54 @@ impl TabQueue {
 #[derive(Default)]
 pub struct TabState {
     pub session: Option<SessionId>,
+    /// The newest Observations of this tab (refs resolve only through these), newest last.
+    pub observations: std::collections::VecDeque<ObservationRecord>,
+    /// Whether the last Observation showed an authentication surface (hint transitions);
+    /// `None` after a session or frame change.
+    pub auth_surface: Option<bool>,
+    /// The no-progress detector's memory (`tools/progress.rs`); cleared with the session.
+    pub progress: ProgressMemory,
+}
+
+/// What the no-progress detector remembers of the last completed actions on this tab. Only
+/// 64-bit hashes: no argument, value or fingerprint input is kept, and none of it is ever sent.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ProgressMemory {
+    /// Who acted where: Workspace, Lease, session, frame and control epoch, hashed. Streaks of
+    /// another actor are void.
+    pub actor: Option<u64>,
+    /// The last fresh Observation's URL, hashed; a change is a navigation.
+    pub url: Option<u64>,
+    /// Consecutive actions with `mismatch` evidence.
+    pub mismatches: u32,
+    pub mismatch_reported: bool,
+    /// The last action's signature and the page fingerprint after it.
+    pub last_action: Option<(u64, u64)>,
+    /// Consecutive repetitions of `last_action` on that unchanged fingerprint.
+    pub repeats: u32,
+    pub repeat_reported: bool,
+}
+
+/// How many Observations per tab keep their refs; the page keeps the same number of element
+/// maps in the isolated world.
+pub const KEPT_OBSERVATIONS: usize = 4;
+
+/// Where an Observation was taken, so a ref is only ever resolved where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationRecord {
+    pub id: String,
+    pub workspace_id: String,
+    pub frame_id: String,
+    /// What each ref was when observed (index = ref - 1): tells actions what to expect.
+    pub elements: Vec<ElementSummary>,
+}
+
+/// The kind of an observed element, kept for action evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementSummary {
+    pub role: String,
+    pub tag: String,
+    pub input_type: Option<String>,
 }
 
 /// A cheap handle to one tab's actor.
@@ -82,6 +133,7 @@ impl TabHandle {
                 turns: Mutex::new(Turns::default()),
                 turn_changed: Notify::new(),
                 state: Arc::new(tokio::sync::Mutex::new(TabState::default())),
+                control_epoch: AtomicU64::new(0),
             }),
         }
     }
@@ -117,6 +169,15 @@ pub struct TabTicket {
 impl TabTicket {
     pub fn target(&self) -> &TargetId {
         &self.handle.target
+    }
+
+    /// A Lease handed the tab back: transient per-Lease state (no-progress streaks) recorded so
+    /// far is void from now on, without waiting for the tab's turn.
+    pub fn note_control_released(&self) {
+        self.handle
+            .queue
+            .control_epoch
+            .fetch_add(1, Ordering::SeqCst);
     }
 
     /// Waits until this ticket is served, then holds the tab until the guard drops.
@@ -184,6 +245,18 @@ impl TabGuard {
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
     pub fn drop_session(&mut self) {
         self.state.session = None;
+        self.state.observations.clear();
+        self.state.auth_surface = None;
+        self.state.progress = ProgressMemory::default();
+    }
+
+    /// Changes with every `TabTicket::note_control_released` on this tab.
+    pub fn control_epoch(&self) -> u64 {
+        self.queue.control_epoch.load(Ordering::SeqCst)
+    }
+
+    pub fn state(&mut self) -> &mut TabState {
+        &mut self.state
     }
 
     /// Evaluates an expression in the page's main world and returns its value.

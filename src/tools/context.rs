@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::artifacts::Artifacts;
 use crate::events::EventSink;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -17,6 +18,8 @@ pub struct ToolEnv {
     pub store: Store,
     pub events: EventSink,
     pub browser: BrowserService,
+    /// Protected Artifact storage (captures, PDFs, imports).
+    pub artifacts: Artifacts,
 }
 
 /// Marks the Command dispatched exactly once, at the moment it is about to touch the browser.

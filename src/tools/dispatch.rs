@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::context::{CallScope, ToolEnv};
 use super::manifest::ToolDef;
-use super::{discover, tabs};
+use super::{actions, capture, discover, observe, tabs};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Runs one tool. Tools that touch a tab pass `scope.gate` themselves once they hold the tab;
@@ -32,6 +32,27 @@ pub async fn execute(
             tabs::tabs_release(env, scope, arguments).await
         }
         "browser.tabs.close" => tabs::tabs_close(env, scope, arguments).await,
+        "browser.observe" => observe::observe(env, scope, arguments).await,
+        "browser.read" => observe::read(env, scope, arguments).await,
+        "browser.search" => observe::search(env, scope, arguments).await,
+        "browser.elements.find" => observe::find(env, scope, arguments).await,
+        "browser.click" => actions::click(env, scope, arguments).await,
+        "browser.press" => actions::press(env, scope, arguments).await,
+        "browser.type" => actions::type_text(env, scope, arguments).await,
+        "browser.keyboard" => actions::keyboard(env, scope, arguments).await,
+        "browser.scroll" => actions::scroll(env, scope, arguments).await,
+        "browser.dropdown.options" => actions::dropdown_options(env, scope, arguments).await,
+        "browser.dropdown.select" => actions::dropdown_select(env, scope, arguments).await,
+        "browser.dialogs.list" => {
+            scope.gate.pass().await?;
+            actions::dialogs_list(env, scope, arguments).await
+        }
+        "browser.dialogs.respond" => {
+            scope.gate.pass().await?;
+            actions::dialogs_respond(env, scope, arguments).await
+        }
+        "browser.capture" => capture::capture(env, scope, arguments).await,
+        "browser.pdf" => capture::pdf(env, scope, arguments).await,
         other => Err(RpcError::new(
             ErrorCode::InternalError,
             format!("tool {other} is declared but not wired"),

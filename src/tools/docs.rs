@@ -2,7 +2,11 @@
 
 use super::manifest::manifest;
 
+/// Example calls recorded from a real run by `tests/tool_examples.rs`.
+const EXAMPLES: &str = include_str!("../../docs/tool-examples.json");
+
 pub fn render_tools_markdown() -> String {
+    let examples: serde_json::Value = serde_json::from_str(EXAMPLES).unwrap_or_default();
     let mut out = String::from(
         "# Tools\n\nGenerated from the tool manifest (`src/tools/manifest.rs`) by \
          `cargo test --lib tools::docs`; set `BROWSER_PILOT_UPDATE_DOCS=1` to rewrite it. \
@@ -30,6 +34,13 @@ pub fn render_tools_markdown() -> String {
             serde_json::to_string_pretty(&tool.input_schema).unwrap_or_default(),
             serde_json::to_string_pretty(&tool.output_schema).unwrap_or_default(),
         ));
+        if let Some(example) = examples.get(tool.name) {
+            out.push_str(&format!(
+                "\nExample `tools/call` params (recorded from a real run; ids shortened, long arrays cut):\n\n```json\n{}\n```\n\nExample outcome:\n\n```json\n{}\n```\n",
+                serde_json::to_string_pretty(&example["request"]).unwrap_or_default(),
+                serde_json::to_string_pretty(&example["result"]).unwrap_or_default(),
+            ));
+        }
     }
     out
 }
@@ -48,6 +59,19 @@ fn list(items: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tool_has_an_example() {
+        let examples: serde_json::Value =
+            serde_json::from_str(EXAMPLES).expect("docs/tool-examples.json is JSON");
+        for tool in manifest() {
+            assert!(
+                examples.get(tool.name).is_some(),
+                "no example for {}: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --test tool_examples",
+                tool.name
+            );
+        }
+    }
 
     #[test]
     fn docs_tools_md_matches_the_manifest() {

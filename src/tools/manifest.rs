@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::{discover, tabs};
+use super::{actions, capture, discover, observe, tabs};
 
 /// Which envelope fields a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +67,9 @@ pub fn manifest() -> &'static [ToolDef] {
         let mut tools = Vec::new();
         tools.extend(discover::defs());
         tools.extend(tabs::defs());
+        tools.extend(observe::defs());
+        tools.extend(actions::defs());
+        tools.extend(capture::defs());
         tools
     })
 }

@@ -4,14 +4,19 @@
 //! evidence. Tools never see framing, sockets or SQL text; Command bookkeeping (idempotency,
 //! status, deadlines) is the Broker's.
 
+mod actions;
+mod capture;
 mod context;
 mod discover;
 mod dispatch;
 mod docs;
 mod manifest;
+mod observe;
+mod progress;
 pub mod schema;
 mod tabs;
 
+pub use capture::{PREVIEW_MAX_SIDE, artifact_error, descriptor_schema};
 pub use context::{CallScope, DispatchGate, ToolEnv};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;

@@ -14,14 +14,44 @@ use crate::session::{ConnectError, TabGuard, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
-/// Longest wait for a page to finish loading after a navigation (bounded by the deadline too).
+/// How long a navigation waits for `complete` before settling for `interactive` (bounded by the
+/// deadline too).
 const LOAD_WAIT: Duration = Duration::from_secs(15);
+/// How long a page may stay short of `interactive` after `Page.navigate` (or a reload/history
+/// navigation) was dispatched before `watchdog.navigation_stalled` fires and the Command ends
+/// `unknown_outcome` (spec: 30 seconds).
+pub const NAVIGATION_STALL: Duration = Duration::from_secs(30);
+/// Operator knob overriding `NAVIGATION_STALL`, in milliseconds (see docs/watchdogs.md).
+const NAVIGATION_STALL_ENV: &str = "BROWSER_PILOT_NAVIGATION_STALL_MS";
+/// Bounds of `BROWSER_PILOT_NAVIGATION_STALL_MS`: under a second a slow but healthy page would
+/// be called stalled; beyond ten minutes (the longest Command deadline) it could never fire.
+const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000;
+/// Longest URL copied into a `watchdog.navigation_stalled` payload.
+const MAX_EVENT_URL_CHARS: usize = 2048;
 /// Poll interval while waiting for `document.readyState`.
 const LOAD_POLL: Duration = Duration::from_millis(10);
 /// Timeout of one CDP call made by these tools.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
 const ALLOWED_SCHEMES: &[&str] = &["http:", "https:", "about:", "data:", "file:"];
+
+/// `NAVIGATION_STALL`, or the operator's `BROWSER_PILOT_NAVIGATION_STALL_MS` clamped to
+/// `NAVIGATION_STALL_RANGE_MS`; read once per Broker.
+fn navigation_stall() -> Duration {
+    static STALL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *STALL.get_or_init(|| {
+        match std::env::var(NAVIGATION_STALL_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            Some(ms) => Duration::from_millis(ms.clamp(
+                *NAVIGATION_STALL_RANGE_MS.start(),
+                *NAVIGATION_STALL_RANGE_MS.end(),
+            )),
+            None => NAVIGATION_STALL,
+        }
+    })
+}
 
 fn url_schema() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]})
@@ -296,7 +326,8 @@ pub async fn open(
     check_url(&url)?;
     if scope.target_id.is_some() {
         let (client, mut guard) = controlled_tab(env, scope).await?;
-        return goto(&client, &mut guard, scope, &url).await;
+        let opaque = scope.target_id.as_deref().unwrap_or_default();
+        return goto(env, &client, &mut guard, scope, opaque, &url).await;
     }
     let live = env.browser.live().ok_or_else(disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
@@ -327,7 +358,7 @@ pub async fn open(
         .map_err(target_error)?
         .1;
     let mut guard = handle.acquire().await;
-    let mut result = goto(&live.client, &mut guard, scope, &url).await?;
+    let mut result = goto(env, &live.client, &mut guard, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
     Ok(result)
@@ -355,12 +386,17 @@ pub async fn navigate(
     }
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let session = guard.session(&client).await.map_err(cdp_error)?;
+    // A navigation ends every no-progress streak on the tab.
+    guard.state().progress = Default::default();
+    let dispatched = tokio::time::Instant::now();
     match action.as_str() {
         "goto" => {
             return goto(
+                env,
                 &client,
                 &mut guard,
                 scope,
+                scope.target_id.as_deref().unwrap_or_default(),
                 url.as_deref().unwrap_or("about:blank"),
             )
             .await;
@@ -409,7 +445,8 @@ pub async fn navigate(
                 .map_err(cdp_error)?;
         }
     }
-    let page = wait_for_load(&client, &mut guard, scope).await?;
+    let opaque = scope.target_id.as_deref().unwrap_or_default();
+    let page = wait_for_load(env, &client, &mut guard, scope, opaque, dispatched).await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
@@ -418,12 +455,17 @@ pub async fn navigate(
 }
 
 async fn goto(
+    env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
+    opaque: &str,
     url: &str,
 ) -> Result<Value, RpcError> {
     let session = guard.session(client).await.map_err(cdp_error)?;
+    // A navigation ends every no-progress streak on the tab.
+    guard.state().progress = Default::default();
+    let dispatched = tokio::time::Instant::now();
     let outcome = client
         .navigate(&session, url, CALL_TIMEOUT)
         .await
@@ -435,12 +477,8 @@ async fn goto(
         )
         .with_context("errorText", json!(error_text)));
     }
-    let page = wait_for_load(client, guard, scope).await?;
-    Ok(page_result(
-        scope.target_id.as_deref().unwrap_or_default(),
-        page,
-        false,
-    ))
+    let page = wait_for_load(env, client, guard, scope, opaque, dispatched).await?;
+    Ok(page_result(opaque, page, false))
 }
 
 struct PageState {
@@ -457,19 +495,27 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
     result
 }
 
-/// Polls the document until it has loaded, the load wait passes, or the deadline nears.
+/// Polls the document until it has loaded. Settles for `interactive` once the load wait or the
+/// deadline nears. A page still short of `interactive` when the stall bound passes (counted from
+/// the navigation's dispatch) is reported with `watchdog.navigation_stalled` and ends
+/// `unknown_outcome`; one still loading at the deadline is left to the deadline, which makes
+/// the dispatched Command `unknown_outcome` too. Never answers success for a loading page.
 async fn wait_for_load(
+    env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
+    opaque: &str,
+    dispatched: tokio::time::Instant,
 ) -> Result<PageState, RpcError> {
     let now = tokio::time::Instant::now();
-    let until = (now + LOAD_WAIT).min(
+    let settle_at = (now + LOAD_WAIT).min(
         scope
             .deadline
             .checked_sub(Duration::from_millis(50))
             .unwrap_or(now),
     );
+    let stall_at = dispatched + navigation_stall();
     let expression = "JSON.stringify([document.readyState, location.href, document.title])";
     loop {
         let value = guard.evaluate(client, expression, CALL_TIMEOUT).await;
@@ -480,7 +526,7 @@ async fn wait_for_load(
             Err(CdpError::Remote { .. }) => None,
             Err(other) => return Err(cdp_error(other)),
         };
-        let done = tokio::time::Instant::now() >= until;
+        let now = tokio::time::Instant::now();
         match state {
             Some((ready, url, title)) if ready == "complete" => {
                 return Ok(PageState {
@@ -489,28 +535,58 @@ async fn wait_for_load(
                     load_state: "complete",
                 });
             }
-            Some((ready, url, title)) if done => {
-                let load_state = if ready == "interactive" {
-                    "interactive"
-                } else {
-                    "timeout"
-                };
+            Some((ready, url, title)) if ready == "interactive" && now >= settle_at => {
                 return Ok(PageState {
                     url,
                     title,
-                    load_state,
+                    load_state: "interactive",
                 });
             }
-            None if done => {
-                return Ok(PageState {
-                    url: String::new(),
-                    title: String::new(),
-                    load_state: "timeout",
-                });
+            Some((ready, _, _)) if ready == "interactive" => {}
+            state if now >= stall_at => {
+                let url = state.map(|(_, url, _)| url).unwrap_or_default();
+                return Err(navigation_stalled(env, scope, opaque, &url, now - dispatched).await);
             }
-            _ => tokio::time::sleep(LOAD_POLL).await,
+            _ => {}
         }
+        tokio::time::sleep(LOAD_POLL).await;
     }
+}
+
+/// Emits `watchdog.navigation_stalled` and returns the Command's `unknown_outcome` error. The
+/// browser is left alone: nothing is stopped, retried or navigated again.
+async fn navigation_stalled(
+    env: &ToolEnv,
+    scope: &CallScope,
+    opaque: &str,
+    url: &str,
+    elapsed: Duration,
+) -> RpcError {
+    let (workspace_id, lease_id) = workspace(scope);
+    let url: String = url.chars().take(MAX_EVENT_URL_CHARS).collect();
+    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    let mut emit = Emit::new(
+        workspace_id,
+        "watchdog.navigation_stalled",
+        json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
+    );
+    emit.lease_id = Some(lease_id.to_owned());
+    emit.target_id = Some(opaque.to_owned());
+    emit.sensitivity = "browser_data";
+    if let Err(error) = env.events.emit(emit).await {
+        tracing::debug!(%error, "watchdog.navigation_stalled not journaled");
+    }
+    RpcError::new(
+        ErrorCode::UnknownOutcome,
+        "the navigation was dispatched but the page did not become interactive in time",
+    )
+    .with_context("reason", json!("navigation_stalled"))
+    .with_context("targetId", json!(opaque))
+    .with_context("elapsedMs", json!(elapsed_ms))
+    .with_remediation(
+        "inspect_state",
+        "Observe the target before deciding whether to navigate again; the navigation is never repeated automatically.",
+    )
 }
 
 pub async fn tabs_list(
@@ -552,6 +628,11 @@ pub async fn tabs_release(
         .release_control(workspace_id, lease_id, &opaque)
         .map_err(target_error)?;
     if released {
+        // The Lease's no-progress streaks on this tab end with its control.
+        let ticket = scope.ticket.lock().expect("ticket lock").take();
+        if let Some(ticket) = ticket.or_else(|| env.browser.ticket(workspace_id, &opaque)) {
+            ticket.note_control_released();
+        }
         let mut emit = Emit::new(
             workspace_id,
             "target_control.released",

@@ -270,8 +270,23 @@ fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &Atomi
         std::thread::sleep(Duration::from_millis(ms));
     }
     let title = path.strip_prefix("/page/").unwrap_or("fixture");
-    let body = match path.as_str() {
-        "/favicon.ico" => String::new(),
+    let fixture = path.strip_prefix("/fixture/").map(|name| {
+        let name: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        std::fs::read_to_string(base.join("actions").join(format!("{name}.html")))
+            .or_else(|_| std::fs::read_to_string(base.join("pages").join(format!("{name}.html"))))
+            .unwrap_or_else(|_| format!("<title>missing {name}</title>"))
+    });
+    let generated = path
+        .strip_prefix("/gen?n=")
+        .and_then(|n| n.parse::<usize>().ok())
+        .map(generated_page);
+    let body = match (path.as_str(), fixture.or(generated)) {
+        ("/favicon.ico", _) => String::new(),
+        (_, Some(page)) => page,
         _ => format!(
             "<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1><a href=\"/page/next\">next</a></body></html>"
         ),
@@ -290,4 +305,28 @@ fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &Atomi
     let _ = stream.flush();
     let mut rest = Vec::new();
     let _ = reader.read_to_end(&mut rest);
+}
+
+/// A page with `n` interactive elements (a mix of labelled inputs, checkboxes, buttons, links
+/// and selects), for observation benchmarks.
+pub fn generated_page(n: usize) -> String {
+    let mut body = String::with_capacity(n * 80);
+    for i in 0..n {
+        match i % 5 {
+            0 => body.push_str(&format!(
+                "<label>Field {i} <input name=\"f{i}\" value=\"v{i}\"></label>\n"
+            )),
+            1 => body.push_str(&format!(
+                "<label><input type=\"checkbox\" name=\"c{i}\"> Option {i}</label>\n"
+            )),
+            2 => body.push_str(&format!("<button type=\"button\">Action {i}</button>\n")),
+            3 => body.push_str(&format!("<a href=\"#item{i}\">Link {i}</a>\n")),
+            _ => body.push_str(&format!(
+                "<select aria-label=\"Choice {i}\"><option>a</option><option>b</option></select>\n"
+            )),
+        }
+    }
+    format!(
+        "<!doctype html><html><head><title>generated {n}</title></head><body>{body}</body></html>"
+    )
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub mod chromium;
+pub mod rig;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_browser-pilot");
 pub const BP: &str = env!("CARGO_BIN_EXE_bp");

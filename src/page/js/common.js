@@ -111,14 +111,6 @@ function bpDeepActiveElement() {
   return active;
 }
 
-function bpRect(el) {
-  const r = el.getBoundingClientRect();
-  return {
-    x: Math.round(r.x), y: Math.round(r.y),
-    width: Math.round(r.width), height: Math.round(r.height),
-  };
-}
-
 function bpViewport() {
   const root = document.documentElement;
   return {
@@ -128,7 +120,11 @@ function bpViewport() {
 }
 
 function bpRectInViewport(r, viewport) {
-  return r.bottom > 0 && r.right > 0 && r.top < viewport.height && r.left < viewport.width;
+  return bpBoxInViewport(r.x, r.y, r.width, r.height, viewport);
+}
+
+function bpBoxInViewport(x, y, width, height, viewport) {
+  return y + height > 0 && x + width > 0 && y < viewport.height && x < viewport.width;
 }
 
 // Visible for our purposes: rendered, not visibility:hidden, non-empty box.
@@ -172,6 +168,15 @@ function bpShadowRoots(root, out) {
   return out;
 }
 
+// Elements that start a new line in rendered text.
+const BP_BLOCK_TAGS = new Set([
+  'address', 'article', 'aside', 'blockquote', 'dd', 'details', 'dialog', 'div', 'dl', 'dt',
+  'fieldset', 'figcaption', 'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6',
+  'header', 'hgroup', 'hr', 'li', 'main', 'nav', 'ol', 'p', 'pre', 'section', 'summary',
+  'table', 'tbody', 'thead', 'tfoot', 'tr', 'ul', 'legend', 'caption', 'body', 'html', 'option',
+  'td', 'th',
+]);
+
 const BP_WIDGET_ROLES = new Set([
   'button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem',
   'menuitemcheckbox', 'menuitemradio', 'option', 'combobox', 'listbox',
@@ -207,46 +212,89 @@ function bpInputRole(el) {
   }
 }
 
+function bpFirstToken(text) {
+  if (text === null) return null;
+  return text.trim().split(/\s+/)[0].toLowerCase();
+}
+
+// A tree scope (the document or one shadow root) prepared for lookups. In
+// `fast` mode the elements carrying the attributes we read are found once
+// by native selectors, so the per-element work reads an attribute only
+// where it exists: a binding call from this world costs far more than a
+// Set lookup. Otherwise every lookup reads the attribute.
+function bpScope(root, fast) {
+  const scope = {
+    root: root,
+    roles: null, editable: null, clickable: null, named: null, states: null,
+    disabled: null, required: null, readonly: null,
+    labels: bpLabelMap(root),
+  };
+  if (!fast) return scope;
+  scope.roles = new Map();
+  const withRole = root.querySelectorAll('[role]');
+  for (let i = 0; i < withRole.length; i++) {
+    scope.roles.set(withRole[i], bpFirstToken(withRole[i].getAttribute('role')));
+  }
+  scope.editable = new Set(root.querySelectorAll('[contenteditable]'));
+  scope.clickable = new Set(root.querySelectorAll('[onclick], [tabindex]'));
+  scope.named = new Set(root.querySelectorAll(
+    '[aria-labelledby], [aria-label], [title], [placeholder], [aria-placeholder]'));
+  scope.states = new Set(root.querySelectorAll(
+    '[aria-checked], [aria-selected], [aria-expanded], [aria-pressed], [aria-level], ' +
+    '[aria-valuetext], [aria-valuenow], [aria-autocomplete]'));
+  scope.disabled = new Set(root.querySelectorAll(':disabled, [aria-disabled="true"]'));
+  scope.required = new Set(root.querySelectorAll(':required, [aria-required="true"]'));
+  scope.readonly = new Set(root.querySelectorAll(
+    'input[readonly], textarea[readonly], [aria-readonly="true"]'));
+  return scope;
+}
+
+// Whether `el` may carry an attribute of `set` (always, without a set).
+function bpMay(set, el) {
+  return set === null || set.has(el);
+}
+
 // The role of an element, or null when it is not one we report. `clickable`
 // is Browser Pilot's pseudo-role for an element with an onclick handler or a
 // tabindex that shows a pointer cursor.
-function bpRoleOf(el, tag) {
-  const explicit = el.getAttribute('role');
-  if (explicit !== null) {
-    const first = explicit.trim().split(/\s+/)[0].toLowerCase();
-    if (BP_WIDGET_ROLES.has(first)) return first;
-  }
+function bpRoleOf(el, tag, scope) {
+  const explicit = scope.roles === null ? bpFirstToken(el.getAttribute('role')) : scope.roles.get(el);
+  if (explicit !== undefined && explicit !== null && BP_WIDGET_ROLES.has(explicit)) return explicit;
   switch (tag) {
     case 'a': case 'area':
-      return el.hasAttribute('href') ? 'link' : bpClickableRole(el);
+      return el.hasAttribute('href') ? 'link' : bpClickableRole(el, scope);
     case 'button': return 'button';
     case 'input': return bpInputRole(el);
     case 'textarea': return 'textbox';
     case 'select': return (el.multiple || el.size > 1) ? 'listbox' : 'combobox';
     case 'option': {
-      const select = el.parentElement && el.parentElement.localName === 'optgroup'
-        ? el.parentElement.parentElement : el.parentElement;
-      return select && select.localName === 'select' && (select.multiple || select.size > 1)
+      let select = el.parentElement;
+      if (select !== null && select.localName === 'optgroup') select = select.parentElement;
+      return select !== null && select.localName === 'select' && (select.multiple || select.size > 1)
         ? 'option' : null;
     }
     case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
     case 'img': {
       const alt = el.getAttribute('alt');
-      return alt !== null && alt.trim() !== '' ? 'img' : bpClickableRole(el);
+      return alt !== null && alt.trim() !== '' ? 'img' : bpClickableRole(el, scope);
     }
     case 'dialog': return el.open ? 'dialog' : null;
-    case 'summary':
-      return el.parentElement && el.parentElement.localName === 'details' ? 'button' : null;
+    case 'summary': {
+      const parent = el.parentElement;
+      return parent !== null && parent.localName === 'details' ? 'button' : null;
+    }
     default:
-      if (el.hasAttribute('contenteditable') && el.isContentEditable) {
+      if ((scope.editable === null ? el.hasAttribute('contenteditable') : scope.editable.has(el)) &&
+        el.isContentEditable) {
         const parent = bpComposedParent(el);
-        if (!(parent && parent.nodeType === 1 && parent.isContentEditable)) return 'textbox';
+        if (!(parent !== null && parent.nodeType === 1 && parent.isContentEditable)) return 'textbox';
       }
-      return bpClickableRole(el);
+      return bpClickableRole(el, scope);
   }
 }
 
-function bpClickableRole(el) {
+function bpClickableRole(el, scope) {
+  if (scope.clickable !== null && !scope.clickable.has(el)) return null;
   const tabbable = el.hasAttribute('tabindex') && el.tabIndex >= 0;
   if (!tabbable && !el.hasAttribute('onclick')) return null;
   return getComputedStyle(el).cursor === 'pointer' ? 'clickable' : null;
@@ -319,13 +367,17 @@ function bpContentName(el, max) {
 // Accessible name, in this order: aria-labelledby, aria-label, <label>s,
 // alt (images), the value of button-like inputs, content (roles that take
 // their name from content), title, placeholder. Bounded to `max` chars.
-function bpNameOf(el, tag, role, labelMap, max) {
-  let name = bpIdRefsText(el, 'aria-labelledby', max);
-  if (name !== '') return name;
-  name = bpCollapse(el.getAttribute('aria-label') || '', max);
-  if (name !== '') return name;
-  if (labelMap !== null) {
-    const labels = labelMap.get(el);
+function bpNameOf(el, tag, role, scope, max) {
+  const named = scope === null || bpMay(scope.named, el);
+  let name = '';
+  if (named) {
+    name = bpIdRefsText(el, 'aria-labelledby', max);
+    if (name !== '') return name;
+    name = bpCollapse(el.getAttribute('aria-label') || '', max);
+    if (name !== '') return name;
+  }
+  if (scope !== null) {
+    const labels = scope.labels.get(el);
     if (labels !== undefined) {
       name = bpCollapse(labels.map((label) => bpLabelText(label, el, max)).join(' '), max);
       if (name !== '') return name;
@@ -352,6 +404,7 @@ function bpNameOf(el, tag, role, labelMap, max) {
     name = bpContentName(el, max);
     if (name !== '') return name;
   }
+  if (!named) return '';
   name = bpCollapse(el.getAttribute('title') || '', max);
   if (name !== '') return name;
   return bpCollapse(el.getAttribute('placeholder') || el.getAttribute('aria-placeholder') || '', max);

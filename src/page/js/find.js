@@ -11,7 +11,7 @@ function find(options) {
   const SAFE_ATTRIBUTES = new Set(['type', 'name', 'href', 'placeholder']);
   const roots = [document];
   if (options.pierce) bpShadowRoots(document, roots);
-  const labelMaps = new Map();
+  const scopes = new Map();
   const found = [];
   let total = 0;
   for (const root of roots) {
@@ -28,12 +28,12 @@ function find(options) {
   }
   const elements = found.map(({ el, root }) => {
     const tag = el.localName;
-    let labelMap = labelMaps.get(root);
-    if (labelMap === undefined) {
-      labelMap = bpLabelMap(root);
-      labelMaps.set(root, labelMap);
+    let scope = scopes.get(root);
+    if (scope === undefined) {
+      scope = bpScope(root, false);
+      scopes.set(root, scope);
     }
-    const role = bpRoleOf(el, tag);
+    const role = bpRoleOf(el, tag, scope);
     const classes = [];
     for (let i = 0; i < el.classList.length && i < MAX_CLASSES; i++) classes.push(bpClip(el.classList[i], 50));
     const attributes = {};
@@ -52,7 +52,7 @@ function find(options) {
     if (el.id) entry.id = bpClip(el.id, 100);
     entry.classes = classes;
     if (role !== null) entry.role = role;
-    const name = bpNameOf(el, tag, role || '', labelMap, TEXT_MAX);
+    const name = bpNameOf(el, tag, role || '', scope, TEXT_MAX);
     if (name !== '') entry.name = name;
     entry.text = tag === 'input' || tag === 'textarea' ? '' : bpTextOf(el, TEXT_MAX);
     entry.visible = visible;

@@ -11,7 +11,12 @@ function observe(options) {
   const HREF_MAX = options.hrefMax;
   const MAX_SIGNAL_ITEMS = 8;
   const MAX_SIGNAL_REFS = 50;
-  const HIDDEN_MARKERS = '[inert],[aria-hidden="true"]';
+  const HIDDEN_SUBTREES = '[inert], [inert] *, [aria-hidden="true"], [aria-hidden="true"] *';
+  const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
+    'select[multiple] option, select[size] option, ' +
+    'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
+    '[tabindex], [onclick]';
+  const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
 
@@ -46,88 +51,77 @@ function observe(options) {
     return false;
   }
 
-  function describeElement(el, tag, role, labelMap, rect, inViewport) {
-    const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, labelMap, NAME_MAX) };
+  function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
+    const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, scope, NAME_MAX) };
+    const stated = scope.states.has(el);
     let nativeCheck = false;
-    let formControl = false;
+    let inputType = null;
     switch (tag) {
       case 'input': {
-        const type = el.type;
-        formControl = true;
-        if (type === 'password') {
+        inputType = el.type;
+        if (inputType === 'password') {
           entry.valueLength = el.value.length;
           entry.sensitive = true;
-        } else if (BP_TEXT_INPUT_TYPES.has(type)) {
+        } else if (BP_TEXT_INPUT_TYPES.has(inputType)) {
           setValue(entry, el.value);
         }
-        if (type === 'checkbox' || type === 'radio') {
+        if (inputType === 'checkbox' || inputType === 'radio') {
           nativeCheck = true;
           entry.checked = el.indeterminate ? 'mixed' : el.checked;
         }
         break;
       }
       case 'textarea':
-        formControl = true;
         setValue(entry, el.value);
         break;
       case 'select': {
-        formControl = true;
         const labels = [];
         const selected = el.selectedOptions;
         for (let i = 0; i < selected.length && i < 20; i++) labels.push(bpCollapse(selected[i].label, NAME_MAX));
         setValue(entry, labels.join(', '));
         break;
       }
-      case 'button': case 'option': case 'fieldset':
-        formControl = true;
-        break;
       default:
         if (role === 'textbox' || role === 'searchbox') {
           setValue(entry, el.isContentEditable ? el.innerText : bpCollapse(el.textContent, VALUE_MAX * 2));
-        } else if (role === 'slider' || role === 'spinbutton') {
+        } else if ((role === 'slider' || role === 'spinbutton') && stated) {
           const text = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
           if (text !== null) setValue(entry, text);
         }
     }
     if (!nativeCheck && (role === 'checkbox' || role === 'radio' || role === 'switch' ||
       role === 'menuitemcheckbox' || role === 'menuitemradio')) {
-      entry.checked = ariaTristate(el.getAttribute('aria-checked'));
+      entry.checked = stated ? ariaTristate(el.getAttribute('aria-checked')) : false;
     }
     if (tag === 'option') {
       entry.selected = el.selected;
     } else if (role === 'option' || role === 'tab' || role === 'treeitem') {
-      entry.selected = el.getAttribute('aria-selected') === 'true';
+      entry.selected = stated && el.getAttribute('aria-selected') === 'true';
     }
-    const expanded = el.getAttribute('aria-expanded');
-    if (expanded !== null) {
-      entry.expanded = expanded === 'true';
-    } else if (tag === 'summary') {
-      entry.expanded = el.parentElement.open;
+    if (stated) {
+      const expanded = el.getAttribute('aria-expanded');
+      if (expanded !== null) entry.expanded = expanded === 'true';
+      const pressed = el.getAttribute('aria-pressed');
+      if (pressed !== null) entry.pressed = ariaTristate(pressed);
     }
-    const pressed = el.getAttribute('aria-pressed');
-    if (pressed !== null) entry.pressed = ariaTristate(pressed);
-    if ((formControl && el.matches(':disabled')) || el.getAttribute('aria-disabled') === 'true') {
-      entry.disabled = true;
-    }
+    if (entry.expanded === undefined && tag === 'summary') entry.expanded = el.parentElement.open;
+    if (scope.disabled.has(el)) entry.disabled = true;
     if (el === active) entry.focused = true;
-    if ((formControl && el.required) || el.getAttribute('aria-required') === 'true') entry.required = true;
-    if (((tag === 'input' || tag === 'textarea') && el.readOnly) ||
-      el.getAttribute('aria-readonly') === 'true') {
-      entry.readonly = true;
-    }
+    if (scope.required.has(el)) entry.required = true;
+    if (scope.readonly.has(el)) entry.readonly = true;
     if (role === 'heading') {
-      const level = tag.length === 2 && tag[0] === 'h' ? Number(tag[1]) : Number(el.getAttribute('aria-level'));
+      const level = tag.length === 2 && tag[0] === 'h'
+        ? Number(tag[1]) : (stated ? Number(el.getAttribute('aria-level')) : 0);
       entry.level = level >= 1 && level <= 9 ? level : 2;
     }
     entry.tag = tag;
-    if (tag === 'input') entry.inputType = el.type;
+    if (inputType !== null) entry.inputType = inputType;
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const href = el.href;
       if (href) entry.href = bpClip(href, HREF_MAX);
     }
     entry.bounds = {
-      x: Math.round(rect.x), y: Math.round(rect.y),
-      width: Math.round(rect.width), height: Math.round(rect.height),
+      x: Math.round(x), y: Math.round(y), width: Math.round(width), height: Math.round(height),
     };
     entry.inViewport = inViewport;
     return entry;
@@ -180,34 +174,40 @@ function observe(options) {
     return false;
   }
 
-  function consider(el, tag, role, labelMap) {
-    if (!el.checkVisibility({ visibilityProperty: true })) return;
+  function consider(el, tag, role, scope) {
+    // The box first: display:none (also of an ancestor) has an empty one.
     const rect = el.getBoundingClientRect();
-    if (rect.width <= 0 || rect.height <= 0) return;
-    const inViewport = bpRectInViewport(rect, viewport);
+    const width = rect.width;
+    const height = rect.height;
+    if (width <= 0 || height <= 0) return;
+    if (!el.checkVisibility({ visibilityProperty: true })) return;
+    const x = rect.x;
+    const y = rect.y;
+    const inViewport = bpBoxInViewport(x, y, width, height, viewport);
     if (options.viewportOnly && !inViewport) return;
     candidateCount++;
     if (tag === 'input' && el.type === 'password') passwordCount++;
     const dialogLike = role === 'dialog' || role === 'alertdialog';
-    if (stopped) {
-      if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
-      return;
-    }
-    if (elements.length >= options.limit) {
+    if (!stopped && elements.length >= options.limit) {
       stopped = true;
       reasons.push('limit');
+    }
+    let entry = null;
+    if (!stopped) {
+      entry = describeElement(el, tag, role, scope, x, y, width, height, inViewport);
+      const size = estimateBytes(entry);
+      if (bytes + size > options.maxBytes) {
+        stopped = true;
+        reasons.push('bytes');
+        entry = null;
+      } else {
+        bytes += size;
+      }
+    }
+    if (entry === null) {
       if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
       return;
     }
-    const entry = describeElement(el, tag, role, labelMap, rect, inViewport);
-    const size = estimateBytes(entry);
-    if (bytes + size > options.maxBytes) {
-      stopped = true;
-      reasons.push('bytes');
-      if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
-      return;
-    }
-    bytes += size;
     const ref = elements.length + 1;
     entry.ref = ref;
     elements.push(entry);
@@ -216,21 +216,52 @@ function observe(options) {
     noteSignals(el, tag, role, entry, ref);
   }
 
+  // Index of the first candidate that follows `host` in tree order (its
+  // light descendants included): where the host's shadow tree goes.
+  function insertionIndex(candidates, host, from) {
+    let low = from;
+    let high = candidates.length;
+    while (low < high) {
+      const mid = (low + high) >> 1;
+      const candidate = candidates[mid];
+      if (candidate === host || !(host.compareDocumentPosition(candidate) & FOLLOWING)) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
+  // One tree scope in tree order; each open shadow root is visited right
+  // after its host, before the host's light descendants.
   function visit(root, inheritedHidden) {
-    const labelMap = bpLabelMap(root);
-    const hasMarkers = root.querySelector(HIDDEN_MARKERS) !== null;
+    const scope = bpScope(root, true);
+    const candidates = root.querySelectorAll(CANDIDATES);
+    const markers = root.querySelectorAll(HIDDEN_SUBTREES);
+    const hidden = markers.length > 0 ? new Set(markers) : null;
     const all = root.querySelectorAll('*');
+    const hosts = [];
     for (let i = 0; i < all.length; i++) {
       const el = all[i];
+      if (el.shadowRoot !== null) hosts.push(el);
+    }
+    const inserts = [];
+    let from = 0;
+    for (const host of hosts) {
+      from = insertionIndex(candidates, host, from);
+      inserts.push(from);
+    }
+    let next = 0;
+    for (let i = 0; i <= candidates.length; i++) {
+      while (next < hosts.length && inserts[next] === i) {
+        const host = hosts[next];
+        visit(host.shadowRoot, inheritedHidden || (hidden !== null && hidden.has(host)));
+        next++;
+      }
+      if (i === candidates.length) break;
+      const el = candidates[i];
       const tag = el.localName;
-      const role = bpRoleOf(el, tag);
-      if (role !== null && !inheritedHidden && !(hasMarkers && el.closest(HIDDEN_MARKERS) !== null)) {
-        consider(el, tag, role, labelMap);
-      }
-      const shadow = el.shadowRoot;
-      if (shadow) {
-        visit(shadow, inheritedHidden || (hasMarkers && el.closest(HIDDEN_MARKERS) !== null));
-      }
+      const role = bpRoleOf(el, tag, scope);
+      if (role === null || inheritedHidden || (hidden !== null && hidden.has(el))) continue;
+      consider(el, tag, role, scope);
     }
   }
 

@@ -4,12 +4,6 @@
 // and hidden subtrees skipped. Stops once options.maxChars is reached.
 function read(options) {
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'title', 'meta', 'link', 'svg', 'canvas', 'iframe', 'object', 'textarea', 'select']);
-  const BLOCK = new Set([
-    'address', 'article', 'aside', 'blockquote', 'dd', 'details', 'dialog', 'div', 'dl', 'dt',
-    'fieldset', 'figcaption', 'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6',
-    'header', 'hgroup', 'hr', 'li', 'main', 'nav', 'ol', 'p', 'pre', 'section', 'summary',
-    'table', 'tbody', 'thead', 'tfoot', 'tr', 'ul', 'legend', 'caption', 'body', 'html', 'option',
-  ]);
   const maxChars = options.maxChars;
   let root = document.body || document.documentElement;
   if (options.selector !== null) {
@@ -100,8 +94,8 @@ function read(options) {
         return;
       }
       if (!node.checkVisibility()) return;
-      const block = BLOCK.has(tag);
       const cell = tag === 'td' || tag === 'th';
+      const block = BP_BLOCK_TAGS.has(tag) && !cell;
       if (block) lineBreak();
       if (cell && !pendingBreak && length > 0) pendingSpace = true;
       const pre = preformatted || tag === 'pre';

@@ -30,8 +30,21 @@ function search(options) {
       return;
     }
     if (node.nodeType !== 1) return;
-    if (SKIP.has(node.localName)) return;
+    const tag = node.localName;
+    if (SKIP.has(tag)) return;
+    // Block boundaries separate words, so matches and context do not glue
+    // "Action 1" to "Paragraph 2".
+    const block = BP_BLOCK_TAGS.has(tag) || tag === 'br';
+    if (block) separate();
     bpForEachComposedChild(node, visit);
+    if (block) separate();
+  }
+
+  function separate() {
+    if (length > 0 && chunks[chunks.length - 1] !== '\n') {
+      chunks.push('\n');
+      length += 1;
+    }
   }
   const root = document.body || document.documentElement;
   if (root !== null) visit(root);
@@ -63,9 +76,9 @@ function search(options) {
 
   function geometry(startIndex, startOffset, endIndex, endOffset) {
     const range = document.createRange();
-    range.setStart(nodes[startIndex], startOffset);
+    range.setStart(nodes[startIndex], Math.min(startOffset, nodes[startIndex].data.length));
     if (nodes[endIndex].getRootNode() === nodes[startIndex].getRootNode()) {
-      range.setEnd(nodes[endIndex], endOffset);
+      range.setEnd(nodes[endIndex], Math.min(endOffset, nodes[endIndex].data.length));
     } else {
       range.setEnd(nodes[startIndex], nodes[startIndex].data.length);
     }

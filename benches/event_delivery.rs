@@ -1,0 +1,155 @@
+//! Event delivery throughput: `EventSink::emit` (journal append in the in-memory store, then the
+//! `events/event` notification offered to every subscribed Connection) with 0, 1 and 10
+//! Connections subscribed to the Workspace's Principal; and two baselines: `Store::append_event`
+//! called directly, and an empty round trip through tokio's blocking pool. Each Connection is what the Broker gives
+//! it: a bounded queue drained by its own task. In-process, no sockets and no Chromium; the
+//! socket write is `bridge_roundtrip`'s business.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use browser_pilot::events::{Emit, EventSink, Hub};
+use browser_pilot::store::{NewEvent, NewWorkspace, PrincipalKey, Store, StoreLimits};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+
+/// Per-Connection notification queue, as in the Broker (`NOTIFICATION_QUEUE`).
+const NOTIFICATION_QUEUE: usize = 1024;
+
+/// Subscribed Connection counts measured.
+const SUBSCRIBER_COUNTS: &[usize] = &[0, 1, 10];
+
+/// One Workspace with `subscribers` draining Connections of its owner.
+struct Fixture {
+    sink: EventSink,
+    sink_store: Store,
+    workspace_id: String,
+    offered: u64,
+    delivered: Arc<AtomicU64>,
+}
+
+fn fixture(runtime: &Runtime, subscribers: usize) -> Fixture {
+    let store = Store::open(StoreLimits::default()).expect("open store");
+    let principal = PrincipalKey {
+        client_id: "com.example.bench".into(),
+        instance_id: "i1".into(),
+    };
+    let workspace_id = "workspace:bench".to_owned();
+    store
+        .create_workspace(&NewWorkspace {
+            id: workspace_id.clone(),
+            principal: principal.clone(),
+            browser_id: "browser:bench".into(),
+            client_key: None,
+            now: 0,
+        })
+        .expect("create workspace");
+    let hub = Arc::new(Hub::default());
+    hub.add_workspace(&workspace_id, &principal);
+    let delivered = Arc::new(AtomicU64::new(0));
+    for n in 0..subscribers {
+        let (tx, mut rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
+        hub.subscribe(&principal, &format!("connection:bench-{n}"), tx);
+        let delivered = delivered.clone();
+        runtime.spawn(async move {
+            while let Some(line) = rx.recv().await {
+                std::hint::black_box(line);
+                delivered.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    let sink = EventSink::new(store.clone(), hub, Arc::new(AtomicU64::new(1)));
+    Fixture {
+        sink,
+        sink_store: store,
+        workspace_id,
+        offered: 0,
+        delivered,
+    }
+}
+
+fn emit_throughput(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("event_delivery");
+    group.throughput(Throughput::Elements(1));
+    for &subscribers in SUBSCRIBER_COUNTS {
+        let mut fixture = fixture(&runtime, subscribers);
+        group.bench_with_input(
+            BenchmarkId::new("emit", format!("{subscribers}_connections")),
+            &subscribers,
+            |b, _| {
+                b.iter_custom(|iters| {
+                    let sink = fixture.sink.clone();
+                    let workspace_id = fixture.workspace_id.clone();
+                    fixture.offered += iters * subscribers as u64;
+                    runtime.block_on(async move {
+                        let started = Instant::now();
+                        for n in 0..iters {
+                            let payload = json!({"leaseId": "lease:bench", "n": n});
+                            let row = sink
+                                .emit(Emit::new(&workspace_id, "lease.expired", payload))
+                                .await
+                                .expect("emit");
+                            std::hint::black_box(row);
+                        }
+                        started.elapsed()
+                    })
+                });
+            },
+        );
+        // Let the drainers catch up, then say how much of the fan-out was delivered.
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
+        let delivered = fixture.delivered.load(Ordering::Relaxed);
+        match fixture.offered {
+            0 => eprintln!("{subscribers} connections: journal only"),
+            offered => eprintln!(
+                "{subscribers} connections: {delivered} of {offered} notifications delivered ({:.1}%)",
+                delivered as f64 * 100.0 / offered as f64
+            ),
+        }
+    }
+    // Baseline: one hop through tokio's blocking pool and back, which every emit pays.
+    group.bench_function("blocking_pool_hop", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async move {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    tokio::task::spawn_blocking(|| ()).await.expect("hop");
+                }
+                started.elapsed()
+            })
+        });
+    });
+    // Baseline: the journal append alone, called synchronously (no blocking-pool hop, no fan-out).
+    let fixture = fixture(&runtime, 0);
+    let store = fixture.sink_store;
+    let mut n = 0u64;
+    group.bench_function("append_event_direct", |b| {
+        b.iter(|| {
+            n += 1;
+            let event = NewEvent {
+                id: format!("event:bench-{n}"),
+                workspace_id: fixture.workspace_id.clone(),
+                timestamp: 0,
+                generation: 1,
+                lease_id: None,
+                target_id: None,
+                event_type: "lease.expired".into(),
+                payload_version: 1,
+                sensitivity: "none".into(),
+                payload_json: json!({"leaseId": "lease:bench", "n": n}).to_string(),
+            };
+            std::hint::black_box(store.append_event(&event).expect("append"))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, emit_throughput);
+criterion_main!(benches);

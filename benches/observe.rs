@@ -1,0 +1,120 @@
+//! Scripted benchmark of `browser.observe`'s page side, end to end through
+//! the crate's `CdpClient` and a real janitor process against a headless
+//! Chromium: generated pages with 200, 5,000 and 20,000 interactive
+//! elements, every element returned. One iteration is what a tool call pays
+//! once the isolated world exists: `Runtime.callFunctionOn` of observe.js,
+//! the reply through the janitor pipe, decoding into `PageObservation`,
+//! hints, and serializing the agent-facing JSON. Prints a table of median /
+//! min / max milliseconds, output bytes and ms per 1,000 elements (linear
+//! growth shows as a flat last column). Run with `cargo bench --bench observe`.
+
+#[path = "../tests/page_support/mod.rs"]
+#[expect(dead_code, reason = "the bench uses part of the test harness")]
+mod page_support;
+
+use std::time::{Duration, Instant};
+
+use browser_pilot::page::{self, HintContext, OBSERVE_MAX_MAX_BYTES, Observe, ObserveOptions};
+use page_support::{Browser, FixtureServer, Tab, client_over_janitor};
+
+/// Element counts of the generated pages (DESIGN.md's performance rows).
+const SIZES: [usize; 3] = [200, 5_000, 20_000];
+
+/// Measured iterations per size after one warm-up (fewer on big pages so a
+/// run stays under a minute on a 2-core machine).
+fn iterations(size: usize) -> usize {
+    match size {
+        0..=1_000 => 30,
+        1_001..=10_000 => 10,
+        _ => 5,
+    }
+}
+
+struct Row {
+    size: usize,
+    returned: usize,
+    first_ms: f64,
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    bytes: usize,
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+async fn observe_once(tab: &Tab, key: &str, size: usize) -> (Duration, usize, usize) {
+    let started = Instant::now();
+    let observation = tab
+        .run(&Observe {
+            key: key.to_owned(),
+            options: ObserveOptions {
+                limit: u32::try_from(size).unwrap_or(u32::MAX).max(1),
+                max_bytes: OBSERVE_MAX_MAX_BYTES,
+                viewport_only: false,
+            },
+        })
+        .await
+        .expect("observe");
+    let hints = page::observation_hints(&observation, &HintContext::default());
+    let wire = serde_json::to_vec(&observation.wire(&hints)).expect("serialize");
+    (started.elapsed(), wire.len(), observation.elements.len())
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let rows = runtime.block_on(async {
+        let browser = Browser::start();
+        let server = FixtureServer::start();
+        let (client, _janitor) = client_over_janitor(&browser.ws_url()).await;
+        let mut rows = Vec::new();
+        for size in SIZES {
+            let tab = Tab::open(&client, &server.url(&format!("/generated/{size}"))).await;
+            let (first, _, _) = observe_once(&tab, "warm-up", size).await;
+            let mut times = Vec::new();
+            let mut bytes = 0;
+            let mut returned = 0;
+            for iteration in 0..iterations(size) {
+                let (elapsed, wire_bytes, count) =
+                    observe_once(&tab, &format!("bench-{iteration}"), size).await;
+                times.push(elapsed);
+                bytes = wire_bytes;
+                returned = count;
+            }
+            times.sort();
+            rows.push(Row {
+                size,
+                returned,
+                first_ms: millis(first),
+                median_ms: millis(times[times.len() / 2]),
+                min_ms: millis(times[0]),
+                max_ms: millis(times[times.len() - 1]),
+                bytes,
+            });
+        }
+        drop(browser);
+        rows
+    });
+    println!(
+        "{:>8} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>12}",
+        "elements", "returned", "first ms", "median ms", "min ms", "max ms", "bytes", "ms/1k elems"
+    );
+    for row in rows {
+        println!(
+            "{:>8} {:>8} {:>9.1} {:>10.1} {:>8.1} {:>8.1} {:>11} {:>12.2}",
+            row.size,
+            row.returned,
+            row.first_ms,
+            row.median_ms,
+            row.min_ms,
+            row.max_ms,
+            row.bytes,
+            row.median_ms / row.size as f64 * 1000.0
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! File-level helpers of protected storage and client paths: temporary names, a bounded
+//! hashing copy, name sanitising and the MIME/extension tables. No policy about which
+//! Artifact goes where; `service.rs` decides that.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use ring::digest::{Context, SHA256};
+
+/// Read buffer of the hashing copy.
+const COPY_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Longest file name kept for an imported file, in bytes (common filesystem limit).
+const MAX_FILE_NAME_BYTES: usize = 255;
+
+/// Used when an imported file's name has nothing usable left after sanitising.
+const FALLBACK_FILE_NAME: &str = "upload.bin";
+
+/// Known MIME types and the extension their files get on disk.
+const MIME_EXTENSIONS: &[(&str, &str)] = &[
+    ("image/png", "png"),
+    ("image/jpeg", "jpg"),
+    ("image/webp", "webp"),
+    ("image/gif", "gif"),
+    ("image/svg+xml", "svg"),
+    ("application/pdf", "pdf"),
+    ("text/plain", "txt"),
+    ("text/csv", "csv"),
+    ("text/html", "html"),
+    ("application/json", "json"),
+    ("application/xml", "xml"),
+    ("application/zip", "zip"),
+];
+
+/// Extra spellings accepted when guessing a MIME type from an imported file's extension.
+const EXTENSION_ALIASES: &[(&str, &str)] = &[("jpeg", "image/jpeg"), ("htm", "text/html")];
+
+/// Longest accepted MIME type (RFC 6838 allows 127 characters per part).
+const MAX_MIME_CHARS: usize = 255;
+
+/// The MIME type of unknown binary content.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// The extension stored files of this MIME type get (`bin` when unknown).
+pub fn extension_for(mime_type: &str) -> &'static str {
+    MIME_EXTENSIONS
+        .iter()
+        .find(|(mime, _)| *mime == mime_type)
+        .map(|(_, extension)| *extension)
+        .unwrap_or("bin")
+}
+
+/// A MIME type guessed from a file name's extension.
+pub fn guess_mime(file_name: &str) -> &'static str {
+    let extension = match file_name.rsplit_once('.') {
+        Some((_, extension)) => extension.to_ascii_lowercase(),
+        None => return OCTET_STREAM,
+    };
+    MIME_EXTENSIONS
+        .iter()
+        .map(|(mime, ext)| (*ext, *mime))
+        .chain(EXTENSION_ALIASES.iter().copied())
+        .find(|(ext, _)| *ext == extension)
+        .map(|(_, mime)| mime)
+        .unwrap_or(OCTET_STREAM)
+}
+
+/// Whether `text` looks like `type/subtype` made of RFC 6838 name characters.
+pub fn is_valid_mime(text: &str) -> bool {
+    let token = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
+    text.len() <= MAX_MIME_CHARS
+        && matches!(text.split_once('/'), Some((kind, sub)) if token(kind) && token(sub))
+}
+
+/// The last component of `path`, made safe as a file name of its own: no separators, no
+/// control characters, not `.`/`..`, at most [`MAX_FILE_NAME_BYTES`].
+pub fn sanitize_file_name(path: &Path) -> String {
+    let raw = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name: String = raw
+        .chars()
+        .map(|c| match c.is_control() || matches!(c, '/' | '\\' | ':') {
+            true => '_',
+            false => c,
+        })
+        .collect();
+    while name.len() > MAX_FILE_NAME_BYTES {
+        name.pop();
+    }
+    match name.trim_matches('.').is_empty() {
+        true => FALLBACK_FILE_NAME.to_owned(),
+        false => name,
+    }
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The temporary sibling a file is written to before it is renamed into place.
+pub fn temp_path(final_path: &Path) -> PathBuf {
+    let name = final_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    final_path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Why a bounded copy stopped.
+#[derive(Debug)]
+pub enum CopyError {
+    /// The source had more than the limit.
+    TooLarge,
+    Read(std::io::Error),
+    Write(std::io::Error),
+}
+
+/// Copies `source` into `sink` while hashing (without syncing), refusing more than `limit` bytes (the source may
+/// grow after its size was checked). Returns the byte count and the lowercase hex SHA-256.
+pub fn copy_hashing(
+    source: &mut impl Read,
+    sink: &mut File,
+    limit: u64,
+) -> Result<(u64, String), CopyError> {
+    let mut context = Context::new(&SHA256);
+    let mut buffer = vec![0u8; COPY_CHUNK_BYTES];
+    let mut total = 0u64;
+    loop {
+        let read = match source.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(CopyError::Read(error)),
+        };
+        total += read as u64;
+        if total > limit {
+            return Err(CopyError::TooLarge);
+        }
+        context.update(&buffer[..read]);
+        sink.write_all(&buffer[..read]).map_err(CopyError::Write)?;
+    }
+    Ok((total, hex(context.finish().as_ref())))
+}
+
+/// SHA-256 of in-memory bytes, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(ring::digest::digest(&SHA256, bytes).as_ref())
+}
+
+/// Whether `path` is `root` or lies below it, comparing canonical forms so symlinks and `..`
+/// cannot hide the relationship. A root that cannot be resolved protects nothing.
+pub fn is_within(path: &Path, root: &Path) -> bool {
+    match (path.canonicalize(), root.canonicalize()) {
+        (Ok(path), Ok(root)) => path.starts_with(root),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mime_tables() {
+        assert_eq!(extension_for("image/png"), "png");
+        assert_eq!(extension_for("image/jpeg"), "jpg");
+        assert_eq!(extension_for("application/x-unknown"), "bin");
+        assert_eq!(guess_mime("resume.PDF"), "application/pdf");
+        assert_eq!(guess_mime("photo.jpeg"), "image/jpeg");
+        assert_eq!(guess_mime("noextension"), OCTET_STREAM);
+        for good in [
+            "application/pdf",
+            "image/svg+xml",
+            "application/vnd.ms-excel",
+        ] {
+            assert!(is_valid_mime(good), "{good}");
+        }
+        for bad in [
+            "pdf",
+            "/pdf",
+            "application/",
+            "text/plain; charset=utf-8",
+            "a/b/c",
+            "",
+        ] {
+            assert!(!is_valid_mime(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn file_names_are_sanitised() {
+        let check = |input: &str, expect: &str| {
+            assert_eq!(sanitize_file_name(Path::new(input)), expect, "{input:?}");
+        };
+        check("/home/u/resume.pdf", "resume.pdf");
+        check("/tmp/a\nb:c.txt", "a_b_c.txt");
+        check("/tmp/..", FALLBACK_FILE_NAME);
+        check("/", FALLBACK_FILE_NAME);
+        let long = format!("/tmp/{}.txt", "é".repeat(200));
+        assert!(sanitize_file_name(Path::new(&long)).len() <= MAX_FILE_NAME_BYTES);
+    }
+
+    #[test]
+    fn bounded_copy_hashes_and_refuses_growth() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sink = File::create(dir.path().join("out")).unwrap();
+        let (len, hash) = copy_hashing(&mut &b"abc"[..], &mut sink, 3).unwrap();
+        assert_eq!(len, 3);
+        assert_eq!(
+            hash,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(hash, sha256_hex(b"abc"));
+        let mut sink = File::create(dir.path().join("out2")).unwrap();
+        assert!(matches!(
+            copy_hashing(&mut &b"abcd"[..], &mut sink, 3),
+            Err(CopyError::TooLarge)
+        ));
+    }
+
+    #[test]
+    fn within_uses_canonical_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("home");
+        std::fs::create_dir_all(root.join("artifacts")).unwrap();
+        assert!(is_within(&root.join("artifacts/../artifacts"), &root));
+        assert!(!is_within(dir.path(), &root));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(root.join("artifacts"), dir.path().join("link")).unwrap();
+            assert!(is_within(&dir.path().join("link"), &root));
+        }
+    }
+}

@@ -1,0 +1,1722 @@
+//! Actions with evidence: `browser.click`, `browser.press`, `browser.type`,
+//! `browser.keyboard`, `browser.scroll`, `browser.dropdown.options`, `browser.dropdown.select`,
+//! and the out-of-band dialog tools `browser.dialogs.list` / `browser.dialogs.respond`.
+//!
+//! Evidence is browser-level: what the page observably did after the action (states of the
+//! acted-on element, navigation, a new document, popups, dialogs). Every action returns a fresh
+//! Observation; hosts decide from it whether the task succeeded. Nothing is retried, accepted or
+//! dismissed automatically.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::context::{CallScope, ToolEnv};
+use super::manifest::{Scope, ToolDef, object, open_object};
+use super::observe::{
+    PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
+    page_context, page_error, take_observation,
+};
+use super::progress::{self, Subject};
+use super::tabs::{cdp_error, controlled_tab, disconnected};
+use crate::cdp::{CdpClient, CdpError, TargetId};
+use crate::events::Emit;
+use crate::page::{
+    self, ActiveElementKey, Checked, ClickPoint, ElementState, FocusAndSelectAll, ListOptions,
+    RefTarget, SelectOptions, SetNativeValue, StateSnapshot,
+};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::{ElementSummary, TabGuard};
+
+/// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
+/// typically; a little more covers microtask-scheduled handlers).
+const SETTLE: Duration = Duration::from_millis(40);
+/// After a navigation starts, how long to wait for the new document to load.
+const NAVIGATION_SETTLE: Duration = Duration::from_secs(5);
+/// Timeout of one input event.
+const INPUT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest text `browser.type` / `browser.keyboard` accept.
+const MAX_TYPE_CHARS: usize = 10_000;
+/// Input types whose value is set through the native setter instead of keystrokes.
+const NATIVE_VALUE_TYPES: &[&str] = &[
+    "date",
+    "time",
+    "datetime-local",
+    "month",
+    "week",
+    "color",
+    "range",
+];
+
+fn ref_properties() -> Value {
+    json!({"observationId": {"type": "string", "minLength": 1, "maxLength": 128}, "ref": {"type": "integer", "minimum": 1}})
+}
+
+fn merged(mut base: Value, extra: Value) -> Value {
+    if let (Some(base), Some(extra)) = (base.as_object_mut(), extra.as_object()) {
+        base.extend(extra.clone());
+    }
+    base
+}
+
+/// An action's result: evidence plus a fresh Observation, except while a dialog the action
+/// opened blocks the page (`dialogOpen: true`, no Observation until it is answered).
+fn action_output(evidence: Value) -> Value {
+    let mut schema = observation_schema();
+    schema["properties"]["evidence"] = evidence;
+    schema["properties"]["dialogOpen"] = json!({"type": "boolean"});
+    schema["required"] = json!(["targetId", "evidence"]);
+    schema
+}
+
+fn evidence_schema(action: &str) -> Value {
+    open_object(
+        json!({
+            "action": {"const": action},
+            "status": {"enum": ["verified", "mismatch", "unavailable"]},
+            "kind": {"type": "string"},
+            "effects": {"type": "array", "items": {"enum": ["checked_changed", "selected_changed", "pressed_changed", "expanded_changed", "value_changed", "focus_changed", "navigation", "document_changed", "dialog_opened", "popup_opened", "scrolled"]}},
+        }),
+        &["action", "status", "effects"],
+    )
+}
+
+pub fn defs() -> Vec<ToolDef> {
+    let observe = json!({"observe": object(observe_input_properties(), &[])});
+    vec![
+        ToolDef {
+            name: "browser.click",
+            description: "Click an Observation ref (scrolled into view, hit-tested) or viewport coordinates; `button` left|right|middle, `clickCount` 2 for a double click. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects} and a fresh Observation. A dialog the click opens stays open (see browser.dialogs.*).",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: {
+                let mut schema = object(
+                    merged(
+                        merged(
+                            ref_properties(),
+                            json!({
+                                "x": {"type": "number", "minimum": 0, "maximum": 100000},
+                                "y": {"type": "number", "minimum": 0, "maximum": 100000},
+                                "button": {"enum": ["left", "right", "middle"]},
+                                "clickCount": {"type": "integer", "minimum": 1, "maximum": 2},
+                            }),
+                        ),
+                        observe.clone(),
+                    ),
+                    &[],
+                );
+                schema["anyOf"] =
+                    json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
+                schema
+            },
+            output_schema: action_output(evidence_schema("click")),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.press",
+            description: "Press one key (e.g. Enter, Tab, Escape, ArrowDown, a, with optional `modifiers`) on the focused element, or on an Observation ref after focusing it. Returns effects, or status unavailable with reason no_observable_effect, and a fresh Observation.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "key": {"type": "string", "minLength": 1, "maxLength": 32},
+                            "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &["key"],
+            ),
+            output_schema: action_output(evidence_schema("press")),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.type",
+            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one keystroke per character, optional Enter (submit). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter. Evidence reports lengths, never a password value.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "text": {"type": "string", "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
+                            "clear": {"type": "boolean"},
+                            "submit": {"type": "boolean"},
+                            "verification": {"enum": ["best_effort", "require_exact"]},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &["observationId", "ref", "text"],
+            ),
+            output_schema: action_output(evidence_schema("type")),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.keyboard",
+            description: "Type text into the element that has focus now, one keystroke per character, guarded like browser.type (the focused element is pinned and re-checked between characters).",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    json!({
+                        "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
+                        "submit": {"type": "boolean"},
+                    }),
+                    observe.clone(),
+                ),
+                &["text"],
+            ),
+            output_schema: action_output(evidence_schema("keyboard")),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.scroll",
+            description: "Scroll the page (`direction` and `amount` in pixels, or `page`), an Observation ref into view, a CSS-selected container, or to the first visible text match (`text`). Returns typed evidence (before/after scroll position) and a fresh Observation.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: false,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "direction": {"enum": ["up", "down", "left", "right"]},
+                            "amount": {"type": "integer", "minimum": 1, "maximum": 100000},
+                            "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
+                            "text": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &[],
+            ),
+            output_schema: action_output(evidence_schema("scroll")),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.dropdown.options",
+            description: "List the options of a native select or of a currently exposed ARIA listbox/combobox (an Observation ref), bounded.",
+            capability: "observation.read",
+            scope: Scope::Target,
+            mutating: false,
+            input_schema: object(
+                merged(
+                    ref_properties(),
+                    json!({"limit": {"type": "integer", "minimum": 1, "maximum": page::OPTIONS_MAX_LIMIT}}),
+                ),
+                &["observationId", "ref"],
+            ),
+            output_schema: open_object(
+                json!({
+                    "kind": {"enum": ["native", "aria"]},
+                    "multiple": {"type": "boolean"},
+                    "options": {"type": "array", "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
+                    "total": {"type": "integer"},
+                    "truncated": {"type": "boolean"},
+                }),
+                &["kind", "options", "total", "truncated"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.dropdown.select",
+            description: "Select option(s) of a native select by value (or by label) and verify the value change; for custom ARIA listboxes, click the option's ref from a fresh Observation instead.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "values": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
+                            "labels": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &["observationId", "ref"],
+            ),
+            output_schema: action_output(evidence_schema("select")),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.dialogs.list",
+            description: "JavaScript dialogs (alert, confirm, prompt, beforeunload) open on tabs this Workspace knows. Out-of-band: answers even while the command that opened the dialog is still pending.",
+            capability: "observation.read",
+            scope: Scope::Workspace,
+            mutating: false,
+            input_schema: object(json!({}), &[]),
+            output_schema: open_object(
+                json!({"dialogs": {"type": "array", "items": open_object(json!({
+                "dialogId": {"type": "string"},
+                "targetId": {"type": "string"},
+                "type": {"type": "string"},
+                "message": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                "defaultPrompt": {"type": ["string", "null"], "x-browser-pilot-sensitivity": ["browser_data"]},
+                "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                "openedAt": {"type": "integer"},
+            }), &["dialogId", "targetId", "type", "message"])}}),
+                &["dialogs"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.dialogs.respond",
+            description: "Answer a dialog explicitly: `action` accept or dismiss, `promptText` for prompts. Out-of-band. Browser Pilot never answers a dialog by itself.",
+            capability: "action.input",
+            scope: Scope::Workspace,
+            mutating: true,
+            input_schema: object(
+                json!({
+                    "dialogId": {"type": "string", "minLength": 1, "maxLength": 128},
+                    "action": {"enum": ["accept", "dismiss"]},
+                    "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"]},
+                }),
+                &["dialogId", "action"],
+            ),
+            output_schema: open_object(
+                json!({"dialogId": {"type": "string"}, "action": {"type": "string"}, "closed": {"type": "boolean"}}),
+                &["dialogId", "action", "closed"],
+            ),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &[],
+        },
+    ]
+}
+
+/// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
+/// before the page is asked (the page re-checks the element itself).
+fn resolve_ref(
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    frame_id: &str,
+    arguments: &Map<String, Value>,
+) -> Result<(RefTarget, ElementSummary), RpcError> {
+    let observation_id = arguments
+        .get("observationId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let record = guard
+        .state()
+        .observations
+        .iter()
+        .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
+        .cloned();
+    let Some(record) = record else {
+        return Err(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
+            .with_context("observationId", json!(observation_id))
+            .with_remediation("observe", "Call browser.observe on this target and use refs from the new Observation."));
+    };
+    if record.frame_id != frame_id {
+        return Err(RpcError::new(
+            ErrorCode::StaleRef,
+            "the Observation was taken in another frame or document",
+        )
+        .with_context("reason", json!("frame_changed")));
+    }
+    let summary = usize::try_from(element_ref)
+        .ok()
+        .and_then(|r| r.checked_sub(1))
+        .and_then(|i| record.elements.get(i))
+        .cloned();
+    let Some(summary) = summary else {
+        return Err(
+            RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
+                .with_context("ref", json!(element_ref)),
+        );
+    };
+    Ok((RefTarget::new(observation_id, element_ref as u32), summary))
+}
+
+struct Before {
+    url: String,
+    popups: usize,
+    element: Option<ElementState>,
+}
+
+async fn snapshot(
+    client: &CdpClient,
+    ctx: &PageContext,
+    target: &RefTarget,
+) -> Result<ElementState, RpcError> {
+    page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &StateSnapshot(target.clone()),
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)
+}
+
+async fn current_url(client: &CdpClient, guard: &mut TabGuard) -> String {
+    match guard
+        .evaluate(client, "location.href", SCRIPT_TIMEOUT)
+        .await
+    {
+        Ok(Value::String(url)) => url,
+        _ => String::new(),
+    }
+}
+
+/// What changed after an input action, and how it compares with what the control should do.
+struct Effects {
+    list: Vec<&'static str>,
+    after: Option<ElementState>,
+    dialog: bool,
+}
+
+async fn collect_effects(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    before: &Before,
+    target: Option<&RefTarget>,
+    dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
+    dialog_seen: bool,
+) -> Effects {
+    let mut list = Vec::new();
+    let tab = guard.target.clone();
+    let dialog = dialog_seen || drain_dialog(dialogs, &tab);
+    if dialog {
+        list.push("dialog_opened");
+        // The page is paused behind the dialog: nothing else can be read until it is answered.
+        return Effects {
+            list,
+            after: None,
+            dialog,
+        };
+    }
+    let url = current_url(client, guard).await;
+    if !url.is_empty() && url != before.url {
+        list.push("navigation");
+        wait_loaded(client, guard).await;
+    }
+    let mut after = None;
+    if let (Some(target), Some(element_before)) = (target, &before.element) {
+        match page_context(client, guard).await {
+            Ok(ctx) => match snapshot(client, &ctx, target).await {
+                Ok(state) if state.document_key == element_before.document_key => {
+                    state_effects(element_before, &state, &mut list);
+                    after = Some(state);
+                }
+                _ => list.push("document_changed"),
+            },
+            Err(_) => list.push("document_changed"),
+        }
+    }
+    if env.browser.popups_of(&tab) > before.popups {
+        list.push("popup_opened");
+    }
+    Effects {
+        list,
+        after,
+        dialog,
+    }
+}
+
+fn drain_dialog(dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>, tab: &TargetId) -> bool {
+    let mut seen = false;
+    while let Ok(target) = dialogs.try_recv() {
+        seen |= &target == tab;
+    }
+    seen
+}
+
+fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<&'static str>) {
+    if before.checked != after.checked {
+        list.push("checked_changed");
+    }
+    if before.selected != after.selected || before.selected_values != after.selected_values {
+        list.push("selected_changed");
+    }
+    if before.pressed != after.pressed {
+        list.push("pressed_changed");
+    }
+    if before.expanded != after.expanded {
+        list.push("expanded_changed");
+    }
+    if before.value != after.value || before.value_length != after.value_length {
+        list.push("value_changed");
+    }
+    if before.focused != after.focused {
+        list.push("focus_changed");
+    }
+}
+
+async fn wait_loaded(client: &CdpClient, guard: &mut TabGuard) {
+    let until = tokio::time::Instant::now() + NAVIGATION_SETTLE;
+    while tokio::time::Instant::now() < until {
+        if let Ok(Value::String(state)) = guard
+            .evaluate(client, "document.readyState", SCRIPT_TIMEOUT)
+            .await
+            && state == "complete"
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn checked_json(checked: Option<Checked>) -> Value {
+    match checked {
+        Some(Checked::True) => json!(true),
+        Some(Checked::False) => json!(false),
+        Some(Checked::Mixed) => json!("mixed"),
+        None => Value::Null,
+    }
+}
+
+/// Click evidence: semantic controls must reach their expected state; anything else is
+/// verified by any observable effect, else unavailable.
+fn click_evidence(kind: &str, effects: &Effects, before: Option<&ElementState>) -> Value {
+    let after = effects.after.as_ref();
+    let left_page = effects.list.iter().any(|e| {
+        matches!(
+            *e,
+            "navigation" | "document_changed" | "dialog_opened" | "popup_opened"
+        )
+    });
+    let expected = match kind {
+        "checkbox" | "switch" | "menuitemcheckbox" => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
+        }
+        "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
+        "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
+            Some(after.is_some_and(|a| a.selected == Some(true)))
+        }
+        _ if before.is_some_and(|b| b.pressed.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.pressed != b.pressed)))
+        }
+        _ if before.is_some_and(|b| b.expanded.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.expanded != b.expanded)))
+        }
+        _ => None,
+    };
+    let status = match (expected, effects.list.is_empty()) {
+        (Some(true), _) => "verified",
+        (Some(false), _) if left_page => "verified",
+        (Some(false), _) => "mismatch",
+        (None, false) => "verified",
+        (None, true) => "unavailable",
+    };
+    let mut evidence =
+        json!({"action": "click", "status": status, "kind": kind, "effects": effects.list});
+    if let Some(after) = after {
+        if after.checked.is_some() {
+            evidence["checked"] = checked_json(after.checked);
+        }
+        if let Some(selected) = after.selected {
+            evidence["selected"] = json!(selected);
+        }
+        if let Some(expanded) = after.expanded {
+            evidence["expanded"] = json!(expanded);
+        }
+        if after.pressed.is_some() {
+            evidence["pressed"] = checked_json(after.pressed);
+        }
+        evidence["focused"] = json!(after.focused);
+    }
+    if status == "unavailable" {
+        evidence["reason"] = json!("no_observable_effect");
+    }
+    evidence
+}
+
+async fn mouse(
+    client: &CdpClient,
+    session: &crate::cdp::SessionId,
+    kind: &str,
+    x: f64,
+    y: f64,
+    button: &str,
+    click_count: u64,
+) -> Result<(), CdpError> {
+    let buttons = match (kind, button) {
+        ("mousePressed", "left") => 1,
+        ("mousePressed", "right") => 2,
+        ("mousePressed", "middle") => 4,
+        _ => 0,
+    };
+    let button = if kind == "mouseMoved" { "none" } else { button };
+    client
+        .call(Some(session), "Input.dispatchMouseEvent", json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": click_count}), INPUT_TIMEOUT)
+        .await
+        .map(|_| ())
+}
+
+/// Sends the final input event; if the page opens a dialog, Chromium does not answer the event
+/// until the dialog is answered, so a dialog ends the wait instead.
+async fn dispatch_final<F>(
+    env: &ToolEnv,
+    tab: &TargetId,
+    dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
+    send: F,
+) -> Result<bool, RpcError>
+where
+    F: std::future::Future<Output = Result<(), CdpError>> + Send + 'static,
+{
+    let pending = tokio::spawn(send);
+    tokio::pin!(pending);
+    loop {
+        tokio::select! {
+            done = &mut pending => return match done {
+                Ok(Ok(())) => Ok(false),
+                Ok(Err(error)) => Err(cdp_error(error)),
+                Err(_) => Err(RpcError::new(ErrorCode::InternalError, "input task failed")),
+            },
+            signal = dialogs.recv() => match signal {
+                Ok(target) if &target == tab => return Ok(true),
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if env.browser.with_dialog_on(tab) {
+                        return Ok(true);
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => {}
+            },
+        }
+    }
+}
+
+/// An action's outcome on its way out: the evidence, and what the no-progress detector needs
+/// (never sent).
+struct Finished<'a> {
+    arguments: &'a Map<String, Value>,
+    evidence: Value,
+    /// A dialog the action opened blocks the page: no Observation until it is answered.
+    dialog_open: bool,
+    /// What was acted on, for the action's signature.
+    subject: Subject,
+    /// The frame the action ran in.
+    frame_id: String,
+}
+
+async fn finish_with_observation(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    finished: Finished<'_>,
+) -> Result<Value, RpcError> {
+    let Finished {
+        arguments,
+        evidence,
+        dialog_open,
+        subject,
+        frame_id,
+    } = finished;
+    let mut result = match dialog_open {
+        true => {
+            // The page is blocked by the dialog; an Observation would wait for it.
+            let mut result = Map::new();
+            result.insert("workspaceId".into(), json!(scope.workspace_id));
+            result.insert("leaseId".into(), json!(scope.lease_id));
+            result.insert("targetId".into(), json!(scope.target_id));
+            result.insert("dialogOpen".into(), json!(true));
+            result
+        }
+        false => {
+            let options = arguments
+                .get("observe")
+                .and_then(Value::as_object)
+                .map(observe_options)
+                .unwrap_or_default();
+            take_observation(client, guard, scope, options).await?
+        }
+    };
+    let action = evidence["action"].as_str().unwrap_or_default();
+    let (changed, navigated) = progress::Completed::effects(&evidence);
+    let session = guard.state().session.clone();
+    let completed = progress::Completed {
+        actor: progress::Actor {
+            workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
+            lease_id: scope.lease_id.as_deref().unwrap_or_default(),
+            session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
+            frame_id: &frame_id,
+            control_epoch: guard.control_epoch(),
+        },
+        signature: progress::signature(action, &subject, arguments),
+        verdict: progress::Verdict::of(&evidence),
+        changed,
+        navigated,
+        page: (!dialog_open).then(|| progress::fingerprint(&result)),
+    };
+    let crossed = progress::record(guard.state(), completed);
+    if let Some(crossed) = crossed {
+        let hint = serde_json::to_value(crossed.reason.hint())
+            .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
+        if let Some(Value::Array(hints)) = result.get_mut("hints") {
+            hints.push(hint.clone());
+        }
+        let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+        let mut emit = Emit::new(
+            workspace_id,
+            "watchdog.no_progress",
+            json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hint": hint}),
+        );
+        emit.lease_id = scope.lease_id.clone();
+        emit.target_id = scope.target_id.clone();
+        if let Err(error) = env.events.emit(emit).await {
+            tracing::debug!(%error, "watchdog.no_progress not journaled");
+        }
+    }
+    result.insert("evidence".into(), evidence);
+    Ok(Value::Object(result))
+}
+
+pub async fn click(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let button = arguments
+        .get("button")
+        .and_then(Value::as_str)
+        .unwrap_or("left")
+        .to_owned();
+    let clicks = arguments
+        .get("clickCount")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    let by_ref = arguments.contains_key("observationId") || arguments.contains_key("ref");
+    let (point, target, kind) = match by_ref {
+        true => {
+            let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+            let point = page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &ClickPoint(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map_err(page_error)?;
+            if !point.hit {
+                let mut error = RpcError::new(
+                    ErrorCode::ElementNotActionable,
+                    "another element covers the click point",
+                )
+                .with_context("reason", json!("occluded"));
+                if let Some(by) = point.occluded_by {
+                    error = error.with_context("occludedBy", json!(by));
+                }
+                return Err(error.with_remediation(
+                    "resolve_overlay_first",
+                    "Observe the page: a modal or overlay may need to be closed first.",
+                ));
+            }
+            ((point.x, point.y), Some(target), summary.role)
+        }
+        false => {
+            let x = arguments.get("x").and_then(Value::as_f64).unwrap_or(0.0);
+            let y = arguments.get("y").and_then(Value::as_f64).unwrap_or(0.0);
+            ((x, y), None, "coordinates".to_owned())
+        }
+    };
+    let element = match &target {
+        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        None => None,
+    };
+    let before = Before {
+        url: current_url(&client, &mut guard).await,
+        popups: env.browser.popups_of(&guard.target),
+        element,
+    };
+    let mut dialogs = env.browser.dialog_signals();
+    let (x, y) = point;
+    mouse(&client, &ctx.session, "mouseMoved", x, y, "none", 0)
+        .await
+        .map_err(cdp_error)?;
+    let mut dialog = false;
+    for count in 1..=clicks {
+        mouse(&client, &ctx.session, "mousePressed", x, y, &button, count)
+            .await
+            .map_err(cdp_error)?;
+        let (client2, session, button2) = (client.clone(), ctx.session.clone(), button.clone());
+        dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+            mouse(&client2, &session, "mouseReleased", x, y, &button2, count).await
+        })
+        .await?;
+        if dialog {
+            break;
+        }
+    }
+    if !dialog {
+        tokio::time::sleep(SETTLE).await;
+    }
+    let effects = collect_effects(
+        env,
+        &client,
+        &mut guard,
+        &before,
+        target.as_ref(),
+        &mut dialogs,
+        dialog,
+    )
+    .await;
+    let subject = match &before.element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Point { x, y },
+    };
+    let evidence = match target {
+        Some(_) => click_evidence(&kind, &effects, before.element.as_ref()),
+        None => {
+            let status = if effects.list.is_empty() {
+                "unavailable"
+            } else {
+                "verified"
+            };
+            let mut evidence = json!({"action": "click", "status": status, "kind": "coordinates", "effects": effects.list});
+            if status == "unavailable" {
+                evidence["reason"] = json!("no_observable_effect");
+            }
+            evidence
+        }
+    };
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+/// `Input.dispatchKeyEvent` parameters for a named key or a single character.
+fn key_params(key: &str, modifiers: u64) -> (Value, Option<String>) {
+    let named: Option<(&str, i64, Option<&str>)> = match key {
+        "Enter" => Some(("Enter", 13, Some("\r"))),
+        "Tab" => Some(("Tab", 9, None)),
+        "Escape" => Some(("Escape", 27, None)),
+        "Backspace" => Some(("Backspace", 8, None)),
+        "Delete" => Some(("Delete", 46, None)),
+        "ArrowUp" => Some(("ArrowUp", 38, None)),
+        "ArrowDown" => Some(("ArrowDown", 40, None)),
+        "ArrowLeft" => Some(("ArrowLeft", 37, None)),
+        "ArrowRight" => Some(("ArrowRight", 39, None)),
+        "Home" => Some(("Home", 36, None)),
+        "End" => Some(("End", 35, None)),
+        "PageUp" => Some(("PageUp", 33, None)),
+        "PageDown" => Some(("PageDown", 34, None)),
+        " " | "Space" => Some((" ", 32, Some(" "))),
+        _ => None,
+    };
+    match named {
+        Some((name, code, text)) => {
+            let mut params = json!({"key": name, "code": if name == " " { "Space" } else { name }, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code, "modifiers": modifiers});
+            if let Some(text) = text
+                && modifiers == 0
+            {
+                params["text"] = json!(text);
+            }
+            (params, text.map(str::to_owned))
+        }
+        // Other named keys (Shift, Control, F5, ...): no text.
+        None if key.chars().count() > 1 => (
+            json!({"key": key, "code": key, "modifiers": modifiers}),
+            None,
+        ),
+        None => {
+            let ch = key.chars().next().unwrap_or(' ');
+            let upper = ch.to_ascii_uppercase();
+            let code = if ch.is_ascii_alphanumeric() {
+                upper as i64
+            } else {
+                0
+            };
+            let mut params = json!({"key": key, "modifiers": modifiers});
+            if code != 0 {
+                params["windowsVirtualKeyCode"] = json!(code);
+                params["code"] = json!(if ch.is_ascii_digit() {
+                    format!("Digit{ch}")
+                } else {
+                    format!("Key{upper}")
+                });
+            }
+            let text = (modifiers & !8 == 0).then(|| key.to_owned());
+            if let Some(text) = &text {
+                params["text"] = json!(text);
+                params["unmodifiedText"] = json!(text);
+            }
+            (params, text)
+        }
+    }
+}
+
+async fn key_press(
+    client: &CdpClient,
+    session: &crate::cdp::SessionId,
+    key: &str,
+    modifiers: u64,
+) -> Result<(), CdpError> {
+    let (params, text) = key_params(key, modifiers);
+    let mut down = params.clone();
+    down["type"] = json!(if text.is_some() {
+        "keyDown"
+    } else {
+        "rawKeyDown"
+    });
+    client
+        .call(Some(session), "Input.dispatchKeyEvent", down, INPUT_TIMEOUT)
+        .await?;
+    let mut up = params;
+    up["type"] = json!("keyUp");
+    if let Some(map) = up.as_object_mut() {
+        map.remove("text");
+        map.remove("unmodifiedText");
+    }
+    client
+        .call(Some(session), "Input.dispatchKeyEvent", up, INPUT_TIMEOUT)
+        .await
+        .map(|_| ())
+}
+
+fn modifier_bits(arguments: &Map<String, Value>) -> u64 {
+    arguments
+        .get("modifiers")
+        .and_then(Value::as_array)
+        .map_or(0, |mods| {
+            mods.iter().filter_map(Value::as_str).fold(0, |bits, m| {
+                bits | match m {
+                    "Alt" => 1,
+                    "Control" => 2,
+                    "Meta" => 4,
+                    "Shift" => 8,
+                    _ => 0,
+                }
+            })
+        })
+}
+
+pub async fn press(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let key = arguments
+        .get("key")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let modifiers = modifier_bits(&arguments);
+    let target = match arguments.contains_key("observationId") {
+        true => {
+            let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+            page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &FocusAndSelectAll(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map_err(page_error)?;
+            Some(target)
+        }
+        false => None,
+    };
+    let element = match &target {
+        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        None => None,
+    };
+    let active_before = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementKey,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let subject = match &element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Focused(active_before.key.clone()),
+    };
+    let before = Before {
+        url: current_url(&client, &mut guard).await,
+        popups: env.browser.popups_of(&guard.target),
+        element,
+    };
+    let mut dialogs = env.browser.dialog_signals();
+    let (client2, session) = (client.clone(), ctx.session.clone());
+    let dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+        key_press(&client2, &session, &key, modifiers).await
+    })
+    .await?;
+    if !dialog {
+        tokio::time::sleep(SETTLE).await;
+    }
+    let mut effects = collect_effects(
+        env,
+        &client,
+        &mut guard,
+        &before,
+        target.as_ref(),
+        &mut dialogs,
+        dialog,
+    )
+    .await;
+    let settled_in_place = !effects.dialog
+        && !effects.list.contains(&"navigation")
+        && !effects.list.contains(&"focus_changed");
+    if settled_in_place
+        && let Ok(ctx) = page_context(&client, &mut guard).await
+        && let Ok(active_after) = page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ActiveElementKey,
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        && active_after.key != active_before.key
+    {
+        effects.list.push("focus_changed");
+    }
+    let status = if effects.list.is_empty() {
+        "unavailable"
+    } else {
+        "verified"
+    };
+    let mut evidence =
+        json!({"action": "press", "status": status, "kind": "key", "effects": effects.list});
+    if status == "unavailable" {
+        evidence["reason"] = json!("no_observable_effect");
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+/// What a guarded composite action pins and re-checks between steps.
+struct Pin {
+    document_key: String,
+    active_key: Option<String>,
+    session: crate::cdp::SessionId,
+    frame_id: String,
+}
+
+/// Step-failure bookkeeping for guarded typing.
+struct Guarded<'a> {
+    action: &'static str,
+    dispatched: u64,
+    pin: &'a Pin,
+}
+
+impl Guarded<'_> {
+    async fn check(
+        &self,
+        client: &CdpClient,
+        guard: &mut TabGuard,
+        step: &str,
+    ) -> Result<PageContext, RpcError> {
+        let ctx = match page_context(client, guard).await {
+            Ok(ctx) => ctx,
+            Err(_) => return Err(self.fail(step, "document_changed")),
+        };
+        if ctx.session != self.pin.session {
+            return Err(self.fail(step, "session_changed"));
+        }
+        if ctx.frame_id != self.pin.frame_id {
+            return Err(self.fail(step, "frame_changed"));
+        }
+        let active = page::run(
+            client,
+            &ctx.session,
+            ctx.context,
+            &ActiveElementKey,
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(|_| self.fail(step, "document_changed"))?;
+        if active.document_key != self.pin.document_key {
+            return Err(self.fail(step, "document_changed"));
+        }
+        if active.key != self.pin.active_key {
+            return Err(self.fail(step, "focus_changed"));
+        }
+        Ok(ctx)
+    }
+
+    fn fail(&self, step: &str, reason: &str) -> RpcError {
+        match self.dispatched {
+            0 => RpcError::new(ErrorCode::ActionNotVerified, format!("{reason} before {step}; nothing was changed"))
+                .with_context("action", json!(self.action))
+                .with_context("step", json!(step))
+                .with_context("reason", json!(reason))
+                .with_remediation("observe", "Observe the page and decide whether to try again."),
+            dispatched => RpcError::new(ErrorCode::UnknownOutcome, format!("{reason} before {step}; {dispatched} step(s) had already run"))
+                .with_context("action", json!(self.action))
+                .with_context("step", json!(step))
+                .with_context("reason", json!(reason))
+                .with_context("dispatchedSteps", json!(dispatched))
+                .with_context("remainingStepsStopped", json!(true))
+                .with_remediation("inspect_state", "Observe the page and decide from its current state; never replay the whole input automatically."),
+        }
+    }
+}
+
+async fn type_characters(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    guarded: &mut Guarded<'_>,
+    text: &str,
+    submit: bool,
+) -> Result<(), RpcError> {
+    for (index, ch) in text.chars().enumerate() {
+        let step = format!("type_character:{index}");
+        let ctx = guarded.check(client, guard, &step).await?;
+        let key = ch.to_string();
+        let result = match ch {
+            '\n' => key_press(client, &ctx.session, "Enter", 0).await,
+            _ => key_press(client, &ctx.session, &key, 0).await,
+        };
+        result.map_err(cdp_error)?;
+        guarded.dispatched += 1;
+    }
+    if submit {
+        let ctx = guarded.check(client, guard, "submit").await?;
+        key_press(client, &ctx.session, "Enter", 0)
+            .await
+            .map_err(cdp_error)?;
+        guarded.dispatched += 1;
+    }
+    Ok(())
+}
+
+pub async fn type_text(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let text = arguments
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let clear = arguments
+        .get("clear")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let submit = arguments
+        .get("submit")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let verification = arguments
+        .get("verification")
+        .and_then(Value::as_str)
+        .unwrap_or("best_effort")
+        .to_owned();
+    let before = snapshot(&client, &ctx, &target).await?;
+    let before_length = before
+        .value_length
+        .or(before.value.as_ref().map(|v| v.chars().count() as u64))
+        .unwrap_or(0);
+    let text_length = text.chars().count() as u64;
+    let native = summary
+        .input_type
+        .as_deref()
+        .is_some_and(|t| NATIVE_VALUE_TYPES.contains(&t));
+    let kind = match (&summary.input_type, summary.tag.as_str()) {
+        (Some(input_type), _) => format!("input:{input_type}"),
+        (None, "textarea") => "textarea".to_owned(),
+        (None, "input") => "input".to_owned(),
+        (None, _) => "contenteditable".to_owned(),
+    };
+    if native {
+        let outcome = page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &SetNativeValue {
+                target: target.clone(),
+                value: text.clone(),
+            },
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(page_error)?;
+        let after_length = outcome.after.chars().count() as u64;
+        let matches = outcome.after == text;
+        let evidence = json!({
+            "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": kind, "sensitive": false,
+            "effects": if outcome.before != outcome.after { vec!["value_changed"] } else { vec![] },
+            "beforeLength": before_length, "expectedLength": text_length, "afterLength": after_length,
+            "verification": verification, "method": "native_setter", "canceled": outcome.canceled,
+        });
+        let finished = Finished {
+            arguments: &arguments,
+            evidence,
+            dialog_open: false,
+            subject: Subject::Element(before.element_key.clone()),
+            frame_id: ctx.frame_id.clone(),
+        };
+        return finish_type(
+            env,
+            &client,
+            &mut guard,
+            scope,
+            finished,
+            &verification,
+            matches,
+        )
+        .await;
+    }
+    let focus = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &FocusAndSelectAll(target.clone()),
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    if !focus.focused {
+        return Err(RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "the element did not take focus",
+        )
+        .with_context("reason", json!("not_focusable")));
+    }
+    let pin = Pin {
+        document_key: before.document_key.clone(),
+        active_key: focus.active_element_key.clone(),
+        session: ctx.session.clone(),
+        frame_id: ctx.frame_id.clone(),
+    };
+    let mut guarded = Guarded {
+        action: "type",
+        dispatched: 0,
+        pin: &pin,
+    };
+    if clear && before_length > 0 {
+        let ctx = guarded.check(&client, &mut guard, "delete").await?;
+        key_press(&client, &ctx.session, "Delete", 0)
+            .await
+            .map_err(cdp_error)?;
+        guarded.dispatched += 1;
+    }
+    type_characters(&client, &mut guard, &mut guarded, &text, submit).await?;
+    tokio::time::sleep(SETTLE).await;
+    let expected_length = if clear {
+        text_length
+    } else {
+        before_length + text_length
+    };
+    let ctx = page_context(&client, &mut guard).await?;
+    let after = match snapshot(&client, &ctx, &target).await {
+        Ok(after) => Some(after),
+        Err(_) if submit => None,
+        Err(error) => return Err(error),
+    };
+    let after_length = after.as_ref().map(|a| {
+        a.value_length
+            .or(a.value.as_ref().map(|v| v.chars().count() as u64))
+            .unwrap_or(0)
+    });
+    let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
+    let exact = match (&after, sensitive) {
+        (Some(after), false) if !clear => {
+            after.value.as_deref().is_some_and(|v| v.ends_with(&text))
+                && after_length == Some(expected_length)
+        }
+        (Some(after), false) => {
+            after.value.as_deref() == Some(text.as_str())
+                || (after.value.is_none() && after_length == Some(expected_length))
+        }
+        (Some(_), true) => after_length == Some(expected_length),
+        (None, _) => true,
+    };
+    let mut effects = Vec::new();
+    if after
+        .as_ref()
+        .is_some_and(|a| a.value != before.value || a.value_length != before.value_length)
+    {
+        effects.push("value_changed");
+    }
+    if after.is_none() {
+        effects.push("document_changed");
+    }
+    let mut evidence = json!({
+        "action": "type", "status": if exact { "verified" } else { "mismatch" }, "kind": kind, "sensitive": sensitive,
+        "effects": effects, "beforeLength": before_length, "expectedLength": expected_length,
+        "verification": verification,
+    });
+    if let Some(after_length) = after_length {
+        evidence["afterLength"] = json!(after_length);
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject: Subject::Element(before.element_key.clone()),
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_type(
+        env,
+        &client,
+        &mut guard,
+        scope,
+        finished,
+        &verification,
+        exact,
+    )
+    .await
+}
+
+async fn finish_type(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    finished: Finished<'_>,
+    verification: &str,
+    exact: bool,
+) -> Result<Value, RpcError> {
+    if verification == "require_exact" && !exact {
+        return Err(RpcError::new(
+            ErrorCode::VerificationFailed,
+            "the field's value after typing is not the expected one",
+        )
+        .with_context("evidence", finished.evidence)
+        .with_remediation(
+            "observe",
+            "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+        ));
+    }
+    finish_with_observation(env, client, guard, scope, finished).await
+}
+
+pub async fn keyboard(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let text = arguments
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let submit = arguments
+        .get("submit")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let active = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementKey,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    if active.key.is_none() || !active.editable {
+        return Err(RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "no editable element has focus",
+        )
+        .with_context("reason", json!("no_focus")));
+    }
+    let pin = Pin {
+        document_key: active.document_key.clone(),
+        active_key: active.key.clone(),
+        session: ctx.session.clone(),
+        frame_id: ctx.frame_id.clone(),
+    };
+    let mut guarded = Guarded {
+        action: "keyboard",
+        dispatched: 0,
+        pin: &pin,
+    };
+    type_characters(&client, &mut guard, &mut guarded, &text, submit).await?;
+    tokio::time::sleep(SETTLE).await;
+    let evidence = json!({"action": "keyboard", "status": "verified", "kind": active.tag.unwrap_or_default(), "effects": ["value_changed"], "typedLength": text.chars().count(), "dispatchedSteps": guarded.dispatched});
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject: Subject::Focused(active.key),
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+const SCROLL_POSITION: &str = "[Math.round(scrollX), Math.round(scrollY)]";
+
+pub async fn scroll(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
+    let before = position(
+        guard
+            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
+            .await
+            .map_err(cdp_error)?,
+    );
+    let mut subject = Subject::Page;
+    let (mode, container_moved) = if arguments.contains_key("observationId") {
+        let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+        subject = Subject::RefPosition {
+            element_ref: u64::from(target.element_ref),
+            role: summary.role,
+        };
+        page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ClickPoint(target),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(page_error)?;
+        ("ref", None)
+    } else if let Some(text) = arguments.get("text").and_then(Value::as_str) {
+        let found = run_in_world(&client, &ctx, SCROLL_TO_TEXT, json!({"text": text})).await?;
+        if found != json!(true) {
+            return Err(RpcError::invalid_params("no visible text matches")
+                .with_context("reason", json!("no_match")));
+        }
+        ("text", None)
+    } else {
+        let (dx, dy) = scroll_delta(&arguments);
+        match arguments.get("selector").and_then(Value::as_str) {
+            Some(selector) => {
+                let moved = run_in_world(
+                    &client,
+                    &ctx,
+                    SCROLL_CONTAINER,
+                    json!({"selector": selector, "dx": dx, "dy": dy}),
+                )
+                .await?;
+                if moved.is_null() {
+                    return Err(RpcError::invalid_params("the selector matches no element")
+                        .with_context("reason", json!("no_match")));
+                }
+                ("container", Some(moved))
+            }
+            None => {
+                run_in_world(
+                    &client,
+                    &ctx,
+                    "function(a){ window.scrollBy(a.dx, a.dy); return true; }",
+                    json!({"dx": dx, "dy": dy}),
+                )
+                .await?;
+                ("page", None)
+            }
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let after = position(
+        guard
+            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
+            .await
+            .map_err(cdp_error)?,
+    );
+    let moved = match &container_moved {
+        Some(container) => container["moved"] == json!(true),
+        None => after != before,
+    };
+    let mut evidence = json!({
+        "action": "scroll", "status": if moved { "verified" } else { "unavailable" }, "kind": mode,
+        "effects": if moved { vec!["scrolled"] } else { vec![] },
+        "before": {"x": before.0, "y": before.1}, "after": {"x": after.0, "y": after.1},
+    });
+    if let Some(container) = container_moved {
+        evidence["container"] = container;
+    }
+    if !moved {
+        evidence["reason"] = json!("no_observable_effect");
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
+    let amount = arguments.get("amount").and_then(Value::as_i64).unwrap_or(0);
+    let page = if amount == 0 { 600 } else { amount };
+    match arguments
+        .get("direction")
+        .and_then(Value::as_str)
+        .unwrap_or("down")
+    {
+        "up" => (0, -page),
+        "left" => (-page, 0),
+        "right" => (page, 0),
+        _ => (0, page),
+    }
+}
+
+const SCROLL_TO_TEXT: &str = r#"function(a){
+  const needle = a.text.toLowerCase();
+  const visit = (root) => {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+    for (let node = walker.currentNode; node; node = walker.nextNode()) {
+      if (node.nodeType === 1 && node.shadowRoot) { const hit = visit(node.shadowRoot); if (hit) return hit; }
+      if (node.nodeType === 3 && node.data.toLowerCase().includes(needle)) {
+        const el = node.parentElement;
+        if (el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden') return el;
+      }
+    }
+    return null;
+  };
+  const el = visit(document.body || document.documentElement);
+  if (!el) return false;
+  el.scrollIntoView({block: 'center', inline: 'nearest'});
+  return true;
+}"#;
+
+const SCROLL_CONTAINER: &str = r#"function(a){
+  let el; try { el = document.querySelector(a.selector); } catch (e) { return null; }
+  if (!el) return null;
+  const before = [el.scrollLeft, el.scrollTop];
+  el.scrollBy(a.dx, a.dy);
+  const after = [el.scrollLeft, el.scrollTop];
+  return {moved: before[0] !== after[0] || before[1] !== after[1], before: {x: before[0], y: before[1]}, after: {x: after[0], y: after[1]}};
+}"#;
+
+async fn run_in_world(
+    client: &CdpClient,
+    ctx: &PageContext,
+    function: &str,
+    argument: Value,
+) -> Result<Value, RpcError> {
+    let result = client
+        .call(
+            Some(&ctx.session),
+            "Runtime.callFunctionOn",
+            json!({"functionDeclaration": function, "executionContextId": ctx.context.get(), "arguments": [{"value": argument}], "returnByValue": true}),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    if result.get("exceptionDetails").is_some() {
+        return Err(RpcError::new(ErrorCode::InternalError, "page helper threw"));
+    }
+    Ok(result
+        .pointer("/result/value")
+        .cloned()
+        .unwrap_or(Value::Null))
+}
+
+pub async fn dropdown_options(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let limit = arguments
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(page::OPTIONS_DEFAULT_LIMIT, |v| v as u32);
+    let list = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ListOptions { target, limit },
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    serde_json::to_value(list).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
+}
+
+pub async fn dropdown_select(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let subject = Subject::RefPosition {
+        element_ref: u64::from(target.element_ref),
+        role: summary.role,
+    };
+    let strings = |key: &str| -> Vec<String> {
+        arguments
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut values = strings("values");
+    let labels = strings("labels");
+    if values.is_empty() && labels.is_empty() {
+        return Err(RpcError::invalid_params("give \"values\" or \"labels\"")
+            .with_context("path", json!("arguments.values")));
+    }
+    if !labels.is_empty() {
+        let list = page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ListOptions {
+                target: target.clone(),
+                limit: page::OPTIONS_MAX_LIMIT,
+            },
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(page_error)?;
+        if list.kind != page::OptionsKind::Native {
+            return Err(RpcError::new(
+                ErrorCode::ElementNotActionable,
+                "not a native select: click the option's ref from a fresh Observation",
+            )
+            .with_context("reason", json!("custom_listbox")));
+        }
+        for label in &labels {
+            match list.options.iter().find(|o| o.label.trim() == label.trim()) {
+                Some(option) => values.push(option.value.clone()),
+                None => {
+                    return Err(
+                        RpcError::invalid_params(format!("no option labelled {label:?}"))
+                            .with_context("reason", json!("option_not_found")),
+                    );
+                }
+            }
+        }
+    }
+    let outcome = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &SelectOptions {
+            target,
+            values: values.clone(),
+        },
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
+    let verified = values.iter().all(|v| selected.contains(&v.as_str()));
+    let evidence = json!({
+        "action": "select", "status": if verified { "verified" } else { "mismatch" }, "kind": "native_select",
+        "effects": if outcome.changed { vec!["selected_changed", "value_changed"] } else { vec![] },
+        "selected": outcome.selected,
+    });
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+pub async fn dialogs_list(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    env.browser.live().ok_or_else(disconnected)?;
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let dialogs: Vec<Value> = env
+        .browser
+        .dialogs_for(workspace_id)
+        .into_iter()
+        .map(|(target_id, d)| json!({"dialogId": d.id, "targetId": target_id, "type": d.dialog_type, "message": d.message, "defaultPrompt": d.default_prompt, "url": d.url, "openedAt": d.opened_at}))
+        .collect();
+    Ok(json!({"dialogs": dialogs}))
+}
+
+pub async fn dialogs_respond(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let live = env.browser.live().ok_or_else(disconnected)?;
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let lease_id = scope.lease_id.as_deref().unwrap_or_default();
+    let dialog_id = arguments
+        .get("dialogId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let action = arguments
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("dismiss")
+        .to_owned();
+    let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
+        return Err(RpcError::new(
+            ErrorCode::TargetNotFound,
+            "no open dialog with this id on a tab of this Workspace",
+        )
+        .with_context("reason", json!("dialog_not_found"))
+        .with_remediation("list_dialogs", "Call browser.dialogs.list."));
+    };
+    // Answering needs control of the tab; a live other controller keeps it.
+    env.browser
+        .control(workspace_id, lease_id, &opaque)
+        .await
+        .map_err(super::tabs::target_error)?;
+    let mut params = json!({"accept": action == "accept"});
+    if let Some(text) = arguments.get("promptText").and_then(Value::as_str) {
+        params["promptText"] = json!(text);
+    }
+    live.client
+        .call(
+            Some(&dialog.session),
+            "Page.handleJavaScriptDialog",
+            params,
+            INPUT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
+}

@@ -1,0 +1,746 @@
+//! Capture tools: `browser.capture` (a screenshot stored as an Artifact, with a model-sized
+//! preview for large images) and `browser.pdf` (the page printed to PDF). Also the one mapping
+//! of [`ArtifactError`] to agent-visible errors, shared with the Broker's `artifacts/*` methods.
+//!
+//! Results carry Artifact descriptors only: never image bytes, never a path. Bytes go straight
+//! from the CDP reply into protected storage.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::context::{CallScope, ToolEnv};
+use super::manifest::{Scope, ToolDef, object, open_object};
+use super::tabs::{cdp_error, controlled_tab};
+use crate::artifacts::{
+    Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
+};
+use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::TabGuard;
+use crate::version::now_ms;
+
+/// Longest side, in pixels, of a screenshot returned as is. Larger captures default to a preview
+/// scaled down to this size: about what vision models take in before scaling images themselves,
+/// and small enough to keep a full-page capture cheap for a host to read.
+pub const PREVIEW_MAX_SIDE: u32 = 1600;
+/// Longest accepted CSS selector.
+const MAX_SELECTOR_CHARS: usize = 1024;
+/// Longest accepted `pageRanges`.
+const MAX_PAGE_RANGES_CHARS: usize = 256;
+/// JPEG quality when the call gives none (Chromium's own default).
+const DEFAULT_JPEG_QUALITY: u64 = 80;
+/// Cap on one CDP call of these tools; the Command deadline usually ends it sooner. A full-page
+/// capture of a very long page takes seconds.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes asked for per `IO.read` of a PDF stream: large enough for few round trips, small
+/// enough that no single CDP message gets big.
+const PDF_READ_CHUNK_BYTES: u64 = 1024 * 1024;
+/// Sensitivity of page captures.
+const CAPTURE_SENSITIVITY: &str = "browser_data";
+
+/// The schema of an Artifact descriptor (`result.artifact`).
+pub fn descriptor_schema() -> Value {
+    open_object(
+        json!({
+            "id": {"type": "string"},
+            "kind": {"enum": ArtifactKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
+            "mimeType": {"type": "string"},
+            "byteLength": {"type": "integer", "minimum": 0},
+            "sha256": {"type": "string", "minLength": 64, "maxLength": 64},
+            "createdAt": {"type": "integer"},
+            "expiresAt": {"type": "integer"},
+            "retained": {"type": "boolean"},
+            "sensitivity": {"type": "string"},
+            "workspaceId": {"type": "string"},
+            "previewOf": {"type": "string"},
+            "width": {"type": "integer", "minimum": 0},
+            "height": {"type": "integer", "minimum": 0},
+            "fileName": {"type": "string", "x-browser-pilot-sensitivity": ["user_file"]},
+        }),
+        &[
+            "id",
+            "kind",
+            "mimeType",
+            "byteLength",
+            "sha256",
+            "createdAt",
+            "expiresAt",
+            "sensitivity",
+            "workspaceId",
+        ],
+    )
+}
+
+pub fn defs() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "browser.capture",
+            description: "Screenshot a controlled tab into an Artifact: the viewport by default, the whole page (`fullPage`), or one element's box (`selector`, the first match). An image whose longest side exceeds 1600 px is returned as a `preview` Artifact scaled to 1600 px; `includeOriginal: true` also stores the full-size image as `original` (the preview's `previewOf`). Returns descriptors only; read the bytes with artifacts/get or artifacts/export.",
+            capability: "observation.read",
+            scope: Scope::Target,
+            mutating: false,
+            input_schema: object(
+                json!({
+                    "format": {"enum": ["png", "jpeg"]},
+                    "quality": {"type": "integer", "minimum": 0, "maximum": 100},
+                    "fullPage": {"type": "boolean"},
+                    "selector": {"type": "string", "minLength": 1, "maxLength": MAX_SELECTOR_CHARS},
+                    "includeOriginal": {"type": "boolean"},
+                }),
+                &[],
+            ),
+            output_schema: open_object(
+                json!({
+                    "artifact": descriptor_schema(),
+                    "original": descriptor_schema(),
+                    "width": {"type": "integer", "minimum": 0},
+                    "height": {"type": "integer", "minimum": 0},
+                }),
+                &["artifact", "width", "height"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &[CAPTURE_SENSITIVITY],
+        },
+        ToolDef {
+            name: "browser.pdf",
+            description: "Print a controlled tab to PDF into an Artifact (headless browsers; headed Chrome cannot print over CDP: pdf_unavailable). Returns the descriptor only.",
+            capability: "observation.read",
+            scope: Scope::Target,
+            mutating: false,
+            input_schema: object(
+                json!({
+                    "landscape": {"type": "boolean"},
+                    "printBackground": {"type": "boolean"},
+                    "scale": {"type": "number", "minimum": 0.1, "maximum": 2},
+                    "pageRanges": {"type": "string", "minLength": 1, "maxLength": MAX_PAGE_RANGES_CHARS},
+                }),
+                &[],
+            ),
+            output_schema: open_object(json!({"artifact": descriptor_schema()}), &["artifact"]),
+            sensitivity_input: &[],
+            sensitivity_output: &[CAPTURE_SENSITIVITY],
+        },
+    ]
+}
+
+/// The agent-visible form of an Artifact failure. Protected paths never appear in it.
+pub fn artifact_error(error: ArtifactError) -> RpcError {
+    match error {
+        ArtifactError::NotFound => RpcError::new(
+            ErrorCode::ArtifactNotFound,
+            "no Artifact with this id in this Workspace",
+        ),
+        ArtifactError::Expired { expired_at } => RpcError::new(
+            ErrorCode::ArtifactExpired,
+            "the Artifact expired",
+        )
+        .with_context("expiredAt", json!(expired_at))
+        .with_remediation(
+            "capture_again",
+            "Capture or import it again; call artifacts/retain on Artifacts you need longer.",
+        ),
+        ArtifactError::TooLarge { limit, .. } => RpcError::new(
+            ErrorCode::ArtifactTooLarge,
+            format!("the Artifact would exceed {limit} bytes"),
+        )
+        .with_context("maxArtifactBytes", json!(limit)),
+        ArtifactError::QuotaExceeded { what, limit } => RpcError::new(
+            ErrorCode::LimitExceeded,
+            format!("limit reached: at most {limit} {what}"),
+        )
+        .with_context("what", json!(what))
+        .with_context("limit", json!(limit))
+        .with_remediation(
+            "release_unused",
+            "Release Artifacts you no longer need with artifacts/release.",
+        ),
+        ArtifactError::PathNotAllowed { reason } => RpcError::new(
+            ErrorCode::PathNotAllowed,
+            format!("path not allowed: {reason}"),
+        )
+        .with_context("reason", json!(reason)),
+        ArtifactError::FileNotFound(path) => {
+            RpcError::new(ErrorCode::FileNotFound, "no such file or directory")
+                .with_context("path", json!(path.to_string_lossy()))
+        }
+        ArtifactError::ExportExists(path) => {
+            RpcError::new(ErrorCode::ExportExists, "the destination already exists")
+                .with_context("path", json!(path.to_string_lossy()))
+                .with_remediation(
+                    "choose_path",
+                    "Pass overwrite: true to replace it, or choose another path.",
+                )
+        }
+        ArtifactError::KindNotAllowed { kind, allowed } => RpcError::new(
+            ErrorCode::ArtifactKindNotAllowed,
+            format!("a {kind} Artifact cannot be used here"),
+        )
+        .with_context("kind", json!(kind))
+        .with_context("allowed", json!([allowed])),
+        ArtifactError::BadMimeType(mime) => RpcError::invalid_params(format!(
+            "\"mimeType\" {mime:?} is not a type/subtype MIME type"
+        ))
+        .with_context("path", json!("mimeType")),
+        ArtifactError::WorkspaceNotFound => RpcError::new(
+            ErrorCode::WorkspaceNotFound,
+            "no active Workspace with this id for this client",
+        ),
+        ArtifactError::Client { op, path, source } => RpcError::new(
+            ErrorCode::InternalError,
+            format!("cannot {op} {}: {source}", path.to_string_lossy()),
+        )
+        .with_context("path", json!(path.to_string_lossy())),
+        error @ (ArtifactError::BadEncoding
+        | ArtifactError::Store(_)
+        | ArtifactError::Storage { .. }) => {
+            tracing::error!(%error, "artifact storage failed");
+            RpcError::new(ErrorCode::InternalError, "artifact storage failed")
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Png,
+    Jpeg,
+}
+
+impl Format {
+    fn cdp(self) -> &'static str {
+        match self {
+            Format::Png => "png",
+            Format::Jpeg => "jpeg",
+        }
+    }
+
+    fn mime(self) -> &'static str {
+        match self {
+            Format::Png => "image/png",
+            Format::Jpeg => "image/jpeg",
+        }
+    }
+}
+
+/// What part of the page to capture.
+#[derive(Debug, Clone, PartialEq)]
+enum Area {
+    Viewport,
+    FullPage,
+    Element(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct CaptureOptions {
+    format: Format,
+    quality: Option<u64>,
+    area: Area,
+    include_original: bool,
+}
+
+impl CaptureOptions {
+    /// The schema already checked types and ranges; these are the cross-field rules.
+    fn parse(arguments: &Map<String, Value>) -> Result<CaptureOptions, RpcError> {
+        let format = match arguments.get("format").and_then(Value::as_str) {
+            Some("jpeg") => Format::Jpeg,
+            _ => Format::Png,
+        };
+        let quality = arguments.get("quality").and_then(Value::as_u64);
+        if quality.is_some() && format == Format::Png {
+            return Err(RpcError::invalid_params("\"quality\" applies to jpeg only")
+                .with_context("path", json!("arguments.quality")));
+        }
+        let full_page = arguments.get("fullPage").and_then(Value::as_bool) == Some(true);
+        let selector = arguments.get("selector").and_then(Value::as_str);
+        let area = match (full_page, selector) {
+            (true, Some(_)) => {
+                return Err(RpcError::invalid_params(
+                    "\"fullPage\" and \"selector\" cannot be combined",
+                )
+                .with_context("path", json!("arguments.selector")));
+            }
+            (true, None) => Area::FullPage,
+            (false, Some(selector)) => Area::Element(selector.to_owned()),
+            (false, None) => Area::Viewport,
+        };
+        Ok(CaptureOptions {
+            format,
+            quality,
+            area,
+            include_original: arguments.get("includeOriginal").and_then(Value::as_bool)
+                == Some(true),
+        })
+    }
+}
+
+/// A rectangle in CSS pixels, document coordinates (what `Page.captureScreenshot` clips by).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Region {
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
+}
+
+/// The factor that brings an image whose longest side is `side` pixels down to
+/// [`PREVIEW_MAX_SIDE`], or `None` if it already fits.
+fn preview_scale(side: f64) -> Option<f64> {
+    match side > f64::from(PREVIEW_MAX_SIDE) {
+        true => Some(f64::from(PREVIEW_MAX_SIDE) / side),
+        false => None,
+    }
+}
+
+/// Time left for one CDP call.
+fn call_timeout(scope: &CallScope) -> Duration {
+    scope
+        .deadline
+        .saturating_duration_since(tokio::time::Instant::now())
+        .min(CALL_TIMEOUT)
+}
+
+/// The tab a capture works on.
+struct Tab<'a> {
+    client: &'a CdpClient,
+    session: SessionId,
+    scope: &'a CallScope,
+}
+
+impl Tab<'_> {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
+        self.client
+            .call(
+                Some(&self.session),
+                method,
+                params,
+                call_timeout(self.scope),
+            )
+            .await
+    }
+
+    /// One `Page.captureScreenshot` of `region` at `scale`; returns the base64 image. Anything
+    /// but the viewport is captured beyond it, so the page neither scrolls nor resizes. Always
+    /// clipped, so viewport, page and element share one path and a large viewport is previewed
+    /// with one capture rather than two.
+    async fn screenshot(
+        &self,
+        options: &CaptureOptions,
+        region: Region,
+        scale: f64,
+    ) -> Result<String, RpcError> {
+        let mut params = json!({"format": options.format.cdp(), "optimizeForSpeed": true});
+        if options.format == Format::Jpeg {
+            params["quality"] = json!(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY));
+        }
+        params["clip"] = json!({"x": region.x, "y": region.y, "width": region.width, "height": region.height, "scale": scale});
+        params["captureBeyondViewport"] = json!(options.area != Area::Viewport);
+        let result = self
+            .call("Page.captureScreenshot", params)
+            .await
+            .map_err(cdp_error)?;
+        take_string(result, "data", "Page.captureScreenshot")
+    }
+
+    /// The visible viewport and the whole document, in document coordinates, and the device
+    /// pixel ratio (the deprecated device-pixel `visualViewport` over its CSS twin), in one call.
+    async fn layout(&self) -> Result<Layout, RpcError> {
+        let metrics = self
+            .call("Page.getLayoutMetrics", json!({}))
+            .await
+            .map_err(cdp_error)?;
+        let number = |value: &Value| value.as_f64().unwrap_or(0.0);
+        let css = &metrics["cssVisualViewport"];
+        let content = &metrics["cssContentSize"];
+        let css_width = number(&css["clientWidth"]);
+        let device_width = number(&metrics["visualViewport"]["clientWidth"]);
+        Ok(Layout {
+            viewport: Region {
+                x: number(&css["pageX"]),
+                y: number(&css["pageY"]),
+                width: css_width,
+                height: number(&css["clientHeight"]),
+            },
+            page: Region {
+                x: 0.0,
+                y: 0.0,
+                width: number(&content["width"]),
+                height: number(&content["height"]),
+            },
+            ratio: match css_width > 0.0 && device_width > 0.0 {
+                true => device_width / css_width,
+                false => 1.0,
+            },
+        })
+    }
+
+    /// The box of the first element matching `selector` and the device pixel ratio.
+    async fn element(
+        &self,
+        guard: &mut TabGuard,
+        selector: &str,
+    ) -> Result<(Region, f64), RpcError> {
+        let expression = format!(
+            "(() => {{ let e; try {{ e = document.querySelector({}); }} catch (_) {{ return {{error: 'invalid_selector'}}; }} \
+             if (!e) return {{error: 'no_match'}}; const r = e.getBoundingClientRect(); \
+             return {{x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, ratio: window.devicePixelRatio}}; }})()",
+            Value::from(selector)
+        );
+        let found = guard
+            .evaluate(self.client, &expression, call_timeout(self.scope))
+            .await
+            .map_err(cdp_error)?;
+        let selector_error = |reason: &str, message: &str| {
+            RpcError::invalid_params(message.to_owned())
+                .with_context("path", json!("arguments.selector"))
+                .with_context("reason", json!(reason))
+        };
+        match found["error"].as_str() {
+            Some("invalid_selector") => {
+                return Err(selector_error(
+                    "invalid_selector",
+                    "\"selector\" is not a valid CSS selector",
+                ));
+            }
+            Some(_) => {
+                return Err(selector_error(
+                    "no_match",
+                    "\"selector\" matches no element",
+                ));
+            }
+            None => {}
+        }
+        let number = |key: &str| found[key].as_f64().unwrap_or(0.0);
+        let region = Region {
+            x: number("x"),
+            y: number("y"),
+            width: number("width"),
+            height: number("height"),
+        };
+        if region.width < 1.0 || region.height < 1.0 {
+            return Err(selector_error(
+                "empty_box",
+                "the element has no visible box",
+            ));
+        }
+        Ok((region, found["ratio"].as_f64().unwrap_or(1.0)))
+    }
+}
+
+/// What `Page.getLayoutMetrics` tells a capture.
+struct Layout {
+    viewport: Region,
+    page: Region,
+    /// Device pixels per CSS pixel.
+    ratio: f64,
+}
+
+/// Moves a string member out of a CDP result.
+fn take_string(result: Value, key: &str, method: &str) -> Result<String, RpcError> {
+    match result {
+        Value::Object(mut members) => match members.remove(key) {
+            Some(Value::String(text)) => Ok(text),
+            _ => Err(cdp_error(CdpError::UnexpectedResult {
+                method: method.to_owned(),
+                detail: format!("no {key}"),
+            })),
+        },
+        _ => Err(cdp_error(CdpError::UnexpectedResult {
+            method: method.to_owned(),
+            detail: "not an object".to_owned(),
+        })),
+    }
+}
+
+/// Pixel size of a base64 image from the browser.
+fn image_size(data: &str) -> Result<(u32, u32), RpcError> {
+    dimensions_base64(data).ok_or_else(|| {
+        RpcError::new(
+            ErrorCode::InternalError,
+            "the browser returned an unreadable image",
+        )
+    })
+}
+
+async fn store_image(
+    env: &ToolEnv,
+    scope: &CallScope,
+    format: Format,
+    kind: ArtifactKind,
+    preview_of: Option<String>,
+    data: String,
+) -> Result<Artifact, RpcError> {
+    let (width, height) = image_size(&data)?;
+    let mut new = NewArtifact::new(
+        scope.workspace_id.as_deref().unwrap_or_default(),
+        kind,
+        format.mime(),
+        CAPTURE_SENSITIVITY,
+    );
+    new.preview_of = preview_of;
+    new.width = Some(width);
+    new.height = Some(height);
+    env.artifacts
+        .create_base64(new, data, now_ms())
+        .await
+        .map_err(artifact_error)
+}
+
+pub async fn capture(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let options = CaptureOptions::parse(&arguments)?;
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let tab = Tab {
+        client: &client,
+        session,
+        scope,
+    };
+    let store =
+        |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
+    let (region, ratio) = match &options.area {
+        Area::Element(selector) => tab.element(&mut guard, selector).await?,
+        Area::Viewport => {
+            let layout = tab.layout().await?;
+            (layout.viewport, layout.ratio)
+        }
+        Area::FullPage => {
+            let layout = tab.layout().await?;
+            (layout.page, layout.ratio)
+        }
+    };
+    let (shown, original) = match preview_scale(region.width.max(region.height) * ratio) {
+        None => {
+            let data = tab.screenshot(&options, region, 1.0).await?;
+            (store(ArtifactKind::Screenshot, None, data).await?, None)
+        }
+        Some(scale) => {
+            let original = match options.include_original {
+                true => {
+                    let data = tab.screenshot(&options, region, 1.0).await?;
+                    Some(store(ArtifactKind::Screenshot, None, data).await?)
+                }
+                false => None,
+            };
+            let preview = tab.screenshot(&options, region, scale).await?;
+            let preview_of = original.as_ref().map(|o| o.id.clone());
+            (
+                store(ArtifactKind::Preview, preview_of, preview).await?,
+                original,
+            )
+        }
+    };
+    let mut result = json!({
+        "artifact": shown.to_json(),
+        "width": shown.width.unwrap_or(0),
+        "height": shown.height.unwrap_or(0),
+    });
+    if let Some(original) = original {
+        result["original"] = original.to_json();
+    }
+    Ok(result)
+}
+
+/// Maps a `Page.printToPDF` refusal: headed Chrome cannot print, and bad page ranges are the
+/// caller's mistake.
+fn pdf_error(error: CdpError) -> RpcError {
+    match &error {
+        CdpError::Remote { message, .. }
+            if message.to_ascii_lowercase().contains("not implemented") =>
+        {
+            RpcError::new(
+                ErrorCode::PdfUnavailable,
+                "this browser cannot print to PDF over CDP",
+            )
+            .with_remediation(
+                "use_headless_browser",
+                "Print from a headless browser (browser-pilot browser launch --headless).",
+            )
+        }
+        CdpError::Remote { message, .. } if message.to_ascii_lowercase().contains("range") => {
+            RpcError::invalid_params(format!("\"pageRanges\" was refused: {message}"))
+                .with_context("path", json!("arguments.pageRanges"))
+        }
+        _ => cdp_error(error),
+    }
+}
+
+pub async fn pdf(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let mut params = json!({"transferMode": "ReturnAsStream"});
+    for key in ["landscape", "printBackground", "scale", "pageRanges"] {
+        if let Some(value) = arguments.get(key) {
+            params[key] = value.clone();
+        }
+    }
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let tab = Tab {
+        client: &client,
+        session,
+        scope,
+    };
+    let printed = tab
+        .call("Page.printToPDF", params)
+        .await
+        .map_err(pdf_error)?;
+    let handle = take_string(printed, "stream", "Page.printToPDF")?;
+    let read = read_stream(&tab, &handle, env.artifacts.limits().max_artifact_bytes).await;
+    let _ = tab.call("IO.close", json!({"handle": handle})).await;
+    let new = NewArtifact::new(
+        scope.workspace_id.as_deref().unwrap_or_default(),
+        ArtifactKind::Pdf,
+        "application/pdf",
+        CAPTURE_SENSITIVITY,
+    );
+    let artifact = env
+        .artifacts
+        .create(new, read?, now_ms())
+        .await
+        .map_err(artifact_error)?;
+    Ok(json!({"artifact": artifact.to_json()}))
+}
+
+/// Reads a CDP stream to its end, refusing more than `limit` bytes.
+async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>, RpcError> {
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = tab
+            .call(
+                "IO.read",
+                json!({"handle": handle, "size": PDF_READ_CHUNK_BYTES}),
+            )
+            .await
+            .map_err(cdp_error)?;
+        let data = chunk["data"].as_str().unwrap_or_default();
+        match chunk["base64Encoded"].as_bool() == Some(true) {
+            true => bytes.extend(decode_base64(data).ok_or_else(|| {
+                RpcError::new(
+                    ErrorCode::InternalError,
+                    "the browser sent a malformed PDF stream",
+                )
+            })?),
+            false => bytes.extend_from_slice(data.as_bytes()),
+        }
+        if bytes.len() as u64 > limit {
+            return Err(artifact_error(ArtifactError::TooLarge {
+                len: bytes.len() as u64,
+                limit,
+            }));
+        }
+        if chunk["eof"].as_bool() != Some(false) {
+            return Ok(bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(arguments: Value) -> Result<CaptureOptions, String> {
+        CaptureOptions::parse(arguments.as_object().unwrap()).map_err(|e| e.message)
+    }
+
+    #[test]
+    fn capture_options() {
+        assert_eq!(
+            parse(json!({})),
+            Ok(CaptureOptions {
+                format: Format::Png,
+                quality: None,
+                area: Area::Viewport,
+                include_original: false
+            })
+        );
+        assert_eq!(
+            parse(
+                json!({"format": "jpeg", "quality": 50, "selector": "#a", "includeOriginal": true})
+            ),
+            Ok(CaptureOptions {
+                format: Format::Jpeg,
+                quality: Some(50),
+                area: Area::Element("#a".into()),
+                include_original: true
+            })
+        );
+        assert_eq!(
+            parse(json!({"fullPage": true})).map(|o| o.area),
+            Ok(Area::FullPage)
+        );
+        assert!(parse(json!({"quality": 50})).is_err());
+        assert!(parse(json!({"fullPage": true, "selector": "a"})).is_err());
+    }
+
+    #[test]
+    fn preview_scale_keeps_the_longest_side_at_the_bound() {
+        assert_eq!(preview_scale(1600.0), None);
+        assert_eq!(preview_scale(800.0), None);
+        assert_eq!(preview_scale(3200.0), Some(0.5));
+        let scale = preview_scale(5000.0).unwrap();
+        assert!((5000.0 * scale - 1600.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn every_artifact_error_has_its_code() {
+        let check =
+            |error: ArtifactError, code: ErrorCode| assert_eq!(artifact_error(error).code, code);
+        check(ArtifactError::NotFound, ErrorCode::ArtifactNotFound);
+        check(
+            ArtifactError::Expired { expired_at: 1 },
+            ErrorCode::ArtifactExpired,
+        );
+        check(
+            ArtifactError::TooLarge { len: 2, limit: 1 },
+            ErrorCode::ArtifactTooLarge,
+        );
+        check(
+            ArtifactError::QuotaExceeded {
+                what: "x",
+                limit: 1,
+            },
+            ErrorCode::LimitExceeded,
+        );
+        check(
+            ArtifactError::PathNotAllowed { reason: "r" },
+            ErrorCode::PathNotAllowed,
+        );
+        check(
+            ArtifactError::FileNotFound("/x".into()),
+            ErrorCode::FileNotFound,
+        );
+        check(
+            ArtifactError::ExportExists("/x".into()),
+            ErrorCode::ExportExists,
+        );
+        check(
+            ArtifactError::KindNotAllowed {
+                kind: "pdf",
+                allowed: "upload_input",
+            },
+            ErrorCode::ArtifactKindNotAllowed,
+        );
+        check(
+            ArtifactError::BadMimeType("x".into()),
+            ErrorCode::InvalidParams,
+        );
+        check(
+            ArtifactError::WorkspaceNotFound,
+            ErrorCode::WorkspaceNotFound,
+        );
+        let storage = artifact_error(ArtifactError::Storage {
+            op: "write",
+            source: std::io::Error::other("/secret/path"),
+        });
+        assert_eq!(storage.code, ErrorCode::InternalError);
+        assert!(
+            !storage.to_json().to_string().contains("/secret/path"),
+            "protected paths never leak"
+        );
+    }
+}

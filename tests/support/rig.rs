@@ -1,0 +1,138 @@
+//! A Broker wired to one test-owned Chromium, and an agent (bridge + Workspace + Lease) that
+//! calls tools and follows its event journal.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::chromium::{Chromium, Fixtures};
+use super::{Bridge, TestHome, wait_until};
+
+/// A Broker home that discovers exactly one test-owned Chromium profile.
+pub struct Rig {
+    pub home: TestHome,
+    pub profile: tempfile::TempDir,
+    pub chromium: Chromium,
+    pub fixtures: Fixtures,
+}
+
+impl Rig {
+    pub fn start() -> Rig {
+        let profile = tempfile::tempdir().unwrap();
+        let chromium = Chromium::start(profile.path());
+        let home = TestHome::new().with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            profile.path().to_str().unwrap(),
+        );
+        Rig {
+            home,
+            profile,
+            chromium,
+            fixtures: Fixtures::start(),
+        }
+    }
+}
+
+/// One agent: a bridge, a Workspace and a Lease.
+pub struct Agent {
+    pub bridge: Bridge,
+    pub workspace_id: Value,
+    pub lease_id: Value,
+    pub cursor: String,
+}
+
+impl Agent {
+    pub fn new(rig: &Rig, client: &str) -> Agent {
+        let mut bridge = rig.home.spawn_bridge();
+        bridge.initialize(client, "i1");
+        let ws = bridge.ok("workspaces/create", json!({}));
+        let workspace_id = ws["workspace"]["id"].clone();
+        let lease = bridge.ok(
+            "leases/create",
+            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+        );
+        Agent {
+            bridge,
+            workspace_id,
+            lease_id: lease["lease"]["id"].clone(),
+            cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub fn call(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
+        let mut params = json!({"name": name, "arguments": arguments, "workspaceId": self.workspace_id, "leaseId": self.lease_id});
+        if let Some(target) = target {
+            params["targetId"] = target.clone();
+        }
+        self.bridge.call("tools/call", params)
+    }
+
+    pub fn tool(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
+        let response = self.call(name, target, arguments.clone());
+        match response.get("result") {
+            Some(outcome) => {
+                assert_eq!(
+                    outcome["command"]["status"], "completed",
+                    "{name}: {response}"
+                );
+                outcome["result"].clone()
+            }
+            None => panic!("{name} {arguments} failed: {response}"),
+        }
+    }
+
+    pub fn tool_err(
+        &mut self,
+        name: &str,
+        target: Option<&Value>,
+        arguments: Value,
+    ) -> (String, Value) {
+        let response = self.call(name, target, arguments);
+        match response.get("error") {
+            Some(error) => (
+                error["data"]["code"].as_str().unwrap_or("").to_owned(),
+                error.clone(),
+            ),
+            None => panic!("{name} unexpectedly succeeded: {response}"),
+        }
+    }
+
+    pub fn connect(&mut self) -> Value {
+        self.tool("browser.connect", None, json!({}))
+    }
+
+    pub fn tabs(&mut self) -> Vec<Value> {
+        self.tool("browser.tabs.list", None, json!({}))["tabs"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// New events since the last call.
+    pub fn events(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        loop {
+            let page = self.bridge.ok(
+                "events/poll",
+                json!({"workspaceId": self.workspace_id, "cursor": self.cursor, "limit": 100}),
+            );
+            all.extend(page["events"].as_array().unwrap().iter().cloned());
+            self.cursor = page["nextCursor"].as_str().unwrap().to_owned();
+            if page["hasMore"] == false {
+                return all;
+            }
+        }
+    }
+
+    pub fn wait_event(&mut self, event_type: &str) -> Value {
+        let mut found = None;
+        assert!(
+            wait_until(Duration::from_secs(15), || {
+                found = self.events().into_iter().find(|e| e["type"] == event_type);
+                found.is_some()
+            }),
+            "no {event_type} event"
+        );
+        found.unwrap()
+    }
+}
