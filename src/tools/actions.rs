@@ -875,7 +875,11 @@ async fn key_press(
 ) -> Result<(), CdpError> {
     let (params, text) = key_params(key, modifiers);
     let mut down = params.clone();
-    down["type"] = json!(if text.is_some() { "keyDown" } else { "rawKeyDown" });
+    down["type"] = json!(if text.is_some() {
+        "keyDown"
+    } else {
+        "rawKeyDown"
+    });
     let mut up = params;
     up["type"] = json!("keyUp");
     if let Some(map) = up.as_object_mut() {
