@@ -481,6 +481,36 @@ pub async fn frame_context(
     })
 }
 
+/// Re-checks a guarded action's pinned frame between steps (no CDP call): `Err(reason)` when
+/// the selected frame went away (`frame_changed`) or the pinned session is neither the tab's
+/// current one nor a still-attached OOPIF session (`session_changed`); else whether the pinned
+/// frame is its session's root frame.
+pub fn repin(
+    guard: &mut TabGuard,
+    tab_session: &SessionId,
+    pinned_session: &SessionId,
+    frame_id: &str,
+) -> Result<bool, &'static str> {
+    if let Some(FrameSelection::Detached { .. }) = guard.frame_selection() {
+        return Err("frame_changed");
+    }
+    if pinned_session == tab_session {
+        return Ok(guard.state().main_frame.as_deref() == Some(frame_id));
+    }
+    match guard.frames().child_session(frame_id) {
+        Some(child) if child == *pinned_session => Ok(true),
+        _ if guard
+            .frames()
+            .child_sessions()
+            .iter()
+            .any(|(_, child)| child == pinned_session) =>
+        {
+            Ok(false)
+        }
+        _ => Err("session_changed"),
+    }
+}
+
 /// The session whose frame tree holds a frame that is not an OOPIF root: the tab session's
 /// (most frames), else an OOPIF's (frames nested in one). `None` when no tree has it.
 async fn hosting_session(
