@@ -68,6 +68,8 @@ impl TabQueue {
 #[derive(Default)]
 pub struct TabState {
     pub session: Option<SessionId>,
+    /// The main frame's id of the current session (stable for the target's lifetime).
+    pub main_frame: Option<String>,
     /// The newest Observations of this tab (refs resolve only through these), newest last.
     pub observations: std::collections::VecDeque<ObservationRecord>,
     /// Whether the last Observation showed an authentication surface (hint transitions);
@@ -245,6 +247,7 @@ impl TabGuard {
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
     pub fn drop_session(&mut self) {
         self.state.session = None;
+        self.state.main_frame = None;
         self.state.observations.clear();
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();

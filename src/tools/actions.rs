@@ -475,7 +475,7 @@ async fn wait_loaded(client: &CdpClient, guard: &mut TabGuard) {
         {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(3)).await;
     }
 }
 
@@ -880,19 +880,20 @@ async fn key_press(
     } else {
         "rawKeyDown"
     });
-    client
-        .call(Some(session), "Input.dispatchKeyEvent", down, INPUT_TIMEOUT)
-        .await?;
     let mut up = params;
     up["type"] = json!("keyUp");
     if let Some(map) = up.as_object_mut() {
         map.remove("text");
         map.remove("unmodifiedText");
     }
-    client
-        .call(Some(session), "Input.dispatchKeyEvent", up, INPUT_TIMEOUT)
-        .await
-        .map(|_| ())
+    // Both events go out at once; the session handles them in order, so the key-up still
+    // follows the key-down, and the round trip is paid once.
+    let (down, up) = tokio::join!(
+        client.call(Some(session), "Input.dispatchKeyEvent", down, INPUT_TIMEOUT),
+        client.call(Some(session), "Input.dispatchKeyEvent", up, INPUT_TIMEOUT),
+    );
+    down?;
+    up.map(|_| ())
 }
 
 fn modifier_bits(arguments: &Map<String, Value>) -> u64 {
@@ -1021,6 +1022,7 @@ pub async fn press(
 
 /// What a guarded composite action pins and re-checks between steps.
 struct Pin {
+    context: crate::page::ExecutionContextId,
     document_key: String,
     active_key: Option<String>,
     session: crate::cdp::SessionId,
@@ -1041,16 +1043,20 @@ impl Guarded<'_> {
         guard: &mut TabGuard,
         step: &str,
     ) -> Result<PageContext, RpcError> {
-        let ctx = match page_context(client, guard).await {
-            Ok(ctx) => ctx,
-            Err(_) => return Err(self.fail(step, "document_changed")),
-        };
-        if ctx.session != self.pin.session {
+        // The pinned isolated-world context dies with its document, so a call into it is the
+        // document check; a different session means the tab was re-attached.
+        let session = guard
+            .session(client)
+            .await
+            .map_err(|_| self.fail(step, "target_changed"))?;
+        if session != self.pin.session {
             return Err(self.fail(step, "session_changed"));
         }
-        if ctx.frame_id != self.pin.frame_id {
-            return Err(self.fail(step, "frame_changed"));
-        }
+        let ctx = PageContext {
+            session,
+            frame_id: self.pin.frame_id.clone(),
+            context: self.pin.context,
+        };
         let active = page::run(
             client,
             &ctx.session,
@@ -1213,6 +1219,7 @@ pub async fn type_text(
         .with_context("reason", json!("not_focusable")));
     }
     let pin = Pin {
+        context: ctx.context,
         document_key: before.document_key.clone(),
         active_key: focus.active_element_key.clone(),
         session: ctx.session.clone(),
@@ -1354,6 +1361,7 @@ pub async fn keyboard(
         .with_context("reason", json!("no_focus")));
     }
     let pin = Pin {
+        context: ctx.context,
         document_key: active.document_key.clone(),
         active_key: active.key.clone(),
         session: ctx.session.clone(),

@@ -181,9 +181,16 @@ pub async fn page_context(
     guard: &mut TabGuard,
 ) -> Result<PageContext, RpcError> {
     let session = guard.session(client).await.map_err(cdp_error)?;
-    let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT)
-        .await
-        .map_err(page_error)?;
+    let frame_id = match guard.state().main_frame.clone() {
+        Some(frame_id) => frame_id,
+        None => {
+            let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT)
+                .await
+                .map_err(page_error)?;
+            guard.state().main_frame = Some(frame_id.clone());
+            frame_id
+        }
+    };
     let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT)
         .await
         .map_err(page_error)?;

@@ -29,7 +29,7 @@ const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000
 /// Longest URL copied into a `watchdog.navigation_stalled` payload.
 const MAX_EVENT_URL_CHARS: usize = 2048;
 /// Poll interval while waiting for `document.readyState`.
-const LOAD_POLL: Duration = Duration::from_millis(10);
+const LOAD_POLL: Duration = Duration::from_millis(3);
 /// Timeout of one CDP call made by these tools.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
