@@ -33,6 +33,11 @@ fn agent_loop(c: &mut Criterion) {
     )["targetId"]
         .clone();
     let mut group = c.benchmark_group("agent_loop");
+    // Keep the Lease alive between benchmark functions (each runs well under its TTL).
+    fn heartbeat(agent: &mut Agent) {
+        let params = json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id});
+        agent.bridge.ok("leases/heartbeat", params);
+    }
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(5))
@@ -49,25 +54,38 @@ fn agent_loop(c: &mut Criterion) {
             agent.tool("browser.observe", Some(&target), json!({"limit": 200}))
         })
     });
+    heartbeat(&mut agent);
     group.bench_function("observe_32_elements", |b| {
         b.iter(|| agent.tool("browser.observe", Some(&target), json!({"limit": 200})))
     });
     let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 200}));
     let checkbox = first_ref(&observation, "checkbox");
     let textbox = first_ref(&observation, "textbox");
+    heartbeat(&mut agent);
     group.bench_function("click_checkbox_with_evidence_and_observation", |b| {
         b.iter(|| {
             let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 200, "viewportOnly": true}));
             agent.tool("browser.click", Some(&target), json!({"observationId": observation["observationId"], "ref": checkbox, "observe": {"limit": 200}}))
         })
     });
+    heartbeat(&mut agent);
     group.bench_function("type_20_chars_with_evidence", |b| {
         b.iter(|| {
             let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 200}));
             agent.tool("browser.type", Some(&target), json!({"observationId": observation["observationId"], "ref": textbox, "text": "abcdefghijklmnopqrst", "observe": {"limit": 50}}))
         })
     });
+    heartbeat(&mut agent);
+    group.bench_function("viewport_screenshot_to_artifact", |b| {
+        b.iter(|| {
+            let shot = agent.tool("browser.capture", Some(&target), json!({}));
+            let params = json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": shot["artifact"]["id"]});
+            agent.bridge.ok("artifacts/release", params);
+        })
+    });
+    eprintln!("RSS idle-ish (KiB): {}", rss_report(&rig, &agent));
     for n in [5_000usize, 20_000] {
+        heartbeat(&mut agent);
         agent.tool(
             "browser.navigate",
             Some(&target),
@@ -96,6 +114,32 @@ fn agent_loop(c: &mut Criterion) {
         });
     }
     group.finish();
+    eprintln!(
+        "RSS after the 20,000-element observations (KiB): {}",
+        rss_report(&rig, &agent)
+    );
+}
+
+/// Resident set sizes of the Broker, its janitor and the bridge, from /proc.
+fn rss_report(rig: &Rig, agent: &Agent) -> String {
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let broker = rig.home.broker_pid().unwrap_or(0);
+    let janitor = std::fs::read_to_string(format!("/proc/{broker}/task/{broker}/children"))
+        .ok()
+        .and_then(|c| c.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let bridge = agent.bridge.child.id();
+    let (b, j, g) = (rss(broker), rss(janitor), rss(bridge));
+    format!("broker {b} + janitor {j} + bridge {g} = {}", b + j + g)
 }
 
 criterion_group!(benches, agent_loop);

@@ -592,3 +592,189 @@ fn dialogs_are_explicit_and_out_of_band_and_popups_are_managed() {
             .any(|t| t["targetId"] == opened["payload"]["targetId"] && t["managed"] == true)
     );
 }
+
+#[test]
+fn custom_aria_combobox_through_fresh_observation_refs() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.combo");
+    agent.connect();
+    let target = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/aria-combo")}),
+    )["targetId"]
+        .clone();
+    let observation = observe(&mut agent, &target);
+    let combo = find_ref(&observation, Some("combobox"), "Fruit");
+    let options = act(
+        &mut agent,
+        &target,
+        "browser.dropdown.options",
+        &observation,
+        combo,
+        json!({}),
+    );
+    assert_eq!(options["kind"], "aria");
+    let opened = act(
+        &mut agent,
+        &target,
+        "browser.click",
+        &observation,
+        combo,
+        json!({}),
+    );
+    assert_eq!(
+        opened["evidence"]["status"], "verified",
+        "{}",
+        opened["evidence"]
+    );
+    assert!(
+        opened["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("expanded_changed"))
+    );
+    // The options are now refs of the fresh Observation; pick one and verify selection.
+    let banana = find_ref(&opened, Some("option"), "Banana");
+    let picked = act(
+        &mut agent,
+        &target,
+        "browser.click",
+        &opened,
+        banana,
+        json!({}),
+    );
+    assert_eq!(picked["evidence"]["kind"], "option");
+    assert_eq!(
+        picked["evidence"]["status"], "verified",
+        "{}",
+        picked["evidence"]
+    );
+    assert_eq!(picked["evidence"]["selected"], true);
+    // A native-only select by label is refused on a custom listbox.
+    let (code, error) = agent.tool_err("browser.dropdown.select", Some(&target), json!({"observationId": picked["observationId"], "ref": find_ref(&picked, Some("combobox"), "Fruit"), "labels": ["Apple"]}));
+    assert_eq!(code, "element_not_actionable", "{error}");
+}
+
+#[test]
+fn hints_on_real_pages_and_auth_transitions() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.hints");
+    agent.connect();
+    let hint = |observation: &Value, code: &str| {
+        observation["hints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["code"] == code)
+            .cloned()
+    };
+    let target = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/plain")}),
+    )["targetId"]
+        .clone();
+    let plain = observe(&mut agent, &target);
+    assert!(
+        hint(&plain, "authentication_surface").is_none(),
+        "{}",
+        plain["hints"]
+    );
+    agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": rig.fixtures.url("/fixture/login")}),
+    );
+    let login = observe(&mut agent, &target);
+    let auth = hint(&login, "authentication_surface").expect("auth hint on the login page");
+    assert_eq!(auth["state"], "entered", "{auth}");
+    assert_eq!(auth["recommendedAction"], "authenticate_or_ask_user");
+    let count = login["elements"].as_array().unwrap().len() as u64;
+    assert!(
+        auth["refs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| (1..=count).contains(&r.as_u64().unwrap())),
+        "refs belong to this Observation"
+    );
+    let again = observe(&mut agent, &target);
+    assert_eq!(
+        hint(&again, "authentication_surface").unwrap()["state"],
+        "present"
+    );
+    agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": rig.fixtures.url("/fixture/plain")}),
+    );
+    let left = observe(&mut agent, &target);
+    assert_eq!(
+        hint(&left, "authentication_surface").expect("left hint")["state"],
+        "left"
+    );
+
+    for (fixture, code) in [
+        ("modal", "modal_overlay"),
+        ("autocomplete", "autocomplete"),
+        ("filters", "filter_controls"),
+        ("blocked", "access_blocked"),
+    ] {
+        agent.tool(
+            "browser.navigate",
+            Some(&target),
+            json!({"action": "goto", "url": rig.fixtures.url(&format!("/fixture/{fixture}"))}),
+        );
+        let observation = observe(&mut agent, &target);
+        let found = hint(&observation, code)
+            .unwrap_or_else(|| panic!("{fixture}: no {code} hint in {}", observation["hints"]));
+        assert!(
+            found["source"].is_string()
+                && found["confidence"].is_string()
+                && found["recommendedAction"].is_string(),
+            "{found}"
+        );
+        if code == "modal_overlay" {
+            assert_eq!(found["blocking"], true);
+        }
+    }
+}
+
+#[test]
+fn a_connection_without_action_input_sees_and_runs_no_input_tools() {
+    let rig = Rig::start();
+    let mut bridge = rig.home.spawn_bridge();
+    let mut params = support::initialize_params("com.example.readonly", "r", (1, 1));
+    params["requestedCapabilities"] = json!([
+        "browser.control",
+        "workspace.manage",
+        "observation.read",
+        "event.read"
+    ]);
+    bridge.ok("initialize", params);
+    let tools = bridge.ok("tools/list", json!({}))["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"browser.observe"));
+    for input_tool in [
+        "browser.click",
+        "browser.type",
+        "browser.press",
+        "browser.keyboard",
+        "browser.dropdown.select",
+        "browser.dialogs.respond",
+    ] {
+        assert!(
+            !names.contains(&input_tool),
+            "{input_tool} advertised without action.input"
+        );
+    }
+    assert!(tools.iter().all(|t| t["capability"] != "action.input"));
+    let ws = bridge.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
+    let lease = bridge.ok("leases/create", json!({"workspaceId": ws}))["lease"]["id"].clone();
+    let (code, _) = bridge.err("tools/call", json!({"name": "browser.click", "arguments": {"x": 1, "y": 1}, "workspaceId": ws, "leaseId": lease, "targetId": "target:x"}));
+    assert_eq!(code, "capability_denied");
+}

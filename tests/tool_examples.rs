@@ -221,6 +221,27 @@ fn every_tool_has_a_real_example() {
         Some(&target),
         json!({"printBackground": true}),
     );
+    // Frames: the frames fixture in a second tab (its cross-origin frames stay empty here).
+    let framed = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/frames")}),
+    )["targetId"]
+        .clone();
+    let frames = record(&mut agent, "browser.frames.list", Some(&framed), json!({}));
+    let same = frames["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "same")
+        .unwrap()["frameId"]
+        .clone();
+    record(
+        &mut agent,
+        "browser.frames.select",
+        Some(&framed),
+        json!({"frameId": same}),
+    );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
 

@@ -6,11 +6,13 @@
 //! It never opens a WebSocket (the janitor does), never writes SQL text, and never closes a tab
 //! it did not create for a Workspace.
 
+mod frames;
 mod pump;
 mod registry;
 mod service;
 mod tab;
 
+pub use frames::{FrameBook, FrameSelection};
 pub use registry::{DialogInfo, TabView, TargetError};
 pub use service::{BrowserService, ConnectError, Connected};
 pub use tab::{

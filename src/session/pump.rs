@@ -5,18 +5,49 @@
 //! `target.detached`; a URL change of a managed or controlled tab emits `navigation`; a new main
 //! document emits `document.changed`. An event from an older generation is dropped before it is
 //! journaled. When the janitor's stream ends, the browser is gone: `connection.lost`.
+//!
+//! Frames: out-of-process iframes auto-attached to a tab session are recorded in the tab's
+//! `FrameBook` (and their own OOPIFs, recursively); a Workspace's selected frame that is removed,
+//! or whose ancestor loads a new document, emits `watchdog.frame_detached` and
+//! `observation.invalidated` with the opaque ids only. OOPIF sessions are kept apart from tab
+//! sessions, so an OOPIF never looks like a tab (dialogs, `document.changed`).
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::frames::FrameGone;
 use super::service::{BrowserService, Live};
-use crate::cdp::{CdpEvent, SessionId, TargetId, TargetInfo};
+use super::tab::auto_attach_params;
+use crate::cdp::{CdpClient, CdpEvent, SessionId, TargetId, TargetInfo};
 use crate::events::Emit;
 
 /// Longest URL copied into an event payload.
 const MAX_EVENT_URL_CHARS: usize = 2048;
+
+/// How long the setup calls on a fresh OOPIF session may take.
+const CHILD_SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// OOPIF sessions the pump maps to their tab, over all tabs: a bound for detach events that
+/// never come; a frame beyond it is simply not reachable out of process.
+const MAX_FRAME_SESSIONS: usize = 4096;
+
+/// The pump's view of flattened sessions.
+#[derive(Default)]
+struct Sessions {
+    /// Tab sessions (attached by the Broker) -> their tab.
+    tabs: HashMap<SessionId, TargetId>,
+    /// OOPIF sessions (auto-attached under a tab or another OOPIF) -> the tab they belong to.
+    frames: HashMap<SessionId, TargetId>,
+}
+
+impl Sessions {
+    /// The tab a tab or OOPIF session belongs to.
+    fn tab_of(&self, session: &SessionId) -> Option<&TargetId> {
+        self.tabs.get(session).or_else(|| self.frames.get(session))
+    }
+}
 
 pub async fn run(
     service: BrowserService,
@@ -24,7 +55,7 @@ pub async fn run(
     mut events: mpsc::Receiver<CdpEvent>,
     mut janitor: tokio::process::Child,
 ) {
-    let mut sessions: HashMap<SessionId, TargetId> = HashMap::new();
+    let mut sessions = Sessions::default();
     while let Some(event) = events.recv().await {
         if service
             .live()
@@ -32,7 +63,7 @@ pub async fn run(
         {
             continue;
         }
-        for emit in on_event(&service, &mut sessions, event) {
+        for emit in on_event(&service, &live.client, &mut sessions, event) {
             let mut emit = emit;
             emit.generation = Some(live.generation);
             if let Err(error) = service.events().emit(emit).await {
@@ -46,7 +77,8 @@ pub async fn run(
 
 fn on_event(
     service: &BrowserService,
-    sessions: &mut HashMap<SessionId, TargetId>,
+    client: &CdpClient,
+    sessions: &mut Sessions,
     event: CdpEvent,
 ) -> Vec<Emit> {
     match (event.session.as_ref(), event.method.as_str()) {
@@ -93,7 +125,7 @@ fn on_event(
                 .and_then(Value::as_str)
                 .map(TargetId::new);
             if let (Some(session), Some(target)) = (session, target) {
-                sessions.insert(session, target);
+                sessions.tabs.insert(session, target);
             }
             Vec::new()
         }
@@ -104,18 +136,54 @@ fn on_event(
                 .and_then(Value::as_str)
                 .map(SessionId::new)
             {
-                sessions.remove(&session);
+                // A tab session's OOPIF sessions end with it.
+                if let Some(tab) = sessions.tabs.remove(&session) {
+                    sessions.frames.retain(|_, owner| *owner != tab);
+                }
             }
             Vec::new()
         }
+        (Some(parent), "Target.attachedToTarget") => {
+            on_child_attached(service, client, sessions, parent, &event.params);
+            Vec::new()
+        }
+        (Some(parent), "Target.detachedFromTarget") => {
+            let tab = sessions.tab_of(parent).cloned();
+            if let (Some(tab), Some(child)) = (
+                tab,
+                event
+                    .params
+                    .get("sessionId")
+                    .and_then(Value::as_str)
+                    .map(SessionId::new),
+            ) {
+                sessions.frames.remove(&child);
+                if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
+                    handle.frames().detach_child(&child);
+                }
+            }
+            Vec::new()
+        }
+        (Some(session), "Page.frameDetached") => {
+            // A process swap keeps the frame (it continues in another session).
+            let swapped = event.params.get("reason").and_then(Value::as_str) == Some("swap");
+            let frame = event.params.get("frameId").and_then(Value::as_str);
+            match (sessions.tab_of(session).cloned(), frame, swapped) {
+                (Some(tab), Some(frame), false) => {
+                    let gone = with_frames(service, &tab, |book| book.on_frame_removed(frame));
+                    frame_detached(service, &tab, gone)
+                }
+                _ => Vec::new(),
+            }
+        }
         (Some(session), "Page.javascriptDialogOpening") => {
-            let Some(target) = sessions.get(session).cloned() else {
+            let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
             on_dialog_opening(service, session, &target, &event.params)
         }
         (Some(session), "Page.javascriptDialogClosed") => {
-            let Some(target) = sessions.get(session).cloned() else {
+            let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
             let closed = service.with_registry(|registry| registry.dialogs.remove(&target));
@@ -136,10 +204,20 @@ fn on_event(
         }
         (Some(session), "Page.frameNavigated") => {
             let is_main = event.params.pointer("/frame/parentId").is_none();
-            let Some(target) = sessions.get(session).cloned() else {
-                return Vec::new();
+            let mut emits = match (
+                sessions.tab_of(session).cloned(),
+                event.params.pointer("/frame/id").and_then(Value::as_str),
+            ) {
+                (Some(tab), Some(frame)) => {
+                    let gone = with_frames(service, &tab, |book| book.on_frame_navigated(frame));
+                    frame_detached(service, &tab, gone)
+                }
+                _ => Vec::new(),
             };
-            match is_main {
+            let Some(target) = sessions.tabs.get(session).cloned() else {
+                return emits;
+            };
+            emits.extend(match is_main {
                 true => {
                     let url = bounded(
                         event
@@ -153,10 +231,100 @@ fn on_event(
                     })
                 }
                 false => Vec::new(),
-            }
+            });
+            emits
         }
         _ => Vec::new(),
     }
+}
+
+/// An OOPIF attached under a tab session or under another OOPIF of the same tab: record its
+/// session, then enable `Page` there (its own frames' events) and auto-attach its OOPIFs.
+fn on_child_attached(
+    service: &BrowserService,
+    client: &CdpClient,
+    sessions: &mut Sessions,
+    parent: &SessionId,
+    params: &Value,
+) {
+    let is_iframe = params.pointer("/targetInfo/type").and_then(Value::as_str) == Some("iframe");
+    let child = params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(SessionId::new);
+    // For an iframe target the target id is the frame id (field notes §2).
+    let frame = params
+        .pointer("/targetInfo/targetId")
+        .and_then(Value::as_str);
+    let (Some(tab), Some(child), Some(frame), true) =
+        (sessions.tab_of(parent).cloned(), child, frame, is_iframe)
+    else {
+        return;
+    };
+    let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) else {
+        return;
+    };
+    if sessions.frames.len() >= MAX_FRAME_SESSIONS
+        || !handle.frames().attach_child(frame, child.clone())
+    {
+        tracing::debug!("too many out-of-process frames on one tab; one is not tracked");
+        return;
+    }
+    sessions.frames.insert(child.clone(), tab);
+    let client = client.clone();
+    tokio::spawn(async move {
+        for (method, params) in [
+            ("Page.enable", json!({})),
+            ("Target.setAutoAttach", auto_attach_params()),
+        ] {
+            if let Err(error) = client
+                .call(Some(&child), method, params, CHILD_SETUP_TIMEOUT)
+                .await
+            {
+                tracing::debug!(%error, method, "setting up an out-of-process frame session");
+                return;
+            }
+        }
+    });
+}
+
+fn with_frames<T: Default>(
+    service: &BrowserService,
+    tab: &TargetId,
+    f: impl FnOnce(&mut super::FrameBook) -> T,
+) -> T {
+    match service.with_registry(|registry| registry.handle(tab)) {
+        Some(handle) => f(&mut handle.frames()),
+        None => T::default(),
+    }
+}
+
+/// `watchdog.frame_detached` and `observation.invalidated` for each Workspace whose selected
+/// frame went away: opaque ids and a reason only, never a URL or a raw id.
+fn frame_detached(service: &BrowserService, tab: &TargetId, gone: Vec<FrameGone>) -> Vec<Emit> {
+    let mut emits = Vec::new();
+    for gone in gone {
+        let Some(opaque) =
+            service.with_registry(|registry| registry.known_opaque(&gone.workspace_id, tab))
+        else {
+            continue;
+        };
+        let mut watchdog = Emit::new(
+            &gone.workspace_id,
+            "watchdog.frame_detached",
+            json!({"targetId": opaque, "frameId": gone.frame_id, "reason": gone.reason.as_str()}),
+        );
+        watchdog.target_id = Some(opaque.clone());
+        let mut invalidated = Emit::new(
+            &gone.workspace_id,
+            "observation.invalidated",
+            json!({"targetId": opaque, "frameId": gone.frame_id, "reason": "frame_detached"}),
+        );
+        invalidated.target_id = Some(opaque);
+        emits.push(watchdog);
+        emits.push(invalidated);
+    }
+    emits
 }
 
 /// How long a dialog may stay unanswered before `watchdog.dialog_unhandled` (contract: 15 s).

@@ -5,6 +5,9 @@
 //! interleave and run in acceptance order, while commands for different tabs run concurrently.
 //! A Command waiting for its turn is `accepted`; the holder of the turn is `dispatched`. A ticket
 //! dropped before its turn (cancelled, deadline passed) is skipped.
+//!
+//! Beside the queue sits the tab's `FrameBook` (OOPIF sessions, frame selections), behind a
+//! plain mutex that the event pump may take without a turn; nothing awaits while holding it.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedMutexGuard};
 
+use super::frames::{FrameBook, FrameSelection};
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 
 #[derive(Default)]
@@ -29,6 +33,7 @@ struct TabQueue {
     state: Arc<tokio::sync::Mutex<TabState>>,
     /// Bumped when a Lease hands control back; streaks recorded under an older value are void.
     control_epoch: AtomicU64,
+    frames: Mutex<FrameBook>,
 }
 
 impl TabQueue {
@@ -136,8 +141,14 @@ impl TabHandle {
                 turn_changed: Notify::new(),
                 state: Arc::new(tokio::sync::Mutex::new(TabState::default())),
                 control_epoch: AtomicU64::new(0),
+                frames: Mutex::new(FrameBook::default()),
             }),
         }
+    }
+
+    /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
+    pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
+        self.queue.frames.lock().expect("frames lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -198,6 +209,7 @@ impl TabTicket {
         let state = queue.state.clone().lock_owned().await;
         TabGuard {
             target: self.handle.target.clone(),
+            workspace_id: None,
             state,
             queue,
         }
@@ -215,6 +227,8 @@ impl Drop for TabTicket {
 /// Exclusive use of a tab for one Command; the next ticket is served when it drops.
 pub struct TabGuard {
     pub target: TargetId,
+    /// The Workspace whose Command holds the turn: frame-scoped tools run in its selected frame.
+    workspace_id: Option<String>,
     state: OwnedMutexGuard<TabState>,
     queue: Arc<TabQueue>,
 }
@@ -228,6 +242,18 @@ impl Drop for TabGuard {
 /// How long one setup call of a fresh session may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// `Target.setAutoAttach` on a tab (or OOPIF) session: Chromium attaches every out-of-process
+/// iframe as a flattened child session (`Target.attachedToTarget` carrying the parent's session)
+/// without pausing it, and nothing but iframes (no workers). Field notes §2 "Auto-attach".
+pub fn auto_attach_params() -> Value {
+    json!({
+        "autoAttach": true,
+        "waitForDebuggerOnStart": false,
+        "flatten": true,
+        "filter": [{"type": "iframe"}, {"exclude": true}],
+    })
+}
+
 impl TabGuard {
     /// The flattened CDP session of this tab, attaching and enabling the domains the tools need
     /// on first use. `Page` is enabled before anything else can run, so a dialog the page opens
@@ -240,6 +266,19 @@ impl TabGuard {
         client
             .call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT)
             .await?;
+        // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
+        // still work in-process, so a failure is logged rather than fatal.
+        if let Err(error) = client
+            .call(
+                Some(&session),
+                "Target.setAutoAttach",
+                auto_attach_params(),
+                SETUP_TIMEOUT,
+            )
+            .await
+        {
+            tracing::warn!(%error, "auto-attach of out-of-process iframes failed");
+        }
         self.state.session = Some(session.clone());
         Ok(session)
     }
@@ -251,11 +290,45 @@ impl TabGuard {
         self.state.observations.clear();
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();
+        self.frames().clear_children();
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.
     pub fn control_epoch(&self) -> u64 {
         self.queue.control_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Names the Workspace whose Command holds this turn (frame selection is per Workspace).
+    pub fn set_workspace(&mut self, workspace_id: &str) {
+        self.workspace_id = Some(workspace_id.to_owned());
+    }
+
+    pub fn workspace_id(&self) -> Option<&str> {
+        self.workspace_id.as_deref()
+    }
+
+    /// The tab's frame bookkeeping.
+    pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
+        self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// The turn holder's frame selection (`None`: the main frame), after dropping the
+    /// Observations of its frames that detached since the last call.
+    pub fn frame_selection(&mut self) -> Option<FrameSelection> {
+        let workspace_id = self.workspace_id.clone()?;
+        let (selection, gone) = {
+            let mut frames = self.frames();
+            (
+                frames.selection(&workspace_id).cloned(),
+                frames.take_invalidations(&workspace_id),
+            )
+        };
+        if !gone.is_empty() {
+            self.state.observations.retain(|record| {
+                record.workspace_id != workspace_id || !gone.contains(&record.frame_id)
+            });
+        }
+        selection
     }
 
     pub fn state(&mut self) -> &mut TabState {

@@ -746,7 +746,8 @@ pub async fn click(
         element,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let (x, y) = point;
+    // The scripts measure in the selected frame's viewport; input goes to its session's.
+    let (x, y) = super::frames::session_point(&client, &ctx, point).await?;
     mouse(&client, &ctx.session, "mouseMoved", x, y, "none", 0)
         .await
         .map_err(cdp_error)?;
@@ -1049,13 +1050,15 @@ impl Guarded<'_> {
             .session(client)
             .await
             .map_err(|_| self.fail(step, "target_changed"))?;
-        if session != self.pin.session {
-            return Err(self.fail(step, "session_changed"));
-        }
+        // The pinned session is the tab's, or that of the out-of-process frame selected.
+        let session_root =
+            super::frames::repin(guard, &session, &self.pin.session, &self.pin.frame_id)
+                .map_err(|reason| self.fail(step, reason))?;
         let ctx = PageContext {
-            session,
+            session: self.pin.session.clone(),
             frame_id: self.pin.frame_id.clone(),
             context: self.pin.context,
+            session_root,
         };
         let active = page::run(
             client,
@@ -1385,7 +1388,7 @@ pub async fn keyboard(
     finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
-const SCROLL_POSITION: &str = "[Math.round(scrollX), Math.round(scrollY)]";
+const SCROLL_POSITION: &str = "function(){ return [Math.round(scrollX), Math.round(scrollY)]; }";
 
 pub async fn scroll(
     env: &ToolEnv,
@@ -1395,12 +1398,8 @@ pub async fn scroll(
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
-    let before = position(
-        guard
-            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?,
-    );
+    // Read in the selected frame: that is the document the scroll moves.
+    let before = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
     let mut subject = Subject::Page;
     let (mode, container_moved) = if arguments.contains_key("observationId") {
         let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
@@ -1455,12 +1454,7 @@ pub async fn scroll(
         }
     };
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(
-        guard
-            .evaluate(&client, SCROLL_POSITION, SCRIPT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?,
-    );
+    let after = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
     let moved = match &container_moved {
         Some(container) => container["moved"] == json!(true),
         None => after != before,

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::context::{CallScope, ToolEnv};
 use super::manifest::ToolDef;
-use super::{actions, capture, discover, observe, tabs};
+use super::{actions, capture, discover, frames, observe, tabs};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Runs one tool. Tools that touch a tab pass `scope.gate` themselves once they hold the tab;
@@ -43,6 +43,8 @@ pub async fn execute(
         "browser.scroll" => actions::scroll(env, scope, arguments).await,
         "browser.dropdown.options" => actions::dropdown_options(env, scope, arguments).await,
         "browser.dropdown.select" => actions::dropdown_select(env, scope, arguments).await,
+        "browser.frames.list" => frames::list(env, scope, arguments).await,
+        "browser.frames.select" => frames::select(env, scope, arguments).await,
         "browser.dialogs.list" => {
             scope.gate.pass().await?;
             actions::dialogs_list(env, scope, arguments).await

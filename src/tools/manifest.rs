@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::{actions, capture, discover, observe, tabs};
+use super::{actions, capture, discover, frames, observe, tabs};
 
 /// Which envelope fields a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(tabs::defs());
         tools.extend(observe::defs());
         tools.extend(actions::defs());
+        tools.extend(frames::defs());
         tools.extend(capture::defs());
         tools
     })

@@ -10,6 +10,7 @@ mod context;
 mod discover;
 mod dispatch;
 mod docs;
+mod frames;
 mod manifest;
 mod observe;
 mod progress;

@@ -1,6 +1,7 @@
 //! Reading tools: `browser.observe` (semantic elements with scoped refs, page metrics, hints),
 //! `browser.read`, `browser.search` and `browser.elements.find`. Page scripts run in the
-//! Broker's isolated world of the tab's main frame, so the page can neither see nor tamper
+//! Broker's isolated world of the calling Workspace's selected frame (the main frame unless
+//! `browser.frames.select` chose another; see `frames`), so the page can neither see nor tamper
 //! with them.
 
 use std::time::Duration;
@@ -169,18 +170,26 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-/// The tab's session, the frame scripts run in, and the Broker's isolated world there.
+/// The session hosting the frame scripts run in (the tab's, or an out-of-process iframe's),
+/// that frame, and the Broker's isolated world there.
 pub struct PageContext {
     pub session: SessionId,
     pub frame_id: String,
     pub context: ExecutionContextId,
+    /// Whether `frame_id` is its session's root frame (the main frame or an OOPIF's): then the
+    /// page scripts' viewport coordinates are the session's input coordinates.
+    pub session_root: bool,
 }
 
+/// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
 pub async fn page_context(
     client: &CdpClient,
     guard: &mut TabGuard,
 ) -> Result<PageContext, RpcError> {
     let session = guard.session(client).await.map_err(cdp_error)?;
+    if let Some(selection) = guard.frame_selection() {
+        return super::frames::frame_context(client, guard, session, selection).await;
+    }
     let frame_id = match guard.state().main_frame.clone() {
         Some(frame_id) => frame_id,
         None => {
@@ -198,6 +207,7 @@ pub async fn page_context(
         session,
         frame_id,
         context,
+        session_root: true,
     })
 }
 

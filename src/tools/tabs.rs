@@ -242,7 +242,8 @@ pub async fn controlled_tab(
         .expect("ticket lock")
         .take()
         .filter(|t| *t.target() == target);
-    let guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
+    let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
+    guard.set_workspace(workspace_id);
     scope.gate.pass().await?;
     Ok((live.client, guard))
 }
