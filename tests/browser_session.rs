@@ -84,6 +84,7 @@ fn discover_connect_open_and_list_without_raw_ids() {
         .iter()
         .find(|t| t["targetId"] == target)
         .expect("managed tab listed");
+    assert_eq!(mine["title"], "one", "the inventory shows the loaded title");
     assert_eq!(mine["managed"], true);
     assert_eq!(mine["controlled"], true);
     assert!(

@@ -341,7 +341,9 @@ fn hung_bridge_times_out_skips_the_rest_and_is_killed() {
     let pid_dir = tempfile::tempdir().expect("temp dir");
     let pid_file = pid_dir.path().join("pid");
     let output = Command::new(RUNNER)
-        .args(["--timeout-ms", "500", "--", "python3", FAKE])
+        // Long enough for a slow interpreter start (a pyenv shim takes ~600 ms under load) to
+        // write the pid file before the runner gives up on the first request.
+        .args(["--timeout-ms", "4000", "--", "python3", FAKE])
         .env("FAKE_MODE", "hang")
         .env("FAKE_PID_FILE", &pid_file)
         .output()

@@ -322,6 +322,13 @@ impl Registry {
             .cloned()
     }
 
+    pub fn note_page(&mut self, target: &TargetId, url: &str, title: &str) {
+        if let Some(entry) = self.tabs.get_mut(target) {
+            url.clone_into(&mut entry.url);
+            title.clone_into(&mut entry.title);
+        }
+    }
+
     pub fn url_of(&self, target: &TargetId) -> Option<String> {
         self.tabs.get(target).map(|e| e.url.clone())
     }

@@ -382,6 +382,11 @@ impl BrowserService {
         })
     }
 
+    /// Records what a tool just read of a tab (discovery events can lag behind a load).
+    pub fn note_page(&self, target: &TargetId, url: &str, title: &str) {
+        self.with_registry(|registry| registry.note_page(target, url, title));
+    }
+
     pub fn has_window(&self, workspace_id: &str) -> bool {
         self.with_registry(|registry| registry.has_window(workspace_id))
     }

@@ -509,6 +509,20 @@ async fn wait_for_load(
     opaque: &str,
     dispatched: tokio::time::Instant,
 ) -> Result<PageState, RpcError> {
+    let page = wait_for_document(env, client, guard, scope, opaque, dispatched).await?;
+    // Target discovery may report the new title later; the inventory shows what we just read.
+    env.browser.note_page(&guard.target, &page.url, &page.title);
+    Ok(page)
+}
+
+async fn wait_for_document(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    opaque: &str,
+    dispatched: tokio::time::Instant,
+) -> Result<PageState, RpcError> {
     let now = tokio::time::Instant::now();
     let settle_at = (now + LOAD_WAIT).min(
         scope
