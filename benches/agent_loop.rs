@@ -133,9 +133,17 @@ fn rss_report(rig: &Rig, agent: &Agent) -> String {
             .unwrap_or(0)
     };
     let broker = rig.home.broker_pid().unwrap_or(0);
-    let janitor = std::fs::read_to_string(format!("/proc/{broker}/task/{broker}/children"))
+    let janitor = std::process::Command::new("pgrep")
+        .args(["-P", &broker.to_string()])
+        .output()
         .ok()
-        .and_then(|c| c.split_whitespace().next()?.parse().ok())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0);
     let bridge = agent.bridge.child.id();
     let (b, j, g) = (rss(broker), rss(janitor), rss(bridge));

@@ -30,7 +30,7 @@ use crate::session::{ElementSummary, TabGuard};
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
-const SETTLE: Duration = Duration::from_millis(40);
+const SETTLE: Duration = Duration::from_millis(15);
 /// After a navigation starts, how long to wait for the new document to load.
 const NAVIGATION_SETTLE: Duration = Duration::from_secs(5);
 /// Timeout of one input event.
