@@ -214,6 +214,23 @@ async fn generated_pages_return_every_element_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_and_large_scopes_observe_the_same_elements() {
+    // controls.html is small enough to read attributes one by one; padding
+    // the document makes the walk use its attribute-set path instead.
+    let fixture = open("/controls.html").await;
+    let small = observe(&fixture.tab, "small").await;
+    fixture
+        .tab
+        .eval("for (let i = 0; i < 200; i++) document.body.appendChild(document.createElement('span'))")
+        .await;
+    let large = observe(&fixture.tab, "large").await;
+    assert_eq!(
+        serde_json::to_value(&small.elements).unwrap(),
+        serde_json::to_value(&large.elements).unwrap()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_names_come_from_every_label_kind() {
     let fixture = open("/labels.html").await;
     let observation = observe(&fixture.tab, "labels").await;

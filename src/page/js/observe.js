@@ -11,12 +11,12 @@ function observe(options) {
   const HREF_MAX = options.hrefMax;
   const MAX_SIGNAL_ITEMS = 8;
   const MAX_SIGNAL_REFS = 50;
+  const SMALL_SCOPE = 64;
   const HIDDEN_SUBTREES = '[inert], [inert] *, [aria-hidden="true"], [aria-hidden="true"] *';
   const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
     '[tabindex], [onclick]';
-  const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
 
@@ -53,9 +53,11 @@ function observe(options) {
 
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
     const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, scope, NAME_MAX) };
-    const stated = scope.states.has(el);
+    const stated = bpMay(scope.states, el);
     let nativeCheck = false;
     let inputType = null;
+    const formControl = tag === 'input' || tag === 'textarea' || tag === 'select' ||
+      tag === 'button' || tag === 'option';
     switch (tag) {
       case 'input': {
         inputType = el.type;
@@ -105,10 +107,12 @@ function observe(options) {
       if (pressed !== null) entry.pressed = ariaTristate(pressed);
     }
     if (entry.expanded === undefined && tag === 'summary') entry.expanded = el.parentElement.open;
-    if (scope.disabled.has(el)) entry.disabled = true;
+    if (flag(scope.disabled, el, formControl, ':disabled', 'aria-disabled')) entry.disabled = true;
     if (el === active) entry.focused = true;
-    if (scope.required.has(el)) entry.required = true;
-    if (scope.readonly.has(el)) entry.readonly = true;
+    if (flag(scope.required, el, formControl, ':required', 'aria-required')) entry.required = true;
+    if (flag(scope.readonly, el, tag === 'input' || tag === 'textarea', '[readonly]', 'aria-readonly')) {
+      entry.readonly = true;
+    }
     if (role === 'heading') {
       const level = tag.length === 2 && tag[0] === 'h'
         ? Number(tag[1]) : (stated ? Number(el.getAttribute('aria-level')) : 0);
@@ -125,6 +129,13 @@ function observe(options) {
     };
     entry.inViewport = inViewport;
     return entry;
+  }
+
+  // A boolean state from the scope's set, or read directly without one:
+  // the native pseudo-class for form controls, else `aria-*="true"`.
+  function flag(set, el, native, pseudo, aria) {
+    if (set !== null) return set.has(el);
+    return (native && el.matches(pseudo)) || el.getAttribute(aria) === 'true';
   }
 
   // Approximate serialized size of an entry, without serializing it.
@@ -216,38 +227,33 @@ function observe(options) {
     noteSignals(el, tag, role, entry, ref);
   }
 
-  // Index of the first candidate that follows `host` in tree order (its
-  // light descendants included): where the host's shadow tree goes.
-  function insertionIndex(candidates, host, from) {
-    let low = from;
-    let high = candidates.length;
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      const candidate = candidates[mid];
-      if (candidate === host || !(host.compareDocumentPosition(candidate) & FOLLOWING)) low = mid + 1;
-      else high = mid;
-    }
-    return low;
-  }
-
   // One tree scope in tree order; each open shadow root is visited right
   // after its host, before the host's light descendants.
   function visit(root, inheritedHidden) {
-    const scope = bpScope(root, true);
+    const all = root.querySelectorAll('*');
+    // Attribute sets pay off on big scopes; a small shadow root is cheaper
+    // to read attribute by attribute than to query eight times.
+    const scope = bpScope(root, all.length > SMALL_SCOPE);
     const candidates = root.querySelectorAll(CANDIDATES);
     const markers = root.querySelectorAll(HIDDEN_SUBTREES);
     const hidden = markers.length > 0 ? new Set(markers) : null;
-    const all = root.querySelectorAll('*');
+    // One merge pass over every element finds the shadow hosts and, for
+    // each, how many candidates precede it (itself included). No
+    // compareDocumentPosition: it scans siblings, quadratic on flat pages.
     const hosts = [];
+    const inserts = [];
+    let passed = 0;
+    let nextCandidate = candidates.length > 0 ? candidates[0] : null;
     for (let i = 0; i < all.length; i++) {
       const el = all[i];
-      if (el.shadowRoot !== null) hosts.push(el);
-    }
-    const inserts = [];
-    let from = 0;
-    for (const host of hosts) {
-      from = insertionIndex(candidates, host, from);
-      inserts.push(from);
+      if (el === nextCandidate) {
+        passed++;
+        nextCandidate = passed < candidates.length ? candidates[passed] : null;
+      }
+      if (el.shadowRoot !== null) {
+        hosts.push(el);
+        inserts.push(passed);
+      }
     }
     let next = 0;
     for (let i = 0; i <= candidates.length; i++) {
