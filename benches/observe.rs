@@ -14,7 +14,7 @@ mod page_support;
 
 use std::time::{Duration, Instant};
 
-use browser_pilot::page::{self, HintContext, Observe, ObserveOptions, OBSERVE_MAX_MAX_BYTES};
+use browser_pilot::page::{self, HintContext, OBSERVE_MAX_MAX_BYTES, Observe, ObserveOptions};
 use page_support::{Browser, FixtureServer, Tab, client_over_janitor};
 
 /// Element counts of the generated pages (DESIGN.md's performance rows).

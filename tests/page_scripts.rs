@@ -8,10 +8,10 @@
 mod page_support;
 
 use browser_pilot::page::{
-    self, ActiveElementKey, Checked, ClickPoint, Find, FocusAndSelectAll, HintContext,
-    ListOptions, Observe, ObserveOptions, ObservedElement, OptionsKind, PageError,
-    PageObservation, Read, RefTarget, Role, ScriptErrorCode, Search, SelectOptions,
-    SetNativeValue, StateSnapshot, TruncationReason,
+    self, ActiveElementKey, Checked, ClickPoint, Find, FocusAndSelectAll, HintContext, ListOptions,
+    Observe, ObserveOptions, ObservedElement, OptionsKind, PageError, PageObservation, Read,
+    RefTarget, Role, ScriptErrorCode, Search, SelectOptions, SetNativeValue, StateSnapshot,
+    TruncationReason,
 };
 use page_support::{Browser, FixtureServer, Tab, WAIT, client_over_janitor};
 use serde_json::{Value, json};
@@ -109,7 +109,10 @@ async fn observe_reports_roles_names_and_states() {
     assert_eq!(named(&observation, "Partial").checked, Some(Checked::Mixed));
     assert_eq!(named(&observation, "Red").checked, Some(Checked::False));
     let wifi = named(&observation, "Wi-Fi");
-    assert_eq!((wifi.role, wifi.checked), (Role::Switch, Some(Checked::True)));
+    assert_eq!(
+        (wifi.role, wifi.checked),
+        (Role::Switch, Some(Checked::True))
+    );
     assert_eq!(named(&observation, "Bold").pressed, Some(Checked::True));
     assert_eq!(named(&observation, "Menu").expanded, Some(false));
     assert!(named(&observation, "Disabled button").disabled);
@@ -120,10 +123,7 @@ async fn observe_reports_roles_names_and_states() {
     let notes = named(&observation, "Notes");
     assert_eq!((notes.role, notes.focused), (Role::Textbox, true));
     assert_eq!(notes.value.as_deref(), Some("line one"));
-    assert_eq!(
-        observation.elements.iter().filter(|e| e.focused).count(),
-        1
-    );
+    assert_eq!(observation.elements.iter().filter(|e| e.focused).count(), 1);
     let editor = observation
         .elements
         .iter()
@@ -131,7 +131,10 @@ async fn observe_reports_roles_names_and_states() {
         .expect("contenteditable host");
     assert_eq!(editor.value.as_deref(), Some("Editable text"));
     let summary = named(&observation, "More");
-    assert_eq!((summary.role, summary.expanded), (Role::Button, Some(false)));
+    assert_eq!(
+        (summary.role, summary.expanded),
+        (Role::Button, Some(false))
+    );
     let docs = named(&observation, "Documentation");
     assert_eq!(docs.role, Role::Link);
     assert_eq!(
@@ -140,7 +143,10 @@ async fn observe_reports_roles_names_and_states() {
     );
     assert!(!names(&observation).contains(&"Not a link"));
     let size = named(&observation, "Size");
-    assert_eq!((size.role, size.value.as_deref()), (Role::Combobox, Some("Medium")));
+    assert_eq!(
+        (size.role, size.value.as_deref()),
+        (Role::Combobox, Some("Medium"))
+    );
     let toppings = named(&observation, "Toppings");
     assert_eq!(toppings.role, Role::Listbox);
     let olive = named(&observation, "Olive");
@@ -153,7 +159,10 @@ async fn observe_reports_roles_names_and_states() {
     assert_eq!(named(&observation, "Volume").role, Role::Slider);
     assert_eq!(named(&observation, "Volume").value.as_deref(), Some("5"));
     assert_eq!(named(&observation, "Count").role, Role::Spinbutton);
-    assert_eq!(named(&observation, "Date").input_type.as_deref(), Some("date"));
+    assert_eq!(
+        named(&observation, "Date").input_type.as_deref(),
+        Some("date")
+    );
     assert_eq!(named(&observation, "Clickable card").role, Role::Clickable);
     assert_eq!(named(&observation, "Tabbable card").role, Role::Clickable);
     assert!(!names(&observation).contains(&"Focusable but not pointer"));
@@ -169,8 +178,17 @@ async fn observe_reports_roles_names_and_states() {
     let bounds = agree.bounds;
     assert!(bounds.width > 0 && bounds.height > 0);
     assert!(agree.in_viewport);
-    assert_eq!(observation.page.viewport.width, tab.eval("document.documentElement.clientWidth").await.as_i64().unwrap());
-    assert_eq!(observation.candidate_count, observation.elements.len() as u64);
+    assert_eq!(
+        observation.page.viewport.width,
+        tab.eval("document.documentElement.clientWidth")
+            .await
+            .as_i64()
+            .unwrap()
+    );
+    assert_eq!(
+        observation.candidate_count,
+        observation.elements.len() as u64
+    );
     // Nothing leaked into the page's own world.
     let globals = tab
         .eval("Object.getOwnPropertySymbols(window).length + Object.keys(window).filter(k => /^bp|observe/.test(k)).length")
@@ -208,7 +226,11 @@ async fn generated_pages_return_every_element_once() {
     assert_eq!(count(Role::Link), 10);
     assert_eq!(count(Role::Checkbox), 10);
     assert_eq!(count(Role::Combobox), 10);
-    assert_eq!(count(Role::Textbox), 10 + 10 + 10, "inputs, textareas, contenteditables");
+    assert_eq!(
+        count(Role::Textbox),
+        10 + 10 + 10,
+        "inputs, textareas, contenteditables"
+    );
     assert_eq!(named(&observation, "Input 2").value.as_deref(), Some("v2"));
     assert_eq!(named(&observation, "Check 3").checked, Some(Checked::False));
 }
@@ -252,7 +274,10 @@ async fn observe_names_come_from_every_label_kind() {
     for name in expected {
         assert!(got.contains(&name), "{name:?} missing from {got:?}");
     }
-    assert_eq!(named(&observation, "Country").value.as_deref(), Some("France"));
+    assert_eq!(
+        named(&observation, "Country").value.as_deref(),
+        Some("France")
+    );
     let long = observation
         .elements
         .iter()
@@ -310,7 +335,10 @@ async fn passwords_are_redacted_and_authentication_transitions_are_hinted() {
             previous_auth_surface: Some(true),
         },
     );
-    assert_eq!(hint(&left, "authentication_surface")["state"], json!("left"));
+    assert_eq!(
+        hint(&left, "authentication_surface")["state"],
+        json!("left")
+    );
     let nothing = hints(
         &plain,
         HintContext {
@@ -380,7 +408,12 @@ async fn observe_includes_nested_open_shadow_dom_and_so_do_search_and_find() {
         .await
         .unwrap();
     assert_eq!(pierced.total, 3);
-    assert!(pierced.elements.iter().all(|element| element.in_shadow_root));
+    assert!(
+        pierced
+            .elements
+            .iter()
+            .all(|element| element.in_shadow_root)
+    );
     assert_eq!(pierced.elements[0].name.as_deref(), Some("Shadow label"));
     let flat = tab
         .run(&Find {
@@ -393,7 +426,11 @@ async fn observe_includes_nested_open_shadow_dom_and_so_do_search_and_find() {
     assert_eq!(flat.total, 0);
 
     let text = tab.run(&Read::default()).await.unwrap();
-    assert!(text.text.contains("Outer shadow text with needle one"), "{}", text.text);
+    assert!(
+        text.text.contains("Outer shadow text with needle one"),
+        "{}",
+        text.text
+    );
     assert!(text.text.contains("Inner needle two"));
     assert!(!text.text.contains("closed needle"));
 }
@@ -411,7 +448,11 @@ async fn observe_truncates_by_limit_and_bytes_and_reports_page_metrics() {
         },
     )
     .await;
-    assert_eq!(full.elements.len(), 302, "heading, 300 buttons, bottom button");
+    assert_eq!(
+        full.elements.len(),
+        302,
+        "heading, 300 buttons, bottom button"
+    );
     assert!(!full.truncated);
 
     let limited = observe_with(
@@ -438,7 +479,11 @@ async fn observe_truncates_by_limit_and_bytes_and_reports_page_metrics() {
         },
     )
     .await;
-    assert!(small.elements.len() > 3 && small.elements.len() < 30, "{}", small.elements.len());
+    assert!(
+        small.elements.len() > 3 && small.elements.len() < 30,
+        "{}",
+        small.elements.len()
+    );
     assert_eq!(small.truncation_reasons, vec![TruncationReason::Bytes]);
     let bytes = serde_json::to_vec(&small.elements).unwrap().len();
     assert!(bytes < 2048 + 512, "approximate bound held: {bytes}");
@@ -466,9 +511,18 @@ async fn observe_truncates_by_limit_and_bytes_and_reports_page_metrics() {
     .await;
     assert!(middle.elements.iter().all(|element| element.in_viewport));
     assert!(middle.elements.len() < 30, "{}", middle.elements.len());
-    assert!(middle.elements.iter().all(|e| e.name.starts_with("Action ")));
+    assert!(
+        middle
+            .elements
+            .iter()
+            .all(|e| e.name.starts_with("Action "))
+    );
     let scrolled = middle.page;
-    assert!((49..=51).contains(&scrolled.percent.y), "{:?}", scrolled.percent);
+    assert!(
+        (49..=51).contains(&scrolled.percent.y),
+        "{:?}",
+        scrolled.percent
+    );
     assert_eq!(scrolled.remaining.up, scrolled.scroll.y);
     assert_eq!(
         scrolled.remaining.up + scrolled.remaining.down + scrolled.viewport.height,
@@ -521,7 +575,10 @@ async fn modal_dialog_and_covering_overlay_are_blocking_hints() {
         .await
         .unwrap();
     assert!(!point.hit);
-    assert_eq!(point.occluded_by.as_deref(), Some("div#backdrop.modal-backdrop"));
+    assert_eq!(
+        point.occluded_by.as_deref(),
+        Some("div#backdrop.modal-backdrop")
+    );
     let agree = named(&covered, "Agree").element_ref;
     let point = fixture
         .tab
@@ -552,7 +609,8 @@ async fn autocomplete_and_custom_combobox_are_hinted_when_open() {
         .collect();
     assert_eq!(refs_of(autocomplete), expected);
     assert_eq!(named(&observation, "laptop stand").selected, Some(true));
-    tab.eval("document.getElementById('suggestions').hidden = true").await;
+    tab.eval("document.getElementById('suggestions').hidden = true")
+        .await;
     let closed = observe(tab, "ac-closed").await;
     assert_eq!(hints(&closed, HintContext::default()), json!([]));
 
@@ -615,7 +673,12 @@ async fn filter_sidebar_and_access_block_are_hinted() {
     let mut fixture = open("/filters.html").await;
     let observation = observe(&fixture.tab, "filters").await;
     let found = hints(&observation, HintContext::default());
-    let codes: Vec<&Value> = found.as_array().unwrap().iter().map(|h| &h["code"]).collect();
+    let codes: Vec<&Value> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["code"])
+        .collect();
     assert_eq!(codes, vec![&json!("filter_controls")], "{found}");
     let filters = hint(&found, "filter_controls");
     assert_eq!(filters["recommendedAction"], json!("use_filters"));
@@ -638,8 +701,14 @@ async fn filter_sidebar_and_access_block_are_hinted() {
     assert_eq!(access["recommendedAction"], json!("stop_and_report"));
     let evidence = access["evidence"].as_array().unwrap();
     assert!(evidence.contains(&json!("captcha_frame")), "{evidence:?}");
-    assert!(evidence.contains(&json!("text:unusual traffic")), "{evidence:?}");
-    assert!(evidence.contains(&json!("text:access denied")), "{evidence:?}");
+    assert!(
+        evidence.contains(&json!("text:unusual traffic")),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence.contains(&json!("text:access denied")),
+        "{evidence:?}"
+    );
     let by_status = hints(
         &observe(&fixture.tab, "blocked-2").await,
         HintContext {
@@ -648,7 +717,10 @@ async fn filter_sidebar_and_access_block_are_hinted() {
         },
     );
     let access = hint(&by_status, "access_blocked");
-    assert_eq!((access["source"].clone(), access["status"].clone()), (json!("network"), json!(403)));
+    assert_eq!(
+        (access["source"].clone(), access["status"].clone()),
+        (json!("network"), json!(403))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -657,8 +729,17 @@ async fn read_search_and_find_are_bounded() {
     let tab = &fixture.tab;
     let all = tab.run(&Read::default()).await.unwrap();
     assert!(!all.truncated);
-    assert!(all.text.starts_with("Long page\nParagraph 1 says hello marker1 Action 1\nParagraph 2"), "{:.120}", all.text);
-    assert!(all.text.ends_with("Bottom button"), "{}", &all.text[all.text.len() - 60..]);
+    assert!(
+        all.text
+            .starts_with("Long page\nParagraph 1 says hello marker1 Action 1\nParagraph 2"),
+        "{:.120}",
+        all.text
+    );
+    assert!(
+        all.text.ends_with("Bottom button"),
+        "{}",
+        &all.text[all.text.len() - 60..]
+    );
     assert!(!all.text.contains("innerHTML"), "scripts are skipped");
     assert_eq!(all.char_count, all.text.encode_utf16().count() as u64);
     let cut = tab
@@ -734,7 +815,10 @@ async fn read_search_and_find_are_bounded() {
     assert!(buttons.truncated);
     assert_eq!(buttons.elements.len(), 3);
     let first = &buttons.elements[0];
-    assert_eq!((first.tag.as_str(), first.text.as_str()), ("button", "Action 1"));
+    assert_eq!(
+        (first.tag.as_str(), first.text.as_str()),
+        ("button", "Action 1")
+    );
     assert_eq!(first.role, Some(Role::Button));
     assert!(first.visible);
     let invalid = tab
@@ -782,7 +866,10 @@ async fn resolve_returns_null_after_navigation_and_refs_go_stale() {
     assert!(resolve(&fixture.tab, "unknown", 1).await.is_none());
 
     // Detached in place: the helpers say the ref is stale.
-    fixture.tab.eval("document.querySelector('button').remove()").await;
+    fixture
+        .tab
+        .eval("document.querySelector('button').remove()")
+        .await;
     assert!(resolve(&fixture.tab, "before", button).await.is_none());
     let stale = fixture
         .tab
@@ -850,7 +937,10 @@ async fn set_native_value_fires_beforeinput_then_input_without_change() {
     let canceled = tab.run(&set("Volume", "9")).await.unwrap();
     assert!(canceled.canceled);
     assert_eq!(canceled.after, "7");
-    assert_eq!(tab.eval("eventLog.splice(0)").await, json!(["volume:beforeinput:7"]));
+    assert_eq!(
+        tab.eval("eventLog.splice(0)").await,
+        json!(["volume:beforeinput:7"])
+    );
     let time = tab.run(&set("Time", "25:99")).await.unwrap();
     assert_eq!(time.after, "", "invalid times are sanitized away");
     let wrong = tab.run(&set("Notes", "x")).await.unwrap_err();
@@ -875,7 +965,10 @@ async fn select_options_sets_native_selects_and_fires_input_then_change() {
     assert!(by_label.changed);
     assert_eq!(by_label.selected.len(), 1);
     assert_eq!(
-        (by_label.selected[0].value.as_str(), by_label.selected[0].label.as_str()),
+        (
+            by_label.selected[0].value.as_str(),
+            by_label.selected[0].label.as_str()
+        ),
         ("l", "Large")
     );
     assert_eq!(
@@ -926,7 +1019,10 @@ async fn select_options_sets_native_selects_and_fires_input_then_change() {
         .await
         .unwrap();
     assert_eq!(listed.kind, OptionsKind::Native);
-    assert_eq!((listed.total, listed.truncated, listed.options.len()), (4, true, 2));
+    assert_eq!(
+        (listed.total, listed.truncated, listed.options.len()),
+        (4, true, 2)
+    );
     let wrong = tab
         .run(&SelectOptions {
             target: RefTarget::new("select", named(&observation, "Notes").element_ref),
@@ -944,7 +1040,10 @@ async fn click_point_state_snapshot_focus_and_active_element() {
     let observation = observe(tab, "act").await;
     let agree = RefTarget::new("act", named(&observation, "Agree").element_ref);
     let before = tab.run(&StateSnapshot(agree.clone())).await.unwrap();
-    assert_eq!((before.checked, before.focused), (Some(Checked::True), false));
+    assert_eq!(
+        (before.checked, before.focused),
+        (Some(Checked::True), false)
+    );
     let point = tab.run(&ClickPoint(agree.clone())).await.unwrap();
     assert!(point.hit && point.in_viewport);
     tab.click_at(point.x, point.y).await;
@@ -965,7 +1064,10 @@ async fn click_point_state_snapshot_focus_and_active_element() {
         .await;
     assert_eq!(selection, json!([0, 8]));
     let state = tab.run(&StateSnapshot(notes)).await.unwrap();
-    assert_eq!((state.value.as_deref(), state.value_length), (Some("line one"), Some(8)));
+    assert_eq!(
+        (state.value.as_deref(), state.value_length),
+        (Some("line one"), Some(8))
+    );
 
     let editor = observation
         .elements
@@ -973,11 +1075,17 @@ async fn click_point_state_snapshot_focus_and_active_element() {
         .find(|element| element.tag == "div" && element.role == Role::Textbox)
         .unwrap();
     let focus = tab
-        .run(&FocusAndSelectAll(RefTarget::new("act", editor.element_ref)))
+        .run(&FocusAndSelectAll(RefTarget::new(
+            "act",
+            editor.element_ref,
+        )))
         .await
         .unwrap();
     assert!(focus.focused && focus.selected_all);
-    assert_eq!(tab.eval("getSelection().toString()").await, json!("Editable text"));
+    assert_eq!(
+        tab.eval("getSelection().toString()").await,
+        json!("Editable text")
+    );
     assert_ne!(
         tab.run(&ActiveElementKey).await.unwrap().key,
         active.key,

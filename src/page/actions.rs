@@ -405,8 +405,11 @@ mod tests {
     #[test]
     fn sensitive_snapshot_never_keeps_a_value() {
         let state = StateSnapshot(target())
-            .parse(&json!({"documentKey": "doc:1", "elementKey": "doc:1:e1", "connected": true,
-                "value": "leak", "valueLength": 4, "sensitive": true, "focused": false}).to_string())
+            .parse(
+                &json!({"documentKey": "doc:1", "elementKey": "doc:1:e1", "connected": true,
+                "value": "leak", "valueLength": 4, "sensitive": true, "focused": false})
+                .to_string(),
+            )
             .unwrap();
         assert_eq!(state.value, None);
         assert_eq!(state.value_length, Some(4));

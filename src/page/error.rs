@@ -79,7 +79,10 @@ pub enum PageError {
     #[error("page script {script} threw: {text}")]
     ScriptThrew { script: &'static str, text: String },
     #[error("page script {script} returned an unexpected shape: {detail}")]
-    UnexpectedShape { script: &'static str, detail: String },
+    UnexpectedShape {
+        script: &'static str,
+        detail: String,
+    },
     #[error("page script {script} refused ({}): {message}", code.as_str())]
     Refused {
         script: &'static str,

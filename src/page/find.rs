@@ -83,9 +83,14 @@ impl PageScript for Find {
 
     fn parse(&self, json: &str) -> Result<FindResult, PageError> {
         let result: FindResult = decode(Script::Find, json)?;
-        let unsafe_attribute = result.elements.iter().flat_map(|e| e.attributes.keys()).find(
-            |name| !matches!(name.as_str(), "type" | "name" | "href" | "placeholder") && !name.starts_with("aria-"),
-        );
+        let unsafe_attribute = result
+            .elements
+            .iter()
+            .flat_map(|e| e.attributes.keys())
+            .find(|name| {
+                !matches!(name.as_str(), "type" | "name" | "href" | "placeholder")
+                    && !name.starts_with("aria-")
+            });
         match unsafe_attribute {
             Some(name) => Err(PageError::UnexpectedShape {
                 script: Script::Find.entry(),

@@ -296,7 +296,12 @@ fn access_blocked(observation: &PageObservation, context: &HintContext) -> Optio
     }
     // Phrases on a long page are likely content about blocking, not a block.
     if blocked.text_sample_complete {
-        evidence.extend(blocked.phrases.iter().map(|phrase| format!("text:{phrase}")));
+        evidence.extend(
+            blocked
+                .phrases
+                .iter()
+                .map(|phrase| format!("text:{phrase}")),
+        );
     }
     let (source, confidence) = match (status, evidence.len()) {
         (Some(_), _) => (HintSource::Network, Confidence::Strong),
@@ -479,7 +484,11 @@ mod tests {
             (Some(false), false, None),
         ];
         for (previous, now, expected) in cases {
-            assert_eq!(auth_transition(previous, now), expected, "{previous:?} {now}");
+            assert_eq!(
+                auth_transition(previous, now),
+                expected,
+                "{previous:?} {now}"
+            );
         }
     }
 
@@ -569,7 +578,10 @@ mod tests {
         assert_eq!(present[0]["code"], json!("authentication_surface"));
         assert_eq!(present[0]["state"], json!("present"));
         assert_eq!(present[0]["refs"], json!([2, 3, 4]));
-        assert_eq!(present[0]["recommendedAction"], json!("authenticate_or_ask_user"));
+        assert_eq!(
+            present[0]["recommendedAction"],
+            json!("authenticate_or_ask_user")
+        );
         let entered = hints(
             auth,
             HintContext {
@@ -587,7 +599,9 @@ mod tests {
         );
         assert_eq!(left[0]["state"], json!("left"));
         assert!(left[0].get("refs").is_none());
-        let form_only = observation(json!({"auth": {"passwordCount": 0, "passwordRefs": [], "formRefs": [1, 2]}}));
+        let form_only = observation(
+            json!({"auth": {"passwordCount": 0, "passwordRefs": [], "formRefs": [1, 2]}}),
+        );
         assert!(has_auth_surface(&form_only));
         let hint = &observation_hints(&form_only, &HintContext::default())[0];
         assert_eq!(hint.confidence, Confidence::Medium);
@@ -632,7 +646,10 @@ mod tests {
             json!({"filterGroups": [{"label": "Filters", "labelSource": "aria", "refs": many}]}),
             HintContext::default(),
         );
-        assert_eq!(value[0]["refs"].as_array().unwrap().len(), MAX_REFS_PER_HINT);
+        assert_eq!(
+            value[0]["refs"].as_array().unwrap().len(),
+            MAX_REFS_PER_HINT
+        );
     }
 
     #[test]
@@ -649,7 +666,11 @@ mod tests {
                 "recommendedAction": "wait_for_download", "phase": "in_progress",
                 "downloadId": "download:1"})
         );
-        let done = Hint::download(DownloadPhase::Completed, None, Some("artifact:9".to_owned()));
+        let done = Hint::download(
+            DownloadPhase::Completed,
+            None,
+            Some("artifact:9".to_owned()),
+        );
         assert_eq!(done.recommended_action, RecommendedAction::InspectArtifact);
         let failed = Hint::download(DownloadPhase::Failed, None, None);
         assert_eq!(failed.recommended_action, RecommendedAction::InspectFailure);

@@ -21,23 +21,22 @@ mod search;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ClickPoint, ClickTarget, ElementState, FocusAndSelectAll,
-    FocusOutcome, ListOptions, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind,
-    RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome,
-    SetNativeValue, StateSnapshot, ValueOutcome, ListedOption,
+    FocusOutcome, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
+    OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
+    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
 };
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{
-    AuthState, Confidence, DownloadPhase, Hint, HintCode, HintContext, HintSource,
-    MAX_HINTS, MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface,
-    observation_hints,
+    AuthState, Confidence, DownloadPhase, Hint, HintCode, HintContext, HintSource, MAX_HINTS,
+    MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface, observation_hints,
 };
 pub use observe::{
     AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,
     OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_LIMIT,
-    OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, Observe, ObserveOptions, ObservationWire,
-    ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining, Role, Signals,
-    Size, TruncationReason,
+    OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, ObservationWire, Observe, ObserveOptions,
+    ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining,
+    Role, Signals, Size, TruncationReason,
 };
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{

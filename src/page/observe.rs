@@ -555,7 +555,10 @@ mod tests {
         assert!(check(1, OBSERVE_MIN_MAX_BYTES));
         assert!(check(OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES));
         assert!(!check(0, OBSERVE_DEFAULT_MAX_BYTES));
-        assert!(!check(OBSERVE_HARD_MAX_LIMIT + 1, OBSERVE_DEFAULT_MAX_BYTES));
+        assert!(!check(
+            OBSERVE_HARD_MAX_LIMIT + 1,
+            OBSERVE_DEFAULT_MAX_BYTES
+        ));
         assert!(!check(10, OBSERVE_MIN_MAX_BYTES - 1));
         assert!(!check(10, OBSERVE_MAX_MAX_BYTES + 1));
         let empty_key = Observe {
@@ -590,7 +593,10 @@ mod tests {
     #[test]
     fn parse_decodes_states_and_wire_omits_absent_fields() {
         let value = observation(vec![
-            element(1, json!({"value": "a@b.c", "focused": true, "required": true})),
+            element(
+                1,
+                json!({"value": "a@b.c", "focused": true, "required": true}),
+            ),
             element(
                 2,
                 json!({"role": "checkbox", "inputType": "checkbox", "checked": "mixed", "name": "All"}),

@@ -54,8 +54,13 @@ pub async fn main_frame_id(
     timeout: Duration,
 ) -> Result<String, PageError> {
     let method = "Page.getFrameTree";
-    let result = client.call(Some(session), method, json!({}), timeout).await?;
-    match result.pointer("/frameTree/frame/id").and_then(Value::as_str) {
+    let result = client
+        .call(Some(session), method, json!({}), timeout)
+        .await?;
+    match result
+        .pointer("/frameTree/frame/id")
+        .and_then(Value::as_str)
+    {
         Some(id) => Ok(id.to_owned()),
         None => Err(unexpected(method, "missing frameTree.frame.id")),
     }

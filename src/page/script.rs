@@ -214,7 +214,10 @@ mod tests {
     fn every_declaration_wraps_prelude_and_calls_its_entry() {
         for script in Script::ALL {
             let declaration = script.declaration();
-            assert!(declaration.starts_with("function (options) {"), "{script:?}");
+            assert!(
+                declaration.starts_with("function (options) {"),
+                "{script:?}"
+            );
             assert!(declaration.contains("function bpState()"), "{script:?}");
             assert!(
                 declaration.contains(&format!("function {}(options)", script.entry())),
@@ -289,7 +292,9 @@ mod tests {
 
     #[test]
     fn every_code_the_scripts_return_is_known() {
-        let sources = [COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS];
+        let sources = [
+            COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS,
+        ];
         let mut n_codes = 0;
         for source in sources {
             for piece in source.split("bpError('").skip(1) {
@@ -297,7 +302,10 @@ mod tests {
                 if code == "code" || code.is_empty() {
                     continue;
                 }
-                assert!(ScriptErrorCode::parse(code).is_some(), "unknown code {code}");
+                assert!(
+                    ScriptErrorCode::parse(code).is_some(),
+                    "unknown code {code}"
+                );
                 n_codes += 1;
             }
         }

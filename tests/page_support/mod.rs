@@ -266,7 +266,9 @@ pub fn generated_page(count: usize) -> String {
             (_, 1) => format!("<a href=\"/item/{i}\">Link {i}</a>"),
             (_, 2) => format!("<label for=i{i}>Input {i}</label><input id=i{i} value=v{i}>"),
             (_, 3) => format!("<label><input type=checkbox> Check {i}</label>"),
-            (_, 4) => format!("<select aria-label=\"Select {i}\"><option>A</option><option>B</option></select>"),
+            (_, 4) => format!(
+                "<select aria-label=\"Select {i}\"><option>A</option><option>B</option></select>"
+            ),
             (_, 5) => format!("<textarea aria-label=\"Area {i}\">t</textarea>"),
             (_, 6) => format!("<div role=button tabindex=0>Div button {i}</div>"),
             (_, 7) => format!("<div contenteditable=true>Edit {i}</div>"),
@@ -292,7 +294,10 @@ pub struct Tab {
 
 impl Tab {
     pub async fn open(client: &CdpClient, url: &str) -> Tab {
-        let target = client.create_target("about:blank", false, WAIT).await.unwrap();
+        let target = client
+            .create_target("about:blank", false, WAIT)
+            .await
+            .unwrap();
         let session = client.attach_to_target(&target, WAIT).await.unwrap();
         let mut tab = Tab {
             client: client.clone(),
@@ -306,17 +311,17 @@ impl Tab {
     /// Navigates, waits for the load to complete, and creates the isolated
     /// world of the new document.
     pub async fn navigate(&mut self, url: &str) {
-        let outcome = self.client.navigate(&self.session, url, WAIT).await.unwrap();
+        let outcome = self
+            .client
+            .navigate(&self.session, url, WAIT)
+            .await
+            .unwrap();
         assert_eq!(outcome.error_text, None, "navigate {url}");
         let started = Instant::now();
         loop {
             let state = self
                 .client
-                .evaluate(
-                    &self.session,
-                    "[document.readyState, location.href]",
-                    WAIT,
-                )
+                .evaluate(&self.session, "[document.readyState, location.href]", WAIT)
                 .await
                 .unwrap();
             if let Evaluation::Value(value) = &state
@@ -366,7 +371,12 @@ impl Tab {
                 params["clickCount"] = json!(1);
             }
             self.client
-                .call(Some(&self.session), "Input.dispatchMouseEvent", params, WAIT)
+                .call(
+                    Some(&self.session),
+                    "Input.dispatchMouseEvent",
+                    params,
+                    WAIT,
+                )
                 .await
                 .unwrap();
         }
