@@ -51,8 +51,13 @@ function observe(options) {
     return false;
   }
 
+  // The packed form the Rust side decodes (src/page/observe.rs,
+  // `PackedElement`): [ref, role, name, tag, x, y, width, height,
+  // inViewport (0|1), optional fields object or null]. Arrays keep the
+  // JSON text (and its transfer through CDP) about half the size.
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
-    const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, scope, NAME_MAX) };
+    const name = bpNameOf(el, tag, role, scope, NAME_MAX);
+    const entry = {};
     const stated = bpMay(scope.states, el);
     let nativeCheck = false;
     let inputType = null;
@@ -118,17 +123,18 @@ function observe(options) {
         ? Number(tag[1]) : (stated ? Number(el.getAttribute('aria-level')) : 0);
       entry.level = level >= 1 && level <= 9 ? level : 2;
     }
-    entry.tag = tag;
     if (inputType !== null) entry.inputType = inputType;
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const href = el.href;
       if (href) entry.href = bpClip(href, HREF_MAX);
     }
-    entry.bounds = {
-      x: Math.round(x), y: Math.round(y), width: Math.round(width), height: Math.round(height),
-    };
-    entry.inViewport = inViewport;
-    return entry;
+    let extra = null;
+    for (const key in entry) {
+      extra = entry;
+      break;
+    }
+    return [0, role, name, tag, Math.round(x), Math.round(y), Math.round(width), Math.round(height),
+      inViewport ? 1 : 0, extra];
   }
 
   // A boolean state from the scope's set, or read directly without one:
@@ -138,16 +144,21 @@ function observe(options) {
     return (native && el.matches(pseudo)) || el.getAttribute(aria) === 'true';
   }
 
-  // Approximate serialized size of an entry, without serializing it.
-  function estimateBytes(entry) {
-    let size = 110 + entry.role.length + entry.name.length + entry.tag.length;
-    if (entry.value !== undefined) size += 12 + entry.value.length;
-    if (entry.href !== undefined) size += 10 + entry.href.length;
-    if (entry.inputType !== undefined) size += 14 + entry.inputType.length;
+  // Approximate size of an element in the agent-facing JSON (objects with
+  // named fields, not the packed form), without serializing it.
+  function estimateBytes(packed) {
+    let size = 110 + packed[1].length + packed[2].length + packed[3].length;
+    const extra = packed[9];
+    if (extra !== null) {
+      size += 20;
+      if (extra.value !== undefined) size += 12 + extra.value.length;
+      if (extra.href !== undefined) size += 10 + extra.href.length;
+      if (extra.inputType !== undefined) size += 14 + extra.inputType.length;
+    }
     return size;
   }
 
-  function noteSignals(el, tag, role, entry, ref) {
+  function noteSignals(el, tag, role, name, ref) {
     if (role === 'combobox' && tag !== 'select') {
       comboboxes.push({ el: el, ref: ref });
     } else if ((role === 'textbox' || role === 'searchbox') && el.hasAttribute('aria-autocomplete')) {
@@ -166,7 +177,7 @@ function observe(options) {
         usernames.push({ el: el, ref: ref });
       }
     }
-    if ((role === 'button' || role === 'link' || role === 'clickable') && matchesAny(entry.name, options.signInPhrases)) {
+    if ((role === 'button' || role === 'link' || role === 'clickable') && matchesAny(name, options.signInPhrases)) {
       signIns.push({ el: el, ref: ref });
     }
   }
@@ -220,11 +231,11 @@ function observe(options) {
       return;
     }
     const ref = elements.length + 1;
-    entry.ref = ref;
+    entry[0] = ref;
     elements.push(entry);
     handles.push(el);
     if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: ref });
-    noteSignals(el, tag, role, entry, ref);
+    noteSignals(el, tag, role, entry[2], ref);
   }
 
   // One tree scope in tree order; each open shadow root is visited right
