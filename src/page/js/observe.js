@@ -11,8 +11,10 @@ function observe(options) {
   const HREF_MAX = options.hrefMax;
   const MAX_SIGNAL_ITEMS = 8;
   const MAX_SIGNAL_REFS = 50;
-  const SMALL_SCOPE = 64;
-  const HIDDEN_SUBTREES = '[inert], [inert] *, [aria-hidden="true"], [aria-hidden="true"] *';
+  // Scopes with at most this many candidates read attributes one by one
+  // (tests raise it to compare both paths).
+  const SMALL_SCOPE = options.smallScope === undefined ? 4 : options.smallScope;
+  const HIDDEN_MARKERS = '[inert], [aria-hidden="true"]';
   const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
@@ -58,7 +60,7 @@ function observe(options) {
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
     const name = bpNameOf(el, tag, role, scope, NAME_MAX);
     const entry = {};
-    const stated = bpMay(scope.states, el);
+    const stated = bpMay(scope.attributed, el);
     let nativeCheck = false;
     let inputType = null;
     const formControl = tag === 'input' || tag === 'textarea' || tag === 'select' ||
@@ -112,10 +114,16 @@ function observe(options) {
       if (pressed !== null) entry.pressed = ariaTristate(pressed);
     }
     if (entry.expanded === undefined && tag === 'summary') entry.expanded = el.parentElement.open;
-    if (flag(scope.disabled, el, formControl, ':disabled', 'aria-disabled')) entry.disabled = true;
+    const formState = formControl && bpMay(scope.formStates, el);
+    if ((formState && el.matches(':disabled')) || (stated && el.getAttribute('aria-disabled') === 'true')) {
+      entry.disabled = true;
+    }
     if (el === active) entry.focused = true;
-    if (flag(scope.required, el, formControl, ':required', 'aria-required')) entry.required = true;
-    if (flag(scope.readonly, el, tag === 'input' || tag === 'textarea', '[readonly]', 'aria-readonly')) {
+    if ((formState && el.matches(':required')) || (stated && el.getAttribute('aria-required') === 'true')) {
+      entry.required = true;
+    }
+    if ((stated && (tag === 'input' || tag === 'textarea') && el.readOnly) ||
+      (stated && el.getAttribute('aria-readonly') === 'true')) {
       entry.readonly = true;
     }
     if (role === 'heading') {
@@ -135,13 +143,6 @@ function observe(options) {
     }
     return [0, role, name, tag, Math.round(x), Math.round(y), Math.round(width), Math.round(height),
       inViewport ? 1 : 0, extra];
-  }
-
-  // A boolean state from the scope's set, or read directly without one:
-  // the native pseudo-class for form controls, else `aria-*="true"`.
-  function flag(set, el, native, pseudo, aria) {
-    if (set !== null) return set.has(el);
-    return (native && el.matches(pseudo)) || el.getAttribute(aria) === 'true';
   }
 
   // Approximate size of an element in the agent-facing JSON (objects with
@@ -241,22 +242,21 @@ function observe(options) {
   // One tree scope in tree order; each open shadow root is visited right
   // after its host, before the host's light descendants.
   function visit(root, inheritedHidden) {
-    const all = root.querySelectorAll('*');
-    // Attribute sets pay off on big scopes; a small shadow root is cheaper
-    // to read attribute by attribute than to query eight times.
-    const scope = bpScope(root, all.length > SMALL_SCOPE);
     const candidates = root.querySelectorAll(CANDIDATES);
-    const markers = root.querySelectorAll(HIDDEN_SUBTREES);
-    const hidden = markers.length > 0 ? new Set(markers) : null;
-    // One merge pass over every element finds the shadow hosts and, for
-    // each, how many candidates precede it (itself included). No
-    // compareDocumentPosition: it scans siblings, quadratic on flat pages.
+    // Attribute sets pay off with many candidates; a small shadow root is
+    // cheaper to read attribute by attribute than to query twice more.
+    const scope = bpScope(root, candidates.length > SMALL_SCOPE);
+    const hiddenMarkers = root.querySelector(HIDDEN_MARKERS) !== null;
+    // One walk over every element finds the shadow hosts and, for each,
+    // how many candidates precede it (itself included), by identity with
+    // the candidate list (same tree order). No compareDocumentPosition: it
+    // scans siblings, quadratic on flat pages.
     const hosts = [];
     const inserts = [];
     let passed = 0;
     let nextCandidate = candidates.length > 0 ? candidates[0] : null;
-    for (let i = 0; i < all.length; i++) {
-      const el = all[i];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    for (let el = walker.nextNode(); el !== null; el = walker.nextNode()) {
       if (el === nextCandidate) {
         passed++;
         nextCandidate = passed < candidates.length ? candidates[passed] : null;
@@ -266,18 +266,20 @@ function observe(options) {
         inserts.push(passed);
       }
     }
+    const hiddenBy = (el) => hiddenMarkers && el.closest(HIDDEN_MARKERS) !== null;
     let next = 0;
     for (let i = 0; i <= candidates.length; i++) {
       while (next < hosts.length && inserts[next] === i) {
         const host = hosts[next];
-        visit(host.shadowRoot, inheritedHidden || (hidden !== null && hidden.has(host)));
+        visit(host.shadowRoot, inheritedHidden || hiddenBy(host));
         next++;
       }
       if (i === candidates.length) break;
+      if (inheritedHidden) continue;
       const el = candidates[i];
       const tag = el.localName;
       const role = bpRoleOf(el, tag, scope);
-      if (role === null || inheritedHidden || (hidden !== null && hidden.has(el))) continue;
+      if (role === null || hiddenBy(el)) continue;
       consider(el, tag, role, scope);
     }
   }
