@@ -217,30 +217,34 @@ function bpFirstToken(text) {
   return text.trim().split(/\s+/)[0].toLowerCase();
 }
 
-// Every attribute the observation reads beyond tag-specific ones.
-const BP_READ_ATTRIBUTES = '[role], [contenteditable], [onclick], [tabindex], ' +
-  '[aria-labelledby], [aria-label], [title], [placeholder], [aria-placeholder], ' +
-  '[aria-checked], [aria-selected], [aria-expanded], [aria-pressed], [aria-level], ' +
-  '[aria-valuetext], [aria-valuenow], [aria-autocomplete], [aria-disabled], ' +
-  '[aria-required], [aria-readonly], [readonly]';
-
 // A tree scope (the document or one shadow root) prepared for lookups. In
-// `fast` mode one native query finds every element carrying an attribute
-// we read (`attributed`) and one finds disabled/required controls
-// (`formStates`), so per-element work reads attributes only where they
-// exist: a binding call from this world costs far more than a Set lookup.
-// Otherwise (small scopes, one-off lookups) attributes are simply read.
+// `fast` mode (many candidates) an element without any attribute skips
+// every attribute read (one `hasAttributes` call instead of up to ten
+// `getAttribute` calls: a binding call from this world is the dominant
+// cost), and one native query finds the disabled/required controls.
 function bpScope(root, fast) {
   return {
     root: root,
-    attributed: fast ? new Set(root.querySelectorAll(BP_READ_ATTRIBUTES)) : null,
+    fast: fast,
     formStates: fast ? new Set(root.querySelectorAll(':disabled, :required')) : null,
     labels: bpLabelMap(root),
+    lastElement: null,
+    lastAttributed: true,
   };
 }
 
-// Whether `el` may carry one of the attributes the scope tracked (always,
-// without tracking).
+// Whether `el` may carry attributes worth reading (memoized for the element
+// the walk is on).
+function bpAttributed(scope, el) {
+  if (scope === null || !scope.fast) return true;
+  if (scope.lastElement !== el) {
+    scope.lastElement = el;
+    scope.lastAttributed = el.hasAttributes();
+  }
+  return scope.lastAttributed;
+}
+
+// Whether `el` may be in `set` (always, without a set).
 function bpMay(set, el) {
   return set === null || set.has(el);
 }
@@ -249,7 +253,7 @@ function bpMay(set, el) {
 // is Browser Pilot's pseudo-role for an element with an onclick handler or a
 // tabindex that shows a pointer cursor.
 function bpRoleOf(el, tag, scope) {
-  const attributed = bpMay(scope.attributed, el);
+  const attributed = bpAttributed(scope, el);
   const explicit = attributed ? bpFirstToken(el.getAttribute('role')) : null;
   if (explicit !== null && BP_WIDGET_ROLES.has(explicit)) return explicit;
   switch (tag) {
@@ -359,7 +363,7 @@ function bpContentName(el, max) {
 // alt (images), the value of button-like inputs, content (roles that take
 // their name from content), title, placeholder. Bounded to `max` chars.
 function bpNameOf(el, tag, role, scope, max) {
-  const named = scope === null || bpMay(scope.attributed, el);
+  const named = bpAttributed(scope, el);
   let name = '';
   if (named) {
     name = bpIdRefsText(el, 'aria-labelledby', max);

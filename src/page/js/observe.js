@@ -60,7 +60,7 @@ function observe(options) {
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
     const name = bpNameOf(el, tag, role, scope, NAME_MAX);
     const entry = {};
-    const stated = bpMay(scope.attributed, el);
+    const stated = bpAttributed(scope, el);
     let nativeCheck = false;
     let inputType = null;
     const formControl = tag === 'input' || tag === 'textarea' || tag === 'select' ||
@@ -338,25 +338,31 @@ function observe(options) {
       });
     }
     if (out.some((item) => item.modal)) return out;
-    const cx = Math.floor(viewport.width / 2);
-    const cy = Math.floor(viewport.height / 2);
-    const stack = document.elementsFromPoint(cx, cy);
+    // Singular hit tests only: elementsFromPoint lists every layer and
+    // costs tens of ms on a big page. The fixed layer on top at the centre
+    // is what the user sees; a backdrop beside a smaller box shows at the
+    // corners instead.
+    const centre = document.elementFromPoint(viewport.width / 2, viewport.height / 2);
+    const box = centre === null ? null : nearestFixed(centre);
     let covering = null;
-    for (let i = 0; i < stack.length && i < 16; i++) {
-      const el = stack[i];
-      if (el === document.documentElement || el === document.body) break;
-      if (getComputedStyle(el).position !== 'fixed') continue;
-      if (viewportCoverage(el.getBoundingClientRect()) >= 0.5) {
-        covering = el;
-        break;
+    if (box !== null && viewportCoverage(box.getBoundingClientRect()) >= 0.5) {
+      covering = box;
+    } else {
+      const corners = [[0.05, 0.05], [0.95, 0.95]];
+      for (const [fx, fy] of corners) {
+        const corner = document.elementFromPoint(viewport.width * fx, viewport.height * fy);
+        const layer = corner === null ? null : nearestFixed(corner);
+        if (layer !== null && viewportCoverage(layer.getBoundingClientRect()) >= 0.5) {
+          covering = layer;
+          break;
+        }
       }
     }
     if (covering !== null) {
-      let box = stack.length > 0 ? nearestFixed(stack[0]) : null;
-      if (box === null) box = covering;
+      const container = box !== null ? box : covering;
       let ref = null;
       for (let i = 0; i < handles.length; i++) {
-        if (handles[i] === box) ref = i + 1;
+        if (handles[i] === container) ref = i + 1;
       }
       out.push({
         kind: 'covering',
@@ -364,7 +370,7 @@ function observe(options) {
         modal: false,
         coverage: viewportCoverage(covering.getBoundingClientRect()),
         zIndex: zIndexOf(covering),
-        controlRefs: refsInside(box, all).filter((item) => item !== ref),
+        controlRefs: refsInside(container, all).filter((item) => item !== ref),
       });
     }
     return out;
