@@ -85,8 +85,13 @@ function bpClip(text, max) {
 function bpCollapse(text, max) {
   if (!text) return '';
   const raw = text.length > max * 4 ? text.slice(0, max * 4) : text;
-  return bpClip(raw.replace(/\s+/g, ' ').trim(), max);
+  // Most names have nothing to collapse: skip the replace (and its copy).
+  const collapsed = BP_NEEDS_COLLAPSE.test(raw) ? raw.replace(/\s+/g, ' ') : raw;
+  return bpClip(collapsed.trim(), max);
 }
+
+// Whitespace other than single spaces.
+const BP_NEEDS_COLLAPSE = /[^\S ]|\s\s/;
 
 // The parent in the composed tree: through shadow roots to their host.
 function bpComposedParent(node) {

@@ -15,6 +15,7 @@ function observe(options) {
   // (tests raise it to compare both paths).
   const SMALL_SCOPE = options.smallScope === undefined ? 4 : options.smallScope;
   const HIDDEN_MARKERS = '[inert], [aria-hidden="true"]';
+  const VISIBILITY_OPTIONS = { visibilityProperty: true };
   const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
@@ -203,7 +204,7 @@ function observe(options) {
     const width = rect.width;
     const height = rect.height;
     if (width <= 0 || height <= 0) return;
-    if (!el.checkVisibility({ visibilityProperty: true })) return;
+    if (!el.checkVisibility(VISIBILITY_OPTIONS)) return;
     const x = rect.x;
     const y = rect.y;
     const inViewport = bpBoxInViewport(x, y, width, height, viewport);
@@ -340,14 +341,14 @@ function observe(options) {
     if (out.some((item) => item.modal)) return out;
     // Singular hit tests only: elementsFromPoint lists every layer and
     // costs tens of ms on a big page. The fixed layer on top at the centre
-    // is what the user sees; a backdrop beside a smaller box shows at the
-    // corners instead.
+    // is what the user sees; when that is a smaller fixed box, a backdrop
+    // beside it shows at the corners instead.
     const centre = document.elementFromPoint(viewport.width / 2, viewport.height / 2);
     const box = centre === null ? null : nearestFixed(centre);
     let covering = null;
     if (box !== null && viewportCoverage(box.getBoundingClientRect()) >= 0.5) {
       covering = box;
-    } else {
+    } else if (box !== null) {
       const corners = [[0.05, 0.05], [0.95, 0.95]];
       for (const [fx, fy] of corners) {
         const corner = document.elementFromPoint(viewport.width * fx, viewport.height * fy);
