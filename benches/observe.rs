@@ -5,8 +5,11 @@
 //! once the isolated world exists: `Runtime.callFunctionOn` of observe.js,
 //! the reply through the janitor pipe, decoding into `PageObservation`,
 //! hints, and serializing the agent-facing JSON. Prints a table of median /
-//! min / max milliseconds, output bytes and ms per 1,000 elements (linear
-//! growth shows as a flat last column). Run with `cargo bench --bench observe`.
+//! min / max wall milliseconds, the median CPU milliseconds the whole process
+//! tree spent (Chromium, janitor and this process, from Linux schedstat: a
+//! figure that stays meaningful on a shared, loaded machine), output bytes
+//! and wall ms per 1,000 elements (linear growth shows as a flat column).
+//! Run with `cargo bench --bench observe`.
 
 #[path = "../tests/page_support/mod.rs"]
 #[expect(dead_code, reason = "the bench uses part of the test harness")]
@@ -37,7 +40,56 @@ struct Row {
     median_ms: f64,
     min_ms: f64,
     max_ms: f64,
+    cpu_ms: Option<f64>,
     bytes: usize,
+}
+
+/// CPU time (ns) spent so far by this process and all its descendants
+/// (Chromium's processes, the janitor), summed over every thread's
+/// `/proc/<pid>/task/<tid>/schedstat`. `None` where there is no procfs.
+fn tree_cpu_ns() -> Option<u64> {
+    let me = std::process::id();
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent pid is the second field after the parenthesised name.
+        let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+        let ppid = after_name
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        parents.push((pid, ppid.unwrap_or(0)));
+    }
+    let mut tree = vec![me];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (pid, ppid) in &parents {
+            if tree.contains(ppid) && !tree.contains(pid) {
+                tree.push(*pid);
+                grew = true;
+            }
+        }
+    }
+    let mut total = 0;
+    for pid in tree {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("schedstat");
+            let run_ns = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok());
+            total += run_ns.unwrap_or(0);
+        }
+    }
+    Some(total)
 }
 
 fn millis(duration: Duration) -> f64 {
@@ -77,16 +129,22 @@ fn main() {
             let tab = Tab::open(&client, &server.url(&format!("/generated/{size}"))).await;
             let (first, _, _) = observe_once(&tab, "warm-up", size).await;
             let mut times = Vec::new();
+            let mut cpu = Vec::new();
             let mut bytes = 0;
             let mut returned = 0;
             for iteration in 0..iterations(size) {
+                let cpu_before = tree_cpu_ns();
                 let (elapsed, wire_bytes, count) =
                     observe_once(&tab, &format!("bench-{iteration}"), size).await;
+                if let (Some(before), Some(after)) = (cpu_before, tree_cpu_ns()) {
+                    cpu.push(after.saturating_sub(before));
+                }
                 times.push(elapsed);
                 bytes = wire_bytes;
                 returned = count;
             }
             times.sort();
+            cpu.sort_unstable();
             rows.push(Row {
                 size,
                 returned,
@@ -94,6 +152,7 @@ fn main() {
                 median_ms: millis(times[times.len() / 2]),
                 min_ms: millis(times[0]),
                 max_ms: millis(times[times.len() - 1]),
+                cpu_ms: cpu.get(cpu.len() / 2).map(|ns| *ns as f64 / 1e6),
                 bytes,
             });
         }
@@ -101,18 +160,31 @@ fn main() {
         rows
     });
     println!(
-        "{:>8} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11} {:>12}",
-        "elements", "returned", "first ms", "median ms", "min ms", "max ms", "bytes", "ms/1k elems"
+        "{:>8} {:>8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}",
+        "elements",
+        "returned",
+        "first ms",
+        "median ms",
+        "min ms",
+        "max ms",
+        "cpu ms",
+        "bytes",
+        "ms/1k elems"
     );
     for row in rows {
+        let cpu = row
+            .cpu_ms
+            .map(|ms| format!("{ms:.1}"))
+            .unwrap_or_else(|| "-".to_owned());
         println!(
-            "{:>8} {:>8} {:>9.1} {:>10.1} {:>8.1} {:>8.1} {:>11} {:>12.2}",
+            "{:>8} {:>8} {:>9.1} {:>10.1} {:>8.1} {:>8.1} {:>8} {:>11} {:>12.2}",
             row.size,
             row.returned,
             row.first_ms,
             row.median_ms,
             row.min_ms,
             row.max_ms,
+            cpu,
             row.bytes,
             row.median_ms / row.size as f64 * 1000.0
         );

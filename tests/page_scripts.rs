@@ -9,9 +9,9 @@ mod page_support;
 
 use browser_pilot::page::{
     self, ActiveElementKey, Checked, ClickPoint, Find, FocusAndSelectAll, HintContext, ListOptions,
-    Observe, ObserveOptions, ObservedElement, OptionsKind, PageError, PageObservation, Read,
-    RefTarget, Role, ScriptErrorCode, Search, SelectOptions, SetNativeValue, StateSnapshot,
-    TruncationReason,
+    Observe, ObserveOptions, ObservedElement, OptionsKind, PageError, PageObservation, PageScript,
+    Read, RefTarget, Role, ScriptCall, ScriptErrorCode, Search, SelectOptions, SetNativeValue,
+    StateSnapshot, TruncationReason,
 };
 use page_support::{Browser, FixtureServer, Tab, WAIT, client_over_janitor};
 use serde_json::{Value, json};
@@ -233,6 +233,45 @@ async fn generated_pages_return_every_element_once() {
     );
     assert_eq!(named(&observation, "Input 2").value.as_deref(), Some("v2"));
     assert_eq!(named(&observation, "Check 3").checked, Some(Checked::False));
+}
+
+/// `Observe` with every tree scope forced onto the read-each-attribute
+/// path (observe.js's `smallScope` knob) instead of the attribute sets.
+struct ObserveWithoutSets(Observe);
+
+impl PageScript for ObserveWithoutSets {
+    type Output = PageObservation;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let mut call = self.0.call()?;
+        call.argument["smallScope"] = json!(u32::MAX);
+        Ok(call)
+    }
+
+    fn parse(&self, json: &str) -> Result<PageObservation, PageError> {
+        self.0.parse(json)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attribute_sets_and_direct_reads_observe_the_same_elements() {
+    for path in ["/controls.html", "/labels.html", "/login.html"] {
+        let fixture = open(path).await;
+        let with_sets = observe(&fixture.tab, "sets").await;
+        let without = fixture
+            .tab
+            .run(&ObserveWithoutSets(Observe {
+                key: "direct".to_owned(),
+                options: ObserveOptions::default(),
+            }))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&with_sets.elements).unwrap(),
+            serde_json::to_value(&without.elements).unwrap(),
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

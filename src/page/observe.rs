@@ -244,45 +244,130 @@ fn is_false(value: &bool) -> bool {
 }
 
 /// One element of an observation, as the agent sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObservedElement {
     #[serde(rename = "ref")]
     pub element_ref: u32,
     pub role: Role,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// The full length of a value that was cut, or of a sensitive value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value_length: Option<u64>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub sensitive: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub checked: Option<Checked>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub selected: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pressed: Option<Checked>,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub disabled: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub focused: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub required: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(skip_serializing_if = "is_false")]
     pub readonly: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub level: Option<u8>,
     pub tag: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub input_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub href: Option<String>,
     pub bounds: Bounds,
     pub in_viewport: bool,
+}
+
+/// How observe.js sends an element: `[ref, role, name, tag, x, y, width,
+/// height, inViewport (0|1), optional fields or null]`. Arrays halve the
+/// JSON text that crosses CDP and the janitor pipe on big pages; the agent
+/// never sees this form.
+#[derive(Deserialize)]
+struct PackedElement(
+    u32,
+    Role,
+    String,
+    String,
+    i64,
+    i64,
+    i64,
+    i64,
+    u8,
+    Option<PackedExtras>,
+);
+
+/// The optional fields of a packed element, named as on the agent wire.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PackedExtras {
+    value: Option<String>,
+    value_length: Option<u64>,
+    #[serde(default)]
+    sensitive: bool,
+    checked: Option<Checked>,
+    selected: Option<bool>,
+    expanded: Option<bool>,
+    pressed: Option<Checked>,
+    #[serde(default)]
+    disabled: bool,
+    #[serde(default)]
+    focused: bool,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    readonly: bool,
+    level: Option<u8>,
+    input_type: Option<String>,
+    href: Option<String>,
+}
+
+impl From<PackedElement> for ObservedElement {
+    fn from(packed: PackedElement) -> ObservedElement {
+        let PackedElement(element_ref, role, name, tag, x, y, width, height, in_viewport, extras) =
+            packed;
+        let extras = extras.unwrap_or_default();
+        ObservedElement {
+            element_ref,
+            role,
+            name,
+            value: extras.value,
+            value_length: extras.value_length,
+            sensitive: extras.sensitive,
+            checked: extras.checked,
+            selected: extras.selected,
+            expanded: extras.expanded,
+            pressed: extras.pressed,
+            disabled: extras.disabled,
+            focused: extras.focused,
+            required: extras.required,
+            readonly: extras.readonly,
+            level: extras.level,
+            tag,
+            input_type: extras.input_type,
+            href: extras.href,
+            bounds: Bounds {
+                x,
+                y,
+                width,
+                height,
+            },
+            in_viewport: in_viewport != 0,
+        }
+    }
+}
+
+fn packed_elements<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<ObservedElement>, D::Error> {
+    let packed = Vec::<PackedElement>::deserialize(deserializer)?;
+    Ok(packed.into_iter().map(ObservedElement::from).collect())
 }
 
 /// Why an observation returned fewer elements than the page has.
@@ -422,6 +507,7 @@ pub struct Signals {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PageObservation {
+    #[serde(deserialize_with = "packed_elements")]
     pub elements: Vec<ObservedElement>,
     pub page: PageMetrics,
     pub truncated: bool,
@@ -503,16 +589,14 @@ fn truncate_chars(text: &mut String, max_chars: usize) {
 mod tests {
     use super::*;
 
-    fn element(element_ref: u32, extra: Value) -> Value {
-        let mut base = json!({
-            "ref": element_ref, "role": "textbox", "name": "Email", "tag": "input",
-            "inputType": "text", "bounds": {"x": 1, "y": 2, "width": 3, "height": 4},
-            "inViewport": true
-        });
+    /// A packed element: a textbox named Email unless `role`/`name` say
+    /// otherwise, with `extra` as its optional fields.
+    fn element(element_ref: u32, role: &str, name: &str, extra: Value) -> Value {
+        let mut extras = json!({"inputType": "text"});
         for (key, value) in extra.as_object().unwrap() {
-            base[key] = value.clone();
+            extras[key] = value.clone();
         }
-        base
+        json!([element_ref, role, name, "input", 1, 2, 3, 4, 1, extras])
     }
 
     fn observation(elements: Vec<Value>) -> Value {
@@ -595,18 +679,23 @@ mod tests {
         let value = observation(vec![
             element(
                 1,
+                "textbox",
+                "Email",
                 json!({"value": "a@b.c", "focused": true, "required": true}),
             ),
             element(
                 2,
-                json!({"role": "checkbox", "inputType": "checkbox", "checked": "mixed", "name": "All"}),
+                "checkbox",
+                "All",
+                json!({"inputType": "checkbox", "checked": "mixed"}),
             ),
+            json!([3, "button", "Go", "button", 0, 0, 10, 10, 0, null]),
         ]);
         let parsed = observe().parse(&value.to_string()).unwrap();
         assert_eq!(parsed.elements[1].checked, Some(Checked::Mixed));
         assert_eq!(parsed.element(2).unwrap().name, "All");
         assert_eq!(parsed.element(0), None);
-        assert_eq!(parsed.element(3), None);
+        assert_eq!(parsed.element(4), None);
         let wire = serde_json::to_value(parsed.wire(&[])).unwrap();
         assert_eq!(wire["elements"][0]["value"], json!("a@b.c"));
         assert_eq!(wire["elements"][0]["focused"], json!(true));
@@ -616,6 +705,11 @@ mod tests {
         assert_eq!(wire["page"]["remaining"]["down"], json!(1407));
         assert_eq!(wire["hints"], json!([]));
         assert_eq!(wire["candidateCount"], json!(2));
+        assert_eq!(
+            wire["elements"][2],
+            json!({"ref": 3, "role": "button", "name": "Go", "tag": "button",
+                "bounds": {"x": 0, "y": 0, "width": 10, "height": 10}, "inViewport": false})
+        );
         assert!(wire.get("signals").is_none());
     }
 
@@ -623,6 +717,8 @@ mod tests {
     fn password_values_are_dropped_whatever_the_page_said() {
         let value = observation(vec![element(
             1,
+            "textbox",
+            "Password",
             json!({"inputType": "password", "value": "hunter2", "valueLength": 7}),
         )]);
         let parsed = observe().parse(&value.to_string()).unwrap();
@@ -637,7 +733,8 @@ mod tests {
 
     #[test]
     fn refs_must_be_dense_and_within_limit() {
-        let gap = observation(vec![element(1, json!({})), element(3, json!({}))]);
+        let plain = |element_ref| element(element_ref, "textbox", "Email", json!({}));
+        let gap = observation(vec![plain(1), plain(3)]);
         assert!(matches!(
             observe().parse(&gap.to_string()),
             Err(PageError::UnexpectedShape { .. })
@@ -649,19 +746,21 @@ mod tests {
                 ..ObserveOptions::default()
             },
         };
-        let two = observation(vec![element(1, json!({})), element(2, json!({}))]);
+        let two = observation(vec![plain(1), plain(2)]);
         assert!(matches!(
             small.parse(&two.to_string()),
             Err(PageError::UnexpectedShape { .. })
         ));
-        let bad_role = observation(vec![element(1, json!({"role": "banner"}))]);
+        let bad_role = observation(vec![element(1, "banner", "x", json!({}))]);
         assert!(observe().parse(&bad_role.to_string()).is_err());
+        let unknown_field = observation(vec![element(1, "textbox", "x", json!({"secret": 1}))]);
+        assert!(observe().parse(&unknown_field.to_string()).is_err());
     }
 
     #[test]
     fn long_names_are_cut_on_char_boundaries() {
         let long = "é".repeat(300);
-        let value = observation(vec![element(1, json!({"name": long}))]);
+        let value = observation(vec![element(1, "textbox", &long, json!({}))]);
         let parsed = observe().parse(&value.to_string()).unwrap();
         assert_eq!(parsed.elements[0].name.chars().count(), 200);
     }

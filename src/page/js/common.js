@@ -85,8 +85,13 @@ function bpClip(text, max) {
 function bpCollapse(text, max) {
   if (!text) return '';
   const raw = text.length > max * 4 ? text.slice(0, max * 4) : text;
-  return bpClip(raw.replace(/\s+/g, ' ').trim(), max);
+  // Most names have nothing to collapse: skip the replace (and its copy).
+  const collapsed = BP_NEEDS_COLLAPSE.test(raw) ? raw.replace(/\s+/g, ' ') : raw;
+  return bpClip(collapsed.trim(), max);
 }
+
+// Whitespace other than single spaces.
+const BP_NEEDS_COLLAPSE = /[^\S ]|\s\s/;
 
 // The parent in the composed tree: through shadow roots to their host.
 function bpComposedParent(node) {
@@ -218,38 +223,33 @@ function bpFirstToken(text) {
 }
 
 // A tree scope (the document or one shadow root) prepared for lookups. In
-// `fast` mode the elements carrying the attributes we read are found once
-// by native selectors, so the per-element work reads an attribute only
-// where it exists: a binding call from this world costs far more than a
-// Set lookup. Otherwise every lookup reads the attribute.
+// `fast` mode (many candidates) an element without any attribute skips
+// every attribute read (one `hasAttributes` call instead of up to ten
+// `getAttribute` calls: a binding call from this world is the dominant
+// cost), and one native query finds the disabled/required controls.
 function bpScope(root, fast) {
-  const scope = {
+  return {
     root: root,
-    roles: null, editable: null, clickable: null, named: null, states: null,
-    disabled: null, required: null, readonly: null,
+    fast: fast,
+    formStates: fast ? new Set(root.querySelectorAll(':disabled, :required')) : null,
     labels: bpLabelMap(root),
+    lastElement: null,
+    lastAttributed: true,
   };
-  if (!fast) return scope;
-  scope.roles = new Map();
-  const withRole = root.querySelectorAll('[role]');
-  for (let i = 0; i < withRole.length; i++) {
-    scope.roles.set(withRole[i], bpFirstToken(withRole[i].getAttribute('role')));
-  }
-  scope.editable = new Set(root.querySelectorAll('[contenteditable]'));
-  scope.clickable = new Set(root.querySelectorAll('[onclick], [tabindex]'));
-  scope.named = new Set(root.querySelectorAll(
-    '[aria-labelledby], [aria-label], [title], [placeholder], [aria-placeholder]'));
-  scope.states = new Set(root.querySelectorAll(
-    '[aria-checked], [aria-selected], [aria-expanded], [aria-pressed], [aria-level], ' +
-    '[aria-valuetext], [aria-valuenow], [aria-autocomplete]'));
-  scope.disabled = new Set(root.querySelectorAll(':disabled, [aria-disabled="true"]'));
-  scope.required = new Set(root.querySelectorAll(':required, [aria-required="true"]'));
-  scope.readonly = new Set(root.querySelectorAll(
-    'input[readonly], textarea[readonly], [aria-readonly="true"]'));
-  return scope;
 }
 
-// Whether `el` may carry an attribute of `set` (always, without a set).
+// Whether `el` may carry attributes worth reading (memoized for the element
+// the walk is on).
+function bpAttributed(scope, el) {
+  if (scope === null || !scope.fast) return true;
+  if (scope.lastElement !== el) {
+    scope.lastElement = el;
+    scope.lastAttributed = el.hasAttributes();
+  }
+  return scope.lastAttributed;
+}
+
+// Whether `el` may be in `set` (always, without a set).
 function bpMay(set, el) {
   return set === null || set.has(el);
 }
@@ -258,11 +258,12 @@ function bpMay(set, el) {
 // is Browser Pilot's pseudo-role for an element with an onclick handler or a
 // tabindex that shows a pointer cursor.
 function bpRoleOf(el, tag, scope) {
-  const explicit = scope.roles === null ? bpFirstToken(el.getAttribute('role')) : scope.roles.get(el);
-  if (explicit !== undefined && explicit !== null && BP_WIDGET_ROLES.has(explicit)) return explicit;
+  const attributed = bpAttributed(scope, el);
+  const explicit = attributed ? bpFirstToken(el.getAttribute('role')) : null;
+  if (explicit !== null && BP_WIDGET_ROLES.has(explicit)) return explicit;
   switch (tag) {
     case 'a': case 'area':
-      return el.hasAttribute('href') ? 'link' : bpClickableRole(el, scope);
+      return el.hasAttribute('href') ? 'link' : bpClickableRole(el, attributed);
     case 'button': return 'button';
     case 'input': return bpInputRole(el);
     case 'textarea': return 'textbox';
@@ -276,7 +277,7 @@ function bpRoleOf(el, tag, scope) {
     case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
     case 'img': {
       const alt = el.getAttribute('alt');
-      return alt !== null && alt.trim() !== '' ? 'img' : bpClickableRole(el, scope);
+      return alt !== null && alt.trim() !== '' ? 'img' : bpClickableRole(el, attributed);
     }
     case 'dialog': return el.open ? 'dialog' : null;
     case 'summary': {
@@ -284,17 +285,16 @@ function bpRoleOf(el, tag, scope) {
       return parent !== null && parent.localName === 'details' ? 'button' : null;
     }
     default:
-      if ((scope.editable === null ? el.hasAttribute('contenteditable') : scope.editable.has(el)) &&
-        el.isContentEditable) {
+      if (attributed && el.hasAttribute('contenteditable') && el.isContentEditable) {
         const parent = bpComposedParent(el);
         if (!(parent !== null && parent.nodeType === 1 && parent.isContentEditable)) return 'textbox';
       }
-      return bpClickableRole(el, scope);
+      return bpClickableRole(el, attributed);
   }
 }
 
-function bpClickableRole(el, scope) {
-  if (scope.clickable !== null && !scope.clickable.has(el)) return null;
+function bpClickableRole(el, attributed) {
+  if (!attributed) return null;
   const tabbable = el.hasAttribute('tabindex') && el.tabIndex >= 0;
   if (!tabbable && !el.hasAttribute('onclick')) return null;
   return getComputedStyle(el).cursor === 'pointer' ? 'clickable' : null;
@@ -368,7 +368,7 @@ function bpContentName(el, max) {
 // alt (images), the value of button-like inputs, content (roles that take
 // their name from content), title, placeholder. Bounded to `max` chars.
 function bpNameOf(el, tag, role, scope, max) {
-  const named = scope === null || bpMay(scope.named, el);
+  const named = bpAttributed(scope, el);
   let name = '';
   if (named) {
     name = bpIdRefsText(el, 'aria-labelledby', max);

@@ -11,12 +11,15 @@ function observe(options) {
   const HREF_MAX = options.hrefMax;
   const MAX_SIGNAL_ITEMS = 8;
   const MAX_SIGNAL_REFS = 50;
-  const HIDDEN_SUBTREES = '[inert], [inert] *, [aria-hidden="true"], [aria-hidden="true"] *';
+  // Scopes with at most this many candidates read attributes one by one
+  // (tests raise it to compare both paths).
+  const SMALL_SCOPE = options.smallScope === undefined ? 4 : options.smallScope;
+  const HIDDEN_MARKERS = '[inert], [aria-hidden="true"]';
+  const VISIBILITY_OPTIONS = { visibilityProperty: true };
   const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
     '[tabindex], [onclick]';
-  const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
 
@@ -51,11 +54,18 @@ function observe(options) {
     return false;
   }
 
+  // The packed form the Rust side decodes (src/page/observe.rs,
+  // `PackedElement`): [ref, role, name, tag, x, y, width, height,
+  // inViewport (0|1), optional fields object or null]. Arrays keep the
+  // JSON text (and its transfer through CDP) about half the size.
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
-    const entry = { ref: 0, role: role, name: bpNameOf(el, tag, role, scope, NAME_MAX) };
-    const stated = scope.states.has(el);
+    const name = bpNameOf(el, tag, role, scope, NAME_MAX);
+    const entry = {};
+    const stated = bpAttributed(scope, el);
     let nativeCheck = false;
     let inputType = null;
+    const formControl = tag === 'input' || tag === 'textarea' || tag === 'select' ||
+      tag === 'button' || tag === 'option';
     switch (tag) {
       case 'input': {
         inputType = el.type;
@@ -105,38 +115,52 @@ function observe(options) {
       if (pressed !== null) entry.pressed = ariaTristate(pressed);
     }
     if (entry.expanded === undefined && tag === 'summary') entry.expanded = el.parentElement.open;
-    if (scope.disabled.has(el)) entry.disabled = true;
+    const formState = formControl && bpMay(scope.formStates, el);
+    if ((formState && el.matches(':disabled')) || (stated && el.getAttribute('aria-disabled') === 'true')) {
+      entry.disabled = true;
+    }
     if (el === active) entry.focused = true;
-    if (scope.required.has(el)) entry.required = true;
-    if (scope.readonly.has(el)) entry.readonly = true;
+    if ((formState && el.matches(':required')) || (stated && el.getAttribute('aria-required') === 'true')) {
+      entry.required = true;
+    }
+    if ((stated && (tag === 'input' || tag === 'textarea') && el.readOnly) ||
+      (stated && el.getAttribute('aria-readonly') === 'true')) {
+      entry.readonly = true;
+    }
     if (role === 'heading') {
       const level = tag.length === 2 && tag[0] === 'h'
         ? Number(tag[1]) : (stated ? Number(el.getAttribute('aria-level')) : 0);
       entry.level = level >= 1 && level <= 9 ? level : 2;
     }
-    entry.tag = tag;
     if (inputType !== null) entry.inputType = inputType;
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const href = el.href;
       if (href) entry.href = bpClip(href, HREF_MAX);
     }
-    entry.bounds = {
-      x: Math.round(x), y: Math.round(y), width: Math.round(width), height: Math.round(height),
-    };
-    entry.inViewport = inViewport;
-    return entry;
+    let extra = null;
+    for (const key in entry) {
+      extra = entry;
+      break;
+    }
+    return [0, role, name, tag, Math.round(x), Math.round(y), Math.round(width), Math.round(height),
+      inViewport ? 1 : 0, extra];
   }
 
-  // Approximate serialized size of an entry, without serializing it.
-  function estimateBytes(entry) {
-    let size = 110 + entry.role.length + entry.name.length + entry.tag.length;
-    if (entry.value !== undefined) size += 12 + entry.value.length;
-    if (entry.href !== undefined) size += 10 + entry.href.length;
-    if (entry.inputType !== undefined) size += 14 + entry.inputType.length;
+  // Approximate size of an element in the agent-facing JSON (objects with
+  // named fields, not the packed form), without serializing it.
+  function estimateBytes(packed) {
+    let size = 110 + packed[1].length + packed[2].length + packed[3].length;
+    const extra = packed[9];
+    if (extra !== null) {
+      size += 20;
+      if (extra.value !== undefined) size += 12 + extra.value.length;
+      if (extra.href !== undefined) size += 10 + extra.href.length;
+      if (extra.inputType !== undefined) size += 14 + extra.inputType.length;
+    }
     return size;
   }
 
-  function noteSignals(el, tag, role, entry, ref) {
+  function noteSignals(el, tag, role, name, ref) {
     if (role === 'combobox' && tag !== 'select') {
       comboboxes.push({ el: el, ref: ref });
     } else if ((role === 'textbox' || role === 'searchbox') && el.hasAttribute('aria-autocomplete')) {
@@ -155,7 +179,7 @@ function observe(options) {
         usernames.push({ el: el, ref: ref });
       }
     }
-    if ((role === 'button' || role === 'link' || role === 'clickable') && matchesAny(entry.name, options.signInPhrases)) {
+    if ((role === 'button' || role === 'link' || role === 'clickable') && matchesAny(name, options.signInPhrases)) {
       signIns.push({ el: el, ref: ref });
     }
   }
@@ -180,7 +204,7 @@ function observe(options) {
     const width = rect.width;
     const height = rect.height;
     if (width <= 0 || height <= 0) return;
-    if (!el.checkVisibility({ visibilityProperty: true })) return;
+    if (!el.checkVisibility(VISIBILITY_OPTIONS)) return;
     const x = rect.x;
     const y = rect.y;
     const inViewport = bpBoxInViewport(x, y, width, height, viewport);
@@ -209,58 +233,54 @@ function observe(options) {
       return;
     }
     const ref = elements.length + 1;
-    entry.ref = ref;
+    entry[0] = ref;
     elements.push(entry);
     handles.push(el);
     if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: ref });
-    noteSignals(el, tag, role, entry, ref);
-  }
-
-  // Index of the first candidate that follows `host` in tree order (its
-  // light descendants included): where the host's shadow tree goes.
-  function insertionIndex(candidates, host, from) {
-    let low = from;
-    let high = candidates.length;
-    while (low < high) {
-      const mid = (low + high) >> 1;
-      const candidate = candidates[mid];
-      if (candidate === host || !(host.compareDocumentPosition(candidate) & FOLLOWING)) low = mid + 1;
-      else high = mid;
-    }
-    return low;
+    noteSignals(el, tag, role, entry[2], ref);
   }
 
   // One tree scope in tree order; each open shadow root is visited right
   // after its host, before the host's light descendants.
   function visit(root, inheritedHidden) {
-    const scope = bpScope(root, true);
     const candidates = root.querySelectorAll(CANDIDATES);
-    const markers = root.querySelectorAll(HIDDEN_SUBTREES);
-    const hidden = markers.length > 0 ? new Set(markers) : null;
-    const all = root.querySelectorAll('*');
+    // Attribute sets pay off with many candidates; a small shadow root is
+    // cheaper to read attribute by attribute than to query twice more.
+    const scope = bpScope(root, candidates.length > SMALL_SCOPE);
+    const hiddenMarkers = root.querySelector(HIDDEN_MARKERS) !== null;
+    // One walk over every element finds the shadow hosts and, for each,
+    // how many candidates precede it (itself included), by identity with
+    // the candidate list (same tree order). No compareDocumentPosition: it
+    // scans siblings, quadratic on flat pages.
     const hosts = [];
-    for (let i = 0; i < all.length; i++) {
-      const el = all[i];
-      if (el.shadowRoot !== null) hosts.push(el);
-    }
     const inserts = [];
-    let from = 0;
-    for (const host of hosts) {
-      from = insertionIndex(candidates, host, from);
-      inserts.push(from);
+    let passed = 0;
+    let nextCandidate = candidates.length > 0 ? candidates[0] : null;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+    for (let el = walker.nextNode(); el !== null; el = walker.nextNode()) {
+      if (el === nextCandidate) {
+        passed++;
+        nextCandidate = passed < candidates.length ? candidates[passed] : null;
+      }
+      if (el.shadowRoot !== null) {
+        hosts.push(el);
+        inserts.push(passed);
+      }
     }
+    const hiddenBy = (el) => hiddenMarkers && el.closest(HIDDEN_MARKERS) !== null;
     let next = 0;
     for (let i = 0; i <= candidates.length; i++) {
       while (next < hosts.length && inserts[next] === i) {
         const host = hosts[next];
-        visit(host.shadowRoot, inheritedHidden || (hidden !== null && hidden.has(host)));
+        visit(host.shadowRoot, inheritedHidden || hiddenBy(host));
         next++;
       }
       if (i === candidates.length) break;
+      if (inheritedHidden) continue;
       const el = candidates[i];
       const tag = el.localName;
       const role = bpRoleOf(el, tag, scope);
-      if (role === null || inheritedHidden || (hidden !== null && hidden.has(el))) continue;
+      if (role === null || hiddenBy(el)) continue;
       consider(el, tag, role, scope);
     }
   }
@@ -319,25 +339,31 @@ function observe(options) {
       });
     }
     if (out.some((item) => item.modal)) return out;
-    const cx = Math.floor(viewport.width / 2);
-    const cy = Math.floor(viewport.height / 2);
-    const stack = document.elementsFromPoint(cx, cy);
+    // Singular hit tests only: elementsFromPoint lists every layer and
+    // costs tens of ms on a big page. The fixed layer on top at the centre
+    // is what the user sees; when that is a smaller fixed box, a backdrop
+    // beside it shows at the corners instead.
+    const centre = document.elementFromPoint(viewport.width / 2, viewport.height / 2);
+    const box = centre === null ? null : nearestFixed(centre);
     let covering = null;
-    for (let i = 0; i < stack.length && i < 16; i++) {
-      const el = stack[i];
-      if (el === document.documentElement || el === document.body) break;
-      if (getComputedStyle(el).position !== 'fixed') continue;
-      if (viewportCoverage(el.getBoundingClientRect()) >= 0.5) {
-        covering = el;
-        break;
+    if (box !== null && viewportCoverage(box.getBoundingClientRect()) >= 0.5) {
+      covering = box;
+    } else if (box !== null) {
+      const corners = [[0.05, 0.05], [0.95, 0.95]];
+      for (const [fx, fy] of corners) {
+        const corner = document.elementFromPoint(viewport.width * fx, viewport.height * fy);
+        const layer = corner === null ? null : nearestFixed(corner);
+        if (layer !== null && viewportCoverage(layer.getBoundingClientRect()) >= 0.5) {
+          covering = layer;
+          break;
+        }
       }
     }
     if (covering !== null) {
-      let box = stack.length > 0 ? nearestFixed(stack[0]) : null;
-      if (box === null) box = covering;
+      const container = box !== null ? box : covering;
       let ref = null;
       for (let i = 0; i < handles.length; i++) {
-        if (handles[i] === box) ref = i + 1;
+        if (handles[i] === container) ref = i + 1;
       }
       out.push({
         kind: 'covering',
@@ -345,7 +371,7 @@ function observe(options) {
         modal: false,
         coverage: viewportCoverage(covering.getBoundingClientRect()),
         zIndex: zIndexOf(covering),
-        controlRefs: refsInside(box, all).filter((item) => item !== ref),
+        controlRefs: refsInside(container, all).filter((item) => item !== ref),
       });
     }
     return out;
