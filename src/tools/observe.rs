@@ -379,13 +379,33 @@ pub async fn observe(
     Ok(Value::Object(result))
 }
 
+/// Runs one reading script in the tab's selected frame and starts the result with the target
+/// fields (workspace, lease, target, url, title).
+async fn run_reading<S: page::PageScript>(
+    env: &ToolEnv,
+    scope: &CallScope,
+    script: &S,
+) -> Result<(S::Output, Map<String, Value>), RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let page_context = page_context(&client, &mut guard).await?;
+    let output = page::run(
+        &client,
+        &page_context.session,
+        page_context.context,
+        script,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let (url, title) = url_and_title(&client, &page_context).await?;
+    Ok((output, base_result(scope, url, title)))
+}
+
 pub async fn read(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let page_context = page_context(&client, &mut guard).await?;
     let defaults = Read::default();
     let script = Read {
         selector: arguments
@@ -397,17 +417,7 @@ pub async fn read(
             .and_then(Value::as_u64)
             .map_or(defaults.max_chars, |v| v as u32),
     };
-    let text = page::run(
-        &client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    let (url, title) = url_and_title(&client, &page_context).await?;
-    let mut result = base_result(scope, url, title);
+    let (text, mut result) = run_reading(env, scope, &script).await?;
     result.insert("text".into(), json!(text.text));
     result.insert("truncated".into(), json!(text.truncated));
     result.insert("charCount".into(), json!(text.char_count));
@@ -419,8 +429,6 @@ pub async fn search(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let page_context = page_context(&client, &mut guard).await?;
     let script = Search {
         query: arguments
             .get("query")
@@ -436,17 +444,7 @@ pub async fn search(
             .and_then(Value::as_u64)
             .map_or(page::SEARCH_DEFAULT_LIMIT, |v| v as u32),
     };
-    let found = page::run(
-        &client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    let (url, title) = url_and_title(&client, &page_context).await?;
-    let mut result = base_result(scope, url, title);
+    let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(
         "matches".into(),
         serde_json::to_value(&found.matches).unwrap_or(Value::Null),
@@ -461,8 +459,6 @@ pub async fn find(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let page_context = page_context(&client, &mut guard).await?;
     let script = Find {
         selector: arguments
             .get("selector")
@@ -478,17 +474,7 @@ pub async fn find(
             .and_then(Value::as_u64)
             .map_or(page::FIND_DEFAULT_LIMIT, |v| v as u32),
     };
-    let found = page::run(
-        &client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    let (url, title) = url_and_title(&client, &page_context).await?;
-    let mut result = base_result(scope, url, title);
+    let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(
         "elements".into(),
         serde_json::to_value(&found.elements).unwrap_or(Value::Null),
