@@ -339,6 +339,20 @@ mod tests {
     }
 
     #[test]
+    fn every_role_the_scripts_report_decodes() {
+        let start = COMMON_JS.find("const BP_WIDGET_ROLES = new Set([").unwrap();
+        let list = &COMMON_JS[start..];
+        let list = &list[..list.find("]);").unwrap()];
+        let mut roles: Vec<&str> = list.split('\'').skip(1).step_by(2).collect();
+        roles.extend(["img", "clickable"]);
+        assert!(roles.len() > 20, "{roles:?}");
+        for role in roles {
+            let decoded: Result<crate::page::Role, _> = serde_json::from_value(json!(role));
+            assert!(decoded.is_ok(), "role {role} does not decode");
+        }
+    }
+
+    #[test]
     fn every_code_the_scripts_return_is_known() {
         let sources = [
             COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS,
