@@ -12,7 +12,7 @@ use crate::cdp::{CdpClient, SessionId};
 
 use super::actions::RefTarget;
 use super::error::PageError;
-use super::script::{PageScript, Script, ScriptCall};
+use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 
 /// Name of the Broker's isolated world in every frame. The page cannot see
 /// its globals; creating it again on the same frame returns the same
@@ -91,7 +91,7 @@ pub async fn run<S: PageScript>(
     timeout: Duration,
 ) -> Result<S::Output, PageError> {
     let call = script.call()?;
-    let result = call_function(client, session, context, &call, true, timeout).await?;
+    let result = call_installed(client, session, context, &call, true, timeout).await?;
     match result.pointer("/result/value").and_then(Value::as_str) {
         Some(json) => script.parse(json),
         None => Err(PageError::UnexpectedShape {
@@ -115,11 +115,70 @@ pub async fn resolve_object(
         script: Script::Resolve,
         argument: target.argument()?,
     };
-    let result = call_function(client, session, context, &call, false, timeout).await?;
+    let result = call_installed(client, session, context, &call, false, timeout).await?;
     let remote = result.get("result").unwrap_or(&Value::Null);
     match remote.get("objectId").and_then(Value::as_str) {
         Some(id) => Ok(Some(RemoteObjectId(id.to_owned()))),
         None => Ok(None),
+    }
+}
+
+/// Calls a script's stub; when the world has no library yet (a new
+/// document, or one left by another Broker version), installs it and calls
+/// the stub once more.
+async fn call_installed(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    call: &ScriptCall,
+    return_by_value: bool,
+    timeout: Duration,
+) -> Result<Value, PageError> {
+    let result = call_function(client, session, context, call, return_by_value, timeout).await?;
+    if !asks_for_install(&result) {
+        return Ok(result);
+    }
+    install_library(client, session, context, timeout).await?;
+    let result = call_function(client, session, context, call, return_by_value, timeout).await?;
+    match asks_for_install(&result) {
+        true => Err(PageError::UnexpectedShape {
+            script: call.script.entry(),
+            detail: "the library did not install".to_owned(),
+        }),
+        false => Ok(result),
+    }
+}
+
+/// Whether a stub answered that its world has no library.
+fn asks_for_install(result: &Value) -> bool {
+    result.pointer("/result/value").and_then(Value::as_str) == Some(INSTALL_MARKER)
+}
+
+/// Installs the page-script library in `context` (idempotent). `run` does
+/// this on demand; a caller may also do it eagerly right after creating
+/// the world to take the compile cost off the first tool call.
+pub async fn install_library(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    timeout: Duration,
+) -> Result<(), PageError> {
+    let params = json!({
+        "functionDeclaration": library_installer(),
+        "executionContextId": context.0,
+        "arguments": [],
+        "returnByValue": true,
+        "silent": true,
+    });
+    let result = client
+        .call(Some(session), "Runtime.callFunctionOn", params, timeout)
+        .await?;
+    match result.get("exceptionDetails") {
+        Some(details) => Err(PageError::ScriptThrew {
+            script: "install",
+            text: exception_text(details),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -1,9 +1,11 @@
-// Browser Pilot page-script prelude. Concatenated in front of every page
-// script inside one function body (see src/page/script.rs), so nothing here
-// becomes a global. It runs in the Broker's isolated world: the page cannot
-// see or patch these functions, but every DOM value it reads is page data.
+// Browser Pilot page-script prelude. Concatenated with every page script
+// inside one installer function (see src/page/script.rs), so nothing here
+// becomes a global: the installer publishes only a frozen object of entry
+// points under the versioned symbol `Symbol.for(BP_VERSION)`. It runs in the
+// Broker's isolated world: the page cannot see or patch these functions, but
+// every DOM value it reads is page data.
 
-const BP_STATE_SYMBOL = Symbol.for('browser-pilot.state');
+const BP_STATE_SYMBOL = Symbol.for(BP_VERSION + '.state');
 const BP_MAX_OBSERVATIONS = 4;
 
 // The per-world state, stored under a non-enumerable symbol on the isolated
