@@ -37,6 +37,12 @@ pub fn effective_uid() -> u32 {
     imp::effective_uid()
 }
 
+/// A stable identity of the file at `path` (device and inode where the platform has them), so
+/// a process can tell its own file from a same-named replacement. `None` when it is missing.
+pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    imp::file_identity(path)
+}
+
 /// Makes a child start in its own session, detached from the caller's terminal and process
 /// group, so it outlives the bridge that spawned it and is not hit by the host's signals.
 pub fn detach(command: &mut std::process::Command) {
@@ -107,6 +113,13 @@ mod imp {
         }
     }
 
+    pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    }
+
     pub fn effective_uid() -> u32 {
         // SAFETY: geteuid has no preconditions and cannot fail.
         unsafe { libc::geteuid() }
@@ -156,6 +169,11 @@ mod imp {
 
     pub fn effective_uid() -> u32 {
         0
+    }
+
+    pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
+        // No inode: existence is the best available check on this platform.
+        std::fs::metadata(path).ok().map(|_| (0, 0))
     }
 
     pub fn detach(command: &mut std::process::Command) {

@@ -1018,3 +1018,26 @@ fn bp_disconnect_refuses_while_hosts_are_connected() {
     let (code, out, _) = home.run(BP, &["status"]);
     assert_eq!(code, 3, "{out}");
 }
+
+#[test]
+fn a_broker_whose_endpoint_was_replaced_exits() {
+    let home = TestHome::new();
+    let mut first = home.spawn_bridge();
+    first.initialize("com.example.a", "i");
+    let old = home.broker_pid().unwrap();
+    first.close_stdin();
+    first.wait_exit(Duration::from_secs(10));
+    // The home is wiped and a new Broker takes the same path before the old one looks.
+    std::fs::remove_file(home.path().join("broker.sock")).unwrap();
+    std::fs::remove_file(home.path().join("broker-locator.json")).unwrap();
+    let mut second = home.spawn_bridge();
+    second.initialize("com.example.a", "i");
+    let new = home.broker_pid().unwrap();
+    assert_ne!(new, old);
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(old)),
+        "the replaced Broker exits"
+    );
+    assert!(pid_alive(new), "the new Broker keeps running");
+    second.ok("workspaces/create", json!({}));
+}

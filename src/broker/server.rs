@@ -78,6 +78,7 @@ pub async fn run_broker(home: Home) -> i32 {
         events,
         tools,
         running: RunningCommands::default(),
+        endpoint_identity: crate::os::file_identity(&socket),
         shutdown: shutdown_tx,
     });
     if let Err(error) = locator::write_locator(

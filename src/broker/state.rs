@@ -20,6 +20,9 @@ pub struct Broker {
     pub tools: ToolEnv,
     /// Commands executing now, so `commands/cancel` can reach them.
     pub running: RunningCommands,
+    /// The identity of the socket file this Broker bound; another file at the same path means
+    /// this Broker was replaced (its home was deleted and recreated).
+    pub endpoint_identity: Option<(u64, u64)>,
     /// Set to true to stop the accept loop and exit.
     pub shutdown: watch::Sender<bool>,
 }

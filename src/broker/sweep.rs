@@ -86,10 +86,12 @@ async fn expire_artifacts(broker: &Arc<Broker>) {
     }
 }
 
-/// A Broker whose socket file is gone (its home was deleted or taken over) can no longer be
-/// found by any bridge; it exits instead of lingering.
+/// A Broker whose socket file is gone or replaced (its home was deleted, or deleted and
+/// recreated by another Broker) can no longer be found by any bridge; it exits instead of
+/// lingering.
 fn exit_if_home_gone(broker: &Broker) {
-    if !broker.home.socket_path().exists() {
+    let now = crate::os::file_identity(&broker.home.socket_path());
+    if now.is_none() || now != broker.endpoint_identity {
         tracing::info!("the Broker endpoint file disappeared; shutting down");
         broker.request_shutdown();
     }
