@@ -43,6 +43,12 @@ pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
     imp::file_identity(path)
 }
 
+/// A stream of "please exit" requests from the OS: SIGTERM and SIGINT on Unix, Ctrl-C
+/// elsewhere. Must be called inside a tokio runtime.
+pub fn termination_signals() -> tokio::sync::mpsc::Receiver<()> {
+    imp::termination_signals()
+}
+
 /// Makes a child start in its own session, detached from the caller's terminal and process
 /// group, so it outlives the bridge that spawned it and is not hit by the host's signals.
 pub fn detach(command: &mut std::process::Command) {
@@ -113,6 +119,21 @@ mod imp {
         }
     }
 
+    pub fn termination_signals() -> tokio::sync::mpsc::Receiver<()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        for kind in [SignalKind::terminate(), SignalKind::interrupt()] {
+            let tx = tx.clone();
+            if let Ok(mut stream) = signal(kind) {
+                tokio::spawn(async move {
+                    stream.recv().await;
+                    let _ = tx.send(()).await;
+                });
+            }
+        }
+        rx
+    }
+
     pub fn file_identity(path: &Path) -> Option<(u64, u64)> {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(path)
@@ -169,6 +190,15 @@ mod imp {
 
     pub fn effective_uid() -> u32 {
         0
+    }
+
+    pub fn termination_signals() -> tokio::sync::mpsc::Receiver<()> {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = tx.send(()).await;
+        });
+        rx
     }
 
     pub fn file_identity(path: &Path) -> Option<(u64, u64)> {

@@ -1041,3 +1041,24 @@ fn a_broker_whose_endpoint_was_replaced_exits() {
     assert!(pid_alive(new), "the new Broker keeps running");
     second.ok("workspaces/create", json!({}));
 }
+
+#[test]
+fn sigterm_stops_the_broker_cleanly() {
+    let home = TestHome::new();
+    let mut bridge = home.spawn_bridge();
+    bridge.initialize("com.example.a", "i");
+    let pid = home.broker_pid().unwrap();
+    unsafe_kill(pid, "TERM");
+    assert!(
+        wait_until(Duration::from_secs(5), || !pid_alive(pid)),
+        "the Broker exits on SIGTERM"
+    );
+    assert!(
+        !home.path().join("broker-locator.json").exists(),
+        "its locator is removed"
+    );
+    assert!(
+        !home.path().join("broker.sock").exists(),
+        "its socket is removed"
+    );
+}

@@ -95,7 +95,7 @@ pub async fn run_broker(home: Home) -> i32 {
     }
     tracing::info!(broker = %broker.broker_id, "broker listening");
     let sweeper = tokio::spawn(sweep::run(broker.clone()));
-    let mut terminate = signals();
+    let mut terminate = crate::os::termination_signals();
     loop {
         tokio::select! {
             _ = shutdown_rx.changed() => break,
@@ -135,30 +135,4 @@ fn store_limits_from_env() -> StoreLimits {
             size.clamp(*JOURNAL_SIZE_RANGE.start(), *JOURNAL_SIZE_RANGE.end());
     }
     limits
-}
-
-/// SIGTERM and SIGINT as one stream of "please exit".
-fn signals() -> tokio::sync::mpsc::Receiver<()> {
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        for kind in [SignalKind::terminate(), SignalKind::interrupt()] {
-            let tx = tx.clone();
-            if let Ok(mut stream) = signal(kind) {
-                tokio::spawn(async move {
-                    stream.recv().await;
-                    let _ = tx.send(()).await;
-                });
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            let _ = tx.send(()).await;
-        });
-    }
-    rx
 }
