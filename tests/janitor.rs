@@ -5,7 +5,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -16,92 +15,15 @@ use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 /// Generous bound for anything the browser or the janitor must do.
 const WAIT: Duration = Duration::from_secs(20);
 
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("BROWSER_PILOT_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        path.is_file(),
-        "Chromium not found at {}: install it with `sudo apt-get install chromium` \
-         (Debian/Ubuntu) or set BROWSER_PILOT_CHROMIUM",
-        path.display()
-    );
-    path
-}
+#[path = "support/chromium.rs"]
+#[allow(
+    dead_code,
+    reason = "these tests use only part of the shared browser harness"
+)]
+mod chromium;
 
-/// A headless Chromium owned by the test; killed and reaped on drop.
-struct Browser {
-    child: Child,
-    port: u16,
-    ws_path: String,
-    _profile: tempfile::TempDir,
-}
-
-impl Browser {
-    fn start() -> Browser {
-        let profile = tempfile::tempdir().unwrap();
-        let mut command = Command::new(chromium());
-        command.args([
-            "--headless",
-            "--disable-gpu",
-            "--remote-debugging-port=0",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ]);
-        command.arg(format!("--user-data-dir={}", profile.path().display()));
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            command.arg("--no-sandbox");
-        }
-        command.arg("about:blank");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn chromium");
-        let (port, ws_path) = wait_for_active_port(profile.path());
-        Browser {
-            child,
-            port,
-            ws_path,
-            _profile: profile,
-        }
-    }
-
-    fn ws_url(&self) -> String {
-        format!("ws://127.0.0.1:{}{}", self.port, self.ws_path)
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for_active_port(dir: &Path) -> (u16, String) {
-    let started = Instant::now();
-    loop {
-        if let Ok(text) = std::fs::read_to_string(dir.join("DevToolsActivePort")) {
-            let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next())
-                && let Ok(port) = port.trim().parse::<u16>()
-                && TcpStream::connect(("127.0.0.1", port)).is_ok()
-            {
-                return (port, path.trim().to_owned());
-            }
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "chromium wrote no DevToolsActivePort"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
+/// A headless Chromium owned by the test, on a temporary profile; killed on drop.
+type Browser = chromium::TempChromium;
 
 /// The test's own CDP connection (a separate WebSocket, like another tool).
 struct OwnCdp {
@@ -111,7 +33,7 @@ struct OwnCdp {
 
 impl OwnCdp {
     fn connect(browser: &Browser) -> OwnCdp {
-        let stream = TcpStream::connect(("127.0.0.1", browser.port)).unwrap();
+        let stream = TcpStream::connect(("127.0.0.1", browser.chromium.port)).unwrap();
         stream.set_read_timeout(Some(WAIT)).unwrap();
         let (ws, _) = tungstenite::client::client(browser.ws_url(), stream).expect("handshake");
         OwnCdp { ws, next_id: 0 }
@@ -342,8 +264,7 @@ fn browser_exit_is_reported_as_disconnected() {
     let mut browser = Browser::start();
     let mut janitor = Janitor::spawn(&browser.ws_url());
     assert_eq!(janitor.next_line(), json!({"janitor": "connected"}));
-    browser.child.kill().unwrap();
-    browser.child.wait().unwrap();
+    browser.chromium.sigkill();
     let started = Instant::now();
     loop {
         let line = janitor.next_line();
@@ -379,60 +300,11 @@ fn non_loopback_endpoint_is_refused_without_connecting() {
     assert_eq!(janitor.wait_exit(), 1);
 }
 
-/// Spawns the janitor with tokio pipes and puts the crate's CDP client on
-/// top, the way the Broker will.
-async fn client_over_janitor(
-    ws_url: &str,
-) -> (
-    browser_pilot::cdp::CdpClient,
-    tokio::sync::mpsc::Receiver<browser_pilot::cdp::CdpEvent>,
-    tokio::process::Child,
-) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_browser-pilot"))
-        .arg("--browser-pilot-internal=janitor")
-        .arg(ws_url)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn janitor");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = stdout.next_line().await.unwrap().unwrap();
-    assert_eq!(first, r#"{"janitor":"connected"}"#);
-    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<String>(64);
-    let (in_tx, in_rx) = tokio::sync::mpsc::channel::<String>(64);
-    tokio::spawn(async move {
-        while let Some(line) = out_rx.recv().await {
-            if stdin
-                .write_all(format!("{line}\n").as_bytes())
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = stdout.next_line().await {
-            if line.starts_with(r#"{"janitor""#) {
-                continue;
-            }
-            if in_tx.send(line).await.is_err() {
-                return;
-            }
-        }
-    });
-    let (client, events) = browser_pilot::cdp::CdpClient::spawn(out_tx, in_rx);
-    (client, events, child)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cdp_client_drives_a_tab_through_the_janitor() {
     use browser_pilot::cdp::{CdpError, Evaluation};
     let browser = Browser::start();
-    let (client, _events, mut child) = client_over_janitor(&browser.ws_url()).await;
+    let (client, _events, mut child) = chromium::client_over_janitor(&browser.ws_url()).await;
 
     let target = client
         .create_target("about:blank", false, WAIT)

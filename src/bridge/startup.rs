@@ -133,7 +133,7 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
             })
         }
         Ok(HelloReply::Welcome(welcome)) => Attempt::Failed(incompatible(&welcome.service_version)),
-        Ok(HelloReply::Refused(refusal)) => Attempt::Failed(error_from_json(&refusal.error)),
+        Ok(HelloReply::Refused(refusal)) => Attempt::Failed(RpcError::from_json(&refusal.error)),
         Err(_) => Attempt::Failed(incompatible("unknown")),
     }
 }
@@ -225,23 +225,4 @@ fn incompatible(service_version: &str) -> RpcError {
 
 fn unavailable(message: String) -> RpcError {
     RpcError::new(ErrorCode::BrokerUnavailable, message)
-}
-
-/// Rebuilds an [`RpcError`] from a JSON-RPC error object sent by the Broker.
-fn error_from_json(error: &serde_json::Value) -> RpcError {
-    let code = error["data"]["code"].as_str().unwrap_or("");
-    let code = ErrorCode::ALL
-        .iter()
-        .copied()
-        .find(|c| c.as_str() == code)
-        .unwrap_or(ErrorCode::InternalError);
-    let mut rebuilt = RpcError::new(
-        code,
-        error["message"].as_str().unwrap_or("refused by the Broker"),
-    );
-    rebuilt.remediation = error["data"].get("remediation").cloned();
-    rebuilt.context = error["data"]
-        .get("context")
-        .and_then(|c| c.as_object().cloned());
-    rebuilt
 }

@@ -339,7 +339,7 @@ async fn finish(
 fn replay(row: &CommandRow) -> Result<Value, RpcError> {
     if let Some(error_json) = &row.error_json {
         let error: Value = serde_json::from_str(error_json).unwrap_or(Value::Null);
-        return Err(error_from_json(&error).with_context("commandId", json!(row.id)));
+        return Err(RpcError::from_json(&error).with_context("commandId", json!(row.id)));
     }
     match &row.result_json {
         Some(result_json) => {
@@ -379,21 +379,6 @@ pub fn command_json(row: &CommandRow) -> Value {
         command["completedAt"] = json!(at);
     }
     command
-}
-
-fn error_from_json(error: &Value) -> RpcError {
-    let code = error["data"]["code"].as_str().unwrap_or("");
-    let code = ErrorCode::ALL
-        .iter()
-        .copied()
-        .find(|c| c.as_str() == code)
-        .unwrap_or(ErrorCode::InternalError);
-    let mut rebuilt = RpcError::new(code, error["message"].as_str().unwrap_or(""));
-    rebuilt.remediation = error["data"].get("remediation").cloned();
-    rebuilt.context = error["data"]
-        .get("context")
-        .and_then(|c| c.as_object().cloned());
-    rebuilt
 }
 
 /// SHA-256 of the canonical call: serde_json maps are ordered by key, so equal calls serialize

@@ -84,22 +84,29 @@ pub async fn dispatch(
     }
 }
 
-/// Releases the Connection's Leases and forgets its routes. Safe to call more than once.
-pub async fn close_connection(context: &ConnectionContext) {
-    let Some(session) = context.session.get() else {
-        return;
-    };
+/// The first call for a Connection marks it closed and stops its notifications; later calls
+/// (and calls before `initialize`) get `None`.
+fn end_session(context: &ConnectionContext) -> Option<&Session> {
+    let session = context.session.get()?;
     if context
         .closed
         .swap(true, std::sync::atomic::Ordering::SeqCst)
     {
-        return;
+        return None;
     }
     context
         .broker
         .events
         .hub()
         .unsubscribe(&session.principal, &session.connection_id);
+    Some(session)
+}
+
+/// Releases the Connection's Leases and forgets its routes. Safe to call more than once.
+pub async fn close_connection(context: &ConnectionContext) {
+    let Some(session) = end_session(context) else {
+        return;
+    };
     let id = session.connection_id.clone();
     match context
         .broker
@@ -114,20 +121,9 @@ pub async fn close_connection(context: &ConnectionContext) {
 /// The peer's socket closed. Without a prior graceful close the Connection is marked lost: it
 /// no longer counts as live, and its Leases expire by TTL (a killed bridge).
 pub async fn lose_connection(context: &ConnectionContext) {
-    let Some(session) = context.session.get() else {
+    let Some(session) = end_session(context) else {
         return;
     };
-    if context
-        .closed
-        .swap(true, std::sync::atomic::Ordering::SeqCst)
-    {
-        return;
-    }
-    context
-        .broker
-        .events
-        .hub()
-        .unsubscribe(&session.principal, &session.connection_id);
     let id = session.connection_id.clone();
     if let Err(error) = context
         .broker

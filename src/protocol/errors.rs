@@ -300,6 +300,23 @@ impl RpcError {
         json!({"code": self.code.rpc_code(), "message": self.message, "data": data})
     }
 
+    /// Rebuilds an error from a JSON-RPC `error` object (as recorded in a Command or sent by the
+    /// Broker). An unknown `data.code` becomes `internal_error`.
+    pub fn from_json(error: &Value) -> RpcError {
+        let code = error["data"]["code"].as_str().unwrap_or("");
+        let code = ErrorCode::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == code)
+            .unwrap_or(ErrorCode::InternalError);
+        let mut rebuilt = RpcError::new(code, error["message"].as_str().unwrap_or(""));
+        rebuilt.remediation = error["data"].get("remediation").cloned();
+        rebuilt.context = error["data"]
+            .get("context")
+            .and_then(|c| c.as_object().cloned());
+        rebuilt
+    }
+
     /// A complete JSON-RPC error response line (without the newline).
     pub fn response(&self, id: &Value) -> String {
         json!({"jsonrpc": "2.0", "id": id, "error": self.to_json()}).to_string()
@@ -336,6 +353,18 @@ mod tests {
         for code in ErrorCode::ALL {
             assert!(seen.insert(code.as_str()), "duplicate {}", code.as_str());
         }
+    }
+
+    #[test]
+    fn from_json_round_trips() {
+        let error = RpcError::new(ErrorCode::LeaseExpired, "gone")
+            .with_remediation("create_lease", "make a new one")
+            .with_context("leaseId", json!("lease:1"));
+        assert_eq!(RpcError::from_json(&error.to_json()), error);
+        assert_eq!(
+            RpcError::from_json(&json!({"data": {"code": "nope"}})).code,
+            ErrorCode::InternalError
+        );
     }
 
     #[test]

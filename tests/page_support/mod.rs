@@ -6,8 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use browser_pilot::cdp::{CdpClient, Evaluation, SessionId};
@@ -17,133 +16,19 @@ use serde_json::{Value, json};
 /// Generous bound for anything the browser must do.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("BROWSER_PILOT_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        path.is_file(),
-        "Chromium not found at {}: install it with `sudo apt-get install chromium` \
-         (Debian/Ubuntu) or set BROWSER_PILOT_CHROMIUM",
-        path.display()
-    );
-    path
-}
+#[path = "../support/chromium.rs"]
+#[allow(
+    dead_code,
+    reason = "the page tests use only part of the shared browser harness"
+)]
+mod chromium;
 
-/// A headless Chromium owned by the test; killed and reaped on drop.
-pub struct Browser {
-    child: Child,
-    port: u16,
-    ws_path: String,
-    _profile: tempfile::TempDir,
-}
+/// A headless Chromium owned by the test, on a temporary profile; killed on drop.
+pub type Browser = chromium::TempChromium;
 
-impl Browser {
-    pub fn start() -> Browser {
-        let profile = tempfile::tempdir().unwrap();
-        let mut command = Command::new(chromium());
-        command.args([
-            "--headless",
-            "--disable-gpu",
-            "--remote-debugging-port=0",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ]);
-        command.arg(format!("--user-data-dir={}", profile.path().display()));
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            command.arg("--no-sandbox");
-        }
-        command.arg("about:blank");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn chromium");
-        let (port, ws_path) = wait_for_active_port(profile.path());
-        Browser {
-            child,
-            port,
-            ws_path,
-            _profile: profile,
-        }
-    }
-
-    pub fn ws_url(&self) -> String {
-        format!("ws://127.0.0.1:{}{}", self.port, self.ws_path)
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for_active_port(dir: &Path) -> (u16, String) {
-    let started = Instant::now();
-    loop {
-        if let Ok(text) = std::fs::read_to_string(dir.join("DevToolsActivePort")) {
-            let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next())
-                && let Ok(port) = port.trim().parse::<u16>()
-                && TcpStream::connect(("127.0.0.1", port)).is_ok()
-            {
-                return (port, path.trim().to_owned());
-            }
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "chromium wrote no DevToolsActivePort"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-/// Spawns the janitor with tokio pipes and puts the crate's CDP client on
-/// top, the way the Broker does. Events are drained and dropped.
+/// The crate's CDP client over a real janitor process; events are drained and dropped.
 pub async fn client_over_janitor(ws_url: &str) -> (CdpClient, tokio::process::Child) {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_browser-pilot"))
-        .arg("--browser-pilot-internal=janitor")
-        .arg(ws_url)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn janitor");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = stdout.next_line().await.unwrap().unwrap();
-    assert_eq!(first, r#"{"janitor":"connected"}"#);
-    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<String>(64);
-    let (in_tx, in_rx) = tokio::sync::mpsc::channel::<String>(64);
-    tokio::spawn(async move {
-        while let Some(line) = out_rx.recv().await {
-            if stdin
-                .write_all(format!("{line}\n").as_bytes())
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = stdout.next_line().await {
-            if line.starts_with(r#"{"janitor""#) {
-                continue;
-            }
-            if in_tx.send(line).await.is_err() {
-                return;
-            }
-        }
-    });
-    let (client, mut events) = CdpClient::spawn(out_tx, in_rx);
+    let (client, mut events, child) = chromium::client_over_janitor(ws_url).await;
     tokio::spawn(async move { while events.recv().await.is_some() {} });
     (client, child)
 }

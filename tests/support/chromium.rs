@@ -83,6 +83,80 @@ impl Chromium {
     }
 }
 
+/// A headless Chromium on a temporary profile the value owns (removed on drop).
+pub struct TempChromium {
+    pub chromium: Chromium,
+    _profile: tempfile::TempDir,
+}
+
+impl TempChromium {
+    pub fn start() -> TempChromium {
+        let profile = tempfile::tempdir().expect("temp profile");
+        TempChromium {
+            chromium: Chromium::start(profile.path()),
+            _profile: profile,
+        }
+    }
+
+    pub fn ws_url(&self) -> String {
+        self.chromium.ws_url()
+    }
+}
+
+/// Spawns the janitor role with tokio pipes and puts the crate's CDP client on top of it, the
+/// way the Broker does; returns the client, its event stream and the janitor process.
+pub async fn client_over_janitor(
+    ws_url: &str,
+) -> (
+    browser_pilot::cdp::CdpClient,
+    tokio::sync::mpsc::Receiver<browser_pilot::cdp::CdpEvent>,
+    tokio::process::Child,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_browser-pilot"))
+        .arg("--browser-pilot-internal=janitor")
+        .arg(ws_url)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn janitor");
+    let mut stdin = child.stdin.take().expect("janitor stdin");
+    let mut stdout =
+        tokio::io::BufReader::new(child.stdout.take().expect("janitor stdout")).lines();
+    let first = stdout
+        .next_line()
+        .await
+        .expect("janitor stdout")
+        .expect("janitor line");
+    assert_eq!(first, r#"{"janitor":"connected"}"#);
+    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<String>(64);
+    let (in_tx, in_rx) = tokio::sync::mpsc::channel::<String>(64);
+    tokio::spawn(async move {
+        while let Some(line) = out_rx.recv().await {
+            if stdin
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stdout.next_line().await {
+            if line.starts_with(r#"{"janitor""#) {
+                continue;
+            }
+            if in_tx.send(line).await.is_err() {
+                return;
+            }
+        }
+    });
+    let (client, events) = browser_pilot::cdp::CdpClient::spawn(out_tx, in_rx);
+    (client, events, child)
+}
+
 impl Drop for Chromium {
     fn drop(&mut self) {
         self.sigkill();
