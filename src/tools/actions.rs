@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use super::observe::{
     PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
@@ -310,10 +310,7 @@ fn resolve_ref(
     frame_id: &str,
     arguments: &Map<String, Value>,
 ) -> Result<(RefTarget, ElementSummary), RpcError> {
-    let observation_id = arguments
-        .get("observationId")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let observation_id = str_arg(arguments, "observationId").unwrap_or_default();
     let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let record = guard
@@ -692,11 +689,7 @@ pub async fn click(
 ) -> Result<Value, RpcError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
-    let button = arguments
-        .get("button")
-        .and_then(Value::as_str)
-        .unwrap_or("left")
-        .to_owned();
+    let button = str_arg(&arguments, "button").unwrap_or("left").to_owned();
     let clicks = arguments
         .get("clickCount")
         .and_then(Value::as_u64)
@@ -921,11 +914,7 @@ pub async fn press(
 ) -> Result<Value, RpcError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
-    let key = arguments
-        .get("key")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let key = str_arg(&arguments, "key").unwrap_or_default().to_owned();
     let modifiers = modifier_bits(&arguments);
     let target = match arguments.contains_key("observationId") {
         true => {
@@ -1132,22 +1121,10 @@ pub async fn type_text(
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-    let text = arguments
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let clear = arguments
-        .get("clear")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let submit = arguments
-        .get("submit")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let verification = arguments
-        .get("verification")
-        .and_then(Value::as_str)
+    let text = str_arg(&arguments, "text").unwrap_or_default().to_owned();
+    let clear = bool_arg(&arguments, "clear", true);
+    let submit = bool_arg(&arguments, "submit", false);
+    let verification = str_arg(&arguments, "verification")
         .unwrap_or("best_effort")
         .to_owned();
     let before = snapshot(&client, &ctx, &target).await?;
@@ -1338,15 +1315,8 @@ pub async fn keyboard(
 ) -> Result<Value, RpcError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
-    let text = arguments
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let submit = arguments
-        .get("submit")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let text = str_arg(&arguments, "text").unwrap_or_default().to_owned();
+    let submit = bool_arg(&arguments, "submit", false);
     let active = page::run(
         &client,
         &ctx.session,
@@ -1417,7 +1387,7 @@ pub async fn scroll(
         .await
         .map_err(page_error)?;
         ("ref", None)
-    } else if let Some(text) = arguments.get("text").and_then(Value::as_str) {
+    } else if let Some(text) = str_arg(&arguments, "text") {
         let found = run_in_world(&client, &ctx, SCROLL_TO_TEXT, json!({"text": text})).await?;
         if found != json!(true) {
             return Err(RpcError::invalid_params("no visible text matches")
@@ -1426,7 +1396,7 @@ pub async fn scroll(
         ("text", None)
     } else {
         let (dx, dy) = scroll_delta(&arguments);
-        match arguments.get("selector").and_then(Value::as_str) {
+        match str_arg(&arguments, "selector") {
             Some(selector) => {
                 let moved = run_in_world(
                     &client,
@@ -1483,11 +1453,7 @@ pub async fn scroll(
 fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
     let amount = arguments.get("amount").and_then(Value::as_i64).unwrap_or(0);
     let page = if amount == 0 { 600 } else { amount };
-    match arguments
-        .get("direction")
-        .and_then(Value::as_str)
-        .unwrap_or("down")
-    {
+    match str_arg(arguments, "direction").unwrap_or("down") {
         "up" => (0, -page),
         "left" => (-page, 0),
         "right" => (page, 0),
@@ -1555,10 +1521,7 @@ pub async fn dropdown_options(
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-    let limit = arguments
-        .get("limit")
-        .and_then(Value::as_u64)
-        .map_or(page::OPTIONS_DEFAULT_LIMIT, |v| v as u32);
+    let limit = u32_arg(&arguments, "limit", page::OPTIONS_DEFAULT_LIMIT);
     let list = page::run(
         &client,
         &ctx.session,
@@ -1685,13 +1648,8 @@ pub async fn dialogs_respond(
     let live = env.browser.live().ok_or_else(disconnected)?;
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let lease_id = scope.lease_id.as_deref().unwrap_or_default();
-    let dialog_id = arguments
-        .get("dialogId")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let action = arguments
-        .get("action")
-        .and_then(Value::as_str)
+    let dialog_id = str_arg(&arguments, "dialogId").unwrap_or_default();
+    let action = str_arg(&arguments, "action")
         .unwrap_or("dismiss")
         .to_owned();
     let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
@@ -1708,7 +1666,7 @@ pub async fn dialogs_respond(
         .await
         .map_err(super::tabs::target_error)?;
     let mut params = json!({"accept": action == "accept"});
-    if let Some(text) = arguments.get("promptText").and_then(Value::as_str) {
+    if let Some(text) = str_arg(&arguments, "promptText") {
         params["promptText"] = json!(text);
     }
     live.client

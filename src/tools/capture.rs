@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, ToolEnv, str_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use super::tabs::{cdp_error, controlled_tab};
 use crate::artifacts::{
@@ -241,7 +241,7 @@ struct CaptureOptions {
 impl CaptureOptions {
     /// The schema already checked types and ranges; these are the cross-field rules.
     fn parse(arguments: &Map<String, Value>) -> Result<CaptureOptions, RpcError> {
-        let format = match arguments.get("format").and_then(Value::as_str) {
+        let format = match str_arg(arguments, "format") {
             Some("jpeg") => Format::Jpeg,
             _ => Format::Png,
         };
@@ -251,7 +251,7 @@ impl CaptureOptions {
                 .with_context("path", json!("arguments.quality")));
         }
         let full_page = arguments.get("fullPage").and_then(Value::as_bool) == Some(true);
-        let selector = arguments.get("selector").and_then(Value::as_str);
+        let selector = str_arg(arguments, "selector");
         let area = match (full_page, selector) {
             (true, Some(_)) => {
                 return Err(RpcError::invalid_params(

@@ -1,6 +1,8 @@
 //! What a tool runs with: the process-wide environment and the per-call scope.
 
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::artifacts::Artifacts;
@@ -115,4 +117,26 @@ pub struct CallScope {
     pub gate: DispatchGate,
     /// The tab-queue place taken at acceptance, for tools addressing `target_id`.
     pub ticket: std::sync::Mutex<Option<crate::session::TabTicket>>,
+}
+
+/// A string argument (the schema already checked its type).
+pub fn str_arg<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    arguments.get(name).and_then(Value::as_str)
+}
+
+/// A boolean argument, or its default.
+pub fn bool_arg(arguments: &Map<String, Value>, name: &str, default: bool) -> bool {
+    arguments
+        .get(name)
+        .and_then(Value::as_bool)
+        .unwrap_or(default)
+}
+
+/// A bounded integer argument (the schema already checked its range), or its default.
+pub fn u32_arg(arguments: &Map<String, Value>, name: &str, default: u32) -> u32 {
+    arguments
+        .get(name)
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .unwrap_or(default)
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, ToolEnv, str_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use super::observe::{PageContext, SCRIPT_TIMEOUT};
 use super::tabs::{cdp_error, controlled_tab};
@@ -399,7 +399,7 @@ pub async fn select(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let frame_id = arguments.get("frameId").and_then(Value::as_str);
+    let frame_id = str_arg(&arguments, "frameId");
     let main = arguments.get("main").and_then(Value::as_bool) == Some(true);
     if frame_id.is_some() == main {
         return Err(

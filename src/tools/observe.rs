@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use super::tabs::{cdp_error, controlled_tab};
 use crate::cdp::{CdpClient, SessionId};
@@ -292,18 +292,9 @@ fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Val
 pub fn observe_options(arguments: &Map<String, Value>) -> ObserveOptions {
     let defaults = ObserveOptions::default();
     ObserveOptions {
-        limit: arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(defaults.limit, |v| v as u32),
-        max_bytes: arguments
-            .get("maxBytes")
-            .and_then(Value::as_u64)
-            .map_or(defaults.max_bytes, |v| v as u32),
-        viewport_only: arguments
-            .get("viewportOnly")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        limit: u32_arg(arguments, "limit", defaults.limit),
+        max_bytes: u32_arg(arguments, "maxBytes", defaults.max_bytes),
+        viewport_only: bool_arg(arguments, "viewportOnly", false),
     }
 }
 
@@ -408,14 +399,8 @@ pub async fn read(
 ) -> Result<Value, RpcError> {
     let defaults = Read::default();
     let script = Read {
-        selector: arguments
-            .get("selector")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        max_chars: arguments
-            .get("maxChars")
-            .and_then(Value::as_u64)
-            .map_or(defaults.max_chars, |v| v as u32),
+        selector: str_arg(&arguments, "selector").map(str::to_owned),
+        max_chars: u32_arg(&arguments, "maxChars", defaults.max_chars),
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
     result.insert("text".into(), json!(text.text));
@@ -430,19 +415,9 @@ pub async fn search(
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
     let script = Search {
-        query: arguments
-            .get("query")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        regex: arguments
-            .get("regex")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        limit: arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(page::SEARCH_DEFAULT_LIMIT, |v| v as u32),
+        query: str_arg(&arguments, "query").unwrap_or_default().to_owned(),
+        regex: bool_arg(&arguments, "regex", false),
+        limit: u32_arg(&arguments, "limit", page::SEARCH_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(
@@ -460,19 +435,11 @@ pub async fn find(
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
     let script = Find {
-        selector: arguments
-            .get("selector")
-            .and_then(Value::as_str)
+        selector: str_arg(&arguments, "selector")
             .unwrap_or_default()
             .to_owned(),
-        pierce: arguments
-            .get("pierce")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        limit: arguments
-            .get("limit")
-            .and_then(Value::as_u64)
-            .map_or(page::FIND_DEFAULT_LIMIT, |v| v as u32),
+        pierce: bool_arg(&arguments, "pierce", false),
+        limit: u32_arg(&arguments, "limit", page::FIND_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, ToolEnv, str_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use crate::cdp::{CdpClient, CdpError};
 use crate::events::Emit;
@@ -253,7 +253,7 @@ pub async fn connect(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let browser_id = match arguments.get("browserId").and_then(Value::as_str) {
+    let browser_id = match str_arg(&arguments, "browserId") {
         Some(id) => id.to_owned(),
         None => workspace_browser(env, scope).await?,
     };
@@ -319,9 +319,7 @@ pub async fn open(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let url = arguments
-        .get("url")
-        .and_then(Value::as_str)
+    let url = str_arg(&arguments, "url")
         .unwrap_or("about:blank")
         .to_owned();
     check_url(&url)?;
@@ -370,15 +368,8 @@ pub async fn navigate(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
-    let action = arguments
-        .get("action")
-        .and_then(Value::as_str)
-        .unwrap_or("reload")
-        .to_owned();
-    let url = arguments
-        .get("url")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let action = str_arg(&arguments, "action").unwrap_or("reload").to_owned();
+    let url = str_arg(&arguments, "url").map(str::to_owned);
     if action == "goto" {
         check_url(url.as_deref().ok_or_else(|| {
             RpcError::invalid_params("\"url\" is required for goto")
