@@ -80,6 +80,13 @@ fn main() -> ExitCode {
     {
         return exit(run_internal(role, &args[2..]));
     }
+    // The runner parses its own arguments, verbatim: the outer parser would swallow the `--`
+    // that separates the runner's options from the bridge command (`conformance -- CMD ...`).
+    if args.get(1).and_then(|a| a.to_str()) == Some("conformance") {
+        let mut argv = vec![std::ffi::OsString::from("browser-pilot conformance")];
+        argv.extend(args[2..].iter().cloned());
+        return exit(browser_pilot::conformance::run_cli(argv));
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Bridge { stdio, browser } => {
@@ -105,6 +112,8 @@ fn main() -> ExitCode {
             init_tracing("warn");
             with_home(|home| run_browser_command(&home, command))
         }
+        // Normally dispatched verbatim before parsing (above); this arm is reached only when
+        // something precedes the subcommand.
         Command::Conformance { args } => {
             let mut argv = vec![std::ffi::OsString::from("browser-pilot conformance")];
             argv.extend(args);

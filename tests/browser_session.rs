@@ -442,3 +442,60 @@ fn cancel_before_dispatch_never_reaches_the_browser_and_late_mutations_are_unkno
     let (code, _) = stranger.err("commands/cancel", json!({"commandId": "command:c1"}));
     assert_eq!(code, "command_not_found");
 }
+
+/// A Workspace created without `browserId` binds to the browser the Broker is connected to, even
+/// when stable selection would pick another ready candidate that nobody connected to.
+#[test]
+fn a_new_workspace_binds_to_the_live_connection_not_an_idle_candidate() {
+    let mut rig = Rig::start();
+    // The decoy is listed first and looks ready: its DevToolsActivePort names a live loopback
+    // port (the fixture server's), which is not a debugging endpoint.
+    let decoy = tempfile::tempdir().unwrap();
+    let fixture_port = rig
+        .fixtures
+        .url("/")
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(
+        decoy.path().join("DevToolsActivePort"),
+        format!("{fixture_port}\n/devtools/browser/decoy\n"),
+    )
+    .unwrap();
+    let dirs = std::env::join_paths([decoy.path(), rig.profile.path()]).unwrap();
+    rig.home = TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", dirs.to_str().unwrap());
+
+    let mut first = Agent::new(&rig, "com.example.first");
+    let bound = first
+        .bridge
+        .ok("workspaces/get", json!({"workspaceId": first.workspace_id}))["workspace"]["browserId"]
+        .clone();
+    let browsers = first.tool("browser.discover", None, json!({}))["browsers"].clone();
+    let ready: Vec<Value> = browsers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["state"] == "ready")
+        .map(|b| b["id"].clone())
+        .collect();
+    assert_eq!(ready.len(), 2, "the decoy and the real browser: {browsers}");
+    assert_eq!(
+        bound, ready[0],
+        "before any connection, stable selection picks the first"
+    );
+    let real = ready[1].clone();
+    let connected = first.tool("browser.connect", None, json!({"browserId": real}));
+    assert_eq!(connected["browserId"], real);
+
+    let mut second = Agent::new(&rig, "com.example.second");
+    let ws = second.bridge.ok(
+        "workspaces/get",
+        json!({"workspaceId": second.workspace_id}),
+    );
+    assert_eq!(
+        ws["workspace"]["browserId"], real,
+        "bound to the live connection, not the idle decoy"
+    );
+}

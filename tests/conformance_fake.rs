@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_browser-pilot-conformance");
+const MAIN: &str = env!("CARGO_BIN_EXE_browser-pilot");
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_bridge.py");
 
 /// Every check, in report order.
@@ -178,6 +179,28 @@ fn passing_fake_passes_every_check() {
     );
     assert!(summary[CHECKS.len()].starts_with("conformance passed"));
     assert_no_leaks(&run);
+}
+
+/// The contract's form: `browser-pilot conformance -- COMMAND ARGS...`, with `--` right after
+/// the subcommand and the command's own `--flags` passed through untouched.
+#[test]
+fn main_binary_takes_the_command_right_after_the_separator() {
+    let output = Command::new(MAIN)
+        .args(["conformance", "--", "python3", FAKE, "bridge", "--stdio"])
+        .env("FAKE_MODE", "pass")
+        .output()
+        .expect("runner starts");
+    let run = finish(output);
+    assert_eq!(run.status, 0, "stderr: {}", run.stderr);
+    for name in CHECKS {
+        assert_status(&run, name, "passed");
+    }
+    // Runner options before the separator still parse, and stay the runner's.
+    let output = Command::new(MAIN)
+        .args(["conformance", "--timeout-ms", "0", "--", "python3", FAKE])
+        .output()
+        .expect("runner starts");
+    assert_eq!(output.status.code(), Some(2), "timeout 0 is out of range");
 }
 
 #[test]

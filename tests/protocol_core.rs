@@ -1062,3 +1062,113 @@ fn sigterm_stops_the_broker_cleanly() {
         "its socket is removed"
     );
 }
+
+/// Lease expiry is judged by when the host's bridge read the heartbeat: a heartbeat sent on time
+/// while the Broker was stopped past the TTL keeps its Lease; one sent after expiry ends it and
+/// journals `lease.expired` exactly once, although the sweep never saw it.
+#[test]
+fn heartbeats_are_judged_by_when_the_bridge_read_them() {
+    let home = TestHome::new();
+    let mut host = home.spawn_bridge();
+    host.initialize("com.example.a", "i1");
+    let created = host.ok("workspaces/create", json!({}));
+    let ws = created["workspace"]["id"].clone();
+    let cursor = created["eventCursor"].clone();
+    let broker = home.broker_pid().expect("a Broker runs");
+
+    // On time: sent well within a 3 s TTL, read by the bridge at once, then the Broker stays
+    // stopped for 4.5 s.
+    let kept =
+        host.ok("leases/create", json!({"workspaceId": ws, "ttlMs": 3000}))["lease"]["id"].clone();
+    unsafe_kill(broker, "STOP");
+    let beat = host.request(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": kept}),
+    );
+    std::thread::sleep(Duration::from_millis(4500));
+    unsafe_kill(broker, "CONT");
+    let answer = host.response(&beat);
+    assert!(answer["result"]["lease"]["id"] == kept, "kept: {answer}");
+    host.ok(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": kept}),
+    );
+
+    // Late: the Lease's TTL passes while the Broker is stopped, then the heartbeat is sent.
+    let late =
+        host.ok("leases/create", json!({"workspaceId": ws, "ttlMs": 1000}))["lease"]["id"].clone();
+    unsafe_kill(broker, "STOP");
+    std::thread::sleep(Duration::from_millis(1500));
+    let beat = host.request(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": late}),
+    );
+    unsafe_kill(broker, "CONT");
+    let answer = host.response(&beat);
+    assert_eq!(error_code(&answer), "lease_expired", "{answer}");
+
+    // Exactly one lease.expired, for the late Lease only; the kept one is still alive.
+    std::thread::sleep(Duration::from_millis(300));
+    let events = host.ok(
+        "events/poll",
+        json!({"workspaceId": ws, "cursor": cursor, "limit": 100}),
+    )["events"]
+        .clone();
+    let expired: Vec<&Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["type"] == "lease.expired")
+        .collect();
+    assert_eq!(expired.len(), 1, "{events}");
+    assert_eq!(expired[0]["payload"]["leaseId"], late);
+    host.ok(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": kept}),
+    );
+}
+
+/// Another Principal's Lease and Workspace ids answer exactly as unknown ones.
+#[test]
+fn another_principals_ids_answer_like_unknown_ones() {
+    let home = TestHome::new();
+    let mut a = home.spawn_bridge();
+    a.initialize("com.example.a", "i1");
+    let ws = a.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
+    let lease = a.ok("leases/create", json!({"workspaceId": ws}))["lease"]["id"].clone();
+    let mut b = home.spawn_bridge();
+    b.initialize("com.example.b", "i1");
+    let own = b.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
+    let unknown_lease = "lease:00000000000000000000000000000000";
+    let unknown_ws = "workspace:00000000000000000000000000000000";
+    for method in ["leases/heartbeat", "leases/release"] {
+        for workspace in [&ws, &own] {
+            let (theirs, theirs_error) =
+                b.err(method, json!({"workspaceId": workspace, "leaseId": lease}));
+            let (unknown, unknown_error) = b.err(
+                method,
+                json!({"workspaceId": workspace, "leaseId": unknown_lease}),
+            );
+            assert_eq!(
+                theirs, unknown,
+                "{method}: {theirs_error} vs {unknown_error}"
+            );
+            assert_eq!(theirs_error["message"], unknown_error["message"]);
+            assert_eq!(theirs_error["data"], unknown_error["data"]);
+        }
+    }
+    for method in ["workspaces/get", "workspaces/release"] {
+        let (theirs, theirs_error) = b.err(method, json!({"workspaceId": ws}));
+        let (unknown, unknown_error) = b.err(method, json!({"workspaceId": unknown_ws}));
+        assert_eq!(theirs, unknown, "{method}");
+        assert_eq!(theirs_error["data"], unknown_error["data"], "{method}");
+    }
+    let (theirs, _) = b.err("leases/create", json!({"workspaceId": ws}));
+    let (unknown, _) = b.err("leases/create", json!({"workspaceId": unknown_ws}));
+    assert_eq!(theirs, unknown);
+    // A's Lease is untouched by all of it.
+    a.ok(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": lease}),
+    );
+}

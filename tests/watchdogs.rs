@@ -101,7 +101,13 @@ fn assert_payload_is_bounded(event: &Value, forbidden: &[&str]) {
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["action", "consecutiveActions", "hint", "reason", "targetId"],
+        [
+            "action",
+            "consecutiveActions",
+            "hints",
+            "reason",
+            "targetId"
+        ],
         "{event}"
     );
     let text = event.to_string();
@@ -141,7 +147,11 @@ fn three_mismatches_carry_the_hint_and_emit_no_progress_once() {
     assert_eq!(event["payload"]["targetId"], target);
     assert_eq!(event["targetId"], target);
     assert_eq!(event["leaseId"], agent.lease_id);
-    assert_eq!(event["payload"]["hint"], hints[0], "same hint in both");
+    assert_eq!(
+        event["payload"]["hints"],
+        json!([hints[0]]),
+        "the same hint in both, as the one-item event hints array"
+    );
     assert_payload_is_bounded(event, &[third["observationId"].as_str().unwrap()]);
 
     // A fourth mismatch continues the same streak: no hint, no second event.

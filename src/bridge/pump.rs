@@ -21,10 +21,10 @@ use crate::framing::{self, FramingError, LineReader};
 use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::protocol::internal::{Hello, PeerRole};
+use crate::protocol::internal::{self, Hello, PeerRole};
 use crate::protocol::methods::{self, Lane};
 use crate::protocol::negotiate::SERVICE_LIMITS;
-use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id};
+use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id, now_ms};
 
 /// At most this many ordinary calls may be pending per bridge (contract).
 pub const MAX_PENDING_ORDINARY: usize = 256;
@@ -129,6 +129,7 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             }
             line = stdin.next_line() => line,
         };
+        let read_at = now_ms();
         let line = match line {
             Ok(Some(line)) => line,
             Ok(None) => break on_stdin_eof(&mut broker, &shared).await,
@@ -239,7 +240,17 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             .lock()
             .expect("pending table lock")
             .insert(key, Pending { lane, kind });
-        let mut bytes = line;
+        let mut bytes = match internal::stamped(&method) {
+            // Lease requests carry when this bridge read them, rebuilt from the classified
+            // parts so a host cannot supply the stamp itself.
+            true => {
+                let mut stamped =
+                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                stamped[internal::RECEIVED_AT_MEMBER] = json!(read_at);
+                serde_json::to_vec(&stamped).expect("a JSON value serializes")
+            }
+            false => line,
+        };
         bytes.push(b'\n');
         if let Err(error) = link_writer.write_all(&bytes).await {
             tracing::error!(%error, "cannot write to the Broker");

@@ -17,7 +17,7 @@ use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::protocol::internal::{Hello, HelloReply, PeerRole, Refusal, Welcome};
+use crate::protocol::internal::{self, Hello, HelloReply, PeerRole, Refusal, Welcome};
 use crate::protocol::methods::{self, Lane};
 use crate::protocol::negotiate::Negotiated;
 use crate::store::PrincipalKey;
@@ -169,7 +169,16 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             }
         };
         let (id, method, params) = match envelope::classify(&line) {
-            Ok(Inbound::Request { id, method, params }) => (id, method, params),
+            Ok(Inbound::Request {
+                id,
+                method,
+                mut params,
+            }) => {
+                if internal::stamped(&method) {
+                    take_stamp(&line, &mut params);
+                }
+                (id, method, params)
+            }
             Ok(Inbound::Notification { method, .. }) => {
                 if method == methods::INPUT_CLOSED_NOTIFICATION {
                     lifecycle::close_connection(&context).await;
@@ -205,6 +214,19 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     drop(response_tx);
     drop(context);
     let _ = writer_task.await;
+}
+
+/// Moves the bridge's read stamp from the envelope into the params the Lease handlers read,
+/// after dropping any member of that name the peer put into `params` itself.
+fn take_stamp(line: &[u8], params: &mut Map<String, Value>) {
+    params.remove(internal::RECEIVED_AT_MEMBER);
+    // Lease lines are small; parsing one twice costs microseconds.
+    let stamp = serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|line| line.get(internal::RECEIVED_AT_MEMBER)?.as_i64());
+    if let Some(stamp) = stamp {
+        params.insert(internal::RECEIVED_AT_MEMBER.to_owned(), json!(stamp));
+    }
 }
 
 async fn respond(

@@ -23,11 +23,12 @@ pub fn from_store(error: StoreError) -> RpcError {
             "create_lease",
             "A Lease cannot be continued by another bridge; create a new Lease on the Workspace.",
         ),
-        StoreError::LeaseExpired => RpcError::new(ErrorCode::LeaseExpired, "the Lease expired")
-            .with_remediation(
+        StoreError::LeaseExpired | StoreError::LeaseEnded(_) => {
+            RpcError::new(ErrorCode::LeaseExpired, "the Lease expired").with_remediation(
                 "create_lease",
                 "Create a new Lease and heartbeat well before expiresAt.",
-            ),
+            )
+        }
         StoreError::ClientKeyConflict => RpcError::new(
             ErrorCode::ClientKeyConflict,
             "this clientKey already names an active Workspace for another browser",

@@ -12,11 +12,11 @@ use super::{artifacts, commands};
 use crate::events::{Emit, event_json};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
-use crate::protocol::internal::PeerRole;
+use crate::protocol::internal::{PeerRole, RECEIVED_AT_MEMBER};
 use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};
 use crate::store::{
     ConnectionKind, CreateWorkspace, EventPoll, LeaseRow, NewConnection, NewLease, NewWorkspace,
-    PrincipalKey, ReleaseWorkspace, SqlValue, WorkspaceLookup, WorkspaceRow,
+    PrincipalKey, ReleaseWorkspace, SqlValue, StoreError, WorkspaceLookup, WorkspaceRow,
 };
 use crate::version::{EXECUTABLE_VERSION, SERVICE_VERSION, now_ms};
 
@@ -346,12 +346,41 @@ async fn leases_heartbeat(
     session.require("workspace.manage")?;
     let (workspace_id, lease_id) = lease_params(params)?;
     let connection_id = session.connection_id.clone();
-    let row = context
+    let sent_at = sent_at(context, params);
+    let renewed = context
         .broker
-        .db(move |store| store.heartbeat_lease(&connection_id, &workspace_id, &lease_id, now_ms()))
-        .await
-        .map_err(from_store)?;
+        .db(move |store| {
+            store.heartbeat_lease(&connection_id, &workspace_id, &lease_id, sent_at, now_ms())
+        })
+        .await;
+    let row = ended_lease(context, renewed).await?;
     Ok(lease_json(&row))
+}
+
+/// When the host's bridge read this line: its stamp (bridges only; the store bounds it by the
+/// Broker's clock), else now.
+fn sent_at(context: &ConnectionContext, params: &Map<String, Value>) -> i64 {
+    let stamp = match context.role {
+        PeerRole::Bridge => params.get(RECEIVED_AT_MEMBER).and_then(Value::as_i64),
+        _ => None,
+    };
+    stamp.unwrap_or_else(now_ms)
+}
+
+/// Maps a heartbeat's or release's store answer, journaling `lease.expired` when the call found
+/// the Lease expired and ended it (the sweep will not see it again).
+async fn ended_lease(
+    context: &ConnectionContext,
+    answer: Result<LeaseRow, StoreError>,
+) -> Result<LeaseRow, RpcError> {
+    match answer {
+        Ok(row) => Ok(row),
+        Err(StoreError::LeaseEnded(row)) => {
+            announce_expired(&context.broker, vec![*row]).await;
+            Err(from_store(StoreError::LeaseExpired))
+        }
+        Err(error) => Err(from_store(error)),
+    }
 }
 
 async fn leases_release(
@@ -362,11 +391,14 @@ async fn leases_release(
     session.require("workspace.manage")?;
     let (workspace_id, lease_id) = lease_params(params)?;
     let connection_id = session.connection_id.clone();
-    let row = context
+    let sent_at = sent_at(context, params);
+    let released = context
         .broker
-        .db(move |store| store.release_lease(&connection_id, &workspace_id, &lease_id, now_ms()))
-        .await
-        .map_err(from_store)?;
+        .db(move |store| {
+            store.release_lease(&connection_id, &workspace_id, &lease_id, sent_at, now_ms())
+        })
+        .await;
+    let row = ended_lease(context, released).await?;
     Ok(json!({"lease": {"id": row.id, "workspaceId": row.workspace_id}, "released": true}))
 }
 

@@ -17,8 +17,17 @@ const SLOW_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// A Workspace with no Lease and no live Connection of its Principal for this long is released.
 const WORKSPACE_IDLE_RECLAIM_MS: i64 = 10 * 60 * 1000;
 
+/// A gap this long between two Lease sweeps means the Broker itself was stalled (stopped,
+/// swapped out, starved): heartbeats may be waiting unread in its sockets.
+const STALL_GAP: Duration = Duration::from_secs(1);
+
+/// After a stall, Lease expiry waits this long so the Connections read what queued up first; a
+/// heartbeat that reached its bridge in time then renews its Lease (its bridge's stamp decides).
+const STALL_GRACE: Duration = Duration::from_millis(1_500);
+
 pub async fn run(broker: Arc<Broker>) {
     let mut lease_tick = tokio::time::interval(LEASE_SWEEP_INTERVAL);
+    let mut stall = StallGuard::new(std::time::Instant::now());
     lease_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut slow_tick = tokio::time::interval(SLOW_SWEEP_INTERVAL);
     slow_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -26,7 +35,11 @@ pub async fn run(broker: Arc<Broker>) {
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
-            _ = lease_tick.tick() => expire_leases(&broker).await,
+            _ = lease_tick.tick() => {
+                if stall.may_expire(std::time::Instant::now()) {
+                    expire_leases(&broker).await;
+                }
+            }
             _ = slow_tick.tick() => {
                 if let Err(error) = broker.db(|store| store.reclaim_lost_connections()).await {
                     tracing::error!(%error, "lost connection sweep failed");
@@ -34,6 +47,37 @@ pub async fn run(broker: Arc<Broker>) {
                 reclaim_idle_workspaces(&broker).await;
                 expire_artifacts(&broker).await;
                 exit_if_home_gone(&broker);
+            }
+        }
+    }
+}
+
+/// Decides, tick by tick, whether Lease expiry may run: not within `STALL_GRACE` after a gap
+/// of `STALL_GAP` between ticks.
+struct StallGuard {
+    last_tick: std::time::Instant,
+    hold_until: Option<std::time::Instant>,
+}
+
+impl StallGuard {
+    fn new(now: std::time::Instant) -> StallGuard {
+        StallGuard {
+            last_tick: now,
+            hold_until: None,
+        }
+    }
+
+    fn may_expire(&mut self, now: std::time::Instant) -> bool {
+        if now.saturating_duration_since(self.last_tick) >= STALL_GAP {
+            tracing::warn!("the Broker was stalled; Lease expiry waits for queued heartbeats");
+            self.hold_until = Some(now + STALL_GRACE);
+        }
+        self.last_tick = now;
+        match self.hold_until {
+            Some(until) if now < until => false,
+            _ => {
+                self.hold_until = None;
+                true
             }
         }
     }
@@ -94,5 +138,32 @@ fn exit_if_home_gone(broker: &Broker) {
     if now.is_none() || now != broker.endpoint_identity {
         tracing::info!("the Broker endpoint file disappeared; shutting down");
         broker.request_shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{STALL_GRACE, StallGuard};
+
+    #[test]
+    fn expiry_waits_after_a_stall_and_only_then() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let mut guard = StallGuard::new(start);
+        // Regular ticks: expiry runs.
+        assert!(guard.may_expire(at(100)));
+        assert!(guard.may_expire(at(200)));
+        // Five seconds without a tick: held for the grace period, tick after tick.
+        assert!(!guard.may_expire(at(5_200)));
+        let grace = STALL_GRACE.as_millis() as u64;
+        let mut tick = 5_300;
+        while tick < 5_200 + grace {
+            assert!(!guard.may_expire(at(tick)), "held at {tick}");
+            tick += 100;
+        }
+        assert!(guard.may_expire(at(tick)));
+        assert!(guard.may_expire(at(tick + 100)));
     }
 }

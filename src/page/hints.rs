@@ -236,6 +236,20 @@ impl Hint {
     }
 }
 
+/// A hint as an event carries it (`payload.hints`, an array): every field of an Observation hint
+/// except `refs`, since refs belong to one Observation and never travel in network, download or
+/// watchdog events. The one hint type for every event producer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct EventHint(Hint);
+
+impl From<Hint> for EventHint {
+    fn from(mut hint: Hint) -> EventHint {
+        hint.refs.clear();
+        EventHint(hint)
+    }
+}
+
 /// What the caller knows beyond the observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HintContext {
@@ -444,6 +458,25 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    #[test]
+    fn event_hints_keep_every_field_but_refs() {
+        let mut hint = Hint::new(
+            HintCode::ModalOverlay,
+            HintSource::Observation,
+            Confidence::Strong,
+            RecommendedAction::ResolveOverlayFirst,
+        )
+        .with_refs([7, 3]);
+        hint.blocking = Some(true);
+        hint.evidence = vec!["dialog".to_owned()];
+        let observed = serde_json::to_value(&hint).unwrap();
+        assert_eq!(observed["refs"], json!([3, 7]));
+        let event = serde_json::to_value(EventHint::from(hint)).unwrap();
+        let mut expected = observed.clone();
+        expected.as_object_mut().unwrap().remove("refs");
+        assert_eq!(event, expected);
+    }
 
     fn observation(signals: Value) -> PageObservation {
         let mut base = json!({

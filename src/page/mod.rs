@@ -28,8 +28,9 @@ pub use actions::{
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{
-    AuthState, Confidence, DownloadPhase, Hint, HintCode, HintContext, HintSource, MAX_HINTS,
-    MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface, observation_hints,
+    AuthState, Confidence, DownloadPhase, EventHint, Hint, HintCode, HintContext, HintSource,
+    MAX_HINTS, MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface,
+    observation_hints,
 };
 pub use observe::{
     AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,

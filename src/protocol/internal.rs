@@ -6,6 +6,19 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The member a bridge adds to a forwarded Lease request (`leases/heartbeat`, `leases/release`):
+/// epoch milliseconds at which it read the line from its host. The Broker judges Lease expiry
+/// by it (bounded by its own clock), so a heartbeat sent on time keeps its Lease even when the
+/// Broker itself was stalled. It travels at the top level of the envelope, beside `params`; the
+/// Broker moves it into the params it hands to the Lease handlers after dropping any member of
+/// that name a peer put into `params` itself.
+pub const RECEIVED_AT_MEMBER: &str = "$receivedAtMs";
+
+/// Methods whose forwarded lines carry [`RECEIVED_AT_MEMBER`].
+pub fn stamped(method: &str) -> bool {
+    matches!(method, "leases/heartbeat" | "leases/release")
+}
+
 /// What kind of peer is connecting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -226,9 +226,18 @@ fn on_event(
                             .and_then(Value::as_str)
                             .unwrap_or(""),
                     );
-                    for_interested(service, &target, |opaque| {
+                    let mut changed = for_interested(service, &target, |opaque| {
                         ("document.changed", json!({"targetId": opaque, "url": url}))
-                    })
+                    });
+                    // Refs are scoped to their document: every Observation held of the old one
+                    // stopped resolving.
+                    changed.extend(for_interested(service, &target, |opaque| {
+                        (
+                            "observation.invalidated",
+                            json!({"targetId": opaque, "reason": "document_changed"}),
+                        )
+                    }));
+                    changed
                 }
                 false => Vec::new(),
             });

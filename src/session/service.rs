@@ -148,10 +148,28 @@ impl BrowserService {
         value
     }
 
-    /// The browser a new Workspace binds to: the preference, else the stable selection.
+    /// The browser a new Workspace binds to: the live connection when there is one and the
+    /// preference (if any) names it, else the preference, else the stable selection. A
+    /// Workspace is never bound to an unconnected candidate while the Broker is connected to a
+    /// browser the host did not rule out.
     pub async fn default_browser_id(&self, preference: Option<&str>) -> Option<String> {
+        let live = self.live().map(|live| live.browser_id);
+        if let (Some(live), None) = (&live, preference) {
+            return Some(live.clone());
+        }
         let candidates = self.candidates().await;
-        browser::select(&candidates, preference).map(|c| c.id.clone())
+        let live_matches = |candidate: &Candidate| {
+            live.as_deref() == Some(candidate.id.as_str())
+                && preference.is_some_and(|preference| {
+                    [&candidate.id, &candidate.product, &candidate.channel]
+                        .iter()
+                        .any(|field| field.as_str() == preference)
+                })
+        };
+        match candidates.iter().find(|candidate| live_matches(candidate)) {
+            Some(candidate) => Some(candidate.id.clone()),
+            None => browser::select(&candidates, preference).map(|c| c.id.clone()),
+        }
     }
 
     /// Connects to a browser, or reuses the live connection to it. Concurrent callers share one
@@ -224,6 +242,15 @@ impl BrowserService {
         *self.inner.live.write().expect("live lock") = Some(live.clone());
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
         if restored {
+            // Every Observation of the lost connection stopped resolving: say so in the old
+            // generation, journaled before the restore.
+            self.announce(
+                browser_id,
+                "observation.invalidated",
+                json!({"reason": "reconnected", "generation": generation - 1}),
+                Some(generation - 1),
+            )
+            .await;
             self.announce(
                 browser_id,
                 "connection.restored",

@@ -455,7 +455,7 @@ mod tests {
                                 client_key: Some("k".to_owned()),
                                 now: 10,
                             })?;
-                            store.heartbeat_lease(&connection_id, &own, &lease.id, 20)?;
+                            store.heartbeat_lease(&connection_id, &own, &lease.id, 20, 20)?;
                             let command_id = format!("command:{thread}:{round}");
                             store.insert_command(&NewCommand {
                                 id: command_id.clone(),

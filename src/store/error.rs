@@ -22,6 +22,10 @@ pub enum StoreError {
     /// The Lease reached its `expires_at`.
     #[error("lease expired")]
     LeaseExpired,
+    /// A heartbeat or release found the Lease already expired and ended it: the deleted row, so
+    /// the caller journals `lease.expired` exactly as the sweep would have.
+    #[error("lease expired")]
+    LeaseEnded(Box<super::LeaseRow>),
     /// No Command with that id.
     #[error("command not found")]
     CommandNotFound,

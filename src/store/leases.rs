@@ -134,21 +134,25 @@ impl Store {
         })
     }
 
-    /// Extends the Lease to `now + ttl_ms`. An expired Lease is deleted and
-    /// answered with `LeaseExpired`.
+    /// Extends the Lease to `now + ttl_ms`. Whether it had expired is judged at `sent_at`, when
+    /// the heartbeat reached the host's bridge (at most `now`), so a heartbeat sent on time
+    /// keeps its Lease even when the Broker was stalled. An expired Lease is deleted and
+    /// answered with `LeaseEnded`.
     pub fn heartbeat_lease(
         &self,
         connection_id: &str,
         workspace_id: &str,
         lease_id: &str,
+        sent_at: i64,
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
+        let sent_at = sent_at.min(now);
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
-            {
-                Ok(lease) => lease,
-                Err(fault) => return Ok(Err(fault)),
-            };
+            let lease =
+                match owned_lease(transaction, connection_id, workspace_id, lease_id, sent_at)? {
+                    Ok(lease) => lease,
+                    Err(fault) => return Ok(Err(fault)),
+                };
             let renewed = transaction
                 .prepare_cached(concat!(
                     "UPDATE leases SET expires_at = ?2 WHERE lease_id = ?1 RETURNING ",
@@ -162,21 +166,23 @@ impl Store {
         })
     }
 
-    /// Deletes the Lease and returns it. An expired Lease is deleted too but
-    /// answered with `LeaseExpired`.
+    /// Deletes the Lease and returns it. An expired Lease (judged at `sent_at`, as for
+    /// heartbeats) is deleted too but answered with `LeaseEnded`.
     pub fn release_lease(
         &self,
         connection_id: &str,
         workspace_id: &str,
         lease_id: &str,
+        sent_at: i64,
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
+        let sent_at = sent_at.min(now);
         self.write_then(|transaction| {
-            let lease = match owned_lease(transaction, connection_id, workspace_id, lease_id, now)?
-            {
-                Ok(lease) => lease,
-                Err(fault) => return Ok(Err(fault)),
-            };
+            let lease =
+                match owned_lease(transaction, connection_id, workspace_id, lease_id, sent_at)? {
+                    Ok(lease) => lease,
+                    Err(fault) => return Ok(Err(fault)),
+                };
             transaction
                 .prepare_cached("DELETE FROM leases WHERE lease_id = ?1")?
                 .execute([&lease.id])?;
@@ -210,7 +216,10 @@ impl Store {
             let lease = find_lease(transaction, workspace_id, lease_id)?
                 .ok_or(StoreError::LeaseNotFound)?;
             if lease.connection_id != connection_id {
-                return Err(StoreError::LeaseNotOwned);
+                return match same_principal(transaction, connection_id, &lease.connection_id)? {
+                    true => Err(StoreError::LeaseNotOwned),
+                    false => Err(StoreError::LeaseNotFound),
+                };
             }
             if lease.expires_at <= now {
                 return Err(StoreError::LeaseExpired);
@@ -264,21 +273,40 @@ fn owned_lease(
         return Ok(Err(StoreError::LeaseNotFound));
     };
     if lease.connection_id != connection_id {
-        return Ok(Err(StoreError::LeaseNotOwned));
+        // Another Principal's Lease is answered exactly like an unknown one; only the same
+        // Principal learns that another of its Connections holds it.
+        return match same_principal(transaction, connection_id, &lease.connection_id)? {
+            true => Ok(Err(StoreError::LeaseNotOwned)),
+            false => Ok(Err(StoreError::LeaseNotFound)),
+        };
     }
     if lease.expires_at <= now {
         transaction
             .prepare_cached("DELETE FROM leases WHERE lease_id = ?1")?
             .execute([&lease.id])?;
-        return Ok(Err(StoreError::LeaseExpired));
+        return Ok(Err(StoreError::LeaseEnded(Box::new(lease))));
     }
     Ok(Ok(lease))
+}
+
+/// Whether two Connections belong to one Principal.
+fn same_principal(transaction: &Connection, one: &str, other: &str) -> Result<bool, StoreError> {
+    let same = transaction
+        .prepare_cached(
+            "SELECT a.principal_id = b.principal_id FROM connections a, connections b \
+             WHERE a.connection_id = ?1 AND b.connection_id = ?2",
+        )?
+        .query_row([one, other], |row| row.get::<_, bool>(0))
+        .optional()?;
+    Ok(same.unwrap_or(false))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::testing::{connect, outcome, principal, store_with, workspace};
-    use super::super::{ConnectionKind, LeaseRow, NewConnection, NewLease, Store, StoreLimits};
+    use super::super::{
+        ConnectionKind, LeaseRow, NewConnection, NewLease, Store, StoreError, StoreLimits,
+    };
 
     fn new_lease(id: &str, connection_id: &str, client_key: Option<&str>, now: i64) -> NewLease {
         NewLease {
@@ -294,6 +322,14 @@ mod tests {
 
     fn render(lease: LeaseRow) -> String {
         format!("{} expires {}", lease.id, lease.expires_at)
+    }
+
+    /// Like `outcome`, naming an ended Lease instead of dumping its row.
+    fn ended(result: Result<LeaseRow, StoreError>) -> String {
+        match result {
+            Err(StoreError::LeaseEnded(lease)) => format!("LeaseEnded {}", lease.id),
+            other => outcome(other, render),
+        }
     }
 
     /// A Store with Principal a, its workspace:1 and connections 1 and 2.
@@ -422,7 +458,7 @@ mod tests {
             (
                 ("connection:1", "workspace:1", "lease:1", 2_499),
                 "LeaseExpired",
-                "LeaseExpired",
+                "LeaseEnded lease:1",
             ),
             (
                 ("connection:1", "workspace:1", "lease:1", 2_499),
@@ -433,13 +469,44 @@ mod tests {
         for ((connection_id, workspace_id, lease_id, now), check, heartbeat) in cases {
             let checked = store.check_lease(connection_id, workspace_id, lease_id, now);
             assert_eq!(outcome(checked, render), check, "check {lease_id} at {now}");
-            let beat = store.heartbeat_lease(connection_id, workspace_id, lease_id, now);
-            assert_eq!(
-                outcome(beat, render),
-                heartbeat,
-                "heartbeat {lease_id} at {now}"
-            );
+            let beat = store.heartbeat_lease(connection_id, workspace_id, lease_id, now, now);
+            assert_eq!(ended(beat), heartbeat, "heartbeat {lease_id} at {now}");
         }
+    }
+
+    #[test]
+    fn expiry_is_judged_when_the_heartbeat_was_sent() {
+        let store = fixture(StoreLimits::default());
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        // Sent at 900, before expiry at 1010, processed at 5000 after a stall: renewed from the
+        // Broker's own clock.
+        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 900, 5_000);
+        assert_eq!(ended(beat), "lease:1 expires 6000");
+        // A stamp from the future is bounded by the Broker's clock.
+        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 9_999, 5_500);
+        assert_eq!(ended(beat), "lease:1 expires 6500");
+        // Sent after expiry: ended, whatever the processing time.
+        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 6_500, 6_500);
+        assert_eq!(ended(beat), "LeaseEnded lease:1");
+    }
+
+    #[test]
+    fn another_principals_lease_is_answered_like_an_unknown_one() {
+        let store = fixture(StoreLimits::default());
+        connect(&store, "connection:b", &principal("b"));
+        store
+            .create_lease(&new_lease("lease:1", "connection:1", None, 10))
+            .unwrap();
+        let by_b = store.heartbeat_lease("connection:b", "workspace:1", "lease:1", 20, 20);
+        assert_eq!(ended(by_b), "LeaseNotFound");
+        let by_b = store.check_lease("connection:b", "workspace:1", "lease:1", 20);
+        assert_eq!(outcome(by_b, render), "LeaseNotFound");
+        let by_b = store.release_lease("connection:b", "workspace:1", "lease:1", 20, 20);
+        assert_eq!(ended(by_b), "LeaseNotFound");
+        let by_sibling = store.heartbeat_lease("connection:2", "workspace:1", "lease:1", 20, 20);
+        assert_eq!(ended(by_sibling), "LeaseNotOwned");
     }
 
     #[test]
@@ -455,13 +522,13 @@ mod tests {
             (("connection:2", "lease:1", 20), "LeaseNotOwned"),
             (("connection:1", "lease:1", 20), "lease:1 expires 1010"),
             (("connection:1", "lease:1", 20), "LeaseNotFound"),
-            (("connection:1", "lease:2", 1_010), "LeaseExpired"),
+            (("connection:1", "lease:2", 1_010), "LeaseEnded lease:2"),
             (("connection:1", "lease:2", 1_010), "LeaseNotFound"),
         ];
         for ((connection_id, lease_id, now), expect) in cases {
-            let released = store.release_lease(connection_id, "workspace:1", lease_id, now);
+            let released = store.release_lease(connection_id, "workspace:1", lease_id, now, now);
             assert_eq!(
-                outcome(released, render),
+                ended(released),
                 expect,
                 "release {lease_id} by {connection_id}"
             );

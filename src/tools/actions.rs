@@ -22,8 +22,8 @@ use super::tabs::{cdp_error, controlled_tab, disconnected};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{
-    self, ActiveElementKey, Checked, ClickPoint, ElementState, FocusAndSelectAll, ListOptions,
-    RefTarget, SelectOptions, SetNativeValue, StateSnapshot,
+    self, ActiveElementKey, Checked, ClickPoint, ElementState, EventHint, FocusAndSelectAll,
+    ListOptions, RefTarget, SelectOptions, SetNativeValue, StateSnapshot,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::{ElementSummary, TabGuard};
@@ -661,16 +661,18 @@ async fn finish_with_observation(
     };
     let crossed = progress::record(guard.state(), completed);
     if let Some(crossed) = crossed {
-        let hint = serde_json::to_value(crossed.reason.hint())
+        let hint = crossed.reason.hint();
+        let event_hints = [EventHint::from(hint.clone())];
+        let hint = serde_json::to_value(hint)
             .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
         if let Some(Value::Array(hints)) = result.get_mut("hints") {
-            hints.push(hint.clone());
+            hints.push(hint);
         }
         let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
         let mut emit = Emit::new(
             workspace_id,
             "watchdog.no_progress",
-            json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hint": hint}),
+            json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hints": event_hints}),
         );
         emit.lease_id = scope.lease_id.clone();
         emit.target_id = scope.target_id.clone();
