@@ -332,6 +332,18 @@ fn killed_chromium_gives_connection_lost_then_restored_with_a_newer_generation()
         None,
         json!({"url": rig.fixtures.url("/page/before")}),
     );
+    // A new document invalidates the Observations held of the old one.
+    a.tool("browser.observe", Some(&opened["targetId"]), json!({}));
+    a.events();
+    a.tool(
+        "browser.navigate",
+        Some(&opened["targetId"]),
+        json!({"action": "goto", "url": rig.fixtures.url("/page/next")}),
+    );
+    let invalidated = a.wait_event("observation.invalidated");
+    assert_eq!(invalidated["payload"]["reason"], "document_changed");
+    assert_eq!(invalidated["payload"]["targetId"], opened["targetId"]);
+
     rig.chromium.sigkill();
     let lost = a.wait_event("connection.lost");
     assert_eq!(lost["browserConnectionGeneration"], 1);
@@ -348,7 +360,19 @@ fn killed_chromium_gives_connection_lost_then_restored_with_a_newer_generation()
     rig.chromium = Chromium::start(rig.profile.path());
     let connected = a.connect();
     assert_eq!(connected["browserConnectionGeneration"], 2);
-    let restored = a.wait_event("connection.restored");
+    // Every Observation of the lost connection is invalidated, in the old generation, and
+    // journaled before the restore.
+    let mut seen: Vec<Value> = Vec::new();
+    assert!(wait_until(Duration::from_secs(15), || {
+        seen.extend(a.events());
+        seen.iter().any(|e| e["type"] == "connection.restored")
+    }));
+    let position = |kind: &str| seen.iter().position(|e| e["type"] == kind).unwrap();
+    let invalidated = &seen[position("observation.invalidated")];
+    assert_eq!(invalidated["payload"]["reason"], "reconnected");
+    assert_eq!(invalidated["browserConnectionGeneration"], 1);
+    assert!(position("observation.invalidated") < position("connection.restored"));
+    let restored = &seen[position("connection.restored")];
     assert_eq!(restored["browserConnectionGeneration"], 2);
     let (code, _) = a.tool_err(
         "browser.navigate",
