@@ -19,15 +19,20 @@ use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::internal::{self, Hello, HelloReply, PeerRole, Refusal, Welcome};
 use crate::protocol::methods::{self, Lane};
-use crate::protocol::negotiate::Negotiated;
+use crate::protocol::negotiate::{Negotiated, SERVICE_LIMITS};
 use crate::store::PrincipalKey;
 use crate::version::{IPC_VERSION, SERVICE_VERSION};
 
 /// A peer must send its handshake this quickly after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Largest line the Broker accepts from a peer: the largest negotiable message plus envelope.
-const MAX_PEER_LINE_BYTES: usize = 1024 * 1024 * 1024 + 64 * 1024;
+/// Largest handshake line: a `Hello` is a few hundred bytes; 16 KiB leaves room for long
+/// version strings without letting a raw peer make the Broker buffer more.
+const MAX_HELLO_BYTES: usize = 16 * 1024;
+
+/// Largest line the Broker accepts from a peer: the largest message a Connection can negotiate
+/// (a bridge never forwards a longer line) plus room for the envelope.
+const MAX_PEER_LINE_BYTES: usize = SERVICE_LIMITS.max_message_bytes as usize + 64 * 1024;
 
 /// Notifications queued for one slow Connection before new ones are dropped.
 const NOTIFICATION_QUEUE: usize = 1024;
@@ -78,16 +83,36 @@ impl ConnectionContext {
     }
 }
 
-pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter) {
-    let mut reader = LineReader::new(reader, MAX_PEER_LINE_BYTES);
-    let hello = match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line()).await {
+/// Reads a peer's handshake: one small line within `HELLO_TIMEOUT`.
+async fn read_hello(reader: &mut LineReader<IpcReader>) -> Option<Hello> {
+    match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line()).await {
         Ok(Ok(Some(line))) => serde_json::from_slice::<Hello>(&line).ok(),
         _ => None,
-    };
-    let Some(hello) = hello else {
+    }
+}
+
+/// Answers a peer the Broker will not serve (beyond the live-Connection cap): its handshake is
+/// read as usual and answered with a refusal carrying `error`, then the socket closes.
+pub async fn refuse(reader: IpcReader, mut writer: IpcWriter, error: RpcError) {
+    let mut reader = LineReader::new(reader, MAX_HELLO_BYTES);
+    if read_hello(&mut reader).await.is_none() {
+        return;
+    }
+    let refusal = HelloReply::Refused(Refusal {
+        ipc: IPC_VERSION,
+        error: error.to_json(),
+    });
+    let line = serde_json::to_string(&refusal).expect("refusal serializes");
+    let _ = framing::write_line(&mut writer, &line).await;
+}
+
+pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter) {
+    let mut reader = LineReader::new(reader, MAX_HELLO_BYTES);
+    let Some(hello) = read_hello(&mut reader).await else {
         tracing::debug!("peer sent no valid handshake; closing");
         return;
     };
+    reader.set_max_line_bytes(MAX_PEER_LINE_BYTES);
     let reply = match hello.ipc == IPC_VERSION {
         true => HelloReply::Welcome(Welcome {
             ipc: IPC_VERSION,

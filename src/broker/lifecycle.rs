@@ -473,16 +473,19 @@ async fn broker_shutdown(
         return Err(RpcError::new(ErrorCode::ProtocolIncompatible, "the running Broker is not the one this executable installation started")
             .with_remediation("use_compatible_executable", "Use the executable installation that started the running Broker, or wait until its hosts disconnect."));
     }
-    let embedded = broker
-        .db(|store| store.count_connections(ConnectionKind::Embedded))
+    // Every other live Connection counts, whatever role its peer claimed in the handshake: a
+    // role grants nothing a bridge could not do.
+    let own = context.session().ok().map(|s| s.connection_id.clone());
+    let others = broker
+        .db(move |store| store.count_other_connections(own.as_deref()))
         .await
         .map_err(from_store)?;
-    if embedded > 0 {
+    if others > 0 {
         return Err(RpcError::new(
             ErrorCode::BrokerInUse,
-            format!("{embedded} embedded host Connection(s) are still connected"),
+            format!("{others} other host Connection(s) are still connected"),
         )
-        .with_context("embeddedConnections", json!(embedded)));
+        .with_context("embeddedConnections", json!(others)));
     }
     broker.request_shutdown();
     Ok(json!({"shutdown": true}))

@@ -14,4 +14,4 @@ mod server;
 mod state;
 mod sweep;
 
-pub use server::run_broker;
+pub use server::{MAX_LIVE_CONNECTIONS, run_broker};

@@ -13,11 +13,22 @@ use crate::artifacts::{ArtifactLimits, Artifacts};
 use crate::events::{EventSink, Hub};
 use crate::home::Home;
 use crate::ipc;
+use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::session::BrowserService;
 use crate::store::{Store, StoreLimits};
 use crate::tools::ToolEnv;
 use crate::version::{installation_id, now_ms};
+
+/// Live local peers the Broker serves at once, from accept until the peer closes (handshake
+/// pending included). Far above what hosts of one user run (a bridge or `bp` is one each), and
+/// far below the usual open-file limit of 1,024, so the Broker keeps descriptors for the janitor,
+/// Chromium's pipes and Artifact files. The next peer is refused with `too_many_connections`.
+pub const MAX_LIVE_CONNECTIONS: usize = 256;
+
+/// After a failed accept (at the open-file limit `accept` fails at once, again and again), the
+/// loop waits this long instead of spinning.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Runs the Broker until `bp disconnect`, SIGTERM/SIGINT, or loss of its endpoint file.
 pub async fn run_broker(home: Home) -> i32 {
@@ -96,15 +107,29 @@ pub async fn run_broker(home: Home) -> i32 {
     tracing::info!(broker = %broker.broker_id, "broker listening");
     let sweeper = tokio::spawn(sweep::run(broker.clone()));
     let mut terminate = crate::os::termination_signals();
+    let live = Arc::new(tokio::sync::Semaphore::new(MAX_LIVE_CONNECTIONS));
     loop {
         tokio::select! {
             _ = shutdown_rx.changed() => break,
             _ = terminate.recv() => break,
             accepted = listener.accept() => match accepted {
-                Ok((reader, writer)) => {
-                    tokio::spawn(connection::serve(broker.clone(), reader, writer));
+                Ok((reader, writer)) => match live.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let broker = broker.clone();
+                        tokio::spawn(async move {
+                            connection::serve(broker, reader, writer).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        tracing::warn!(max = MAX_LIVE_CONNECTIONS, "too many live Connections; refusing a peer");
+                        tokio::spawn(connection::refuse(reader, writer, too_many_connections()));
+                    }
+                },
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed; backing off");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
                 }
-                Err(error) => tracing::warn!(%error, "accept failed"),
             },
         }
     }
@@ -117,6 +142,14 @@ pub async fn run_broker(home: Home) -> i32 {
     let _ = std::fs::remove_file(&socket);
     tracing::info!("broker stopped");
     0
+}
+
+fn too_many_connections() -> RpcError {
+    RpcError::new(
+        ErrorCode::TooManyConnections,
+        format!("the Broker already serves {MAX_LIVE_CONNECTIONS} live Connections"),
+    )
+    .with_context("maxConnections", serde_json::json!(MAX_LIVE_CONNECTIONS))
 }
 
 /// Smallest and largest `BROWSER_PILOT_EVENT_JOURNAL_SIZE` an operator may set: below 16 a

@@ -32,6 +32,7 @@ pub enum ErrorCode {
     BrowserDisconnected,
     BrokerInUse,
     BrokerUnavailable,
+    TooManyConnections,
     ReadOnlyViolation,
     ToolNotFound,
     IdempotencyConflict,
@@ -88,6 +89,7 @@ impl ErrorCode {
         ErrorCode::BrowserDisconnected,
         ErrorCode::BrokerInUse,
         ErrorCode::BrokerUnavailable,
+        ErrorCode::TooManyConnections,
         ErrorCode::ReadOnlyViolation,
         ErrorCode::ToolNotFound,
         ErrorCode::IdempotencyConflict,
@@ -143,6 +145,7 @@ impl ErrorCode {
             ErrorCode::BrowserDisconnected => "browser_disconnected",
             ErrorCode::BrokerInUse => "broker_in_use",
             ErrorCode::BrokerUnavailable => "broker_unavailable",
+            ErrorCode::TooManyConnections => "too_many_connections",
             ErrorCode::ReadOnlyViolation => "read_only_violation",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::DeadlineExceeded => "deadline_exceeded",
@@ -199,6 +202,7 @@ impl ErrorCode {
             ErrorCode::BrowserDisconnected => -32030,
             ErrorCode::BrokerInUse => -32040,
             ErrorCode::BrokerUnavailable => -32041,
+            ErrorCode::TooManyConnections => -32039,
             ErrorCode::ReadOnlyViolation => -32042,
             ErrorCode::Cancelled => -32022,
             ErrorCode::DeadlineExceeded => -32021,
@@ -239,6 +243,7 @@ impl ErrorCode {
                 | ErrorCode::BrowserDisconnected
                 | ErrorCode::BrokerInUse
                 | ErrorCode::BrokerUnavailable
+                | ErrorCode::TooManyConnections
                 | ErrorCode::InternalError
                 | ErrorCode::DeadlineExceeded
                 | ErrorCode::ActionNotVerified

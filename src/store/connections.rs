@@ -89,6 +89,20 @@ impl Store {
         })
     }
 
+    /// Number of live Connections of any kind except `except` (the caller's own, if any): what
+    /// a shutdown request must wait for, whatever role each peer claimed in its handshake.
+    pub fn count_other_connections(&self, except: Option<&str>) -> Result<u64, StoreError> {
+        self.read(|transaction| {
+            let count: i64 = transaction
+                .prepare_cached(
+                    "SELECT count(*) FROM connections \
+                     WHERE lost_at IS NULL AND connection_id IS NOT ?1",
+                )?
+                .query_row([except], |row| row.get(0))?;
+            Ok(count.unsigned_abs())
+        })
+    }
+
     /// Number of live Connections of one kind.
     pub fn count_connections(&self, kind: ConnectionKind) -> Result<u64, StoreError> {
         self.read(|transaction| {
@@ -106,6 +120,24 @@ impl Store {
 mod tests {
     use super::super::testing::{connect, outcome, principal, store, workspace};
     use super::super::{ConnectionKind, NewLease};
+
+    #[test]
+    fn other_connections_count_every_kind_but_the_caller() {
+        let store = store();
+        connect(&store, "connection:1", &principal("a"));
+        connect(&store, "connection:2", &principal("b"));
+        assert_eq!(store.count_other_connections(None).unwrap(), 2);
+        assert_eq!(
+            store.count_other_connections(Some("connection:1")).unwrap(),
+            1
+        );
+        assert_eq!(
+            store
+                .count_other_connections(Some("connection:none"))
+                .unwrap(),
+            2
+        );
+    }
 
     #[test]
     fn lost_connections_keep_leases_until_expiry_then_go() {

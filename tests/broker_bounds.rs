@@ -1,0 +1,194 @@
+//! The Broker bounds its own peers, not only the bridge: raw local-socket peers that send a huge
+//! handshake, a huge line, or open more Connections than the cap are refused or contained, and
+//! the bridges beside them keep working. A role claimed in the handshake grants nothing.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// A raw peer on the Broker's socket, speaking the private handshake by hand.
+struct RawPeer {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl RawPeer {
+    fn connect(home: &TestHome) -> RawPeer {
+        let stream = UnixStream::connect(home_path(home, "broker.sock")).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        RawPeer { stream, reader }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Sends a well-formed handshake claiming `role`, and returns the Broker's reply.
+    fn hello(&mut self, role: &str) -> Value {
+        let hello = json!({"ipc": browser_pilot::version::IPC_VERSION, "role": role, "executableVersion": "0.0.0-raw", "installationId": "raw", "pid": std::process::id()});
+        self.send(format!("{hello}\n").as_bytes()).unwrap();
+        self.line().expect("a handshake reply")
+    }
+
+    fn line(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).expect("JSON line")),
+        }
+    }
+
+    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(format!("{line}\n").as_bytes()).unwrap();
+        self.line().expect("a response")
+    }
+}
+
+/// A bridge with an initialized Connection, a Workspace and a Lease: the bystander that must
+/// not notice anything.
+fn bystander(home: &TestHome) -> (Bridge, Value, Value) {
+    let mut bridge = home.spawn_bridge();
+    bridge.initialize("com.example.bystander", "i1");
+    let ws = bridge.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
+    let lease =
+        bridge.ok("leases/create", json!({"workspaceId": ws, "ttlMs": 60000}))["lease"]["id"]
+            .clone();
+    (bridge, ws, lease)
+}
+
+fn still_fine(bridge: &mut Bridge, ws: &Value, lease: &Value) {
+    bridge.ok(
+        "leases/heartbeat",
+        json!({"workspaceId": ws, "leaseId": lease}),
+    );
+    bridge.ok("workspaces/get", json!({"workspaceId": ws}));
+}
+
+#[test]
+fn huge_handshake_and_huge_lines_are_cut_off() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+
+    // A handshake line far past the handshake bound, with no newline: the Broker stops reading
+    // and closes instead of buffering it.
+    let mut huge = RawPeer::connect(&home);
+    let chunk = vec![b'x'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 8 * 1024 * 1024 {
+        if huge.send(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(
+        sent < 8 * 1024 * 1024,
+        "the Broker kept reading an endless handshake"
+    );
+    still_fine(&mut bridge, &ws, &lease);
+
+    // After a valid handshake, a request line past the largest negotiable message is answered
+    // with message_too_large and the Connection closes.
+    let mut peer = RawPeer::connect(&home);
+    let welcome = peer.hello("bridge");
+    assert!(welcome.get("welcome").is_some(), "{welcome}");
+    let padding = "y".repeat(2 * 1024 * 1024);
+    let line =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"pad": padding}});
+    let _ = peer.send(format!("{line}\n").as_bytes());
+    let answer = peer.line();
+    if let Some(answer) = answer {
+        assert_eq!(
+            answer["error"]["data"]["code"], "message_too_large",
+            "{answer}"
+        );
+    }
+    assert!(peer.line().is_none(), "the Connection is closed");
+    still_fine(&mut bridge, &ws, &lease);
+}
+
+#[test]
+fn connections_beyond_the_cap_are_refused_with_a_retryable_code() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+    // The bystander's bridge holds one of the 256 slots.
+    let cap = browser_pilot::broker::MAX_LIVE_CONNECTIONS;
+    let mut peers: Vec<RawPeer> = (1..cap)
+        .map(|_| {
+            let mut peer = RawPeer::connect(&home);
+            let welcome = peer.hello("bridge");
+            assert!(welcome.get("welcome").is_some(), "{welcome}");
+            peer
+        })
+        .collect();
+    let mut extra = RawPeer::connect(&home);
+    let refused = extra.hello("bridge");
+    let error = &refused["refused"]["error"];
+    assert_eq!(error["data"]["code"], "too_many_connections", "{refused}");
+    assert_eq!(error["data"]["retryable"], true);
+    assert_eq!(error["data"]["context"]["maxConnections"], cap);
+
+    // A new bridge is refused the same way, as a structured error to its host...
+    let mut late = home.spawn_bridge();
+    let response = late.call(
+        "initialize",
+        initialize_params("com.example.late", "i1", (1, 1)),
+    );
+    assert_eq!(
+        response["error"]["data"]["code"], "too_many_connections",
+        "{response}"
+    );
+    // ...while the Connections already served keep working.
+    still_fine(&mut bridge, &ws, &lease);
+
+    // One slot frees: the next peer is served.
+    drop(peers.pop());
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let mut peer = RawPeer::connect(&home);
+            peer.hello("bridge").get("welcome").is_some()
+        }),
+        "a freed slot is reused"
+    );
+}
+
+#[test]
+fn a_claimed_cli_role_still_counts_as_a_live_connection_for_shutdown() {
+    let home = TestHome::new();
+    let mut bridge = home.spawn_bridge();
+    bridge.initialize("com.example.a", "i1");
+    bridge.close_stdin();
+    assert_eq!(bridge.wait_exit(Duration::from_secs(10)), Some(0));
+
+    // A raw peer that calls itself a CLI but initializes like a host.
+    let mut peer = RawPeer::connect(&home);
+    assert!(peer.hello("cli").get("welcome").is_some());
+    let init = peer.call(
+        1,
+        "initialize",
+        initialize_params("com.example.sneaky", "i1", (1, 1)),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+
+    let (code, stdout, stderr) = home.run(BP, &["disconnect"]);
+    assert_eq!(
+        code, 4,
+        "refused while a Connection is live: {stdout} {stderr}"
+    );
+    assert!(home.broker_pid().is_some_and(pid_alive));
+
+    drop(peer);
+    assert!(
+        wait_until(Duration::from_secs(10), || home.run(BP, &["disconnect"]).0
+            == 0),
+        "shutdown is accepted once the peer is gone"
+    );
+}
