@@ -192,3 +192,55 @@ fn a_claimed_cli_role_still_counts_as_a_live_connection_for_shutdown() {
         "shutdown is accepted once the peer is gone"
     );
 }
+
+/// At the open-file limit `accept` fails at once, again and again: the Broker backs off instead
+/// of spinning, keeps serving the Connections it has, and accepts again once descriptors free.
+#[test]
+fn the_accept_loop_backs_off_at_the_open_file_limit() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let home = TestHome::new().with_env("BROWSER_PILOT_BROKER_LOG", log.path().to_str().unwrap());
+    let (mut bridge, ws, lease) = bystander(&home);
+    let broker = home.broker_pid().expect("a Broker runs");
+    let open_now = std::fs::read_dir(format!("/proc/{broker}/fd"))
+        .unwrap()
+        .count();
+    let limit = open_now + 4;
+    let status = std::process::Command::new("prlimit")
+        .arg(format!("--pid={broker}"))
+        .arg(format!("--nofile={limit}:"))
+        .status()
+        .expect("prlimit runs");
+    assert!(status.success());
+    // Fill the remaining descriptors, then keep connecting: these wait in the backlog while
+    // accept fails with EMFILE.
+    let mut peers: Vec<UnixStream> = Vec::new();
+    for _ in 0..16 {
+        if let Ok(stream) = UnixStream::connect(home_path(&home, "broker.sock")) {
+            peers.push(stream);
+        }
+    }
+    let before = std::fs::read_to_string(log.path()).unwrap().lines().count();
+    std::thread::sleep(Duration::from_secs(2));
+    let backoffs = std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .skip(before)
+        .filter(|line| line.contains("accept failed"))
+        .count();
+    assert!(backoffs > 0, "the test did reach the open-file limit");
+    assert!(
+        backoffs < 200,
+        "{backoffs} failed accepts logged in two seconds: the loop spins"
+    );
+    still_fine(&mut bridge, &ws, &lease);
+
+    drop(peers);
+    let status = std::process::Command::new("prlimit")
+        .arg(format!("--pid={broker}"))
+        .arg("--nofile=1024:")
+        .status()
+        .expect("prlimit runs");
+    assert!(status.success());
+    let mut later = home.spawn_bridge();
+    later.initialize("com.example.later", "i1");
+}
