@@ -1,0 +1,477 @@
+//! Tidy: the code-shape rules of `docs/architecture.md` that a reviewer would otherwise check by
+//! hand, run as a test over the source text of `src/` (nothing is compiled or executed).
+//!
+//! - every file under `src/` opens with a `//!` paragraph;
+//! - a module imports only the modules the edge table in `docs/architecture.md` allows;
+//! - CDP method and event names appear as string literals only under `src/cdp/`;
+//! - JavaScript sent to a page comes only from `src/page/js/`.
+//!
+//! The last two are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
+//! `JS_LITERALS` list the files that still hold such literals and how many; a file may not gain
+//! any, a new file may not start, and a file that lost some must have its allowance lowered (so
+//! the lists only shrink). `TIDY_PRINT=1 cargo test --test tidy -- --nocapture` prints the
+//! current counts. Test modules (`#[cfg(test)] mod ...` at the end of a file) are exempt.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Files that still name CDP methods or events outside `src/cdp/`, and how many literals.
+const CDP_LITERALS: &[(&str, usize)] = &[
+    ("src/janitor/tracker.rs", 8),
+    ("src/page/run.rs", 4),
+    ("src/session/pump.rs", 13),
+    ("src/session/tab.rs", 3),
+    ("src/tools/actions.rs", 5),
+    ("src/tools/capture.rs", 7),
+    ("src/tools/frames.rs", 4),
+    ("src/tools/observe.rs", 1),
+    ("src/tools/tabs.rs", 3),
+];
+
+/// Files that still hold JavaScript in Rust string literals, and how many literals.
+const JS_LITERALS: &[(&str, usize)] = &[
+    ("src/tools/actions.rs", 5),
+    ("src/tools/capture.rs", 1),
+    ("src/tools/observe.rs", 1),
+    ("src/tools/tabs.rs", 1),
+];
+
+/// Where page JavaScript may live: the library and the `PageScript` mechanism that installs it
+/// and calls into it (its call stubs are a line each).
+const JS_HOMES: &[&str] = &["src/page/js/", "src/page/script.rs"];
+
+/// The CDP domains whose `Domain.method` names count as CDP literals.
+const CDP_DOMAINS: &[&str] = &[
+    "Accessibility",
+    "Browser",
+    "CSS",
+    "DOM",
+    "DOMSnapshot",
+    "Emulation",
+    "Fetch",
+    "IO",
+    "Input",
+    "Log",
+    "Network",
+    "Overlay",
+    "Page",
+    "Runtime",
+    "Security",
+    "Storage",
+    "Target",
+];
+
+/// Fragments that mark a string literal as JavaScript source.
+const JS_MARKERS: &[&str] = &[
+    "function(",
+    "function (",
+    "=>",
+    "document.",
+    "window.",
+    "querySelector",
+];
+
+/// One source file: its path relative to the crate root and its text.
+struct Source {
+    path: String,
+    text: String,
+}
+
+/// What the lexer keeps of a file: the code with comments and literals blanked, and the string
+/// literals with their line numbers. Test modules at the end of the file are cut off.
+struct Lexed {
+    code: String,
+    literals: Vec<(usize, String)>,
+}
+
+fn lex(text: &str) -> Lexed {
+    let text = match text.find("\n#[cfg(test)]\nmod ") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let bytes = text.as_bytes();
+    let mut code = String::with_capacity(text.len());
+    let mut literals = Vec::new();
+    let mut line = 1;
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            let end = rest.find('\n').unwrap_or(rest.len());
+            i += end;
+        } else if rest.starts_with("/*") {
+            let end = rest.find("*/").map_or(rest.len(), |at| at + 2);
+            line += rest[..end].matches('\n').count();
+            i += end;
+        } else if let Some((len, value)) = raw_string(rest) {
+            literals.push((line, value.to_owned()));
+            line += rest[..len].matches('\n').count();
+            code.push_str("\"\"");
+            i += len;
+        } else if bytes[i] == b'"' {
+            let (len, value) = quoted_string(rest);
+            literals.push((line, value));
+            line += rest[..len].matches('\n').count();
+            code.push_str("\"\"");
+            i += len;
+        } else if bytes[i] == b'\'' && char_literal_len(rest).is_some() {
+            i += char_literal_len(rest).unwrap();
+            code.push_str("' '");
+        } else {
+            let c = rest.chars().next().unwrap();
+            if c == '\n' {
+                line += 1;
+            }
+            code.push(c);
+            i += c.len_utf8();
+        }
+    }
+    Lexed { code, literals }
+}
+
+/// `r"..."`, `r#"..."#` (and `br` forms): the whole length and the contents.
+fn raw_string(rest: &str) -> Option<(usize, &str)> {
+    let start = match (rest.starts_with("br"), rest.starts_with('r')) {
+        (true, _) => 2,
+        (false, true) => 1,
+        _ => return None,
+    };
+    let hashes = rest[start..].bytes().take_while(|b| *b == b'#').count();
+    if rest.as_bytes().get(start + hashes) != Some(&b'"') {
+        return None;
+    }
+    let open = start + hashes + 1;
+    let close = format!("\"{}", "#".repeat(hashes));
+    let end = rest[open..].find(&close)?;
+    Some((open + end + close.len(), &rest[open..open + end]))
+}
+
+/// A `"..."` literal with escapes: the whole length and the (unescaped enough) contents.
+fn quoted_string(rest: &str) -> (usize, String) {
+    let mut value = String::new();
+    let mut chars = rest.char_indices().skip(1);
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some((_, escaped)) = chars.next() {
+                    value.push(match escaped {
+                        'n' => '\n',
+                        other => other,
+                    });
+                }
+            }
+            '"' => return (at + 1, value),
+            other => value.push(other),
+        }
+    }
+    (rest.len(), value)
+}
+
+/// The length of a char literal (`'a'`, `'\n'`, `'\''`) at the start, or None for a lifetime.
+fn char_literal_len(rest: &str) -> Option<usize> {
+    let mut chars = rest.char_indices().skip(1);
+    let (_, first) = chars.next()?;
+    let after = match first {
+        '\\' => {
+            let (_, _) = chars.next()?;
+            // `\u{...}` and `\x..` run to the closing quote.
+            chars.find(|(_, c)| *c == '\'')?
+        }
+        _ => chars.next()?,
+    };
+    match after {
+        (at, '\'') => Some(at + 1),
+        _ => None,
+    }
+}
+
+/// The top-level module a file belongs to (`src/store/db.rs` -> `store`), or None for the crate
+/// root and the binaries.
+fn module_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("src/")?;
+    let first = rest.split('/').next()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    match name {
+        "lib" | "main" | "bin" => None,
+        name => Some(name),
+    }
+}
+
+/// Every `crate::module` a file's code names.
+fn imports(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let preceded_by_ident = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if preceded_by_ident {
+            continue;
+        }
+        let name: String = code[at + "crate::".len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            found.insert(name);
+        }
+    }
+    found
+}
+
+/// The edge table: the fenced block after the "### Module edges" heading of
+/// `docs/architecture.md`, one `a, b -> c, d` line per row, `(nothing)` for none, and
+/// parenthesised notes ignored.
+fn allowed_edges(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let start = doc
+        .find("### Module edges")
+        .expect("docs/architecture.md has a \"### Module edges\" section");
+    let block = &doc[start..];
+    let open = block.find("```").expect("the edge table is a fenced block") + 3;
+    let close = open + block[open..].find("```").expect("the fence closes");
+    let mut table = BTreeMap::new();
+    for row in block[open..close].lines() {
+        let Some((from, to)) = row.split_once("->") else {
+            continue;
+        };
+        let to = match to.find('(') {
+            Some(at) => &to[..at],
+            None => to,
+        };
+        let targets: BTreeSet<String> = to
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect();
+        for module in from.split(',').map(str::trim) {
+            table
+                .entry(module.to_owned())
+                .or_insert_with(BTreeSet::new)
+                .extend(targets.iter().cloned());
+        }
+    }
+    table
+}
+
+/// The ratchet allowances a check runs with.
+struct Allowances {
+    cdp: &'static [(&'static str, usize)],
+    js: &'static [(&'static str, usize)],
+}
+
+const TREE: Allowances = Allowances {
+    cdp: CDP_LITERALS,
+    js: JS_LITERALS,
+};
+
+const NONE: Allowances = Allowances { cdp: &[], js: &[] };
+
+/// Every broken rule, as a line a developer can act on.
+fn violations(sources: &[Source], edge_doc: &str, allowances: &Allowances) -> Vec<String> {
+    let table = allowed_edges(edge_doc);
+    let mut problems = Vec::new();
+    let mut cdp_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut js_counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for source in sources {
+        let first = source.text.lines().find(|line| !line.trim().is_empty());
+        if !first.is_some_and(|line| line.starts_with("//!")) {
+            problems.push(format!(
+                "{}: the file must open with a `//!` paragraph",
+                source.path
+            ));
+        }
+        let lexed = lex(&source.text);
+        if let Some(module) = module_of(&source.path) {
+            let allowed = table.get(module);
+            for import in imports(&lexed.code) {
+                if import == module || allowed.is_some_and(|targets| targets.contains(&import)) {
+                    continue;
+                }
+                problems.push(format!(
+                    "{}: {module} -> {import} is not in the edge table of docs/architecture.md",
+                    source.path
+                ));
+            }
+        }
+        let in_cdp = source.path.starts_with("src/cdp/");
+        let in_js = JS_HOMES.iter().any(|home| source.path.starts_with(home));
+        for (_, literal) in &lexed.literals {
+            if !in_cdp && is_cdp_name(literal) {
+                *cdp_counts.entry(&source.path).or_default() += 1;
+            }
+            if !in_js && is_javascript(literal) {
+                *js_counts.entry(&source.path).or_default() += 1;
+            }
+        }
+    }
+    ratchet(
+        "CDP method or event name literals",
+        allowances.cdp,
+        &cdp_counts,
+        &mut problems,
+    );
+    ratchet(
+        "JavaScript string literals",
+        allowances.js,
+        &js_counts,
+        &mut problems,
+    );
+    problems
+}
+
+/// Whether a literal looks like page JavaScript: a marker, and more than a dotted event name
+/// such as `document.changed`.
+fn is_javascript(literal: &str) -> bool {
+    let event_name = literal
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_');
+    !event_name && JS_MARKERS.iter().any(|marker| literal.contains(marker))
+}
+
+fn is_cdp_name(literal: &str) -> bool {
+    let Some((domain, member)) = literal.split_once('.') else {
+        return false;
+    };
+    CDP_DOMAINS.contains(&domain)
+        && member
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase())
+        && member.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+fn ratchet(
+    what: &str,
+    allowance: &[(&str, usize)],
+    counts: &BTreeMap<&str, usize>,
+    problems: &mut Vec<String>,
+) {
+    let allowed: BTreeMap<&str, usize> = allowance.iter().copied().collect();
+    let files: BTreeSet<&str> = allowed.keys().chain(counts.keys()).copied().collect();
+    for file in files {
+        let found = counts.get(file).copied().unwrap_or(0);
+        let limit = allowed.get(file).copied().unwrap_or(0);
+        if found > limit {
+            problems.push(format!(
+                "{file}: {found} {what}, {limit} allowed: move them to their module"
+            ));
+        } else if found < limit {
+            problems.push(format!(
+                "{file}: {found} {what}, the ratchet still allows {limit}: lower it in tests/tidy.rs"
+            ));
+        }
+    }
+}
+
+fn read_sources(root: &Path) -> Vec<Source> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<Source>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                out.push(Source {
+                    path: path
+                        .strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                    text: std::fs::read_to_string(&path).unwrap(),
+                });
+            }
+        }
+    }
+    let mut sources = Vec::new();
+    walk(&root.join("src"), root, &mut sources);
+    sources
+}
+
+#[test]
+fn the_source_tree_keeps_the_architecture_rules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sources = read_sources(root);
+    assert!(sources.len() > 50, "read the source tree");
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    if std::env::var_os("TIDY_PRINT").is_some() {
+        for source in &sources {
+            let lexed = lex(&source.text);
+            let cdp = lexed
+                .literals
+                .iter()
+                .filter(|(_, l)| is_cdp_name(l))
+                .count();
+            let js = lexed
+                .literals
+                .iter()
+                .filter(|(_, l)| is_javascript(l))
+                .count();
+            if cdp + js > 0 {
+                println!("{}: cdp {cdp}, js {js}", source.path);
+            }
+        }
+    }
+    let problems = violations(&sources, &doc, &TREE);
+    assert!(problems.is_empty(), "tidy:\n{}", problems.join("\n"));
+}
+
+/// The checker itself: each rule fires on a tree that breaks it, and only there.
+#[test]
+fn each_rule_reports_a_tree_that_breaks_it() {
+    let doc = "### Module edges\n\n```\nstore -> (nothing)\ntools, page -> cdp, store   (note)\ncdp -> (nothing)\n```\n";
+    let file = |path: &str, text: &str| Source {
+        path: path.to_owned(),
+        text: text.to_owned(),
+    };
+    let clean = [
+        file(
+            "src/tools/a.rs",
+            "//! ok\nuse crate::cdp::X;\nuse crate::store::Y; // crate::page in a comment\n",
+        ),
+        file(
+            "src/cdp/page.rs",
+            "//! ok\nconst NAVIGATE: &str = \"Page.navigate\";\n",
+        ),
+        file(
+            "src/store/b.rs",
+            "//! ok\nfn f() -> &'static str { \"SELECT 1\" }\n\n#[cfg(test)]\nmod tests {\n    use crate::tools::T;\n    const E: &str = \"Input.dispatchKeyEvent\";\n}\n",
+        ),
+    ];
+    assert_eq!(violations(&clean, doc, &NONE), Vec::<String>::new());
+
+    let forbidden_edge = [file("src/store/c.rs", "//! x\nuse crate::tools::Thing;\n")];
+    assert_eq!(
+        violations(&forbidden_edge, doc, &NONE),
+        ["src/store/c.rs: store -> tools is not in the edge table of docs/architecture.md"]
+    );
+
+    let no_header = [file("src/cdp/d.rs", "// not a module doc\nfn f() {}\n")];
+    assert_eq!(
+        violations(&no_header, doc, &NONE),
+        ["src/cdp/d.rs: the file must open with a `//!` paragraph"]
+    );
+
+    let cdp_outside = [file(
+        "src/tools/e.rs",
+        "//! x\nfn f() { call(\"Input.dispatchKeyEvent\", r#\"Page.navigate\"#); }\n",
+    )];
+    assert_eq!(
+        violations(&cdp_outside, doc, &NONE),
+        [
+            "src/tools/e.rs: 2 CDP method or event name literals, 0 allowed: move them to their module"
+        ]
+    );
+
+    let js_outside = [file(
+        "src/tools/f.rs",
+        "//! x\nconst S: &str = \"() => document.title\";\n",
+    )];
+    assert_eq!(
+        violations(&js_outside, doc, &NONE),
+        ["src/tools/f.rs: 1 JavaScript string literals, 0 allowed: move them to their module"]
+    );
+}
