@@ -48,6 +48,9 @@ const NATIVE_VALUE_TYPES: &[&str] = &[
     "color",
     "range",
 ];
+/// Native-setter input types in which Enter submits the form (Chromium opens the picker of a
+/// color input and ignores Enter in a range input).
+const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "month", "week"];
 
 /// The keyboard tools' definitions, in manifest order (after `browser.click`).
 pub fn defs() -> Vec<ToolDef> {
@@ -687,6 +690,17 @@ pub async fn type_text(
         (None, "input") => "input".to_owned(),
         (None, _) => "contenteditable".to_owned(),
     };
+    if submit && native_type.is_some_and(|t| !IMPLICIT_SUBMIT_TYPES.contains(&t)) {
+        return Err(RpcError::invalid_params(
+            "Enter does not submit a form from a color or range input",
+        )
+        .with_context("path", json!("arguments.submit"))
+        .with_context("reason", json!("submit_not_supported"))
+        .with_remediation(
+            "submit_separately",
+            "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
+        ));
+    }
     // A native-setter control is replaced whole; typing appends only when asked to.
     let focus = match clear || native_type.is_some() {
         true => {
