@@ -155,6 +155,19 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["expectedLength"], 11, "{evidence}");
     assert_eq!(evidence["afterLength"], 11, "{evidence}");
     assert_eq!(page_value(&mut own, "keys", "name"), "👋 hello 🌍!🎉");
+    // A rich-text field (contenteditable) is compared the same way.
+    let bio = on_ref(
+        &mut agent,
+        &target,
+        "browser.type",
+        "Short bio",
+        json!({"text": "Hi, I'm Zoë 👋"}),
+    );
+    let evidence = &bio["evidence"];
+    assert_eq!(evidence["kind"], "contenteditable", "{evidence}");
+    assert_eq!(evidence["status"], "verified", "{evidence}");
+    assert_eq!(evidence["beforeLength"], 7, "{evidence}");
+    assert_eq!(evidence["afterLength"], 13, "{evidence}");
     // A colour is compared as the browser spells it.
     let colour = on_ref(
         &mut agent,

@@ -860,7 +860,8 @@ pub async fn type_text(
         (Some(_), true) => "verified",
         (Some(_), false) => "mismatch",
     };
-    if submit && after.is_some() {
+    if submit {
+        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
         submit_step(&client, &mut guard, &mut guarded).await?;
         if !document_after_submit(&client, &mut guard, Some(&target)).await {
             effects.push("document_changed");
@@ -1074,7 +1075,8 @@ pub async fn keyboard(
             ("unavailable", Some("focus_changed"))
         }
     };
-    if submit && after.is_some() {
+    if submit {
+        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
         submit_step(&client, &mut guard, &mut guarded).await?;
         if !document_after_submit(&client, &mut guard, None).await {
             effects.push("document_changed");
