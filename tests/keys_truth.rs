@@ -155,6 +155,18 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["expectedLength"], 11, "{evidence}");
     assert_eq!(evidence["afterLength"], 11, "{evidence}");
     assert_eq!(page_value(&mut own, "keys", "name"), "👋 hello 🌍!🎉");
+    // An email input has no selection API: appending goes through End, as a user would.
+    let email = on_ref(
+        &mut agent,
+        &target,
+        "browser.type",
+        "Email",
+        json!({"text": "@example.org", "clear": false}),
+    );
+    let evidence = &email["evidence"];
+    assert_eq!(evidence["status"], "verified", "{evidence}");
+    assert_eq!(evidence["expectedLength"], 15, "{evidence}");
+    assert_eq!(page_value(&mut own, "keys", "email"), "zoe@example.org");
     // A rich-text field (contenteditable) is compared the same way.
     let bio = on_ref(
         &mut agent,
