@@ -155,6 +155,18 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["expectedLength"], 11, "{evidence}");
     assert_eq!(evidence["afterLength"], 11, "{evidence}");
     assert_eq!(page_value(&mut own, "keys", "name"), "👋 hello 🌍!🎉");
+    // Line ends are Enter presses: one line break each in a textarea, CRLF included.
+    let lines = on_ref(
+        &mut agent,
+        &target,
+        "browser.type",
+        "Message",
+        json!({"text": "Hi,\r\nsee you\n🙂"}),
+    );
+    let evidence = &lines["evidence"];
+    assert_eq!(evidence["status"], "verified", "{evidence}");
+    assert_eq!(evidence["expectedLength"], 13, "{evidence}");
+    assert_eq!(page_value(&mut own, "keys", "message"), "Hi,\nsee you\n🙂");
     // An email input has no selection API: appending goes through End, as a user would.
     let email = on_ref(
         &mut agent,
