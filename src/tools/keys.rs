@@ -663,6 +663,85 @@ async fn document_after_submit(
     }
 }
 
+/// One `browser.type` call, as its steps need it.
+struct TypeCall<'a> {
+    env: &'a ToolEnv,
+    scope: &'a CallScope,
+    arguments: &'a Map<String, Value>,
+    target: &'a RefTarget,
+    text: String,
+    kind: String,
+    verification: String,
+    submit: bool,
+    subject: Subject,
+    frame_id: String,
+}
+
+/// `browser.type` on a date/time/colour/range input: the native value setter as one guarded
+/// step (see docs/keyboard.md for its events), judged after the browser's normalisation.
+async fn type_native(
+    call: &TypeCall<'_>,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    guarded: &mut Guarded<'_>,
+    input_type: &str,
+) -> Result<Value, RpcError> {
+    let ctx = guarded.check(client, guard, "set_value").await?;
+    let outcome = page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &SetNativeValue {
+            target: call.target.clone(),
+            value: call.text.clone(),
+        },
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    if !outcome.canceled {
+        guarded.dispatched += 1;
+    }
+    let matches = native_value_landed(input_type, &outcome);
+    let expected = match outcome.valid {
+        true => code_points(&outcome.normalized),
+        false => code_points(&call.text),
+    };
+    let mut effects = match outcome.before != outcome.after {
+        true => vec!["value_changed"],
+        false => vec![],
+    };
+    if call.submit {
+        submit_step(client, guard, guarded).await?;
+        if !document_after_submit(client, guard, Some(call.target)).await {
+            effects.push("document_changed");
+        }
+    }
+    let evidence = json!({
+        "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": call.kind, "sensitive": false,
+        "effects": effects,
+        "beforeLength": code_points(&outcome.before), "expectedLength": expected, "afterLength": code_points(&outcome.after),
+        "verification": call.verification, "method": "native_setter", "canceled": outcome.canceled,
+    });
+    let finished = Finished {
+        arguments: call.arguments,
+        evidence,
+        dialog_open: false,
+        subject: call.subject.clone(),
+        frame_id: call.frame_id.clone(),
+    };
+    finish_type(
+        call.env,
+        client,
+        guard,
+        call.scope,
+        finished,
+        &call.verification,
+        matches,
+    )
+    .await
+}
+
 pub async fn type_text(
     env: &ToolEnv,
     scope: &CallScope,
@@ -746,60 +825,19 @@ pub async fn type_text(
     };
     let subject = Subject::Element(before.element_key.clone());
     if let Some(input_type) = native_type {
-        let ctx = guarded.check(&client, &mut guard, "set_value").await?;
-        let outcome = page::run(
-            &client,
-            &ctx.session,
-            ctx.context,
-            &SetNativeValue {
-                target: target.clone(),
-                value: text.clone(),
-            },
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(page_error)?;
-        if !outcome.canceled {
-            guarded.dispatched += 1;
-        }
-        let matches = native_value_landed(input_type, &outcome);
-        let expected = match outcome.valid {
-            true => code_points(&outcome.normalized),
-            false => text_length,
-        };
-        let mut effects = match outcome.before != outcome.after {
-            true => vec!["value_changed"],
-            false => vec![],
-        };
-        if submit {
-            submit_step(&client, &mut guard, &mut guarded).await?;
-            if !document_after_submit(&client, &mut guard, Some(&target)).await {
-                effects.push("document_changed");
-            }
-        }
-        let evidence = json!({
-            "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": kind, "sensitive": false,
-            "effects": effects,
-            "beforeLength": code_points(&outcome.before), "expectedLength": expected, "afterLength": code_points(&outcome.after),
-            "verification": verification, "method": "native_setter", "canceled": outcome.canceled,
-        });
-        let finished = Finished {
+        let call = TypeCall {
+            env,
+            scope,
             arguments: &arguments,
-            evidence,
-            dialog_open: false,
+            target: &target,
+            text,
+            kind,
+            verification,
+            submit,
             subject,
             frame_id: ctx.frame_id.clone(),
         };
-        return finish_type(
-            env,
-            &client,
-            &mut guard,
-            scope,
-            finished,
-            &verification,
-            matches,
-        )
-        .await;
+        return type_native(&call, &client, &mut guard, &mut guarded, input_type).await;
     }
     if clear && before_length > 0 {
         let delete = Stroke::Key {
