@@ -272,6 +272,33 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
         page_value(&mut own, "keys", "letters"),
         format!("Zéqw{before}")
     );
+    // A code box that moves focus on once its digit is in: the keyboard cannot tell what the
+    // field it typed into now holds from the focused element, so it says so.
+    on_ref(
+        &mut agent,
+        &target,
+        "browser.press",
+        "Code digit 1",
+        json!({"key": "Home"}),
+    );
+    let moved = agent.tool("browser.keyboard", Some(&target), json!({"text": "7"}));
+    let evidence = &moved["evidence"];
+    assert_eq!(evidence["status"], "unavailable", "{evidence}");
+    assert_eq!(evidence["reason"], "focus_changed", "{evidence}");
+    assert_eq!(page_value(&mut own, "keys", "otp1"), "7");
+    // browser.type reads the field by its ref, so the same move does not hide the value.
+    let typed = on_ref(
+        &mut agent,
+        &target,
+        "browser.type",
+        "Code digit 1",
+        json!({"text": "4"}),
+    );
+    assert_eq!(
+        typed["evidence"]["status"], "verified",
+        "{}",
+        typed["evidence"]
+    );
 }
 
 #[test]
