@@ -13,6 +13,21 @@ use serde_json::{Value, json};
 use support::chromium::OwnCdp;
 use support::rig::{Agent, Rig};
 
+/// One Chromium for the whole binary: the three scenarios run one after another on it, each
+/// with its own bridge, Workspace and tab.
+#[test]
+fn keyboard_input_as_real_pages_see_it() {
+    let rig = Rig::start();
+    typing_evidence_counts_code_points_and_compares_normalised_values(&rig);
+    keys_carry_the_us_layout_and_chords_hold_their_modifiers(&rig);
+    date_time_colour_and_range_get_beforeinput_input_and_change_on_commit(&rig);
+}
+
+/// The fixture pages, each phase on its own tab (the fragment tells the tabs apart).
+const TYPING_PAGE: &str = "keys#typing";
+const CHORDS_PAGE: &str = "keys#chords";
+const NATIVE_PAGE: &str = "native-inputs#sequences";
+
 fn open(rig: &Rig, fixture: &str) -> (Agent, Value) {
     let mut agent = Agent::new(rig, "com.example.keys");
     agent.connect();
@@ -94,7 +109,7 @@ fn page_value(own: &mut OwnCdp, fixture: &str, id: &str) -> String {
 fn take_key_log(own: &mut OwnCdp) -> Vec<Value> {
     page_json(
         own,
-        "keys",
+        CHORDS_PAGE,
         "JSON.stringify(window.keyLog.splice(0, window.keyLog.length))",
     )
     .as_array()
@@ -120,10 +135,8 @@ fn key_events(log: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn typing_evidence_counts_code_points_and_compares_normalised_values() {
-    let rig = Rig::start();
-    let (mut agent, target) = open(&rig, "keys");
+fn typing_evidence_counts_code_points_and_compares_normalised_values(rig: &Rig) {
+    let (mut agent, target) = open(rig, TYPING_PAGE);
     let mut own = OwnCdp::connect(&rig.chromium);
     // Emoji are one code point each: 9 expected, 9 landed, verified.
     let typed = on_ref(
@@ -140,7 +153,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["afterLength"], 9, "{evidence}");
     assert_eq!(evidence["keystrokes"], 7, "{evidence}");
     assert_eq!(evidence["insertions"], 2, "{evidence}");
-    assert_eq!(page_value(&mut own, "keys", "name"), "👋 hello 🌍");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "name"), "👋 hello 🌍");
     // Appending counts the existing emoji the same way.
     let appended = on_ref(
         &mut agent,
@@ -154,7 +167,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["beforeLength"], 9, "{evidence}");
     assert_eq!(evidence["expectedLength"], 11, "{evidence}");
     assert_eq!(evidence["afterLength"], 11, "{evidence}");
-    assert_eq!(page_value(&mut own, "keys", "name"), "👋 hello 🌍!🎉");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "name"), "👋 hello 🌍!🎉");
     // Line ends are Enter presses: one line break each in a textarea, CRLF included.
     let lines = on_ref(
         &mut agent,
@@ -166,7 +179,10 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     let evidence = &lines["evidence"];
     assert_eq!(evidence["status"], "verified", "{evidence}");
     assert_eq!(evidence["expectedLength"], 13, "{evidence}");
-    assert_eq!(page_value(&mut own, "keys", "message"), "Hi,\nsee you\n🙂");
+    assert_eq!(
+        page_value(&mut own, TYPING_PAGE, "message"),
+        "Hi,\nsee you\n🙂"
+    );
     // An email input has no selection API: appending goes through End, as a user would.
     let email = on_ref(
         &mut agent,
@@ -178,7 +194,10 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     let evidence = &email["evidence"];
     assert_eq!(evidence["status"], "verified", "{evidence}");
     assert_eq!(evidence["expectedLength"], 15, "{evidence}");
-    assert_eq!(page_value(&mut own, "keys", "email"), "zoe@example.org");
+    assert_eq!(
+        page_value(&mut own, TYPING_PAGE, "email"),
+        "zoe@example.org"
+    );
     // A rich-text field (contenteditable) is compared the same way.
     let bio = on_ref(
         &mut agent,
@@ -205,7 +224,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["method"], "native_setter");
     assert_eq!(evidence["expectedLength"], 7);
     assert_eq!(evidence["afterLength"], 7);
-    assert_eq!(page_value(&mut own, "keys", "accent"), "#abcd00");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "accent"), "#abcd00");
     // Something that is no colour is sanitised to black: that did not land.
     let bogus = on_ref(
         &mut agent,
@@ -219,7 +238,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
         "{}",
         bogus["evidence"]
     );
-    assert_eq!(page_value(&mut own, "keys", "accent"), "#000000");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "accent"), "#000000");
     // A page that cancels the keydown of digits: the value lacks them, a mismatch.
     let letters = on_ref(
         &mut agent,
@@ -232,7 +251,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["status"], "mismatch", "{evidence}");
     assert_eq!(evidence["expectedLength"], 6);
     assert_eq!(evidence["afterLength"], 4);
-    assert_eq!(page_value(&mut own, "keys", "letters"), "abcd");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "letters"), "abcd");
     let (code, error) = on_ref_err(
         &mut agent,
         &target,
@@ -249,7 +268,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
         "letters only",
         json!({"key": "Home"}),
     );
-    let before = page_value(&mut own, "keys", "letters");
+    let before = page_value(&mut own, TYPING_PAGE, "letters");
     let before_length = before.chars().count();
     let front = agent.tool("browser.keyboard", Some(&target), json!({"text": "Zé"}));
     let evidence = &front["evidence"];
@@ -258,7 +277,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["afterLength"], before_length + 2, "{evidence}");
     assert_eq!(evidence["insertions"], 1, "{evidence}");
     assert_eq!(
-        page_value(&mut own, "keys", "letters"),
+        page_value(&mut own, TYPING_PAGE, "letters"),
         format!("Zé{before}")
     );
     // browser.keyboard where the page cancels keys: a mismatch, not verified.
@@ -269,7 +288,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     assert_eq!(evidence["expectedLength"], before_length + 5, "{evidence}");
     assert_eq!(evidence["afterLength"], before_length + 4, "{evidence}");
     assert_eq!(
-        page_value(&mut own, "keys", "letters"),
+        page_value(&mut own, TYPING_PAGE, "letters"),
         format!("Zéqw{before}")
     );
     // A code box that moves focus on once its digit is in: the keyboard cannot tell what the
@@ -285,7 +304,7 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     let evidence = &moved["evidence"];
     assert_eq!(evidence["status"], "unavailable", "{evidence}");
     assert_eq!(evidence["reason"], "focus_changed", "{evidence}");
-    assert_eq!(page_value(&mut own, "keys", "otp1"), "7");
+    assert_eq!(page_value(&mut own, TYPING_PAGE, "otp1"), "7");
     // browser.type reads the field by its ref, so the same move does not hide the value.
     let typed = on_ref(
         &mut agent,
@@ -301,10 +320,8 @@ fn typing_evidence_counts_code_points_and_compares_normalised_values() {
     );
 }
 
-#[test]
-fn keys_carry_the_us_layout_and_chords_hold_their_modifiers() {
-    let rig = Rig::start();
-    let (mut agent, target) = open(&rig, "keys");
+fn keys_carry_the_us_layout_and_chords_hold_their_modifiers(rig: &Rig) {
+    let (mut agent, target) = open(rig, CHORDS_PAGE);
     let mut own = OwnCdp::connect(&rig.chromium);
     take_key_log(&mut own);
     // Shifted characters: Shift down, the character with its unshifted key's code, Shift up.
@@ -339,7 +356,7 @@ fn keys_carry_the_us_layout_and_chords_hold_their_modifiers() {
             "keyup Shift ShiftLeft 16",
         ]
     );
-    assert_eq!(page_value(&mut own, "keys", "name"), "a!^B");
+    assert_eq!(page_value(&mut own, CHORDS_PAGE, "name"), "a!^B");
     // No US key: one editing insertion each, no key events.
     let inserted = on_ref(
         &mut agent,
@@ -410,7 +427,7 @@ fn keys_carry_the_us_layout_and_chords_hold_their_modifiers() {
     );
     let focused = page_json(
         &mut own,
-        "keys",
+        CHORDS_PAGE,
         "JSON.stringify(document.activeElement.id)",
     );
     assert_eq!(focused, "letters");
@@ -431,7 +448,7 @@ fn keys_carry_the_us_layout_and_chords_hold_their_modifiers() {
             "keyup Control ControlLeft 17",
         ]
     );
-    let shortcuts = page_json(&mut own, "keys", "JSON.stringify(window.shortcuts)");
+    let shortcuts = page_json(&mut own, CHORDS_PAGE, "JSON.stringify(window.shortcuts)");
     assert_eq!(shortcuts, json!(["select-none"]));
     // A key that is neither named nor on the US layout is refused before anything is sent.
     let (code, error) = agent.tool_err("browser.press", Some(&target), json!({"key": "é"}));
@@ -460,15 +477,13 @@ fn sequence(events: &Value, id: &str) -> Vec<String> {
 fn take_events(own: &mut OwnCdp) -> Value {
     page_json(
         own,
-        "native-inputs",
+        NATIVE_PAGE,
         "JSON.stringify(window.events.splice(0, window.events.length))",
     )
 }
 
-#[test]
-fn date_time_colour_and_range_get_beforeinput_input_and_change_on_commit() {
-    let rig = Rig::start();
-    let (mut agent, target) = open(&rig, "native-inputs");
+fn date_time_colour_and_range_get_beforeinput_input_and_change_on_commit(rig: &Rig) {
+    let (mut agent, target) = open(rig, NATIVE_PAGE);
     let mut own = OwnCdp::connect(&rig.chromium);
     let cases = [
         ("Day", "day", "2026-11-30", "2026-11-30"),
@@ -527,7 +542,7 @@ fn date_time_colour_and_range_get_beforeinput_input_and_change_on_commit() {
             vec![format!("change({landed})"), format!("blur({landed})")],
             "{name}: {events}"
         );
-        assert_eq!(page_value(&mut own, "native-inputs", id), landed);
+        assert_eq!(page_value(&mut own, NATIVE_PAGE, id), landed);
     }
     // A clamped range value did not land: mismatch.
     let clamped = on_ref(
@@ -542,7 +557,7 @@ fn date_time_colour_and_range_get_beforeinput_input_and_change_on_commit() {
         "{}",
         clamped["evidence"]
     );
-    assert_eq!(page_value(&mut own, "native-inputs", "party"), "100");
+    assert_eq!(page_value(&mut own, NATIVE_PAGE, "party"), "100");
     take_events(&mut own);
     // Submit commits too: change comes before the form's submit, after input.
     let submitted = on_ref(
@@ -582,5 +597,5 @@ fn date_time_colour_and_range_get_beforeinput_input_and_change_on_commit() {
     );
     assert_eq!(code, "invalid_params", "{error}");
     assert_eq!(error["data"]["context"]["reason"], "submit_not_supported");
-    assert_eq!(page_value(&mut own, "native-inputs", "party"), "100");
+    assert_eq!(page_value(&mut own, NATIVE_PAGE, "party"), "100");
 }
