@@ -1,6 +1,7 @@
 //! Keyboard and typing tools: `browser.press`, `browser.type` and `browser.keyboard`, their
-//! guarded composite steps (pin, re-check, count what was dispatched) and the key encoding sent
-//! with `Input.dispatchKeyEvent`.
+//! guarded composite steps (pin, re-check, count what was dispatched), the key encoding sent
+//! with `Input.dispatchKeyEvent` (the US layout itself is data in `keys/table.rs`) and the
+//! typing evidence. The rules are written down in docs/keyboard.md.
 //!
 //! Shared action plumbing (ref resolution, effect collection, the dialog-aware final dispatch,
 //! the closing Observation) is `actions.rs`'s and used from there, not copied. This file does
