@@ -1,6 +1,7 @@
 //! Page-side helpers of the action tools (`js/actions.js`): where to click a
 //! ref, its observable state before and after, focus and select-all, the
-//! deep active element's identity for guarded typing, the native value
+//! deep active element's identity for guarded typing and its state for
+//! keyboard evidence (lengths in Unicode code points), the native value
 //! setter for date/time/color/range inputs, native `<select>` selection and
 //! option listing. Each helper addresses an element as a `RefTarget` (an
 //! observation key and a ref); the page refuses unknown or stale refs with a
@@ -168,6 +169,9 @@ pub struct FocusAndSelectAll(pub RefTarget);
 pub struct FocusOutcome {
     pub focused: bool,
     pub selected_all: bool,
+    /// `FocusAtEnd` only: the caret is after the content.
+    #[serde(default)]
+    pub caret_at_end: bool,
     pub active_element_key: Option<String>,
 }
 
@@ -178,6 +182,26 @@ impl PageScript for FocusAndSelectAll {
         Ok(ScriptCall {
             script: Script::FocusAndSelectAll,
             argument: self.0.argument()?,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<FocusOutcome, PageError> {
+        decode(Script::FocusAndSelectAll, json)
+    }
+}
+
+/// Focus the ref's element and put the caret after its content, so typing
+/// appends (`browser.type` with `clear: false`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FocusAtEnd(pub RefTarget);
+
+impl PageScript for FocusAtEnd {
+    type Output = FocusOutcome;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::FocusAndSelectAll,
+            argument: with(&self.0, json!({ "atEnd": true }))?,
         })
     }
 
@@ -217,8 +241,53 @@ impl PageScript for ActiveElementKey {
     }
 }
 
+/// The deep active element's state and where its caret or selection is,
+/// for `browser.keyboard`'s before/after comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ActiveElementState;
+
+/// The focused element's snapshot (absent when nothing has focus).
+/// `selection_start`/`selection_end` are code-point offsets into the value
+/// of an input or textarea that exposes a selection; `selected_length` the
+/// code points a contenteditable selection spans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActiveState {
+    #[serde(default)]
+    pub state: Option<ElementState>,
+    #[serde(default)]
+    pub selection_start: Option<u64>,
+    #[serde(default)]
+    pub selection_end: Option<u64>,
+    #[serde(default)]
+    pub selected_length: Option<u64>,
+}
+
+impl PageScript for ActiveElementState {
+    type Output = ActiveState;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::ActiveElementState,
+            argument: json!({ "valueMax": SNAPSHOT_VALUE_MAX_CHARS }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<ActiveState, PageError> {
+        let mut active: ActiveState = decode(Script::ActiveElementState, json)?;
+        if let Some(state) = active.state.as_mut()
+            && state.sensitive
+        {
+            state.value = None;
+        }
+        Ok(active)
+    }
+}
+
 /// Set a date/time/color/range input through the native value setter:
-/// `beforeinput` (cancelable), the setter, then `input`; no `change`.
+/// `beforeinput` (cancelable), the setter, then `input`; `change` follows
+/// when the edit is committed (the element loses focus or its form is
+/// submitted), never before `input`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetNativeValue {
     pub target: RefTarget,
@@ -227,13 +296,20 @@ pub struct SetNativeValue {
 
 /// The value before and the effective value after the page's handlers ran
 /// (browser sanitization or a framework may have changed it); `canceled`
-/// when the page canceled `beforeinput` and nothing was set.
+/// when the page canceled `beforeinput` and nothing was set. `normalized`
+/// is the requested value as this browser spells it for the input's type
+/// (`#AbCd00` is `#abcd00`), `valid` whether it is a value of that type at
+/// all (an invalid one is sanitized to a default, never "landed").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ValueOutcome {
     pub before: String,
     pub after: String,
     pub canceled: bool,
+    #[serde(default)]
+    pub normalized: String,
+    #[serde(default)]
+    pub valid: bool,
 }
 
 impl PageScript for SetNativeValue {

@@ -20,10 +20,11 @@ mod script;
 mod search;
 
 pub use actions::{
-    ActiveElement, ActiveElementKey, ClickPoint, ClickTarget, ElementState, FocusAndSelectAll,
-    FocusOutcome, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
-    OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
-    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
+    ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ClickPoint, ClickTarget,
+    ElementState, FocusAndSelectAll, FocusAtEnd, FocusOutcome, ListOptions, ListedOption,
+    OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind, RefTarget,
+    SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome, SetNativeValue,
+    StateSnapshot, ValueOutcome,
 };
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};

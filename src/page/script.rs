@@ -41,11 +41,12 @@ pub enum Script {
     SetNativeValue,
     SelectOptions,
     ListOptions,
+    ActiveElementState,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 12] = [
+    pub const ALL: [Script; 13] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -58,6 +59,7 @@ impl Script {
         Script::SetNativeValue,
         Script::SelectOptions,
         Script::ListOptions,
+        Script::ActiveElementState,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -75,6 +77,7 @@ impl Script {
             Script::SetNativeValue => "setNativeValue",
             Script::SelectOptions => "selectOptions",
             Script::ListOptions => "listOptions",
+            Script::ActiveElementState => "activeElementState",
         }
     }
 

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::context::{CallScope, ToolEnv};
 use super::manifest::ToolDef;
-use super::{actions, capture, discover, frames, observe, tabs};
+use super::{actions, capture, discover, frames, keys, observe, tabs};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Runs one tool. Tools that touch a tab pass `scope.gate` themselves once they hold the tab;
@@ -37,9 +37,9 @@ pub async fn execute(
         "browser.search" => observe::search(env, scope, arguments).await,
         "browser.elements.find" => observe::find(env, scope, arguments).await,
         "browser.click" => actions::click(env, scope, arguments).await,
-        "browser.press" => actions::press(env, scope, arguments).await,
-        "browser.type" => actions::type_text(env, scope, arguments).await,
-        "browser.keyboard" => actions::keyboard(env, scope, arguments).await,
+        "browser.press" => keys::press(env, scope, arguments).await,
+        "browser.type" => keys::type_text(env, scope, arguments).await,
+        "browser.keyboard" => keys::keyboard(env, scope, arguments).await,
         "browser.scroll" => actions::scroll(env, scope, arguments).await,
         "browser.dropdown.options" => actions::dropdown_options(env, scope, arguments).await,
         "browser.dropdown.select" => actions::dropdown_select(env, scope, arguments).await,

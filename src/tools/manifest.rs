@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::{actions, capture, discover, frames, observe, tabs};
+use super::{actions, capture, discover, frames, keys, observe, tabs};
 
 /// Which envelope fields a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,14 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(discover::defs());
         tools.extend(tabs::defs());
         tools.extend(observe::defs());
-        tools.extend(actions::defs());
+        // The keyboard tools follow browser.click, as they did when one file held both.
+        let mut action_defs = actions::defs();
+        let after_click = action_defs
+            .iter()
+            .position(|tool| tool.name == "browser.click")
+            .map_or(0, |at| at + 1);
+        action_defs.splice(after_click..after_click, keys::defs());
+        tools.extend(action_defs);
         tools.extend(frames::defs());
         tools.extend(capture::defs());
         tools

@@ -11,6 +11,7 @@ mod discover;
 mod dispatch;
 mod docs;
 mod frames;
+mod keys;
 mod manifest;
 mod observe;
 mod progress;

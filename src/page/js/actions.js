@@ -21,6 +21,21 @@ function bpIsPassword(el) {
   return el.localName === 'input' && el.type === 'password';
 }
 
+// Unicode code points of a string: the one unit every length in typing
+// evidence is counted in (an emoji is one, not two UTF-16 units).
+function bpCodePoints(text) {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
+}
+
 // Scrolls the element to the centre of the viewport and returns the click
 // point (viewport CSS px of this frame) with a hit test at that point.
 function clickPoint(options) {
@@ -106,7 +121,7 @@ function bpSnapshotOf(el, valueMax) {
   }
   const value = bpValueOf(el);
   if (value !== null) {
-    snapshot.valueLength = value.length;
+    snapshot.valueLength = bpCodePoints(value);
     if (bpIsPassword(el)) snapshot.sensitive = true;
     else snapshot.value = bpClip(value, valueMax);
   }
@@ -117,7 +132,8 @@ function bpSnapshotOf(el, valueMax) {
   return snapshot;
 }
 
-// Focuses the element and selects all of its editable content.
+// Focuses the element and selects all of its editable content, or with
+// `atEnd` puts the caret after it (typing then appends).
 function focusAndSelectAll(options) {
   const found = bpLookup(options.observationKey, options.ref);
   if (found.error) return found;
@@ -125,6 +141,9 @@ function focusAndSelectAll(options) {
   el.focus({ preventScroll: true });
   let selectedAll = false;
   const tag = el.localName;
+  if (options.atEnd) {
+    return bpCaretToEnd(el);
+  }
   if (tag === 'input' || tag === 'textarea') {
     try {
       el.select();
@@ -145,6 +164,35 @@ function focusAndSelectAll(options) {
   };
 }
 
+// Collapses the caret to the end of a focused element's content. Inputs
+// without a selection API (email, number) report caretAtEnd false.
+function bpCaretToEnd(el) {
+  let caretAtEnd = false;
+  const tag = el.localName;
+  if (tag === 'input' || tag === 'textarea') {
+    try {
+      const end = el.value.length;
+      el.setSelectionRange(end, end);
+      caretAtEnd = el.selectionStart === end;
+    } catch (error) {
+      caretAtEnd = false;
+    }
+  } else if (el.isContentEditable) {
+    const root = el.getRootNode();
+    const selection = (root.getSelection && root.getSelection()) || window.getSelection();
+    selection.selectAllChildren(el);
+    selection.collapseToEnd();
+    caretAtEnd = true;
+  }
+  const active = bpDeepActiveElement();
+  return {
+    focused: active === el,
+    selectedAll: false,
+    caretAtEnd: caretAtEnd,
+    activeElementKey: active ? bpElementKey(active) : null,
+  };
+}
+
 // The identity of the deep active element (through open shadow roots).
 function activeElementKey(options) {
   const active = bpDeepActiveElement();
@@ -155,11 +203,98 @@ function activeElementKey(options) {
   return { key: bpElementKey(active), documentKey: bpDocumentKey(), tag: tag, editable: editable };
 }
 
+// The deep active element's state for `browser.keyboard`, with where the
+// caret or selection is (code-point offsets into the value) when the
+// element exposes it, or how many code points a contenteditable selection
+// spans. Password values never come back, only lengths.
+function activeElementState(options) {
+  const el = bpDeepActiveElement();
+  if (!el) return { state: null };
+  const result = { state: bpSnapshotOf(el, options.valueMax) };
+  const value = bpValueOf(el);
+  const tag = el.localName;
+  if ((tag === 'input' || tag === 'textarea') && value !== null) {
+    let start = null;
+    let end = null;
+    try {
+      start = el.selectionStart;
+      end = el.selectionEnd;
+    } catch (error) {
+      start = null;
+    }
+    if (typeof start === 'number' && typeof end === 'number') {
+      result.selectionStart = bpCodePoints(value.slice(0, start));
+      result.selectionEnd = bpCodePoints(value.slice(0, end));
+    }
+  } else if (el.isContentEditable) {
+    const root = el.getRootNode();
+    const selection = (root.getSelection && root.getSelection()) || window.getSelection();
+    if (selection && selection.rangeCount > 0 && el.contains(selection.getRangeAt(0).commonAncestorContainer)) {
+      result.selectedLength = bpCodePoints(String(selection));
+    }
+  }
+  return result;
+}
+
 const BP_NATIVE_VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
 
+// How this browser normalises `value` for an input of `type`, read from a
+// detached input of this world (so no page script can answer), and whether
+// `value` is a valid value of that type at all. A range is normalised
+// without its element's bounds and step: clamping changes a value, it does
+// not merely spell it differently.
+function bpNormalizedValue(type, value) {
+  const scratch = document.createElement('input');
+  scratch.type = type;
+  if (type === 'range') {
+    scratch.min = '-1e308';
+    scratch.max = '1e308';
+    scratch.step = 'any';
+  }
+  scratch.value = value;
+  const normalized = scratch.value;
+  let valid;
+  if (type === 'range') valid = value.trim() !== '' && Number.isFinite(Number(value));
+  else if (type === 'color') valid = normalized !== '#000000' || CSS.supports('color', value.trim());
+  else valid = normalized !== '' || value === '';
+  return { normalized: normalized, valid: valid };
+}
+
+// Elements whose value Browser Pilot set and whose `change` is still due,
+// with the value they had when that edit began.
+const BP_PENDING_CHANGE = new WeakMap();
+
+// Fires `change` the way a browser does for an edit it commits later: once,
+// when the element loses focus or its form is submitted, whichever comes
+// first, and only if the value then differs from the value before the edit.
+// The listeners sit on the element's root (document or shadow root) in the
+// capture phase, so `change` comes before the page's own `blur` or `submit`
+// handlers on the element or form run, as in Chromium.
+function bpChangeOnCommit(el, before) {
+  if (BP_PENDING_CHANGE.has(el)) return;
+  BP_PENDING_CHANGE.set(el, before);
+  const root = el.getRootNode();
+  const commit = (event) => {
+    const onBlur = event.type === 'blur' && event.target === el;
+    const onSubmit = event.type === 'submit' && el.form !== null && event.target === el.form;
+    if (!onBlur && !onSubmit) return;
+    root.removeEventListener('blur', commit, true);
+    root.removeEventListener('submit', commit, true);
+    const started = BP_PENDING_CHANGE.get(el);
+    BP_PENDING_CHANGE.delete(el);
+    if (el.isConnected && el.value !== started) {
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+  };
+  root.addEventListener('blur', commit, true);
+  root.addEventListener('submit', commit, true);
+}
+
 // Sets the value of a date/time/color/range input through the native value
-// setter, announced by a cancelable `beforeinput` and followed by `input`
-// (no `change`). The effective value after the page's handlers is reported.
+// setter, announced by a cancelable `beforeinput` and followed by `input`;
+// `change` follows on commit (blur or submit, see bpChangeOnCommit), never
+// before `input`. The effective value after the page's handlers is
+// reported, with the browser's normalisation of the requested value.
 function setNativeValue(options) {
   const found = bpLookup(options.observationKey, options.ref);
   if (found.error) return found;
@@ -169,13 +304,14 @@ function setNativeValue(options) {
   }
   if (el.disabled || el.readOnly) return bpError('not_editable', 'the input is disabled or read-only');
   const before = el.value;
+  const wanted = bpNormalizedValue(el.type, options.value);
   const eventInit = {
     bubbles: true, cancelable: true, composed: true,
     inputType: 'insertReplacementText', data: options.value,
   };
   const proceed = el.dispatchEvent(new InputEvent('beforeinput', eventInit));
   if (!proceed) {
-    return { before: before, after: el.value, canceled: true };
+    return { before: before, after: el.value, canceled: true, normalized: wanted.normalized, valid: wanted.valid };
   }
   const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
   setter.call(el, options.value);
@@ -183,7 +319,8 @@ function setNativeValue(options) {
     bubbles: true, cancelable: false, composed: true,
     inputType: 'insertReplacementText', data: options.value,
   }));
-  return { before: before, after: el.value, canceled: false };
+  bpChangeOnCommit(el, before);
+  return { before: before, after: el.value, canceled: false, normalized: wanted.normalized, valid: wanted.valid };
 }
 
 // Selects options of a native <select> by value (or, failing that, by

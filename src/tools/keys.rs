@@ -1,0 +1,1411 @@
+//! Keyboard and typing tools: `browser.press`, `browser.type` and `browser.keyboard`, their
+//! guarded composite steps (pin, re-check, count what was dispatched), the key encoding sent
+//! with `Input.dispatchKeyEvent` (the US layout itself is data in `keys/table.rs`) and the
+//! typing evidence. The rules are written down in docs/keyboard.md.
+//!
+//! Shared action plumbing (ref resolution, effect collection, the dialog-aware final dispatch,
+//! the closing Observation) is `actions.rs`'s and used from there, not copied. This file does
+//! not click, scroll or select, and it never reads a typed value back into its output: evidence
+//! carries lengths only.
+
+use std::future::Future;
+use std::task::Poll;
+
+use serde_json::{Map, Value, json};
+
+use super::actions::{
+    Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
+    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, resolve_ref,
+    snapshot,
+};
+use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
+use super::manifest::{Scope, ToolDef, object};
+use super::observe::{
+    PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context, page_error,
+};
+use super::progress::Subject;
+use super::tabs::{cdp_error, controlled_tab};
+use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::page::{
+    self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
+    FocusAtEnd, RefTarget, SetNativeValue, ValueOutcome,
+};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::TabGuard;
+
+mod table;
+
+use table::{Modifier, NamedKey, PrintableKey};
+
+/// Longest text `browser.type` / `browser.keyboard` accept.
+const MAX_TYPE_CHARS: usize = 10_000;
+/// Input types whose value is set through the native setter instead of keystrokes.
+const NATIVE_VALUE_TYPES: &[&str] = &[
+    "date",
+    "time",
+    "datetime-local",
+    "month",
+    "week",
+    "color",
+    "range",
+];
+/// Native-setter input types in which Enter submits the form (Chromium opens the picker of a
+/// color input and ignores Enter in a range input).
+const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "month", "week"];
+
+/// The keyboard tools' definitions, in manifest order (after `browser.click`).
+pub fn defs() -> Vec<ToolDef> {
+    let observe = json!({"observe": object(observe_input_properties(), &[])});
+    vec![
+        ToolDef {
+            name: "browser.press",
+            description: "Press one key (a named key such as Enter, Tab, Escape, ArrowDown, F5, or one US-layout character), with optional `modifiers` held around it (Shift+Tab, Control+Shift+A), on the focused element, or on an Observation ref after focusing it. An unknown key fails with invalid_params (reason unknown_key). Returns effects, or status unavailable with reason no_observable_effect, and a fresh Observation.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "key": {"type": "string", "minLength": 1, "maxLength": 32},
+                            "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &["key"],
+            ),
+            output_schema: action_output(evidence_schema("press")),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.type",
+            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "text": {"type": "string", "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
+                            "clear": {"type": "boolean"},
+                            "submit": {"type": "boolean"},
+                            "verification": {"enum": ["best_effort", "require_exact"]},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &["observationId", "ref", "text"],
+            ),
+            output_schema: action_output(evidence_schema("type")),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+        },
+        ToolDef {
+            name: "browser.keyboard",
+            description: "Type text into the element that has focus now, at its caret, keystrokes and insertions as in browser.type, guarded like browser.type (the focused element is pinned and re-checked between characters). Evidence compares the resulting value: keys the page cancelled are a mismatch.",
+            capability: "action.input",
+            scope: Scope::Target,
+            mutating: true,
+            input_schema: object(
+                merged(
+                    json!({
+                        "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
+                        "submit": {"type": "boolean"},
+                    }),
+                    observe.clone(),
+                ),
+                &["text"],
+            ),
+            output_schema: action_output(evidence_schema("keyboard")),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+        },
+    ]
+}
+
+/// One key as the page sees it in `KeyboardEvent.key` / `code` / `keyCode`, and the text it
+/// types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    key: String,
+    code: &'static str,
+    key_code: u16,
+    text: Option<String>,
+    /// The key's own bit when it is itself a modifier (Shift, Control, Alt, Meta).
+    own_bit: u8,
+}
+
+impl Key {
+    fn printable(key: PrintableKey, shifted: bool) -> Key {
+        let ch = if shifted { key.shifted } else { key.plain };
+        Key {
+            key: ch.to_string(),
+            code: key.code,
+            key_code: key.key_code,
+            text: Some(ch.to_string()),
+            own_bit: 0,
+        }
+    }
+
+    fn named(key: NamedKey) -> Key {
+        Key {
+            key: key.key.to_owned(),
+            code: key.code,
+            key_code: key.key_code,
+            text: key.text.map(str::to_owned),
+            own_bit: table::modifier(key.key).map_or(0, |m| m.bit),
+        }
+    }
+
+    fn modifier(modifier: Modifier) -> Key {
+        Key {
+            key: modifier.name.to_owned(),
+            code: modifier.code,
+            key_code: modifier.key_code,
+            text: None,
+            own_bit: modifier.bit,
+        }
+    }
+}
+
+/// How one typed character reaches the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stroke {
+    /// A key of the US layout, with Shift held around it when that layout needs Shift.
+    Key { key: Key, shift: bool },
+    /// One editing insertion (`Input.insertText`): the character has no US key.
+    Insert(char),
+}
+
+/// The stroke that types `ch`: `\n` is Enter, a character of the US layout is its key,
+/// anything else (emoji, other scripts, accented letters, tab and other control characters)
+/// is inserted as text.
+fn stroke_for(ch: char) -> Stroke {
+    if ch == '\n' {
+        return Stroke::Key {
+            key: Key::named(table::ENTER),
+            shift: false,
+        };
+    }
+    match table::printable_key(ch) {
+        Some((key, shift)) => Stroke::Key {
+            key: Key::printable(key, shift),
+            shift,
+        },
+        None => Stroke::Insert(ch),
+    }
+}
+
+/// One `Input.dispatchKeyEvent`, with the modifiers bitmask as it is at that moment.
+fn key_event(kind: &str, key: &Key, modifiers: u8, text: Option<&str>) -> Value {
+    let mut event = json!({
+        "type": kind, "key": key.key, "code": key.code,
+        "windowsVirtualKeyCode": key.key_code, "nativeVirtualKeyCode": key.key_code,
+        "modifiers": modifiers,
+    });
+    if key.own_bit != 0 {
+        event["location"] = json!(1);
+    }
+    if let Some(text) = text {
+        event["text"] = json!(text);
+        event["unmodifiedText"] = json!(text);
+    }
+    event
+}
+
+/// The events of pressing `key` while `held` is held: each modifier's keydown in the given
+/// order, the key's down and up, then the modifiers' keyups in reverse order. Control, Alt and
+/// Meta turn the key into a shortcut that types nothing; Shift does not.
+fn chord_events(key: &Key, held: &[Modifier]) -> Vec<Value> {
+    let mut events = Vec::with_capacity(2 + 2 * held.len());
+    let mut bits = 0u8;
+    for modifier in held {
+        bits |= modifier.bit;
+        events.push(key_event(
+            "rawKeyDown",
+            &Key::modifier(*modifier),
+            bits,
+            None,
+        ));
+    }
+    let down_bits = bits | key.own_bit;
+    let types_text = down_bits & !table::SHIFT.bit == 0;
+    let text = key.text.as_deref().filter(|_| types_text);
+    let kind = if text.is_some() {
+        "keyDown"
+    } else {
+        "rawKeyDown"
+    };
+    events.push(key_event(kind, key, down_bits, text));
+    events.push(key_event("keyUp", key, bits, None));
+    for modifier in held.iter().rev() {
+        bits &= !modifier.bit;
+        events.push(key_event("keyUp", &Key::modifier(*modifier), bits, None));
+    }
+    events
+}
+
+/// The events of one typing stroke with a key.
+fn stroke_events(key: &Key, shift: bool) -> Vec<Value> {
+    match shift {
+        true => chord_events(key, &[table::SHIFT]),
+        false => chord_events(key, &[]),
+    }
+}
+
+/// What `browser.press` was asked for: the key and the modifiers to hold, in order (Shift added
+/// when the US layout needs it for the character; the key itself never held twice).
+fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), RpcError> {
+    let name = if name == "Space" { " " } else { name };
+    let shift_held = requested.contains(&table::SHIFT);
+    let mut chars = name.chars();
+    let key = match (table::named_key(name), chars.next(), chars.next()) {
+        (Some(named), _, _) => Some((Key::named(named), false)),
+        (None, Some(ch), None) => table::printable_key(ch).map(|(key, shifted)| {
+            // With Shift held a key types its shifted character, as on a real keyboard.
+            let shifted = shifted || (shift_held && key.plain != key.shifted);
+            (Key::printable(key, shifted), shifted)
+        }),
+        _ => None,
+    };
+    let Some((key, needs_shift)) = key else {
+        return Err(RpcError::invalid_params(format!(
+            "{name:?} is neither a named key nor a character of the US keyboard layout"
+        ))
+        .with_context("path", json!("arguments.key"))
+        .with_context("reason", json!("unknown_key"))
+        .with_remediation(
+            "change_key",
+            "Use a named key (Enter, Tab, Escape, Backspace, Delete, ArrowUp, Home, F5, Shift, ...) or one US-layout character; type other text with browser.keyboard.",
+        ));
+    };
+    let mut held: Vec<Modifier> = Vec::with_capacity(4);
+    for modifier in requested {
+        if modifier.bit != key.own_bit && !held.contains(modifier) {
+            held.push(*modifier);
+        }
+    }
+    if needs_shift && !held.contains(&table::SHIFT) {
+        held.push(table::SHIFT);
+    }
+    Ok((key, held))
+}
+
+fn requested_modifiers(arguments: &Map<String, Value>) -> Vec<Modifier> {
+    arguments
+        .get("modifiers")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .filter_map(table::modifier)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Sends key events on `session`. All of them are queued at once and in order; the session
+/// handles them in that order, so a keyup still follows its keydown and one step costs one
+/// round trip however many events it has.
+async fn send_key_events(
+    client: &CdpClient,
+    session: &SessionId,
+    events: Vec<Value>,
+) -> Result<(), CdpError> {
+    let mut calls: Vec<_> = events
+        .into_iter()
+        .map(|event| {
+            Box::pin(client.call(
+                Some(session),
+                "Input.dispatchKeyEvent",
+                event,
+                INPUT_TIMEOUT,
+            ))
+        })
+        .collect();
+    let mut results: Vec<Option<Result<Value, CdpError>>> = calls.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (call, result) in calls.iter_mut().zip(results.iter_mut()) {
+            if result.is_none() {
+                match call.as_mut().poll(cx) {
+                    Poll::Ready(outcome) => *result = Some(outcome),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    for result in results.into_iter().flatten() {
+        result?;
+    }
+    Ok(())
+}
+
+/// Sends one typing stroke.
+async fn send_stroke(
+    client: &CdpClient,
+    session: &SessionId,
+    stroke: &Stroke,
+) -> Result<(), CdpError> {
+    match stroke {
+        Stroke::Key { key, shift } => {
+            send_key_events(client, session, stroke_events(key, *shift)).await
+        }
+        Stroke::Insert(ch) => client
+            .call(
+                Some(session),
+                "Input.insertText",
+                json!({"text": ch.to_string()}),
+                INPUT_TIMEOUT,
+            )
+            .await
+            .map(|_| ()),
+    }
+}
+
+pub async fn press(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let key_name = str_arg(&arguments, "key").unwrap_or_default().to_owned();
+    let (key, held) = press_chord(&key_name, &requested_modifiers(&arguments))?;
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let target = match arguments.contains_key("observationId") {
+        true => {
+            let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+            page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &FocusAndSelectAll(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map_err(page_error)?;
+            Some(target)
+        }
+        false => None,
+    };
+    let element = match &target {
+        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        None => None,
+    };
+    let active_before = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementKey,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let subject = match &element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Focused(active_before.key.clone()),
+    };
+    let before = Before {
+        url: current_url(&client, &mut guard).await,
+        popups: env.browser.popups_of(&guard.target),
+        element,
+    };
+    let mut dialogs = env.browser.dialog_signals();
+    let (client2, session) = (client.clone(), ctx.session.clone());
+    let events = chord_events(&key, &held);
+    let dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+        send_key_events(&client2, &session, events).await
+    })
+    .await?;
+    if !dialog {
+        tokio::time::sleep(SETTLE).await;
+    }
+    let mut effects = collect_effects(
+        env,
+        &client,
+        &mut guard,
+        &before,
+        target.as_ref(),
+        &mut dialogs,
+        dialog,
+    )
+    .await;
+    let settled_in_place = !effects.dialog
+        && !effects.list.contains(&"navigation")
+        && !effects.list.contains(&"focus_changed");
+    if settled_in_place
+        && let Ok(ctx) = page_context(&client, &mut guard).await
+        && let Ok(active_after) = page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ActiveElementKey,
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        && active_after.key != active_before.key
+    {
+        effects.list.push("focus_changed");
+    }
+    let status = if effects.list.is_empty() {
+        "unavailable"
+    } else {
+        "verified"
+    };
+    let mut evidence =
+        json!({"action": "press", "status": status, "kind": "key", "effects": effects.list});
+    if status == "unavailable" {
+        evidence["reason"] = json!("no_observable_effect");
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+/// What a guarded composite action pins and re-checks between steps.
+struct Pin {
+    context: crate::page::ExecutionContextId,
+    document_key: String,
+    active_key: Option<String>,
+    session: SessionId,
+    frame_id: String,
+}
+
+/// Step-failure bookkeeping for guarded typing.
+struct Guarded<'a> {
+    action: &'static str,
+    dispatched: u64,
+    pin: &'a Pin,
+}
+
+impl Guarded<'_> {
+    async fn check(
+        &self,
+        client: &CdpClient,
+        guard: &mut TabGuard,
+        step: &str,
+    ) -> Result<PageContext, RpcError> {
+        // The pinned isolated-world context dies with its document, so a call into it is the
+        // document check; a different session means the tab was re-attached.
+        let session = guard
+            .session(client)
+            .await
+            .map_err(|_| self.fail(step, "target_changed"))?;
+        // The pinned session is the tab's, or that of the out-of-process frame selected.
+        let session_root =
+            super::frames::repin(guard, &session, &self.pin.session, &self.pin.frame_id)
+                .map_err(|reason| self.fail(step, reason))?;
+        let ctx = PageContext {
+            session: self.pin.session.clone(),
+            frame_id: self.pin.frame_id.clone(),
+            context: self.pin.context,
+            session_root,
+        };
+        let active = page::run(
+            client,
+            &ctx.session,
+            ctx.context,
+            &ActiveElementKey,
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(|_| self.fail(step, "document_changed"))?;
+        if active.document_key != self.pin.document_key {
+            return Err(self.fail(step, "document_changed"));
+        }
+        if active.key != self.pin.active_key {
+            return Err(self.fail(step, "focus_changed"));
+        }
+        Ok(ctx)
+    }
+
+    fn fail(&self, step: &str, reason: &str) -> RpcError {
+        match self.dispatched {
+            0 => RpcError::new(ErrorCode::ActionNotVerified, format!("{reason} before {step}; nothing was changed"))
+                .with_context("action", json!(self.action))
+                .with_context("step", json!(step))
+                .with_context("reason", json!(reason))
+                .with_remediation("observe", "Observe the page and decide whether to try again."),
+            dispatched => RpcError::new(ErrorCode::UnknownOutcome, format!("{reason} before {step}; {dispatched} step(s) had already run"))
+                .with_context("action", json!(self.action))
+                .with_context("step", json!(step))
+                .with_context("reason", json!(reason))
+                .with_context("dispatchedSteps", json!(dispatched))
+                .with_context("remainingStepsStopped", json!(true))
+                .with_remediation("inspect_state", "Observe the page and decide from its current state; never replay the whole input automatically."),
+        }
+    }
+
+    /// One guarded step: re-check the pins, send, count it.
+    async fn step(
+        &mut self,
+        client: &CdpClient,
+        guard: &mut TabGuard,
+        step: &str,
+        stroke: &Stroke,
+    ) -> Result<(), RpcError> {
+        let ctx = self.check(client, guard, step).await?;
+        send_stroke(client, &ctx.session, stroke)
+            .await
+            .map_err(cdp_error)?;
+        self.dispatched += 1;
+        Ok(())
+    }
+}
+
+/// How many typed characters went each way: as key presses, or as editing insertions.
+#[derive(Debug, Default, Clone, Copy)]
+struct Typed {
+    keystrokes: u64,
+    insertions: u64,
+}
+
+/// Types `text` one guarded step per character.
+async fn type_characters(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    guarded: &mut Guarded<'_>,
+    text: &str,
+) -> Result<Typed, RpcError> {
+    let mut typed = Typed::default();
+    for (index, ch) in text.chars().enumerate() {
+        let stroke = stroke_for(ch);
+        guarded
+            .step(client, guard, &format!("type_character:{index}"), &stroke)
+            .await?;
+        match stroke {
+            Stroke::Key { .. } => typed.keystrokes += 1,
+            Stroke::Insert(_) => typed.insertions += 1,
+        }
+    }
+    Ok(typed)
+}
+
+/// The submit step: Enter on the still-focused element.
+async fn submit_step(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    guarded: &mut Guarded<'_>,
+) -> Result<(), RpcError> {
+    let enter = Stroke::Key {
+        key: Key::named(table::ENTER),
+        shift: false,
+    };
+    guarded.step(client, guard, "submit", &enter).await?;
+    tokio::time::sleep(SETTLE).await;
+    Ok(())
+}
+
+/// Line ends as one `\n` each: each is one Enter, and a textarea's value spells them so.
+fn normalize_line_ends(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// A length in evidence: Unicode code points, the unit the page scripts count in too.
+fn code_points(text: &str) -> u64 {
+    text.chars().count() as u64
+}
+
+fn value_length(state: &ElementState) -> u64 {
+    state
+        .value_length
+        .or(state.value.as_deref().map(code_points))
+        .unwrap_or(0)
+}
+
+/// Whether a native-setter value landed: the page did not cancel it, the request was a value
+/// of the input's type, and the field now holds it as the browser spells it (a range compares
+/// as a number: `5.0` is `5`; a clamped or stepped range value did not land).
+fn native_value_landed(input_type: &str, outcome: &ValueOutcome) -> bool {
+    if outcome.canceled || !outcome.valid {
+        return false;
+    }
+    match input_type {
+        "range" => match (
+            outcome.after.trim().parse::<f64>(),
+            outcome.normalized.trim().parse::<f64>(),
+        ) {
+            (Ok(after), Ok(wanted)) => after == wanted,
+            _ => false,
+        },
+        _ => outcome.after == outcome.normalized,
+    }
+}
+
+/// Whether the document the action typed into is still there after a submit.
+async fn document_after_submit(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    target: Option<&RefTarget>,
+) -> bool {
+    let Ok(ctx) = page_context(client, guard).await else {
+        return false;
+    };
+    match target {
+        Some(target) => snapshot(client, &ctx, target).await.is_ok(),
+        None => true,
+    }
+}
+
+/// One `browser.type` call, as its steps need it.
+struct TypeCall<'a> {
+    env: &'a ToolEnv,
+    scope: &'a CallScope,
+    arguments: &'a Map<String, Value>,
+    target: &'a RefTarget,
+    text: String,
+    kind: String,
+    verification: String,
+    submit: bool,
+    subject: Subject,
+    frame_id: String,
+}
+
+/// `browser.type` on a date/time/colour/range input: the native value setter as one guarded
+/// step (see docs/keyboard.md for its events), judged after the browser's normalisation.
+async fn type_native(
+    call: &TypeCall<'_>,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    guarded: &mut Guarded<'_>,
+    input_type: &str,
+) -> Result<Value, RpcError> {
+    let ctx = guarded.check(client, guard, "set_value").await?;
+    let outcome = page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &SetNativeValue {
+            target: call.target.clone(),
+            value: call.text.clone(),
+        },
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    if !outcome.canceled {
+        guarded.dispatched += 1;
+    }
+    let matches = native_value_landed(input_type, &outcome);
+    let expected = match outcome.valid {
+        true => code_points(&outcome.normalized),
+        false => code_points(&call.text),
+    };
+    let mut effects = match outcome.before != outcome.after {
+        true => vec!["value_changed"],
+        false => vec![],
+    };
+    if call.submit {
+        submit_step(client, guard, guarded).await?;
+        if !document_after_submit(client, guard, Some(call.target)).await {
+            effects.push("document_changed");
+        }
+    }
+    let evidence = json!({
+        "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": call.kind, "sensitive": false,
+        "effects": effects,
+        "beforeLength": code_points(&outcome.before), "expectedLength": expected, "afterLength": code_points(&outcome.after),
+        "verification": call.verification, "method": "native_setter", "canceled": outcome.canceled,
+    });
+    let finished = Finished {
+        arguments: call.arguments,
+        evidence,
+        dialog_open: false,
+        subject: call.subject.clone(),
+        frame_id: call.frame_id.clone(),
+    };
+    finish_type(
+        call.env,
+        client,
+        guard,
+        call.scope,
+        finished,
+        &call.verification,
+        matches,
+    )
+    .await
+}
+
+pub async fn type_text(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
+    let clear = bool_arg(&arguments, "clear", true);
+    let submit = bool_arg(&arguments, "submit", false);
+    let verification = str_arg(&arguments, "verification")
+        .unwrap_or("best_effort")
+        .to_owned();
+    let before = snapshot(&client, &ctx, &target).await?;
+    let before_length = value_length(&before);
+    let text_length = code_points(&text);
+    let native_type = summary
+        .input_type
+        .as_deref()
+        .filter(|t| NATIVE_VALUE_TYPES.contains(t));
+    let kind = match (&summary.input_type, summary.tag.as_str()) {
+        (Some(input_type), _) => format!("input:{input_type}"),
+        (None, "textarea") => "textarea".to_owned(),
+        (None, "input") => "input".to_owned(),
+        (None, _) => "contenteditable".to_owned(),
+    };
+    if submit && native_type.is_some_and(|t| !IMPLICIT_SUBMIT_TYPES.contains(&t)) {
+        return Err(RpcError::invalid_params(
+            "Enter does not submit a form from a color or range input",
+        )
+        .with_context("path", json!("arguments.submit"))
+        .with_context("reason", json!("submit_not_supported"))
+        .with_remediation(
+            "submit_separately",
+            "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
+        ));
+    }
+    // A native-setter control is replaced whole; typing appends only when asked to.
+    let focus = match clear || native_type.is_some() {
+        true => {
+            page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &FocusAndSelectAll(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+        }
+        false => {
+            page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &FocusAtEnd(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+        }
+    }
+    .map_err(page_error)?;
+    if !focus.focused {
+        return Err(RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "the element did not take focus",
+        )
+        .with_context("reason", json!("not_focusable")));
+    }
+    let pin = Pin {
+        context: ctx.context,
+        document_key: before.document_key.clone(),
+        active_key: focus.active_element_key.clone(),
+        session: ctx.session.clone(),
+        frame_id: ctx.frame_id.clone(),
+    };
+    let mut guarded = Guarded {
+        action: "type",
+        dispatched: 0,
+        pin: &pin,
+    };
+    let subject = Subject::Element(before.element_key.clone());
+    if let Some(input_type) = native_type {
+        let call = TypeCall {
+            env,
+            scope,
+            arguments: &arguments,
+            target: &target,
+            text,
+            kind,
+            verification,
+            submit,
+            subject,
+            frame_id: ctx.frame_id.clone(),
+        };
+        return type_native(&call, &client, &mut guard, &mut guarded, input_type).await;
+    }
+    if clear && before_length > 0 {
+        let delete = Stroke::Key {
+            key: Key::named(table::DELETE),
+            shift: false,
+        };
+        guarded.step(&client, &mut guard, "delete", &delete).await?;
+    }
+    // Inputs without a selection API (email, number) cannot place the caret from script: End
+    // does, as it would for a user.
+    if !clear && !focus.caret_at_end && before_length > 0 {
+        let end = Stroke::Key {
+            key: Key::named(table::END),
+            shift: false,
+        };
+        guarded
+            .step(&client, &mut guard, "caret_to_end", &end)
+            .await?;
+    }
+    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    tokio::time::sleep(SETTLE).await;
+    let expected_value = match (clear, &before.value) {
+        (true, _) => Some(text.clone()),
+        (false, Some(value)) => Some(format!("{value}{text}")),
+        (false, None) => None,
+    };
+    let expected_length = if clear {
+        text_length
+    } else {
+        before_length + text_length
+    };
+    // The value is judged before any submit: afterwards the document may be gone.
+    let after = match page_context(&client, &mut guard).await {
+        Ok(ctx) => snapshot(&client, &ctx, &target).await.ok(),
+        Err(_) => None,
+    };
+    let after_length = after.as_ref().map(value_length);
+    let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
+    let exact = match &after {
+        Some(after) if !sensitive && after.value.is_some() => {
+            after.value == expected_value && after_length == Some(expected_length)
+        }
+        Some(_) => after_length == Some(expected_length),
+        None => false,
+    };
+    let mut effects = Vec::new();
+    if after
+        .as_ref()
+        .is_some_and(|a| a.value != before.value || a.value_length != before.value_length)
+    {
+        effects.push("value_changed");
+    }
+    let status = match (&after, exact) {
+        (None, _) => {
+            effects.push("document_changed");
+            "unavailable"
+        }
+        (Some(_), true) => "verified",
+        (Some(_), false) => "mismatch",
+    };
+    if submit {
+        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
+        submit_step(&client, &mut guard, &mut guarded).await?;
+        if !document_after_submit(&client, &mut guard, Some(&target)).await {
+            effects.push("document_changed");
+        }
+    }
+    let mut evidence = json!({
+        "action": "type", "status": status, "kind": kind, "sensitive": sensitive,
+        "effects": effects, "beforeLength": before_length, "expectedLength": expected_length,
+        "verification": verification, "method": "keys",
+        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
+    });
+    if let Some(after_length) = after_length {
+        evidence["afterLength"] = json!(after_length);
+    }
+    if status == "unavailable" {
+        evidence["reason"] = json!("document_changed");
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_type(
+        env,
+        &client,
+        &mut guard,
+        scope,
+        finished,
+        &verification,
+        exact,
+    )
+    .await
+}
+
+async fn finish_type(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    finished: Finished<'_>,
+    verification: &str,
+    exact: bool,
+) -> Result<Value, RpcError> {
+    if verification == "require_exact" && !exact {
+        return Err(RpcError::new(
+            ErrorCode::VerificationFailed,
+            "the field's value after typing is not the expected one",
+        )
+        .with_context("evidence", finished.evidence)
+        .with_remediation(
+            "observe",
+            "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+        ));
+    }
+    finish_with_observation(env, client, guard, scope, finished).await
+}
+
+/// What `browser.keyboard` should leave in the focused element, from its state before: the
+/// value with the selection (or caret) replaced by the text when the value and the selection
+/// are known; otherwise only the length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Expectation {
+    value: Option<String>,
+    length: Option<u64>,
+    /// No caret position is known (inputs without a selection API): the text must appear and
+    /// the length grow by exactly the typed length.
+    contains: bool,
+}
+
+fn keyboard_expectation(before: &ActiveState, text: &str) -> Expectation {
+    let typed = code_points(text);
+    let Some(state) = &before.state else {
+        return Expectation {
+            value: None,
+            length: None,
+            contains: false,
+        };
+    };
+    let length = value_length(state);
+    match (before.selection_start, before.selection_end) {
+        (Some(start), Some(end)) if start <= end && end <= length => {
+            let value = state.value.as_ref().map(|value| {
+                let prefix: String = value.chars().take(start as usize).collect();
+                let suffix: String = value.chars().skip(end as usize).collect();
+                format!("{prefix}{text}{suffix}")
+            });
+            Expectation {
+                value,
+                length: Some(length - (end - start) + typed),
+                contains: false,
+            }
+        }
+        _ => match before.selected_length {
+            Some(selected) if selected <= length => Expectation {
+                value: None,
+                length: Some(length - selected + typed),
+                contains: true,
+            },
+            _ => Expectation {
+                value: None,
+                length: Some(length + typed),
+                contains: true,
+            },
+        },
+    }
+}
+
+/// Whether the focused element now holds what the keyboard should have left there.
+fn keyboard_landed(expectation: &Expectation, after: &ElementState, text: &str) -> bool {
+    let length = value_length(after);
+    if expectation
+        .length
+        .is_some_and(|expected| expected != length)
+    {
+        return false;
+    }
+    match (&expectation.value, &after.value) {
+        (Some(expected), Some(value)) => expected == value,
+        (None, Some(value)) if expectation.contains => value.contains(text),
+        (_, None) => after.sensitive && expectation.length.is_some(),
+        (None, Some(_)) => expectation.length.is_some(),
+    }
+}
+
+pub async fn keyboard(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let ctx = page_context(&client, &mut guard).await?;
+    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
+    let submit = bool_arg(&arguments, "submit", false);
+    let active = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementKey,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    if active.key.is_none() || !active.editable {
+        return Err(RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "no editable element has focus",
+        )
+        .with_context("reason", json!("no_focus")));
+    }
+    let before = page::run(
+        &client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementState,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let pin = Pin {
+        context: ctx.context,
+        document_key: active.document_key.clone(),
+        active_key: active.key.clone(),
+        session: ctx.session.clone(),
+        frame_id: ctx.frame_id.clone(),
+    };
+    let mut guarded = Guarded {
+        action: "keyboard",
+        dispatched: 0,
+        pin: &pin,
+    };
+    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    tokio::time::sleep(SETTLE).await;
+    let expectation = keyboard_expectation(&before, &text);
+    // Judged before any submit, on the element typing went to.
+    let after = match page_context(&client, &mut guard).await {
+        Ok(ctx) => page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ActiveElementState,
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .ok()
+        .and_then(|a| a.state),
+        Err(_) => None,
+    };
+    let before_state = before.state.as_ref();
+    let same_element = |after: &ElementState| {
+        before_state.is_some_and(|b| {
+            b.element_key == after.element_key && b.document_key == after.document_key
+        })
+    };
+    let after = after.filter(|a| same_element(a));
+    let sensitive = before_state.is_some_and(|s| s.sensitive);
+    let mut effects = Vec::new();
+    let (status, reason) = match (&after, before_state) {
+        (Some(after), Some(before)) => {
+            if after.value != before.value || after.value_length != before.value_length {
+                effects.push("value_changed");
+            }
+            match keyboard_landed(&expectation, after, &text) {
+                true => ("verified", None),
+                false => ("mismatch", None),
+            }
+        }
+        _ => {
+            effects.push("focus_changed");
+            ("unavailable", Some("focus_changed"))
+        }
+    };
+    if submit {
+        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
+        submit_step(&client, &mut guard, &mut guarded).await?;
+        if !document_after_submit(&client, &mut guard, None).await {
+            effects.push("document_changed");
+        }
+    }
+    let mut evidence = json!({
+        "action": "keyboard", "status": status, "kind": active.tag.unwrap_or_default(),
+        "sensitive": sensitive, "effects": effects,
+        "typedLength": code_points(&text), "dispatchedSteps": guarded.dispatched,
+        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
+    });
+    if let Some(state) = before_state {
+        evidence["beforeLength"] = json!(value_length(state));
+    }
+    if let Some(expected) = expectation.length {
+        evidence["expectedLength"] = json!(expected);
+    }
+    if let Some(after) = &after {
+        evidence["afterLength"] = json!(value_length(after));
+    }
+    if let Some(reason) = reason {
+        evidence["reason"] = json!(reason);
+    }
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: false,
+        subject: Subject::Focused(active.key),
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &client, &mut guard, scope, finished).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds_and_keys(events: &[Value]) -> Vec<(String, String, u64)> {
+        events
+            .iter()
+            .map(|e| {
+                (
+                    e["type"].as_str().unwrap().to_owned(),
+                    e["key"].as_str().unwrap().to_owned(),
+                    e["modifiers"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn owned(list: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
+        list.iter()
+            .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), *c))
+            .collect()
+    }
+
+    #[test]
+    fn a_shifted_character_is_its_key_with_shift_around_it() {
+        let Stroke::Key { key, shift } = stroke_for('!') else {
+            panic!("! has a US key");
+        };
+        assert!(shift);
+        let events = stroke_events(&key, shift);
+        assert_eq!(
+            kinds_and_keys(&events),
+            owned(&[
+                ("rawKeyDown", "Shift", 8),
+                ("keyDown", "!", 8),
+                ("keyUp", "!", 8),
+                ("keyUp", "Shift", 0),
+            ])
+        );
+        assert_eq!(events[1]["code"], "Digit1");
+        assert_eq!(events[1]["windowsVirtualKeyCode"], 49);
+        assert_eq!(events[1]["text"], "!");
+        assert_eq!(events[0]["code"], "ShiftLeft");
+        assert_eq!(events[0]["windowsVirtualKeyCode"], 16);
+        assert_eq!(events[0]["location"], 1);
+        assert!(events[2].get("text").is_none());
+        let Stroke::Key { key, shift } = stroke_for('^') else {
+            panic!("^ has a US key");
+        };
+        assert!(shift);
+        assert_eq!((key.code, key.key_code), ("Digit6", 54));
+    }
+
+    #[test]
+    fn a_plain_character_is_one_keydown_and_keyup() {
+        let Stroke::Key { key, shift } = stroke_for('a') else {
+            panic!("a has a US key");
+        };
+        assert!(!shift);
+        let events = stroke_events(&key, shift);
+        assert_eq!(
+            kinds_and_keys(&events),
+            owned(&[("keyDown", "a", 0), ("keyUp", "a", 0)])
+        );
+        assert_eq!(events[0]["code"], "KeyA");
+        assert_eq!(events[0]["windowsVirtualKeyCode"], 65);
+        let Stroke::Key { key, .. } = stroke_for('\n') else {
+            panic!("a line break is Enter");
+        };
+        assert_eq!(stroke_events(&key, false)[0]["text"], "\r");
+    }
+
+    #[test]
+    fn characters_without_a_us_key_are_inserted() {
+        for ch in ['👋', '🌍', 'é', '中', '\t'] {
+            assert_eq!(stroke_for(ch), Stroke::Insert(ch));
+        }
+        let strokes: Vec<Stroke> = "👋 hello 🌍".chars().map(stroke_for).collect();
+        assert_eq!(strokes.len(), 9);
+        let inserted = strokes
+            .iter()
+            .filter(|s| matches!(s, Stroke::Insert(_)))
+            .count();
+        assert_eq!(inserted, 2);
+    }
+
+    #[test]
+    fn chords_hold_their_modifiers_around_the_key() {
+        let (key, held) = press_chord("Tab", &[table::SHIFT]).unwrap();
+        assert_eq!(
+            kinds_and_keys(&chord_events(&key, &held)),
+            owned(&[
+                ("rawKeyDown", "Shift", 8),
+                ("rawKeyDown", "Tab", 8),
+                ("keyUp", "Tab", 8),
+                ("keyUp", "Shift", 0),
+            ])
+        );
+        let control = table::modifier("Control").unwrap();
+        let (key, held) = press_chord("a", &[control, table::SHIFT]).unwrap();
+        let events = chord_events(&key, &held);
+        assert_eq!(
+            kinds_and_keys(&events),
+            owned(&[
+                ("rawKeyDown", "Control", 2),
+                ("rawKeyDown", "Shift", 10),
+                ("rawKeyDown", "A", 10),
+                ("keyUp", "A", 10),
+                ("keyUp", "Shift", 2),
+                ("keyUp", "Control", 0),
+            ])
+        );
+        assert_eq!(events[2]["code"], "KeyA");
+        assert!(events[2].get("text").is_none(), "a shortcut types nothing");
+        // An uppercase letter alone is Shift and its key; a modifier alone is itself.
+        let (key, held) = press_chord("A", &[]).unwrap();
+        assert_eq!((key.key.as_str(), held), ("A", vec![table::SHIFT]));
+        let (key, held) = press_chord("Shift", &[table::SHIFT]).unwrap();
+        assert_eq!(
+            kinds_and_keys(&chord_events(&key, &held)),
+            owned(&[("rawKeyDown", "Shift", 8), ("keyUp", "Shift", 0)])
+        );
+        let (key, held) = press_chord("Space", &[]).unwrap();
+        assert_eq!(
+            (key.code, key.text.as_deref(), held.len()),
+            ("Space", Some(" "), 0)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        for name in ["Enterr", "é", "👋", "ab", "F13"] {
+            let error = press_chord(name, &[]).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidParams, "{name}");
+            assert_eq!(
+                error.to_json()["data"]["context"]["reason"],
+                "unknown_key",
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn line_ends_and_lengths() {
+        assert_eq!(normalize_line_ends("a\r\nb\rc\n"), "a\nb\nc\n");
+        assert_eq!(code_points("👋 hello 🌍"), 9);
+        assert_eq!(code_points("#AbCd00"), 7);
+    }
+
+    fn outcome(after: &str, normalized: &str, valid: bool) -> ValueOutcome {
+        ValueOutcome {
+            before: String::new(),
+            after: after.to_owned(),
+            canceled: false,
+            normalized: normalized.to_owned(),
+            valid,
+        }
+    }
+
+    #[test]
+    fn native_values_compare_after_the_browsers_normalisation() {
+        assert!(native_value_landed(
+            "color",
+            &outcome("#abcd00", "#abcd00", true)
+        ));
+        assert!(!native_value_landed(
+            "color",
+            &outcome("#000000", "#000000", false)
+        ));
+        assert!(native_value_landed("range", &outcome("5", "5.0", true)));
+        assert!(!native_value_landed("range", &outcome("100", "150", true)));
+        assert!(native_value_landed(
+            "datetime-local",
+            &outcome("2026-11-30T10:00", "2026-11-30T10:00", true)
+        ));
+        assert!(!native_value_landed("date", &outcome("", "", false)));
+        let mut canceled = outcome("2026-11-30", "2026-11-30", true);
+        canceled.canceled = true;
+        assert!(!native_value_landed("date", &canceled));
+    }
+
+    fn state(value: Option<&str>, length: u64, sensitive: bool) -> ElementState {
+        ElementState {
+            document_key: "d".to_owned(),
+            element_key: "d:e1".to_owned(),
+            connected: true,
+            checked: None,
+            selected: None,
+            expanded: None,
+            pressed: None,
+            value: value.map(str::to_owned),
+            value_length: Some(length),
+            sensitive,
+            selected_values: None,
+            focused: true,
+        }
+    }
+
+    #[test]
+    fn keyboard_expects_the_text_at_the_caret() {
+        let before = ActiveState {
+            state: Some(state(Some("ac"), 2, false)),
+            selection_start: Some(1),
+            selection_end: Some(1),
+            selected_length: None,
+        };
+        let expectation = keyboard_expectation(&before, "👋b");
+        assert_eq!(expectation.value.as_deref(), Some("a👋bc"));
+        assert_eq!(expectation.length, Some(4));
+        assert!(keyboard_landed(
+            &expectation,
+            &state(Some("a👋bc"), 4, false),
+            "👋b"
+        ));
+        // A page that cancelled the keydown of "b".
+        assert!(!keyboard_landed(
+            &expectation,
+            &state(Some("a👋c"), 3, false),
+            "👋b"
+        ));
+        // A selection is replaced.
+        let selected = ActiveState {
+            state: Some(state(Some("hello"), 5, false)),
+            selection_start: Some(0),
+            selection_end: Some(5),
+            selected_length: None,
+        };
+        assert_eq!(
+            keyboard_expectation(&selected, "x").value.as_deref(),
+            Some("x")
+        );
+        // A password: lengths only.
+        let password = ActiveState {
+            state: Some(state(None, 3, true)),
+            selection_start: Some(3),
+            selection_end: Some(3),
+            selected_length: None,
+        };
+        let expectation = keyboard_expectation(&password, "ab");
+        assert_eq!((expectation.value, expectation.length), (None, Some(5)));
+        // No caret known (an email input): the text must appear and the length grow by it.
+        let email = ActiveState {
+            state: Some(state(Some("old"), 3, false)),
+            selection_start: None,
+            selection_end: None,
+            selected_length: None,
+        };
+        let expectation = keyboard_expectation(&email, "@x");
+        assert!(keyboard_landed(
+            &expectation,
+            &state(Some("old@x"), 5, false),
+            "@x"
+        ));
+        assert!(!keyboard_landed(
+            &expectation,
+            &state(Some("oldx"), 4, false),
+            "@x"
+        ));
+    }
+}
