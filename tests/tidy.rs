@@ -21,9 +21,10 @@ const CDP_LITERALS: &[(&str, usize)] = &[
     ("src/page/run.rs", 4),
     ("src/session/pump.rs", 13),
     ("src/session/tab.rs", 3),
-    ("src/tools/actions.rs", 5),
+    ("src/tools/actions.rs", 3),
     ("src/tools/capture.rs", 7),
     ("src/tools/frames.rs", 4),
+    ("src/tools/keys.rs", 2),
     ("src/tools/observe.rs", 1),
     ("src/tools/tabs.rs", 3),
 ];
