@@ -5,6 +5,11 @@
 //! its dispatch gate (just before it touches the browser), and ends `completed` (with a result
 //! or a recorded error), `cancelled`, or `unknown_outcome`. Retries with the same
 //! `idempotencyKey` or `commandId` never run the tool twice.
+//!
+//! Never replay a mutation: the tool sends its CDP calls through its gate's handle, which
+//! records the first browser mutation; [`settle`] turns a mutating Command's failure after that
+//! point into a non-retryable `unknown_outcome` naming what was sent. This file owns that rule,
+//! not which CDP methods mutate (`tools::context`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

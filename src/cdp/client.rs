@@ -3,7 +3,9 @@
 //! over an mpsc and each call waits on a oneshot. The actor reads and writes
 //! NDJSON lines through two channels, so it never sees a socket; it knows no
 //! method semantics beyond the lifecycle events that end sessions. Every call
-//! has an id, a deadline and exactly one resolution.
+//! has an id, a deadline and exactly one resolution. A handle may carry a
+//! `CallObserver` that is told the method of every call it sent; what a
+//! method means is the observer's business, not the client's.
 //!
 //! Backpressure: the actor never blocks on a peer. Outgoing lines wait in a
 //! local queue until the outgoing channel has room, and events are offered
