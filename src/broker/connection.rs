@@ -137,6 +137,14 @@ impl Drop for Unaccepted {
     }
 }
 
+/// What the ordinary worker handles, in input order.
+enum Ordinary {
+    Request(Request),
+    /// The bridge's input-closed notice at this input position: the Connection closes (its
+    /// Leases are released) only after every earlier line was handled.
+    InputClosed(u64),
+}
+
 /// One request line on its way to be handled.
 struct Request {
     /// Input position on this Connection.
@@ -191,22 +199,33 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         closed: std::sync::atomic::AtomicBool::new(false),
     });
     let order = AcceptanceOrder::new();
-    let (ordinary_tx, mut ordinary_rx) = mpsc::unbounded_channel::<Request>();
+    let (ordinary_tx, mut ordinary_rx) = mpsc::unbounded_channel::<Ordinary>();
     let ordinary_worker = {
         let context = context.clone();
         let response_tx = response_tx.clone();
         let order = order.clone();
         tokio::spawn(async move {
-            while let Some(request) = ordinary_rx.recv().await {
-                order.earlier_accepted(request.position).await;
-                if let Some(response) = handle(&context, &response_tx, request).await {
-                    let _ = response_tx.send(response);
+            while let Some(work) = ordinary_rx.recv().await {
+                match work {
+                    Ordinary::Request(request) => {
+                        order.earlier_accepted(request.position).await;
+                        if let Some(response) = handle(&context, &response_tx, request).await {
+                            let _ = response_tx.send(response);
+                        }
+                    }
+                    Ordinary::InputClosed(position) => {
+                        order.earlier_accepted(position).await;
+                        lifecycle::close_connection(&context).await;
+                    }
                 }
             }
         })
     };
 
     let mut position: u64 = 0;
+    // Set once the bridge announced the end of its input (a graceful close, done in order by
+    // the worker).
+    let mut input_closed = false;
     loop {
         let line = match reader.next_line().await {
             Ok(Some(line)) => line,
@@ -224,7 +243,9 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             Ok(Inbound::Request { id, method, params }) => (id, method, params),
             Ok(Inbound::Notification { method, .. }) => {
                 if method == methods::INPUT_CLOSED_NOTIFICATION {
-                    lifecycle::close_connection(&context).await;
+                    input_closed = true;
+                    position += 1;
+                    let _ = ordinary_tx.send(Ordinary::InputClosed(position));
                 }
                 continue;
             }
@@ -246,7 +267,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         };
         match lane {
             Lane::Ordinary => {
-                let _ = ordinary_tx.send(request);
+                let _ = ordinary_tx.send(Ordinary::Request(request));
             }
             Lane::OutOfBand => {
                 let context = context.clone();
@@ -262,9 +283,11 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         }
     }
 
-    // Socket closed. After a graceful close this is a no-op; a peer that vanished (a killed
-    // bridge) leaves its Leases to expire by TTL.
-    lifecycle::lose_connection(&context).await;
+    // Socket closed. A graceful close is still queued behind the lines before it (or done); a
+    // peer that vanished (a killed bridge) leaves its Leases to expire by TTL.
+    if !input_closed {
+        lifecycle::lose_connection(&context).await;
+    }
     drop(ordinary_tx);
     let _ = ordinary_worker.await;
     drop(response_tx);
