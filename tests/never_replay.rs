@@ -6,7 +6,8 @@
 //!   record without dispatching, and the page's effects reached the server at most once;
 //! - `commands/get` and `commands/cancel` written in the same batch right after a queued call
 //!   always find it (100 times), and no cancelled call has an effect;
-//! - a call pending at `shutdown` or stdin EOF is answered, and its Command keeps its outcome.
+//! - a call pending at `shutdown` or stdin EOF is answered, and its Command keeps its outcome;
+//!   a call written right before EOF is accepted before the Connection's Leases are released.
 
 mod support;
 
@@ -409,4 +410,35 @@ fn a_call_pending_at_shutdown_or_eof_is_answered_and_its_outcome_recorded() {
     let record = terminal_record(&mut next, "command:at-eof", &agent.workspace_id);
     assert_eq!(record["command"]["status"], "completed", "{record}");
     assert_eq!(rig.fixtures.hits("/hold/at-eof"), 1, "nothing was repeated");
+}
+
+/// Bridges started in turn (in a home without a browser: Lease checks need none).
+const EOF_ITERATIONS: usize = 20;
+
+#[test]
+fn a_call_written_right_before_eof_is_accepted_before_its_lease_is_released() {
+    let home = support::TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "");
+    for i in 0..EOF_ITERATIONS {
+        let mut bridge = home.spawn_bridge();
+        bridge.initialize("com.example.eof-order", &format!("i{i}"));
+        let workspace = bridge.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
+        let lease = bridge.ok(
+            "leases/create",
+            json!({"workspaceId": workspace, "ttlMs": 60000}),
+        )["lease"]["id"]
+            .clone();
+        let call = json!({"jsonrpc": "2.0", "id": "last", "method": "tools/call",
+                          "params": {"name": "browser.tabs.list", "arguments": {},
+                                     "workspaceId": workspace, "leaseId": lease}});
+        bridge.send_raw(&line(&call));
+        bridge.close_stdin();
+        let response = bridge.response(&json!("last"));
+        // No browser is connected, so the call fails, but only after its Lease was checked:
+        // the input-closed notice that follows it must not release the Lease first.
+        assert_eq!(
+            response["error"]["data"]["code"], "browser_disconnected",
+            "iteration {i}: {response}"
+        );
+        assert_eq!(bridge.wait_exit(WAIT), Some(0));
+    }
 }
