@@ -132,7 +132,7 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
         let read_at = now_ms();
         let line = match line {
             Ok(Some(line)) => line,
-            Ok(None) => break on_stdin_eof(&mut broker, &shared).await,
+            Ok(None) => break on_stdin_eof(&mut broker, &shared, &response_tx).await,
             Err(FramingError::TooLong { limit }) => {
                 let error = RpcError::new(
                     ErrorCode::MessageTooLarge,
@@ -267,6 +267,8 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             }
             Waiter::Shutdown(rx) => {
                 let _ = rx.await;
+                // Calls still in flight are answered (or, past the bound, told so) before exit.
+                drain_pending(&shared, &response_tx).await;
                 let _ = link_writer.shutdown().await;
                 break 0;
             }
@@ -425,6 +427,21 @@ async fn read_broker(
 
 /// The Broker went away: every pending call gets a retryable error instead of silence.
 fn fail_all_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outgoing>) {
+    answer_all_pending(shared, response_tx, || {
+        RpcError::new(
+            ErrorCode::BrokerUnavailable,
+            "the Broker connection closed before this call completed",
+        )
+    });
+}
+
+/// Takes every pending call out of the table (so a late Broker response for it is dropped, and
+/// each call is resolved exactly once) and answers it with `error()`.
+fn answer_all_pending(
+    shared: &Shared,
+    response_tx: &mpsc::UnboundedSender<Outgoing>,
+    error: impl Fn() -> RpcError,
+) {
     let drained: Vec<String> = {
         let mut table = shared.pending.lock().expect("pending table lock");
         table.ordinary = 0;
@@ -433,18 +450,46 @@ fn fail_all_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outgoin
     };
     for key in drained {
         let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
-        let error = RpcError::new(
-            ErrorCode::BrokerUnavailable,
-            "the Broker connection closed before this call completed",
-        );
         let _ = response_tx.send(Outgoing {
-            line: error.response(&id),
+            line: error().response(&id),
             written: None,
         });
     }
 }
 
-async fn on_stdin_eof(broker: &mut BrokerState, shared: &Shared) -> i32 {
+/// Before the bridge exits (stdin EOF or `shutdown`): waits at most `EOF_DRAIN` for in-flight
+/// responses, then answers every call still pending instead of dropping it silently. The
+/// Broker keeps running those calls; a `tools/call`'s outcome is recorded on its Command.
+async fn drain_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outgoing>) {
+    let deadline = tokio::time::Instant::now() + EOF_DRAIN;
+    while !shared
+        .pending
+        .lock()
+        .expect("pending table lock")
+        .by_id
+        .is_empty()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    answer_all_pending(shared, response_tx, || {
+        RpcError::new(
+            ErrorCode::UnknownOutcome,
+            "the bridge exited before the Broker answered this call; it may or may not have taken effect",
+        )
+        .with_context("reason", json!("bridge_exiting"))
+        .with_remediation(
+            "get_command",
+            "From a new bridge of the same client, call commands/get with the call's commandId (or repeat it with the same idempotencyKey) to read its recorded outcome.",
+        )
+    });
+}
+
+async fn on_stdin_eof(
+    broker: &mut BrokerState,
+    shared: &Shared,
+    response_tx: &mpsc::UnboundedSender<Outgoing>,
+) -> i32 {
     if let BrokerState::Connected(writer, _) = broker {
         // Tell the Broker in-band (local sockets have no portable half-close): it releases this
         // Connection's Leases at once and still finishes in-flight calls.
@@ -453,17 +498,7 @@ async fn on_stdin_eof(broker: &mut BrokerState, shared: &Shared) -> i32 {
             methods::INPUT_CLOSED_NOTIFICATION
         );
         let _ = framing::write_line(writer, &line).await;
-        let deadline = tokio::time::Instant::now() + EOF_DRAIN;
-        while !shared
-            .pending
-            .lock()
-            .expect("pending table lock")
-            .by_id
-            .is_empty()
-            && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        drain_pending(shared, response_tx).await;
     }
     0
 }

@@ -5,6 +5,11 @@
 //! its dispatch gate (just before it touches the browser), and ends `completed` (with a result
 //! or a recorded error), `cancelled`, or `unknown_outcome`. Retries with the same
 //! `idempotencyKey` or `commandId` never run the tool twice.
+//!
+//! Never replay a mutation: the tool sends its CDP calls through its gate's handle, which
+//! records the first browser mutation; [`settle`] turns a mutating Command's failure after that
+//! point into a non-retryable `unknown_outcome` naming what was sent. This file owns that rule,
+//! not which CDP methods mutate (`tools::context`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,7 +26,7 @@ use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
-use crate::tools::{self, CallScope, DispatchGate, Scope, ToolDef};
+use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ToolDef};
 use crate::version::now_ms;
 
 /// Default Command deadline when the call gives no `deadlineMs`.
@@ -247,6 +252,7 @@ pub async fn run(context: &ConnectionContext, accepted: Accepted) -> Result<Valu
     finish(context, def, &scope, outcome).await
 }
 
+/// How a Command's execution ended, before the never-replay rule is applied.
 enum Outcome {
     Finished(Result<Value, RpcError>),
     DeadlinePassed,
@@ -266,6 +272,109 @@ async fn wait_cancelled(cancelled: &mut watch::Receiver<bool>, gate: &DispatchGa
     }
 }
 
+/// Errors that still say exactly what happened after a mutation was sent: the browser reported
+/// the navigation failed, the keystrokes ran but the value differs, or the tool already judged
+/// the outcome unknown. Every other failure of a mutating Command after that point (the
+/// connection dropped, the janitor or the tab died, a CDP call timed out) leaves the outcome
+/// unknown.
+const SETTLED_AFTER_MUTATION: &[ErrorCode] = &[
+    ErrorCode::NavigationFailed,
+    ErrorCode::VerificationFailed,
+    ErrorCode::UnknownOutcome,
+];
+
+/// The never-replay rule: what a Command's record says about how it ended. `mutating` is the
+/// tool's flag, `gate_passed` whether it was marked dispatched, `sent` the browser mutations it
+/// sent. Once a mutating Command sent its first mutation, a failure whose error does not settle
+/// the outcome becomes `unknown_outcome` (never retryable, `context.dispatched` says what was
+/// sent, `context.cause` the original code); before that, and for non-mutating Commands, errors
+/// keep their codes (retryable ones stay retryable).
+fn settle(
+    mutating: bool,
+    gate_passed: bool,
+    sent: Option<&MutationsSent>,
+    outcome: Outcome,
+) -> (CommandStatus, Option<Value>, Option<RpcError>) {
+    let after_mutation = sent.filter(|_| mutating);
+    match outcome {
+        Outcome::Finished(Ok(result)) => (CommandStatus::Completed, Some(result), None),
+        Outcome::Finished(Err(error)) if error.code == ErrorCode::Cancelled => {
+            (CommandStatus::Cancelled, None, Some(error))
+        }
+        Outcome::Finished(Err(error)) => match after_mutation {
+            Some(sent) if !SETTLED_AFTER_MUTATION.contains(&error.code) => (
+                CommandStatus::UnknownOutcome,
+                None,
+                Some(unknown_after_mutation(sent, Some(&error))),
+            ),
+            _ if error.code == ErrorCode::UnknownOutcome => {
+                let error = match sent {
+                    Some(sent) => error.with_context("dispatched", sent.to_json()),
+                    None => error,
+                };
+                (CommandStatus::UnknownOutcome, None, Some(error))
+            }
+            _ => (CommandStatus::Completed, None, Some(error)),
+        },
+        Outcome::CancelledBeforeDispatch => (
+            CommandStatus::Cancelled,
+            None,
+            Some(RpcError::new(
+                ErrorCode::Cancelled,
+                "the Command was cancelled before it reached the browser",
+            )),
+        ),
+        Outcome::DeadlinePassed => match (after_mutation, gate_passed) {
+            (Some(sent), _) => (
+                CommandStatus::UnknownOutcome,
+                None,
+                Some(unknown_after_mutation(sent, None)),
+            ),
+            (None, true) => (
+                CommandStatus::Completed,
+                None,
+                Some(RpcError::new(
+                    ErrorCode::DeadlineExceeded,
+                    "the deadline passed before the Command finished",
+                )),
+            ),
+            (None, false) => (
+                CommandStatus::Cancelled,
+                None,
+                Some(RpcError::new(
+                    ErrorCode::DeadlineExceeded,
+                    "the deadline passed before the Command was dispatched; it never reached the browser",
+                )),
+            ),
+        },
+    }
+}
+
+/// The `unknown_outcome` error of a mutating Command that failed (`cause`) or ran out of time
+/// (`None`) after it sent `sent`.
+fn unknown_after_mutation(sent: &MutationsSent, cause: Option<&RpcError>) -> RpcError {
+    let message = match cause {
+        Some(cause) => format!(
+            "the Command failed after it sent {} to the browser ({}); it may or may not have taken effect",
+            sent.first, cause.message
+        ),
+        None => format!(
+            "the deadline passed after the Command sent {} to the browser; it may or may not have taken effect",
+            sent.first
+        ),
+    };
+    let error = RpcError::new(ErrorCode::UnknownOutcome, message)
+        .with_context("dispatched", sent.to_json())
+        .with_remediation(
+            "inspect_state",
+            "Observe the page before deciding what to do; the Command is never replayed automatically.",
+        );
+    match cause {
+        Some(cause) => error.with_context("cause", json!(cause.code.as_str())),
+        None => error.with_context("cause", json!(ErrorCode::DeadlineExceeded.as_str())),
+    }
+}
+
 async fn finish(
     context: &ConnectionContext,
     def: &ToolDef,
@@ -273,43 +382,27 @@ async fn finish(
     outcome: Outcome,
 ) -> Result<Value, RpcError> {
     let broker = &context.broker;
-    let (status, result, error) = match outcome {
-        Outcome::Finished(Ok(result)) => {
-            if cfg!(debug_assertions)
-                && let Err(violation) = tools::schema::validate(&def.output_schema, &result, "result")
-            {
-                tracing::error!(tool = def.name, ?violation, "result violates the output schema");
-                let error = RpcError::new(ErrorCode::InternalError, format!("{} result violates its schema at {}: {}", def.name, violation.path, violation.message));
-                (CommandStatus::Completed, None, Some(error))
-            } else {
-                (CommandStatus::Completed, Some(result), None)
-            }
-        }
-        Outcome::Finished(Err(error)) if error.code == ErrorCode::UnknownOutcome => {
-            (CommandStatus::UnknownOutcome, None, Some(error))
-        }
-        Outcome::Finished(Err(error)) if error.code == ErrorCode::Cancelled => (CommandStatus::Cancelled, None, Some(error)),
-        Outcome::Finished(Err(error)) => (CommandStatus::Completed, None, Some(error)),
-        Outcome::CancelledBeforeDispatch => {
-            (CommandStatus::Cancelled, None, Some(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")))
-        }
-        Outcome::DeadlinePassed => match (scope.gate.passed(), def.mutating) {
-            (true, true) => (
-                CommandStatus::UnknownOutcome,
-                None,
-                Some(RpcError::new(ErrorCode::UnknownOutcome, "the deadline passed after the Command reached the browser; it may or may not have taken effect")
-                    .with_remediation("inspect_state", "Observe the page before deciding what to do; the Command is never replayed automatically.")),
+    let sent = scope.gate.mutations_sent();
+    let (status, mut result, mut error) =
+        settle(def.mutating, scope.gate.passed(), sent.as_ref(), outcome);
+    if cfg!(debug_assertions)
+        && let Some(value) = &result
+        && let Err(violation) = tools::schema::validate(&def.output_schema, value, "result")
+    {
+        tracing::error!(
+            tool = def.name,
+            ?violation,
+            "result violates the output schema"
+        );
+        error = Some(RpcError::new(
+            ErrorCode::InternalError,
+            format!(
+                "{} result violates its schema at {}: {}",
+                def.name, violation.path, violation.message
             ),
-            (true, false) => {
-                (CommandStatus::Completed, None, Some(RpcError::new(ErrorCode::DeadlineExceeded, "the deadline passed before the Command finished")))
-            }
-            (false, _) => (
-                CommandStatus::Cancelled,
-                None,
-                Some(RpcError::new(ErrorCode::DeadlineExceeded, "the deadline passed before the Command was dispatched; it never reached the browser")),
-            ),
-        },
-    };
+        ));
+        result = None;
+    }
     let error = error.map(|e| e.with_context("commandId", json!(scope.command_id)));
     let result_json = result.as_ref().map(Value::to_string);
     let error_json = error.as_ref().map(|e| e.to_json().to_string());
@@ -456,4 +549,150 @@ fn command_not_found() -> RpcError {
         ErrorCode::CommandNotFound,
         "no Command with this id for this client",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent() -> MutationsSent {
+        MutationsSent {
+            first: "Input.dispatchMouseEvent".to_owned(),
+            count: 2,
+            first_at: 7,
+        }
+    }
+
+    fn failed(code: ErrorCode) -> Outcome {
+        Outcome::Finished(Err(RpcError::new(code, "the browser went away")))
+    }
+
+    /// `(status, error code, retryable)` of a settled outcome.
+    fn check(
+        mutating: bool,
+        sent: Option<&MutationsSent>,
+        outcome: Outcome,
+        expect: (CommandStatus, Option<&str>, bool),
+    ) {
+        let (status, _, error) = settle(mutating, true, sent, outcome);
+        let code = error.as_ref().map(|e| e.code.as_str());
+        let retryable = error.as_ref().is_some_and(|e| e.code.retryable());
+        assert_eq!((status, code, retryable), expect);
+    }
+
+    #[test]
+    fn a_mutating_failure_after_the_first_mutation_is_unknown_and_never_retryable() {
+        use CommandStatus::*;
+        let after = Some(sent());
+        let after = after.as_ref();
+        for code in [
+            ErrorCode::BrowserDisconnected,
+            ErrorCode::DeadlineExceeded,
+            ErrorCode::TargetNotFound,
+            ErrorCode::InternalError,
+            ErrorCode::ActionNotVerified,
+        ] {
+            let retryable = code.retryable();
+            // mutating, before the first mutation: the code stays.
+            check(
+                true,
+                None,
+                failed(code),
+                (Completed, Some(code.as_str()), retryable),
+            );
+            // mutating, after: unknown_outcome.
+            check(
+                true,
+                after,
+                failed(code),
+                (UnknownOutcome, Some("unknown_outcome"), false),
+            );
+            // non-mutating, before and after (a non-mutating tool may send input, e.g. scroll).
+            check(
+                false,
+                None,
+                failed(code),
+                (Completed, Some(code.as_str()), retryable),
+            );
+            check(
+                false,
+                after,
+                failed(code),
+                (Completed, Some(code.as_str()), retryable),
+            );
+        }
+        // The deadline: the same rule.
+        check(
+            true,
+            after,
+            Outcome::DeadlinePassed,
+            (UnknownOutcome, Some("unknown_outcome"), false),
+        );
+        check(
+            true,
+            None,
+            Outcome::DeadlinePassed,
+            (Completed, Some("deadline_exceeded"), true),
+        );
+        check(
+            false,
+            after,
+            Outcome::DeadlinePassed,
+            (Completed, Some("deadline_exceeded"), true),
+        );
+        // Before the gate the deadline cancels the Command: it never reached the browser.
+        let (status, _, error) = settle(true, false, None, Outcome::DeadlinePassed);
+        assert_eq!(status, Cancelled);
+        assert_eq!(error.unwrap().code, ErrorCode::DeadlineExceeded);
+    }
+
+    #[test]
+    fn results_and_settled_errors_are_kept_after_a_mutation() {
+        use CommandStatus::*;
+        let after = Some(sent());
+        let after = after.as_ref();
+        let (status, result, error) =
+            settle(true, true, after, Outcome::Finished(Ok(json!({"ok": 1}))));
+        assert_eq!(
+            (status, result, error.is_none()),
+            (Completed, Some(json!({"ok": 1})), true)
+        );
+        for code in [ErrorCode::NavigationFailed, ErrorCode::VerificationFailed] {
+            check(
+                true,
+                after,
+                failed(code),
+                (Completed, Some(code.as_str()), false),
+            );
+        }
+        check(
+            true,
+            after,
+            failed(ErrorCode::UnknownOutcome),
+            (UnknownOutcome, Some("unknown_outcome"), false),
+        );
+        check(
+            true,
+            None,
+            failed(ErrorCode::Cancelled),
+            (Cancelled, Some("cancelled"), false),
+        );
+    }
+
+    #[test]
+    fn the_unknown_outcome_says_what_was_dispatched_and_what_failed() {
+        let (_, _, error) = settle(
+            true,
+            true,
+            Some(&sent()),
+            failed(ErrorCode::BrowserDisconnected),
+        );
+        let error = error.unwrap().to_json();
+        let context = &error["data"]["context"];
+        assert_eq!(context["cause"], "browser_disconnected");
+        assert_eq!(context["dispatched"]["first"], "Input.dispatchMouseEvent");
+        assert_eq!(context["dispatched"]["count"], 2);
+        assert_eq!(error["data"]["retryable"], false);
+        assert_eq!(error["data"]["remediation"]["action"], "inspect_state");
+    }
 }

@@ -1,15 +1,22 @@
 //! One local Connection: handshake, then JSON-RPC requests in, responses and notifications out.
 //!
-//! Ordinary requests run one after another in input order on a per-Connection worker;
-//! out-of-band requests (`commands/get`, `commands/cancel`, dialog tools) run at once beside
-//! them. Responses are never dropped; notifications go through a bounded queue. When the peer
-//! closes its side, the Connection's Leases are released immediately.
+//! Every line is *accepted* in input order before any later line is handled: a `tools/call`
+//! (ordinary or out-of-band) has its Command recorded before the next line may look for it, so
+//! a `commands/get` or `commands/cancel` written after a call always finds that call's Command.
+//! Ordinary requests then run one after another in input order on a per-Connection worker
+//! (an accepted `tools/call` runs concurrently, so a slow tool holds up nothing);
+//! out-of-band requests (`commands/get`, `commands/cancel`, dialog tools) run beside them once
+//! the lines before them are accepted, so only their execution and response overtake.
+//! Responses are never dropped; notifications go through a bounded queue. When the peer closes
+//! its side, the Connection's Leases are released immediately. This file knows no tool or
+//! store semantics beyond which lines create Commands.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::state::Broker;
 use super::{commands, lifecycle};
@@ -83,6 +90,77 @@ impl ConnectionContext {
     }
 }
 
+/// The input-order acceptance rule of one Connection: the input positions of lines whose
+/// Command is not recorded yet. A line is handled only once no earlier line is left here.
+#[derive(Clone)]
+struct AcceptanceOrder {
+    unaccepted: watch::Sender<BTreeSet<u64>>,
+}
+
+impl AcceptanceOrder {
+    fn new() -> AcceptanceOrder {
+        AcceptanceOrder {
+            unaccepted: watch::Sender::new(BTreeSet::new()),
+        }
+    }
+
+    /// Registers the line at `position` as not yet accepted, until the returned mark is dropped.
+    /// Called by the reader before it reads the next line.
+    fn hold(&self, position: u64) -> Unaccepted {
+        self.unaccepted.send_modify(|set| {
+            set.insert(position);
+        });
+        Unaccepted {
+            order: self.clone(),
+            position,
+        }
+    }
+
+    /// Waits until every line before `position` is accepted.
+    async fn earlier_accepted(&self, position: u64) {
+        let mut unaccepted = self.unaccepted.subscribe();
+        // The sender lives in `self`, so the wait cannot end with an error.
+        let _ = unaccepted
+            .wait_for(|set| set.first().is_none_or(|first| *first >= position))
+            .await;
+    }
+}
+
+/// A line whose Command is not recorded yet; dropping it (after acceptance, whatever its
+/// outcome) lets later lines through.
+struct Unaccepted {
+    order: AcceptanceOrder,
+    position: u64,
+}
+
+impl Drop for Unaccepted {
+    fn drop(&mut self) {
+        let position = self.position;
+        self.order.unaccepted.send_modify(|set| {
+            set.remove(&position);
+        });
+    }
+}
+
+/// What the ordinary worker handles, in input order.
+enum Ordinary {
+    Request(Request),
+    /// The bridge's input-closed notice at this input position: the Connection closes (its
+    /// Leases are released) only after every earlier line was handled.
+    InputClosed(u64),
+}
+
+/// One request line on its way to be handled.
+struct Request {
+    /// Input position on this Connection.
+    position: u64,
+    id: Value,
+    method: String,
+    params: Map<String, Value>,
+    /// Set for a line that records a Command (`tools/call`) until it is accepted.
+    unaccepted: Option<Unaccepted>,
+}
+
 /// Reads a peer's handshake: one small line within `HELLO_TIMEOUT`.
 async fn read_hello(reader: &mut LineReader<IpcReader>) -> Option<Hello> {
     match tokio::time::timeout(HELLO_TIMEOUT, reader.next_line()).await {
@@ -145,41 +223,34 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         notifications: notification_tx,
         closed: std::sync::atomic::AtomicBool::new(false),
     });
-    let (ordinary_tx, mut ordinary_rx) =
-        mpsc::unbounded_channel::<(Value, String, Map<String, Value>)>();
+    let order = AcceptanceOrder::new();
+    let (ordinary_tx, mut ordinary_rx) = mpsc::unbounded_channel::<Ordinary>();
     let ordinary_worker = {
         let context = context.clone();
         let response_tx = response_tx.clone();
+        let order = order.clone();
         tokio::spawn(async move {
-            while let Some((id, method, params)) = ordinary_rx.recv().await {
-                // tools/call: accept in input order here, run concurrently.
-                if method == "tools/call"
-                    && let Ok(session) = context.session()
-                {
-                    match commands::accept(&context, session, &params).await {
-                        Ok(commands::Acceptance::Accepted(accepted)) => {
-                            let context = context.clone();
-                            let response_tx = response_tx.clone();
-                            tokio::spawn(async move {
-                                let outcome = commands::run(&context, *accepted).await;
-                                let _ = response_tx.send(to_response(&id, outcome));
-                            });
-                        }
-                        Ok(commands::Acceptance::Answered(answer)) => {
-                            let _ = response_tx.send(to_response(&id, answer));
-                        }
-                        Err(error) => {
-                            let _ = response_tx.send(error.response(&id));
+            while let Some(work) = ordinary_rx.recv().await {
+                match work {
+                    Ordinary::Request(request) => {
+                        order.earlier_accepted(request.position).await;
+                        if let Some(response) = handle(&context, &response_tx, request).await {
+                            let _ = response_tx.send(response);
                         }
                     }
-                    continue;
+                    Ordinary::InputClosed(position) => {
+                        order.earlier_accepted(position).await;
+                        lifecycle::close_connection(&context).await;
+                    }
                 }
-                let response = respond(&context, &id, &method, params).await;
-                let _ = response_tx.send(response);
             }
         })
     };
 
+    let mut position: u64 = 0;
+    // Set once the bridge announced the end of its input (a graceful close, done in order by
+    // the worker).
+    let mut input_closed = false;
     loop {
         let line = match reader.next_line().await {
             Ok(Some(line)) => line,
@@ -206,7 +277,9 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             }
             Ok(Inbound::Notification { method, .. }) => {
                 if method == methods::INPUT_CLOSED_NOTIFICATION {
-                    lifecycle::close_connection(&context).await;
+                    input_closed = true;
+                    position += 1;
+                    let _ = ordinary_tx.send(Ordinary::InputClosed(position));
                 }
                 continue;
             }
@@ -216,24 +289,39 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
                 break;
             }
         };
-        match methods::lane(&method, &params) {
+        position += 1;
+        let unaccepted = (method == "tools/call").then(|| order.hold(position));
+        let lane = methods::lane(&method, &params);
+        let request = Request {
+            position,
+            id,
+            method,
+            params,
+            unaccepted,
+        };
+        match lane {
             Lane::Ordinary => {
-                let _ = ordinary_tx.send((id, method, params));
+                let _ = ordinary_tx.send(Ordinary::Request(request));
             }
             Lane::OutOfBand => {
                 let context = context.clone();
                 let response_tx = response_tx.clone();
+                let order = order.clone();
                 tokio::spawn(async move {
-                    let response = respond(&context, &id, &method, params).await;
-                    let _ = response_tx.send(response);
+                    order.earlier_accepted(request.position).await;
+                    if let Some(response) = handle(&context, &response_tx, request).await {
+                        let _ = response_tx.send(response);
+                    }
                 });
             }
         }
     }
 
-    // Socket closed. After a graceful close this is a no-op; a peer that vanished (a killed
-    // bridge) leaves its Leases to expire by TTL.
-    lifecycle::lose_connection(&context).await;
+    // Socket closed. A graceful close is still queued behind the lines before it (or done); a
+    // peer that vanished (a killed bridge) leaves its Leases to expire by TTL.
+    if !input_closed {
+        lifecycle::lose_connection(&context).await;
+    }
     drop(ordinary_tx);
     let _ = ordinary_worker.await;
     drop(response_tx);
@@ -251,6 +339,45 @@ fn take_stamp(line: &[u8], params: &mut Map<String, Value>) {
         .and_then(|line| line.get(internal::RECEIVED_AT_MEMBER)?.as_i64());
     if let Some(stamp) = stamp {
         params.insert(internal::RECEIVED_AT_MEMBER.to_owned(), json!(stamp));
+    }
+}
+
+/// Handles one request whose earlier lines are all accepted. A `tools/call` is accepted here
+/// (its Command recorded, then its mark dropped) and run on its own task, which sends the
+/// response itself: `None`. Anything else is answered here, in the caller's order.
+async fn handle(
+    context: &Arc<ConnectionContext>,
+    response_tx: &mpsc::UnboundedSender<String>,
+    request: Request,
+) -> Option<String> {
+    let Request {
+        id,
+        method,
+        params,
+        unaccepted,
+        ..
+    } = request;
+    let session = match (method.as_str(), context.session()) {
+        ("tools/call", Ok(session)) => session,
+        _ => {
+            drop(unaccepted);
+            return Some(respond(context, &id, &method, params).await);
+        }
+    };
+    let acceptance = commands::accept(context, session, &params).await;
+    drop(unaccepted);
+    match acceptance {
+        Ok(commands::Acceptance::Accepted(accepted)) => {
+            let context = context.clone();
+            let response_tx = response_tx.clone();
+            tokio::spawn(async move {
+                let outcome = commands::run(&context, *accepted).await;
+                let _ = response_tx.send(to_response(&id, outcome));
+            });
+            None
+        }
+        Ok(commands::Acceptance::Answered(answer)) => Some(to_response(&id, answer)),
+        Err(error) => Some(error.response(&id)),
     }
 }
 

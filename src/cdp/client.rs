@@ -3,7 +3,9 @@
 //! over an mpsc and each call waits on a oneshot. The actor reads and writes
 //! NDJSON lines through two channels, so it never sees a socket; it knows no
 //! method semantics beyond the lifecycle events that end sessions. Every call
-//! has an id, a deadline and exactly one resolution.
+//! has an id, a deadline and exactly one resolution. A handle may carry a
+//! `CallObserver` that is told the method of every call it sent; what a
+//! method means is the observer's business, not the client's.
 //!
 //! Backpressure: the actor never blocks on a peer. Outgoing lines wait in a
 //! local queue until the outgoing channel has room, and events are offered
@@ -15,6 +17,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -82,6 +85,18 @@ pub struct CdpEvent {
 #[derive(Clone)]
 pub struct CdpClient {
     calls: mpsc::Sender<Call>,
+    /// Told about every call this handle (and its clones) sends; see [`CdpClient::observed`].
+    observer: Option<Arc<dyn CallObserver>>,
+}
+
+/// Learns which calls a handle sent, so a caller can tell afterwards what may have reached the
+/// browser. The client itself gives methods no meaning; the observer decides which matter.
+pub trait CallObserver: Send + Sync {
+    /// `method` was handed to the actor: from now on it may reach the browser.
+    fn on_sent(&self, method: &str);
+    /// The caller announced that a call it is about to send writes to the page (`what` names
+    /// the write, e.g. a page script), which the method alone does not show.
+    fn on_page_write(&self, what: &str);
 }
 
 struct Call {
@@ -120,7 +135,29 @@ impl CdpClient {
         let (events_tx, events_rx) = mpsc::channel(event_capacity);
         let actor = Actor::default();
         tokio::spawn(actor.run(calls_rx, incoming, outgoing, events_tx));
-        (CdpClient { calls: calls_tx }, events_rx)
+        (
+            CdpClient {
+                calls: calls_tx,
+                observer: None,
+            },
+            events_rx,
+        )
+    }
+
+    /// A handle on the same connection whose calls (and those of its clones) are reported to
+    /// `observer`, replacing any observer this handle had.
+    pub fn observed(&self, observer: Arc<dyn CallObserver>) -> CdpClient {
+        CdpClient {
+            calls: self.calls.clone(),
+            observer: Some(observer),
+        }
+    }
+
+    /// Tells the observer (if any) that the next call writes to the page; `what` names it.
+    pub fn note_page_write(&self, what: &str) {
+        if let Some(observer) = &self.observer {
+            observer.on_page_write(what);
+        }
     }
 
     /// Sends one CDP command and waits for its reply. `session` addresses a
@@ -146,6 +183,10 @@ impl CdpClient {
             .send(call)
             .await
             .map_err(|_| CdpError::Disconnected)?;
+        // Queued for the wire: it may reach the browser even if no reply ever comes.
+        if let Some(observer) = &self.observer {
+            observer.on_sent(method);
+        }
         answer.await.map_err(|_| CdpError::Disconnected)?
     }
 }

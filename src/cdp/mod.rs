@@ -10,6 +10,8 @@ mod commands;
 mod ids;
 mod message;
 
-pub use client::{CdpClient, CdpError, CdpEvent, EVENT_CHANNEL_CAPACITY, MAX_PENDING_CALLS};
+pub use client::{
+    CallObserver, CdpClient, CdpError, CdpEvent, EVENT_CHANNEL_CAPACITY, MAX_PENDING_CALLS,
+};
 pub use commands::{Evaluation, NavigateOutcome, TargetInfo};
 pub use ids::{SessionId, TargetId};

@@ -91,6 +91,9 @@ pub async fn run<S: PageScript>(
     timeout: Duration,
 ) -> Result<S::Output, PageError> {
     let call = script.call()?;
+    if call.script.writes_page() {
+        client.note_page_write(call.script.entry());
+    }
     let result = call_installed(client, session, context, &call, true, timeout).await?;
     match result.pointer("/result/value").and_then(Value::as_str) {
         Some(json) => script.parse(json),

@@ -81,6 +81,12 @@ impl Script {
         }
     }
 
+    /// Whether the script writes to the page (sets a value, selects options), which makes its
+    /// call a browser mutation of the Command running it.
+    pub fn writes_page(self) -> bool {
+        matches!(self, Script::SetNativeValue | Script::SelectOptions)
+    }
+
     /// The stub declaration for `Runtime.callFunctionOn`: calls the entry
     /// point of the installed library, or returns `INSTALL_MARKER`.
     pub fn declaration(self) -> &'static str {

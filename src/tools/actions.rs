@@ -1032,7 +1032,9 @@ pub async fn dialogs_respond(
     if let Some(text) = str_arg(&arguments, "promptText") {
         params["promptText"] = json!(text);
     }
-    live.client
+    scope
+        .gate
+        .watch(&live.client)
         .call(
             Some(&dialog.session),
             "Page.handleJavaScriptDialog",

@@ -1,11 +1,14 @@
-//! What a tool runs with: the process-wide environment and the per-call scope.
+//! What a tool runs with: the process-wide environment and the per-call scope, including the
+//! Command's dispatch gate and its record of the browser mutations it sent. It decides no
+//! outcome (the broker's Command pipeline does) and sends nothing to the browser itself.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::artifacts::Artifacts;
+use crate::cdp::{CallObserver, CdpClient};
 use crate::events::EventSink;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -24,9 +27,103 @@ pub struct ToolEnv {
     pub artifacts: Artifacts,
 }
 
+/// Whether a CDP method changes the browser or the page when it arrives: input events,
+/// navigations, dialog answers, DOM writes, tab creation and closing, cookie and storage writes.
+/// Reads, attaching, evaluation and emulation are not mutations (a page script that writes
+/// announces itself instead: `page::Script::writes_page`).
+pub fn mutates_browser(method: &str) -> bool {
+    let Some((domain, command)) = method.split_once('.') else {
+        return false;
+    };
+    match domain {
+        "Input" => true,
+        "Page" => matches!(
+            command,
+            "navigate"
+                | "reload"
+                | "navigateToHistoryEntry"
+                | "handleJavaScriptDialog"
+                | "setDocumentContent"
+                | "resetNavigationHistory"
+                | "stopLoading"
+        ),
+        "DOM" => {
+            (command.starts_with("set") && command != "setInspectedNode")
+                || matches!(
+                    command,
+                    "removeNode" | "removeAttribute" | "moveTo" | "copyTo" | "undo" | "redo"
+                )
+        }
+        "Target" => matches!(command, "createTarget" | "closeTarget"),
+        "Network" => matches!(
+            command,
+            "setCookie" | "setCookies" | "deleteCookies" | "clearBrowserCookies"
+        ),
+        "Storage" => matches!(
+            command,
+            "setCookies" | "clearCookies" | "clearDataForOrigin" | "clearDataForStorageKey"
+        ),
+        _ => false,
+    }
+}
+
+/// The browser mutations a Command sent: the first one and how many. Once there is one, a
+/// failure of a mutating Command has an unknown outcome (see `broker::commands`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MutationsSent {
+    /// The first mutating CDP method, or `script:NAME` for a page script that writes.
+    pub first: String,
+    pub count: u32,
+    /// When the first one was sent (ms since the epoch).
+    pub first_at: i64,
+}
+
+impl MutationsSent {
+    /// The `context.dispatched` value of an `unknown_outcome` error.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"first": self.first, "count": self.count, "firstAt": self.first_at})
+    }
+}
+
+/// Records the mutations sent through the CDP handles of one Command. The one hook: tools get
+/// their handle from [`DispatchGate::watch`], so every call they send is seen here.
+#[derive(Default)]
+struct MutationLog {
+    sent: Mutex<Option<MutationsSent>>,
+}
+
+impl MutationLog {
+    fn note(&self, what: String) {
+        let mut sent = self.sent.lock().expect("mutation log lock");
+        match sent.as_mut() {
+            Some(sent) => sent.count = sent.count.saturating_add(1),
+            None => {
+                *sent = Some(MutationsSent {
+                    first: what,
+                    count: 1,
+                    first_at: now_ms(),
+                })
+            }
+        }
+    }
+}
+
+impl CallObserver for MutationLog {
+    fn on_sent(&self, method: &str) {
+        if mutates_browser(method) {
+            self.note(method.to_owned());
+        }
+    }
+
+    fn on_page_write(&self, what: &str) {
+        self.note(format!("script:{what}"));
+    }
+}
+
 /// Marks the Command dispatched exactly once, at the moment it is about to touch the browser.
 /// A Command cancelled while it waited is refused here, so cancellation before dispatch never
-/// reaches the browser.
+/// reaches the browser. It also hands out the Command's CDP handle ([`DispatchGate::watch`]),
+/// which records every browser mutation the Command sends.
 #[derive(Clone)]
 pub struct DispatchGate {
     store: Store,
@@ -35,6 +132,7 @@ pub struct DispatchGate {
     /// The browser connection generation the Command was accepted under.
     generation: u64,
     done: Arc<AtomicBool>,
+    mutations: Arc<MutationLog>,
 }
 
 impl DispatchGate {
@@ -50,12 +148,28 @@ impl DispatchGate {
             command_id,
             generation,
             done: Arc::new(AtomicBool::new(false)),
+            mutations: Arc::new(MutationLog::default()),
         }
     }
 
     /// Whether the Command passed the gate (it may have touched the browser).
     pub fn passed(&self) -> bool {
         self.done.load(Ordering::SeqCst)
+    }
+
+    /// The CDP handle a tool sends this Command's calls through: a clone of `client` whose
+    /// mutating calls are recorded for [`DispatchGate::mutations_sent`].
+    pub fn watch(&self, client: &CdpClient) -> CdpClient {
+        client.observed(self.mutations.clone())
+    }
+
+    /// The browser mutations sent so far, if any.
+    pub fn mutations_sent(&self) -> Option<MutationsSent> {
+        self.mutations
+            .sent
+            .lock()
+            .expect("mutation log lock")
+            .clone()
     }
 
     pub async fn pass(&self) -> Result<(), RpcError> {
@@ -139,4 +253,61 @@ pub fn u32_arg(arguments: &Map<String, Value>, name: &str, default: u32) -> u32 
         .and_then(Value::as_u64)
         .and_then(|v| u32::try_from(v).ok())
         .unwrap_or(default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_cdp_methods_mutate_the_browser() {
+        for method in [
+            "Input.dispatchMouseEvent",
+            "Input.dispatchKeyEvent",
+            "Input.insertText",
+            "Page.navigate",
+            "Page.reload",
+            "Page.navigateToHistoryEntry",
+            "Page.handleJavaScriptDialog",
+            "DOM.setFileInputFiles",
+            "DOM.setAttributeValue",
+            "DOM.removeNode",
+            "Target.createTarget",
+            "Target.closeTarget",
+            "Network.setCookie",
+        ] {
+            assert!(mutates_browser(method), "{method}");
+        }
+        for method in [
+            "Runtime.callFunctionOn",
+            "Runtime.evaluate",
+            "Page.getFrameTree",
+            "Page.captureScreenshot",
+            "Page.createIsolatedWorld",
+            "Page.enable",
+            "DOM.getBoxModel",
+            "DOM.setInspectedNode",
+            "Target.attachToTarget",
+            "Target.getTargets",
+            "Network.getCookies",
+            "Emulation.setDeviceMetricsOverride",
+            "Input",
+            "",
+        ] {
+            assert!(!mutates_browser(method), "{method}");
+        }
+    }
+
+    #[test]
+    fn the_log_keeps_the_first_mutation_and_counts_the_rest() {
+        let log = MutationLog::default();
+        log.on_sent("Runtime.callFunctionOn");
+        assert_eq!(*log.sent.lock().unwrap(), None);
+        log.on_page_write("setNativeValue");
+        log.on_sent("Input.dispatchKeyEvent");
+        log.on_sent("Page.getFrameTree");
+        let sent = log.sent.lock().unwrap().clone().unwrap();
+        assert_eq!(sent.first, "script:setNativeValue");
+        assert_eq!(sent.count, 2);
+    }
 }

@@ -19,7 +19,7 @@ pub mod schema;
 mod tabs;
 
 pub use capture::{PREVIEW_MAX_SIDE, artifact_error, descriptor_schema};
-pub use context::{CallScope, DispatchGate, ToolEnv};
+pub use context::{CallScope, DispatchGate, MutationsSent, ToolEnv, mutates_browser};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;
 pub use manifest::{Scope, ToolDef, find, manifest};

@@ -245,7 +245,7 @@ pub async fn controlled_tab(
     let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
     guard.set_workspace(workspace_id);
     scope.gate.pass().await?;
-    Ok((live.client, guard))
+    Ok((scope.gate.watch(&live.client), guard))
 }
 
 pub async fn connect(
@@ -329,13 +329,13 @@ pub async fn open(
         return goto(env, &client, &mut guard, scope, opaque, &url).await;
     }
     let live = env.browser.live().ok_or_else(disconnected)?;
+    let client = scope.gate.watch(&live.client);
     let (workspace_id, lease_id) = workspace(scope);
     scope.gate.pass().await?;
     let new_window = !env.browser.has_window(workspace_id);
     // Create blank, then navigate through the tab's own session: `Page.navigate` answers at
     // commit, so the load wait below reads the new document, never the initial about:blank.
-    let target = live
-        .client
+    let target = client
         .create_target("about:blank", new_window, CALL_TIMEOUT)
         .await
         .map_err(cdp_error)?;
@@ -357,7 +357,7 @@ pub async fn open(
         .map_err(target_error)?
         .1;
     let mut guard = handle.acquire().await;
-    let mut result = goto(env, &live.client, &mut guard, scope, &opaque, &url).await?;
+    let mut result = goto(env, &client, &mut guard, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
     Ok(result)

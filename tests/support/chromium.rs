@@ -272,12 +272,24 @@ impl OwnCdp {
     }
 }
 
-/// A fixture HTTP server on 127.0.0.1: `/slow?ms=N` sleeps before answering, `/page/NAME`
+/// A fixture HTTP server on 127.0.0.1: `/slow?ms=N` sleeps before answering, `/hold/KEY`
+/// answers only once the test calls `release(KEY)` (at most `HOLD_LIMIT`), `/page/NAME`
 /// serves a small page titled NAME, anything else a tiny page. Counts requests per path.
 pub struct Fixtures {
     pub port: u16,
     hits: Arc<std::sync::Mutex<Vec<String>>>,
     served: Arc<AtomicUsize>,
+    released: Arc<Released>,
+}
+
+/// Longest a `/hold/KEY` request waits for its release, so a failed test never hangs the server.
+const HOLD_LIMIT: Duration = Duration::from_secs(60);
+
+/// The `/hold/` keys the test released, and a condition variable to wake held requests.
+#[derive(Default)]
+struct Released {
+    keys: std::sync::Mutex<std::collections::HashSet<String>>,
+    changed: std::sync::Condvar,
 }
 
 impl Fixtures {
@@ -286,15 +298,28 @@ impl Fixtures {
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(std::sync::Mutex::new(Vec::new()));
         let served = Arc::new(AtomicUsize::new(0));
-        let (hits_in, served_in) = (hits.clone(), served.clone());
+        let released = Arc::new(Released::default());
+        let (hits_in, served_in, released_in) = (hits.clone(), served.clone(), released.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let hits = hits_in.clone();
                 let served = served_in.clone();
-                std::thread::spawn(move || serve(stream, &hits, &served));
+                let released = released_in.clone();
+                std::thread::spawn(move || serve(stream, &hits, &served, &released));
             }
         });
-        Fixtures { port, hits, served }
+        Fixtures {
+            port,
+            hits,
+            served,
+            released,
+        }
+    }
+
+    /// Lets every request for `/hold/KEY` (waiting or later) be answered.
+    pub fn release(&self, key: &str) {
+        self.released.keys.lock().unwrap().insert(key.to_owned());
+        self.released.changed.notify_all();
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -311,12 +336,27 @@ impl Fixtures {
             .count()
     }
 
+    /// How many requests asked for a path starting with `prefix`.
+    pub fn hits_under(&self, prefix: &str) -> usize {
+        self.hits
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.starts_with(prefix))
+            .count()
+    }
+
     pub fn served(&self) -> usize {
         self.served.load(Ordering::SeqCst)
     }
 }
 
-fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &AtomicUsize) {
+fn serve(
+    stream: TcpStream,
+    hits: &std::sync::Mutex<Vec<String>>,
+    served: &AtomicUsize,
+    released: &Released,
+) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -342,6 +382,12 @@ fn serve(stream: TcpStream, hits: &std::sync::Mutex<Vec<String>>, served: &Atomi
         .and_then(|v| v.parse::<u64>().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));
+    }
+    if let Some(key) = path.strip_prefix("/hold/") {
+        let keys = released.keys.lock().unwrap();
+        let _ = released
+            .changed
+            .wait_timeout_while(keys, HOLD_LIMIT, |keys| !keys.contains(key));
     }
     let title = path.strip_prefix("/page/").unwrap_or("fixture");
     let fixture = path.strip_prefix("/fixture/").map(|name| {
