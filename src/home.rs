@@ -268,6 +268,9 @@ mod tests {
         write_private_file(&target, b"{}").unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(std::fs::read(&target).unwrap(), b"{}");
-        assert!(std::fs::symlink_metadata(&planted).is_err(), "the link was removed");
+        assert!(
+            std::fs::symlink_metadata(&planted).is_err(),
+            "the link was removed"
+        );
     }
 }

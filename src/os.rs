@@ -173,7 +173,9 @@ mod imp {
     use std::fs::{File, OpenOptions};
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::{
+        DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt,
+    };
     use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
 
@@ -215,7 +217,10 @@ mod imp {
 
     fn c_name(name: &OsStr) -> std::io::Result<CString> {
         CString::new(name.as_bytes()).map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "a name contains a NUL byte")
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a name contains a NUL byte",
+            )
         })
     }
 
@@ -262,11 +267,8 @@ mod imp {
 
         pub fn create_new_private(&self, name: &OsStr) -> std::io::Result<File> {
             let name = c_name(name)?;
-            let flags = libc::O_WRONLY
-                | libc::O_CREAT
-                | libc::O_EXCL
-                | libc::O_NOFOLLOW
-                | libc::O_CLOEXEC;
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
             // SAFETY: a valid directory fd and a NUL-terminated name; the mode is a plain integer.
             let fd = unsafe {
                 libc::openat(

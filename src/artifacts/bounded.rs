@@ -82,7 +82,12 @@ impl Copies {
 
     /// Runs `work` on its own thread and waits for it within `bounds`. `op` names the copy in
     /// the `Stalled` error ("import", "export").
-    pub async fn run<T, F>(&self, op: &'static str, bounds: Bounds, work: F) -> Result<T, ArtifactError>
+    pub async fn run<T, F>(
+        &self,
+        op: &'static str,
+        bounds: Bounds,
+        work: F,
+    ) -> Result<T, ArtifactError>
     where
         T: Send + 'static,
         F: FnOnce(&Progress) -> Result<T, ArtifactError> + Send + 'static,
@@ -211,7 +216,11 @@ mod tests {
         while copies.stuck() != 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(copies.stuck(), 0, "the returned thread is no longer counted");
+        assert_eq!(
+            copies.stuck(),
+            0,
+            "the returned thread is no longer counted"
+        );
     }
 
     #[test]
@@ -242,7 +251,10 @@ mod tests {
             assert!(matches!(got, Err(ArtifactError::Stalled { .. })));
         }
         let refused = run(copies.run("export", SHORT, |_| Ok(())));
-        assert!(matches!(refused, Err(ArtifactError::Stalled { op: "export", .. })));
+        assert!(matches!(
+            refused,
+            Err(ArtifactError::Stalled { op: "export", .. })
+        ));
         drop(releases);
     }
 }

@@ -609,19 +609,17 @@ impl Inner {
         })?;
         let (temp, mut output) = create_export_temp(&dir).map_err(client("create"))?;
         let result = (|| {
-            let (_, sha256) = files::copy_hashing(
-                &mut source,
-                &mut output,
-                artifact.byte_len,
-                |total| progress.advance(total),
-            )
-            .map_err(|error| match error {
-                CopyError::TooLarge => storage("verify artifact bytes")(std::io::Error::other(
-                    "artifact bytes grew",
-                )),
-                CopyError::Read(error) => storage("read artifact bytes")(error),
-                CopyError::Write(error) => client("write")(error),
-            })?;
+            let (_, sha256) =
+                files::copy_hashing(&mut source, &mut output, artifact.byte_len, |total| {
+                    progress.advance(total)
+                })
+                .map_err(|error| match error {
+                    CopyError::TooLarge => storage("verify artifact bytes")(std::io::Error::other(
+                        "artifact bytes grew",
+                    )),
+                    CopyError::Read(error) => storage("read artifact bytes")(error),
+                    CopyError::Write(error) => client("write")(error),
+                })?;
             // The client's copy outlives the Broker: make it durable before it gets its name.
             output.sync_all().map_err(client("write"))?;
             if sha256 != artifact.sha256 {
