@@ -766,6 +766,14 @@ fn homes_of_other_users_and_shared_directories_are_refused_untouched() {
     // A shared sticky directory of our own uid.
     let shared = sticky_dir(outside.path(), "shared");
     refused(&shared, "shared_directory");
+    // The managed browser's profile would live there too: refused as well.
+    let launch = Command::new(BIN)
+        .args(["browser", "launch", "--headless"])
+        .env("BROWSER_PILOT_HOME", &shared)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(launch.status.code(), Some(2), "{launch:?}");
     assert_eq!(full_mode(&shared), 0o1777);
     assert!(names(&shared).is_empty());
 
