@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::state::Broker;
-use super::{commands, lifecycle};
+use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
@@ -142,6 +142,26 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
                         }
                         Ok(commands::Acceptance::Answered(answer)) => {
                             let _ = response_tx.send(to_response(&id, answer));
+                        }
+                        Err(error) => {
+                            let _ = response_tx.send(error.response(&id));
+                        }
+                    }
+                    continue;
+                }
+                // artifacts/import: checked in input order here, the copy runs beside later
+                // calls, so a slow client file system holds up only this call.
+                if method == "artifacts/import"
+                    && let Ok(session) = context.session()
+                {
+                    match artifacts::accept_import(&context, session, &params).await {
+                        Ok(accepted) => {
+                            let context = context.clone();
+                            let response_tx = response_tx.clone();
+                            tokio::spawn(async move {
+                                let outcome = accepted.run(&context).await;
+                                let _ = response_tx.send(to_response(&id, outcome));
+                            });
                         }
                         Err(error) => {
                             let _ = response_tx.send(error.response(&id));
