@@ -552,6 +552,15 @@ fn client_path_mistakes_are_invalid_params_not_internal_errors() {
         let export = host.export(&artifact, path, true).unwrap_err();
         assert_refused(&export, "invalid_params", Some(reason));
     }
+    // The longest legal name is no mistake: it imports and exports like any other.
+    let longest = outside.path().join("n".repeat(255));
+    std::fs::write(&longest, b"long name").unwrap();
+    let imported = host.import_file(&longest);
+    assert_eq!(imported["fileName"].as_str().unwrap().len(), 255);
+    let exported = outside.path().join("e".repeat(255));
+    host.export_to(&imported["id"], &exported, false);
+    assert_eq!(std::fs::read(&exported).unwrap(), b"long name");
+
     // Special files and impossible parents are refusals, not retryable failures.
     let parent_is_file = file.join("child.txt");
     let export = host

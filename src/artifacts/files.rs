@@ -160,12 +160,18 @@ pub fn export_temp_name() -> OsString {
 }
 
 /// The temporary sibling a protected file is written to before it is renamed into place.
+/// The name part is cut so the temporary name stays within [`MAX_FILE_NAME_BYTES`] even for
+/// an imported file whose own name uses all of them.
 pub fn temp_path(final_path: &Path) -> PathBuf {
-    let name = final_path
+    let mut name = final_path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    final_path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    let suffix = format!(".tmp-{}", std::process::id());
+    while 1 + name.len() + suffix.len() > MAX_FILE_NAME_BYTES {
+        name.pop();
+    }
+    final_path.with_file_name(format!(".{name}{suffix}"))
 }
 
 /// Why a bounded copy stopped.
@@ -309,6 +315,13 @@ mod tests {
             Err("the path is longer than 4095 bytes"),
         );
         assert_ne!(export_temp_name(), export_temp_name());
+        let long = PathBuf::from(format!("/s/{}", "é".repeat(127)));
+        let temp = temp_path(&long);
+        assert!(
+            temp.file_name().unwrap().len() <= MAX_FILE_NAME_BYTES,
+            "{temp:?}"
+        );
+        assert_eq!(temp.parent(), long.parent());
         assert!(export_temp_name().len() < 64);
     }
 
