@@ -10,7 +10,7 @@
 //! work when the answer is no. Owns no file policy; `service.rs` decides what is copied.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -51,12 +51,22 @@ const DONE: u8 = 3;
 pub struct Progress {
     bytes: AtomicU64,
     state: AtomicU8,
+    /// In a step that moves no bytes it could report (an fsync of a large file to a slow
+    /// disk): only the total bound applies until the next `advance`.
+    opaque_step: AtomicBool,
 }
 
 impl Progress {
     /// Records that `total` bytes have moved so far.
     pub fn advance(&self, total: u64) {
+        self.opaque_step.store(false, Ordering::Relaxed);
         self.bytes.store(total, Ordering::Relaxed);
+    }
+
+    /// Starts a step without byte progress to report (syncing the written file): the stall
+    /// bound is suspended, the total bound still applies.
+    pub fn begin_opaque_step(&self) {
+        self.opaque_step.store(true, Ordering::Relaxed);
     }
 
     /// Called right before the step that makes the copy visible (rename, metadata row).
@@ -102,6 +112,7 @@ impl Copies {
         let progress = Arc::new(Progress {
             bytes: AtomicU64::new(0),
             state: AtomicU8::new(RUNNING),
+            opaque_step: AtomicBool::new(false),
         });
         let (result_tx, mut result_rx) = oneshot::channel();
         let (worker_progress, stuck) = (progress.clone(), self.stuck.clone());
@@ -128,7 +139,7 @@ impl Copies {
             }
             let now = Instant::now();
             let bytes = progress.bytes.load(Ordering::Relaxed);
-            if bytes != last_bytes {
+            if bytes != last_bytes || progress.opaque_step.load(Ordering::Relaxed) {
                 (last_bytes, last_moved) = (bytes, now);
             }
             if now - last_moved < bounds.stall && now - started < bounds.total {
@@ -238,6 +249,12 @@ mod tests {
             Ok(progress.begin_finish())
         }));
         assert!(got.unwrap(), "steady progress is never given up");
+        let got = run(copies.run("export", SHORT, |progress| {
+            progress.begin_opaque_step();
+            std::thread::sleep(SHORT.stall * 3);
+            Ok(progress.begin_finish())
+        }));
+        assert!(got.unwrap(), "a long sync is bounded only by the total");
 
         let mut releases = Vec::new();
         for _ in 0..MAX_STUCK_COPIES {

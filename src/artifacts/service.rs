@@ -621,6 +621,7 @@ impl Inner {
                     CopyError::Write(error) => client("write")(error),
                 })?;
             // The client's copy outlives the Broker: make it durable before it gets its name.
+            progress.begin_opaque_step();
             output.sync_all().map_err(client("write"))?;
             if sha256 != artifact.sha256 {
                 return Err(storage("verify artifact bytes")(std::io::Error::other(
