@@ -616,10 +616,12 @@ struct ForeignListener {
 }
 
 impl ForeignListener {
-    fn start(dir: &Path) -> ForeignListener {
+    /// Creates `dir` for the second uid and listens on `dir/socket_name`.
+    fn start(dir: &Path, socket_name: &str) -> ForeignListener {
         std::fs::create_dir(dir).unwrap();
+        set_mode(dir, 0o755);
         std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).unwrap();
-        let (socket, log) = (dir.join("fake.sock"), dir.join("received.log"));
+        let (socket, log) = (dir.join(socket_name), dir.join("received.log"));
         let child = Command::new("setpriv")
             .args([
                 "--reuid=65534",
@@ -638,6 +640,17 @@ impl ForeignListener {
         assert!(wait_until(WAIT, || ready.exists()), "the listener is ready");
         assert_eq!(std::fs::metadata(&socket).unwrap().uid(), NOBODY);
         ForeignListener { child, socket, log }
+    }
+
+    /// Connects and closes at once, as a marker: once its `0` is logged, every connection
+    /// made before it has been logged too (the listener serves one at a time).
+    fn probe(&self, socket: &Path) {
+        let before = self.counts().len();
+        drop(std::os::unix::net::UnixStream::connect(socket).unwrap());
+        assert!(
+            wait_until(WAIT, || self.counts().len() > before),
+            "the probe was logged"
+        );
     }
 
     fn counts(&self) -> Vec<String> {
@@ -663,10 +676,29 @@ fn bridge_and_bp_refuse_a_broker_of_another_uid() {
     let ours = TestHome::new();
     let mut bystander = Host::new(&ours, "com.example.bystander");
 
-    let home = TestHome::new();
     let staging = tempfile::tempdir().unwrap();
     set_mode(staging.path(), 0o755);
-    let listener = ForeignListener::start(&staging.path().join("nobody"));
+
+    // 0. The other uid pre-created the home and listens on its endpoint: the home is refused
+    //    before the endpoint is even looked at.
+    let planted = staging.path().join("pre-created-home");
+    let squatter = ForeignListener::start(&planted, "broker.sock");
+    let mut bridge = bridge_at(&planted);
+    let (code, error) = bridge.err(
+        "initialize",
+        initialize_params("com.example.a", "i1", (1, 1)),
+    );
+    assert_eq!(code, "home_not_allowed", "{error}");
+    assert_eq!(error["data"]["context"]["reason"], "foreign_owner");
+    drop(bridge);
+    let (exit, stderr) = bp_status_at(&planted);
+    assert_eq!(exit, 1, "{stderr}");
+    squatter.probe(&planted.join("broker.sock"));
+    assert_eq!(squatter.counts(), ["0"], "only the probe ever connected");
+    drop(squatter);
+
+    let home = TestHome::new();
+    let listener = ForeignListener::start(&staging.path().join("nobody"), "fake.sock");
     let endpoint = home.path().join("broker.sock");
     std::fs::rename(&listener.socket, &endpoint).unwrap();
 
