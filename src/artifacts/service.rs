@@ -890,6 +890,27 @@ fn client_error(
                 reason: "the file system is read-only",
             };
         }
+        std::io::ErrorKind::IsADirectory => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the path is a directory",
+            };
+        }
+        // A pseudo-file (say under /proc) that honours O_NONBLOCK: it would block a read.
+        std::io::ErrorKind::WouldBlock => {
+            return ArtifactError::PathNotAllowed {
+                reason: "reading the file would block: it is not a plain file",
+            };
+        }
+        std::io::ErrorKind::StorageFull => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the file system is full",
+            };
+        }
+        std::io::ErrorKind::FileTooLarge => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the file system cannot hold a file this large",
+            };
+        }
         _ => {}
     }
     match os::is_symlink_loop(&error) {
@@ -1229,6 +1250,49 @@ mod tests {
     }
 
     const RETAINED_TTL: i64 = super::super::limits::RETAINED_TTL_MS;
+
+    #[test]
+    fn client_errors_are_the_clients_where_they_can_be() {
+        let check = |error: std::io::Error, expect: &str| {
+            let got = match client_error("read", PathBuf::from("/c/f"), error, "denied") {
+                ArtifactError::FileNotFound(_) => "file_not_found",
+                ArtifactError::PathNotAllowed { reason } => reason,
+                ArtifactError::BadPath { reason } => reason,
+                ArtifactError::Client { .. } => "client",
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, expect);
+        };
+        let raw = std::io::Error::from_raw_os_error;
+        check(raw(libc::ENOENT), "file_not_found");
+        check(raw(libc::EACCES), "denied");
+        check(
+            raw(libc::ENAMETOOLONG),
+            "the operating system cannot use this path",
+        );
+        check(
+            raw(libc::ELOOP),
+            "the path has too many levels of symbolic links",
+        );
+        check(
+            raw(libc::ENOTDIR),
+            "a component of the path is not a directory",
+        );
+        check(raw(libc::EISDIR), "the path is a directory");
+        check(raw(libc::EROFS), "the file system is read-only");
+        check(
+            raw(libc::EAGAIN),
+            "reading the file would block: it is not a plain file",
+        );
+        check(raw(libc::ENOSPC), "the file system is full");
+        check(
+            raw(libc::EFBIG),
+            "the file system cannot hold a file this large",
+        );
+        // A genuine I/O failure or the Broker's own exhaustion stays retryable.
+        check(raw(libc::EIO), "client");
+        check(raw(libc::EMFILE), "client");
+    }
 
     #[test]
     fn export_rules() {
