@@ -32,6 +32,12 @@ pub enum HomeError {
     Shared { mode: u32 },
     #[error("the path exists and is not a directory")]
     NotADirectory,
+    /// Others may access the directory and it holds files that are not Browser Pilot's (say
+    /// `$HOME` or `/`): tightening it would change far more than a Broker home.
+    #[error(
+        "others may access the directory (mode {mode:o}) and it holds files that are not Browser Pilot's; use a dedicated directory"
+    )]
+    NotDedicated { mode: u32 },
     #[error("cannot prepare {path:?}: {source}")]
     Io {
         path: PathBuf,
@@ -66,9 +72,22 @@ impl Home {
 
     /// Creates the directory (and parents) owner-only, or checks an existing one: it must be
     /// this user's and not a shared sticky directory; a directory of this user's that others
-    /// may access (say 0775 from a umask of 002) is tightened to 0700.
+    /// may access (say 0775 from a umask of 002) is tightened to 0700, but only while it holds
+    /// nothing except Browser Pilot's own entries, so a home pointed at `$HOME` or `/` is
+    /// refused instead of chmod'ed.
     pub fn ensure(&self) -> Result<(), HomeError> {
-        ensure_private_dir(&self.root)
+        ensure_private_dir_with(&self.root, |dir, mode| {
+            let io = |source| HomeError::Io {
+                path: dir.to_owned(),
+                source,
+            };
+            for entry in std::fs::read_dir(dir).map_err(io)? {
+                if !is_home_entry(&entry.map_err(io)?.file_name()) {
+                    return Err(HomeError::NotDedicated { mode });
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The checks of [`Home::ensure`] without creating or changing anything: a missing home
@@ -111,7 +130,25 @@ impl Home {
 /// What an existing directory needs: nothing, or tightening to 0700.
 enum Checked {
     Private,
-    OpenToOthers,
+    OpenToOthers { mode: u32 },
+}
+
+/// The names Browser Pilot itself puts into a home (see the `Home` paths), including the
+/// temporary files of [`write_private_file`].
+fn is_home_entry(name: &std::ffi::OsStr) -> bool {
+    const NAMES: &[&str] = &[
+        "broker-locator.json",
+        "broker-versions.json",
+        "broker.sock",
+        "startup.lock",
+        "artifacts",
+        "browser",
+    ];
+    let name = name.to_string_lossy();
+    NAMES.contains(&name.as_ref())
+        || ["broker-locator.tmp-", "broker-versions.tmp-"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
 }
 
 /// Checks an existing `dir` (following a symlink there only when the link is this user's own).
@@ -142,14 +179,23 @@ fn check_dir(dir: &Path) -> Result<Checked, HomeError> {
         return Err(HomeError::Shared { mode: facts.mode });
     }
     match facts.is_open_to_others() {
-        true => Ok(Checked::OpenToOthers),
+        true => Ok(Checked::OpenToOthers { mode: facts.mode }),
         false => Ok(Checked::Private),
     }
 }
 
 /// Creates `dir` (0700 from the start) and its missing parents, or checks an existing `dir`
-/// as [`Home::ensure`] describes and tightens it to 0700 when it is this user's own.
+/// as [`Home::ensure`] describes and tightens it to 0700 when it is this user's own. For
+/// directories inside a home (which is private already).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), HomeError> {
+    ensure_private_dir_with(dir, |_, _| Ok(()))
+}
+
+/// [`ensure_private_dir`], asking `may_tighten` (directory, current mode) before a chmod.
+fn ensure_private_dir_with(
+    dir: &Path,
+    may_tighten: impl FnOnce(&Path, u32) -> Result<(), HomeError>,
+) -> Result<(), HomeError> {
     let io = |source| HomeError::Io {
         path: dir.to_owned(),
         source,
@@ -171,7 +217,10 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), HomeError> {
     }
     match check_dir(dir)? {
         Checked::Private => Ok(()),
-        Checked::OpenToOthers => os::set_owner_only(dir, true).map_err(io),
+        Checked::OpenToOthers { mode } => {
+            may_tighten(dir, mode)?;
+            os::set_owner_only(dir, true).map_err(io)
+        }
     }
 }
 
@@ -238,6 +287,27 @@ mod tests {
         set_mode(&loose, 0o775);
         Home::at(loose.clone()).ensure().unwrap();
         assert_eq!(mode(&loose), 0o700);
+
+        let used = tmp.path().join("used");
+        std::fs::create_dir(&used).unwrap();
+        std::fs::write(used.join("broker-locator.json"), b"{}").unwrap();
+        std::fs::create_dir(used.join("artifacts")).unwrap();
+        set_mode(&used, 0o775);
+        Home::at(used.clone()).ensure().unwrap();
+        assert_eq!(mode(&used), 0o700);
+
+        let personal = tmp.path().join("personal");
+        std::fs::create_dir(&personal).unwrap();
+        std::fs::write(personal.join("notes.txt"), b"mine").unwrap();
+        set_mode(&personal, 0o755);
+        let refused = Home::at(personal.clone()).ensure().unwrap_err();
+        assert!(
+            matches!(refused, HomeError::NotDedicated { mode: 0o755 }),
+            "{refused:?}"
+        );
+        assert_eq!(mode(&personal), 0o755, "never chmod'ed");
+        set_mode(&personal, 0o700);
+        Home::at(personal.clone()).ensure().unwrap();
 
         let shared = tmp.path().join("shared");
         std::fs::create_dir(&shared).unwrap();

@@ -762,7 +762,9 @@ fn homes_of_other_users_and_shared_directories_are_refused_untouched() {
     require_root();
     let outside = tempfile::tempdir().unwrap();
 
-    let refused = |home: &Path, reason: &str| {
+    // `bp` only reads: it refuses what it must not talk to, and reports "not running" (3) for
+    // a directory it would merely not tighten.
+    let refused_with_bp = |home: &Path, reason: &str, bp_exit: i32| {
         let mut bridge = bridge_at(home);
         let (code, error) = bridge.err(
             "initialize",
@@ -776,8 +778,9 @@ fn homes_of_other_users_and_shared_directories_are_refused_untouched() {
             "choose_private_home"
         );
         let (exit, stderr) = bp_status_at(home);
-        assert_eq!(exit, 1, "{home:?}: {stderr}");
+        assert_eq!(exit, bp_exit, "{home:?}: {stderr}");
     };
+    let refused = |home: &Path, reason: &str| refused_with_bp(home, reason, 1);
 
     // Another uid's directory.
     let foreign = outside.path().join("foreign");
@@ -828,6 +831,16 @@ fn homes_of_other_users_and_shared_directories_are_refused_untouched() {
     assert_eq!(full_mode(tmp), before, "/tmp's mode is unchanged");
     assert_eq!(tmp.join("startup.lock").exists(), lock_existed);
     assert_eq!(tmp.join("broker.sock").exists(), socket_existed);
+
+    // Our own directory, open to others and full of other files (think `$HOME` or `/`):
+    // tightening it would change far more than a Broker home.
+    let personal = outside.path().join("personal");
+    std::fs::create_dir(&personal).unwrap();
+    std::fs::write(personal.join("notes.txt"), b"mine").unwrap();
+    set_mode(&personal, 0o755);
+    refused_with_bp(&personal, "not_dedicated", 3);
+    assert_eq!(full_mode(&personal), 0o755);
+    assert_eq!(names(&personal), ["notes.txt"]);
 
     // A file is no home either.
     let file = outside.path().join("file");

@@ -254,6 +254,7 @@ fn home_error(error: HomeError) -> RpcError {
         HomeError::ForeignOwner { .. } => "foreign_owner",
         HomeError::Shared { .. } => "shared_directory",
         HomeError::NotADirectory => "not_a_directory",
+        HomeError::NotDedicated { .. } => "not_dedicated",
         _ => return unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {error}")),
     };
     RpcError::new(
