@@ -116,6 +116,12 @@ pub fn is_symlink_loop(error: &std::io::Error) -> bool {
     imp::is_symlink_loop(error)
 }
 
+/// Whether an I/O error says this process ran out of descriptors or memory (`EMFILE`,
+/// `ENFILE`, `ENOMEM`, `ENOBUFS`): a condition of the caller, not of the file.
+pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+    imp::is_resource_exhaustion(error)
+}
+
 /// Whether `pid` is verifiably a Broker of this user for the home `home_root`: alive, owned by
 /// this effective user, running the Broker role, started for exactly this home. Where the
 /// platform cannot tell, `false`: callers use this to decide whether naming the pid is safe.
@@ -388,6 +394,13 @@ mod imp {
         error.raw_os_error() == Some(libc::ELOOP)
     }
 
+    pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+        matches!(
+            error.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+        )
+    }
+
     pub fn pid_is_own_broker(pid: u32, home_root: &Path) -> bool {
         if !cfg!(target_os = "linux") || !pid_alive(pid) {
             return false;
@@ -592,6 +605,10 @@ mod imp {
 
     pub fn is_symlink_loop(_error: &std::io::Error) -> bool {
         false
+    }
+
+    pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+        error.kind() == std::io::ErrorKind::OutOfMemory
     }
 
     pub fn pid_is_own_broker(_pid: u32, _home_root: &Path) -> bool {

@@ -577,6 +577,13 @@ fn client_path_mistakes_are_invalid_params_not_internal_errors() {
         "path_not_allowed",
         Some("a component of the path is not a directory"),
     );
+    // A pseudo-file that is "regular" by type but fails every read.
+    let import = host.import("/proc/self/mem").unwrap_err();
+    assert_refused(
+        &import,
+        "path_not_allowed",
+        Some("the file system reported an I/O error for this path"),
+    );
     let import = host.import(&format!("{}/", file.display())).unwrap_err();
     assert_eq!(import.1["data"]["retryable"], false, "{}", import.1);
     host.assert_alive();

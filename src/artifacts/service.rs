@@ -863,7 +863,8 @@ fn place(
 
 /// Maps an I/O failure on a client path: missing is `file_not_found`, denied is
 /// `path_not_allowed` (`denied` says which), a path the OS cannot use is the client's mistake
-/// (`BadPath`); anything else stays a client-side failure.
+/// (`BadPath`), the Broker's own exhaustion stays a retryable failure (`Client`), and any other
+/// failure of the client's file is `path_not_allowed` with a reason.
 fn client_error(
     op: &'static str,
     path: PathBuf,
@@ -913,15 +914,24 @@ fn client_error(
         }
         _ => {}
     }
-    match os::is_symlink_loop(&error) {
-        true => ArtifactError::BadPath {
+    if os::is_symlink_loop(&error) {
+        return ArtifactError::BadPath {
             reason: "the path has too many levels of symbolic links",
-        },
-        false => ArtifactError::Client {
+        };
+    }
+    // Out of descriptors or memory: the Broker's own condition, which may pass.
+    if os::is_resource_exhaustion(&error) {
+        return ArtifactError::Client {
             op,
             path,
             source: error,
-        },
+        };
+    }
+    // Anything else (EIO from a failing disk, a pseudo-file that refuses reads) is about the
+    // client's file: retrying unchanged would meet the same file.
+    tracing::warn!(%error, op, "client file I/O failed");
+    ArtifactError::PathNotAllowed {
+        reason: "the file system reported an I/O error for this path",
     }
 }
 
@@ -1289,9 +1299,13 @@ mod tests {
             raw(libc::EFBIG),
             "the file system cannot hold a file this large",
         );
-        // A genuine I/O failure or the Broker's own exhaustion stays retryable.
-        check(raw(libc::EIO), "client");
+        check(
+            raw(libc::EIO),
+            "the file system reported an I/O error for this path",
+        );
+        // The Broker's own exhaustion stays retryable.
         check(raw(libc::EMFILE), "client");
+        check(raw(libc::ENOMEM), "client");
     }
 
     #[test]
