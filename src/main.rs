@@ -129,6 +129,15 @@ fn main() -> ExitCode {
 }
 
 fn run_browser_command(home: &Home, command: BrowserCommand) -> i32 {
+    // The managed profile lives in the home: never in another user's or a shared directory.
+    let checked = match command {
+        BrowserCommand::Launch { .. } => home.ensure(),
+        BrowserCommand::Stop => home.verify(),
+    };
+    if let Err(error) = checked {
+        eprintln!("error: BROWSER_PILOT_HOME is not usable: {error}");
+        return 2;
+    }
     match command {
         BrowserCommand::Launch {
             headless,

@@ -1,10 +1,133 @@
-//! Platform code behind one API: default directories, process identity, permissions, detaching.
+//! Platform code behind one API: default directories, process identity, permissions, file
+//! ownership, directory-relative file operations that never follow a link at the final name,
+//! non-blocking opens, detaching.
 //!
 //! Nothing else in the crate says `#[cfg(unix)]` for these concerns. Owns no policy: callers
-//! decide when to detach, which pid to check, which file to protect.
+//! decide when to detach, which pid to check, which file to protect, which owner to accept.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+/// What a directory entry is, read without following a link at the name itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    File,
+    Directory,
+    Symlink,
+    Fifo,
+    Socket,
+    /// Character or block device, or anything else the platform has.
+    Other,
+}
+
+/// Owner, permission bits and kind of one file (`mode` keeps the setuid/setgid/sticky bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileFacts {
+    pub kind: EntryKind,
+    pub uid: u32,
+    pub mode: u32,
+}
+
+impl FileFacts {
+    /// The sticky bit: a directory many users share (such as `/tmp`).
+    pub fn is_sticky(&self) -> bool {
+        self.mode & 0o1000 != 0
+    }
+
+    /// Group or other users have any access.
+    pub fn is_open_to_others(&self) -> bool {
+        self.mode & 0o077 != 0
+    }
+}
+
+/// Owner, mode and kind of `path`; with `follow` false a symlink at `path` is described itself.
+pub fn file_facts(path: &Path, follow: bool) -> std::io::Result<FileFacts> {
+    imp::file_facts(path, follow)
+}
+
+/// A directory opened once. Names inside it are inspected, created, renamed and removed
+/// relative to this handle, so swapping the directory's path afterwards changes nothing, and
+/// no operation follows a symlink at the final name.
+pub struct DirHandle(imp::DirHandle);
+
+impl DirHandle {
+    /// Opens the directory at `path` (links on the way there are followed: the caller chose
+    /// the path).
+    pub fn open(path: &Path) -> std::io::Result<DirHandle> {
+        imp::DirHandle::open(path).map(DirHandle)
+    }
+
+    /// What `name` is, without following a link there; `None` when nothing has that name.
+    pub fn entry_kind(&self, name: &OsStr) -> std::io::Result<Option<EntryKind>> {
+        self.0.entry_kind(name)
+    }
+
+    /// Creates `name` as a new owner-only (0600) file for writing. Fails with `AlreadyExists`
+    /// when anything, including a dangling symlink, already has the name.
+    pub fn create_new_private(&self, name: &OsStr) -> std::io::Result<File> {
+        self.0.create_new_private(name)
+    }
+
+    /// Gives `from` the name `to` only if `to` does not exist (`AlreadyExists` otherwise),
+    /// atomically. `Unsupported` when the file system can do neither an exclusive rename nor a
+    /// hard link; nothing is replaced then either.
+    pub fn rename_no_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+        self.0.rename_no_replace(from, to)
+    }
+
+    /// Renames `from` to `to`, replacing the directory entry `to` (never writing through it).
+    pub fn rename_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+        self.0.rename_replace(from, to)
+    }
+
+    /// Removes the entry `name` (a link itself, never its target).
+    pub fn remove_file(&self, name: &OsStr) -> std::io::Result<()> {
+        self.0.remove_file(name)
+    }
+}
+
+/// Opens `path` for reading without blocking on the open itself (a FIFO without a writer, a
+/// device waiting for carrier) and without making a terminal the controlling one. The caller
+/// checks what it opened.
+pub fn open_read_nonblocking(path: &Path) -> std::io::Result<File> {
+    imp::open_read_nonblocking(path)
+}
+
+/// Creates `path` as a new owner-only (0600) file; `AlreadyExists` when anything has the name,
+/// including a symlink (which is never followed).
+pub fn create_new_owner_only(path: &Path) -> std::io::Result<File> {
+    imp::create_new_owner_only(path)
+}
+
+/// Opens (creating if missing) `path` for writing without truncating it and without following
+/// a symlink at the final name, and makes it owner-only through the open handle.
+pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    imp::open_lock_file(path)
+}
+
+/// Creates one directory, owner-only from the start. Its parent must exist.
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    imp::create_private_dir(path)
+}
+
+/// Whether an I/O error says "too many levels of symbolic links" (`ELOOP`).
+pub fn is_symlink_loop(error: &std::io::Error) -> bool {
+    imp::is_symlink_loop(error)
+}
+
+/// Whether an I/O error says this process ran out of descriptors or memory (`EMFILE`,
+/// `ENFILE`, `ENOMEM`, `ENOBUFS`): a condition of the caller, not of the file.
+pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+    imp::is_resource_exhaustion(error)
+}
+
+/// Whether `pid` is verifiably a Broker of this user for the home `home_root`: alive, owned by
+/// this effective user, running the Broker role, started for exactly this home. Where the
+/// platform cannot tell, `false`: callers use this to decide whether naming the pid is safe.
+pub fn pid_is_own_broker(pid: u32, home_root: &Path) -> bool {
+    imp::pid_is_own_broker(pid, home_root)
+}
 
 /// The platform default for `BROWSER_PILOT_HOME`.
 pub fn default_home() -> Option<PathBuf> {
@@ -14,11 +137,6 @@ pub fn default_home() -> Option<PathBuf> {
 /// Sets owner-only permissions: 0700 for directories, 0600 for files.
 pub fn set_owner_only(path: &Path, is_dir: bool) -> std::io::Result<()> {
     imp::set_owner_only(path, is_dir)
-}
-
-/// Creates (truncating) a file readable and writable by the owner only.
-pub fn create_owner_only(path: &Path) -> std::io::Result<File> {
-    imp::create_owner_only(path)
 }
 
 /// Whether a process with this id exists (it may belong to anyone).
@@ -57,10 +175,249 @@ pub fn detach(command: &mut std::process::Command) {
 
 #[cfg(unix)]
 mod imp {
+    use std::ffi::{CString, OsStr};
     use std::fs::{File, OpenOptions};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{
+        DirBuilderExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt,
+    };
     use std::os::unix::process::CommandExt;
     use std::path::{Path, PathBuf};
+
+    use super::{EntryKind, FileFacts};
+
+    fn kind_of(file_type: std::fs::FileType) -> EntryKind {
+        match () {
+            _ if file_type.is_symlink() => EntryKind::Symlink,
+            _ if file_type.is_file() => EntryKind::File,
+            _ if file_type.is_dir() => EntryKind::Directory,
+            _ if file_type.is_fifo() => EntryKind::Fifo,
+            _ if file_type.is_socket() => EntryKind::Socket,
+            _ => EntryKind::Other,
+        }
+    }
+
+    fn kind_of_mode(mode: libc::mode_t) -> EntryKind {
+        match mode & libc::S_IFMT {
+            libc::S_IFLNK => EntryKind::Symlink,
+            libc::S_IFREG => EntryKind::File,
+            libc::S_IFDIR => EntryKind::Directory,
+            libc::S_IFIFO => EntryKind::Fifo,
+            libc::S_IFSOCK => EntryKind::Socket,
+            _ => EntryKind::Other,
+        }
+    }
+
+    pub fn file_facts(path: &Path, follow: bool) -> std::io::Result<FileFacts> {
+        let metadata = match follow {
+            true => std::fs::metadata(path)?,
+            false => std::fs::symlink_metadata(path)?,
+        };
+        Ok(FileFacts {
+            kind: kind_of(metadata.file_type()),
+            uid: metadata.uid(),
+            mode: metadata.mode() & 0o7777,
+        })
+    }
+
+    fn c_name(name: &OsStr) -> std::io::Result<CString> {
+        CString::new(name.as_bytes()).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a name contains a NUL byte",
+            )
+        })
+    }
+
+    /// `Ok(())` for a zero return code, the OS error otherwise.
+    fn check(rc: libc::c_int) -> std::io::Result<()> {
+        match rc {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+
+    pub struct DirHandle {
+        fd: OwnedFd,
+    }
+
+    impl DirHandle {
+        pub fn open(path: &Path) -> std::io::Result<DirHandle> {
+            let file = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+                .open(path)?;
+            Ok(DirHandle { fd: file.into() })
+        }
+
+        pub fn entry_kind(&self, name: &OsStr) -> std::io::Result<Option<EntryKind>> {
+            let name = c_name(name)?;
+            let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+            // SAFETY: a valid directory fd, a NUL-terminated name and a buffer of the right type.
+            let rc = unsafe {
+                libc::fstatat(
+                    self.fd.as_raw_fd(),
+                    name.as_ptr(),
+                    stat.as_mut_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            match check(rc) {
+                // SAFETY: fstatat filled the buffer on success.
+                Ok(()) => Ok(Some(kind_of_mode(unsafe { stat.assume_init() }.st_mode))),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(error) => Err(error),
+            }
+        }
+
+        pub fn create_new_private(&self, name: &OsStr) -> std::io::Result<File> {
+            let name = c_name(name)?;
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            // SAFETY: a valid directory fd and a NUL-terminated name; the mode is a plain integer.
+            let fd = unsafe {
+                libc::openat(
+                    self.fd.as_raw_fd(),
+                    name.as_ptr(),
+                    flags,
+                    0o600 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: openat returned a fresh descriptor that nothing else owns.
+            let file = unsafe { File::from_raw_fd(fd) };
+            // The umask may have cleared bits but never adds any; make the mode exact.
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(file)
+        }
+
+        pub fn rename_no_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+            let (from, to) = (c_name(from)?, c_name(to)?);
+            let dir = self.fd.as_raw_fd();
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            {
+                // SAFETY: valid fds and NUL-terminated names; RENAME_NOREPLACE is a plain flag.
+                let rc = unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        dir,
+                        from.as_ptr(),
+                        dir,
+                        to.as_ptr(),
+                        libc::RENAME_NOREPLACE,
+                    )
+                };
+                match rc {
+                    0 => return Ok(()),
+                    _ => {
+                        let error = std::io::Error::last_os_error();
+                        match error.raw_os_error() {
+                            // The kernel or file system has no exclusive rename: use a link.
+                            Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {}
+                            _ => return Err(error),
+                        }
+                    }
+                }
+            }
+            // SAFETY: valid fds and NUL-terminated names; flags 0 never follows a final link.
+            let linked = check(unsafe { libc::linkat(dir, from.as_ptr(), dir, to.as_ptr(), 0) });
+            match linked {
+                Ok(()) => {
+                    // SAFETY: as above.
+                    let _ = check(unsafe { libc::unlinkat(dir, from.as_ptr(), 0) });
+                    Ok(())
+                }
+                Err(error) => match error.raw_os_error() {
+                    Some(libc::EPERM) | Some(libc::EOPNOTSUPP) | Some(libc::EMLINK) => {
+                        Err(std::io::Error::new(
+                            std::io::ErrorKind::Unsupported,
+                            "the file system can neither rename exclusively nor hard-link",
+                        ))
+                    }
+                    _ => Err(error),
+                },
+            }
+        }
+
+        pub fn rename_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+            let (from, to) = (c_name(from)?, c_name(to)?);
+            let dir = self.fd.as_raw_fd();
+            // SAFETY: valid fds and NUL-terminated names.
+            check(unsafe { libc::renameat(dir, from.as_ptr(), dir, to.as_ptr()) })
+        }
+
+        pub fn remove_file(&self, name: &OsStr) -> std::io::Result<()> {
+            let name = c_name(name)?;
+            // SAFETY: a valid fd and a NUL-terminated name; flags 0 removes a non-directory.
+            check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), name.as_ptr(), 0) })
+        }
+    }
+
+    pub fn open_read_nonblocking(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open(path)
+    }
+
+    pub fn create_new_owner_only(path: &Path) -> std::io::Result<File> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+
+    pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+
+    pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+        std::fs::DirBuilder::new().mode(0o700).create(path)
+    }
+
+    pub fn is_symlink_loop(error: &std::io::Error) -> bool {
+        error.raw_os_error() == Some(libc::ELOOP)
+    }
+
+    pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+        matches!(
+            error.raw_os_error(),
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+        )
+    }
+
+    pub fn pid_is_own_broker(pid: u32, home_root: &Path) -> bool {
+        if !cfg!(target_os = "linux") || !pid_alive(pid) {
+            return false;
+        }
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        let owned = std::fs::metadata(&proc_dir).is_ok_and(|m| m.uid() == effective_uid());
+        let nul_separated = |file: &str| std::fs::read(proc_dir.join(file)).unwrap_or_default();
+        let is_broker = nul_separated("cmdline")
+            .split(|&b| b == 0)
+            .any(|arg| arg == b"--browser-pilot-internal=broker");
+        let mut wanted = b"BROWSER_PILOT_HOME=".to_vec();
+        wanted.extend_from_slice(home_root.as_os_str().as_bytes());
+        let for_this_home = nul_separated("environ")
+            .split(|&b| b == 0)
+            .any(|entry| entry == wanted.as_slice());
+        owned && is_broker && for_this_home
+    }
 
     pub fn default_home() -> Option<PathBuf> {
         let home = std::env::var_os("HOME")
@@ -81,17 +438,6 @@ mod imp {
     pub fn set_owner_only(path: &Path, is_dir: bool) -> std::io::Result<()> {
         let mode = if is_dir { 0o700 } else { 0o600 };
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-    }
-
-    pub fn create_owner_only(path: &Path) -> std::io::Result<File> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-        Ok(file)
     }
 
     pub fn pid_alive(pid: u32) -> bool {
@@ -159,9 +505,116 @@ mod imp {
 
 #[cfg(windows)]
 mod imp {
-    use std::fs::File;
+    use std::ffi::OsStr;
+    use std::fs::{File, OpenOptions};
     use std::os::windows::process::CommandExt;
     use std::path::{Path, PathBuf};
+
+    use super::{EntryKind, FileFacts};
+
+    fn kind_of(file_type: std::fs::FileType) -> EntryKind {
+        match () {
+            _ if file_type.is_symlink() => EntryKind::Symlink,
+            _ if file_type.is_file() => EntryKind::File,
+            _ if file_type.is_dir() => EntryKind::Directory,
+            _ => EntryKind::Other,
+        }
+    }
+
+    pub fn file_facts(path: &Path, follow: bool) -> std::io::Result<FileFacts> {
+        let metadata = match follow {
+            true => std::fs::metadata(path)?,
+            false => std::fs::symlink_metadata(path)?,
+        };
+        // No uid or mode bits: %LOCALAPPDATA% is private to the user already.
+        Ok(FileFacts {
+            kind: kind_of(metadata.file_type()),
+            uid: 0,
+            mode: 0o700,
+        })
+    }
+
+    /// Path-based: Windows has no directory-relative calls in std; names are joined to the
+    /// path that was opened.
+    pub struct DirHandle {
+        path: PathBuf,
+    }
+
+    impl DirHandle {
+        pub fn open(path: &Path) -> std::io::Result<DirHandle> {
+            match std::fs::metadata(path)?.is_dir() {
+                true => Ok(DirHandle {
+                    path: path.to_owned(),
+                }),
+                false => Err(std::io::Error::new(
+                    std::io::ErrorKind::NotADirectory,
+                    "not a directory",
+                )),
+            }
+        }
+
+        pub fn entry_kind(&self, name: &OsStr) -> std::io::Result<Option<EntryKind>> {
+            match std::fs::symlink_metadata(self.path.join(name)) {
+                Ok(metadata) => Ok(Some(kind_of(metadata.file_type()))),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(error) => Err(error),
+            }
+        }
+
+        pub fn create_new_private(&self, name: &OsStr) -> std::io::Result<File> {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(self.path.join(name))
+        }
+
+        pub fn rename_no_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+            std::fs::hard_link(self.path.join(from), self.path.join(to))?;
+            let _ = std::fs::remove_file(self.path.join(from));
+            Ok(())
+        }
+
+        pub fn rename_replace(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+            std::fs::rename(self.path.join(from), self.path.join(to))
+        }
+
+        pub fn remove_file(&self, name: &OsStr) -> std::io::Result<()> {
+            std::fs::remove_file(self.path.join(name))
+        }
+    }
+
+    pub fn open_read_nonblocking(path: &Path) -> std::io::Result<File> {
+        File::open(path)
+    }
+
+    pub fn create_new_owner_only(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new().write(true).create_new(true).open(path)
+    }
+
+    pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+    }
+
+    pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+        std::fs::create_dir(path)
+    }
+
+    pub fn is_symlink_loop(_error: &std::io::Error) -> bool {
+        false
+    }
+
+    pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
+        error.kind() == std::io::ErrorKind::OutOfMemory
+    }
+
+    pub fn pid_is_own_broker(_pid: u32, _home_root: &Path) -> bool {
+        // No portable way to read another process's command line and environment here.
+        false
+    }
 
     pub fn default_home() -> Option<PathBuf> {
         std::env::var_os("LOCALAPPDATA").map(|p| PathBuf::from(p).join("browser-pilot"))
@@ -170,10 +623,6 @@ mod imp {
     pub fn set_owner_only(_path: &Path, _is_dir: bool) -> std::io::Result<()> {
         // %LOCALAPPDATA% is already private to the user; ACL tightening is not implemented.
         Ok(())
-    }
-
-    pub fn create_owner_only(path: &Path) -> std::io::Result<File> {
-        File::create(path)
     }
 
     pub fn pid_alive(pid: u32) -> bool {

@@ -16,6 +16,13 @@ pub enum ArtifactError {
     QuotaExceeded { what: &'static str, limit: u64 },
     #[error("path not allowed: {reason}")]
     PathNotAllowed { reason: &'static str },
+    /// A client path the OS could never use (NUL, overlong): the client's mistake.
+    #[error("invalid path: {reason}")]
+    BadPath { reason: &'static str },
+    /// A copy from or to a client path made no progress in time (a hung file system); the call
+    /// fails, the stuck read or write is left to finish on its own thread.
+    #[error("the {op} made no progress within {seconds} s")]
+    Stalled { op: &'static str, seconds: u64 },
     #[error("no file at {0:?}")]
     FileNotFound(std::path::PathBuf),
     #[error("{0:?} already exists")]

@@ -1,12 +1,23 @@
-//! File-level helpers of protected storage and client paths: temporary names, a bounded
-//! hashing copy, name sanitising and the MIME/extension tables. No policy about which
-//! Artifact goes where; `service.rs` decides that.
+//! File-level helpers of protected storage and client paths: the syntax check of a client
+//! path, temporary names, a bounded hashing copy, name sanitising and the MIME/extension
+//! tables. No policy about which Artifact goes where; `service.rs` decides that.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use ring::digest::{Context, SHA256};
+use ring::rand::{SecureRandom, SystemRandom};
+
+use super::error::ArtifactError;
+
+/// Longest path component accepted from a client, in bytes: `NAME_MAX` of every common
+/// file system. Longer ones could never be created or opened.
+const MAX_CLIENT_COMPONENT_BYTES: usize = 255;
+
+/// Longest client path accepted, in bytes: `PATH_MAX` (4096) without its terminating NUL.
+const MAX_CLIENT_PATH_BYTES: usize = 4095;
 
 /// Read buffer of the hashing copy.
 const COPY_CHUNK_BYTES: usize = 256 * 1024;
@@ -106,13 +117,61 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The temporary sibling a file is written to before it is renamed into place.
+/// Checks the syntax of a client path before anything touches the file system: absolute, no
+/// NUL character, no component or total length the OS would refuse. A mistake here is the
+/// client's (`BadPath`, mapped to `invalid_params`), never a retryable storage failure.
+pub fn check_client_path(path: &Path) -> Result<(), ArtifactError> {
+    let text = path.as_os_str().as_encoded_bytes();
+    if text.contains(&0) {
+        return Err(ArtifactError::BadPath {
+            reason: "the path contains a NUL character",
+        });
+    }
+    if !path.is_absolute() {
+        return Err(ArtifactError::PathNotAllowed {
+            reason: "the path is not absolute",
+        });
+    }
+    if text.len() > MAX_CLIENT_PATH_BYTES {
+        return Err(ArtifactError::BadPath {
+            reason: "the path is longer than 4095 bytes",
+        });
+    }
+    let overlong = path
+        .components()
+        .any(|c| c.as_os_str().as_encoded_bytes().len() > MAX_CLIENT_COMPONENT_BYTES);
+    match overlong {
+        true => Err(ArtifactError::BadPath {
+            reason: "a path component is longer than 255 bytes",
+        }),
+        false => Ok(()),
+    }
+}
+
+/// A fresh, unpredictable name for the temporary file of an export, short enough for any
+/// file system whatever the final name's length. Created with `O_EXCL`, so a name someone
+/// planted is never reused; the caller simply draws another.
+pub fn export_temp_name() -> OsString {
+    let mut bytes = [0u8; 12];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system random source works");
+    OsString::from(format!(".browser-pilot-export-{}.tmp", hex(&bytes)))
+}
+
+/// The temporary sibling a protected file is written to before it is renamed into place.
+/// The name part is cut so the temporary name stays within [`MAX_FILE_NAME_BYTES`] even for
+/// an imported file whose own name uses all of them.
 pub fn temp_path(final_path: &Path) -> PathBuf {
-    let name = final_path
+    let mut name = final_path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    final_path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    let suffix = format!(".tmp-{}", std::process::id());
+    while 1 + name.len() + suffix.len() > MAX_FILE_NAME_BYTES {
+        name.pop();
+    }
+    final_path.with_file_name(format!(".{name}{suffix}"))
 }
 
 /// Why a bounded copy stopped.
@@ -124,12 +183,14 @@ pub enum CopyError {
     Write(std::io::Error),
 }
 
-/// Copies `source` into `sink` while hashing (without syncing), refusing more than `limit` bytes (the source may
-/// grow after its size was checked). Returns the byte count and the lowercase hex SHA-256.
+/// Copies `source` into `sink` while hashing (without syncing), refusing more than `limit`
+/// bytes (the source may grow after its size was checked), and reports the running total to
+/// `on_progress` after every chunk. Returns the byte count and the lowercase hex SHA-256.
 pub fn copy_hashing(
     source: &mut impl Read,
     sink: &mut File,
     limit: u64,
+    mut on_progress: impl FnMut(u64),
 ) -> Result<(u64, String), CopyError> {
     let mut context = Context::new(&SHA256);
     let mut buffer = vec![0u8; COPY_CHUNK_BYTES];
@@ -147,6 +208,7 @@ pub fn copy_hashing(
         }
         context.update(&buffer[..read]);
         sink.write_all(&buffer[..read]).map_err(CopyError::Write)?;
+        on_progress(total);
     }
     Ok((total, hex(context.finish().as_ref())))
 }
@@ -213,7 +275,9 @@ mod tests {
     fn bounded_copy_hashes_and_refuses_growth() {
         let dir = tempfile::tempdir().unwrap();
         let mut sink = File::create(dir.path().join("out")).unwrap();
-        let (len, hash) = copy_hashing(&mut &b"abc"[..], &mut sink, 3).unwrap();
+        let mut seen = Vec::new();
+        let (len, hash) = copy_hashing(&mut &b"abc"[..], &mut sink, 3, |n| seen.push(n)).unwrap();
+        assert_eq!(seen, [3]);
         assert_eq!(len, 3);
         assert_eq!(
             hash,
@@ -222,9 +286,43 @@ mod tests {
         assert_eq!(hash, sha256_hex(b"abc"));
         let mut sink = File::create(dir.path().join("out2")).unwrap();
         assert!(matches!(
-            copy_hashing(&mut &b"abcd"[..], &mut sink, 3),
+            copy_hashing(&mut &b"abcd"[..], &mut sink, 3, |_| {}),
             Err(CopyError::TooLarge)
         ));
+    }
+
+    #[test]
+    fn client_path_syntax() {
+        let check = |path: &str, expect: Result<(), &str>| {
+            let got = check_client_path(Path::new(path)).map_err(|e| match e {
+                ArtifactError::BadPath { reason } | ArtifactError::PathNotAllowed { reason } => {
+                    reason
+                }
+                other => panic!("{other:?}"),
+            });
+            assert_eq!(got, expect, "{path:?}");
+        };
+        check("/tmp/report.pdf", Ok(()));
+        check("/tmp/a\u{0}b.pdf", Err("the path contains a NUL character"));
+        check("relative.pdf", Err("the path is not absolute"));
+        check(
+            &format!("/tmp/{}", "n".repeat(256)),
+            Err("a path component is longer than 255 bytes"),
+        );
+        check(&format!("/tmp/{}", "n".repeat(255)), Ok(()));
+        check(
+            &format!("/{}", "d/".repeat(2100)),
+            Err("the path is longer than 4095 bytes"),
+        );
+        assert_ne!(export_temp_name(), export_temp_name());
+        let long = PathBuf::from(format!("/s/{}", "é".repeat(127)));
+        let temp = temp_path(&long);
+        assert!(
+            temp.file_name().unwrap().len() <= MAX_FILE_NAME_BYTES,
+            "{temp:?}"
+        );
+        assert_eq!(temp.parent(), long.parent());
+        assert!(export_temp_name().len() < 64);
     }
 
     #[test]

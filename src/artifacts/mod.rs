@@ -8,6 +8,7 @@
 //! Broker hand it bytes or client paths and map its typed errors to agent-visible codes.
 
 mod base64;
+mod bounded;
 mod descriptor;
 mod error;
 mod files;

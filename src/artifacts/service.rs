@@ -10,18 +10,20 @@
 //! and exit to match.
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::base64;
+use super::bounded::{CLIENT_COPY_BOUNDS, Copies, Progress};
 use super::descriptor::{Artifact, ArtifactKind, Extras, NewArtifact};
 use super::error::{ArtifactError, storage};
 use super::files::{self, CopyError};
 use super::image;
 use super::limits::ArtifactLimits;
 use crate::home::{Home, ensure_private_dir};
-use crate::os;
+use crate::os::{self, EntryKind};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{ArtifactRow, Store};
 
@@ -39,6 +41,8 @@ struct Inner {
     store: Store,
     limits: ArtifactLimits,
     ledger: Mutex<Ledger>,
+    /// Import and export copies, each on its own thread within time bounds.
+    copies: Copies,
 }
 
 #[derive(Default)]
@@ -62,6 +66,7 @@ impl Artifacts {
                 store,
                 limits,
                 ledger: Mutex::new(Ledger::default()),
+                copies: Copies::default(),
             }),
         }
     }
@@ -123,8 +128,10 @@ impl Artifacts {
         now: i64,
     ) -> Result<Artifact, ArtifactError> {
         let workspace_id = workspace_id.to_owned();
-        self.blocking(move |inner| inner.import(&workspace_id, &source, mime_type, now))
-            .await
+        self.bounded("import", move |inner, progress| {
+            inner.import(&workspace_id, &source, mime_type, now, progress)
+        })
+        .await
     }
 
     /// The Artifact and its absolute protected path.
@@ -167,8 +174,10 @@ impl Artifacts {
         now: i64,
     ) -> Result<Artifact, ArtifactError> {
         let (workspace_id, id) = (workspace_id.to_owned(), id.to_owned());
-        self.blocking(move |inner| inner.export(&workspace_id, &id, &destination, overwrite, now))
-            .await
+        self.bounded("export", move |inner, progress| {
+            inner.export(&workspace_id, &id, &destination, overwrite, now, progress)
+        })
+        .await
     }
 
     /// Extends the lifetime to the retained TTL counted from `now` (never shortens it).
@@ -199,6 +208,21 @@ impl Artifacts {
     pub async fn purge_workspace(&self, workspace_id: &str) -> Result<(), ArtifactError> {
         let workspace_id = workspace_id.to_owned();
         self.blocking(move |inner| inner.purge_workspace(&workspace_id))
+            .await
+    }
+
+    /// Runs a copy from or to a client path on its own thread within
+    /// [`CLIENT_COPY_BOUNDS`]: a hung client file system fails that one call (`Stalled`)
+    /// instead of holding the Connection or the Broker's exit.
+    async fn bounded<T, F>(&self, op: &'static str, f: F) -> Result<T, ArtifactError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner, &Progress) -> Result<T, ArtifactError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let copies = inner.copies.clone();
+        copies
+            .run(op, CLIENT_COPY_BOUNDS, move |progress| f(&inner, progress))
             .await
     }
 
@@ -325,7 +349,7 @@ impl Inner {
             use std::io::Write;
             // No fsync: the metadata is in memory and the bytes are cleared at start-up, so
             // nothing could use them after a crash; the rename alone makes them appear whole.
-            let mut file = os::create_owner_only(&temp)?;
+            let mut file = os::create_new_owner_only(&temp)?;
             file.write_all(bytes)
         })();
         if let Err(error) = written {
@@ -407,12 +431,9 @@ impl Inner {
         source: &Path,
         mime_type: Option<String>,
         now: i64,
+        progress: &Progress,
     ) -> Result<Artifact, ArtifactError> {
-        if !source.is_absolute() {
-            return Err(ArtifactError::PathNotAllowed {
-                reason: "the path is not absolute",
-            });
-        }
+        files::check_client_path(source)?;
         let mime_type = match mime_type {
             Some(mime) if files::is_valid_mime(&mime) => mime,
             Some(mime) => return Err(ArtifactError::BadMimeType(mime)),
@@ -420,68 +441,55 @@ impl Inner {
         };
         let client = |op: &'static str| {
             let path = source.to_owned();
-            move |error: std::io::Error| match error.kind() {
-                std::io::ErrorKind::NotFound => ArtifactError::FileNotFound(path),
-                std::io::ErrorKind::PermissionDenied => ArtifactError::PathNotAllowed {
-                    reason: "the file is not readable",
-                },
-                _ => ArtifactError::Client {
-                    op,
-                    path,
-                    source: error,
-                },
-            }
+            move |error: std::io::Error| client_error(op, path, error, "the file is not readable")
         };
-        // Checked before opening: opening a FIFO would block.
+        // Checked by path first, so a device or FIFO is normally never even opened.
         let metadata = std::fs::metadata(source).map_err(client("inspect"))?;
-        if metadata.is_dir() {
-            return Err(ArtifactError::PathNotAllowed {
-                reason: "the path is a directory",
-            });
-        }
-        if !metadata.is_file() {
-            return Err(ArtifactError::PathNotAllowed {
-                reason: "the path is not a regular file",
-            });
-        }
+        check_import_kind(metadata.is_dir(), metadata.is_file())?;
         if files::is_within(source, &self.home_root) {
             return Err(ArtifactError::PathNotAllowed {
                 reason: "the path is inside the Broker home",
             });
         }
-        self.check_size(metadata.len())?;
-        let mut input = File::open(source).map_err(client("open"))?;
-        match input.metadata().map_err(client("inspect")) {
-            Ok(opened) if opened.is_file() => {}
-            Ok(_) => {
-                return Err(ArtifactError::PathNotAllowed {
-                    reason: "the path is not a regular file",
-                });
-            }
-            Err(error) => return Err(error),
-        }
+        // The path may have been swapped since (a FIFO in place of the file): the open cannot
+        // block (O_NONBLOCK), and what counts is what was opened.
+        let mut input = os::open_read_nonblocking(source).map_err(client("open"))?;
+        let opened = input.metadata().map_err(client("inspect"))?;
+        check_import_kind(opened.is_dir(), opened.is_file())?;
+        self.check_size(opened.len())?;
         let file_name = files::sanitize_file_name(source);
         let id = new_id(IdKind::Artifact);
         let final_path = self.artifact_path(workspace_id, &id, &mime_type, Some(&file_name));
         self.prepare_dirs(&final_path, workspace_id)?;
         let temp = files::temp_path(&final_path);
-        let copied = os::create_owner_only(&temp)
+        let copied = os::create_new_owner_only(&temp)
             .map_err(storage("create artifact file"))
             .and_then(|mut output| {
-                files::copy_hashing(&mut input, &mut output, self.limits.max_artifact_bytes)
-                    .map_err(|error| match error {
-                        CopyError::TooLarge => ArtifactError::TooLarge {
-                            len: self.limits.max_artifact_bytes + 1,
-                            limit: self.limits.max_artifact_bytes,
-                        },
-                        CopyError::Read(source_error) => client("read")(source_error),
-                        CopyError::Write(write_error) => {
-                            storage("write artifact bytes")(write_error)
-                        }
-                    })
+                files::copy_hashing(
+                    &mut input,
+                    &mut output,
+                    self.limits.max_artifact_bytes,
+                    |total| progress.advance(total),
+                )
+                .map_err(|error| match error {
+                    CopyError::TooLarge => ArtifactError::TooLarge {
+                        len: self.limits.max_artifact_bytes + 1,
+                        limit: self.limits.max_artifact_bytes,
+                    },
+                    CopyError::Read(source_error) => client("read")(source_error),
+                    CopyError::Write(write_error) => storage("write artifact bytes")(write_error),
+                })
             });
         let (byte_len, sha256) = match copied {
-            Ok(copied) => copied,
+            Ok(copied) if progress.begin_finish() => copied,
+            // Given up by the caller while the copy was stuck: leave nothing behind.
+            Ok(_) => {
+                self.remove_bytes(&final_path, true);
+                return Err(ArtifactError::Stalled {
+                    op: "import",
+                    seconds: 0,
+                });
+            }
             Err(error) => {
                 self.remove_bytes(&final_path, true);
                 return Err(error);
@@ -555,100 +563,85 @@ impl Inner {
         destination: &Path,
         overwrite: bool,
         now: i64,
+        progress: &Progress,
     ) -> Result<Artifact, ArtifactError> {
-        if !destination.is_absolute() {
-            return Err(ArtifactError::PathNotAllowed {
-                reason: "the path is not absolute",
-            });
-        }
-        let parent = match destination.parent() {
-            Some(parent) if destination.file_name().is_some() => parent,
+        files::check_client_path(destination)?;
+        let (parent, name) = match (destination.parent(), destination.file_name()) {
+            (Some(parent), Some(name)) => (parent, name),
             _ => {
                 return Err(ArtifactError::PathNotAllowed {
                     reason: "the path names no file",
                 });
             }
         };
-        match std::fs::metadata(parent) {
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => {
+        let client = |op: &'static str| {
+            let path = destination.to_owned();
+            move |error: std::io::Error| {
+                client_error(op, path, error, "the directory is not writable")
+            }
+        };
+        // Links on the way to the directory are the client's choice; from here on every step
+        // is relative to this one opened directory and never follows a link at a name in it.
+        let dir = match os::DirHandle::open(parent) {
+            Ok(dir) => dir,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ArtifactError::FileNotFound(parent.to_owned()));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotADirectory => {
                 return Err(ArtifactError::PathNotAllowed {
                     reason: "the parent is not a directory",
                 });
             }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ArtifactError::FileNotFound(parent.to_owned()));
-            }
-            Err(error) => {
-                return Err(ArtifactError::Client {
-                    op: "inspect",
-                    path: parent.to_owned(),
-                    source: error,
-                });
-            }
-        }
+            Err(error) => return Err(client("open the directory of")(error)),
+        };
         if files::is_within(parent, &self.home_root) {
             return Err(ArtifactError::PathNotAllowed {
                 reason: "the path is inside the Broker home",
             });
         }
-        match std::fs::symlink_metadata(destination) {
-            Ok(metadata) if metadata.is_dir() => {
-                return Err(ArtifactError::PathNotAllowed {
-                    reason: "the path is a directory",
-                });
-            }
-            Ok(_) if !overwrite => return Err(ArtifactError::ExportExists(destination.to_owned())),
-            _ => {}
-        }
+        let existing = dir.entry_kind(name).map_err(client("inspect"))?;
+        check_destination(existing, overwrite, destination)?;
         let (artifact, source_path) = self.get(workspace_id, id, now)?;
         let mut source = File::open(&source_path).map_err(|error| match error.kind() {
             // Released or swept since the lookup.
             std::io::ErrorKind::NotFound => ArtifactError::NotFound,
             _ => storage("open artifact bytes")(error),
         })?;
-        let temp = files::temp_path(destination);
-        let client = |op: &'static str| {
-            let path = destination.to_owned();
-            move |error: std::io::Error| match error.kind() {
-                std::io::ErrorKind::PermissionDenied => ArtifactError::PathNotAllowed {
-                    reason: "the directory is not writable",
-                },
-                _ => ArtifactError::Client {
-                    op,
-                    path,
-                    source: error,
-                },
-            }
-        };
-        let result = os::create_owner_only(&temp)
-            .map_err(client("create"))
-            .and_then(|mut output| {
-                let copied = files::copy_hashing(&mut source, &mut output, artifact.byte_len)
-                    .map_err(|error| match error {
-                        CopyError::TooLarge => storage("verify artifact bytes")(
-                            std::io::Error::other("artifact bytes grew"),
-                        ),
-                        CopyError::Read(error) => storage("read artifact bytes")(error),
-                        CopyError::Write(error) => client("write")(error),
-                    })?;
-                // The client's copy outlives the Broker: make it durable before it gets its name.
-                output.sync_all().map_err(client("write"))?;
-                Ok(copied)
-            })
-            .and_then(|(_, sha256)| match sha256 == artifact.sha256 {
-                true => Ok(()),
-                false => Err(storage("verify artifact bytes")(std::io::Error::other(
-                    "artifact bytes changed",
-                ))),
-            })
-            .and_then(|()| {
-                place(&temp, destination, overwrite).map_err(|error| match error {
-                    Placed::Exists => ArtifactError::ExportExists(destination.to_owned()),
-                    Placed::Io(error) => client("write")(error),
+        let (temp, mut output) = create_export_temp(&dir).map_err(client("create"))?;
+        let result = (|| {
+            let (_, sha256) =
+                files::copy_hashing(&mut source, &mut output, artifact.byte_len, |total| {
+                    progress.advance(total)
                 })
-            });
-        let _ = std::fs::remove_file(&temp);
+                .map_err(|error| match error {
+                    CopyError::TooLarge => storage("verify artifact bytes")(std::io::Error::other(
+                        "artifact bytes grew",
+                    )),
+                    CopyError::Read(error) => storage("read artifact bytes")(error),
+                    CopyError::Write(error) => client("write")(error),
+                })?;
+            // The client's copy outlives the Broker: make it durable before it gets its name.
+            progress.begin_opaque_step();
+            output.sync_all().map_err(client("write"))?;
+            if sha256 != artifact.sha256 {
+                return Err(storage("verify artifact bytes")(std::io::Error::other(
+                    "artifact bytes changed",
+                )));
+            }
+            if !progress.begin_finish() {
+                return Err(ArtifactError::Stalled {
+                    op: "export",
+                    seconds: 0,
+                });
+            }
+            place(&dir, &temp, name, overwrite, destination).map_err(|error| match error {
+                Placed::Refused(error) => error,
+                Placed::Io(error) => client("write")(error),
+            })
+        })();
+        drop(output);
+        // Gone already when the name was taken through a hard link or a rename.
+        let _ = dir.remove_file(&temp);
         result.map(|()| artifact)
     }
 
@@ -766,24 +759,179 @@ struct Written {
 
 /// Why a finished temporary copy could not take its final name.
 enum Placed {
-    Exists,
+    Refused(ArtifactError),
     Io(std::io::Error),
 }
 
-/// Moves `temp` to `destination`: replacing it when `overwrite`, otherwise only if nothing is
-/// there, atomically via a hard link where the filesystem supports one.
-fn place(temp: &Path, destination: &Path, overwrite: bool) -> Result<(), Placed> {
-    if overwrite {
-        return std::fs::rename(temp, destination).map_err(Placed::Io);
+/// Import accepts a regular file only (a symlink to one is fine: `kind` is what it names).
+fn check_import_kind(is_dir: bool, is_file: bool) -> Result<(), ArtifactError> {
+    match (is_dir, is_file) {
+        (true, _) => Err(ArtifactError::PathNotAllowed {
+            reason: "the path is a directory",
+        }),
+        (false, false) => Err(ArtifactError::PathNotAllowed {
+            reason: "the path is not a regular file",
+        }),
+        (false, true) => Ok(()),
     }
-    match std::fs::hard_link(temp, destination) {
+}
+
+/// What may be at an export's final name: nothing; or, with `overwrite`, a regular file. A
+/// symlink, FIFO, socket, device or directory there is refused, never written through.
+fn check_destination(
+    existing: Option<EntryKind>,
+    overwrite: bool,
+    destination: &Path,
+) -> Result<(), ArtifactError> {
+    match (existing, overwrite) {
+        (None, _) => Ok(()),
+        (Some(EntryKind::Directory), _) => Err(ArtifactError::PathNotAllowed {
+            reason: "the path is a directory",
+        }),
+        (Some(_), false) => Err(ArtifactError::ExportExists(destination.to_owned())),
+        (Some(EntryKind::File), true) => Ok(()),
+        (Some(_), true) => Err(ArtifactError::PathNotAllowed {
+            reason: "the destination is not a regular file",
+        }),
+    }
+}
+
+/// Attempts at a fresh temporary name before giving up (each name has 96 random bits, so a
+/// second attempt only happens when someone planted exactly that name).
+const EXPORT_TEMP_ATTEMPTS: usize = 8;
+
+/// Creates the export's temporary file with `O_CREAT | O_EXCL | O_NOFOLLOW`, relative to the
+/// opened directory, under a fresh unpredictable name.
+fn create_export_temp(dir: &os::DirHandle) -> std::io::Result<(OsString, File)> {
+    let mut last = None;
+    for _ in 0..EXPORT_TEMP_ATTEMPTS {
+        let name = files::export_temp_name();
+        match dir.create_new_private(&name) {
+            Ok(file) => return Ok((name, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => last = Some(error),
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
+}
+
+/// How often the final step looks again when the final name changes under it.
+const PLACE_ATTEMPTS: usize = 4;
+
+/// Gives the finished temporary file its final name. Without `overwrite` it never replaces
+/// anything (exclusive rename, or a hard link); with `overwrite` it replaces only a regular
+/// file. Renames replace the directory entry itself, so nothing is ever written through a
+/// link, whatever appears at the name meanwhile.
+fn place(
+    dir: &os::DirHandle,
+    temp: &OsStr,
+    name: &OsStr,
+    overwrite: bool,
+    destination: &Path,
+) -> Result<(), Placed> {
+    let no_replace = |dir: &os::DirHandle| match dir.rename_no_replace(temp, name) {
         Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(Placed::Exists),
-        // No hard links here (some network and FAT filesystems): check, then rename.
-        Err(_) => match std::fs::symlink_metadata(destination) {
-            Ok(_) => Err(Placed::Exists),
-            Err(_) => std::fs::rename(temp, destination).map_err(Placed::Io),
-        },
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(Placed::Refused(
+            ArtifactError::ExportExists(destination.to_owned()),
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::Unsupported => {
+            Err(Placed::Refused(ArtifactError::PathNotAllowed {
+                reason: "the file system cannot create a name without risking a replace",
+            }))
+        }
+        Err(error) => Err(Placed::Io(error)),
+    };
+    if !overwrite {
+        return no_replace(dir);
+    }
+    for _ in 0..PLACE_ATTEMPTS {
+        let existing = dir.entry_kind(name).map_err(Placed::Io)?;
+        check_destination(existing, true, destination).map_err(Placed::Refused)?;
+        match existing {
+            Some(_) => return dir.rename_replace(temp, name).map_err(Placed::Io),
+            None => match no_replace(dir) {
+                // Something took the name meanwhile: look at it again.
+                Err(Placed::Refused(ArtifactError::ExportExists(_))) => continue,
+                other => return other,
+            },
+        }
+    }
+    Err(Placed::Refused(ArtifactError::ExportExists(
+        destination.to_owned(),
+    )))
+}
+
+/// Maps an I/O failure on a client path: missing is `file_not_found`, denied is
+/// `path_not_allowed` (`denied` says which), a path the OS cannot use is the client's mistake
+/// (`BadPath`), the Broker's own exhaustion stays a retryable failure (`Client`), and any other
+/// failure of the client's file is `path_not_allowed` with a reason.
+fn client_error(
+    op: &'static str,
+    path: PathBuf,
+    error: std::io::Error,
+    denied: &'static str,
+) -> ArtifactError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => return ArtifactError::FileNotFound(path),
+        std::io::ErrorKind::PermissionDenied => {
+            return ArtifactError::PathNotAllowed { reason: denied };
+        }
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidFilename => {
+            return ArtifactError::BadPath {
+                reason: "the operating system cannot use this path",
+            };
+        }
+        std::io::ErrorKind::NotADirectory => {
+            return ArtifactError::PathNotAllowed {
+                reason: "a component of the path is not a directory",
+            };
+        }
+        std::io::ErrorKind::ReadOnlyFilesystem => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the file system is read-only",
+            };
+        }
+        std::io::ErrorKind::IsADirectory => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the path is a directory",
+            };
+        }
+        // A pseudo-file (say under /proc) that honours O_NONBLOCK: it would block a read.
+        std::io::ErrorKind::WouldBlock => {
+            return ArtifactError::PathNotAllowed {
+                reason: "reading the file would block: it is not a plain file",
+            };
+        }
+        std::io::ErrorKind::StorageFull => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the file system is full",
+            };
+        }
+        std::io::ErrorKind::FileTooLarge => {
+            return ArtifactError::PathNotAllowed {
+                reason: "the file system cannot hold a file this large",
+            };
+        }
+        _ => {}
+    }
+    if os::is_symlink_loop(&error) {
+        return ArtifactError::BadPath {
+            reason: "the path has too many levels of symbolic links",
+        };
+    }
+    // Out of descriptors or memory: the Broker's own condition, which may pass.
+    if os::is_resource_exhaustion(&error) {
+        return ArtifactError::Client {
+            op,
+            path,
+            source: error,
+        };
+    }
+    // Anything else (EIO from a failing disk, a pseudo-file that refuses reads) is about the
+    // client's file: retrying unchanged would meet the same file.
+    tracing::warn!(%error, op, "client file I/O failed");
+    ArtifactError::PathNotAllowed {
+        reason: "the file system reported an I/O error for this path",
     }
 }
 
@@ -875,6 +1023,7 @@ mod tests {
 
     fn run<T>(future: impl std::future::Future<Output = T>) -> T {
         tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap()
             .block_on(future)
@@ -1111,6 +1260,53 @@ mod tests {
     }
 
     const RETAINED_TTL: i64 = super::super::limits::RETAINED_TTL_MS;
+
+    #[test]
+    fn client_errors_are_the_clients_where_they_can_be() {
+        let check = |error: std::io::Error, expect: &str| {
+            let got = match client_error("read", PathBuf::from("/c/f"), error, "denied") {
+                ArtifactError::FileNotFound(_) => "file_not_found",
+                ArtifactError::PathNotAllowed { reason } => reason,
+                ArtifactError::BadPath { reason } => reason,
+                ArtifactError::Client { .. } => "client",
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, expect);
+        };
+        let raw = std::io::Error::from_raw_os_error;
+        check(raw(libc::ENOENT), "file_not_found");
+        check(raw(libc::EACCES), "denied");
+        check(
+            raw(libc::ENAMETOOLONG),
+            "the operating system cannot use this path",
+        );
+        check(
+            raw(libc::ELOOP),
+            "the path has too many levels of symbolic links",
+        );
+        check(
+            raw(libc::ENOTDIR),
+            "a component of the path is not a directory",
+        );
+        check(raw(libc::EISDIR), "the path is a directory");
+        check(raw(libc::EROFS), "the file system is read-only");
+        check(
+            raw(libc::EAGAIN),
+            "reading the file would block: it is not a plain file",
+        );
+        check(raw(libc::ENOSPC), "the file system is full");
+        check(
+            raw(libc::EFBIG),
+            "the file system cannot hold a file this large",
+        );
+        check(
+            raw(libc::EIO),
+            "the file system reported an I/O error for this path",
+        );
+        // The Broker's own exhaustion stays retryable.
+        check(raw(libc::EMFILE), "client");
+        check(raw(libc::ENOMEM), "client");
+    }
 
     #[test]
     fn export_rules() {

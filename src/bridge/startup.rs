@@ -1,9 +1,13 @@
 //! Finding the Broker, or starting exactly one under the per-user startup lock.
 //!
-//! Order: connect to the endpoint and exchange the private handshake; if nothing listens, take
-//! `startup.lock`, check again, recover a dead locator, spawn the Broker detached and wait until
-//! it answers. A live Broker that does not answer is never killed or replaced, and neither is an
-//! incompatible one: both become structured errors with remediation.
+//! Order: check the home (this user's, not shared; see `home`), connect to the endpoint (the
+//! endpoint file and the listening peer must be this user's, see `ipc`) and exchange the
+//! private handshake; if nothing listens, take `startup.lock`, check again, recover a dead
+//! locator, spawn the Broker detached and wait until it answers. A live Broker that does not
+//! answer is never killed or replaced, and neither is an incompatible one: both become
+//! structured errors with remediation, and the remediation names a pid only when that pid is
+//! verifiably this user's Broker for this home. An endpoint of another user gets nothing sent
+//! to it and is never removed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,8 +15,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::framing::{self, LineReader};
-use crate::home::Home;
-use crate::ipc::{self, IpcReader, IpcWriter};
+use crate::home::{Home, HomeError};
+use crate::ipc::{self, ConnectError, IpcReader, IpcWriter, Untrusted};
 use crate::os;
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::internal::{Hello, HelloReply, Welcome};
@@ -47,13 +51,12 @@ enum Attempt {
 
 /// Connects to the running Broker, starting one if none runs.
 pub async fn connect_or_start(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError> {
+    home.ensure().map_err(home_error)?;
     match attempt(home, hello).await {
         Attempt::Connected(link) => return Ok(link),
         Attempt::Failed(error) => return Err(error),
         Attempt::NoEndpoint => {}
     }
-    home.ensure()
-        .map_err(|e| unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {e}")))?;
     let lock = take_startup_lock(home).await?;
     let result = start_locked(home, hello).await;
     drop(lock);
@@ -71,7 +74,7 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
         && pid != std::process::id()
         && os::pid_is_broker(pid)
     {
-        return Err(unresponsive(pid, "its endpoint is missing"));
+        return Err(unresponsive(home, Some(pid), "its endpoint is missing"));
     }
     // The locator is dead: recover it.
     let _ = std::fs::remove_file(home.socket_path());
@@ -106,9 +109,13 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
     let socket = home.socket_path();
     let (reader, mut writer) = match ipc::connect(&socket).await {
         Ok(halves) => halves,
-        Err(error) => {
+        Err(ConnectError::NoEndpoint(error)) => {
             tracing::debug!(%error, "no Broker endpoint");
             return Attempt::NoEndpoint;
+        }
+        Err(ConnectError::Untrusted(why)) => {
+            tracing::warn!(%why, "refusing a Broker endpoint of another user");
+            return Attempt::Failed(untrusted(why));
         }
     };
     let mut reader = LineReader::new(reader, LINK_MAX_LINE_BYTES);
@@ -120,8 +127,11 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
     let reply = match tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange).await {
         Ok(Some(line)) => line,
         Ok(None) | Err(_) => {
-            let pid = locator_pid(home).unwrap_or(0);
-            return Attempt::Failed(unresponsive(pid, "it did not answer the handshake"));
+            return Attempt::Failed(unresponsive(
+                home,
+                locator_pid(home),
+                "it did not answer the handshake",
+            ));
         }
     };
     match serde_json::from_slice::<HelloReply>(&reply) {
@@ -146,12 +156,8 @@ struct StartupLock(
 async fn take_startup_lock(home: &Home) -> Result<StartupLock, RpcError> {
     let path = home.startup_lock_path();
     tokio::task::spawn_blocking(move || -> std::io::Result<StartupLock> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?;
-        os::set_owner_only(&path, false)?;
+        // Never through a planted link: the lock file is opened without following one.
+        let file = os::open_lock_file(&path)?;
         file.lock()?;
         Ok(StartupLock(file))
     })
@@ -201,15 +207,65 @@ fn read_locator_pid(path: &Path) -> Option<u32> {
         .and_then(|p| u32::try_from(p).ok())
 }
 
-fn unresponsive(pid: u32, why: &str) -> RpcError {
-    RpcError::new(ErrorCode::BrowserDisconnected, format!("the running Broker (pid {pid}) is alive but {why}"))
+/// A live Broker that does not answer. The pid from the locator is named only when it is
+/// verifiably this user's Broker for this home: a stale locator's pid may belong to anyone by
+/// now, and telling a user to stop it could make them kill an unrelated process.
+fn unresponsive(home: &Home, locator_pid: Option<u32>, why: &str) -> RpcError {
+    let verified = locator_pid.filter(|&pid| os::pid_is_own_broker(pid, home.root()));
+    match verified {
+        Some(pid) => RpcError::new(
+            ErrorCode::BrowserDisconnected,
+            format!("the running Broker (pid {pid}) is alive but {why}"),
+        )
         .with_remediation(
             "restart_unresponsive_broker",
             format!(
                 "Browser Pilot never kills a live Broker. Stop process {pid} yourself (or set a different absolute BROWSER_PILOT_HOME), then launch again."
             ),
         )
-        .with_context("pid", json!(pid))
+        .with_context("pid", json!(pid)),
+        None => RpcError::new(
+            ErrorCode::BrowserDisconnected,
+            format!("the running Broker is alive but {why}"),
+        )
+        .with_remediation(
+            "restart_unresponsive_broker",
+            "Browser Pilot never kills a live Broker. Stop the Broker process of this BROWSER_PILOT_HOME yourself (its command line has --browser-pilot-internal=broker), or set a different absolute BROWSER_PILOT_HOME, then launch again.",
+        ),
+    }
+}
+
+/// The endpoint file or its listener belongs to another user: nothing was sent to it.
+fn untrusted(why: Untrusted) -> RpcError {
+    RpcError::new(
+        ErrorCode::BrokerUntrusted,
+        format!("refusing the Broker endpoint: {why}"),
+    )
+    .with_context("reason", json!(why.reason()))
+    .with_remediation(
+        "remove_foreign_endpoint",
+        "The Broker endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's. Nothing was sent to it. Find out who created it, remove it, then launch again; or set BROWSER_PILOT_HOME to a new directory of your own.",
+    )
+}
+
+/// The home directory is another user's or shared: it is never adopted or chmod'ed.
+fn home_error(error: HomeError) -> RpcError {
+    let reason = match &error {
+        HomeError::ForeignOwner { .. } => "foreign_owner",
+        HomeError::Shared { .. } => "shared_directory",
+        HomeError::NotADirectory => "not_a_directory",
+        HomeError::NotDedicated { .. } => "not_dedicated",
+        _ => return unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {error}")),
+    };
+    RpcError::new(
+        ErrorCode::HomeNotAllowed,
+        format!("BROWSER_PILOT_HOME is not usable: {error}"),
+    )
+    .with_context("reason", json!(reason))
+    .with_remediation(
+        "choose_private_home",
+        "Set BROWSER_PILOT_HOME to an absolute path of a directory of your own (it is created 0700 when missing), not a shared directory such as /tmp and not another user's directory.",
+    )
 }
 
 fn incompatible(service_version: &str) -> RpcError {

@@ -87,17 +87,48 @@ pub async fn import(
     session: &Session,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
+    accept_import(context, session, params)
+        .await?
+        .run(context)
+        .await
+}
+
+/// An `artifacts/import` whose capability, Lease and parameters were checked in input order.
+/// Its copy may then run beside the Connection's later calls (`run`), so a slow or stuck
+/// client file holds up only this call.
+pub struct AcceptedImport {
+    workspace_id: String,
+    source: PathBuf,
+    mime_type: Option<String>,
+}
+
+pub async fn accept_import(
+    context: &ConnectionContext,
+    session: &Session,
+    params: &Map<String, Value>,
+) -> Result<AcceptedImport, RpcError> {
     let workspace_id = authorize(context, session, params).await?;
     let source = client_path(params)?;
     let mime_type = optional_str(params, "mimeType")?.map(str::to_owned);
-    let artifact = context
-        .broker
-        .tools
-        .artifacts
-        .import(&workspace_id, source, mime_type, now_ms())
-        .await
-        .map_err(artifact_error)?;
-    Ok(json!({"artifact": artifact.to_json()}))
+    Ok(AcceptedImport {
+        workspace_id,
+        source,
+        mime_type,
+    })
+}
+
+impl AcceptedImport {
+    /// Copies the file in (bounded in bytes and time by `artifacts/`).
+    pub async fn run(self, context: &ConnectionContext) -> Result<Value, RpcError> {
+        let artifact = context
+            .broker
+            .tools
+            .artifacts
+            .import(&self.workspace_id, self.source, self.mime_type, now_ms())
+            .await
+            .map_err(artifact_error)?;
+        Ok(json!({"artifact": artifact.to_json()}))
+    }
 }
 
 pub async fn retain(

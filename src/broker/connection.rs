@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::state::Broker;
-use super::{commands, lifecycle};
+use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
@@ -357,6 +357,26 @@ async fn handle(
         unaccepted,
         ..
     } = request;
+    // artifacts/import: checked in input order here, the copy runs beside later calls, so a
+    // slow client file system holds up only this call.
+    if method == "artifacts/import"
+        && let Ok(session) = context.session()
+    {
+        let acceptance = artifacts::accept_import(context, session, &params).await;
+        drop(unaccepted);
+        return match acceptance {
+            Ok(accepted) => {
+                let context = context.clone();
+                let response_tx = response_tx.clone();
+                tokio::spawn(async move {
+                    let outcome = accepted.run(&context).await;
+                    let _ = response_tx.send(to_response(&id, outcome));
+                });
+                None
+            }
+            Err(error) => Some(error.response(&id)),
+        };
+    }
     let session = match (method.as_str(), context.session()) {
         ("tools/call", Ok(session)) => session,
         _ => {

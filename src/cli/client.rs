@@ -1,10 +1,14 @@
 //! A minimal JSON-RPC client for CLI peers of the Broker.
+//!
+//! Before sending anything it checks the home (not another user's, not shared) and lets `ipc`
+//! authenticate the endpoint (file and listening peer of this user). It never creates the
+//! home or starts a Broker.
 
 use serde_json::{Map, Value, json};
 
 use crate::framing::{self, LineReader};
 use crate::home::Home;
-use crate::ipc::{self, IpcReader, IpcWriter};
+use crate::ipc::{self, ConnectError, IpcReader, IpcWriter};
 use crate::protocol::internal::{Hello, HelloReply, PeerRole, Welcome};
 use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id};
 
@@ -24,6 +28,9 @@ pub enum CliError {
     NotRunning,
     #[error("the Broker refused the connection: {0}")]
     Refused(String),
+    /// The home or the endpoint is not this user's; nothing was sent.
+    #[error("refusing to talk to this Broker: {0}")]
+    Untrusted(String),
     #[error("{message} ({code})")]
     Rpc {
         code: String,
@@ -36,9 +43,20 @@ pub enum CliError {
 
 impl CliClient {
     pub async fn connect(home: &Home) -> Result<CliClient, CliError> {
-        let (reader, mut writer) = ipc::connect(&home.socket_path())
-            .await
-            .map_err(|_| CliError::NotRunning)?;
+        home.verify().map_err(|error| {
+            CliError::Untrusted(format!(
+                "BROWSER_PILOT_HOME is not usable: {error}; set it to a directory of your own"
+            ))
+        })?;
+        let (reader, mut writer) = match ipc::connect(&home.socket_path()).await {
+            Ok(halves) => halves,
+            Err(ConnectError::NoEndpoint(_)) => return Err(CliError::NotRunning),
+            Err(ConnectError::Untrusted(why)) => {
+                return Err(CliError::Untrusted(format!(
+                    "{why}; the endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's, remove it after finding out who created it"
+                )));
+            }
+        };
         let mut reader = LineReader::new(reader, CLI_MAX_LINE_BYTES);
         let hello = Hello {
             ipc: IPC_VERSION,

@@ -1,4 +1,6 @@
-//! Binding, accepting and connecting the Broker endpoint.
+//! Binding, accepting and connecting the Broker endpoint, and authenticating it: a client
+//! connects only to an endpoint file of its own user whose listening peer is its own user.
+//! Moves bytes; knows no message semantics.
 
 use std::path::Path;
 
@@ -57,10 +59,72 @@ fn halves(stream: Stream) -> (IpcReader, IpcWriter) {
     (BufReader::new(IpcRead(shared.clone())), IpcWriter(shared))
 }
 
-/// Connects to the Broker endpoint at `path`.
-pub async fn connect(path: &Path) -> std::io::Result<(IpcReader, IpcWriter)> {
-    let name = path.to_fs_name::<GenericFilePath>()?;
-    Ok(halves(Stream::connect(name).await?))
+/// Why a client did not get a connection to the Broker endpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// Nothing usable listens there (no file, a stale file, connection refused).
+    #[error("no endpoint: {0}")]
+    NoEndpoint(std::io::Error),
+    /// Something listens, but it is not this user's: nothing was sent to it.
+    #[error("the endpoint is not this user's: {0}")]
+    Untrusted(Untrusted),
+}
+
+/// How an endpoint failed authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Untrusted {
+    /// The endpoint file belongs to another uid.
+    #[error("the endpoint file belongs to uid {owner}")]
+    FileOwner { owner: u32 },
+    /// The process listening on the endpoint runs as another uid.
+    #[error("the listening process runs as uid {peer}")]
+    PeerUid { peer: u32 },
+    /// The platform could not say who listens.
+    #[error("the listening process's credentials cannot be read")]
+    PeerUnknown,
+}
+
+impl Untrusted {
+    /// A stable snake_case word for `context.reason`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Untrusted::FileOwner { .. } => "endpoint_owner",
+            Untrusted::PeerUid { .. } => "peer_uid",
+            Untrusted::PeerUnknown => "peer_unknown",
+        }
+    }
+}
+
+/// Connects to the Broker endpoint at `path` after checking that the endpoint file is this
+/// user's, then checks the listening peer's credentials (`SO_PEERCRED` / `getpeereid`) before
+/// returning, so the caller never sends a byte to a listener of another user.
+pub async fn connect(path: &Path) -> Result<(IpcReader, IpcWriter), ConnectError> {
+    let own = os::effective_uid();
+    if cfg!(unix) {
+        match os::file_facts(path, false) {
+            Ok(facts) if facts.uid != own => {
+                return Err(ConnectError::Untrusted(Untrusted::FileOwner {
+                    owner: facts.uid,
+                }));
+            }
+            Ok(_) => {}
+            Err(error) => return Err(ConnectError::NoEndpoint(error)),
+        }
+    }
+    let name = path
+        .to_fs_name::<GenericFilePath>()
+        .map_err(ConnectError::NoEndpoint)?;
+    let stream = Stream::connect(name)
+        .await
+        .map_err(ConnectError::NoEndpoint)?;
+    if cfg!(unix) {
+        match stream.peer_creds().map(|c| c.euid()) {
+            Ok(Some(uid)) if uid == own => {}
+            Ok(Some(peer)) => return Err(ConnectError::Untrusted(Untrusted::PeerUid { peer })),
+            Ok(None) | Err(_) => return Err(ConnectError::Untrusted(Untrusted::PeerUnknown)),
+        }
+    }
+    Ok(halves(stream))
 }
 
 /// A bound Broker endpoint that admits only peers of the same effective user.

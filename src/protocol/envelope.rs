@@ -71,21 +71,41 @@ pub fn classify(line: &[u8]) -> Result<Inbound, RpcError> {
     }
 }
 
-/// Request ids are non-empty strings or integers with |n| <= 2^53 - 1.
+/// Request ids are non-empty strings or integers with |n| <= 2^53 - 1, written as JSON
+/// integers (no decimal point, no exponent, no negative zero). The message says which rule
+/// the id broke.
 pub fn check_id(id: &Value) -> Result<(), RpcError> {
     match id {
         Value::String(s) if !s.is_empty() => Ok(()),
         Value::String(_) => Err(invalid("\"id\" must not be an empty string")),
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
-            (None, Some(_)) | (Some(_), _) => {
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&i) => Ok(()),
+            (Some(_), _, _) | (None, Some(_), _) => {
                 Err(invalid("\"id\" is outside the safe integer range"))
             }
-            (None, None) => Err(invalid("\"id\" must be an integer, not a fraction")),
+            (None, None, Some(f)) => Err(invalid(non_integer_id_message(f))),
+            (None, None, None) => Err(invalid("\"id\" is not a representable number")),
         },
         _ => Err(invalid(
             "\"id\" must be a non-empty string or a safe integer",
         )),
+    }
+}
+
+/// Why a JSON number that is not an integer literal cannot be an id. serde keeps such numbers
+/// as floats, so `1.0` and `1e0` look alike here; both are told what to write instead.
+fn non_integer_id_message(f: f64) -> &'static str {
+    match () {
+        _ if f == 0.0 && f.is_sign_negative() => {
+            "\"id\" must not be negative zero (-0); write 0 or another integer"
+        }
+        _ if f.fract() != 0.0 => "\"id\" must be an integer, not a fraction",
+        _ if f.abs() > MAX_SAFE_INTEGER as f64 => {
+            "\"id\" is outside the safe integer range (and must be written without a decimal point or exponent)"
+        }
+        _ => {
+            "\"id\" must be written as a plain integer, without a decimal point or exponent (1, not 1.0 or 1e0)"
+        }
     }
 }
 
@@ -172,6 +192,34 @@ mod tests {
         check("42", Err("invalid_request"));
         check("{not json", Err("parse_error"));
         check("", Err("parse_error"));
+    }
+
+    #[test]
+    fn id_errors_say_what_was_wrong() {
+        let message = |id: &str| {
+            classify(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x"}}"#).as_bytes())
+                .unwrap_err()
+                .message
+        };
+        let plain = "\"id\" must be written as a plain integer, without a decimal point or exponent (1, not 1.0 or 1e0)";
+        assert_eq!(message("1.0"), plain);
+        assert_eq!(message("1e2"), plain);
+        assert_eq!(message("-5.0"), plain);
+        assert_eq!(
+            message("-0"),
+            "\"id\" must not be negative zero (-0); write 0 or another integer"
+        );
+        assert_eq!(message("-0.0"), message("-0"));
+        assert_eq!(message("1.5"), "\"id\" must be an integer, not a fraction");
+        assert!(message("1e300").contains("outside the safe integer range"));
+        assert!(message("9007199254740992").contains("outside the safe integer range"));
+        for valid in ["0", "7", "-7"] {
+            assert!(
+                classify(format!(r#"{{"jsonrpc":"2.0","id":{valid},"method":"x"}}"#).as_bytes())
+                    .is_ok(),
+                "{valid}"
+            );
+        }
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub enum ErrorCode {
     PathNotAllowed,
     FileNotFound,
     PdfUnavailable,
+    // Local-user boundaries.
+    BrokerUntrusted,
+    HomeNotAllowed,
+    CopyStalled,
 }
 
 impl ErrorCode {
@@ -119,6 +123,9 @@ impl ErrorCode {
         ErrorCode::PathNotAllowed,
         ErrorCode::FileNotFound,
         ErrorCode::PdfUnavailable,
+        ErrorCode::BrokerUntrusted,
+        ErrorCode::HomeNotAllowed,
+        ErrorCode::CopyStalled,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -175,6 +182,9 @@ impl ErrorCode {
             ErrorCode::PathNotAllowed => "path_not_allowed",
             ErrorCode::FileNotFound => "file_not_found",
             ErrorCode::PdfUnavailable => "pdf_unavailable",
+            ErrorCode::BrokerUntrusted => "broker_untrusted",
+            ErrorCode::HomeNotAllowed => "home_not_allowed",
+            ErrorCode::CopyStalled => "copy_stalled",
         }
     }
 
@@ -232,6 +242,9 @@ impl ErrorCode {
             ErrorCode::PathNotAllowed => -32055,
             ErrorCode::FileNotFound => -32056,
             ErrorCode::PdfUnavailable => -32057,
+            ErrorCode::BrokerUntrusted => -32060,
+            ErrorCode::HomeNotAllowed => -32061,
+            ErrorCode::CopyStalled => -32062,
         }
     }
 

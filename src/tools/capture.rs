@@ -160,6 +160,20 @@ pub fn artifact_error(error: ArtifactError) -> RpcError {
             format!("path not allowed: {reason}"),
         )
         .with_context("reason", json!(reason)),
+        ArtifactError::BadPath { reason } => {
+            RpcError::invalid_params(format!("invalid \"path\": {reason}"))
+                .with_context("path", json!("path"))
+                .with_context("reason", json!(reason))
+        }
+        ArtifactError::Stalled { op, seconds } => RpcError::new(
+            ErrorCode::CopyStalled,
+            format!("the {op} stopped: the client file made no progress in time"),
+        )
+        .with_context("stallSeconds", json!(seconds))
+        .with_remediation(
+            "check_client_file",
+            "The file system of the client path did not answer (a hung network or FUSE mount?). Check it, or copy the file to a local disk, then call again.",
+        ),
         ArtifactError::FileNotFound(path) => {
             RpcError::new(ErrorCode::FileNotFound, "no such file or directory")
                 .with_context("path", json!(path.to_string_lossy()))
