@@ -603,12 +603,12 @@ fn artifacts_are_private_to_their_workspace_and_client() {
         json!({"workspaceId": ws2_id, "leaseId": lease2["lease"]["id"], "artifactId": id}),
     );
     assert_eq!(code, "artifact_not_found");
-    // A Lease that is not the caller's.
+    // Another client's Lease answers exactly like an unknown one.
     let (code, _) = b.err(
         "artifacts/get",
         json!({"workspaceId": a.workspace_id, "leaseId": a.lease_id, "artifactId": id}),
     );
-    assert_eq!(code, "lease_not_owned");
+    assert_eq!(code, "lease_not_found");
     // Without artifact.read.
     let mut c = Agent::with_capabilities(&home, "com.example.c", Some(json!(["workspace.manage"])));
     let (code, error) = c.err(
