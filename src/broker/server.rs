@@ -139,7 +139,11 @@ pub async fn run_broker(home: Home) -> i32 {
         tracing::error!(%error, "cannot remove artifact bytes at exit");
     }
     locator::remove_locator(&home, &broker.broker_id);
-    let _ = std::fs::remove_file(&socket);
+    // Only our own endpoint: a Broker that lost its socket file to a successor must not delete
+    // the successor's.
+    if crate::os::file_identity(&socket).is_some_and(|id| Some(id) == broker.endpoint_identity) {
+        let _ = std::fs::remove_file(&socket);
+    }
     tracing::info!("broker stopped");
     0
 }
