@@ -244,3 +244,72 @@ fn the_accept_loop_backs_off_at_the_open_file_limit() {
     let mut later = home.spawn_bridge();
     later.initialize("com.example.later", "i1");
 }
+
+/// Opens non-blocking connections to `path` until the listener's accept queue is full (the
+/// kernel answers EAGAIN), and returns them.
+fn fill_accept_queue(path: &std::path::Path) -> Vec<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (slot, byte) in address.sun_path.iter_mut().zip(path.as_os_str().as_bytes()) {
+        *slot = *byte as libc::c_char;
+    }
+    let mut queued = Vec::new();
+    loop {
+        // SAFETY: plain socket calls on a descriptor this function owns.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let result = unsafe {
+            libc::connect(
+                std::os::fd::AsRawFd::as_raw_fd(&fd),
+                (&address as *const libc::sockaddr_un).cast(),
+                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+            )
+        };
+        if result != 0 {
+            let error = std::io::Error::last_os_error();
+            assert_eq!(error.kind(), std::io::ErrorKind::WouldBlock, "{error}");
+            return queued;
+        }
+        queued.push(fd);
+        assert!(queued.len() < 100_000, "the accept queue never filled");
+    }
+}
+
+/// A Broker whose accept queue is briefly full is busy, not unresponsive: a bridge keeps
+/// trying for its handshake time and never reports `restart_unresponsive_broker` for it.
+#[test]
+fn a_briefly_saturated_accept_queue_is_not_an_unresponsive_broker() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+    let broker = home.broker_pid().expect("a Broker runs");
+    unsafe_kill(broker, "STOP");
+    let queued = fill_accept_queue(&home_path(&home, "broker.sock"));
+    assert!(!queued.is_empty());
+    // The queued peers give up; their entries stay queued until the Broker accepts them.
+    drop(queued);
+
+    let mut host = home.spawn_bridge();
+    let init = host.request(
+        "initialize",
+        initialize_params("com.example.patient", "i1", (1, 1)),
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    unsafe_kill(broker, "CONT");
+    let answer = host.response(&init);
+    let remediation = &answer["error"]["data"]["remediation"]["action"];
+    assert_ne!(
+        remediation, "restart_unresponsive_broker",
+        "a busy Broker was reported unresponsive: {answer}"
+    );
+    match answer["error"]["data"]["code"].as_str() {
+        None => assert!(answer["result"]["connectionId"].is_string(), "{answer}"),
+        // The drained peers may still hold Connection slots for a moment.
+        Some(code) => assert_eq!(code, "too_many_connections", "{answer}"),
+    }
+    still_fine(&mut bridge, &ws, &lease);
+    let mut next = home.spawn_bridge();
+    next.initialize("com.example.next", "i1");
+}

@@ -105,13 +105,38 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
     }
 }
 
+/// How often a bridge retries a Broker whose accept queue is full, within `HANDSHAKE_TIMEOUT`.
+const BUSY_RETRY: Duration = Duration::from_millis(10);
+
+/// Connects, retrying a Broker whose accept queue is full (a stalled or briefly saturated
+/// Broker is busy, not missing) until `HANDSHAKE_TIMEOUT` has passed.
+async fn connect_patiently(socket: &Path) -> Result<(IpcReader, IpcWriter), ConnectError> {
+    let busy_until = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
+    loop {
+        match ipc::connect(socket).await {
+            Err(ConnectError::Busy(_)) if tokio::time::Instant::now() < busy_until => {
+                tokio::time::sleep(BUSY_RETRY).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 async fn attempt(home: &Home, hello: &Hello) -> Attempt {
     let socket = home.socket_path();
-    let (reader, mut writer) = match ipc::connect(&socket).await {
+    let (reader, mut writer) = match connect_patiently(&socket).await {
         Ok(halves) => halves,
         Err(ConnectError::NoEndpoint(error)) => {
             tracing::debug!(%error, "no Broker endpoint");
             return Attempt::NoEndpoint;
+        }
+        Err(ConnectError::Busy(error)) => {
+            tracing::warn!(%error, "the Broker's accept queue stayed full");
+            return Attempt::Failed(unresponsive(
+                home,
+                locator_pid(home),
+                "its accept queue stayed full",
+            ));
         }
         Err(ConnectError::Untrusted(why)) => {
             tracing::warn!(%why, "refusing a Broker endpoint of another user");

@@ -51,6 +51,11 @@ impl CliClient {
         let (reader, mut writer) = match ipc::connect(&home.socket_path()).await {
             Ok(halves) => halves,
             Err(ConnectError::NoEndpoint(_)) => return Err(CliError::NotRunning),
+            Err(ConnectError::Busy(error)) => {
+                return Err(CliError::Link(format!(
+                    "the Broker is not accepting connections right now ({error}); try again"
+                )));
+            }
             Err(ConnectError::Untrusted(why)) => {
                 return Err(CliError::Untrusted(format!(
                     "{why}; the endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's, remove it after finding out who created it"

@@ -65,6 +65,10 @@ pub enum ConnectError {
     /// Nothing usable listens there (no file, a stale file, connection refused).
     #[error("no endpoint: {0}")]
     NoEndpoint(std::io::Error),
+    /// Something listens, but its queue of connections waiting to be accepted is full (a
+    /// stalled or briefly saturated Broker): try again shortly.
+    #[error("the endpoint's accept queue is full: {0}")]
+    Busy(std::io::Error),
     /// Something listens, but it is not this user's: nothing was sent to it.
     #[error("the endpoint is not this user's: {0}")]
     Untrusted(Untrusted),
@@ -79,9 +83,6 @@ pub enum Untrusted {
     /// The process listening on the endpoint runs as another uid.
     #[error("the listening process runs as uid {peer}")]
     PeerUid { peer: u32 },
-    /// The platform could not say who listens.
-    #[error("the listening process's credentials cannot be read")]
-    PeerUnknown,
 }
 
 impl Untrusted {
@@ -90,7 +91,6 @@ impl Untrusted {
         match self {
             Untrusted::FileOwner { .. } => "endpoint_owner",
             Untrusted::PeerUid { .. } => "peer_uid",
-            Untrusted::PeerUnknown => "peer_unknown",
         }
     }
 }
@@ -114,14 +114,28 @@ pub async fn connect(path: &Path) -> Result<(IpcReader, IpcWriter), ConnectError
     let name = path
         .to_fs_name::<GenericFilePath>()
         .map_err(ConnectError::NoEndpoint)?;
-    let stream = Stream::connect(name)
-        .await
-        .map_err(ConnectError::NoEndpoint)?;
+    let stream = Stream::connect(name).await.map_err(|error| {
+        match error.kind() {
+            // A Unix socket whose backlog is full refuses a non-blocking connect with EAGAIN.
+            std::io::ErrorKind::WouldBlock => ConnectError::Busy(error),
+            _ => ConnectError::NoEndpoint(error),
+        }
+    })?;
     if cfg!(unix) {
         match stream.peer_creds().map(|c| c.euid()) {
             Ok(Some(uid)) if uid == own => {}
             Ok(Some(peer)) => return Err(ConnectError::Untrusted(Untrusted::PeerUid { peer })),
-            Ok(None) | Err(_) => return Err(ConnectError::Untrusted(Untrusted::PeerUnknown)),
+            // A connected Unix socket always has its listener's credentials. interprocess takes
+            // a full accept queue's EAGAIN for a connect in progress and hands back a socket that
+            // never connected, whose credentials read as nobody's: a busy endpoint, not a
+            // foreign one. Nothing is sent to it either way.
+            Ok(None) => {
+                return Err(ConnectError::Busy(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the connection was not accepted",
+                )));
+            }
+            Err(error) => return Err(ConnectError::Busy(error)),
         }
     }
     Ok(halves(stream))
