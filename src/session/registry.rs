@@ -2,10 +2,12 @@
 //! tab, which Lease controls it, and the opaque per-Workspace `target:` ids.
 //!
 //! Plain data behind the service's lock; no I/O. Raw CDP target ids stay here: every id that
-//! leaves is an opaque `target:` id minted per Workspace and generation.
+//! leaves is an opaque `target:` id minted per Workspace and generation. URLs and titles are
+//! kept bounded (`session::bounds`), so the inventory never carries a page's megabyte title.
 
 use std::collections::HashMap;
 
+use super::bounds::{bound_title, bound_url};
 use super::tab::TabHandle;
 use crate::cdp::{TargetId, TargetInfo};
 use crate::protocol::ids::{IdKind, new_id};
@@ -92,8 +94,8 @@ impl Registry {
             .and_then(|e| e.managed_by.clone());
         match self.tabs.get_mut(&info.target_id) {
             Some(entry) => {
-                entry.url.clone_from(&info.url);
-                entry.title.clone_from(&info.title);
+                entry.url = bound_url(&info.url);
+                entry.title = bound_title(&info.title);
                 entry.target_type.clone_from(&info.target_type);
                 None
             }
@@ -108,8 +110,8 @@ impl Registry {
                         handle: TabHandle::new(info.target_id.clone()),
                         target_type: info.target_type.clone(),
                         subtype: info.subtype.clone(),
-                        url: info.url.clone(),
-                        title: info.title.clone(),
+                        url: bound_url(&info.url),
+                        title: bound_title(&info.title),
                         opener: info.opener_id.clone(),
                         managed_by: adopted.clone(),
                         controller: None,
@@ -324,8 +326,8 @@ impl Registry {
 
     pub fn note_page(&mut self, target: &TargetId, url: &str, title: &str) {
         if let Some(entry) = self.tabs.get_mut(target) {
-            url.clone_into(&mut entry.url);
-            title.clone_into(&mut entry.title);
+            entry.url = bound_url(url);
+            entry.title = bound_title(title);
         }
     }
 

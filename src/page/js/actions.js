@@ -18,7 +18,7 @@ function bpValueOf(el) {
 }
 
 function bpIsPassword(el) {
-  return el.localName === 'input' && el.type === 'password';
+  return bpIsSensitiveField(el);
 }
 
 // Scrolls the element to the centre of the viewport and returns the click

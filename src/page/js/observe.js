@@ -69,7 +69,7 @@ function observe(options) {
     switch (tag) {
       case 'input': {
         inputType = el.type;
-        if (inputType === 'password') {
+        if (bpIsSensitiveField(el)) {
           entry.valueLength = el.value.length;
           entry.sensitive = true;
         } else if (BP_TEXT_INPUT_TYPES.has(inputType)) {
@@ -82,7 +82,12 @@ function observe(options) {
         break;
       }
       case 'textarea':
-        setValue(entry, el.value);
+        if (bpIsSensitiveField(el)) {
+          entry.valueLength = el.value.length;
+          entry.sensitive = true;
+        } else {
+          setValue(entry, el.value);
+        }
         break;
       case 'select': {
         const labels = [];
@@ -173,7 +178,7 @@ function observe(options) {
     }
     if (tag === 'input') {
       const type = el.type;
-      if (type === 'password') {
+      if (bpIsSensitiveField(el)) {
         passwordRefs.push(ref);
       } else if (type === 'email' || ((type === 'text' || type === 'tel') && looksLikeUsername(el))) {
         usernames.push({ el: el, ref: ref });
@@ -210,7 +215,7 @@ function observe(options) {
     const inViewport = bpBoxInViewport(x, y, width, height, viewport);
     if (options.viewportOnly && !inViewport) return;
     candidateCount++;
-    if (tag === 'input' && el.type === 'password') passwordCount++;
+    if ((tag === 'input' || tag === 'textarea') && bpIsSensitiveField(el)) passwordCount++;
     const dialogLike = role === 'dialog' || role === 'alertdialog';
     if (!stopped && elements.length >= options.limit) {
       stopped = true;
