@@ -1,6 +1,6 @@
 //! How far a tab's main-frame document has loaded, learnt only from CDP events of the tab's
 //! session (`Page.lifecycleEvent`, `Page.frameStartedNavigating`, `Page.navigatedWithinDocument`,
-//! `Page.frameStoppedLoading`), never from script in the page: a page can replace
+//! `Page.frameStoppedLoading`, `Page.frameNavigated`), never from script in the page: a page can replace
 //! `JSON.stringify`, `document.readyState` or `location` in its own world, but not what the
 //! browser reports about its loader.
 //!
@@ -97,6 +97,24 @@ impl LoadBook {
         }
     }
 
+    /// `Page.frameNavigated` of the main frame. A new document normally announced itself with
+    /// `init` already; one restored from the back/forward cache commits without any lifecycle
+    /// event and comes back as it was when stored: loaded.
+    pub fn on_navigated(&mut self, loader: &str, restored: bool) {
+        if restored || self.pending.as_deref() == Some(loader) {
+            self.pending = None;
+        }
+        if self.loader.as_deref() == Some(loader) {
+            return;
+        }
+        self.epoch += 1;
+        self.loader = Some(loader.to_owned());
+        self.phase = Some(match restored {
+            true => LoadPhase::Complete,
+            false => LoadPhase::Loading,
+        });
+    }
+
     /// `Page.navigatedWithinDocument` of the main frame (fragment, History API).
     pub fn on_within_document(&mut self) {
         self.epoch += 1;
@@ -178,6 +196,29 @@ mod tests {
             Some(LoadPhase::Complete)
         );
         assert_eq!(book.settled_phase(), Some(LoadPhase::Complete));
+    }
+
+    #[test]
+    fn a_back_forward_cache_restore_is_a_loaded_new_document() {
+        let mut book = LoadBook::default();
+        book.on_lifecycle("L2", "commit");
+        book.on_lifecycle("L2", "load");
+        let mark = book.mark();
+        book.on_started_navigating(Some("L3"), false);
+        book.on_stopped_loading();
+        // Chromium 156: the restored document keeps its old loader and fires no lifecycle.
+        book.on_navigated("L1", true);
+        assert_eq!(
+            book.phase_of(&Awaited::AnyNavigation(mark)),
+            Some(LoadPhase::Complete)
+        );
+        assert_eq!(book.settled_phase(), Some(LoadPhase::Complete));
+        // The ordinary order (init, then frameNavigated of the same loader) changes nothing.
+        book.on_lifecycle("L4", "init");
+        let epoch = book.mark();
+        book.on_navigated("L4", false);
+        assert_eq!(book.mark(), epoch);
+        assert_eq!(book.settled_phase(), Some(LoadPhase::Loading));
     }
 
     #[test]

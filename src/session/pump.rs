@@ -205,6 +205,9 @@ fn on_event(
         }
         (Some(session), "Page.frameNavigated") => {
             let is_main = event.params.pointer("/frame/parentId").is_none();
+            if is_main {
+                on_main_frame_navigated(service, sessions, session, &event.params);
+            }
             let mut emits = match (
                 sessions.tab_of(session).cloned(),
                 event.params.pointer("/frame/id").and_then(Value::as_str),
@@ -276,6 +279,26 @@ fn on_load_event(
         }
         "Page.navigatedWithinDocument" => handle.on_load(|book| book.on_within_document()),
         _ => handle.on_load(|book| book.on_stopped_loading()),
+    }
+}
+
+/// A tab session's main frame committed a document: the tab's `LoadBook` learns its loader
+/// (a back/forward cache restore fires no lifecycle events at all).
+fn on_main_frame_navigated(
+    service: &BrowserService,
+    sessions: &Sessions,
+    session: &SessionId,
+    params: &Value,
+) {
+    let Some(tab) = sessions.tabs.get(session) else {
+        return;
+    };
+    let Some(loader) = params.pointer("/frame/loaderId").and_then(Value::as_str) else {
+        return;
+    };
+    let restored = params.get("type").and_then(Value::as_str) == Some("BackForwardCacheRestore");
+    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+        handle.on_load(|book| book.on_navigated(loader, restored));
     }
 }
 
