@@ -97,6 +97,7 @@ fn on_event(
                 return Vec::new();
             };
             let known = service.with_registry(|registry| registry.remove(&target));
+            service.forget_owned(&target);
             known
                 .into_iter()
                 .map(|(workspace_id, opaque)| {
@@ -468,6 +469,7 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     let Some((workspace_id, opaque, opener)) = adopted else {
         return Vec::new();
     };
+    service.note_owned(&info.target_id, &workspace_id);
     let mut popup = Emit::new(
         &workspace_id,
         "popup.opened",

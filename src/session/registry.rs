@@ -136,6 +136,20 @@ impl Registry {
             .or_insert_with(|| target.clone());
     }
 
+    /// Marks a tab the Broker created for a Workspace under an earlier connection as that
+    /// Workspace's managed tab again, controlled by nobody (its Lease takes it back through
+    /// its new opaque id).
+    pub fn adopt_recovered(&mut self, target: &TargetId, workspace_id: &str) {
+        let Some(entry) = self.tabs.get_mut(target) else {
+            return;
+        };
+        entry.managed_by = Some(workspace_id.to_owned());
+        entry.controller = None;
+        self.windows
+            .entry(workspace_id.to_owned())
+            .or_insert_with(|| target.clone());
+    }
+
     pub fn has_window(&self, workspace_id: &str) -> bool {
         self.windows
             .get(workspace_id)
