@@ -50,7 +50,11 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
     let mine = tabs.iter().find(|t| t["targetId"] == target).unwrap();
     assert_eq!(mine["url"], url);
     assert_eq!(mine["title"], "Real Title");
-    assert!(!Value::Array(tabs.clone()).to_string().contains("bank.example"));
+    assert!(
+        !Value::Array(tabs.clone())
+            .to_string()
+            .contains("bank.example")
+    );
 
     // Reading tools report the real document too.
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
@@ -61,7 +65,11 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
     assert_eq!(read["title"], "Real Title");
 
     // The page's querySelector and getBoundingClientRect overrides cannot hide the clip.
-    let capture = agent.tool("browser.capture", Some(&target), json!({"selector": "#box"}));
+    let capture = agent.tool(
+        "browser.capture",
+        Some(&target),
+        json!({"selector": "#box"}),
+    );
     assert!(capture["artifact"]["id"].is_string(), "{capture}");
 
     // History overrides in the page do not touch the browser's history navigation.
@@ -120,7 +128,10 @@ fn autocomplete_password_fields_are_sensitive_in_every_reading_path() {
     let target = opened["targetId"].clone();
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
     let account = element(&observation, "Account");
-    assert_eq!(account["value"], "ada", "an ordinary field still shows its value");
+    assert_eq!(
+        account["value"], "ada",
+        "an ordinary field still shows its value"
+    );
     let secret = element(&observation, "Secret");
     assert_eq!(secret["sensitive"], true, "{secret}");
     assert_eq!(secret["valueLength"], 7);
@@ -143,7 +154,11 @@ fn autocomplete_password_fields_are_sensitive_in_every_reading_path() {
         Some(&target),
         json!({"observationId": observation["observationId"], "ref": find_ref(&observation, "Secret"), "text": "opensesame"}),
     );
-    assert_eq!(typed["evidence"]["sensitive"], true, "{}", typed["evidence"]);
+    assert_eq!(
+        typed["evidence"]["sensitive"], true,
+        "{}",
+        typed["evidence"]
+    );
     assert_eq!(typed["evidence"]["afterLength"], 10);
     assert!(!typed.to_string().contains("opensesame"), "{typed}");
 
@@ -184,7 +199,9 @@ fn small_limit_agent(rig: &Rig) -> Agent {
 }
 
 fn assert_bounded(text: &Value, max_chars: usize, what: &str) {
-    let text = text.as_str().unwrap_or_else(|| panic!("{what} is not a string"));
+    let text = text
+        .as_str()
+        .unwrap_or_else(|| panic!("{what} is not a string"));
     let chars = text.chars().count();
     assert!(chars <= max_chars, "{what}: {chars} characters");
 }

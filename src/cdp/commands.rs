@@ -197,9 +197,14 @@ impl CdpClient {
         timeout: Duration,
     ) -> Result<(), CdpError> {
         let params = json!({ "enabled": enabled });
-        self.call(Some(session), "Page.setLifecycleEventsEnabled", params, timeout)
-            .await
-            .map(|_| ())
+        self.call(
+            Some(session),
+            "Page.setLifecycleEventsEnabled",
+            params,
+            timeout,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `Page.getNavigationHistory` on a tab session.
@@ -221,9 +226,14 @@ impl CdpClient {
         timeout: Duration,
     ) -> Result<(), CdpError> {
         let params = json!({ "entryId": entry_id });
-        self.call(Some(session), "Page.navigateToHistoryEntry", params, timeout)
-            .await
-            .map(|_| ())
+        self.call(
+            Some(session),
+            "Page.navigateToHistoryEntry",
+            params,
+            timeout,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `Page.reload` of the tab's main frame.

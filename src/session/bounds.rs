@@ -52,7 +52,10 @@ pub fn bound(text: &str, max: usize) -> String {
         None => text.to_owned(),
         Some(_) => {
             let keep = max.saturating_sub(1);
-            let end = text.char_indices().nth(keep).map_or(text.len(), |(at, _)| at);
+            let end = text
+                .char_indices()
+                .nth(keep)
+                .map_or(text.len(), |(at, _)| at);
             let mut cut = String::with_capacity(end + TRUNCATION_MARKER.len_utf8());
             cut.push_str(&text[..end]);
             cut.push(TRUNCATION_MARKER);

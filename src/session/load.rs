@@ -166,7 +166,10 @@ mod tests {
         book.on_lifecycle("L1", "commit");
         book.on_lifecycle("L1", "DOMContentLoaded");
         book.on_lifecycle("L1", "load");
-        assert_eq!(book.phase_of(&Awaited::Loader("L1".into())), Some(LoadPhase::Complete));
+        assert_eq!(
+            book.phase_of(&Awaited::Loader("L1".into())),
+            Some(LoadPhase::Complete)
+        );
         assert_eq!(book.phase_of(&Awaited::AnyNavigation(before.clone())), None);
         assert_eq!(book.phase_of(&Awaited::NewDocument(before)), None);
         assert_eq!(book.settled_phase(), Some(LoadPhase::Complete));

@@ -162,7 +162,13 @@ fn on_event(
             }
             Vec::new()
         }
-        (Some(session), "Page.lifecycleEvent" | "Page.frameStartedNavigating" | "Page.navigatedWithinDocument" | "Page.frameStoppedLoading") => {
+        (
+            Some(session),
+            "Page.lifecycleEvent"
+            | "Page.frameStartedNavigating"
+            | "Page.navigatedWithinDocument"
+            | "Page.frameStoppedLoading",
+        ) => {
             on_load_event(service, sessions, session, &event.method, &event.params);
             Vec::new()
         }

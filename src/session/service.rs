@@ -358,11 +358,16 @@ impl BrowserService {
     /// released meanwhile) are returned for the caller to close. Records of targets that are
     /// gone are dropped. Runs before the connection is published, so no Principal ever sees
     /// them as user tabs.
-    async fn recover_owned(&self, live: &Live, targets: &[crate::cdp::TargetInfo]) -> Vec<TargetId> {
+    async fn recover_owned(
+        &self,
+        live: &Live,
+        targets: &[crate::cdp::TargetInfo],
+    ) -> Vec<TargetId> {
         let owned: Vec<(TargetId, Owned)> = {
             let mut owned = self.inner.owned.lock().expect("owned lock");
             owned.retain(|target, record| {
-                record.browser_id != live.browser_id || targets.iter().any(|t| t.target_id == *target)
+                record.browser_id != live.browser_id
+                    || targets.iter().any(|t| t.target_id == *target)
             });
             owned
                 .iter()
@@ -375,28 +380,31 @@ impl BrowserService {
         }
         let store = self.inner.store.clone();
         let id = live.browser_id.clone();
-        let active = match tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await {
-            Ok(Ok(active)) => active,
-            // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
-            outcome => {
-                tracing::warn!(ok = outcome.is_ok(), "cannot list Workspaces while recovering managed tabs");
-                Vec::new()
-            }
-        };
+        let active =
+            match tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await {
+                Ok(Ok(active)) => active,
+                // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
+                outcome => {
+                    tracing::warn!(
+                        ok = outcome.is_ok(),
+                        "cannot list Workspaces while recovering managed tabs"
+                    );
+                    Vec::new()
+                }
+            };
         let mut orphans = Vec::new();
         for (target, record) in owned {
-            match !record.released && active.contains(&record.workspace_id) {
-                true => {
-                    self.with_registry(|registry| registry.adopt_recovered(&target, &record.workspace_id));
-                    let line = json!({"janitor": "adopt", "targetId": target.as_str()}).to_string();
-                    if live.janitor.send(line).await.is_err() {
-                        tracing::warn!("the new janitor went away while recovering managed tabs");
-                    }
-                }
-                false => {
-                    self.inner.owned.lock().expect("owned lock").remove(&target);
-                    orphans.push(target);
-                }
+            // Either way the tab stays its Workspace's in the inventory (a released Workspace's
+            // tab is then listed to nobody while it closes), and the new janitor closes it if
+            // the Broker dies first.
+            self.with_registry(|registry| registry.adopt_recovered(&target, &record.workspace_id));
+            let line = json!({"janitor": "adopt", "targetId": target.as_str()}).to_string();
+            if live.janitor.send(line).await.is_err() {
+                tracing::warn!("the new janitor went away while recovering managed tabs");
+            }
+            if record.released || !active.contains(&record.workspace_id) {
+                self.inner.owned.lock().expect("owned lock").remove(&target);
+                orphans.push(target);
             }
         }
         orphans

@@ -408,8 +408,7 @@ impl Tab<'_> {
                 .with_context("path", json!("arguments.selector"))
                 .with_context("reason", json!(reason))
         };
-        let found = match page::run(self.client, &self.session, context, &script, timeout).await
-        {
+        let found = match page::run(self.client, &self.session, context, &script, timeout).await {
             Ok(found) => found,
             Err(error) => {
                 return Err(match error.refusal() {

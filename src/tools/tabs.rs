@@ -426,7 +426,10 @@ pub async fn navigate(
         }
     };
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    let page = wait_for_load(env, &client, &mut guard, scope, opaque, &awaited, dispatched).await?;
+    let page = wait_for_load(
+        env, &client, &mut guard, scope, opaque, &awaited, dispatched,
+    )
+    .await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
