@@ -252,6 +252,9 @@ fn a_megabyte_title_stays_bounded_at_a_64_kib_limit() {
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
     assert_bounded(&observation["title"], 1024, "observe title");
     assert_bounded(&observation["url"], 8192, "observe url");
+    let link = element(&observation, "Name Name");
+    assert_bounded(&link["name"], 200, "element name");
+    assert!(link["name"].as_str().unwrap().ends_with(MARKER), "{link}");
     let reopened = agent.tool("browser.open", Some(&target), json!({"url": url}));
     assert_bounded(&reopened["title"], 1024, "reopen title");
     assert_bounded(&reopened["url"], 8192, "reopen url");

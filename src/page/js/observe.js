@@ -59,7 +59,10 @@ function observe(options) {
   // inViewport (0|1), optional fields object or null]. Arrays keep the
   // JSON text (and its transfer through CDP) about half the size.
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
-    const name = bpNameOf(el, tag, role, scope, NAME_MAX);
+    // One character past the bound tells a cut name, which then ends with
+    // the truncation marker (docs/observation.md, "Bounded page strings").
+    let name = bpNameOf(el, tag, role, scope, NAME_MAX + 1);
+    if (name.length > NAME_MAX) name = bpClip(name, NAME_MAX - 1) + '\u2026';
     const entry = {};
     const stated = bpAttributed(scope, el);
     let nativeCheck = false;
