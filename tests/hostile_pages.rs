@@ -255,6 +255,9 @@ fn a_megabyte_title_stays_bounded_at_a_64_kib_limit() {
     let link = element(&observation, "Name Name");
     assert_bounded(&link["name"], 200, "element name");
     assert!(link["name"].as_str().unwrap().ends_with(MARKER), "{link}");
+    let far = element(&observation, "Far away");
+    assert_bounded(&far["href"], 300, "element href");
+    assert!(far["href"].as_str().unwrap().ends_with(MARKER), "{far}");
     let reopened = agent.tool("browser.open", Some(&target), json!({"url": url}));
     assert_bounded(&reopened["title"], 1024, "reopen title");
     assert_bounded(&reopened["url"], 8192, "reopen url");

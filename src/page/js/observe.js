@@ -143,7 +143,7 @@ function observe(options) {
     if (inputType !== null) entry.inputType = inputType;
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const href = el.href;
-      if (href) entry.href = bpClip(href, HREF_MAX);
+      if (href) entry.href = href.length > HREF_MAX ? bpClip(href, HREF_MAX - 1) + '\u2026' : href;
     }
     let extra = null;
     for (const key in entry) {
