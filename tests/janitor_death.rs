@@ -173,3 +173,40 @@ fn a_killed_janitor_never_hands_managed_tabs_to_another_principal() {
         "the new janitor closed the re-adopted tab after the Broker died"
     );
 }
+
+#[test]
+fn a_navigation_in_flight_when_the_janitor_dies_is_unknown_outcome() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.inflight");
+    agent.connect();
+    // The fixture server holds this response, so `Page.navigate` is still pending.
+    let slow = "/slow?ms=8000";
+    let id = agent.bridge.request(
+        "tools/call",
+        json!({"name": "browser.open", "arguments": {"url": rig.fixtures.url(slow)}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "deadlineMs": 60000}),
+    );
+    assert!(
+        wait_until(Duration::from_secs(15), || rig.fixtures.hits(slow) >= 1),
+        "the navigation reached the server"
+    );
+    let broker = rig.home.broker_pid().expect("broker pid");
+    unsafe_kill(janitor_pid(broker).expect("janitor"), "KILL");
+    let response = agent.bridge.response(&id);
+    let error = &response["error"];
+    assert_eq!(error["data"]["code"], "unknown_outcome", "{response}");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(error["data"]["context"]["reason"], "browser_disconnected");
+    let command_id = error["data"]["context"]["commandId"].clone();
+    let recorded = agent.bridge.ok(
+        "commands/get",
+        json!({"commandId": command_id, "workspaceId": agent.workspace_id}),
+    );
+    assert_eq!(
+        recorded["command"]["status"], "unknown_outcome",
+        "{recorded}"
+    );
+    // A browser tool called after the loss, which never reaches a browser, stays retryable.
+    let (code, error) = agent.tool_err("browser.tabs.list", None, json!({}));
+    assert_eq!(code, "browser_disconnected", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
+}

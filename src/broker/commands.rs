@@ -289,6 +289,15 @@ async fn finish(
             (CommandStatus::UnknownOutcome, None, Some(error))
         }
         Outcome::Finished(Err(error)) if error.code == ErrorCode::Cancelled => (CommandStatus::Cancelled, None, Some(error)),
+        // The browser connection went away (the browser or the janitor died) after a mutating
+        // Command reached it: it may have taken effect, so it is never a retryable error.
+        Outcome::Finished(Err(error)) if error.code == ErrorCode::BrowserDisconnected && def.mutating && scope.gate.passed() => (
+            CommandStatus::UnknownOutcome,
+            None,
+            Some(RpcError::new(ErrorCode::UnknownOutcome, "the browser connection was lost after the Command reached the browser; it may or may not have taken effect")
+                .with_context("reason", json!("browser_disconnected"))
+                .with_remediation("inspect_state", "Reconnect, list the tabs and observe before deciding what to do; the Command is never replayed automatically.")),
+        ),
         Outcome::Finished(Err(error)) => (CommandStatus::Completed, None, Some(error)),
         Outcome::CancelledBeforeDispatch => {
             (CommandStatus::Cancelled, None, Some(RpcError::new(ErrorCode::Cancelled, "the Command was cancelled before it reached the browser")))
