@@ -6,6 +6,12 @@
 //! document emits `document.changed`. An event from an older generation is dropped before it is
 //! journaled. When the janitor's stream ends, the browser is gone: `connection.lost`.
 //!
+//! Loads: the main-frame lifecycle and navigation events of a tab session (`Page.lifecycleEvent`,
+//! `Page.frameStartedNavigating`, `Page.frameNavigated`, `Page.navigatedWithinDocument`,
+//! `Page.frameStoppedLoading`) feed the tab's `LoadBook`, which load waits read; the pump also
+//! keeps the service's record of targets created for Workspaces (popups added, destroyed
+//! targets dropped).
+//!
 //! Frames: out-of-process iframes auto-attached to a tab session are recorded in the tab's
 //! `FrameBook` (and their own OOPIFs, recursively); a Workspace's selected frame that is removed,
 //! or whose ancestor loads a new document, emits `watchdog.frame_detached` and
