@@ -396,6 +396,35 @@ mod tests {
     }
 
     #[test]
+    fn recovered_tabs_are_their_workspaces_only() {
+        // A fresh inventory after a janitor death: the tab looks like any user tab at first.
+        let mut registry = Registry::default();
+        registry.upsert(&info("user", "page", None));
+        registry.upsert(&info("mine", "page", None));
+        assert_eq!(registry.list("workspace:b", "lease:b").len(), 2);
+        registry.adopt_recovered(&TargetId::new("mine"), "workspace:a");
+        let b = registry.list("workspace:b", "lease:b");
+        assert_eq!(b.len(), 1, "another Workspace no longer sees it: {b:?}");
+        assert!(b[0].url.ends_with("/user"));
+        let a = registry.list("workspace:a", "lease:a");
+        let mine = a.iter().find(|v| v.url.ends_with("/mine")).unwrap();
+        assert!(mine.managed && !mine.controlled && !mine.controlled_elsewhere);
+        assert!(registry.has_window("workspace:a"));
+        assert_eq!(
+            registry.managed_tabs("workspace:a"),
+            vec![TargetId::new("mine")]
+        );
+        // Its popups are the Workspace's too.
+        assert_eq!(
+            registry.upsert(&info("popup", "page", Some("mine"))),
+            Some("workspace:a".into())
+        );
+        // An unknown target is ignored.
+        registry.adopt_recovered(&TargetId::new("gone"), "workspace:a");
+        assert_eq!(registry.managed_tabs("workspace:a").len(), 2);
+    }
+
+    #[test]
     fn ids_control_popups_and_isolation() {
         let mut registry = Registry::default();
         registry.upsert(&info("user", "page", None));
