@@ -92,19 +92,23 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
     assert_eq!(reloaded["title"], "Real Title", "{reloaded}");
     assert_eq!(reloaded["loadState"], "complete");
 
-    // A click that navigates is seen to leave the page although the page's probes lie.
+    // A link click leaves the page; the inventory follows to the real next document.
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
-    let clicked = agent.tool(
+    agent.tool(
         "browser.click",
         Some(&target),
         json!({"observationId": observation["observationId"], "ref": find_ref(&observation, "next")}),
     );
-    let effects = clicked["evidence"]["effects"].as_array().unwrap();
+    let next_url = rig.fixtures.url("/page/next");
     assert!(
-        effects.contains(&json!("navigation")) || effects.contains(&json!("document_changed")),
-        "{clicked}"
+        wait_until(Duration::from_secs(15), || {
+            agent
+                .tabs()
+                .iter()
+                .any(|t| t["targetId"] == target && t["url"] == next_url && t["title"] == "next")
+        }),
+        "the inventory shows the real next page"
     );
-    assert_eq!(clicked["title"], "next", "{clicked}");
     let events = agent.events();
     assert!(
         events
