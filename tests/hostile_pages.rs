@@ -92,9 +92,10 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
     assert_eq!(reloaded["title"], "Real Title", "{reloaded}");
     assert_eq!(reloaded["loadState"], "complete");
 
-    // A link click leaves the page; the inventory follows to the real next document.
+    // A link click leaves the page; the inventory follows to the real next document (its title
+    // there is Chromium's target title, which is never a value the page's script forged).
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
-    agent.tool(
+    let clicked = agent.tool(
         "browser.click",
         Some(&target),
         json!({"observationId": observation["observationId"], "ref": find_ref(&observation, "next")}),
@@ -105,10 +106,14 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
             agent
                 .tabs()
                 .iter()
-                .any(|t| t["targetId"] == target && t["url"] == next_url && t["title"] == "next")
+                .any(|t| t["targetId"] == target && t["url"] == next_url)
         }),
-        "the inventory shows the real next page"
+        "the inventory shows the real next page: {:?} after {clicked}",
+        agent.tabs()
     );
+    let observation = agent.tool("browser.observe", Some(&target), json!({}));
+    assert_eq!(observation["url"], next_url);
+    assert_eq!(observation["title"], "next");
     let events = agent.events();
     assert!(
         events
