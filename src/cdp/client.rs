@@ -10,7 +10,7 @@
 //! Backpressure: the actor never blocks on a peer. Outgoing lines wait in a
 //! local queue until the outgoing channel has room, and events are offered
 //! with `try_send`; while the event channel is full, lifecycle events
-//! (`Target.*`, `Inspector.*`) wait in a bounded overflow queue and all other
+//! (`Target.*`, `Inspector.*`, the page load events) wait in a bounded overflow queue and all other
 //! events are dropped and logged. This keeps inbound replies flowing even
 //! when a consumer is slow, which is what prevents a pipe deadlock with the
 //! janitor.
@@ -479,8 +479,21 @@ impl Actor {
 }
 
 fn is_lifecycle(method: &str) -> bool {
-    method.starts_with("Target.") || method.starts_with("Inspector.")
+    method.starts_with("Target.")
+        || method.starts_with("Inspector.")
+        || PAGE_LOAD_EVENTS.contains(&method)
 }
+
+/// Page events that load waits are built from (`session::LoadBook`): dropping
+/// one would make a waiting navigation look stalled, so they are kept like
+/// the target lifecycle.
+const PAGE_LOAD_EVENTS: &[&str] = &[
+    "Page.lifecycleEvent",
+    "Page.frameStartedNavigating",
+    "Page.frameStoppedLoading",
+    "Page.frameNavigated",
+    "Page.navigatedWithinDocument",
+];
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {

@@ -50,6 +50,39 @@ pub struct NavigateOutcome {
     pub is_download: bool,
 }
 
+/// One entry of `Page.getNavigationHistory`. Chromium reads these in the
+/// browser process, so the page cannot change them by script; `title` is the
+/// document's own title (empty when it has none, unlike `TargetInfo.title`,
+/// which falls back to the URL) and at most 4,096 characters.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigationEntry {
+    pub id: i64,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub title: String,
+}
+
+/// `Page.getNavigationHistory`: the tab's session history and where it is.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NavigationHistory {
+    pub current_index: i64,
+    #[serde(default)]
+    pub entries: Vec<NavigationEntry>,
+}
+
+impl NavigationHistory {
+    /// The entry `offset` steps from the current one (0: the current entry).
+    pub fn entry(&self, offset: i64) -> Option<&NavigationEntry> {
+        let index = self.current_index.checked_add(offset)?;
+        usize::try_from(index)
+            .ok()
+            .and_then(|index| self.entries.get(index))
+    }
+}
+
 /// The outcome of `Runtime.evaluate` with `returnByValue`: the page either
 /// produced a value or threw. Transport failures are `CdpError`s instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,7 +173,81 @@ impl CdpClient {
         decode(method, result)
     }
 
-    /// `Runtime.evaluate` with `returnByValue` and `awaitPromise`. Wrap page
+    /// `Target.getTargetInfo` for one target (browser-level; answered even
+    /// while the tab shows a dialog).
+    pub async fn get_target_info(
+        &self,
+        target: &TargetId,
+        timeout: Duration,
+    ) -> Result<TargetInfo, CdpError> {
+        let method = "Target.getTargetInfo";
+        let params = json!({ "targetId": target.as_str() });
+        let result = self.call(None, method, params, timeout).await?;
+        decode_field(method, result, "targetInfo")
+    }
+
+    /// `Page.setLifecycleEventsEnabled`: the session then reports
+    /// `Page.lifecycleEvent` (`init`, `DOMContentLoaded`, `load`, ...) per
+    /// frame and loader. Chromium 156 replays the current document's events
+    /// (`commit`, `DOMContentLoaded`, `load`) when enabled.
+    pub async fn set_lifecycle_events_enabled(
+        &self,
+        session: &SessionId,
+        enabled: bool,
+        timeout: Duration,
+    ) -> Result<(), CdpError> {
+        let params = json!({ "enabled": enabled });
+        self.call(
+            Some(session),
+            "Page.setLifecycleEventsEnabled",
+            params,
+            timeout,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `Page.getNavigationHistory` on a tab session.
+    pub async fn navigation_history(
+        &self,
+        session: &SessionId,
+        timeout: Duration,
+    ) -> Result<NavigationHistory, CdpError> {
+        let method = "Page.getNavigationHistory";
+        let result = self.call(Some(session), method, json!({}), timeout).await?;
+        decode(method, result)
+    }
+
+    /// `Page.navigateToHistoryEntry` with an entry id from `navigation_history`.
+    pub async fn navigate_to_history_entry(
+        &self,
+        session: &SessionId,
+        entry_id: i64,
+        timeout: Duration,
+    ) -> Result<(), CdpError> {
+        let params = json!({ "entryId": entry_id });
+        self.call(
+            Some(session),
+            "Page.navigateToHistoryEntry",
+            params,
+            timeout,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `Page.reload` of the tab's main frame.
+    pub async fn reload(&self, session: &SessionId, timeout: Duration) -> Result<(), CdpError> {
+        self.call(Some(session), "Page.reload", json!({}), timeout)
+            .await
+            .map(|_| ())
+    }
+
+    /// `Runtime.evaluate` with `returnByValue` and `awaitPromise`, in the
+    /// page's **main world**: the page controls every global the expression
+    /// touches. The Broker's tools never use it; it is the one deliberate
+    /// main-world path, kept for the test harness and for the later
+    /// `browser.eval` (docs/security.md, "Hostile pages"). Wrap page
     /// scripts in a function: top-level `let`/`const` leak into the page's
     /// global scope (field notes §0.1).
     pub async fn evaluate(
@@ -238,6 +345,22 @@ mod tests {
                 text: "Error: boom".to_owned()
             }
         );
+    }
+
+    #[test]
+    fn navigation_history_finds_entries_by_offset() {
+        let history: NavigationHistory = serde_json::from_value(json!({
+            "currentIndex": 1,
+            "entries": [
+                {"id": 20, "url": "http://a/", "title": "A", "transitionType": "typed"},
+                {"id": 22, "url": "http://a/#b", "title": "", "userTypedURL": "http://a/"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(history.entry(0).map(|e| e.id), Some(22));
+        assert_eq!(history.entry(-1).map(|e| e.title.as_str()), Some("A"));
+        assert_eq!(history.entry(1), None);
+        assert_eq!(history.entry(-2), None);
     }
 
     #[test]

@@ -13,5 +13,5 @@ mod message;
 pub use client::{
     CallObserver, CdpClient, CdpError, CdpEvent, EVENT_CHANNEL_CAPACITY, MAX_PENDING_CALLS,
 };
-pub use commands::{Evaluation, NavigateOutcome, TargetInfo};
+pub use commands::{Evaluation, NavigateOutcome, NavigationEntry, NavigationHistory, TargetInfo};
 pub use ids::{SessionId, TargetId};

@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::{Message, error::Error as WsError};
 
 use super::endpoint::parse_ws_url;
 use super::socket::{Connection, MAX_MESSAGE_BYTES, connect};
-use super::tracker::{PrivateCall, Tracker, Verdict};
+use super::tracker::{Outbound, PrivateCall, Tracker, Verdict};
 
 /// Handshake budget. In approval mode Chromium holds the upgrade while the
 /// user decides; others settled on minutes (field notes §1).
@@ -155,8 +155,9 @@ impl Proxy {
                 ProxyEvent::SocketReady(Ok(())) | ProxyEvent::CleanupDeadline => {}
                 ProxyEvent::SocketReady(Err(_)) => return self.disconnected().await,
                 ProxyEvent::Input(line) => {
-                    self.tracker.on_outbound(&line);
-                    if self.write(line).is_err() {
+                    if self.tracker.on_outbound(&line) == Outbound::Forward
+                        && self.write(line).is_err()
+                    {
                         return self.disconnected().await;
                     }
                 }

@@ -1,6 +1,9 @@
 //! Which targets the janitor may close: those created by a proxied
 //! `Target.createTarget` (request id remembered, `result.targetId` read from
-//! the matching response) and popups whose `openerId` is already managed.
+//! the matching response), popups whose `openerId` is already managed, and
+//! targets the Broker hands over with a private `{"janitor":"adopt",
+//! "targetId":..}` line (tabs it created under an earlier janitor that died;
+//! that line is never forwarded to Chromium).
 //! It also allocates the janitor's own request ids and recognises their
 //! responses so they are not forwarded to the Broker. Pure bookkeeping over
 //! message text: no I/O, no disk.
@@ -30,6 +33,22 @@ const MAX_PENDING_CREATES: usize = 1024;
 pub(super) enum PrivateCall {
     DiscoverTargets,
     CloseTarget(TargetId),
+}
+
+/// Whether a Broker line goes on to Chromium.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Outbound {
+    Forward,
+    /// A private control line for the janitor itself.
+    Control,
+}
+
+/// The Broker's private control line: `{"janitor":"adopt","targetId":".."}`.
+#[derive(Deserialize)]
+struct Control {
+    janitor: String,
+    #[serde(default, rename = "targetId")]
+    target_id: Option<TargetId>,
 }
 
 /// Whether an inbound message goes on to the Broker.
@@ -83,14 +102,25 @@ struct PeekTargetInfo {
 }
 
 impl Tracker {
-    /// Notes a Broker request. Only `Target.createTarget` matters; other
+    /// Notes a Broker line and says whether it goes on to Chromium. Only
+    /// `Target.createTarget` and the private control line matter; other
     /// lines are not parsed.
-    pub(super) fn on_outbound(&mut self, line: &str) {
+    pub(super) fn on_outbound(&mut self, line: &str) -> Outbound {
+        if line.starts_with("{\"janitor\"") {
+            match serde_json::from_str::<Control>(line) {
+                Ok(Control {
+                    janitor,
+                    target_id: Some(target_id),
+                }) if janitor == "adopt" => self.adopt(target_id),
+                _ => tracing::warn!("ignoring an unknown janitor control line"),
+            }
+            return Outbound::Control;
+        }
         if !line.contains("Target.createTarget") {
-            return;
+            return Outbound::Forward;
         }
         let Ok(peek) = serde_json::from_str::<Peek>(line) else {
-            return;
+            return Outbound::Forward;
         };
         if let (Some(id), Some("Target.createTarget")) = (peek.id, peek.method.as_deref()) {
             match self.pending_creates.len() < MAX_PENDING_CREATES {
@@ -100,6 +130,7 @@ impl Tracker {
                 false => tracing::warn!(id, "too many pending createTarget calls; not tracking"),
             }
         }
+        Outbound::Forward
     }
 
     /// Updates the managed set from one inbound message and says whether it
@@ -219,6 +250,28 @@ mod tests {
 
         tracker.on_inbound(r#"{"method":"Target.targetDestroyed","params":{"targetId":"P1"}}"#);
         assert_eq!(tracker.managed_targets(), vec![target("M1"), target("P2")]);
+    }
+
+    #[test]
+    fn the_broker_hands_over_targets_by_a_private_line() {
+        let mut tracker = Tracker::default();
+        assert_eq!(
+            tracker.on_outbound(r#"{"janitor":"adopt","targetId":"R1"}"#),
+            Outbound::Control
+        );
+        assert_eq!(
+            tracker.on_outbound(r#"{"janitor":"something-else"}"#),
+            Outbound::Control,
+            "unknown control lines are not sent to Chromium either"
+        );
+        assert_eq!(tracker.managed_targets(), vec![target("R1")]);
+        // Its popups are managed too.
+        tracker.on_inbound(r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"P","type":"page","openerId":"R1"}}}"#);
+        assert_eq!(tracker.managed_targets(), vec![target("P"), target("R1")]);
+        assert_eq!(
+            tracker.on_outbound(r#"{"id":3,"method":"Page.enable","params":{}}"#),
+            Outbound::Forward
+        );
     }
 
     #[test]

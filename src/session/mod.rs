@@ -6,13 +6,16 @@
 //! It never opens a WebSocket (the janitor does), never writes SQL text, and never closes a tab
 //! it did not create for a Workspace.
 
+pub mod bounds;
 mod frames;
+mod load;
 mod pump;
 mod registry;
 mod service;
 mod tab;
 
 pub use frames::{FrameBook, FrameSelection};
+pub use load::{Awaited, LoadMark, LoadPhase};
 pub use registry::{DialogInfo, TabView, TargetError};
 pub use service::{BrowserService, ConnectError, Connected};
 pub use tab::{

@@ -6,6 +6,12 @@
 //! document emits `document.changed`. An event from an older generation is dropped before it is
 //! journaled. When the janitor's stream ends, the browser is gone: `connection.lost`.
 //!
+//! Loads: the main-frame lifecycle and navigation events of a tab session (`Page.lifecycleEvent`,
+//! `Page.frameStartedNavigating`, `Page.frameNavigated`, `Page.navigatedWithinDocument`,
+//! `Page.frameStoppedLoading`) feed the tab's `LoadBook`, which load waits read; the pump also
+//! keeps the service's record of targets created for Workspaces (popups added, destroyed
+//! targets dropped).
+//!
 //! Frames: out-of-process iframes auto-attached to a tab session are recorded in the tab's
 //! `FrameBook` (and their own OOPIFs, recursively); a Workspace's selected frame that is removed,
 //! or whose ancestor loads a new document, emits `watchdog.frame_detached` and
@@ -22,9 +28,6 @@ use super::service::{BrowserService, Live};
 use super::tab::auto_attach_params;
 use crate::cdp::{CdpClient, CdpEvent, SessionId, TargetId, TargetInfo};
 use crate::events::Emit;
-
-/// Longest URL copied into an event payload.
-const MAX_EVENT_URL_CHARS: usize = 2048;
 
 /// How long the setup calls on a fresh OOPIF session may take.
 const CHILD_SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -100,6 +103,7 @@ fn on_event(
                 return Vec::new();
             };
             let known = service.with_registry(|registry| registry.remove(&target));
+            service.forget_owned(&target);
             known
                 .into_iter()
                 .map(|(workspace_id, opaque)| {
@@ -164,6 +168,16 @@ fn on_event(
             }
             Vec::new()
         }
+        (
+            Some(session),
+            "Page.lifecycleEvent"
+            | "Page.frameStartedNavigating"
+            | "Page.navigatedWithinDocument"
+            | "Page.frameStoppedLoading",
+        ) => {
+            on_load_event(service, sessions, session, &event.method, &event.params);
+            Vec::new()
+        }
         (Some(session), "Page.frameDetached") => {
             // A process swap keeps the frame (it continues in another session).
             let swapped = event.params.get("reason").and_then(Value::as_str) == Some("swap");
@@ -204,6 +218,9 @@ fn on_event(
         }
         (Some(session), "Page.frameNavigated") => {
             let is_main = event.params.pointer("/frame/parentId").is_none();
+            if is_main {
+                on_main_frame_navigated(service, sessions, session, &event.params);
+            }
             let mut emits = match (
                 sessions.tab_of(session).cloned(),
                 event.params.pointer("/frame/id").and_then(Value::as_str),
@@ -244,6 +261,66 @@ fn on_event(
             emits
         }
         _ => Vec::new(),
+    }
+}
+
+/// Feeds the tab's `LoadBook` from its own session's main-frame events (a page target's main
+/// frame id is its target id). OOPIF sessions and subframes do not move the tab's load state.
+fn on_load_event(
+    service: &BrowserService,
+    sessions: &Sessions,
+    session: &SessionId,
+    method: &str,
+    params: &Value,
+) {
+    let Some(tab) = sessions.tabs.get(session) else {
+        return;
+    };
+    if params.get("frameId").and_then(Value::as_str) != Some(tab.as_str()) {
+        return;
+    }
+    let Some(handle) = service.with_registry(|registry| registry.handle(tab)) else {
+        return;
+    };
+    let loader = params.get("loaderId").and_then(Value::as_str);
+    match method {
+        "Page.lifecycleEvent" => {
+            if let (Some(loader), Some(name)) = (loader, params.get("name").and_then(Value::as_str))
+            {
+                handle.on_load(|book| book.on_lifecycle(loader, name));
+            }
+        }
+        "Page.frameStartedNavigating" => {
+            // `sameDocument` and `historySameDocument` keep the document; every other type
+            // (`differentDocument`, `reload`, `historyDifferentDocument`, ...) replaces it.
+            let same_document = matches!(
+                params.get("navigationType").and_then(Value::as_str),
+                Some("sameDocument" | "historySameDocument")
+            );
+            handle.on_load(|book| book.on_started_navigating(loader, same_document));
+        }
+        "Page.navigatedWithinDocument" => handle.on_load(|book| book.on_within_document()),
+        _ => handle.on_load(|book| book.on_stopped_loading()),
+    }
+}
+
+/// A tab session's main frame committed a document: the tab's `LoadBook` learns its loader
+/// (a back/forward cache restore fires no lifecycle events at all).
+fn on_main_frame_navigated(
+    service: &BrowserService,
+    sessions: &Sessions,
+    session: &SessionId,
+    params: &Value,
+) {
+    let Some(tab) = sessions.tabs.get(session) else {
+        return;
+    };
+    let Some(loader) = params.pointer("/frame/loaderId").and_then(Value::as_str) else {
+        return;
+    };
+    let restored = params.get("type").and_then(Value::as_str) == Some("BackForwardCacheRestore");
+    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+        handle.on_load(|book| book.on_navigated(loader, restored));
     }
 }
 
@@ -354,17 +431,13 @@ fn on_dialog_opening(
             .and_then(Value::as_str)
             .unwrap_or("alert")
             .to_owned(),
-        message: params
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .chars()
-            .take(2000)
-            .collect(),
+        message: super::bounds::bound_name(
+            params.get("message").and_then(Value::as_str).unwrap_or(""),
+        ),
         default_prompt: params
             .get("defaultPrompt")
             .and_then(Value::as_str)
-            .map(|p| p.chars().take(2000).collect()),
+            .map(super::bounds::bound_name),
         url: bounded(params.get("url").and_then(Value::as_str).unwrap_or("")),
         opened_at: crate::version::now_ms(),
     };
@@ -417,6 +490,7 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     let Some((workspace_id, opaque, opener)) = adopted else {
         return Vec::new();
     };
+    service.note_owned(&info.target_id, &workspace_id);
     let mut popup = Emit::new(
         &workspace_id,
         "popup.opened",
@@ -437,7 +511,7 @@ fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     let url_changed = service.with_registry(|registry| {
         let before = registry.url_of(&info.target_id);
         registry.upsert(info);
-        before.is_some_and(|before| before != info.url)
+        before.is_some_and(|before| before != super::bounds::bound_url(&info.url))
     });
     match url_changed {
         true => for_interested(service, &info.target_id, |opaque| {
@@ -470,5 +544,5 @@ fn for_interested(
 }
 
 fn bounded(url: &str) -> String {
-    url.chars().take(MAX_EVENT_URL_CHARS).collect()
+    super::bounds::bound_event_url(url)
 }

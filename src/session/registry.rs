@@ -2,10 +2,12 @@
 //! tab, which Lease controls it, and the opaque per-Workspace `target:` ids.
 //!
 //! Plain data behind the service's lock; no I/O. Raw CDP target ids stay here: every id that
-//! leaves is an opaque `target:` id minted per Workspace and generation.
+//! leaves is an opaque `target:` id minted per Workspace and generation. URLs and titles are
+//! kept bounded (`session::bounds`), so the inventory never carries a page's megabyte title.
 
 use std::collections::HashMap;
 
+use super::bounds::{bound_title, bound_url};
 use super::tab::TabHandle;
 use crate::cdp::{TargetId, TargetInfo};
 use crate::protocol::ids::{IdKind, new_id};
@@ -92,8 +94,8 @@ impl Registry {
             .and_then(|e| e.managed_by.clone());
         match self.tabs.get_mut(&info.target_id) {
             Some(entry) => {
-                entry.url.clone_from(&info.url);
-                entry.title.clone_from(&info.title);
+                entry.url = bound_url(&info.url);
+                entry.title = bound_title(&info.title);
                 entry.target_type.clone_from(&info.target_type);
                 None
             }
@@ -108,8 +110,8 @@ impl Registry {
                         handle: TabHandle::new(info.target_id.clone()),
                         target_type: info.target_type.clone(),
                         subtype: info.subtype.clone(),
-                        url: info.url.clone(),
-                        title: info.title.clone(),
+                        url: bound_url(&info.url),
+                        title: bound_title(&info.title),
                         opener: info.opener_id.clone(),
                         managed_by: adopted.clone(),
                         controller: None,
@@ -129,6 +131,20 @@ impl Registry {
                 lease_id: lease_id.to_owned(),
             });
         }
+        self.windows
+            .entry(workspace_id.to_owned())
+            .or_insert_with(|| target.clone());
+    }
+
+    /// Marks a tab the Broker created for a Workspace under an earlier connection as that
+    /// Workspace's managed tab again, controlled by nobody (its Lease takes it back through
+    /// its new opaque id).
+    pub fn adopt_recovered(&mut self, target: &TargetId, workspace_id: &str) {
+        let Some(entry) = self.tabs.get_mut(target) else {
+            return;
+        };
+        entry.managed_by = Some(workspace_id.to_owned());
+        entry.controller = None;
         self.windows
             .entry(workspace_id.to_owned())
             .or_insert_with(|| target.clone());
@@ -324,8 +340,8 @@ impl Registry {
 
     pub fn note_page(&mut self, target: &TargetId, url: &str, title: &str) {
         if let Some(entry) = self.tabs.get_mut(target) {
-            url.clone_into(&mut entry.url);
-            title.clone_into(&mut entry.title);
+            entry.url = bound_url(url);
+            entry.title = bound_title(title);
         }
     }
 
@@ -377,6 +393,35 @@ mod tests {
             attached: false,
             subtype: None,
         }
+    }
+
+    #[test]
+    fn recovered_tabs_are_their_workspaces_only() {
+        // A fresh inventory after a janitor death: the tab looks like any user tab at first.
+        let mut registry = Registry::default();
+        registry.upsert(&info("user", "page", None));
+        registry.upsert(&info("mine", "page", None));
+        assert_eq!(registry.list("workspace:b", "lease:b").len(), 2);
+        registry.adopt_recovered(&TargetId::new("mine"), "workspace:a");
+        let b = registry.list("workspace:b", "lease:b");
+        assert_eq!(b.len(), 1, "another Workspace no longer sees it: {b:?}");
+        assert!(b[0].url.ends_with("/user"));
+        let a = registry.list("workspace:a", "lease:a");
+        let mine = a.iter().find(|v| v.url.ends_with("/mine")).unwrap();
+        assert!(mine.managed && !mine.controlled && !mine.controlled_elsewhere);
+        assert!(registry.has_window("workspace:a"));
+        assert_eq!(
+            registry.managed_tabs("workspace:a"),
+            vec![TargetId::new("mine")]
+        );
+        // Its popups are the Workspace's too.
+        assert_eq!(
+            registry.upsert(&info("popup", "page", Some("mine"))),
+            Some("workspace:a".into())
+        );
+        // An unknown target is ignored.
+        registry.adopt_recovered(&TargetId::new("gone"), "workspace:a");
+        assert_eq!(registry.managed_tabs("workspace:a").len(), 2);
     }
 
     #[test]

@@ -1,4 +1,11 @@
 //! Connecting to a browser through the janitor, the generation counter, and access to tabs.
+//!
+//! The service also keeps its own record of which targets it created (or adopted as popups) for
+//! which Workspace, outside the registry, so that it survives a lost connection. A janitor that
+//! dies leaves those tabs open in the browser; on the next connection they are re-adopted as
+//! their Workspace's managed tabs (and handed to the new janitor's cleanup) or, when their
+//! Workspace is gone, closed by the Broker itself. They are never listed as user tabs to anyone
+//! (docs/security.md, "Janitor death").
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +35,24 @@ const JANITOR_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Timeout of the inventory call right after connecting.
 const INVENTORY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Targets the service remembers creating, over all Workspaces: the janitor's own bound. A
+/// target beyond it is still managed while the connection lives, but is not recovered after a
+/// janitor death.
+const MAX_OWNED_TARGETS: usize = 4096;
+
+/// Timeout of closing one orphaned managed tab after a reconnect.
+const ORPHAN_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A target the Broker created (or adopted as a popup) for a Workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Owned {
+    browser_id: String,
+    workspace_id: String,
+    /// The Workspace was released while no connection could close the tab: close it on the
+    /// next connection.
+    released: bool,
+}
 
 /// What `browser.connect` achieved.
 #[derive(Debug, Clone)]
@@ -60,6 +85,8 @@ pub struct Live {
     pub browser_id: String,
     pub client: CdpClient,
     pub generation: u64,
+    /// The janitor's stdin, for its private control lines (`{"janitor":"adopt",..}`).
+    janitor: mpsc::Sender<String>,
 }
 
 struct Inner {
@@ -75,6 +102,8 @@ struct Inner {
     registry: Mutex<Registry>,
     /// Authorization outcome per browser id, overlaid on passive discovery.
     authorization: Mutex<HashMap<String, &'static str>>,
+    /// Targets created for Workspaces; survives connection loss (unlike `registry`).
+    owned: Mutex<HashMap<TargetId, Owned>>,
 }
 
 /// Cheap to clone; owned by the Broker and handed to tools.
@@ -101,6 +130,7 @@ impl BrowserService {
                 live: RwLock::new(None),
                 registry: Mutex::new(Registry::default()),
                 authorization: Mutex::new(HashMap::new()),
+                owned: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -198,7 +228,7 @@ impl BrowserService {
             });
         };
         let ws_url = endpoint.ws_url();
-        let (client, events, child) = match self.spawn_janitor(&ws_url).await {
+        let (client, events, child, janitor) = match self.spawn_janitor(&ws_url).await {
             Ok(parts) => parts,
             Err(error) => {
                 let state = match &error {
@@ -225,21 +255,31 @@ impl BrowserService {
             browser_id: browser_id.to_owned(),
             client: client.clone(),
             generation,
+            janitor,
         };
         {
             let mut registry = self.inner.registry.lock().expect("registry lock");
             *registry = Registry::default();
         }
+        let mut orphans = Vec::new();
         match client.get_targets(INVENTORY_TIMEOUT).await {
             Ok(targets) => {
-                let mut registry = self.inner.registry.lock().expect("registry lock");
-                for info in &targets {
-                    registry.upsert(info);
+                {
+                    let mut registry = self.inner.registry.lock().expect("registry lock");
+                    for info in &targets {
+                        registry.upsert(info);
+                    }
                 }
+                orphans = self.recover_owned(&live, &targets).await;
             }
             Err(error) => tracing::warn!(%error, "initial target inventory failed"),
         }
         *self.inner.live.write().expect("live lock") = Some(live.clone());
+        for target in orphans {
+            if let Err(error) = client.close_target(&target, ORPHAN_CLOSE_TIMEOUT).await {
+                tracing::debug!(%error, "closing a managed tab of a released Workspace");
+            }
+        }
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
         if restored {
             // Every Observation of the lost connection stopped resolving: say so in the old
@@ -275,6 +315,7 @@ impl BrowserService {
             CdpClient,
             mpsc::Receiver<crate::cdp::CdpEvent>,
             tokio::process::Child,
+            mpsc::Sender<String>,
         ),
         ConnectError,
     > {
@@ -332,8 +373,91 @@ impl BrowserService {
                 }
             }
         });
+        let janitor = out_tx.clone();
         let (client, events) = CdpClient::spawn(out_tx, in_rx);
-        Ok((client, events, child))
+        Ok((client, events, child, janitor))
+    }
+
+    /// After a new connection's inventory: the targets this service created for Workspaces
+    /// under an earlier connection (a janitor that died left them open). Those of a live
+    /// Workspace become its managed tabs again, uncontrolled, with fresh opaque ids, and the
+    /// new janitor is told to close them if the Broker dies; the others (their Workspace was
+    /// released meanwhile) are returned for the caller to close. Records of targets that are
+    /// gone are dropped. Runs before the connection is published, so no Principal ever sees
+    /// them as user tabs.
+    async fn recover_owned(
+        &self,
+        live: &Live,
+        targets: &[crate::cdp::TargetInfo],
+    ) -> Vec<TargetId> {
+        let owned: Vec<(TargetId, Owned)> = {
+            let mut owned = self.inner.owned.lock().expect("owned lock");
+            owned.retain(|target, record| {
+                record.browser_id != live.browser_id
+                    || targets.iter().any(|t| t.target_id == *target)
+            });
+            owned
+                .iter()
+                .filter(|(_, record)| record.browser_id == live.browser_id)
+                .map(|(target, record)| (target.clone(), record.clone()))
+                .collect()
+        };
+        if owned.is_empty() {
+            return Vec::new();
+        }
+        let store = self.inner.store.clone();
+        let id = live.browser_id.clone();
+        let active =
+            match tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await {
+                Ok(Ok(active)) => active,
+                // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
+                outcome => {
+                    tracing::warn!(
+                        ok = outcome.is_ok(),
+                        "cannot list Workspaces while recovering managed tabs"
+                    );
+                    Vec::new()
+                }
+            };
+        let mut orphans = Vec::new();
+        for (target, record) in owned {
+            // Either way the tab stays its Workspace's in the inventory (a released Workspace's
+            // tab is then listed to nobody while it closes), and the new janitor closes it if
+            // the Broker dies first.
+            self.with_registry(|registry| registry.adopt_recovered(&target, &record.workspace_id));
+            let line = json!({"janitor": "adopt", "targetId": target.as_str()}).to_string();
+            if live.janitor.send(line).await.is_err() {
+                tracing::warn!("the new janitor went away while recovering managed tabs");
+            }
+            if record.released || !active.contains(&record.workspace_id) {
+                self.inner.owned.lock().expect("owned lock").remove(&target);
+                orphans.push(target);
+            }
+        }
+        orphans
+    }
+
+    /// Remembers a target created (or adopted as a popup) for a Workspace of the live browser.
+    pub(super) fn note_owned(&self, target: &TargetId, workspace_id: &str) {
+        let Some(live) = self.live() else { return };
+        let mut owned = self.inner.owned.lock().expect("owned lock");
+        if owned.len() >= MAX_OWNED_TARGETS && !owned.contains_key(target) {
+            tracing::warn!("too many managed targets recorded; one is not recoverable");
+            return;
+        }
+        owned.insert(
+            target.clone(),
+            Owned {
+                browser_id: live.browser_id,
+                workspace_id: workspace_id.to_owned(),
+                released: false,
+            },
+        );
+    }
+
+    /// Forgets a target that was destroyed.
+    pub(super) fn forget_owned(&self, target: &TargetId) {
+        self.inner.owned.lock().expect("owned lock").remove(target);
     }
 
     /// Called by the pump when the janitor's stream ended: the browser went away.
@@ -391,7 +515,7 @@ impl BrowserService {
         workspace_id: &str,
         lease_id: &str,
     ) -> String {
-        self.with_registry(|registry| {
+        let opaque = self.with_registry(|registry| {
             if registry.handle(target).is_none() {
                 registry.upsert(&crate::cdp::TargetInfo {
                     target_id: target.clone(),
@@ -406,7 +530,9 @@ impl BrowserService {
             }
             registry.adopt(target, workspace_id, lease_id);
             registry.opaque_id(workspace_id, target)
-        })
+        });
+        self.note_owned(target, workspace_id);
+        opaque
     }
 
     /// Records what a tool just read of a tab (discovery events can lag behind a load).
@@ -543,13 +669,29 @@ impl BrowserService {
     }
 
     /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.
+    /// Without a live connection, the tabs it created are marked and closed on the next one.
     pub async fn release_workspace(&self, workspace_id: &str) {
-        let managed = self.with_registry(|registry| {
+        let mut managed = self.with_registry(|registry| {
             let managed = registry.managed_tabs(workspace_id);
             registry.forget_workspace(workspace_id);
             managed
         });
-        let Some(live) = self.live() else { return };
+        let live = self.live();
+        {
+            let mut owned = self.inner.owned.lock().expect("owned lock");
+            for (target, record) in owned.iter_mut() {
+                if record.workspace_id == workspace_id {
+                    record.released = true;
+                    if !managed.contains(target) {
+                        managed.push(target.clone());
+                    }
+                }
+            }
+            if live.is_some() {
+                owned.retain(|_, record| record.workspace_id != workspace_id);
+            }
+        }
+        let Some(live) = live else { return };
         for target in managed {
             if let Err(error) = live
                 .client

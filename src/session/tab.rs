@@ -6,8 +6,11 @@
 //! A Command waiting for its turn is `accepted`; the holder of the turn is `dispatched`. A ticket
 //! dropped before its turn (cancelled, deadline passed) is skipped.
 //!
-//! Beside the queue sits the tab's `FrameBook` (OOPIF sessions, frame selections), behind a
-//! plain mutex that the event pump may take without a turn; nothing awaits while holding it.
+//! Beside the queue sit the tab's `FrameBook` (OOPIF sessions, frame selections) and its
+//! `LoadBook` (the main document's loader and load phase, from lifecycle events), behind plain
+//! mutexes that the event pump may take without a turn; nothing awaits while holding them.
+//! Load waits and the URL and title a tool reports come from CDP, never from the page's main
+//! world (docs/security.md, "Hostile pages").
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,7 +20,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedMutexGuard};
 
+use super::bounds::{bound_title, bound_url};
 use super::frames::{FrameBook, FrameSelection};
+use super::load::{Awaited, LoadBook, LoadMark, LoadPhase};
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 
 #[derive(Default)]
@@ -34,6 +39,9 @@ struct TabQueue {
     /// Bumped when a Lease hands control back; streaks recorded under an older value are void.
     control_epoch: AtomicU64,
     frames: Mutex<FrameBook>,
+    load: Mutex<LoadBook>,
+    /// Woken on every change of `load`.
+    load_changed: Notify,
 }
 
 impl TabQueue {
@@ -142,8 +150,17 @@ impl TabHandle {
                 state: Arc::new(tokio::sync::Mutex::new(TabState::default())),
                 control_epoch: AtomicU64::new(0),
                 frames: Mutex::new(FrameBook::default()),
+                load: Mutex::new(LoadBook::default()),
+                load_changed: Notify::new(),
             }),
         }
+    }
+
+    /// Updates the tab's load book (the pump, from the tab session's lifecycle events) and
+    /// wakes the load waits.
+    pub fn on_load(&self, update: impl FnOnce(&mut LoadBook)) {
+        update(&mut self.queue.load.lock().expect("load lock"));
+        self.queue.load_changed.notify_waiters();
     }
 
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
@@ -266,6 +283,11 @@ impl TabGuard {
         client
             .call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT)
             .await?;
+        // Load waits follow the lifecycle events; Chromium replays the current document's.
+        *self.queue.load.lock().expect("load lock") = LoadBook::default();
+        client
+            .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
+            .await?;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -291,6 +313,7 @@ impl TabGuard {
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();
         self.frames().clear_children();
+        *self.queue.load.lock().expect("load lock") = LoadBook::default();
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.
@@ -335,33 +358,75 @@ impl TabGuard {
         &mut self.state
     }
 
-    /// Evaluates an expression in the page's main world and returns its value.
-    pub async fn evaluate(
-        &mut self,
-        client: &CdpClient,
-        expression: &str,
-        timeout: Duration,
-    ) -> Result<Value, CdpError> {
+    /// Where the tab's load history stands now; take it before dispatching a navigation.
+    pub fn load_mark(&self) -> LoadMark {
+        self.queue.load.lock().expect("load lock").mark()
+    }
+
+    /// Waits until the awaited document reached `wanted`, or `until` passed; returns the phase
+    /// it reached (`None`: it is not the current document yet).
+    pub async fn wait_for_phase(
+        &self,
+        awaited: &Awaited,
+        wanted: LoadPhase,
+        until: tokio::time::Instant,
+    ) -> Option<LoadPhase> {
+        self.wait_load(until, |book| {
+            let phase = book.phase_of(awaited);
+            (phase >= Some(wanted), phase)
+        })
+        .await
+    }
+
+    /// Waits until no cross-document navigation is under way and the current document has
+    /// loaded completely, or `until` passed. True when it settled.
+    pub async fn wait_until_settled(&self, until: tokio::time::Instant) -> bool {
+        self.wait_load(until, |book| {
+            let settled = book.settled_phase() == Some(LoadPhase::Complete);
+            (settled, settled)
+        })
+        .await
+    }
+
+    async fn wait_load<T>(
+        &self,
+        until: tokio::time::Instant,
+        check: impl Fn(&LoadBook) -> (bool, T),
+    ) -> T {
+        loop {
+            let notified = self.queue.load_changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let (done, value) = check(&self.queue.load.lock().expect("load lock"));
+            if done || tokio::time::Instant::now() >= until {
+                return value;
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(until) => {}
+            }
+        }
+    }
+
+    /// The URL and title of the tab's current history entry, bounded (`session::bounds`). Read
+    /// by the browser process (`Page.getNavigationHistory`), so nothing the page defines in
+    /// its own world can change them; `title` is empty when the document has none.
+    pub async fn page_info(&mut self, client: &CdpClient) -> Result<(String, String), CdpError> {
         let session = self.session(client).await?;
-        let result = client
-            .call(
-                Some(&session),
-                "Runtime.evaluate",
-                json!({"expression": expression, "returnByValue": true}),
-                timeout,
-            )
-            .await;
-        match result {
-            Ok(result) => Ok(result
-                .get("result")
-                .and_then(|r| r.get("value"))
-                .cloned()
-                .unwrap_or(Value::Null)),
+        let history = match client.navigation_history(&session, SETUP_TIMEOUT).await {
+            Ok(history) => history,
             Err(error @ CdpError::SessionClosed { .. }) => {
                 self.drop_session();
-                Err(error)
+                return Err(error);
             }
-            Err(error) => Err(error),
+            Err(error) => return Err(error),
+        };
+        match history.entry(0) {
+            Some(entry) => Ok((bound_url(&entry.url), bound_title(&entry.title))),
+            None => {
+                let info = client.get_target_info(&self.target, SETUP_TIMEOUT).await?;
+                Ok((bound_url(&info.url), String::new()))
+            }
         }
     }
 }

@@ -286,13 +286,11 @@ pub(super) async fn snapshot(
     .map_err(page_error)
 }
 
+/// The tab's committed top-level URL, from the browser's history (never the page's world).
 pub(super) async fn current_url(client: &CdpClient, guard: &mut TabGuard) -> String {
-    match guard
-        .evaluate(client, "location.href", SCRIPT_TIMEOUT)
-        .await
-    {
-        Ok(Value::String(url)) => url,
-        _ => String::new(),
+    match guard.page_info(client).await {
+        Ok((url, _)) => url,
+        Err(_) => String::new(),
     }
 }
 
@@ -381,18 +379,10 @@ fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<&'s
     }
 }
 
-async fn wait_loaded(client: &CdpClient, guard: &mut TabGuard) {
+/// Waits (bounded) until the tab's lifecycle events show the new document loaded.
+async fn wait_loaded(_client: &CdpClient, guard: &mut TabGuard) {
     let until = tokio::time::Instant::now() + NAVIGATION_SETTLE;
-    while tokio::time::Instant::now() < until {
-        if let Ok(Value::String(state)) = guard
-            .evaluate(client, "document.readyState", SCRIPT_TIMEOUT)
-            .await
-            && state == "complete"
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(3)).await;
-    }
+    guard.wait_until_settled(until).await;
 }
 
 fn checked_json(checked: Option<Checked>) -> Value {

@@ -11,11 +11,13 @@ use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
+use super::observe::page_error;
 use super::tabs::{cdp_error, controlled_tab};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
 use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::page::{self, Find, ScriptErrorCode};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::TabGuard;
 use crate::version::now_ms;
@@ -387,48 +389,64 @@ impl Tab<'_> {
         })
     }
 
-    /// The box of the first element matching `selector` and the device pixel ratio.
+    /// The box of the first element matching `selector` in the main document, in document
+    /// coordinates, and the device pixel ratio. The query runs in the Broker's isolated world
+    /// of the main frame (`page::Find`), so a page that overrides `document.querySelector` or
+    /// `getBoundingClientRect` in its own world cannot move or hide the clip.
     async fn element(
         &self,
         guard: &mut TabGuard,
         selector: &str,
     ) -> Result<(Region, f64), RpcError> {
-        let expression = format!(
-            "(() => {{ let e; try {{ e = document.querySelector({}); }} catch (_) {{ return {{error: 'invalid_selector'}}; }} \
-             if (!e) return {{error: 'no_match'}}; const r = e.getBoundingClientRect(); \
-             return {{x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height, ratio: window.devicePixelRatio}}; }})()",
-            Value::from(selector)
-        );
-        let found = guard
-            .evaluate(self.client, &expression, call_timeout(self.scope))
+        let timeout = call_timeout(self.scope);
+        let frame_id = match guard.state().main_frame.clone() {
+            Some(frame_id) => frame_id,
+            None => {
+                let frame_id = page::main_frame_id(self.client, &self.session, timeout)
+                    .await
+                    .map_err(page_error)?;
+                guard.state().main_frame = Some(frame_id.clone());
+                frame_id
+            }
+        };
+        let context = page::create_isolated_world(self.client, &self.session, &frame_id, timeout)
             .await
-            .map_err(cdp_error)?;
+            .map_err(page_error)?;
+        let script = Find {
+            selector: selector.to_owned(),
+            pierce: false,
+            limit: 1,
+        };
         let selector_error = |reason: &str, message: &str| {
             RpcError::invalid_params(message.to_owned())
                 .with_context("path", json!("arguments.selector"))
                 .with_context("reason", json!(reason))
         };
-        match found["error"].as_str() {
-            Some("invalid_selector") => {
-                return Err(selector_error(
-                    "invalid_selector",
-                    "\"selector\" is not a valid CSS selector",
-                ));
+        let found = match page::run(self.client, &self.session, context, &script, timeout).await {
+            Ok(found) => found,
+            Err(error) => {
+                return Err(match error.refusal() {
+                    Some(ScriptErrorCode::InvalidSelector) => selector_error(
+                        "invalid_selector",
+                        "\"selector\" is not a valid CSS selector",
+                    ),
+                    _ => page_error(error),
+                });
             }
-            Some(_) => {
-                return Err(selector_error(
-                    "no_match",
-                    "\"selector\" matches no element",
-                ));
-            }
-            None => {}
-        }
-        let number = |key: &str| found[key].as_f64().unwrap_or(0.0);
+        };
+        let Some(element) = found.elements.first() else {
+            return Err(selector_error(
+                "no_match",
+                "\"selector\" matches no element",
+            ));
+        };
+        // `find` reports viewport coordinates; the clip is in document coordinates.
+        let layout = self.layout().await?;
         let region = Region {
-            x: number("x"),
-            y: number("y"),
-            width: number("width"),
-            height: number("height"),
+            x: element.bounds.x as f64 + layout.viewport.x,
+            y: element.bounds.y as f64 + layout.viewport.y,
+            width: element.bounds.width as f64,
+            height: element.bounds.height as f64,
         };
         if region.width < 1.0 || region.height < 1.0 {
             return Err(selector_error(
@@ -436,7 +454,7 @@ impl Tab<'_> {
                 "the element has no visible box",
             ));
         }
-        Ok((region, found["ratio"].as_f64().unwrap_or(1.0)))
+        Ok((region, layout.ratio))
     }
 }
 

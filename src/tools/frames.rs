@@ -300,8 +300,9 @@ fn ancestors(nodes: &[FrameNode], raw: &str) -> Vec<String> {
     chain
 }
 
+/// `text` cut to `max` characters, ending with the truncation marker when cut.
 fn bounded(text: &str, max: usize) -> String {
-    text.chars().take(max).collect()
+    crate::session::bounds::bound(text, max)
 }
 
 /// One frame as the agent sees it.

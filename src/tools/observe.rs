@@ -18,6 +18,7 @@ use crate::page::{
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
+use crate::session::bounds::{MAX_TITLE_CHARS, MAX_URL_CHARS, bound_title, bound_url};
 use crate::session::{ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard};
 
 /// Timeout of one page-script call.
@@ -255,16 +256,29 @@ pub fn page_error(error: PageError) -> RpcError {
     }
 }
 
-/// URL and title of the document, read in the isolated world.
+/// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
+/// frame's come from the browser's navigation history; a selected subframe's are read in the
+/// Broker's isolated world of that frame, where the page's own overrides of `document.title`
+/// or `JSON.stringify` do not exist. Never evaluated in the page's main world.
 pub async fn url_and_title(
     client: &CdpClient,
+    guard: &mut TabGuard,
     page_context: &PageContext,
 ) -> Result<(String, String), RpcError> {
+    if guard.state().main_frame.as_deref() == Some(page_context.frame_id.as_str()) {
+        return guard.page_info(client).await.map_err(cdp_error);
+    }
+    // One character past each bound, so a cut value gets its marker.
+    let expression = format!(
+        "[String(location.href).slice(0, {}), String(document.title).slice(0, {})]",
+        MAX_URL_CHARS + 1,
+        MAX_TITLE_CHARS + 1
+    );
     let result = client
         .call(
             Some(&page_context.session),
             "Runtime.evaluate",
-            json!({"expression": "[location.href, document.title]", "contextId": page_context.context.get(), "returnByValue": true}),
+            json!({"expression": expression, "contextId": page_context.context.get(), "returnByValue": true}),
             SCRIPT_TIMEOUT,
         )
         .await
@@ -274,8 +288,8 @@ pub async fn url_and_title(
         .cloned()
         .unwrap_or(Value::Null);
     Ok((
-        value[0].as_str().unwrap_or("").to_owned(),
-        value[1].as_str().unwrap_or("").to_owned(),
+        bound_url(value[0].as_str().unwrap_or("")),
+        bound_title(value[1].as_str().unwrap_or("")),
     ))
 }
 
@@ -321,7 +335,7 @@ pub async fn take_observation(
     )
     .await
     .map_err(page_error)?;
-    let (url, title) = url_and_title(client, &page_context).await?;
+    let (url, title) = url_and_title(client, guard, &page_context).await?;
     let state = guard.state();
     let hint_context = HintContext {
         main_document_status: None,
@@ -388,7 +402,7 @@ async fn run_reading<S: page::PageScript>(
     )
     .await
     .map_err(page_error)?;
-    let (url, title) = url_and_title(&client, &page_context).await?;
+    let (url, title) = url_and_title(&client, &mut guard, &page_context).await?;
     Ok((output, base_result(scope, url, title)))
 }
 

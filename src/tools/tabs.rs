@@ -1,5 +1,10 @@
 //! Browser connection and tab tools: `browser.connect`, `browser.open`, `browser.navigate`,
 //! `browser.tabs.list`, `browser.tabs.release`, `browser.tabs.close`.
+//!
+//! Load waits follow the tab's lifecycle events (`session::LoadBook`) and the reported URL and
+//! title come from the browser's navigation history: nothing here evaluates script in the
+//! page's main world, so a page that replaces `JSON.stringify` or its `document.title` getter
+//! can neither spoof what these tools report nor make a load look stalled.
 
 use std::time::Duration;
 
@@ -10,7 +15,8 @@ use super::manifest::{Scope, ToolDef, object, open_object};
 use crate::cdp::{CdpClient, CdpError};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::{ConnectError, TabGuard, TargetError};
+use crate::session::bounds::bound_event_url;
+use crate::session::{Awaited, ConnectError, LoadPhase, TabGuard, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
@@ -26,10 +32,6 @@ const NAVIGATION_STALL_ENV: &str = "BROWSER_PILOT_NAVIGATION_STALL_MS";
 /// Bounds of `BROWSER_PILOT_NAVIGATION_STALL_MS`: under a second a slow but healthy page would
 /// be called stalled; beyond ten minutes (the longest Command deadline) it could never fire.
 const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000;
-/// Longest URL copied into a `watchdog.navigation_stalled` payload.
-const MAX_EVENT_URL_CHARS: usize = 2048;
-/// Poll interval while waiting for `document.readyState`.
-const LOAD_POLL: Duration = Duration::from_millis(3);
 /// Timeout of one CDP call made by these tools.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
@@ -381,7 +383,7 @@ pub async fn navigate(
     // A navigation ends every no-progress streak on the tab.
     guard.state().progress = Default::default();
     let dispatched = tokio::time::Instant::now();
-    match action.as_str() {
+    let awaited = match action.as_str() {
         "goto" => {
             return goto(
                 env,
@@ -394,51 +396,40 @@ pub async fn navigate(
             .await;
         }
         "reload" => {
+            let mark = guard.load_mark();
             client
-                .call(Some(&session), "Page.reload", json!({}), CALL_TIMEOUT)
+                .reload(&session, CALL_TIMEOUT)
                 .await
                 .map_err(cdp_error)?;
+            Awaited::NewDocument(mark)
         }
         direction => {
             let history = client
-                .call(
-                    Some(&session),
-                    "Page.getNavigationHistory",
-                    json!({}),
-                    CALL_TIMEOUT,
-                )
+                .navigation_history(&session, CALL_TIMEOUT)
                 .await
                 .map_err(cdp_error)?;
-            let current = history["currentIndex"].as_i64().unwrap_or(0);
-            let wanted = if direction == "back" {
-                current - 1
-            } else {
-                current + 1
-            };
-            let entry = history["entries"]
-                .as_array()
-                .and_then(|e| usize::try_from(wanted).ok().and_then(|i| e.get(i)))
-                .cloned();
-            let Some(entry) = entry else {
+            let offset = if direction == "back" { -1 } else { 1 };
+            let Some(entry) = history.entry(offset) else {
                 return Err(RpcError::new(
                     ErrorCode::NavigationFailed,
                     format!("there is no history entry to go {direction} to"),
                 )
                 .with_context("action", json!(direction)));
             };
+            let mark = guard.load_mark();
             client
-                .call(
-                    Some(&session),
-                    "Page.navigateToHistoryEntry",
-                    json!({"entryId": entry["id"]}),
-                    CALL_TIMEOUT,
-                )
+                .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)
                 .await
                 .map_err(cdp_error)?;
+            // A history step may stay in the document (fragment, History API entries).
+            Awaited::AnyNavigation(mark)
         }
-    }
+    };
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    let page = wait_for_load(env, &client, &mut guard, scope, opaque, dispatched).await?;
+    let page = wait_for_load(
+        env, &client, &mut guard, scope, opaque, &awaited, dispatched,
+    )
+    .await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
@@ -458,6 +449,7 @@ async fn goto(
     // A navigation ends every no-progress streak on the tab.
     guard.state().progress = Default::default();
     let dispatched = tokio::time::Instant::now();
+    let mark = guard.load_mark();
     let outcome = client
         .navigate(&session, url, CALL_TIMEOUT)
         .await
@@ -469,7 +461,12 @@ async fn goto(
         )
         .with_context("errorText", json!(error_text)));
     }
-    let page = wait_for_load(env, client, guard, scope, opaque, dispatched).await?;
+    // A cross-document navigation names its loader; one that stayed in the document does not.
+    let awaited = match outcome.loader_id {
+        Some(loader) => Awaited::Loader(loader),
+        None => Awaited::AnyNavigation(mark),
+    };
+    let page = wait_for_load(env, client, guard, scope, opaque, &awaited, dispatched).await?;
     Ok(page_result(opaque, page, false))
 }
 
@@ -487,31 +484,19 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
     result
 }
 
-/// Polls the document until it has loaded. Settles for `interactive` once the load wait or the
-/// deadline nears. A page still short of `interactive` when the stall bound passes (counted from
-/// the navigation's dispatch) is reported with `watchdog.navigation_stalled` and ends
-/// `unknown_outcome`; one still loading at the deadline is left to the deadline, which makes
-/// the dispatched Command `unknown_outcome` too. Never answers success for a loading page.
+/// Waits, on the tab's lifecycle events, until the awaited document has loaded. Settles for
+/// `interactive` once the load wait or the deadline nears. A page still short of `interactive`
+/// when the stall bound passes (counted from the navigation's dispatch) is reported with
+/// `watchdog.navigation_stalled` and ends `unknown_outcome`; one still loading at the deadline
+/// is left to the deadline, which makes the dispatched Command `unknown_outcome` too. Never
+/// answers success for a loading page. URL and title are then read from the browser's history.
 async fn wait_for_load(
     env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &CallScope,
     opaque: &str,
-    dispatched: tokio::time::Instant,
-) -> Result<PageState, RpcError> {
-    let page = wait_for_document(env, client, guard, scope, opaque, dispatched).await?;
-    // Target discovery may report the new title later; the inventory shows what we just read.
-    env.browser.note_page(&guard.target, &page.url, &page.title);
-    Ok(page)
-}
-
-async fn wait_for_document(
-    env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    opaque: &str,
+    awaited: &Awaited,
     dispatched: tokio::time::Instant,
 ) -> Result<PageState, RpcError> {
     let now = tokio::time::Instant::now();
@@ -522,41 +507,50 @@ async fn wait_for_document(
             .unwrap_or(now),
     );
     let stall_at = dispatched + navigation_stall();
-    let expression = "JSON.stringify([document.readyState, location.href, document.title])";
-    loop {
-        let value = guard.evaluate(client, expression, CALL_TIMEOUT).await;
-        let state: Option<(String, String, String)> = match value {
-            Ok(Value::String(text)) => serde_json::from_str(&text).ok(),
-            Ok(_) => None,
-            // The context was replaced mid-navigation; ask again.
-            Err(CdpError::Remote { .. }) => None,
-            Err(other) => return Err(cdp_error(other)),
-        };
+    let mut phase = None;
+    let load_state = loop {
         let now = tokio::time::Instant::now();
-        match state {
-            Some((ready, url, title)) if ready == "complete" => {
-                return Ok(PageState {
-                    url,
-                    title,
-                    load_state: "complete",
-                });
-            }
-            Some((ready, url, title)) if ready == "interactive" && now >= settle_at => {
-                return Ok(PageState {
-                    url,
-                    title,
-                    load_state: "interactive",
-                });
-            }
-            Some((ready, _, _)) if ready == "interactive" => {}
-            state if now >= stall_at => {
-                let url = state.map(|(_, url, _)| url).unwrap_or_default();
+        let interactive = phase >= Some(LoadPhase::Interactive);
+        match phase {
+            Some(LoadPhase::Complete) => break LoadPhase::Complete,
+            Some(reached) if interactive && now >= settle_at => break reached,
+            _ if !interactive && now >= stall_at => {
+                let url = match guard.page_info(client).await {
+                    Ok((url, _)) => url,
+                    Err(_) => String::new(),
+                };
                 return Err(navigation_stalled(env, scope, opaque, &url, now - dispatched).await);
             }
             _ => {}
         }
-        tokio::time::sleep(LOAD_POLL).await;
-    }
+        // Interactive: wait for complete until the settle time. Short of it: wait for any
+        // progress until the settle time, then for interactive until the stall bound.
+        phase = match (interactive, now < settle_at) {
+            (true, _) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Complete, settle_at)
+                    .await
+            }
+            (false, true) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Interactive, settle_at.min(stall_at))
+                    .await
+            }
+            (false, false) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Interactive, stall_at)
+                    .await
+            }
+        };
+    };
+    let (url, title) = guard.page_info(client).await.map_err(cdp_error)?;
+    // Target discovery may report the new title later; the inventory shows what we just read.
+    env.browser.note_page(&guard.target, &url, &title);
+    Ok(PageState {
+        url,
+        title,
+        load_state: load_state.as_str(),
+    })
 }
 
 /// Emits `watchdog.navigation_stalled` and returns the Command's `unknown_outcome` error. The
@@ -569,7 +563,7 @@ async fn navigation_stalled(
     elapsed: Duration,
 ) -> RpcError {
     let (workspace_id, lease_id) = workspace(scope);
-    let url: String = url.chars().take(MAX_EVENT_URL_CHARS).collect();
+    let url = bound_event_url(url);
     let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let mut emit = Emit::new(
         workspace_id,

@@ -18,7 +18,7 @@ function bpValueOf(el) {
 }
 
 function bpIsPassword(el) {
-  return el.localName === 'input' && el.type === 'password';
+  return bpIsSensitiveField(el);
 }
 
 // Unicode code points of a string: the one unit every length in typing

@@ -203,6 +203,21 @@ const BP_TEXT_INPUT_TYPES = new Set([
   'time', 'datetime-local', 'month', 'week', 'color', 'range',
 ]);
 
+// A field whose value is a secret: an <input type=password>, or a text
+// field (input or textarea) whose autocomplete tokens say it holds a
+// password (`current-password`, `new-password`), as sites that restyle a
+// password box as type=text declare it. Such values are never returned,
+// only their length (docs/observation.md).
+const BP_SECRET_AUTOCOMPLETE = /(^|\s)(current-password|new-password)(\s|$)/i;
+
+function bpIsSensitiveField(el) {
+  const tag = el.localName;
+  if (tag !== 'input' && tag !== 'textarea') return false;
+  if (tag === 'input' && el.type === 'password') return true;
+  const autocomplete = el.getAttribute('autocomplete');
+  return autocomplete !== null && BP_SECRET_AUTOCOMPLETE.test(autocomplete);
+}
+
 function bpInputRole(el) {
   const type = el.type;
   switch (type) {

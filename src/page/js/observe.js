@@ -59,7 +59,10 @@ function observe(options) {
   // inViewport (0|1), optional fields object or null]. Arrays keep the
   // JSON text (and its transfer through CDP) about half the size.
   function describeElement(el, tag, role, scope, x, y, width, height, inViewport) {
-    const name = bpNameOf(el, tag, role, scope, NAME_MAX);
+    // One character past the bound tells a cut name, which then ends with
+    // the truncation marker (docs/observation.md, "Bounded page strings").
+    let name = bpNameOf(el, tag, role, scope, NAME_MAX + 1);
+    if (name.length > NAME_MAX) name = bpClip(name, NAME_MAX - 1) + '\u2026';
     const entry = {};
     const stated = bpAttributed(scope, el);
     let nativeCheck = false;
@@ -69,7 +72,7 @@ function observe(options) {
     switch (tag) {
       case 'input': {
         inputType = el.type;
-        if (inputType === 'password') {
+        if (bpIsSensitiveField(el)) {
           entry.valueLength = el.value.length;
           entry.sensitive = true;
         } else if (BP_TEXT_INPUT_TYPES.has(inputType)) {
@@ -82,7 +85,12 @@ function observe(options) {
         break;
       }
       case 'textarea':
-        setValue(entry, el.value);
+        if (bpIsSensitiveField(el)) {
+          entry.valueLength = el.value.length;
+          entry.sensitive = true;
+        } else {
+          setValue(entry, el.value);
+        }
         break;
       case 'select': {
         const labels = [];
@@ -135,7 +143,7 @@ function observe(options) {
     if (inputType !== null) entry.inputType = inputType;
     if (role === 'link' && (tag === 'a' || tag === 'area')) {
       const href = el.href;
-      if (href) entry.href = bpClip(href, HREF_MAX);
+      if (href) entry.href = href.length > HREF_MAX ? bpClip(href, HREF_MAX - 1) + '\u2026' : href;
     }
     let extra = null;
     for (const key in entry) {
@@ -173,7 +181,7 @@ function observe(options) {
     }
     if (tag === 'input') {
       const type = el.type;
-      if (type === 'password') {
+      if (bpIsSensitiveField(el)) {
         passwordRefs.push(ref);
       } else if (type === 'email' || ((type === 'text' || type === 'tel') && looksLikeUsername(el))) {
         usernames.push({ el: el, ref: ref });
@@ -210,7 +218,7 @@ function observe(options) {
     const inViewport = bpBoxInViewport(x, y, width, height, viewport);
     if (options.viewportOnly && !inViewport) return;
     candidateCount++;
-    if (tag === 'input' && el.type === 'password') passwordCount++;
+    if ((tag === 'input' || tag === 'textarea') && bpIsSensitiveField(el)) passwordCount++;
     const dialogLike = role === 'dialog' || role === 'alertdialog';
     if (!stopped && elements.length >= options.limit) {
       stopped = true;

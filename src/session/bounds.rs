@@ -1,0 +1,90 @@
+//! Bounds of page-controlled strings that reach results and events: titles, URLs and names.
+//! A page chooses them (a 1 MB `<title>`, a History API URL of megabytes), so every copy the
+//! Broker sends is cut to a fixed number of characters, and a cut string ends with
+//! `TRUNCATION_MARKER`, so a host can tell a cut value from a real one of that length.
+//!
+//! Pure functions; they decide nothing else about the strings (no escaping, no redaction).
+
+/// Longest title in a result or event, in characters (Chromium itself keeps at most 4,096). A
+/// title is for a human or a model to recognise a page; a kilobyte is plenty, and 64 tabs of
+/// bounded titles and URLs stay well under a 64 KiB result even when every character needs a
+/// JSON escape.
+pub const MAX_TITLE_CHARS: usize = 1024;
+
+/// Longest URL in a result, in characters: the longest URL `browser.open` accepts, so a URL the
+/// host opened comes back whole.
+pub const MAX_URL_CHARS: usize = 8192;
+
+/// Longest URL in an event payload, in characters: events are best-effort notifications and
+/// journal rows, so they carry less.
+pub const MAX_EVENT_URL_CHARS: usize = 2048;
+
+/// Longest name (a frame's name, a dialog's message) in a result or event, in characters.
+pub const MAX_NAME_CHARS: usize = 2000;
+
+/// Ends a string that was cut. Counted within the bound.
+pub const TRUNCATION_MARKER: char = '\u{2026}';
+
+/// A title bounded to `MAX_TITLE_CHARS`.
+pub fn bound_title(title: &str) -> String {
+    bound(title, MAX_TITLE_CHARS)
+}
+
+/// A URL bounded to `MAX_URL_CHARS`.
+pub fn bound_url(url: &str) -> String {
+    bound(url, MAX_URL_CHARS)
+}
+
+/// A URL for an event payload, bounded to `MAX_EVENT_URL_CHARS`.
+pub fn bound_event_url(url: &str) -> String {
+    bound(url, MAX_EVENT_URL_CHARS)
+}
+
+/// A name or message bounded to `MAX_NAME_CHARS`.
+pub fn bound_name(name: &str) -> String {
+    bound(name, MAX_NAME_CHARS)
+}
+
+/// `text` when it has at most `max` characters, else its first `max - 1` characters and the
+/// marker.
+pub fn bound(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some(_) => {
+            let keep = max.saturating_sub(1);
+            let end = text
+                .char_indices()
+                .nth(keep)
+                .map_or(text.len(), |(at, _)| at);
+            let mut cut = String::with_capacity(end + TRUNCATION_MARKER.len_utf8());
+            cut.push_str(&text[..end]);
+            cut.push(TRUNCATION_MARKER);
+            cut
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str, max: usize, expect: &str) {
+        assert_eq!(bound(text, max), expect, "bound({text:?}, {max})");
+    }
+
+    #[test]
+    fn strings_within_the_bound_are_untouched_and_longer_ones_marked() {
+        check("", 4, "");
+        check("abcd", 4, "abcd");
+        check("abcde", 4, "abc\u{2026}");
+        // Characters, not bytes: never a cut inside a UTF-8 sequence.
+        check("ééééé", 4, "ééé\u{2026}");
+        check("🙂🙂🙂🙂🙂", 2, "🙂\u{2026}");
+        let huge = "x".repeat(1_000_000);
+        let title = bound_title(&huge);
+        assert_eq!(title.chars().count(), MAX_TITLE_CHARS);
+        assert!(title.ends_with(TRUNCATION_MARKER));
+        assert_eq!(bound_url(&huge).chars().count(), MAX_URL_CHARS);
+        assert_eq!(bound_event_url(&huge).chars().count(), MAX_EVENT_URL_CHARS);
+    }
+}

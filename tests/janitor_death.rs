@@ -1,0 +1,212 @@
+//! Process tests of a dying janitor against a real headless Chromium: the janitor (the Broker's
+//! child, `--browser-pilot-internal=janitor`) is SIGKILLed while two Principals share the
+//! Broker. The Broker treats it as a connection loss; after reconnect the other Principal never
+//! sees the first one's managed tabs (not as user tabs, not at all) and cannot drive them, the
+//! first one has them back as managed tabs, a Workspace released while disconnected has its
+//! tabs closed on reconnect, a release after reconnect closes them, and the new janitor closes
+//! the re-adopted ones when the Broker itself dies.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::chromium::OwnCdp;
+use support::rig::{Agent, Rig};
+use support::{pid_alive, unsafe_kill, wait_until};
+
+/// The Broker's janitor child: the process whose parent is the Broker and whose command line
+/// carries the private role argument.
+fn janitor_pid(broker: u32) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let is_janitor = cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"--browser-pilot-internal=janitor");
+        let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                // `pid (comm) state ppid ...`; comm may contain spaces, so split after ')'.
+                let rest = stat.rsplit_once(')')?.1.to_owned();
+                rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+            });
+        if is_janitor && parent == Some(broker) && pid_alive(pid) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// A second Workspace (and Lease) of the same agent's Principal.
+fn another_workspace(agent: &mut Agent) -> (Value, Value) {
+    let ws = agent.bridge.ok("workspaces/create", json!({}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = agent.bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+    );
+    (workspace_id, lease["lease"]["id"].clone())
+}
+
+/// `browser.open` in another Workspace of the agent; returns the opaque target id.
+fn open_in(agent: &mut Agent, scope: &(Value, Value), url: &str) -> Value {
+    let response = agent.bridge.call(
+        "tools/call",
+        json!({"name": "browser.open", "arguments": {"url": url}, "workspaceId": scope.0, "leaseId": scope.1}),
+    );
+    response["result"]["result"]["targetId"].clone()
+}
+
+fn page_open(own: &mut OwnCdp, url: &str) -> bool {
+    own.pages().iter().any(|(_, u)| u == url)
+}
+
+#[test]
+fn a_killed_janitor_never_hands_managed_tabs_to_another_principal() {
+    let rig = Rig::start();
+    let mut own = OwnCdp::connect(&rig.chromium);
+    let mut alice = Agent::new(&rig, "com.example.alice");
+    let mut bob = Agent::new(&rig, "com.example.bob");
+    let generation = alice.connect()["browserConnectionGeneration"]
+        .as_u64()
+        .unwrap();
+    bob.connect();
+
+    // Alice: three Workspaces, one managed tab each.
+    let kept_url = rig.fixtures.url("/page/alice-kept");
+    let second_url = rig.fixtures.url("/page/alice-second");
+    let dropped_url = rig.fixtures.url("/page/alice-dropped");
+    let kept = alice.tool("browser.open", None, json!({"url": kept_url}))["targetId"].clone();
+    let second_scope = another_workspace(&mut alice);
+    let dropped_scope = another_workspace(&mut alice);
+    assert!(open_in(&mut alice, &second_scope, &second_url).is_string());
+    assert!(open_in(&mut alice, &dropped_scope, &dropped_url).is_string());
+    let bob_before = bob.tabs();
+    assert!(
+        !Value::Array(bob_before).to_string().contains("alice-"),
+        "Bob never sees Alice's managed tabs"
+    );
+
+    // The janitor dies: a connection loss for every Workspace.
+    let broker = rig.home.broker_pid().expect("broker pid");
+    let janitor = janitor_pid(broker).expect("the Broker's janitor runs");
+    unsafe_kill(janitor, "KILL");
+    let lost = alice.wait_event("connection.lost");
+    assert_eq!(lost["payload"]["generation"], generation);
+    bob.wait_event("connection.lost");
+    let (code, error) = bob.tool_err("browser.tabs.list", None, json!({}));
+    assert_eq!(code, "browser_disconnected", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
+    // Chromium keeps the tabs: nothing closed them.
+    assert!(page_open(&mut own, &kept_url) && page_open(&mut own, &dropped_url));
+
+    // Alice releases one Workspace while no connection can close its tab.
+    alice.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": dropped_scope.0}),
+    );
+
+    // Bob reconnects first: a new generation, and Alice's tabs are not his.
+    let restored = bob.connect();
+    assert!(restored["browserConnectionGeneration"].as_u64().unwrap() > generation);
+    bob.wait_event("connection.restored");
+    let bob_tabs = bob.tabs();
+    let listed = Value::Array(bob_tabs.clone()).to_string();
+    assert!(!listed.contains("alice-"), "{listed}");
+    assert!(bob_tabs.iter().all(|t| t["managed"] == false));
+    // Alice's old id means nothing to Bob (nor to anyone: ids are per generation).
+    let (code, _) = bob.tool_err("browser.observe", Some(&kept), json!({}));
+    assert_eq!(code, "target_not_found");
+
+    // The released Workspace's tab is closed by the Broker itself; the others stay open.
+    assert!(
+        wait_until(Duration::from_secs(10), || !page_open(
+            &mut own,
+            &dropped_url
+        )),
+        "the released Workspace's tab was closed on reconnect"
+    );
+    assert!(page_open(&mut own, &kept_url) && page_open(&mut own, &second_url));
+
+    // Alice has her tab back as a managed tab under a new id, and can drive it.
+    let alice_tabs = alice.tabs();
+    let mine = alice_tabs
+        .iter()
+        .find(|t| t["url"] == kept_url)
+        .unwrap_or_else(|| panic!("Alice's tab is listed: {alice_tabs:?}"));
+    assert_eq!(mine["managed"], true, "{mine}");
+    assert_eq!(mine["controlledElsewhere"], false);
+    assert_ne!(mine["targetId"], kept);
+    let kept_now = mine["targetId"].clone();
+    let observation = alice.tool("browser.observe", Some(&kept_now), json!({}));
+    assert_eq!(observation["title"], "alice-kept");
+    // And Bob still cannot see it, now that Alice controls it.
+    assert!(!Value::Array(bob.tabs()).to_string().contains("alice-"));
+
+    // Releasing Alice's Workspace closes its tab.
+    alice.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": alice.workspace_id}),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || !page_open(&mut own, &kept_url)),
+        "the released Workspace's re-adopted tab was closed"
+    );
+
+    // The new janitor took the re-adopted tab over: when the Broker dies, it closes it.
+    assert!(page_open(&mut own, &second_url));
+    unsafe_kill(broker, "KILL");
+    assert!(
+        wait_until(Duration::from_secs(15), || !page_open(
+            &mut own,
+            &second_url
+        )),
+        "the new janitor closed the re-adopted tab after the Broker died"
+    );
+}
+
+#[test]
+fn a_navigation_in_flight_when_the_janitor_dies_is_unknown_outcome() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.inflight");
+    agent.connect();
+    // The fixture server holds this response, so `Page.navigate` is still pending.
+    let slow = "/slow?ms=8000";
+    let id = agent.bridge.request(
+        "tools/call",
+        json!({"name": "browser.open", "arguments": {"url": rig.fixtures.url(slow)}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "deadlineMs": 60000}),
+    );
+    assert!(
+        wait_until(Duration::from_secs(15), || rig.fixtures.hits(slow) >= 1),
+        "the navigation reached the server"
+    );
+    let broker = rig.home.broker_pid().expect("broker pid");
+    unsafe_kill(janitor_pid(broker).expect("janitor"), "KILL");
+    let response = agent.bridge.response(&id);
+    let error = &response["error"];
+    assert_eq!(error["data"]["code"], "unknown_outcome", "{response}");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(error["data"]["context"]["reason"], "browser_disconnected");
+    let command_id = error["data"]["context"]["commandId"].clone();
+    let recorded = agent.bridge.ok(
+        "commands/get",
+        json!({"commandId": command_id, "workspaceId": agent.workspace_id}),
+    );
+    assert_eq!(
+        recorded["command"]["status"], "unknown_outcome",
+        "{recorded}"
+    );
+    // A browser tool called after the loss, which never reaches a browser, stays retryable.
+    let (code, error) = agent.tool_err("browser.tabs.list", None, json!({}));
+    assert_eq!(code, "browser_disconnected", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
+}
