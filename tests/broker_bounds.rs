@@ -258,7 +258,13 @@ fn fill_accept_queue(path: &std::path::Path) -> Vec<std::os::fd::OwnedFd> {
     let mut queued = Vec::new();
     loop {
         // SAFETY: plain socket calls on a descriptor this function owns.
-        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
         assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
         let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
         let result = unsafe {
@@ -310,6 +316,73 @@ fn a_briefly_saturated_accept_queue_is_not_an_unresponsive_broker() {
         Some(code) => assert_eq!(code, "too_many_connections", "{answer}"),
     }
     still_fine(&mut bridge, &ws, &lease);
-    let mut next = home.spawn_bridge();
-    next.initialize("com.example.next", "i1");
+    // Once the drained peers are gone, new hosts are served again.
+    let mut refusals = 0;
+    let served = wait_until(Duration::from_secs(15), || {
+        let mut next = home.spawn_bridge();
+        let answer = next.call(
+            "initialize",
+            initialize_params("com.example.next", "i1", (1, 1)),
+        );
+        refusals += 1;
+        answer.get("result").is_some()
+    });
+    assert!(served, "never served again after {refusals} tries");
+}
+
+/// A peer that writes calls and never reads: beyond the pending bound each call is answered at
+/// once with the retryable `result_too_large` (never dispatched), and when even those answers
+/// pile up unread the Broker closes the Connection instead of queueing without end.
+#[test]
+fn a_peer_that_never_reads_is_refused_then_closed() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+    let mut peer = RawPeer::connect(&home);
+    assert!(peer.hello("bridge").get("welcome").is_some());
+    let init = peer.call(
+        1,
+        "initialize",
+        initialize_params("com.example.flood", "i1", (1, 1)),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+
+    const CALLS: u64 = 20_000;
+    let mut stream = peer.stream.try_clone().unwrap();
+    let flood = std::thread::spawn(move || {
+        let mut sent = 0;
+        for id in 2..CALLS + 2 {
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "workspaces/get", "params": {"workspaceId": ws_placeholder()}});
+            if stream.write_all(format!("{line}\n").as_bytes()).is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        sent
+    });
+    // Read nothing until the flood stalls (the Broker stopped reading) or ends.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut answers = 0u64;
+    let mut refusals = 0u64;
+    while let Some(line) = peer.line() {
+        answers += 1;
+        if line["error"]["data"]["code"] == "result_too_large" {
+            assert_eq!(line["error"]["data"]["retryable"], true, "{line}");
+            assert_eq!(line["error"]["data"]["context"]["pendingLimit"], 256);
+            refusals += 1;
+        }
+    }
+    let sent = flood.join().unwrap();
+    assert!(
+        refusals > 0,
+        "no call was refused ({answers} answers to {sent} calls)"
+    );
+    assert!(
+        answers < CALLS,
+        "the Connection was never closed: {answers} answers to {sent} calls"
+    );
+    still_fine(&mut bridge, &ws, &lease);
+}
+
+fn ws_placeholder() -> &'static str {
+    "workspace:00000000000000000000000000000000"
 }

@@ -195,7 +195,7 @@ fn a_navigation_in_flight_when_the_janitor_dies_is_unknown_outcome() {
     let error = &response["error"];
     assert_eq!(error["data"]["code"], "unknown_outcome", "{response}");
     assert_eq!(error["data"]["retryable"], false);
-    assert_eq!(error["data"]["context"]["reason"], "browser_disconnected");
+    assert_eq!(error["data"]["context"]["cause"], "browser_disconnected");
     let command_id = error["data"]["context"]["commandId"].clone();
     let recorded = agent.bridge.ok(
         "commands/get",

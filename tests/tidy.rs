@@ -29,10 +29,7 @@ const CDP_LITERALS: &[(&str, usize)] = &[
 ];
 
 /// Files that still hold JavaScript in Rust string literals, and how many literals.
-const JS_LITERALS: &[(&str, usize)] = &[
-    ("src/tools/actions.rs", 4),
-    ("src/tools/observe.rs", 1),
-];
+const JS_LITERALS: &[(&str, usize)] = &[("src/tools/actions.rs", 4), ("src/tools/observe.rs", 1)];
 
 /// Where page JavaScript may live: the library and the `PageScript` mechanism that installs it
 /// and calls into it (its call stubs are a line each).

@@ -22,15 +22,9 @@ use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::internal::{self, Hello, PeerRole};
-use crate::protocol::methods::{self, Lane};
+use crate::protocol::methods::{self, Lane, MAX_PENDING_ORDINARY, MAX_PENDING_OUT_OF_BAND};
 use crate::protocol::negotiate::SERVICE_LIMITS;
 use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id, now_ms};
-
-/// At most this many ordinary calls may be pending per bridge (contract).
-pub const MAX_PENDING_ORDINARY: usize = 256;
-
-/// At most this many out-of-band calls may be pending per bridge (contract).
-pub const MAX_PENDING_OUT_OF_BAND: usize = 16;
 
 /// Notifications waiting for a slow host reader; beyond this they are dropped.
 const NOTIFICATION_QUEUE: usize = 256;

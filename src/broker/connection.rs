@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
+use super::responses::{self, Admission, Responses};
 use super::state::Broker;
 use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
@@ -154,6 +155,8 @@ enum Ordinary {
 struct Request {
     /// Input position on this Connection.
     position: u64,
+    /// The lane it was admitted on: its response settles that lane's owed count.
+    lane: Lane,
     id: Value,
     method: String,
     params: Map<String, Value>,
@@ -212,9 +215,8 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         return;
     }
 
-    let (response_tx, response_rx) = mpsc::unbounded_channel::<String>();
     let (notification_tx, notification_rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
-    let writer_task = tokio::spawn(write_peer(writer, response_rx, notification_rx));
+    let (responses, writer_task) = responses::start_writer(writer, notification_rx);
     let context = Arc::new(ConnectionContext {
         broker: broker.clone(),
         role: hello.role,
@@ -227,15 +229,15 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     let (ordinary_tx, mut ordinary_rx) = mpsc::unbounded_channel::<Ordinary>();
     let ordinary_worker = {
         let context = context.clone();
-        let response_tx = response_tx.clone();
+        let responses = responses.clone();
         let order = order.clone();
         tokio::spawn(async move {
             while let Some(work) = ordinary_rx.recv().await {
                 match work {
                     Ordinary::Request(request) => {
                         order.earlier_accepted(request.position).await;
-                        if let Some(response) = handle(&context, &response_tx, request).await {
-                            let _ = response_tx.send(response);
+                        if let Some(response) = handle(&context, &responses, request).await {
+                            responses.answer(Lane::Ordinary, response);
                         }
                     }
                     Ordinary::InputClosed(position) => {
@@ -257,7 +259,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             Ok(None) => break,
             Err(error) => {
                 tracing::warn!(%error, "peer line rejected; closing the Connection");
-                let _ = response_tx.send(
+                responses.unadmitted(
                     RpcError::new(ErrorCode::MessageTooLarge, error.to_string())
                         .response(&Value::Null),
                 );
@@ -285,15 +287,24 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             }
             Err(error) => {
                 // A bridge validates envelopes before forwarding; anything else here is a broken peer.
-                let _ = response_tx.send(error.response(&Value::Null));
+                responses.unadmitted(error.response(&Value::Null));
                 break;
             }
         };
+        let lane = methods::lane(&method, &params);
+        match responses.admit(lane, &id) {
+            Admission::Admitted => {}
+            Admission::Refused => continue,
+            Admission::Overrun => {
+                tracing::warn!("the peer does not read its responses; closing the Connection");
+                break;
+            }
+        }
         position += 1;
         let unaccepted = (method == "tools/call").then(|| order.hold(position));
-        let lane = methods::lane(&method, &params);
         let request = Request {
             position,
+            lane,
             id,
             method,
             params,
@@ -305,12 +316,12 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
             }
             Lane::OutOfBand => {
                 let context = context.clone();
-                let response_tx = response_tx.clone();
+                let responses = responses.clone();
                 let order = order.clone();
                 tokio::spawn(async move {
                     order.earlier_accepted(request.position).await;
-                    if let Some(response) = handle(&context, &response_tx, request).await {
-                        let _ = response_tx.send(response);
+                    if let Some(response) = handle(&context, &responses, request).await {
+                        responses.answer(Lane::OutOfBand, response);
                     }
                 });
             }
@@ -324,7 +335,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     }
     drop(ordinary_tx);
     let _ = ordinary_worker.await;
-    drop(response_tx);
+    drop(responses);
     drop(context);
     let _ = writer_task.await;
 }
@@ -347,10 +358,11 @@ fn take_stamp(line: &[u8], params: &mut Map<String, Value>) {
 /// response itself: `None`. Anything else is answered here, in the caller's order.
 async fn handle(
     context: &Arc<ConnectionContext>,
-    response_tx: &mpsc::UnboundedSender<String>,
+    responses: &Responses,
     request: Request,
 ) -> Option<String> {
     let Request {
+        lane,
         id,
         method,
         params,
@@ -367,10 +379,10 @@ async fn handle(
         return match acceptance {
             Ok(accepted) => {
                 let context = context.clone();
-                let response_tx = response_tx.clone();
+                let responses = responses.clone();
                 tokio::spawn(async move {
                     let outcome = accepted.run(&context).await;
-                    let _ = response_tx.send(to_response(&id, outcome));
+                    responses.answer(lane, to_response(&id, outcome));
                 });
                 None
             }
@@ -389,10 +401,10 @@ async fn handle(
     match acceptance {
         Ok(commands::Acceptance::Accepted(accepted)) => {
             let context = context.clone();
-            let response_tx = response_tx.clone();
+            let responses = responses.clone();
             tokio::spawn(async move {
                 let outcome = commands::run(&context, *accepted).await;
-                let _ = response_tx.send(to_response(&id, outcome));
+                responses.answer(lane, to_response(&id, outcome));
             });
             None
         }
@@ -414,32 +426,5 @@ fn to_response(id: &Value, outcome: Result<Value, RpcError>) -> String {
     match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
         Err(error) => error.response(id),
-    }
-}
-
-async fn write_peer(
-    mut writer: IpcWriter,
-    mut responses: mpsc::UnboundedReceiver<String>,
-    mut notifications: mpsc::Receiver<String>,
-) {
-    let mut notifications_open = true;
-    loop {
-        let line = tokio::select! {
-            biased;
-            response = responses.recv() => match response {
-                Some(line) => line,
-                None => return,
-            },
-            notification = notifications.recv(), if notifications_open => match notification {
-                Some(line) => line,
-                None => {
-                    notifications_open = false;
-                    continue;
-                }
-            },
-        };
-        if framing::write_line(&mut writer, &line).await.is_err() {
-            return;
-        }
     }
 }

@@ -10,6 +10,7 @@ mod connection;
 mod errors;
 mod lifecycle;
 mod locator;
+mod responses;
 mod server;
 mod state;
 mod sweep;

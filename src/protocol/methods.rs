@@ -35,6 +35,14 @@ pub const OUT_OF_BAND_TOOLS: &[&str] = &["browser.dialogs.list", "browser.dialog
 /// Broker releases the Connection's Leases immediately.
 pub const INPUT_CLOSED_NOTIFICATION: &str = "$/bridge/inputClosed";
 
+/// At most this many ordinary calls may be pending per bridge (contract), and per Connection
+/// in the Broker.
+pub const MAX_PENDING_ORDINARY: usize = 256;
+
+/// At most this many out-of-band calls may be pending per bridge (contract), and per
+/// Connection in the Broker.
+pub const MAX_PENDING_OUT_OF_BAND: usize = 16;
+
 /// How a request is scheduled on its Connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
