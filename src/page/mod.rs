@@ -14,17 +14,20 @@ mod error;
 mod find;
 mod hints;
 mod observe;
+mod quad;
 mod read;
 mod run;
 mod script;
 mod search;
 
 pub use actions::{
-    ActiveElement, ActiveElementKey, ClickPoint, ClickTarget, ElementState, FocusAndSelectAll,
-    FocusOutcome, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
-    OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
-    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
+    ActiveElement, ActiveElementKey, ArmClick, Armed, ClickEvent, ClickPoint, ClickProbe,
+    ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState, FRAME_POINT_HIT, FocusAndSelectAll,
+    FocusOutcome, FrameHit, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT,
+    OptionList, OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
+    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
 };
+pub use quad::{Point, Quad, QuadMap};
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{
