@@ -22,12 +22,12 @@ mod search;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ArmClick, Armed, ClickEvent, ClickPoint, ClickProbe,
-    ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState, FRAME_POINT_HIT, FocusAndSelectAll,
-    FocusOutcome, FrameHit, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT,
-    OptionList, OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
-    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+    ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState, FRAME_POINT_HIT,
+    FocusAndSelectAll, FocusOutcome, FrameHit, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT,
+    OPTIONS_MAX_LIMIT, OptionList, OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions,
+    SelectedOption, SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
+    click_truth_document_script,
 };
-pub use quad::{Point, Quad, QuadMap};
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{
@@ -41,6 +41,7 @@ pub use observe::{
     ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining,
     Role, Signals, Size, TruncationReason,
 };
+pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,

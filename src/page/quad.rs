@@ -174,7 +174,10 @@ mod tests {
     fn a_translated_box_is_an_offset() {
         let q = quad([(10.0, 20.0), (310.0, 20.0), (310.0, 220.0), (10.0, 220.0)]);
         let map = QuadMap::from_viewport(300.0, 200.0, &q).unwrap();
-        assert!(close(map.apply(Point::new(5.0, 7.0)).unwrap(), Point::new(15.0, 27.0)));
+        assert!(close(
+            map.apply(Point::new(5.0, 7.0)).unwrap(),
+            Point::new(15.0, 27.0)
+        ));
     }
 
     #[test]
@@ -185,7 +188,10 @@ mod tests {
         let q = quad([t(0.0, 0.0), t(300.0, 0.0), t(300.0, 200.0), t(0.0, 200.0)]);
         let map = QuadMap::from_viewport(300.0, 200.0, &q).unwrap();
         let (ex, ey) = t(200.0, 120.0);
-        assert!(close(map.apply(Point::new(200.0, 120.0)).unwrap(), Point::new(ex, ey)));
+        assert!(close(
+            map.apply(Point::new(200.0, 120.0)).unwrap(),
+            Point::new(ex, ey)
+        ));
         // The same point with translation only (the box's first corner) would miss by far.
         let naive = Point::new(q.0[0].x + 200.0, q.0[0].y + 120.0);
         assert!((naive.x - ex).abs() + (naive.y - ey).abs() > 100.0);
@@ -217,7 +223,10 @@ mod tests {
         ];
         let cx = button.iter().map(|p| p.0).sum::<f64>() / 4.0;
         let cy = button.iter().map(|p| p.1).sum::<f64>() / 4.0;
-        assert!((centre.x - cx).abs() < 0.5 && (centre.y - cy).abs() < 0.5, "{centre:?}");
+        assert!(
+            (centre.x - cx).abs() < 0.5 && (centre.y - cy).abs() < 0.5,
+            "{centre:?}"
+        );
     }
 
     #[test]

@@ -257,6 +257,9 @@ pub struct RpcError {
     pub remediation: Option<Value>,
     /// Machine-readable detail, e.g. `earliestCursor` for `cursor_expired`.
     pub context: Option<Map<String, Value>>,
+    /// Overrides the code's `retryable` flag for this one error (e.g. `element_not_actionable`
+    /// while waiting longer could help: covered, not stable, disabled, hidden).
+    pub retryable: Option<bool>,
 }
 
 impl RpcError {
@@ -266,7 +269,14 @@ impl RpcError {
             message: message.into(),
             remediation: None,
             context: None,
+            retryable: None,
         }
+    }
+
+    /// Sets `data.retryable` for this error instead of the code's default.
+    pub fn with_retryable(mut self, retryable: bool) -> RpcError {
+        self.retryable = Some(retryable);
+        self
     }
 
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
@@ -290,7 +300,8 @@ impl RpcError {
     pub fn to_json(&self) -> Value {
         let mut data = Map::new();
         data.insert("code".into(), Value::from(self.code.as_str()));
-        data.insert("retryable".into(), Value::from(self.code.retryable()));
+        let retryable = self.retryable.unwrap_or(self.code.retryable());
+        data.insert("retryable".into(), Value::from(retryable));
         if let Some(remediation) = &self.remediation {
             data.insert("remediation".into(), remediation.clone());
         }
@@ -314,6 +325,9 @@ impl RpcError {
         rebuilt.context = error["data"]
             .get("context")
             .and_then(|c| c.as_object().cloned());
+        rebuilt.retryable = error["data"]["retryable"]
+            .as_bool()
+            .filter(|recorded| *recorded != code.retryable());
         rebuilt
     }
 

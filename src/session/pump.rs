@@ -285,6 +285,7 @@ fn on_child_attached(
                 return;
             }
         }
+        super::tab::register_click_truth(&client, &child).await;
     });
 }
 

@@ -254,6 +254,28 @@ pub fn auto_attach_params() -> Value {
     })
 }
 
+/// Registers the click-truth listener (`page::click_truth_document_script`) to run in the
+/// Broker's isolated world of every new document of a tab or OOPIF session, before any page
+/// script. Without it clicks are still judged, from a listener installed later (see
+/// docs/observation.md), so a failure is logged rather than fatal.
+pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
+    let params = json!({
+        "source": crate::page::click_truth_document_script(),
+        "worldName": crate::page::WORLD_NAME,
+    });
+    if let Err(error) = client
+        .call(
+            Some(session),
+            "Page.addScriptToEvaluateOnNewDocument",
+            params,
+            SETUP_TIMEOUT,
+        )
+        .await
+    {
+        tracing::warn!(%error, "registering the click-truth listener failed");
+    }
+}
+
 impl TabGuard {
     /// The flattened CDP session of this tab, attaching and enabling the domains the tools need
     /// on first use. `Page` is enabled before anything else can run, so a dialog the page opens
@@ -266,6 +288,7 @@ impl TabGuard {
         client
             .call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT)
             .await?;
+        register_click_truth(client, &session).await;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client

@@ -13,6 +13,7 @@ mod docs;
 mod frames;
 mod manifest;
 mod observe;
+mod pointer;
 mod progress;
 pub mod schema;
 mod tabs;
