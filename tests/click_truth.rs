@@ -92,14 +92,22 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
 
     // A plain button: the click reached it.
     let plain = clicked(&click(&mut agent, &target, &observation, "Plain", None));
-    assert_eq!(plain["evidence"]["status"], "verified", "{}", plain["evidence"]);
+    assert_eq!(
+        plain["evidence"]["status"], "verified",
+        "{}",
+        plain["evidence"]
+    );
     assert_eq!(plain["evidence"]["delivery"], "reached");
     assert_eq!(page_log(&mut agent, &target), "plain:visible");
 
     // An interstitial appears on pointerdown: the release lands on it, the button never gets
     // its click (its focus may still move: that proves nothing).
     let trap = clicked(&click(&mut agent, &target, &plain, "Overlay trap", None));
-    assert_eq!(trap["evidence"]["status"], "mismatch", "{}", trap["evidence"]);
+    assert_eq!(
+        trap["evidence"]["status"], "mismatch",
+        "{}",
+        trap["evidence"]
+    );
     assert_eq!(trap["evidence"]["reason"], "click_intercepted");
     assert_eq!(trap["evidence"]["delivery"], "intercepted");
     assert!(!page_log(&mut agent, &target).contains("trap"));
@@ -144,7 +152,11 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         click(&mut agent, &target, &fresh, "Mover", None)
     });
     let moved = clicked(&moved);
-    assert_eq!(moved["evidence"]["status"], "verified", "{}", moved["evidence"]);
+    assert_eq!(
+        moved["evidence"]["status"], "verified",
+        "{}",
+        moved["evidence"]
+    );
     let log = page_log(&mut agent, &target);
     assert!(log.ends_with(",mover:still"), "{log}");
     assert!(!log.contains("mover:moving"), "{log}");
@@ -180,15 +192,22 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
     );
     assert!(
         wait_until(Duration::from_secs(10), || {
-            let visibility =
-                agent.tool("browser.read", Some(&target), json!({"selector": "#visibility"}));
+            let visibility = agent.tool(
+                "browser.read",
+                Some(&target),
+                json!({"selector": "#visibility"}),
+            );
             visibility["text"].as_str().unwrap_or("").trim() == "hidden"
         }),
         "the first tab never went to the background"
     );
     let behind = observe(&mut agent, &target);
     let plain = clicked(&click(&mut agent, &target, &behind, "Plain", None));
-    assert_eq!(plain["evidence"]["status"], "verified", "{}", plain["evidence"]);
+    assert_eq!(
+        plain["evidence"]["status"], "verified",
+        "{}",
+        plain["evidence"]
+    );
     let log = page_log(&mut agent, &target);
     assert!(log.ends_with(",plain:hidden"), "{log}");
 }
@@ -215,9 +234,9 @@ fn clicks_land_inside_transformed_frames_in_and_out_of_process() {
             let listed = agent.tool("browser.frames.list", Some(&target), json!({}));
             frames = listed["frames"].as_array().unwrap().clone();
             frames.len() == 7
-                && frames
-                    .iter()
-                    .all(|f| f["main"] == true || f["url"].as_str().unwrap_or("").ends_with("child"))
+                && frames.iter().all(|f| {
+                    f["main"] == true || f["url"].as_str().unwrap_or("").ends_with("child")
+                })
         }),
         "frames never loaded: {frames:?}"
     );
@@ -262,7 +281,13 @@ fn clicks_land_inside_transformed_frames_in_and_out_of_process() {
         json!({"frameId": veiled["frameId"]}),
     );
     let observation = observe(&mut agent, &target);
-    let covered = refused(&click(&mut agent, &target, &observation, "Target", Some(1500)));
+    let covered = refused(&click(
+        &mut agent,
+        &target,
+        &observation,
+        "Target",
+        Some(1500),
+    ));
     assert_eq!(covered["code"], "element_not_actionable", "{covered}");
     assert_eq!(covered["context"]["reason"], "covered", "{covered}");
     assert_eq!(covered["context"]["occludedBy"], "div#veil", "{covered}");

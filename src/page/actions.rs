@@ -78,7 +78,8 @@ pub struct ClickPoint(pub RefTarget);
 /// `<label>` of the element (`viaLabel`); otherwise `occludedBy` describes
 /// what covers it (`div#overlay.backdrop`). `box` is the client rect the
 /// point was taken from (`[left, top, width, height]`, compared across
-/// samples to tell a still element from a moving one), `frame` the frame's
+/// samples to tell a still element from a moving one), `scrolled` whether
+/// the call's own scrolling moved it, `frame` the frame's
 /// viewport size (`innerWidth`, `innerHeight`: what its `<iframe>`'s content
 /// box shows), `disabled` a `:disabled` or `aria-disabled="true"` element.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,15 +99,39 @@ pub struct ClickTarget {
     pub frame: Option<[f64; 2]>,
     #[serde(default)]
     pub disabled: bool,
+    /// Whether this call's scrolling moved the element.
+    #[serde(default)]
+    pub scrolled: bool,
 }
 
-/// One actionability sample of a ref's element: like `ClickPoint`, but
-/// scrolls the element to the viewport centre only when `scroll` is set, so
-/// that a second sample measures the element where the first left it.
+/// One actionability sample of a ref's element: like `ClickPoint`, with a
+/// choice of scrolling, so that a later sample measures the element where
+/// the first left it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClickProbe {
     pub target: RefTarget,
-    pub scroll: bool,
+    pub scroll: ProbeScroll,
+}
+
+/// How a `ClickProbe` scrolls before measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeScroll {
+    /// Never.
+    None,
+    /// Only when the element is not entirely in the viewport.
+    IfNeeded,
+    /// Always to the viewport centre (e.g. away from a sticky header).
+    Center,
+}
+
+impl ProbeScroll {
+    fn as_str(self) -> &'static str {
+        match self {
+            ProbeScroll::None => "none",
+            ProbeScroll::IfNeeded => "if_needed",
+            ProbeScroll::Center => "center",
+        }
+    }
 }
 
 impl PageScript for ClickProbe {
@@ -115,7 +140,7 @@ impl PageScript for ClickProbe {
     fn call(&self) -> Result<ScriptCall, PageError> {
         Ok(ScriptCall {
             script: Script::ClickPoint,
-            argument: with(&self.target, json!({ "scroll": self.scroll }))?,
+            argument: with(&self.target, json!({ "scroll": self.scroll.as_str() }))?,
         })
     }
 
@@ -615,11 +640,11 @@ mod tests {
         assert_eq!(unarmed.delivery(), None);
         let probe = ClickProbe {
             target: target(),
-            scroll: false,
+            scroll: ProbeScroll::IfNeeded,
         }
         .call()
         .unwrap();
-        assert_eq!(probe.argument["scroll"], json!(false));
+        assert_eq!(probe.argument["scroll"], json!("if_needed"));
         assert_eq!(
             ArmClick(ClickEvent::AuxClick).call().unwrap().argument["type"],
             "auxclick"

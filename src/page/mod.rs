@@ -24,8 +24,8 @@ pub use actions::{
     ActiveElement, ActiveElementKey, ArmClick, Armed, ClickEvent, ClickPoint, ClickProbe,
     ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState, FRAME_POINT_HIT,
     FocusAndSelectAll, FocusOutcome, FrameHit, ListOptions, ListedOption, OPTIONS_DEFAULT_LIMIT,
-    OPTIONS_MAX_LIMIT, OptionList, OptionsKind, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions,
-    SelectedOption, SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
+    OPTIONS_MAX_LIMIT, OptionList, OptionsKind, ProbeScroll, RefTarget, SNAPSHOT_VALUE_MAX_CHARS,
+    SelectOptions, SelectedOption, SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome,
     click_truth_document_script,
 };
 pub use error::{PageError, ScriptErrorCode};

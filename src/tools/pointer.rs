@@ -22,17 +22,20 @@ use super::observe::{PageContext, SCRIPT_TIMEOUT, page_error};
 use super::tabs::cdp_error;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, Quad, QuadMap,
-    RefTarget, ScriptErrorCode,
+    self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
+    QuadMap, RefTarget, ScriptErrorCode,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::TabGuard;
 
-/// Time between two actionability samples: long enough for a moving element to show that it
-/// moves, and for Chromium to produce a frame after a scroll (a click sent into an
-/// out-of-process frame right after a scroll can be lost while the browser's hit-test data
-/// still shows the old position; docs/cdp.md).
-const SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
+/// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
+/// animated per frame shows that it moves.
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
+/// The same after something scrolled, or when the element is inside a frame: long enough for
+/// Chromium to produce a frame first (a click sent into an out-of-process frame right after a
+/// scroll was lost while the browser's hit-test data still showed the old position; a click
+/// 20 ms later arrived; docs/cdp.md).
+const SETTLE_INTERVAL: Duration = Duration::from_millis(50);
 /// Part of the Command's remaining time kept for the click itself, its evidence and the fresh
 /// Observation: the wait ends at the larger of a quarter of the remaining time and this.
 const RESERVED_FOR_ACTION: Duration = Duration::from_millis(250);
@@ -450,6 +453,7 @@ struct Sample {
     quads: Vec<Quad>,
     blocker: Option<Blocker>,
     in_view: bool,
+    scrolled: bool,
 }
 
 impl Sample {
@@ -480,7 +484,7 @@ async fn sample(
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
-    scroll: bool,
+    scroll: ProbeScroll,
 ) -> Result<Sample, Failure> {
     let probe = ClickProbe {
         target: target.clone(),
@@ -497,6 +501,7 @@ async fn sample(
                         quads: Vec::new(),
                         blocker: Some(Blocker::Hidden),
                         in_view: false,
+                        scrolled: false,
                     }),
                     Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
                     _ => Err(Failure::Other(page_error(error))),
@@ -514,7 +519,7 @@ async fn sample(
         chain,
         Point::new(point.x, point.y),
         frame,
-        scroll,
+        scroll != ProbeScroll::None,
         true,
     )
     .await
@@ -531,6 +536,7 @@ async fn sample(
         quads: mapped.quads,
         blocker,
         in_view: point.in_viewport,
+        scrolled: point.scrolled,
     })
 }
 
@@ -549,7 +555,7 @@ pub async fn actionable(
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
     let wait_until = now + remaining.saturating_sub(reserve);
     let mut previous: Option<Sample> = None;
-    let mut scroll = true;
+    let mut scroll = ProbeScroll::IfNeeded;
     loop {
         let current = match sample(client, ctx, chain, target, scroll).await {
             Ok(current) => current,
@@ -559,20 +565,26 @@ pub async fn actionable(
             Err(Failure::Stale(error)) => return Err(page_error(error)),
             Err(Failure::Other(error)) => return Err(error),
         };
-        scroll = !current.in_view;
         let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
         if current.blocker.is_none() && previous.is_some() && !moved {
             return Ok(current.aim);
         }
-        let blocker = match (&current.blocker, moved) {
-            (Some(blocker), _) => blocker.clone(),
-            (None, _) => Blocker::NotStable,
+        // Out of view: scroll it in; covered: centre it (away from a sticky header or footer).
+        scroll = match (&current.blocker, current.in_view) {
+            (_, false) => ProbeScroll::IfNeeded,
+            (Some(Blocker::Covered(_)), true) => ProbeScroll::Center,
+            _ => ProbeScroll::None,
         };
-        if tokio::time::Instant::now() + SAMPLE_INTERVAL > wait_until {
+        let interval = match current.scrolled || !chain.hops.is_empty() {
+            true => SETTLE_INTERVAL,
+            false => SAMPLE_INTERVAL,
+        };
+        let blocker = current.blocker.clone().unwrap_or(Blocker::NotStable);
+        if tokio::time::Instant::now() + interval > wait_until {
             return Err(blocker.error());
         }
         previous = Some(current);
-        tokio::time::sleep(SAMPLE_INTERVAL).await;
+        tokio::time::sleep(interval).await;
     }
 }
 

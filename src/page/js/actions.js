@@ -25,7 +25,9 @@ function bpIsPassword(el) {
 // point (viewport CSS px of this frame), the box it was taken from (compared
 // across samples for stability), the frame's viewport size (to map the point
 // into the parent frame), whether it is disabled, and a hit test at the point.
-// Scrolls the element to the centre of the viewport unless `scroll` is false.
+// `scroll`: 'center' (the default) scrolls the element to the centre of the
+// viewport, 'if_needed' only when it is not entirely in view, 'none' never;
+// `scrolled` tells whether that moved it.
 function clickPoint(options) {
   const found = bpLookup(options.observationKey, options.ref);
   if (found.error) return found;
@@ -33,7 +35,18 @@ function clickPoint(options) {
   if (!el.checkVisibility({ visibilityProperty: true })) {
     return bpError('not_visible', 'the element is not rendered or is visibility:hidden');
   }
-  if (options.scroll !== false) el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const mode = options.scroll === undefined ? 'center' : options.scroll;
+  let scrolled = false;
+  if (mode !== 'none') {
+    const before = el.getBoundingClientRect();
+    const view = bpViewport();
+    const entirely = before.top >= 0 && before.left >= 0 && before.bottom <= view.height && before.right <= view.width;
+    if (mode === 'center' || !entirely) {
+      el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      const after = el.getBoundingClientRect();
+      scrolled = after.top !== before.top || after.left !== before.left;
+    }
+  }
   const viewport = bpViewport();
   let box = null;
   const rects = el.getClientRects();
@@ -71,6 +84,7 @@ function clickPoint(options) {
     box: [round(box.left), round(box.top), round(box.width), round(box.height)],
     frame: [window.innerWidth, window.innerHeight],
     disabled: el.matches(':disabled') || el.getAttribute('aria-disabled') === 'true',
+    scrolled: scrolled,
   };
   if (viaLabel) result.viaLabel = true;
   if (!hit) result.occludedBy = hitElement === null ? null : bpDescribe(hitElement);
