@@ -362,6 +362,16 @@ mod tests {
     }
 
     #[test]
+    fn a_retryable_override_survives_the_round_trip() {
+        let error = RpcError::new(ErrorCode::ElementNotActionable, "covered").with_retryable(true);
+        assert_eq!(error.to_json()["data"]["retryable"], true);
+        assert_eq!(RpcError::from_json(&error.to_json()), error);
+        let plain = RpcError::new(ErrorCode::ElementNotActionable, "hidden");
+        assert_eq!(plain.to_json()["data"]["retryable"], false);
+        assert_eq!(RpcError::from_json(&plain.to_json()).retryable, None);
+    }
+
+    #[test]
     fn codes_are_unique() {
         let mut seen = std::collections::HashSet::new();
         for code in ErrorCode::ALL {

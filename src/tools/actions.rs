@@ -88,7 +88,7 @@ pub fn defs() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "browser.click",
-            description: "Click an Observation ref (scrolled into view, hit-tested) or viewport coordinates; `button` left|right|middle, `clickCount` 2 for a double click. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects} and a fresh Observation. A dialog the click opens stays open (see browser.dialogs.*).",
+            description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
             capability: "action.input",
             scope: Scope::Target,
             mutating: true,
