@@ -147,7 +147,7 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         scope.spawn(|| {
             std::thread::sleep(Duration::from_millis(800));
             let mut own = OwnCdp::connect(&rig.chromium);
-            own.evaluate_in_page("/fixture/click-truth", "window.moving = false");
+            own.evaluate_in_page("/fixture/click-truth", "stopMoving()");
         });
         click(&mut agent, &target, &fresh, "Mover", None)
     });
@@ -271,6 +271,10 @@ fn clicks_land_inside_transformed_frames_in_and_out_of_process() {
         assert_eq!(result["evidence"]["delivery"], "reached", "{name}");
         // The frame's own record: the target, and no decoy.
         assert_eq!(page_log(&mut agent, &target), "target", "{name}");
+        // Coordinates of the frame's viewport are mapped the same way: the target's centre.
+        let at = agent.tool("browser.click", Some(&target), json!({"x": 235, "y": 152}));
+        assert_eq!(at["evidence"]["kind"], "coordinates");
+        assert_eq!(page_log(&mut agent, &target), "target,target", "{name}");
     }
 
     // An overlay in the parent above a frame: the parent's hit test sees it, nothing is sent.
