@@ -17,7 +17,6 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::frames::frame_not_found;
 use super::observe::{PageContext, SCRIPT_TIMEOUT, page_error};
 use super::tabs::cdp_error;
 use crate::cdp::{CdpClient, SessionId};
@@ -127,6 +126,19 @@ impl Blocker {
     }
 }
 
+/// A frame on the way up went away (removed, or its parent navigated) while the click was aimed.
+fn frame_gone() -> RpcError {
+    RpcError::new(
+        ErrorCode::FrameNotFound,
+        "a frame between the selected frame and the page went away while the click was aimed",
+    )
+    .with_context("reason", json!("frame_detached"))
+    .with_remediation(
+        "list_frames",
+        "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
+    )
+}
+
 /// A frame of a session's frame tree: id and parent id.
 struct TreeFrame {
     id: String,
@@ -210,7 +222,7 @@ pub async fn chain(
             .into_iter()
             .map(|(_, session)| session),
     );
-    let gone = || frame_not_found("", "frame_detached");
+    let gone = frame_gone;
     let (mut frame, mut session) = (ctx.frame_id.clone(), ctx.session.clone());
     for _ in 0..MAX_HOPS {
         let frames = tree(client, &session).await?;
@@ -224,7 +236,10 @@ pub async fn chain(
             let parent = root_parent.clone().ok_or_else(gone)?;
             let mut found = None;
             for candidate in sessions.iter().filter(|s| **s != session) {
-                let candidate_frames = tree(client, candidate).await?;
+                // A session that detached meanwhile simply does not hold the parent.
+                let Ok(candidate_frames) = tree(client, candidate).await else {
+                    continue;
+                };
                 if candidate_frames.iter().any(|f| f.id == parent) {
                     found = Some((candidate.clone(), candidate_frames));
                     break;
@@ -281,7 +296,11 @@ pub async fn chain(
         frame = host_root;
         session = host;
     }
-    Ok(chain)
+    Err(RpcError::new(
+        ErrorCode::ElementNotActionable,
+        format!("the element is inside frames nested deeper than {MAX_HOPS}"),
+    )
+    .with_context("reason", json!("hidden")))
 }
 
 /// A mapped point and what stood in its way.
@@ -399,7 +418,7 @@ async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameH
     let text = result
         .pointer("/result/value")
         .and_then(Value::as_str)
-        .ok_or_else(|| frame_not_found("", "frame_detached"))?;
+        .ok_or_else(frame_gone)?;
     serde_json::from_str(text).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
 }
 
