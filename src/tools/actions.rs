@@ -1735,3 +1735,133 @@ pub async fn dialogs_respond(
         .map_err(cdp_error)?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effects(list: &[&'static str], after: Option<ElementState>) -> Effects {
+        Effects {
+            list: list.to_vec(),
+            after,
+            dialog: list.contains(&"dialog_opened"),
+        }
+    }
+
+    fn record(observed: u32, inside: u32, reached: u32, prevented: bool) -> ClickRecord {
+        ClickRecord {
+            armed: true,
+            early: true,
+            observed,
+            inside,
+            reached,
+            prevented,
+        }
+    }
+
+    fn checkbox(checked: bool) -> ElementState {
+        serde_json::from_value(json!({"documentKey": "d", "elementKey": "d:1", "connected": true, "checked": checked, "focused": true})).unwrap()
+    }
+
+    fn judged(
+        kind: &str,
+        effects: &Effects,
+        before: Option<&ElementState>,
+        record: Option<ClickRecord>,
+    ) -> (String, Option<String>, String) {
+        let evidence = click_evidence(kind, effects, before, record.as_ref());
+        (
+            evidence["status"].as_str().unwrap().to_owned(),
+            evidence["reason"].as_str().map(str::to_owned),
+            evidence["delivery"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn a_click_is_verified_only_when_it_reached_its_element() {
+        let focus = effects(&["focus_changed"], None);
+        let reached = Some(record(1, 1, 1, false));
+        assert_eq!(
+            judged("button", &focus, None, reached),
+            ("verified".into(), None, "reached".into())
+        );
+        assert_eq!(
+            judged("button", &effects(&[], None), None, reached),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "reached".into()
+            )
+        );
+        // Focus moved, but the click went to an overlay or was stopped on its way.
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).0,
+            "mismatch"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).1,
+            Some("click_intercepted".into())
+        );
+        let (before, after) = (checkbox(false), checkbox(true));
+        let toggled = effects(&["checked_changed"], Some(after));
+        assert_eq!(
+            judged(
+                "checkbox",
+                &toggled,
+                Some(&before),
+                Some(record(1, 1, 0, false))
+            )
+            .1,
+            Some("propagation_stopped".into()),
+            "a checkbox toggled by a stopped click is still not verified"
+        );
+        assert_eq!(
+            judged("checkbox", &toggled, Some(&before), reached).0,
+            "verified"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(0, 0, 0, false))),
+            (
+                "unavailable".into(),
+                Some("click_not_observed".into()),
+                "not_observed".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_prevented_default_counts_only_with_another_effect() {
+        let focus = effects(&["focus_changed"], None);
+        let prevented = Some(record(1, 1, 1, true));
+        let evidence = click_evidence("button", &focus, None, prevented.as_ref());
+        assert_eq!(evidence["status"], "mismatch");
+        assert_eq!(evidence["reason"], "default_prevented");
+        assert_eq!(evidence["defaultPrevented"], true);
+        let routed = effects(&["navigation", "focus_changed"], None);
+        assert_eq!(judged("link", &routed, None, prevented).0, "verified");
+    }
+
+    #[test]
+    fn without_a_record_focus_alone_proves_nothing() {
+        assert_eq!(
+            judged("button", &effects(&["focus_changed"], None), None, None),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "unknown".into()
+            )
+        );
+        assert_eq!(
+            judged("button", &effects(&["dialog_opened"], None), None, None).0,
+            "verified"
+        );
+        let unarmed = ClickRecord {
+            armed: false,
+            ..record(0, 0, 0, false)
+        };
+        assert_eq!(
+            judged("link", &effects(&["navigation"], None), None, Some(unarmed)).2,
+            "unknown"
+        );
+    }
+}
