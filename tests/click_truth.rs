@@ -4,7 +4,8 @@
 //! must be actionable first (a moving button is clicked once it stops, one that never stops is
 //! `not_stable`; disabled and covered elements are refused), clicks land inside CSS-transformed
 //! iframes, same-site (in-process) and cross-site (`localhost` vs `127.0.0.1`, out-of-process)
-//! alike, an overlay above a frame is seen, and a tab that is not in front is clicked the same.
+//! alike, an overlay above a frame is seen, and a tab that is not in front is clicked the same
+//! (also inside a transformed out-of-process frame).
 //! Every case checks the page's own record of what was clicked.
 
 mod support;
@@ -276,6 +277,28 @@ fn clicks_land_inside_transformed_frames_in_and_out_of_process() {
         assert_eq!(at["evidence"]["kind"], "coordinates");
         assert_eq!(page_log(&mut agent, &target), "target,target", "{name}");
     }
+
+    // Behind another tab: the parent must scroll the rotated out-of-process frame back into view
+    // first (the browser's own hit-test data of a background tab does not follow that scroll).
+    agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/front")}),
+    );
+    let rotated = frame("rotated-cross");
+    agent.tool(
+        "browser.frames.select",
+        Some(&target),
+        json!({"frameId": rotated["frameId"]}),
+    );
+    let observation = observe(&mut agent, &target);
+    let behind = clicked(&click(&mut agent, &target, &observation, "Target", None));
+    assert_eq!(
+        behind["evidence"]["status"], "verified",
+        "{}",
+        behind["evidence"]
+    );
+    assert_eq!(page_log(&mut agent, &target), "target,target,target");
 
     // An overlay in the parent above a frame: the parent's hit test sees it, nothing is sent.
     let veiled = frame("veiled");

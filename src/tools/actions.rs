@@ -729,8 +729,9 @@ pub async fn click(
         .and_then(Value::as_u64)
         .unwrap_or(1);
     let by_ref = arguments.contains_key("observationId") || arguments.contains_key("ref");
-    // Input goes to the tab's session at main-frame coordinates, mapped through every frame's
-    // <iframe> (transforms included); the page scripts measure in the selected frame.
+    // The page scripts measure in the selected frame; the point is mapped through every frame's
+    // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
+    // session that takes the input.
     let chain = pointer::chain(&client, &mut guard, &ctx).await?;
     let aimed = match by_ref {
         true => match resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments) {
@@ -780,7 +781,7 @@ pub async fn click(
         None => false,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let session = chain.tab_session.clone();
+    let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
     mouse(&client, &session, "mouseMoved", x, y, "none", 0)
         .await

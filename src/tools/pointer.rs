@@ -9,9 +9,9 @@
 //! `requestAnimationFrame`, which does not run in a background tab), enabled and hit-testable,
 //! until the Command's deadline, else `element_not_actionable` with `context.reason`.
 //!
-//! All input then goes to the tab's own session at the mapped main-frame point, and Chromium
-//! routes it (into out-of-process frames too). This file sends no input and judges no evidence
-//! (`actions.rs` does both); raw CDP frame and session ids never leave it.
+//! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
+//! frame's) at the point mapped into that session's root viewport. This file sends no input and
+//! judges no evidence (`actions.rs` does both); raw CDP frame and session ids never leave it.
 
 use std::time::Duration;
 
@@ -31,9 +31,8 @@ use crate::session::TabGuard;
 /// animated per frame shows that it moves.
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 /// The same after something scrolled, or when the element is inside a frame: long enough for
-/// Chromium to produce a frame first (a click sent into an out-of-process frame right after a
-/// scroll was lost while the browser's hit-test data still showed the old position; a click
-/// 20 ms later arrived; docs/cdp.md).
+/// Chromium to produce a frame first (input routed by the browser right after a scroll was lost
+/// while its hit-test data still showed the old position; 20 ms later it arrived; docs/cdp.md).
 const SETTLE_INTERVAL: Duration = Duration::from_millis(50);
 /// Part of the Command's remaining time kept for the click itself, its evidence and the fresh
 /// Observation: the wait ends at the larger of a quarter of the remaining time and this.
@@ -61,12 +60,16 @@ struct Hop {
 
 /// The frames between the page context's frame and the tab's main frame.
 pub struct Chain {
-    /// The tab's own session: all mouse input goes there, at main-frame coordinates.
-    pub tab_session: SessionId,
+    /// Where mouse input goes: the session hosting the page context's frame (the tab's, or an
+    /// out-of-process frame's), at coordinates of that session's root viewport. Chromium hands
+    /// input sent to an out-of-process frame's session straight to that frame; input sent to
+    /// the tab session is routed by the browser's hit-test data, which in a background tab still
+    /// showed a moved frame at its old place (docs/cdp.md).
+    pub dispatch_session: SessionId,
     hops: Vec<Hop>,
 }
 
-/// Where to send a click: main-frame viewport CSS px of the tab session.
+/// Where to send a click: CSS px of the dispatch session's root viewport.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Aim {
     pub x: f64,
@@ -208,7 +211,7 @@ pub async fn chain(
 ) -> Result<Chain, RpcError> {
     let tab_session = guard.session(client).await.map_err(cdp_error)?;
     let mut chain = Chain {
-        tab_session: tab_session.clone(),
+        dispatch_session: ctx.session.clone(),
         hops: Vec::new(),
     };
     if ctx.session == tab_session && ctx.session_root {
@@ -305,15 +308,17 @@ pub async fn chain(
 
 /// A mapped point and what stood in its way.
 struct Mapped {
+    /// The point in the dispatch session's root viewport.
     aim: Aim,
     /// Every hop's quad, for the stability comparison.
     quads: Vec<Quad>,
     blocker: Option<Blocker>,
 }
 
-/// Maps a point of the chain's first frame (whose viewport is `frame` = `[width, height]`) to the
-/// main frame, hit-testing each parent document (`hit_test`) and scrolling each `<iframe>` into
-/// view first when `scroll` is set.
+/// Maps a point of the chain's first frame (whose viewport is `frame` = `[width, height]`)
+/// through every hop to the main frame, hit-testing each parent document (`hit_test`) and
+/// scrolling each `<iframe>` into view first when `scroll` is set. The aim is the point in the
+/// dispatch session's root viewport: mapped through the hops inside that session only.
 async fn map_through(
     client: &CdpClient,
     chain: &Chain,
@@ -323,6 +328,10 @@ async fn map_through(
     hit_test: bool,
 ) -> Result<Mapped, RpcError> {
     let mut point = point;
+    let mut aim = Aim {
+        x: point.x,
+        y: point.y,
+    };
     let mut size = frame;
     let mut quads = Vec::new();
     for hop in &chain.hops {
@@ -337,49 +346,47 @@ async fn map_through(
                 )
                 .await;
         }
-        let hidden = Mapped {
-            aim: Aim {
-                x: point.x,
-                y: point.y,
-            },
-            quads: quads.clone(),
-            blocker: Some(Blocker::Hidden),
-        };
-        let Ok(model) = client
+        let model = client
             .call(
                 Some(&hop.session),
                 "DOM.getBoxModel",
                 json!({"backendNodeId": hop.owner}),
                 SCRIPT_TIMEOUT,
             )
-            .await
-        else {
-            return Ok(hidden);
-        };
+            .await;
         let numbers: Vec<f64> = model
-            .pointer("/model/content")
+            .ok()
+            .as_ref()
+            .and_then(|model| model.pointer("/model/content"))
             .and_then(Value::as_array)
             .map(|quad| quad.iter().filter_map(Value::as_f64).collect())
             .unwrap_or_default();
-        let Some(quad) = Quad::from_numbers(&numbers) else {
-            return Ok(hidden);
-        };
-        let Some(mapped) =
-            QuadMap::from_viewport(size[0], size[1], &quad).and_then(|map| map.apply(point))
-        else {
-            return Ok(hidden);
+        let mapped = Quad::from_numbers(&numbers).and_then(|quad| {
+            let mapped = QuadMap::from_viewport(size[0], size[1], &quad)?.apply(point)?;
+            Some((quad, mapped))
+        });
+        // No box (display: none), a degenerate transform, or a point behind the viewer.
+        let Some((quad, mapped)) = mapped else {
+            return Ok(Mapped {
+                aim,
+                quads,
+                blocker: Some(Blocker::Hidden),
+            });
         };
         quads.push(quad);
         point = mapped;
+        if hop.session == chain.dispatch_session {
+            aim = Aim {
+                x: point.x,
+                y: point.y,
+            };
+        }
         let hit = frame_hit(client, hop, point).await?;
         size = hit.frame;
         if hit_test && !hit.hit {
             let inside = point.x >= 0.0 && point.y >= 0.0 && point.x < size[0] && point.y < size[1];
             return Ok(Mapped {
-                aim: Aim {
-                    x: point.x,
-                    y: point.y,
-                },
+                aim,
                 quads,
                 blocker: Some(match inside {
                     true => Blocker::Covered(hit.occluded_by),
@@ -389,10 +396,7 @@ async fn map_through(
         }
     }
     Ok(Mapped {
-        aim: Aim {
-            x: point.x,
-            y: point.y,
-        },
+        aim,
         quads,
         blocker: None,
     })
