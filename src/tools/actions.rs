@@ -83,6 +83,16 @@ fn evidence_schema(action: &str) -> Value {
     )
 }
 
+/// Click evidence adds how the click met its element (docs/observation.md, "Click evidence").
+fn click_evidence_schema() -> Value {
+    let mut schema = evidence_schema("click");
+    schema["properties"]["delivery"] =
+        json!({"enum": ["reached", "intercepted", "stopped", "not_observed", "unknown"]});
+    schema["properties"]["defaultPrevented"] = json!({"type": "boolean"});
+    schema["properties"]["reason"] = json!({"enum": ["no_observable_effect", "click_intercepted", "propagation_stopped", "click_not_observed", "default_prevented"]});
+    schema
+}
+
 pub fn defs() -> Vec<ToolDef> {
     let observe = json!({"observe": object(observe_input_properties(), &[])});
     vec![
@@ -112,7 +122,7 @@ pub fn defs() -> Vec<ToolDef> {
                     json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
                 schema
             },
-            output_schema: action_output(evidence_schema("click")),
+            output_schema: action_output(click_evidence_schema()),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
         },
