@@ -1,5 +1,9 @@
 //! Page-side helpers of the action tools (`js/actions.js`): where to click a
-//! ref, its observable state before and after, focus and select-all, the
+//! ref and whether it can take a click now (actionability samples), the
+//! click-truth record of what a click really did (`js/clicktruth.js`: its
+//! document-start source, arming and the verdict), the hit test of a point
+//! against a frame's `<iframe>` element in the parent document, the
+//! ref's observable state before and after, focus and select-all, the
 //! deep active element's identity for guarded typing, the native value
 //! setter for date/time/color/range inputs, native `<select>` selection and
 //! option listing. Each helper addresses an element as a `RefTarget` (an

@@ -8,6 +8,8 @@
 //!
 //! Beside the queue sits the tab's `FrameBook` (OOPIF sessions, frame selections), behind a
 //! plain mutex that the event pump may take without a turn; nothing awaits while holding it.
+//! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
+//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
