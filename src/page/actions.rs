@@ -1,5 +1,9 @@
 //! Page-side helpers of the action tools (`js/actions.js`): where to click a
-//! ref, its observable state before and after, focus and select-all, the
+//! ref and whether it can take a click now (actionability samples), the
+//! click-truth record of what a click really did (`js/clicktruth.js`: its
+//! document-start source, arming and the verdict), the hit test of a point
+//! against a frame's `<iframe>` element in the parent document, the
+//! ref's observable state before and after, focus and select-all, the
 //! deep active element's identity for guarded typing and its state for
 //! keyboard evidence (lengths in Unicode code points), the native value
 //! setter for date/time/color/range inputs, native `<select>` selection and
@@ -12,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::error::PageError;
 use super::observe::{Checked, validate_key};
-use super::script::{PageScript, Script, ScriptCall, decode};
+use super::script::{CLICK_TRUTH_JS, PageScript, Script, ScriptCall, decode};
 
 /// Characters of a value in a state snapshot: enough to compare typed text
 /// exactly, bounded so a huge textarea cannot bloat evidence.
@@ -77,7 +81,12 @@ pub struct ClickPoint(pub RefTarget);
 /// A click point in viewport CSS px of the element's frame, with the hit
 /// test at that point. `hit` is also true when the point lands on a
 /// `<label>` of the element (`viaLabel`); otherwise `occludedBy` describes
-/// what covers it (`div#overlay.backdrop`).
+/// what covers it (`div#overlay.backdrop`). `box` is the client rect the
+/// point was taken from (`[left, top, width, height]`, compared across
+/// samples to tell a still element from a moving one), `scrolled` whether
+/// the call's own scrolling moved it, `frame` the frame's
+/// viewport size (`innerWidth`, `innerHeight`: what its `<iframe>`'s content
+/// box shows), `disabled` a `:disabled` or `aria-disabled="true"` element.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClickTarget {
@@ -89,6 +98,201 @@ pub struct ClickTarget {
     pub via_label: bool,
     #[serde(default)]
     pub occluded_by: Option<String>,
+    #[serde(default, rename = "box")]
+    pub rect: Option<[f64; 4]>,
+    #[serde(default)]
+    pub frame: Option<[f64; 2]>,
+    #[serde(default)]
+    pub disabled: bool,
+    /// Whether this call's scrolling moved the element.
+    #[serde(default)]
+    pub scrolled: bool,
+}
+
+/// One actionability sample of a ref's element: like `ClickPoint`, with a
+/// choice of scrolling, so that a later sample measures the element where
+/// the first left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClickProbe {
+    pub target: RefTarget,
+    pub scroll: ProbeScroll,
+}
+
+/// How a `ClickProbe` scrolls before measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeScroll {
+    /// Never.
+    None,
+    /// Only when the element is not entirely in the viewport.
+    IfNeeded,
+    /// Always to the viewport centre (e.g. away from a sticky header).
+    Center,
+}
+
+impl ProbeScroll {
+    fn as_str(self) -> &'static str {
+        match self {
+            ProbeScroll::None => "none",
+            ProbeScroll::IfNeeded => "if_needed",
+            ProbeScroll::Center => "center",
+        }
+    }
+}
+
+impl PageScript for ClickProbe {
+    type Output = ClickTarget;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::ClickPoint,
+            argument: with(&self.target, json!({ "scroll": self.scroll.as_str() }))?,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<ClickTarget, PageError> {
+        decode(Script::ClickPoint, json)
+    }
+}
+
+/// The document-start source of the click-truth listener
+/// (`js/clicktruth.js`), for `Page.addScriptToEvaluateOnNewDocument` in
+/// the Broker's isolated world: it runs before any page script of every new
+/// document, so its window capture listener is the first to see a click.
+pub fn click_truth_document_script() -> String {
+    format!("({})(true);", CLICK_TRUTH_JS.trim_end())
+}
+
+/// Which trusted event an armed click waits for: `click` for the left
+/// button, `auxclick` for the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClickEvent {
+    Click,
+    AuxClick,
+}
+
+/// Starts recording the trusted clicks of one action in this world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmClick(pub ClickEvent);
+
+/// Whether the world has the listener, and whether it was installed at
+/// document start (before any page script) or into a loaded document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Armed {
+    pub armed: bool,
+    pub early: bool,
+}
+
+impl PageScript for ArmClick {
+    type Output = Armed;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let kind = match self.0 {
+            ClickEvent::Click => "click",
+            ClickEvent::AuxClick => "auxclick",
+        };
+        Ok(ScriptCall {
+            script: Script::ArmClick,
+            argument: json!({ "type": kind }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<Armed, PageError> {
+        decode(Script::ArmClick, json)
+    }
+}
+
+/// Reads and disarms the click record, judged against a ref's element
+/// (`None`: a coordinate click, only the count matters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClickVerdict(pub Option<RefTarget>);
+
+/// What the armed clicks did: trusted clicks `observed` in the document,
+/// `inside` the element (or its label), `reached` their target (not stopped
+/// on the way), and whether the first that reached it was `prevented`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClickRecord {
+    pub armed: bool,
+    pub early: bool,
+    pub observed: u32,
+    pub inside: u32,
+    pub reached: u32,
+    pub prevented: bool,
+}
+
+/// How a click met its element, from the click-truth record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A trusted click aimed inside the element reached it.
+    Reached,
+    /// Trusted clicks happened, none aimed inside the element (an overlay
+    /// or a moved element took it).
+    Intercepted,
+    /// A click aimed inside the element was stopped before reaching it.
+    Stopped,
+    /// No trusted click was seen in the element's document.
+    NotObserved,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Reached => "reached",
+            Delivery::Intercepted => "intercepted",
+            Delivery::Stopped => "stopped",
+            Delivery::NotObserved => "not_observed",
+        }
+    }
+}
+
+impl ClickRecord {
+    /// `None` when the record cannot tell (the world had no armed listener).
+    pub fn delivery(&self) -> Option<Delivery> {
+        if !self.armed {
+            return None;
+        }
+        Some(match (self.reached, self.inside, self.observed) {
+            (1.., _, _) => Delivery::Reached,
+            (0, 1.., _) => Delivery::Stopped,
+            (0, 0, 1..) => Delivery::Intercepted,
+            (0, 0, 0) => Delivery::NotObserved,
+        })
+    }
+}
+
+impl PageScript for ClickVerdict {
+    type Output = ClickRecord;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let argument = match &self.0 {
+            Some(target) => target.argument()?,
+            None => json!({}),
+        };
+        Ok(ScriptCall {
+            script: Script::ClickVerdict,
+            argument,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<ClickRecord, PageError> {
+        decode(Script::ClickVerdict, json)
+    }
+}
+
+/// `Runtime.callFunctionOn` declaration run on a frame owner (`<iframe>`)
+/// element resolved in its document's isolated world: whether the point
+/// `(x, y)` of that document's viewport lands on the owner (so nothing in
+/// the parent covers the child frame there), a short description of what
+/// covers it otherwise, and the document's viewport size. Returns JSON text.
+pub const FRAME_POINT_HIT: &str = include_str!("js/framehit.js");
+
+/// What `FRAME_POINT_HIT` answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameHit {
+    pub hit: bool,
+    #[serde(default)]
+    pub occluded_by: Option<String>,
+    pub frame: [f64; 2],
 }
 
 impl PageScript for ClickPoint {
@@ -476,6 +680,40 @@ mod tests {
         assert!(select(vec!["a".to_owned()]).is_ok());
         assert!(select(Vec::new()).is_err());
         assert!(select(vec!["x".repeat(SELECT_VALUE_MAX_BYTES + 1)]).is_err());
+    }
+
+    #[test]
+    fn click_records_tell_how_a_click_met_its_element() {
+        let record = |observed, inside, reached| ClickRecord {
+            armed: true,
+            early: true,
+            observed,
+            inside,
+            reached,
+            prevented: false,
+        };
+        assert_eq!(record(2, 2, 1).delivery(), Some(Delivery::Reached));
+        assert_eq!(record(1, 1, 0).delivery(), Some(Delivery::Stopped));
+        assert_eq!(record(1, 0, 0).delivery(), Some(Delivery::Intercepted));
+        assert_eq!(record(0, 0, 0).delivery(), Some(Delivery::NotObserved));
+        let unarmed = ClickRecord {
+            armed: false,
+            ..record(0, 0, 0)
+        };
+        assert_eq!(unarmed.delivery(), None);
+        let probe = ClickProbe {
+            target: target(),
+            scroll: ProbeScroll::IfNeeded,
+        }
+        .call()
+        .unwrap();
+        assert_eq!(probe.argument["scroll"], json!("if_needed"));
+        assert_eq!(
+            ArmClick(ClickEvent::AuxClick).call().unwrap().argument["type"],
+            "auxclick"
+        );
+        let source = click_truth_document_script();
+        assert!(source.starts_with("(function (early)") && source.ends_with(")(true);"));
     }
 
     #[test]

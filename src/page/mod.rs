@@ -14,17 +14,19 @@ mod error;
 mod find;
 mod hints;
 mod observe;
+mod quad;
 mod read;
 mod run;
 mod script;
 mod search;
 
 pub use actions::{
-    ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ClickPoint, ClickTarget,
-    ElementState, FocusAndSelectAll, FocusAtEnd, FocusOutcome, ListOptions, ListedOption,
-    OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind, RefTarget,
-    SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome, SetNativeValue,
-    StateSnapshot, ValueOutcome,
+    ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
+    ClickPoint, ClickProbe, ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState,
+    FRAME_POINT_HIT, FocusAndSelectAll, FocusAtEnd, FocusOutcome, FrameHit, ListOptions,
+    ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind, ProbeScroll,
+    RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome,
+    SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
 };
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
@@ -40,6 +42,7 @@ pub use observe::{
     ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining,
     Role, Signals, Size, TruncationReason,
 };
+pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,

@@ -25,6 +25,8 @@ const READ_JS: &str = include_str!("js/read.js");
 const SEARCH_JS: &str = include_str!("js/search.js");
 const FIND_JS: &str = include_str!("js/find.js");
 const ACTIONS_JS: &str = include_str!("js/actions.js");
+/// The click-truth listener installer (one function expression taking `early`).
+pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 
 /// Every entry point of the page scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +44,13 @@ pub enum Script {
     SelectOptions,
     ListOptions,
     ActiveElementState,
+    ArmClick,
+    ClickVerdict,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 13] = [
+    pub const ALL: [Script; 15] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -60,6 +64,8 @@ impl Script {
         Script::SelectOptions,
         Script::ListOptions,
         Script::ActiveElementState,
+        Script::ArmClick,
+        Script::ClickVerdict,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -78,6 +84,8 @@ impl Script {
             Script::SelectOptions => "selectOptions",
             Script::ListOptions => "listOptions",
             Script::ActiveElementState => "activeElementState",
+            Script::ArmClick => "armClick",
+            Script::ClickVerdict => "clickVerdict",
         }
     }
 
@@ -134,8 +142,9 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
          if (globalThis[Symbol.for(BP_VERSION)] === undefined) {{\n\
          Object.defineProperty(globalThis, Symbol.for(BP_VERSION), \
          {{ value: Object.freeze({{ {entries} }}), enumerable: false, configurable: false, writable: false }});\n\
-         }}\nreturn true;\n}}",
-        LIBRARY_SOURCE.as_str()
+         }}\n({})(false);\nreturn true;\n}}",
+        LIBRARY_SOURCE.as_str(),
+        CLICK_TRUTH_JS.trim_end()
     )
 });
 

@@ -275,6 +275,9 @@ pub struct RpcError {
     pub remediation: Option<Value>,
     /// Machine-readable detail, e.g. `earliestCursor` for `cursor_expired`.
     pub context: Option<Map<String, Value>>,
+    /// Overrides the code's `retryable` flag for this one error (e.g. `element_not_actionable`
+    /// while waiting longer could help: covered, not stable, disabled, hidden).
+    pub retryable: Option<bool>,
 }
 
 impl RpcError {
@@ -284,7 +287,14 @@ impl RpcError {
             message: message.into(),
             remediation: None,
             context: None,
+            retryable: None,
         }
+    }
+
+    /// Sets `data.retryable` for this error instead of the code's default.
+    pub fn with_retryable(mut self, retryable: bool) -> RpcError {
+        self.retryable = Some(retryable);
+        self
     }
 
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
@@ -308,7 +318,8 @@ impl RpcError {
     pub fn to_json(&self) -> Value {
         let mut data = Map::new();
         data.insert("code".into(), Value::from(self.code.as_str()));
-        data.insert("retryable".into(), Value::from(self.code.retryable()));
+        let retryable = self.retryable.unwrap_or(self.code.retryable());
+        data.insert("retryable".into(), Value::from(retryable));
         if let Some(remediation) = &self.remediation {
             data.insert("remediation".into(), remediation.clone());
         }
@@ -332,6 +343,9 @@ impl RpcError {
         rebuilt.context = error["data"]
             .get("context")
             .and_then(|c| c.as_object().cloned());
+        rebuilt.retryable = error["data"]["retryable"]
+            .as_bool()
+            .filter(|recorded| *recorded != code.retryable());
         rebuilt
     }
 
@@ -363,6 +377,16 @@ mod tests {
                 code.as_str()
             );
         }
+    }
+
+    #[test]
+    fn a_retryable_override_survives_the_round_trip() {
+        let error = RpcError::new(ErrorCode::ElementNotActionable, "covered").with_retryable(true);
+        assert_eq!(error.to_json()["data"]["retryable"], true);
+        assert_eq!(RpcError::from_json(&error.to_json()), error);
+        let plain = RpcError::new(ErrorCode::ElementNotActionable, "hidden");
+        assert_eq!(plain.to_json()["data"]["retryable"], false);
+        assert_eq!(RpcError::from_json(&plain.to_json()).retryable, None);
     }
 
     #[test]

@@ -371,6 +371,7 @@ fn on_child_attached(
                 return;
             }
         }
+        super::tab::register_click_truth(&client, &child).await;
     });
 }
 

@@ -11,6 +11,8 @@
 //! mutexes that the event pump may take without a turn; nothing awaits while holding them.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
+//! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
+//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -271,6 +273,28 @@ pub fn auto_attach_params() -> Value {
     })
 }
 
+/// Registers the click-truth listener (`page::click_truth_document_script`) to run in the
+/// Broker's isolated world of every new document of a tab or OOPIF session, before any page
+/// script. Without it clicks are still judged, from a listener installed later (see
+/// docs/observation.md), so a failure is logged rather than fatal.
+pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
+    let params = json!({
+        "source": crate::page::click_truth_document_script(),
+        "worldName": crate::page::WORLD_NAME,
+    });
+    if let Err(error) = client
+        .call(
+            Some(session),
+            "Page.addScriptToEvaluateOnNewDocument",
+            params,
+            SETUP_TIMEOUT,
+        )
+        .await
+    {
+        tracing::warn!(%error, "registering the click-truth listener failed");
+    }
+}
+
 impl TabGuard {
     /// The flattened CDP session of this tab, attaching and enabling the domains the tools need
     /// on first use. `Page` is enabled before anything else can run, so a dialog the page opens
@@ -288,6 +312,7 @@ impl TabGuard {
         client
             .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
             .await?;
+        register_click_truth(client, &session).await;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client

@@ -17,13 +17,14 @@ use super::observe::{
     PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
     page_context, page_error, take_observation,
 };
+use super::pointer;
 use super::progress::{self, Subject};
 use super::tabs::{cdp_error, controlled_tab, disconnected};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{
-    self, Checked, ClickPoint, ElementState, EventHint, ListOptions, RefTarget, SelectOptions,
-    StateSnapshot,
+    self, ArmClick, Checked, ClickEvent, ClickPoint, ClickRecord, ClickVerdict, Delivery,
+    ElementState, EventHint, ListOptions, RefTarget, SelectOptions, StateSnapshot,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::{ElementSummary, TabGuard};
@@ -68,12 +69,22 @@ pub(super) fn evidence_schema(action: &str) -> Value {
     )
 }
 
+/// Click evidence adds how the click met its element (docs/observation.md, "Click evidence").
+fn click_evidence_schema() -> Value {
+    let mut schema = evidence_schema("click");
+    schema["properties"]["delivery"] =
+        json!({"enum": ["reached", "intercepted", "stopped", "not_observed", "unknown"]});
+    schema["properties"]["defaultPrevented"] = json!({"type": "boolean"});
+    schema["properties"]["reason"] = json!({"enum": ["no_observable_effect", "click_intercepted", "propagation_stopped", "click_not_observed", "default_prevented"]});
+    schema
+}
+
 pub fn defs() -> Vec<ToolDef> {
     let observe = json!({"observe": object(observe_input_properties(), &[])});
     vec![
         ToolDef {
             name: "browser.click",
-            description: "Click an Observation ref (scrolled into view, hit-tested) or viewport coordinates; `button` left|right|middle, `clickCount` 2 for a double click. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects} and a fresh Observation. A dialog the click opens stays open (see browser.dialogs.*).",
+            description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
             capability: "action.input",
             scope: Scope::Target,
             mutating: true,
@@ -97,7 +108,7 @@ pub fn defs() -> Vec<ToolDef> {
                     json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
                 schema
             },
-            output_schema: action_output(evidence_schema("click")),
+            output_schema: action_output(click_evidence_schema()),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
         },
@@ -394,9 +405,19 @@ fn checked_json(checked: Option<Checked>) -> Value {
     }
 }
 
-/// Click evidence: semantic controls must reach their expected state; anything else is
-/// verified by any observable effect, else unavailable.
-fn click_evidence(kind: &str, effects: &Effects, before: Option<&ElementState>) -> Value {
+/// Click evidence. A ref click is `verified` only when its click reached the element: the
+/// click-truth record (`record`) saw a trusted click aimed inside the element reach its target,
+/// and then a semantic control must also reach its expected state, and anything else must show
+/// an observable effect. A click that landed elsewhere or was stopped on its way is a
+/// `mismatch`, one whose default the page prevented with no other effect too; no trusted click
+/// at all is `unavailable`. Without a readable record (the click navigated, replaced the
+/// document or opened a dialog) the effects decide as before, but focus alone proves nothing.
+fn click_evidence(
+    kind: &str,
+    effects: &Effects,
+    before: Option<&ElementState>,
+    record: Option<&ClickRecord>,
+) -> Value {
     let after = effects.after.as_ref();
     let left_page = effects.list.iter().any(|e| {
         matches!(
@@ -420,15 +441,37 @@ fn click_evidence(kind: &str, effects: &Effects, before: Option<&ElementState>) 
         }
         _ => None,
     };
-    let status = match (expected, effects.list.is_empty()) {
-        (Some(true), _) => "verified",
-        (Some(false), _) if left_page => "verified",
-        (Some(false), _) => "mismatch",
-        (None, false) => "verified",
-        (None, true) => "unavailable",
+    let delivery = record.and_then(ClickRecord::delivery);
+    let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
+    // Effects that are more than the focus a mousedown moves.
+    let effected = effects.list.iter().any(|e| *e != "focus_changed");
+    let by_effects = match (expected, effects.list.is_empty()) {
+        (Some(true), _) => ("verified", None),
+        (Some(false), _) if left_page => ("verified", None),
+        (Some(false), _) if prevented => ("mismatch", Some("default_prevented")),
+        (Some(false), _) => ("mismatch", None),
+        (None, _) if prevented && !effected => ("mismatch", Some("default_prevented")),
+        (None, false) => ("verified", None),
+        (None, true) => ("unavailable", Some("no_observable_effect")),
+    };
+    let (status, reason) = match delivery {
+        Some(Delivery::Reached) => by_effects,
+        Some(Delivery::Intercepted) => ("mismatch", Some("click_intercepted")),
+        Some(Delivery::Stopped) => ("mismatch", Some("propagation_stopped")),
+        Some(Delivery::NotObserved) => ("unavailable", Some("click_not_observed")),
+        // No record: the page left (navigation, new document, dialog, popup) or it could not be
+        // read. Focus moving is no proof that the click reached the element.
+        None if expected.is_none() && !effected && !effects.list.is_empty() => {
+            ("unavailable", Some("no_observable_effect"))
+        }
+        None => by_effects,
     };
     let mut evidence =
         json!({"action": "click", "status": status, "kind": kind, "effects": effects.list});
+    evidence["delivery"] = json!(delivery.map_or("unknown", Delivery::as_str));
+    if prevented {
+        evidence["defaultPrevented"] = json!(true);
+    }
     if let Some(after) = after {
         if after.checked.is_some() {
             evidence["checked"] = checked_json(after.checked);
@@ -444,8 +487,8 @@ fn click_evidence(kind: &str, effects: &Effects, before: Option<&ElementState>) 
         }
         evidence["focused"] = json!(after.focused);
     }
-    if status == "unavailable" {
-        evidence["reason"] = json!("no_observable_effect");
+    if let Some(reason) = reason {
+        evidence["reason"] = json!(reason);
     }
     evidence
 }
@@ -606,40 +649,29 @@ pub async fn click(
         .and_then(Value::as_u64)
         .unwrap_or(1);
     let by_ref = arguments.contains_key("observationId") || arguments.contains_key("ref");
-    let (point, target, kind) = match by_ref {
-        true => {
-            let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-            let point = page::run(
-                &client,
-                &ctx.session,
-                ctx.context,
-                &ClickPoint(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .map_err(page_error)?;
-            if !point.hit {
-                let mut error = RpcError::new(
-                    ErrorCode::ElementNotActionable,
-                    "another element covers the click point",
-                )
-                .with_context("reason", json!("occluded"));
-                if let Some(by) = point.occluded_by {
-                    error = error.with_context("occludedBy", json!(by));
-                }
-                return Err(error.with_remediation(
-                    "resolve_overlay_first",
-                    "Observe the page: a modal or overlay may need to be closed first.",
-                ));
+    // The page scripts measure in the selected frame; the point is mapped through every frame's
+    // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
+    // session that takes the input.
+    let chain = pointer::chain(&client, &mut guard, &ctx).await?;
+    let aimed = match by_ref {
+        true => match resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments) {
+            Ok((target, summary)) => {
+                pointer::actionable(&client, &ctx, &chain, &target, scope.deadline)
+                    .await
+                    .map(|aim| (aim, Some(target), summary.role))
             }
-            ((point.x, point.y), Some(target), summary.role)
-        }
+            Err(error) => Err(error),
+        },
         false => {
             let x = arguments.get("x").and_then(Value::as_f64).unwrap_or(0.0);
             let y = arguments.get("y").and_then(Value::as_f64).unwrap_or(0.0);
-            ((x, y), None, "coordinates".to_owned())
+            pointer::map_point(&client, &ctx, &chain, (x, y))
+                .await
+                .map(|aim| (aim, None, "coordinates".to_owned()))
         }
     };
+    pointer::release(&client, &chain).await;
+    let (aim, target, kind) = aimed?;
     let element = match &target {
         Some(target) => Some(snapshot(&client, &ctx, target).await?),
         None => None,
@@ -649,26 +681,59 @@ pub async fn click(
         popups: env.browser.popups_of(&guard.target),
         element,
     };
+    // The click-truth listener of the element's document records what the click does.
+    let armed = match &target {
+        Some(_) => {
+            let event = match button.as_str() {
+                "left" => ClickEvent::Click,
+                _ => ClickEvent::AuxClick,
+            };
+            page::run(
+                &client,
+                &ctx.session,
+                ctx.context,
+                &ArmClick(event),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .is_ok_and(|armed| armed.armed)
+        }
+        None => false,
+    };
     let mut dialogs = env.browser.dialog_signals();
-    // The scripts measure in the selected frame's viewport; input goes to its session's.
-    let (x, y) = super::frames::session_point(&client, &ctx, point).await?;
-    mouse(&client, &ctx.session, "mouseMoved", x, y, "none", 0)
+    let session = chain.dispatch_session.clone();
+    let (x, y) = (aim.x, aim.y);
+    mouse(&client, &session, "mouseMoved", x, y, "none", 0)
         .await
         .map_err(cdp_error)?;
     let mut dialog = false;
     for count in 1..=clicks {
-        mouse(&client, &ctx.session, "mousePressed", x, y, &button, count)
+        mouse(&client, &session, "mousePressed", x, y, &button, count)
             .await
             .map_err(cdp_error)?;
-        let (client2, session, button2) = (client.clone(), ctx.session.clone(), button.clone());
+        let (client2, session2, button2) = (client.clone(), session.clone(), button.clone());
         dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
-            mouse(&client2, &session, "mouseReleased", x, y, &button2, count).await
+            mouse(&client2, &session2, "mouseReleased", x, y, &button2, count).await
         })
         .await?;
         if dialog {
             break;
         }
     }
+    // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
+    // complete now. A dialog pauses the page, so nothing can be read until it is answered.
+    let record = match (armed, dialog) {
+        (true, false) => page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ClickVerdict(target.clone()),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .ok(),
+        _ => None,
+    };
     if !dialog {
         tokio::time::sleep(SETTLE).await;
     }
@@ -687,7 +752,7 @@ pub async fn click(
         None => Subject::Point { x, y },
     };
     let evidence = match target {
-        Some(_) => click_evidence(&kind, &effects, before.element.as_ref()),
+        Some(_) => click_evidence(&kind, &effects, before.element.as_ref(), record.as_ref()),
         None => {
             let status = if effects.list.is_empty() {
                 "unavailable"
@@ -1034,4 +1099,134 @@ pub async fn dialogs_respond(
         .await
         .map_err(cdp_error)?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effects(list: &[&'static str], after: Option<ElementState>) -> Effects {
+        Effects {
+            list: list.to_vec(),
+            after,
+            dialog: list.contains(&"dialog_opened"),
+        }
+    }
+
+    fn record(observed: u32, inside: u32, reached: u32, prevented: bool) -> ClickRecord {
+        ClickRecord {
+            armed: true,
+            early: true,
+            observed,
+            inside,
+            reached,
+            prevented,
+        }
+    }
+
+    fn checkbox(checked: bool) -> ElementState {
+        serde_json::from_value(json!({"documentKey": "d", "elementKey": "d:1", "connected": true, "checked": checked, "focused": true})).unwrap()
+    }
+
+    fn judged(
+        kind: &str,
+        effects: &Effects,
+        before: Option<&ElementState>,
+        record: Option<ClickRecord>,
+    ) -> (String, Option<String>, String) {
+        let evidence = click_evidence(kind, effects, before, record.as_ref());
+        (
+            evidence["status"].as_str().unwrap().to_owned(),
+            evidence["reason"].as_str().map(str::to_owned),
+            evidence["delivery"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn a_click_is_verified_only_when_it_reached_its_element() {
+        let focus = effects(&["focus_changed"], None);
+        let reached = Some(record(1, 1, 1, false));
+        assert_eq!(
+            judged("button", &focus, None, reached),
+            ("verified".into(), None, "reached".into())
+        );
+        assert_eq!(
+            judged("button", &effects(&[], None), None, reached),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "reached".into()
+            )
+        );
+        // Focus moved, but the click went to an overlay or was stopped on its way.
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).0,
+            "mismatch"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).1,
+            Some("click_intercepted".into())
+        );
+        let (before, after) = (checkbox(false), checkbox(true));
+        let toggled = effects(&["checked_changed"], Some(after));
+        assert_eq!(
+            judged(
+                "checkbox",
+                &toggled,
+                Some(&before),
+                Some(record(1, 1, 0, false))
+            )
+            .1,
+            Some("propagation_stopped".into()),
+            "a checkbox toggled by a stopped click is still not verified"
+        );
+        assert_eq!(
+            judged("checkbox", &toggled, Some(&before), reached).0,
+            "verified"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(0, 0, 0, false))),
+            (
+                "unavailable".into(),
+                Some("click_not_observed".into()),
+                "not_observed".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_prevented_default_counts_only_with_another_effect() {
+        let focus = effects(&["focus_changed"], None);
+        let prevented = Some(record(1, 1, 1, true));
+        let evidence = click_evidence("button", &focus, None, prevented.as_ref());
+        assert_eq!(evidence["status"], "mismatch");
+        assert_eq!(evidence["reason"], "default_prevented");
+        assert_eq!(evidence["defaultPrevented"], true);
+        let routed = effects(&["navigation", "focus_changed"], None);
+        assert_eq!(judged("link", &routed, None, prevented).0, "verified");
+    }
+
+    #[test]
+    fn without_a_record_focus_alone_proves_nothing() {
+        assert_eq!(
+            judged("button", &effects(&["focus_changed"], None), None, None),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "unknown".into()
+            )
+        );
+        assert_eq!(
+            judged("button", &effects(&["dialog_opened"], None), None, None).0,
+            "verified"
+        );
+        let unarmed = ClickRecord {
+            armed: false,
+            ..record(0, 0, 0, false)
+        };
+        assert_eq!(
+            judged("link", &effects(&["navigation"], None), None, Some(unarmed)).2,
+            "unknown"
+        );
+    }
 }

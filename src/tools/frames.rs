@@ -1,9 +1,8 @@
 //! Frame tools: `browser.frames.list` (the tab's frame tree, in-process and out-of-process
 //! iframes alike) and `browser.frames.select` (which frame this Workspace's frame-scoped tools
-//! run in), plus the two pieces the other tools need: the execution context of the selected
-//! frame (`frame_context`, called by `observe::page_context`) and the translation of a point in
-//! that frame's viewport to input coordinates of the session that receives the input
-//! (`session_point`, called by `browser.click`).
+//! run in), plus the piece the other tools need: the execution context of the selected frame
+//! (`frame_context`, called by `observe::page_context`). Where a click in a frame lands is
+//! `pointer.rs`'s.
 //!
 //! Same-process frames are reached through the tab session (`Page.createIsolatedWorld
 //! {frameId}`); an out-of-process iframe (OOPIF) through its own flattened session, which
@@ -535,60 +534,6 @@ async fn hosting_session(
         }
     }
     Ok(None)
-}
-
-/// Translates a point in the page context's frame viewport (what the page scripts measure) to
-/// input coordinates of `ctx.session`: unchanged for a session's root frame (main frame or OOPIF,
-/// whose session takes input in its own viewport, field notes §4), else offset by the content box
-/// of the frame's `<iframe>` element, which `DOM.getBoxModel` gives in the session root's viewport
-/// however deeply the frame is nested.
-pub async fn session_point(
-    client: &CdpClient,
-    ctx: &PageContext,
-    (x, y): (f64, f64),
-) -> Result<(f64, f64), RpcError> {
-    if ctx.session_root {
-        return Ok((x, y));
-    }
-    let owner = client
-        .call(
-            Some(&ctx.session),
-            "DOM.getFrameOwner",
-            json!({"frameId": ctx.frame_id}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    let Some(backend_node_id) = owner.get("backendNodeId").cloned() else {
-        return Err(RpcError::new(
-            ErrorCode::InternalError,
-            "DOM.getFrameOwner returned no backendNodeId",
-        ));
-    };
-    let model = client
-        .call(
-            Some(&ctx.session),
-            "DOM.getBoxModel",
-            json!({"backendNodeId": backend_node_id}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(|_| {
-            RpcError::new(
-                ErrorCode::ElementNotActionable,
-                "the selected frame's element has no layout box (hidden?)",
-            )
-            .with_context("reason", json!("not_visible"))
-        })?;
-    let content = model.pointer("/model/content").and_then(Value::as_array);
-    let corner = content.and_then(|quad| Some((quad.first()?.as_f64()?, quad.get(1)?.as_f64()?)));
-    match corner {
-        Some((left, top)) => Ok((x + left, y + top)),
-        None => Err(RpcError::new(
-            ErrorCode::InternalError,
-            "DOM.getBoxModel returned no content quad",
-        )),
-    }
 }
 
 #[cfg(test)]

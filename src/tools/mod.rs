@@ -14,6 +14,7 @@ mod frames;
 mod keys;
 mod manifest;
 mod observe;
+mod pointer;
 mod progress;
 pub mod schema;
 mod tabs;

@@ -36,8 +36,13 @@ function bpCodePoints(text) {
   return count;
 }
 
-// Scrolls the element to the centre of the viewport and returns the click
-// point (viewport CSS px of this frame) with a hit test at that point.
+// Where to click the element and whether it can take a click now: the click
+// point (viewport CSS px of this frame), the box it was taken from (compared
+// across samples for stability), the frame's viewport size (to map the point
+// into the parent frame), whether it is disabled, and a hit test at the point.
+// `scroll`: 'center' (the default) scrolls the element to the centre of the
+// viewport, 'if_needed' only when it is not entirely in view, 'none' never;
+// `scrolled` tells whether that moved it.
 function clickPoint(options) {
   const found = bpLookup(options.observationKey, options.ref);
   if (found.error) return found;
@@ -45,7 +50,18 @@ function clickPoint(options) {
   if (!el.checkVisibility({ visibilityProperty: true })) {
     return bpError('not_visible', 'the element is not rendered or is visibility:hidden');
   }
-  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  const mode = options.scroll === undefined ? 'center' : options.scroll;
+  let scrolled = false;
+  if (mode !== 'none') {
+    const before = el.getBoundingClientRect();
+    const view = bpViewport();
+    const entirely = before.top >= 0 && before.left >= 0 && before.bottom <= view.height && before.right <= view.width;
+    if (mode === 'center' || !entirely) {
+      el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      const after = el.getBoundingClientRect();
+      scrolled = after.top !== before.top || after.left !== before.left;
+    }
+  }
   const viewport = bpViewport();
   let box = null;
   const rects = el.getClientRects();
@@ -67,30 +83,110 @@ function clickPoint(options) {
   const bottom = Math.min(box.bottom, viewport.height);
   const x = right > left ? (left + right) / 2 : box.left + box.width / 2;
   const y = bottom > top ? (top + bottom) / 2 : box.top + box.height / 2;
+  const hitElement = bpDeepElementFromPoint(x, y);
+  let hit = hitElement !== null && bpComposedContains(el, hitElement);
+  let viaLabel = false;
+  if (!hit && bpIsLabelOf(el, hitElement)) {
+    hit = true;
+    viaLabel = true;
+  }
+  const round = (v) => Math.round(v * 100) / 100;
+  const result = {
+    x: round(x),
+    y: round(y),
+    hit: hit,
+    inViewport: x >= 0 && y >= 0 && x < viewport.width && y < viewport.height,
+    box: [round(box.left), round(box.top), round(box.width), round(box.height)],
+    frame: [window.innerWidth, window.innerHeight],
+    disabled: el.matches(':disabled') || el.getAttribute('aria-disabled') === 'true',
+    scrolled: scrolled,
+  };
+  if (viaLabel) result.viaLabel = true;
+  if (!hit) result.occludedBy = hitElement === null ? null : bpDescribe(hitElement);
+  return result;
+}
+
+// The deepest element at a point of this frame's viewport, through open
+// shadow roots.
+function bpDeepElementFromPoint(x, y) {
   let hitElement = document.elementFromPoint(x, y);
   while (hitElement && hitElement.shadowRoot) {
     const inner = hitElement.shadowRoot.elementFromPoint(x, y);
     if (inner === null || inner === hitElement) break;
     hitElement = inner;
   }
-  let hit = hitElement !== null && bpComposedContains(el, hitElement);
-  let viaLabel = false;
-  if (!hit && hitElement !== null) {
-    const label = hitElement.closest('label');
-    if (label !== null && label.control === el) {
-      hit = true;
-      viaLabel = true;
+  return hitElement;
+}
+
+// Whether `node` lies in a <label> whose control is `el`.
+function bpIsLabelOf(el, node) {
+  if (node === null || node === undefined || typeof node.closest !== 'function') return false;
+  const label = node.closest('label');
+  return label !== null && label.control === el;
+}
+
+// The click-truth record of this world (see clicktruth.js), or null.
+function bpClickTruth() {
+  const state = globalThis[Symbol.for('browser-pilot.click-truth.v1')];
+  return state === undefined ? null : state;
+}
+
+function bpReleaseClicks(state) {
+  for (const entry of state.clicks) {
+    if (entry.release !== null) entry.release();
+  }
+  state.clicks = [];
+}
+
+// Starts recording the trusted clicks of one action (`type`: click or
+// auxclick). `early` tells whether the listener was installed at document
+// start, before any page script.
+function armClick(options) {
+  const state = bpClickTruth();
+  if (state === null) return { armed: false, early: false };
+  bpReleaseClicks(state);
+  state.armed = { type: options.type === 'auxclick' ? 'auxclick' : 'click' };
+  return { armed: true, early: state.early };
+}
+
+// What became of the armed clicks, against the element of a ref (when
+// given): how many trusted clicks the document saw, how many were aimed
+// inside the element (or its label), how many of those reached their target,
+// and whether the first one that did had its default prevented (read after
+// dispatch). Disarms the record. The element may have been removed by the
+// click itself; it is still compared.
+function clickVerdict(options) {
+  const state = bpClickTruth();
+  if (state === null || state.armed === null) {
+    return { armed: false, early: state !== null && state.early, observed: 0, inside: 0, reached: 0, prevented: false };
+  }
+  let el = null;
+  if (typeof options.observationKey === 'string') {
+    for (const entry of bpState().observations) {
+      if (entry.key === options.observationKey && entry.doc === document) {
+        el = entry.elements[options.ref - 1] || null;
+      }
     }
   }
-  const result = {
-    x: Math.round(x * 100) / 100,
-    y: Math.round(y * 100) / 100,
-    hit: hit,
-    inViewport: x >= 0 && y >= 0 && x < viewport.width && y < viewport.height,
-  };
-  if (viaLabel) result.viaLabel = true;
-  if (!hit) result.occludedBy = hitElement === null ? null : bpDescribe(hitElement);
-  return result;
+  const clicks = state.clicks;
+  state.armed = null;
+  let inside = 0;
+  let reached = 0;
+  let prevented = false;
+  for (const entry of clicks) {
+    const target = entry.target;
+    const within = el !== null && target !== null && target.nodeType !== undefined &&
+      (bpComposedContains(el, target) || bpIsLabelOf(el, target));
+    if (!within) continue;
+    inside += 1;
+    if (entry.reached) {
+      if (reached === 0) prevented = entry.event.defaultPrevented;
+      reached += 1;
+    }
+  }
+  const observed = clicks.length;
+  bpReleaseClicks(state);
+  return { armed: true, early: state.early, observed: observed, inside: inside, reached: reached, prevented: prevented };
 }
 
 // The observable state of the element behind a ref, for before/after

@@ -1,0 +1,628 @@
+//! Where a mouse click lands, and whether it can land now: the pointer half of `browser.click`.
+//! It owns (1) the frame chain from the frame the page scripts run in up to the tab's main frame,
+//! with every hop mapped through its `<iframe>` element's content quad by a four-point projective
+//! map (`page::QuadMap`), so a point inside a rotated, scaled or otherwise transformed frame lands
+//! where the frame shows it, for same-process and out-of-process frames alike; (2) a hit test in
+//! each parent document at the mapped point, so an overlay above a frame is seen before anything
+//! is sent; (3) the actionability wait before a ref click: attached, visible, stable (the element's
+//! box and every hop's quad unchanged across two samples on a short Broker-side timer, never
+//! `requestAnimationFrame`, which does not run in a background tab), enabled and hit-testable,
+//! until the Command's deadline, else `element_not_actionable` with `context.reason`.
+//!
+//! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
+//! frame's) at the point mapped into that session's root viewport. This file sends no input and
+//! judges no evidence (`actions.rs` does both); raw CDP frame and session ids never leave it.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::observe::{PageContext, SCRIPT_TIMEOUT, page_error};
+use super::tabs::cdp_error;
+use crate::cdp::{CdpClient, SessionId};
+use crate::page::{
+    self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
+    QuadMap, RefTarget, ScriptErrorCode,
+};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::TabGuard;
+
+/// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
+/// animated per frame shows that it moves.
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
+/// The same after something scrolled, or when the element is inside a frame: long enough for
+/// Chromium to produce a frame first (input routed by the browser right after a scroll was lost
+/// while its hit-test data still showed the old position; 20 ms later it arrived; docs/cdp.md).
+const SETTLE_INTERVAL: Duration = Duration::from_millis(50);
+/// Part of the Command's remaining time kept for the click itself, its evidence and the fresh
+/// Observation: the wait ends at the larger of a quarter of the remaining time and this.
+const RESERVED_FOR_ACTION: Duration = Duration::from_millis(250);
+/// Frames nested deeper than this are not followed (a page cannot make the chain endless).
+const MAX_HOPS: usize = 16;
+/// Two samples closer than this (CSS px) are the same place.
+const SAME_PLACE: f64 = 0.01;
+/// Object group of the `<iframe>` elements the chain resolves (released after the click).
+const CHAIN_OBJECT_GROUP: &str = "browser-pilot-pointer";
+
+/// One hop from a frame to the root frame of the session hosting its `<iframe>` element (the main
+/// frame, or an out-of-process frame's root).
+struct Hop {
+    /// The session the `<iframe>` element lives in; its box model is in that session's root
+    /// viewport however deep the element is nested in same-process frames.
+    session: SessionId,
+    /// `backendNodeId` of the frame's `<iframe>` element.
+    owner: Value,
+    /// The element of the session root's document that contains the frame (the owner itself, or
+    /// the `<iframe>` of the outermost same-process frame on the way), resolved in the Broker's
+    /// isolated world of that document, for the hit test.
+    hit_object: String,
+}
+
+/// The frames between the page context's frame and the tab's main frame.
+pub struct Chain {
+    /// Where mouse input goes: the session hosting the page context's frame (the tab's, or an
+    /// out-of-process frame's), at coordinates of that session's root viewport. Chromium hands
+    /// input sent to an out-of-process frame's session straight to that frame; input sent to
+    /// the tab session is routed by the browser's hit-test data, which in a background tab still
+    /// showed a moved frame at its old place (docs/cdp.md).
+    pub dispatch_session: SessionId,
+    hops: Vec<Hop>,
+}
+
+/// Where to send a click: CSS px of the dispatch session's root viewport.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aim {
+    pub x: f64,
+    pub y: f64,
+}
+
+/// Why an element cannot take a click now.
+#[derive(Debug, Clone, PartialEq)]
+enum Blocker {
+    NotStable,
+    Covered(Option<String>),
+    Disabled,
+    Hidden,
+    Detached,
+}
+
+impl Blocker {
+    fn error(self) -> RpcError {
+        let (reason, message, retryable) = match &self {
+            Blocker::NotStable => (
+                "not_stable",
+                "the element kept moving until the deadline",
+                true,
+            ),
+            Blocker::Covered(_) => ("covered", "another element covers the click point", true),
+            Blocker::Disabled => ("disabled", "the element is disabled", true),
+            Blocker::Hidden => (
+                "hidden",
+                "the element is not visible (not rendered, hidden, empty, or out of view)",
+                true,
+            ),
+            Blocker::Detached => (
+                "detached",
+                "the element was removed from its document",
+                false,
+            ),
+        };
+        let mut error = RpcError::new(ErrorCode::ElementNotActionable, message)
+            .with_context("reason", json!(reason))
+            .with_retryable(retryable);
+        match self {
+            Blocker::Covered(by) => {
+                if let Some(by) = by {
+                    error = error.with_context("occludedBy", json!(by));
+                }
+                error.with_remediation(
+                    "resolve_overlay_first",
+                    "Observe the page: a modal or overlay may need to be closed first.",
+                )
+            }
+            Blocker::Detached => error.with_remediation(
+                "observe",
+                "Call browser.observe and use refs from the new Observation.",
+            ),
+            _ => error,
+        }
+    }
+}
+
+/// A frame on the way up went away (removed, or its parent navigated) while the click was aimed.
+fn frame_gone() -> RpcError {
+    RpcError::new(
+        ErrorCode::FrameNotFound,
+        "a frame between the selected frame and the page went away while the click was aimed",
+    )
+    .with_context("reason", json!("frame_detached"))
+    .with_remediation(
+        "list_frames",
+        "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
+    )
+}
+
+/// A frame of a session's frame tree: id and parent id.
+struct TreeFrame {
+    id: String,
+    parent: Option<String>,
+}
+
+/// `Page.getFrameTree` of one session, root first.
+async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, RpcError> {
+    let result = client
+        .call(
+            Some(session),
+            "Page.getFrameTree",
+            json!({}),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    let mut frames = Vec::new();
+    let mut pending = vec![&result["frameTree"]];
+    while let Some(node) = pending.pop() {
+        if let Some(id) = node.pointer("/frame/id").and_then(Value::as_str) {
+            let parent = node.pointer("/frame/parentId").and_then(Value::as_str);
+            frames.push(TreeFrame {
+                id: id.to_owned(),
+                parent: parent.map(str::to_owned),
+            });
+        }
+        if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
+            pending.extend(children.iter().rev());
+        }
+    }
+    Ok(frames)
+}
+
+fn parent_in(frames: &[TreeFrame], id: &str) -> Option<String> {
+    frames
+        .iter()
+        .find(|f| f.id == id)
+        .and_then(|f| f.parent.clone())
+}
+
+async fn frame_owner(
+    client: &CdpClient,
+    session: &SessionId,
+    frame: &str,
+) -> Result<Value, RpcError> {
+    let owner = client
+        .call(
+            Some(session),
+            "DOM.getFrameOwner",
+            json!({"frameId": frame}),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    owner
+        .get("backendNodeId")
+        .cloned()
+        .ok_or_else(|| RpcError::new(ErrorCode::InternalError, "DOM.getFrameOwner: no node"))
+}
+
+/// Builds the chain from `ctx`'s frame to the main frame (empty for the main frame itself).
+pub async fn chain(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    ctx: &PageContext,
+) -> Result<Chain, RpcError> {
+    let tab_session = guard.session(client).await.map_err(cdp_error)?;
+    let mut chain = Chain {
+        dispatch_session: ctx.session.clone(),
+        hops: Vec::new(),
+    };
+    if ctx.session == tab_session && ctx.session_root {
+        return Ok(chain);
+    }
+    let mut sessions = vec![tab_session.clone()];
+    sessions.extend(
+        guard
+            .frames()
+            .child_sessions()
+            .into_iter()
+            .map(|(_, session)| session),
+    );
+    let gone = frame_gone;
+    let (mut frame, mut session) = (ctx.frame_id.clone(), ctx.session.clone());
+    for _ in 0..MAX_HOPS {
+        let frames = tree(client, &session).await?;
+        let root = frames.first().map(|f| f.id.clone()).ok_or_else(gone)?;
+        let root_parent = frames.first().and_then(|f| f.parent.clone());
+        // The session holding the frame's <iframe> element, and that session's frames.
+        let (host, host_frames) = if frame == root {
+            if session == tab_session {
+                return Ok(chain);
+            }
+            let parent = root_parent.clone().ok_or_else(gone)?;
+            let mut found = None;
+            for candidate in sessions.iter().filter(|s| **s != session) {
+                // A session that detached meanwhile simply does not hold the parent.
+                let Ok(candidate_frames) = tree(client, candidate).await else {
+                    continue;
+                };
+                if candidate_frames.iter().any(|f| f.id == parent) {
+                    found = Some((candidate.clone(), candidate_frames));
+                    break;
+                }
+            }
+            found.ok_or_else(gone)?
+        } else {
+            (session.clone(), frames)
+        };
+        let host_root = host_frames.first().map(|f| f.id.clone()).ok_or_else(gone)?;
+        // The frame directly below the host's root on the way up from `frame`.
+        let mut outermost = frame.clone();
+        for _ in 0..MAX_HOPS {
+            let parent = match parent_in(&host_frames, &outermost) {
+                Some(parent) => parent,
+                // An out-of-process frame: not in the host's tree, its parent is.
+                None => root_parent.clone().ok_or_else(gone)?,
+            };
+            if parent == host_root {
+                break;
+            }
+            outermost = parent;
+        }
+        let owner = frame_owner(client, &host, &frame).await?;
+        let hit_owner = match outermost == frame {
+            true => owner.clone(),
+            false => frame_owner(client, &host, &outermost).await?,
+        };
+        let context = page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT)
+            .await
+            .map_err(page_error)?;
+        let resolved = client
+            .call(
+                Some(&host),
+                "DOM.resolveNode",
+                json!({"backendNodeId": hit_owner, "executionContextId": context.get(), "objectGroup": CHAIN_OBJECT_GROUP}),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map_err(cdp_error)?;
+        let hit_object = resolved
+            .pointer("/object/objectId")
+            .and_then(Value::as_str)
+            .ok_or_else(gone)?
+            .to_owned();
+        chain.hops.push(Hop {
+            session: host.clone(),
+            owner,
+            hit_object,
+        });
+        if host == tab_session {
+            return Ok(chain);
+        }
+        frame = host_root;
+        session = host;
+    }
+    Err(RpcError::new(
+        ErrorCode::ElementNotActionable,
+        format!("the element is inside frames nested deeper than {MAX_HOPS}"),
+    )
+    .with_context("reason", json!("hidden")))
+}
+
+/// A mapped point and what stood in its way.
+struct Mapped {
+    /// The point in the dispatch session's root viewport.
+    aim: Aim,
+    /// Every hop's quad, for the stability comparison.
+    quads: Vec<Quad>,
+    blocker: Option<Blocker>,
+}
+
+/// Maps a point of the chain's first frame (whose viewport is `frame` = `[width, height]`)
+/// through every hop to the main frame, hit-testing each parent document (`hit_test`) and
+/// scrolling each `<iframe>` into view first when `scroll` is set. The aim is the point in the
+/// dispatch session's root viewport: mapped through the hops inside that session only.
+async fn map_through(
+    client: &CdpClient,
+    chain: &Chain,
+    point: Point,
+    frame: [f64; 2],
+    scroll: bool,
+    hit_test: bool,
+) -> Result<Mapped, RpcError> {
+    let mut point = point;
+    let mut aim = Aim {
+        x: point.x,
+        y: point.y,
+    };
+    let mut size = frame;
+    let mut quads = Vec::new();
+    for hop in &chain.hops {
+        if scroll {
+            // Best effort: a frame that cannot scroll into view shows as hidden below.
+            let _ = client
+                .call(
+                    Some(&hop.session),
+                    "DOM.scrollIntoViewIfNeeded",
+                    json!({"backendNodeId": hop.owner}),
+                    SCRIPT_TIMEOUT,
+                )
+                .await;
+        }
+        let model = client
+            .call(
+                Some(&hop.session),
+                "DOM.getBoxModel",
+                json!({"backendNodeId": hop.owner}),
+                SCRIPT_TIMEOUT,
+            )
+            .await;
+        let numbers: Vec<f64> = model
+            .ok()
+            .as_ref()
+            .and_then(|model| model.pointer("/model/content"))
+            .and_then(Value::as_array)
+            .map(|quad| quad.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let mapped = Quad::from_numbers(&numbers).and_then(|quad| {
+            let mapped = QuadMap::from_viewport(size[0], size[1], &quad)?.apply(point)?;
+            Some((quad, mapped))
+        });
+        // No box (display: none), a degenerate transform, or a point behind the viewer.
+        let Some((quad, mapped)) = mapped else {
+            return Ok(Mapped {
+                aim,
+                quads,
+                blocker: Some(Blocker::Hidden),
+            });
+        };
+        quads.push(quad);
+        point = mapped;
+        if hop.session == chain.dispatch_session {
+            aim = Aim {
+                x: point.x,
+                y: point.y,
+            };
+        }
+        let hit = frame_hit(client, hop, point).await?;
+        size = hit.frame;
+        if hit_test && !hit.hit {
+            let inside = point.x >= 0.0 && point.y >= 0.0 && point.x < size[0] && point.y < size[1];
+            return Ok(Mapped {
+                aim,
+                quads,
+                blocker: Some(match inside {
+                    true => Blocker::Covered(hit.occluded_by),
+                    false => Blocker::Hidden,
+                }),
+            });
+        }
+    }
+    Ok(Mapped {
+        aim,
+        quads,
+        blocker: None,
+    })
+}
+
+/// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
+async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, RpcError> {
+    let result = client
+        .call(
+            Some(&hop.session),
+            "Runtime.callFunctionOn",
+            json!({
+                "functionDeclaration": FRAME_POINT_HIT,
+                "objectId": hop.hit_object,
+                "arguments": [{"value": point.x}, {"value": point.y}],
+                "returnByValue": true,
+                "silent": true,
+            }),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    let text = result
+        .pointer("/result/value")
+        .and_then(Value::as_str)
+        .ok_or_else(frame_gone)?;
+    serde_json::from_str(text).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
+}
+
+/// The main-frame point of a coordinate click given in the page context's frame viewport (no
+/// hit tests: coordinates mean "whatever is there").
+pub async fn map_point(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    (x, y): (f64, f64),
+) -> Result<Aim, RpcError> {
+    if chain.hops.is_empty() {
+        return Ok(Aim { x, y });
+    }
+    let size = client
+        .call(
+            Some(&ctx.session),
+            "Runtime.evaluate",
+            json!({"expression": "[innerWidth, innerHeight]", "contextId": ctx.context.get(), "returnByValue": true}),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(cdp_error)?;
+    let size = size.pointer("/result/value").and_then(Value::as_array);
+    let dimension = |i: usize| size.and_then(|s| s.get(i)).and_then(Value::as_f64);
+    let (Some(width), Some(height)) = (dimension(0), dimension(1)) else {
+        return Err(RpcError::new(
+            ErrorCode::InternalError,
+            "the frame's viewport size is unknown",
+        ));
+    };
+    let mapped = map_through(
+        client,
+        chain,
+        Point::new(x, y),
+        [width, height],
+        false,
+        false,
+    )
+    .await?;
+    match mapped.blocker {
+        None => Ok(mapped.aim),
+        Some(blocker) => Err(blocker.error()),
+    }
+}
+
+/// One actionability sample of a ref's element.
+struct Sample {
+    aim: Aim,
+    rect: Option<[f64; 4]>,
+    quads: Vec<Quad>,
+    blocker: Option<Blocker>,
+    in_view: bool,
+    scrolled: bool,
+}
+
+impl Sample {
+    fn same_place(&self, other: &Sample) -> bool {
+        let near = |a: f64, b: f64| (a - b).abs() < SAME_PLACE;
+        let same_quads = self.quads.len() == other.quads.len()
+            && self.quads.iter().zip(&other.quads).all(|(a, b)| {
+                a.0.iter()
+                    .zip(b.0.iter())
+                    .all(|(p, q)| near(p.x, q.x) && near(p.y, q.y))
+            });
+        self.rect == other.rect
+            && near(self.aim.x, other.aim.x)
+            && near(self.aim.y, other.aim.y)
+            && same_quads
+    }
+}
+
+/// Why a sample could not be taken.
+enum Failure {
+    /// The ref's element is no longer in its document.
+    Stale(PageError),
+    Other(RpcError),
+}
+
+async fn sample(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    scroll: ProbeScroll,
+) -> Result<Sample, Failure> {
+    let probe = ClickProbe {
+        target: target.clone(),
+        scroll,
+    };
+    let point: ClickTarget =
+        match page::run(client, &ctx.session, ctx.context, &probe, SCRIPT_TIMEOUT).await {
+            Ok(point) => point,
+            Err(error) => {
+                return match error.refusal() {
+                    Some(ScriptErrorCode::NotVisible) => Ok(Sample {
+                        aim: Aim { x: 0.0, y: 0.0 },
+                        rect: None,
+                        quads: Vec::new(),
+                        blocker: Some(Blocker::Hidden),
+                        in_view: false,
+                        scrolled: false,
+                    }),
+                    Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
+                    _ => Err(Failure::Other(page_error(error))),
+                };
+            }
+        };
+    let mut blocker = match (point.in_viewport, point.hit) {
+        (false, _) => Some(Blocker::Hidden),
+        (true, false) => Some(Blocker::Covered(point.occluded_by.clone())),
+        (true, true) => None,
+    };
+    let frame = point.frame.unwrap_or([0.0, 0.0]);
+    let mapped = map_through(
+        client,
+        chain,
+        Point::new(point.x, point.y),
+        frame,
+        scroll != ProbeScroll::None,
+        true,
+    )
+    .await
+    .map_err(Failure::Other)?;
+    if blocker.is_none() {
+        blocker = mapped.blocker;
+    }
+    if blocker.is_none() && point.disabled {
+        blocker = Some(Blocker::Disabled);
+    }
+    Ok(Sample {
+        aim: mapped.aim,
+        rect: point.rect,
+        quads: mapped.quads,
+        blocker,
+        in_view: point.in_viewport,
+        scrolled: point.scrolled,
+    })
+}
+
+/// Waits until the ref's element can take a click at one place (two samples agree and nothing
+/// blocks), then answers where to send it. Until the deadline (less the time the click itself
+/// needs); then `element_not_actionable` with the last reason seen.
+pub async fn actionable(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    deadline: tokio::time::Instant,
+) -> Result<Aim, RpcError> {
+    let now = tokio::time::Instant::now();
+    let remaining = deadline.saturating_duration_since(now);
+    let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
+    let wait_until = now + remaining.saturating_sub(reserve);
+    let mut previous: Option<Sample> = None;
+    let mut scroll = ProbeScroll::IfNeeded;
+    loop {
+        let current = match sample(client, ctx, chain, target, scroll).await {
+            Ok(current) => current,
+            // Removed while we waited: it will not come back as the same element.
+            Err(Failure::Stale(_)) if previous.is_some() => return Err(Blocker::Detached.error()),
+            // Gone before the first look: the ref itself is stale (as for every tool).
+            Err(Failure::Stale(error)) => return Err(page_error(error)),
+            Err(Failure::Other(error)) => return Err(error),
+        };
+        let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
+        if current.blocker.is_none() && previous.is_some() && !moved {
+            return Ok(current.aim);
+        }
+        // Out of view: scroll it in; covered: centre it (away from a sticky header or footer).
+        scroll = match (&current.blocker, current.in_view) {
+            (_, false) => ProbeScroll::IfNeeded,
+            (Some(Blocker::Covered(_)), true) => ProbeScroll::Center,
+            _ => ProbeScroll::None,
+        };
+        let interval = match current.scrolled || !chain.hops.is_empty() {
+            true => SETTLE_INTERVAL,
+            false => SAMPLE_INTERVAL,
+        };
+        let blocker = current.blocker.clone().unwrap_or(Blocker::NotStable);
+        if tokio::time::Instant::now() + interval > wait_until {
+            return Err(blocker.error());
+        }
+        previous = Some(current);
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Releases the objects the chain resolved (best effort).
+pub async fn release(client: &CdpClient, chain: &Chain) {
+    let mut sessions: Vec<&SessionId> = chain.hops.iter().map(|h| &h.session).collect();
+    sessions.dedup();
+    for session in sessions {
+        let _ = client
+            .call(
+                Some(session),
+                "Runtime.releaseObjectGroup",
+                json!({"objectGroup": CHAIN_OBJECT_GROUP}),
+                SCRIPT_TIMEOUT,
+            )
+            .await;
+    }
+}
