@@ -4,6 +4,7 @@
 //!
 //! Module map and the allowed edges between modules: `docs/architecture.md`.
 
+pub mod adapter;
 pub mod artifacts;
 pub mod bridge;
 pub mod broker;
