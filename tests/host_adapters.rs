@@ -64,7 +64,8 @@ impl Shared {
 
 fn launch_spec(home: &TestHome) -> LaunchSpec {
     let mut spec = LaunchSpec::new(BIN);
-    spec.env.push(("BROWSER_PILOT_HOME".into(), home.path().into()));
+    spec.env
+        .push(("BROWSER_PILOT_HOME".into(), home.path().into()));
     for (key, value) in &home.env {
         spec.env.push((key.into(), value.into()));
     }
@@ -82,7 +83,11 @@ fn runtime() -> tokio::runtime::Runtime {
 fn debug_count(home: &TestHome, table: &str) -> i64 {
     let (code, out, err) = home.run(
         BIN,
-        &["debug", "sql", &format!("SELECT count(*) AS n FROM {table}")],
+        &[
+            "debug",
+            "sql",
+            &format!("SELECT count(*) AS n FROM {table}"),
+        ],
     );
     assert_eq!(code, 0, "debug sql: {err}");
     serde_json::from_str::<Value>(out.trim()).unwrap()["n"]
@@ -147,7 +152,8 @@ fn official_mcp_sdk_client_drives_browser_pilot_mcp() {
     assert_eq!(shared.fixtures.hits("/slow?ms=4000"), 1);
     // EOF ended the session: the Workspace was released explicitly, no Lease is left.
     assert!(
-        wait_until(Duration::from_secs(10), || debug_count(&home, "workspaces") == 0),
+        wait_until(Duration::from_secs(10), || debug_count(&home, "workspaces")
+            == 0),
         "a Workspace is left after the MCP session ended"
     );
     assert_eq!(debug_count(&home, "leases"), 0);
@@ -157,4 +163,426 @@ fn official_mcp_sdk_client_drives_browser_pilot_mcp() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(exported, vec![report["pdf"].as_str().unwrap().to_owned()]);
+}
+
+fn identity(name: &str) -> ClientIdentity {
+    ClientIdentity::ephemeral(&format!("com.example.{name}"), "Adapter Test", "test")
+}
+
+/// A session with a Workspace, a Lease, a browser connection and one fixture tab.
+struct Open {
+    session: BridgeSession,
+    workspace: Arc<browser_pilot::adapter::Workspace>,
+    lease: Arc<browser_pilot::adapter::Lease>,
+    target: String,
+}
+
+async fn open(home: &TestHome, shared: &Shared, page: &str, lease: LeaseOptions) -> Open {
+    let (session, _notifications) = BridgeSession::launch(
+        &launch_spec(home),
+        &identity("adapter"),
+        &SessionOptions::default(),
+    )
+    .await
+    .expect("launch");
+    assert_eq!(
+        session.initialized().protocol,
+        json!({"major": 1, "minor": 1})
+    );
+    assert!(session.tool("browser.navigate").is_some_and(|t| t.mutating));
+    let workspace = session
+        .create_workspace(&WorkspaceOptions {
+            client_key: Some("work-scope".into()),
+            browser_id: None,
+        })
+        .await
+        .expect("workspace");
+    // The same clientKey is the same Workspace.
+    let again = session
+        .create_workspace(&WorkspaceOptions {
+            client_key: Some("work-scope".into()),
+            browser_id: None,
+        })
+        .await
+        .expect("workspace again");
+    assert_eq!(again.id(), workspace.id());
+    let lease = workspace.create_lease(&lease).await.expect("lease");
+    workspace
+        .call(
+            &lease,
+            &ToolCall::new("browser.connect", json!({}), "connect"),
+        )
+        .await
+        .expect("connect");
+    let opened = workspace
+        .call(
+            &lease,
+            &ToolCall::new(
+                "browser.open",
+                json!({"url": shared.fixtures.url(page)}),
+                "open",
+            ),
+        )
+        .await
+        .expect("open");
+    let target = opened.result["targetId"].as_str().unwrap().to_owned();
+    Open {
+        session,
+        workspace: Arc::new(workspace),
+        lease: Arc::new(lease),
+        target,
+    }
+}
+
+#[test]
+fn a_killed_bridge_during_a_mutating_call_is_unknown_outcome() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/page/kill-start", LeaseOptions::default()).await;
+        let slow = "/slow?ms=8001";
+        let call = ToolCall::new(
+            "browser.navigate",
+            json!({"action": "goto", "url": shared.fixtures.url(slow)}),
+            "navigate-slow",
+        )
+        .on_target(Some(open.target.clone()));
+        let (workspace, lease) = (open.workspace.clone(), open.lease.clone());
+        let pending = tokio::spawn(async move { workspace.call(&lease, &call).await });
+        // Dispatched: the browser is loading the slow page.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while shared.fixtures.hits(slow) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "navigation never reached the page"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = open.session.bridge_pid().await.expect("bridge pid");
+        support::unsafe_kill(pid, "KILL");
+        let error = pending
+            .await
+            .unwrap()
+            .expect_err("the bridge died mid-call");
+        assert_eq!(error.code, ErrorCode::UnknownOutcome, "{error}");
+        assert!(!error.code.retryable());
+        assert!(error.remediation.is_some());
+        assert_eq!(
+            error.context.as_ref().unwrap()["commandId"],
+            json!(open.session.command_identity("navigate-slow").0)
+        );
+        // A read after the loss was never sent: retryable, not unknown.
+        let read = open
+            .workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "list").on_target(None),
+            )
+            .await
+            .expect_err("bridge gone");
+        assert_eq!(read.code, ErrorCode::BrokerUnavailable);
+        assert!(read.code.retryable());
+        // Cleanup invalidates local state even though the Broker cannot be told.
+        let released = open.workspace.release().await;
+        assert!(released.is_err());
+        assert!(open.workspace.is_released());
+        let refused = open
+            .workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "after"),
+            )
+            .await
+            .expect_err("released locally");
+        assert_eq!(refused.code, ErrorCode::WorkspaceNotFound);
+        assert_eq!(refused.context.unwrap()["state"], "released");
+    });
+}
+
+#[test]
+fn cursor_expired_is_recovered_by_rebuild_and_reset() {
+    let shared = shared();
+    let home = shared.home(&[("BROWSER_PILOT_EVENT_JOURNAL_SIZE", "16")]);
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/page/cursor", LeaseOptions::default()).await;
+        let (workspace, lease) = (&open.workspace, &open.lease);
+        let ids = |events: &[Value]| -> Vec<String> {
+            events
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // A second poll before acknowledgement starts from the same cursor.
+        let first = workspace.poll_events(100).await.expect("poll");
+        assert!(!first.events.is_empty());
+        let second = workspace.poll_events(100).await.expect("poll again");
+        assert_eq!(ids(&first.events), ids(&second.events));
+        workspace.acknowledge_events(&first.next_cursor);
+        assert_eq!(workspace.event_cursor(), first.next_cursor);
+        let after_ack = workspace.poll_events(100).await.expect("poll after ack");
+        assert!(
+            after_ack
+                .events
+                .iter()
+                .all(|e| !ids(&first.events).contains(&e["id"].as_str().unwrap().to_owned()))
+        );
+        workspace.acknowledge_events(&after_ack.next_cursor);
+
+        // Overflow the 16-event journal while the host is not polling.
+        for i in 0..24 {
+            workspace
+                .call(
+                    lease,
+                    &ToolCall::new("browser.tabs.list", json!({}), format!("list-{i}")),
+                )
+                .await
+                .expect("tabs.list");
+        }
+        let expired = workspace
+            .poll_events(100)
+            .await
+            .expect_err("cursor predates the journal");
+        assert_eq!(expired.code, ErrorCode::CursorExpired);
+        assert!(
+            expired
+                .context
+                .as_ref()
+                .unwrap()
+                .contains_key("earliestCursor")
+        );
+        // Rebuild tab state, then take workspaces/get's cursor as the new baseline.
+        let tabs = workspace
+            .call(
+                lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "rebuild"),
+            )
+            .await
+            .expect("rebuild");
+        assert!(
+            tabs.result["tabs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["targetId"] == json!(open.target))
+        );
+        let baseline = workspace.reset_event_cursor().await.expect("reset");
+        assert_eq!(workspace.event_cursor(), baseline);
+        let observe = ToolCall::new("browser.observe", json!({}), "after-reset")
+            .on_target(Some(open.target.clone()));
+        workspace.call(lease, &observe).await.expect("observe");
+        let batch = workspace.poll_events(100).await.expect("poll after reset");
+        let command_id = open.session.command_identity("after-reset").0;
+        assert!(
+            batch
+                .events
+                .iter()
+                .any(|e| e["type"] == "command.status"
+                    && e["payload"]["commandId"] == json!(command_id)),
+            "{:?}",
+            batch.events
+        );
+        assert!(
+            batch
+                .events
+                .iter()
+                .all(|e| e["payload"]["commandId"]
+                    != json!(open.session.command_identity("list-0").0))
+        );
+        workspace.acknowledge_events(&batch.next_cursor);
+        open.workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+}
+
+#[test]
+fn the_lease_is_renewed_across_a_call_longer_than_its_ttl() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    runtime().block_on(async {
+        let lease = LeaseOptions {
+            ttl_ms: Some(1000),
+            client_key: Some("invocation".into()),
+        };
+        let open = open(&home, &shared, "/page/lease", lease).await;
+        assert_eq!(open.lease.ttl_ms(), 1000);
+        let mut call = ToolCall::new(
+            "browser.navigate",
+            json!({"action": "goto", "url": shared.fixtures.url("/slow?ms=3500")}),
+            "long-call",
+        )
+        .on_target(Some(open.target.clone()));
+        call.deadline_ms = Some(30_000);
+        let outcome = open
+            .workspace
+            .call(&open.lease, &call)
+            .await
+            .expect("long call");
+        assert_eq!(outcome.command["status"], "completed");
+        assert!(
+            open.lease.renewals() >= 3,
+            "renewals: {}",
+            open.lease.renewals()
+        );
+        assert!(matches!(open.lease.status(), LeaseStatus::Active { .. }));
+        // The same Lease still works after three TTLs.
+        open.workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "after-long"),
+            )
+            .await
+            .expect("lease still active");
+        open.lease.release().await.expect("lease release");
+        assert!(wait_until(Duration::from_secs(5), || open.lease.status()
+            == LeaseStatus::Released));
+        open.workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+}
+
+/// Every file under `dir` (relative path -> size), skipping build output and git metadata.
+fn tree(dir: &Path) -> BTreeMap<String, u64> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, u64>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => {
+                    out.insert(format!("{relative}/"), 0);
+                    walk(root, &path, out);
+                }
+                _ => {
+                    out.insert(relative, entry.metadata().map(|m| m.len()).unwrap_or(0));
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn a_full_session_writes_no_state_files() {
+    let shared = shared();
+    let user_home = tempfile::tempdir().unwrap();
+    let home = shared.home(&[("HOME", user_home.path().to_str().unwrap())]);
+    let exports = tempfile::tempdir().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let (home_before, cwd_before) = (tree(user_home.path()), tree(&cwd));
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/fixture/form", LeaseOptions::default()).await;
+        let (workspace, lease) = (&open.workspace, &open.lease);
+        let on_tab = |call: ToolCall| call.on_target(Some(open.target.clone()));
+        let observed = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.observe", json!({}), "observe")))
+            .await
+            .expect("observe");
+        let terms = observed.result["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["role"] == "checkbox")
+            .unwrap()["ref"]
+            .clone();
+        let clicked = workspace
+            .call(
+                lease,
+                &on_tab(ToolCall::new(
+                    "browser.click",
+                    json!({"observationId": observed.result["observationId"], "ref": terms}),
+                    "click",
+                )),
+            )
+            .await
+            .expect("click");
+        assert_eq!(clicked.result["evidence"]["status"], "verified");
+        // An image: read from the protected path, then released.
+        let captured = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.capture", json!({}), "capture")))
+            .await
+            .expect("capture");
+        let image = workspace
+            .read_image(lease, &captured.result["artifact"])
+            .await
+            .expect("read image");
+        assert_eq!(&image.bytes[..4], b"\x89PNG");
+        let gone = open
+            .session
+            .request(
+                "artifacts/get",
+                json!({"workspaceId": workspace.id(), "leaseId": lease.id(), "artifactId": captured.result["artifact"]["id"]}),
+            )
+            .await
+            .expect_err("released after reading");
+        assert_eq!(gone.code, ErrorCode::ArtifactNotFound);
+        // A file: exported into the host-owned directory, then released.
+        let printed = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.pdf", json!({}), "pdf")))
+            .await
+            .expect("pdf");
+        let file = workspace
+            .export_file(lease, &printed.result["artifact"], exports.path())
+            .await
+            .expect("export");
+        assert_eq!(file.path.parent().unwrap(), exports.path());
+        assert!(std::fs::read(&file.path).unwrap().starts_with(b"%PDF-"));
+        // A second export of another PDF never overwrites the first.
+        let printed_again = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.pdf", json!({}), "pdf-2")))
+            .await
+            .expect("pdf again");
+        let mut descriptor = printed_again.result["artifact"].clone();
+        descriptor["fileName"] = json!(file.path.file_name().unwrap().to_string_lossy());
+        let second = workspace
+            .export_file(lease, &descriptor, exports.path())
+            .await
+            .expect("export again");
+        assert_ne!(second.path, file.path);
+        let batch = workspace.poll_events(100).await.expect("events");
+        workspace.acknowledge_events(&batch.next_cursor);
+        workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+    assert_eq!(
+        tree(user_home.path()),
+        home_before,
+        "files appeared in HOME"
+    );
+    assert_eq!(
+        tree(&cwd),
+        cwd_before,
+        "files appeared in the working directory"
+    );
+    // The Broker home holds only its own files, and no Artifact bytes after release.
+    let allowed = [
+        "broker-locator.json",
+        "broker-versions.json",
+        "broker.sock",
+        "startup.lock",
+        "artifacts/",
+    ];
+    for (path, _) in tree(home.path()) {
+        assert!(
+            allowed.iter().any(|a| path == *a)
+                || (path.starts_with("artifacts/") && path.ends_with('/')),
+            "unexpected file in the Broker home: {path}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(exports.path()).unwrap().count(),
+        2,
+        "only the two exports"
+    );
 }

@@ -45,14 +45,21 @@ impl Workspace {
     pub async fn release_artifact(&self, lease: &Lease, artifact_id: &str) -> Result<(), RpcError> {
         self.check_open()?;
         self.session
-            .request("artifacts/release", self.artifact_params(lease, artifact_id))
+            .request(
+                "artifacts/release",
+                self.artifact_params(lease, artifact_id),
+            )
             .await
             .map(|_| ())
     }
 
     /// Reads an image Artifact from its protected path, then releases it (also when the read
     /// failed: the bytes are not needed twice).
-    pub async fn read_image(&self, lease: &Lease, descriptor: &Value) -> Result<ImageData, RpcError> {
+    pub async fn read_image(
+        &self,
+        lease: &Lease,
+        descriptor: &Value,
+    ) -> Result<ImageData, RpcError> {
         self.check_open()?;
         let artifact_id = descriptor_id(descriptor)?;
         let got = self
@@ -156,7 +163,10 @@ fn create_private_dir(dir: &Path) -> Result<(), RpcError> {
         .map_err(|error| {
             RpcError::new(
                 ErrorCode::PathNotAllowed,
-                format!("cannot create the output directory {}: {error}", dir.display()),
+                format!(
+                    "cannot create the output directory {}: {error}",
+                    dir.display()
+                ),
             )
         })
 }
@@ -176,10 +186,12 @@ pub fn file_name_parts(descriptor: &Value) -> (String, String) {
     };
     let safe = |text: &str| -> String {
         text.chars()
-            .map(|c| match c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                true => c,
-                false => '_',
-            })
+            .map(
+                |c| match c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    true => c,
+                    false => '_',
+                },
+            )
             .take(MAX_STEM_CHARS)
             .collect::<String>()
             .trim_start_matches('.')
@@ -224,9 +236,25 @@ mod tests {
                 "{descriptor}"
             );
         };
-        check(json!({"id": "artifact:0123456789abcdef99", "kind": "pdf", "mimeType": "application/pdf"}), "pdf-0123456789ab", "pdf");
-        check(json!({"id": "artifact:1", "kind": "download", "mimeType": "text/csv", "fileName": "../../etc/report 1.csv"}), "_.._etc_report_1", "csv");
-        check(json!({"id": "artifact:1", "kind": "download", "fileName": "..."}), "download-1", "bin");
-        check(json!({"id": "artifact:1", "kind": "screenshot", "mimeType": "image/jpeg"}), "screenshot-1", "jpg");
+        check(
+            json!({"id": "artifact:0123456789abcdef99", "kind": "pdf", "mimeType": "application/pdf"}),
+            "pdf-0123456789ab",
+            "pdf",
+        );
+        check(
+            json!({"id": "artifact:1", "kind": "download", "mimeType": "text/csv", "fileName": "../../etc/report 1.csv"}),
+            "_.._etc_report_1",
+            "csv",
+        );
+        check(
+            json!({"id": "artifact:1", "kind": "download", "fileName": "..."}),
+            "download-1",
+            "bin",
+        );
+        check(
+            json!({"id": "artifact:1", "kind": "screenshot", "mimeType": "image/jpeg"}),
+            "screenshot-1",
+            "jpg",
+        );
     }
 }

@@ -76,7 +76,10 @@ impl Workspace {
     /// After `cursor_expired` and a rebuild: `workspaces/get`'s cursor is the new baseline.
     pub async fn reset_event_cursor(&self) -> Result<String, RpcError> {
         let current = self.get().await?;
-        let baseline = current["eventCursor"].as_str().unwrap_or("cursor:0").to_owned();
+        let baseline = current["eventCursor"]
+            .as_str()
+            .unwrap_or("cursor:0")
+            .to_owned();
         *self.cursor.lock().expect("cursor lock") = baseline.clone();
         Ok(baseline)
     }

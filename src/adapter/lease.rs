@@ -21,7 +21,10 @@ const MIN_RENEW_EVERY: Duration = Duration::from_millis(200);
 /// What the renewal task knows about its Lease.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LeaseStatus {
-    Active { expires_at: i64, renewals: u64 },
+    Active {
+        expires_at: i64,
+        renewals: u64,
+    },
     /// The Broker refused a heartbeat (expired, not owned, Workspace gone) or the bridge is gone.
     Lost(RpcError),
     Released,

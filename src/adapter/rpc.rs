@@ -125,8 +125,8 @@ impl RpcClient {
     /// One request; resolves exactly once.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-            .to_string();
+        let line =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         let limit = self.max_message_bytes.load(Ordering::Relaxed);
         if line.len() as u64 > limit {
             return Err(CallError::Rpc(
@@ -220,9 +220,12 @@ async fn actor(
                 }
                 (_, None) => {}
             },
-            Event::Line(Some(line)) => {
-                on_line(&line, &mut pending, &notifications, &mut dropped_notifications)
-            }
+            Event::Line(Some(line)) => on_line(
+                &line,
+                &mut pending,
+                &notifications,
+                &mut dropped_notifications,
+            ),
             Event::Line(None) => {
                 closed = true;
                 for (_, entry) in pending.drain() {
@@ -250,7 +253,10 @@ fn on_line(
     if message.get("method").is_some() {
         if notifications.try_send(message).is_err() {
             *dropped += 1;
-            tracing::debug!(dropped = *dropped, "notification dropped (host not reading)");
+            tracing::debug!(
+                dropped = *dropped,
+                "notification dropped (host not reading)"
+            );
         }
         return;
     }
@@ -295,7 +301,9 @@ mod tests {
             out.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"events/event\",\"params\":{}}\n")
                 .await?;
             let reply = match method.as_str() {
-                "fail" => json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32011, "message": "no", "data": {"code": "workspace_not_found", "retryable": false}}}),
+                "fail" => {
+                    json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32011, "message": "no", "data": {"code": "workspace_not_found", "retryable": false}}})
+                }
                 _ => json!({"jsonrpc": "2.0", "id": request["id"], "result": {"method": method}}),
             };
             out.write_all(format!("{reply}\n").as_bytes()).await?;
@@ -320,7 +328,10 @@ mod tests {
             Err(CallError::Rpc(error)) => assert_eq!(error.code, ErrorCode::WorkspaceNotFound),
             other => panic!("{other:?}"),
         }
-        assert_eq!(notifications.recv().await.unwrap()["method"], "events/event");
+        assert_eq!(
+            notifications.recv().await.unwrap()["method"],
+            "events/event"
+        );
     }
 
     #[tokio::test]
@@ -330,7 +341,10 @@ mod tests {
             client.call("die", json!({})).await,
             Err(CallError::LostAfterSend)
         );
-        assert_eq!(client.call("late", json!({})).await, Err(CallError::NotSent));
+        assert_eq!(
+            client.call("late", json!({})).await,
+            Err(CallError::NotSent)
+        );
     }
 
     #[tokio::test]

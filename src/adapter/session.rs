@@ -194,7 +194,9 @@ impl BridgeSession {
         let launched = launch(spec)?;
         // The initialize response uses the bootstrap limits; later lines the negotiated ones,
         // which never exceed what is asked for here.
-        let max_line = options.max_result_bytes.max(SERVICE_LIMITS.max_result_bytes) as usize;
+        let max_line = options
+            .max_result_bytes
+            .max(SERVICE_LIMITS.max_result_bytes) as usize;
         let (rpc, notifications) = RpcClient::spawn(
             launched.stdout,
             launched.stdin,
@@ -301,13 +303,19 @@ impl BridgeSession {
         if let Some(deadline_ms) = call.deadline_ms {
             params.insert("deadlineMs".into(), json!(deadline_ms));
         }
-        match self.inner.rpc.call("tools/call", Value::Object(params)).await {
+        match self
+            .inner
+            .rpc
+            .call("tools/call", Value::Object(params))
+            .await
+        {
             Ok(outcome) => Ok(ToolOutcome {
                 command: outcome["command"].clone(),
                 result: outcome["result"].clone(),
             }),
-            Err(error) => Err(lost(&call.name, error, mutating)
-                .with_context("commandId", json!(command_id))),
+            Err(error) => {
+                Err(lost(&call.name, error, mutating).with_context("commandId", json!(command_id)))
+            }
         }
     }
 
@@ -435,7 +443,11 @@ mod tests {
             assert!(!mapped.code.retryable() || expect != ErrorCode::UnknownOutcome);
         };
         check(CallError::LostAfterSend, true, ErrorCode::UnknownOutcome);
-        check(CallError::LostAfterSend, false, ErrorCode::BrokerUnavailable);
+        check(
+            CallError::LostAfterSend,
+            false,
+            ErrorCode::BrokerUnavailable,
+        );
         check(CallError::NotSent, true, ErrorCode::BrokerUnavailable);
         assert!(!ErrorCode::UnknownOutcome.retryable());
     }
@@ -448,8 +460,14 @@ mod tests {
         );
         let (command, key) = command_identity("ab12", &"x y".repeat(200));
         assert!(command.len() < 80 && key.len() < 80, "{command} {key}");
-        assert_ne!(command_identity("ab12", "a b").0, command_identity("ab12", "a c").0);
-        assert_ne!(command_identity("ab12", "1").0, command_identity("cd34", "1").0);
+        assert_ne!(
+            command_identity("ab12", "a b").0,
+            command_identity("ab12", "a c").0
+        );
+        assert_ne!(
+            command_identity("ab12", "1").0,
+            command_identity("cd34", "1").0
+        );
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub struct Workspace {
 
 impl BridgeSession {
     /// `workspaces/create` (idempotent by `clientKey`).
-    pub async fn create_workspace(&self, options: &WorkspaceOptions) -> Result<Workspace, RpcError> {
+    pub async fn create_workspace(
+        &self,
+        options: &WorkspaceOptions,
+    ) -> Result<Workspace, RpcError> {
         let mut params = json!({});
         if let Some(key) = &options.client_key {
             params["clientKey"] = json!(key);

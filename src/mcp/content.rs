@@ -36,7 +36,9 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
         .map(|tool| tool.sensitivity_output.clone())
         .unwrap_or_default();
     for image in &extras.images {
-        content.push(json!({"type": "image", "data": base64(&image.bytes), "mimeType": image.mime_type}));
+        content.push(
+            json!({"type": "image", "data": base64(&image.bytes), "mimeType": image.mime_type}),
+        );
     }
     for file in &extras.files {
         let name = file

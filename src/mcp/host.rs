@@ -46,7 +46,8 @@ impl Host {
     pub async fn start(options: McpOptions, client_name: &str) -> Result<Host, RpcError> {
         let mut spec = LaunchSpec::current_executable()?;
         spec.browser = options.browser.clone();
-        let mut identity = ClientIdentity::ephemeral("browser-pilot-mcp", "Browser Pilot MCP", "mcp-session");
+        let mut identity =
+            ClientIdentity::ephemeral("browser-pilot-mcp", "Browser Pilot MCP", "mcp-session");
         if !client_name.is_empty() {
             identity.name = format!("Browser Pilot MCP for {client_name}")
                 .chars()
@@ -309,12 +310,11 @@ impl Host {
         let payload = &event["payload"];
         match event["type"].as_str().unwrap_or("") {
             "connection.restored" | "connection.lost" => self.set_current_target(None),
-            "target.detached" => {
+            "target.detached"
                 if event["targetId"].as_str().is_some()
-                    && event["targetId"].as_str().map(str::to_owned) == self.current_target()
-                {
-                    self.set_current_target(None);
-                }
+                    && event["targetId"].as_str().map(str::to_owned) == self.current_target() =>
+            {
+                self.set_current_target(None);
             }
             "download" if payload["state"] == "completed" => {
                 let descriptor = payload
@@ -343,7 +343,10 @@ impl Host {
 
     /// `notifications/cancelled` for a pending call.
     pub async fn cancel(&self, host_call_id: &str) {
-        let workspace_id = self.scope.get().map(|scope| scope.workspace.id().to_owned());
+        let workspace_id = self
+            .scope
+            .get()
+            .map(|scope| scope.workspace.id().to_owned());
         if let Err(error) = self
             .session
             .cancel(host_call_id, workspace_id.as_deref())

@@ -38,7 +38,11 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 /// Everything that can happen to the server loop.
 enum Event {
     Line(Option<Vec<u8>>),
-    Finished { key: String, id: Value, result: Value },
+    Finished {
+        key: String,
+        id: Value,
+        result: Value,
+    },
     Terminate,
 }
 
@@ -255,24 +259,22 @@ impl Server {
         self.reply(&id, result).await
     }
 
+    /// `notifications/cancelled` cancels the Command; `notifications/initialized`,
+    /// `notifications/progress`, roots and anything newer need nothing from a tools-only
+    /// server.
     fn on_notification(&mut self, method: &str, params: &Value) {
-        match method {
-            "notifications/cancelled" => {
-                let key = params["requestId"].to_string();
-                let (Some(running), Some(host)) = (self.running.get(&key), self.host.clone())
-                else {
-                    return;
-                };
-                if running.cancelled.send_replace(true) {
-                    return;
-                }
-                let host_call_id = running.host_call_id.clone();
-                tokio::spawn(async move { host.cancel(&host_call_id).await });
-            }
-            // `notifications/initialized`, `notifications/progress`, roots and anything newer
-            // need nothing from a tools-only server.
-            _ => {}
+        if method != "notifications/cancelled" {
+            return;
         }
+        let key = params["requestId"].to_string();
+        let (Some(running), Some(host)) = (self.running.get(&key), self.host.clone()) else {
+            return;
+        };
+        if running.cancelled.send_replace(true) {
+            return;
+        }
+        let host_call_id = running.host_call_id.clone();
+        tokio::spawn(async move { host.cancel(&host_call_id).await });
     }
 }
 

@@ -32,10 +32,12 @@ const CLOSED_WORLD_TOOLS: &[&str] = &[
 pub fn mcp_name(broker_name: &str) -> String {
     broker_name
         .chars()
-        .map(|c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-            true => c,
-            false => '_',
-        })
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
         .collect()
 }
 
@@ -46,14 +48,12 @@ pub fn mcp_tool(tool: &ToolInfo) -> Value {
         false => json!({"type": "object"}),
     };
     if tool.scope == ToolScope::Target
-        && let Some(properties) = input_schema
-            .as_object_mut()
-            .and_then(|schema| {
-                schema
-                    .entry("properties")
-                    .or_insert_with(|| json!({}))
-                    .as_object_mut()
-            })
+        && let Some(properties) = input_schema.as_object_mut().and_then(|schema| {
+            schema
+                .entry("properties")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+        })
         && !properties.contains_key("targetId")
     {
         properties.insert(
