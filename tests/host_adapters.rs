@@ -586,3 +586,41 @@ fn a_full_session_writes_no_state_files() {
         "only the two exports"
     );
 }
+
+#[path = "../examples/adapters/tool_runtime.rs"]
+mod tool_runtime;
+
+#[test]
+fn reference_tool_runtime_adapter_runs_a_turn() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let report = runtime()
+        .block_on(tool_runtime::run_turn(
+            &launch_spec(&home),
+            &shared.fixtures.url("/fixture/form"),
+            output.path().to_owned(),
+        ))
+        .expect("turn");
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("browser_observe")) && tools.contains(&json!("browser_click")));
+    let steps = &report["steps"];
+    for step in ["connect", "open", "observe", "click", "capture", "pdf"] {
+        assert_eq!(steps[step]["isError"], false, "{step}: {report}");
+    }
+    assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    assert_eq!(steps["capture"]["content"][1]["type"], "image");
+    assert_eq!(steps["capture"]["content"][1]["png"], true);
+    let file = &steps["pdf"]["content"][1];
+    assert_eq!(file["type"], "file");
+    let path = PathBuf::from(file["path"].as_str().unwrap());
+    assert_eq!(path.parent().unwrap(), output.path());
+    assert!(std::fs::read(&path).unwrap().starts_with(b"%PDF-"));
+    assert_eq!(steps["error"]["isError"], true);
+    assert_eq!(steps["error"]["code"], "observation_not_found", "{report}");
+    // The turn released its Workspace.
+    assert!(wait_until(Duration::from_secs(10), || debug_count(
+        &home,
+        "workspaces"
+    ) == 0));
+}
