@@ -624,3 +624,45 @@ fn reference_tool_runtime_adapter_runs_a_turn() {
         "workspaces"
     ) == 0));
 }
+
+#[test]
+fn reference_python_dispatcher_runs_a_turn() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters/dispatcher.py");
+    let run = home
+        .command("python3")
+        .arg(&script)
+        .args([
+            "--executable",
+            BIN,
+            "--url",
+            &shared.fixtures.url("/fixture/form"),
+        ])
+        .arg("--output-dir")
+        .arg(output.path())
+        .output()
+        .expect("python3 is required: sudo apt-get install -y python3");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "dispatcher failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).expect("one JSON line");
+    let steps = &report["steps"];
+    for step in ["connect", "open", "observe", "click", "capture", "pdf"] {
+        assert_eq!(steps[step]["isError"], false, "{step}: {report}");
+    }
+    assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    assert_eq!(steps["capture"]["content"], json!(["text", "image"]));
+    assert_eq!(steps["capture"]["png"], true);
+    let pdf = PathBuf::from(steps["pdf"]["path"].as_str().unwrap());
+    assert_eq!(pdf.parent().unwrap(), output.path());
+    assert!(std::fs::read(&pdf).unwrap().starts_with(b"%PDF-"));
+    assert_eq!(steps["error"]["code"], "observation_not_found", "{report}");
+    assert_eq!(steps["unknown"]["code"], "tool_not_found");
+    assert_eq!(report["releaseError"], Value::Null);
+    assert_eq!(report["afterClose"], "workspace_not_found");
+    assert!(wait_until(Duration::from_secs(10), || debug_count(
+        &home,
+        "workspaces"
+    ) == 0));
+}
