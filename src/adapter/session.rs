@@ -435,6 +435,33 @@ pub fn random_hex(bytes: usize) -> String {
 mod tests {
     use super::*;
 
+    /// The adapter and the MCP server see the Broker only through the public protocol.
+    #[test]
+    fn front_ends_never_import_broker_internals() {
+        let sources = [
+            include_str!("artifacts.rs"),
+            include_str!("events.rs"),
+            include_str!("launch.rs"),
+            include_str!("lease.rs"),
+            include_str!("mod.rs"),
+            include_str!("rpc.rs"),
+            include_str!("session.rs"),
+            include_str!("workspace.rs"),
+            include_str!("../mcp/content.rs"),
+            include_str!("../mcp/host.rs"),
+            include_str!("../mcp/mod.rs"),
+            include_str!("../mcp/options.rs"),
+            include_str!("../mcp/server.rs"),
+            include_str!("../mcp/tools.rs"),
+        ];
+        for source in sources {
+            for forbidden in ["broker", "store", "session", "tools"] {
+                let edge = format!("crate::{forbidden}");
+                assert!(!source.contains(&edge), "{edge} imported by a front end");
+            }
+        }
+    }
+
     #[test]
     fn transport_loss_codes() {
         let check = |error: CallError, mutating: bool, expect: ErrorCode| {

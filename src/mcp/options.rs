@@ -22,8 +22,8 @@ pub struct McpOptions {
 
 impl McpOptions {
     /// From the raw flag values. A relative output directory is taken relative to `cwd`; the
-    /// default is a private directory under the system temporary directory, created only when
-    /// a file is exported.
+    /// default is a fresh, unpredictably named directory under the system temporary directory,
+    /// created owner-only when the first file is exported.
     pub fn new(
         browser: Option<String>,
         headless: bool,
@@ -34,7 +34,11 @@ impl McpOptions {
         let output_dir = match output_dir {
             Some(dir) if dir.is_absolute() => dir,
             Some(dir) => cwd.join(dir),
-            None => std::env::temp_dir().join("browser-pilot-mcp"),
+            // Unpredictable, so nobody can plant a directory or symlink there in advance.
+            None => std::env::temp_dir().join(format!(
+                "browser-pilot-mcp-{}",
+                crate::adapter::random_hex(8)
+            )),
         };
         let capabilities = match capabilities {
             None => CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
