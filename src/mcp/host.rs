@@ -6,6 +6,8 @@
 //! `crate::adapter`; it knows nothing of MCP framing (that is `server.rs`) and writes no state
 //! to disk, only the exports the user's `--output-dir` receives.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, OnceCell};
 
@@ -24,7 +26,20 @@ const EVENT_PAGE: u32 = 200;
 /// The Workspace and Lease of the session, created on the first Workspace or Target tool.
 struct Scope {
     workspace: Workspace,
-    lease: Lease,
+    /// Replaced when the Broker lets it lapse (for example after the machine slept).
+    lease: Mutex<Arc<Lease>>,
+}
+
+/// The session's one Lease, found again by this key on the same Connection.
+const LEASE_KEY: &str = "mcp-session";
+
+/// Errors after which a new Lease is taken: the call was refused before it was recorded, so
+/// running it under a new Lease cannot run it twice.
+fn lease_gone(error: &RpcError) -> bool {
+    matches!(
+        error.code,
+        ErrorCode::LeaseExpired | ErrorCode::LeaseNotFound | ErrorCode::LeaseNotOwned
+    )
 }
 
 /// The state of one MCP session.
@@ -108,12 +123,7 @@ impl Host {
                         browser_id: self.browser_id.clone(),
                     })
                     .await?;
-                let lease = workspace
-                    .create_lease(&LeaseOptions {
-                        ttl_ms: None,
-                        client_key: Some("mcp-session".to_owned()),
-                    })
-                    .await?;
+                let lease = workspace.create_lease(&lease_options()).await?;
                 if !connecting {
                     let mut arguments = json!({});
                     if let Some(browser_id) = &self.browser_id {
@@ -126,7 +136,10 @@ impl Host {
                     );
                     workspace.call(&lease, &connect).await?;
                 }
-                Ok(Scope { workspace, lease })
+                Ok(Scope {
+                    workspace,
+                    lease: Mutex::new(Arc::new(lease)),
+                })
             })
             .await
     }
@@ -186,18 +199,44 @@ impl Host {
             };
             call = call.on_target(Some(target));
         }
-        let outcome = scope.workspace.call(&scope.lease, &call).await?;
+        let mut lease = self.lease(scope, None).await?;
+        let outcome = match scope.workspace.call(&lease, &call).await {
+            Err(error) if lease_gone(&error) => {
+                lease = self.lease(scope, Some(&lease)).await?;
+                scope.workspace.call(&lease, &call).await?
+            }
+            other => other?,
+        };
         self.remember_target(tool, &call, &outcome.result);
         let mut extras = Extras::default();
-        self.convert_artifacts(scope, tool, &outcome.result, &mut extras)
+        self.convert_artifacts(scope, &lease, tool, &outcome.result, &mut extras)
             .await?;
-        self.follow_events(scope, &mut extras).await;
+        self.follow_events(scope, &lease, &mut extras).await;
         Ok(content::success(
             Some(tool),
             &outcome.command,
             &outcome.result,
             extras,
         ))
+    }
+
+    /// The session's usable Lease: the current one, or a new one when it lapsed (or when the
+    /// Broker just refused `stale`).
+    async fn lease(
+        &self,
+        scope: &Scope,
+        stale: Option<&Arc<Lease>>,
+    ) -> Result<Arc<Lease>, RpcError> {
+        let mut current = scope.lease.lock().await;
+        let refused = stale.is_some_and(|stale| Arc::ptr_eq(stale, &current));
+        match (current.unusable(), refused) {
+            (None, false) => return Ok(current.clone()),
+            (Some(error), _) if !lease_gone(&error) => return Err(error),
+            _ => {}
+        }
+        let renewed = Arc::new(scope.workspace.create_lease(&lease_options()).await?);
+        *current = renewed.clone();
+        Ok(renewed)
     }
 
     fn current_target(&self) -> Option<String> {
@@ -234,6 +273,7 @@ impl Host {
     async fn convert_artifacts(
         &self,
         scope: &Scope,
+        lease: &Lease,
         tool: &ToolInfo,
         result: &Value,
         extras: &mut Extras,
@@ -249,13 +289,13 @@ impl Host {
             .is_some_and(|mime| mime.starts_with("image/"));
         match is_image {
             true => {
-                let image = scope.workspace.read_image(&scope.lease, descriptor).await?;
+                let image = scope.workspace.read_image(lease, descriptor).await?;
                 extras.images.push(image);
             }
             false => {
                 let file = scope
                     .workspace
-                    .export_file(&scope.lease, descriptor, &self.options.output_dir)
+                    .export_file(lease, descriptor, &self.options.output_dir)
                     .await?;
                 extras.files.push(file);
             }
@@ -266,7 +306,7 @@ impl Host {
         {
             let file = scope
                 .workspace
-                .export_file(&scope.lease, original, &self.options.output_dir)
+                .export_file(lease, original, &self.options.output_dir)
                 .await?;
             extras.files.push(file);
         }
@@ -276,7 +316,7 @@ impl Host {
     /// Polls the journal, processes every event, then acknowledges: completed downloads are
     /// exported, a reconnect or a detached default tab forgets the default tab. After
     /// `cursor_expired` the default tab is forgotten (rebuild) and the cursor reset.
-    async fn follow_events(&self, scope: &Scope, extras: &mut Extras) {
+    async fn follow_events(&self, scope: &Scope, lease: &Lease, extras: &mut Extras) {
         if !self.session.granted("event.read") {
             return;
         }
@@ -297,7 +337,7 @@ impl Host {
                 }
             };
             for event in &batch.events {
-                self.on_event(scope, event, extras).await;
+                self.on_event(scope, lease, event, extras).await;
             }
             scope.workspace.acknowledge_events(&batch.next_cursor);
             if !batch.has_more {
@@ -306,7 +346,7 @@ impl Host {
         }
     }
 
-    async fn on_event(&self, scope: &Scope, event: &Value, extras: &mut Extras) {
+    async fn on_event(&self, scope: &Scope, lease: &Lease, event: &Value, extras: &mut Extras) {
         let payload = &event["payload"];
         match event["type"].as_str().unwrap_or("") {
             "connection.restored" | "connection.lost" => self.set_current_target(None),
@@ -324,7 +364,7 @@ impl Host {
                 if let Some(descriptor) = descriptor {
                     match scope
                         .workspace
-                        .export_file(&scope.lease, descriptor, &self.options.output_dir)
+                        .export_file(lease, descriptor, &self.options.output_dir)
                         .await
                     {
                         Ok(file) => {
@@ -360,7 +400,8 @@ impl Host {
     /// bridge down. Local state is invalid afterwards whatever the Broker answered.
     pub async fn close(&self) {
         if let Some(scope) = self.scope.get() {
-            if let Err(error) = scope.lease.release().await {
+            let lease = scope.lease.lock().await.clone();
+            if let Err(error) = lease.release().await {
                 tracing::debug!(%error, "lease release at close");
             }
             if let Err(error) = scope.workspace.release().await {
@@ -369,6 +410,13 @@ impl Host {
         }
         self.set_current_target(None);
         self.session.shutdown().await;
+    }
+}
+
+fn lease_options() -> LeaseOptions {
+    LeaseOptions {
+        ttl_ms: None,
+        client_key: Some(LEASE_KEY.to_owned()),
     }
 }
 
