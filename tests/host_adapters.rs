@@ -666,3 +666,96 @@ fn reference_python_dispatcher_runs_a_turn() {
         "workspaces"
     ) == 0));
 }
+
+#[test]
+fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let mut command = home.command(BIN);
+    command
+        .args(["mcp", "--capabilities"])
+        .arg("browser.control,workspace.manage,observation.read,artifact.read,event.read")
+        .arg("--output-dir")
+        .arg(output.path());
+    let mut mcp = support::Bridge::spawn(command);
+    // Before initialize only ping is answered.
+    assert_eq!(mcp.call("tools/list", json!({}))["error"]["code"], -32002);
+    assert_eq!(mcp.ok("ping", json!({})), json!({}));
+    // A line that is not JSON is answered with id null and the session goes on.
+    mcp.send_raw(b"{not json\n");
+    let parse_error = mcp
+        .next_message(support::RESPONSE_TIMEOUT)
+        .expect("parse error answer");
+    assert_eq!(parse_error["id"], Value::Null);
+    assert_eq!(parse_error["error"]["code"], -32700);
+    // An older revision is answered in that revision.
+    let init = mcp.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-host", "version": "1"}}),
+    );
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    assert_eq!(init["capabilities"]["tools"]["listChanged"], false);
+    assert_eq!(init["serverInfo"]["name"], "browser-pilot");
+    mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(mcp.call("initialize", json!({}))["error"]["code"], -32600);
+    // Withheld action.input: no action tools are listed or callable.
+    let tools = mcp.ok("tools/list", json!({}));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"browser_observe") && names.contains(&"browser_open"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"browser_click") && !names.contains(&"browser_type"),
+        "{names:?}"
+    );
+    let refused = mcp.call(
+        "tools/call",
+        json!({"name": "browser_click", "arguments": {"x": 1, "y": 1}}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // A read-only session still works.
+    let opened = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_open", "arguments": {"url": shared.fixtures.url("/page/sigterm")}}),
+    );
+    assert_eq!(opened["isError"], false, "{opened}");
+    let read = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_read", "arguments": {}}),
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    assert!(
+        read["structuredContent"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sigterm"),
+        "{read}"
+    );
+    // Bad arguments are a tool error the model can read, with the code.
+    let bad = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_observe", "arguments": {"limit": "many"}}),
+    );
+    assert_eq!(bad["isError"], true);
+    assert_eq!(
+        bad["_meta"]["browser-pilot/error"]["code"],
+        "invalid_params"
+    );
+    assert_eq!(debug_count(&home, "workspaces"), 1);
+    // SIGTERM ends the session like EOF: the Workspace is released explicitly.
+    support::unsafe_kill(mcp.child.id(), "TERM");
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    assert!(
+        wait_until(Duration::from_secs(10), || debug_count(&home, "workspaces")
+            == 0),
+        "SIGTERM left the Workspace"
+    );
+    assert_eq!(std::fs::read_dir(output.path()).unwrap().count(), 0);
+}
