@@ -105,7 +105,9 @@ impl RpcClient {
     {
         let (events_tx, events_rx) = mpsc::channel(OUTGOING_QUEUE);
         let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
-        let (write_tx, write_rx) = mpsc::channel::<(u64, String)>(OUTGOING_QUEUE);
+        // Unbounded so the actor never waits on a slow bridge stdin while responses queue up;
+        // its length is bounded by the callers, each of which waits for its answer.
+        let (write_tx, write_rx) = mpsc::unbounded_channel::<(u64, String)>();
         tokio::spawn(write_loop(writer, write_rx, events_tx.clone()));
         tokio::spawn(read_loop(reader, max_line_bytes, events_tx.clone()));
         tokio::spawn(actor(events_rx, write_tx, notify_tx));
@@ -152,7 +154,7 @@ impl RpcClient {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut lines: mpsc::Receiver<(u64, String)>,
+    mut lines: mpsc::UnboundedReceiver<(u64, String)>,
     events: mpsc::Sender<Event>,
 ) {
     let mut broken = false;
@@ -190,7 +192,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
 
 async fn actor(
     mut events: mpsc::Receiver<Event>,
-    write: mpsc::Sender<(u64, String)>,
+    write: mpsc::UnboundedSender<(u64, String)>,
     notifications: mpsc::Sender<Value>,
 ) {
     let mut pending: HashMap<u64, Pending> = HashMap::new();
@@ -205,20 +207,18 @@ async fn actor(
                     continue;
                 }
                 pending.insert(id, Pending { sent: false, reply });
-                if write.send((id, line)).await.is_err()
+                if write.send((id, line)).is_err()
                     && let Some(entry) = pending.remove(&id)
                 {
                     let _ = entry.reply.send(Err(CallError::NotSent));
                 }
             }
-            Event::Written { id, ok } => match (ok, pending.get_mut(&id)) {
-                (true, Some(entry)) => entry.sent = true,
-                (false, Some(_)) => {
-                    if let Some(entry) = pending.remove(&id) {
-                        let _ = entry.reply.send(Err(CallError::NotSent));
-                    }
-                }
-                (_, None) => {}
+            Event::Written { id, ok } => match (ok, closed, pending.get_mut(&id)) {
+                (true, false, Some(entry)) => entry.sent = true,
+                // Written, but the bridge's output already ended: it may have run.
+                (true, true, Some(_)) => resolve(&mut pending, id, CallError::LostAfterSend),
+                (false, _, Some(_)) => resolve(&mut pending, id, CallError::NotSent),
+                (_, _, None) => {}
             },
             Event::Line(Some(line)) => on_line(
                 &line,
@@ -226,17 +226,27 @@ async fn actor(
                 &notifications,
                 &mut dropped_notifications,
             ),
+            // Calls known to be written are lost after sending; calls still at the writer are
+            // resolved by its report (a write to a dead bridge fails, so "not sent" is only
+            // ever claimed when it is certain).
             Event::Line(None) => {
                 closed = true;
-                for (_, entry) in pending.drain() {
-                    let error = match entry.sent {
-                        true => CallError::LostAfterSend,
-                        false => CallError::NotSent,
-                    };
-                    let _ = entry.reply.send(Err(error));
+                let written: Vec<u64> = pending
+                    .iter()
+                    .filter(|(_, entry)| entry.sent)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in written {
+                    resolve(&mut pending, id, CallError::LostAfterSend);
                 }
             }
         }
+    }
+}
+
+fn resolve(pending: &mut HashMap<u64, Pending>, id: u64, error: CallError) {
+    if let Some(entry) = pending.remove(&id) {
+        let _ = entry.reply.send(Err(error));
     }
 }
 
