@@ -25,9 +25,9 @@ pub use artifacts::{ExportedFile, ImageData, file_name_parts};
 pub use events::{EventBatch, advance};
 pub use launch::LaunchSpec;
 pub use lease::{Lease, LeaseOptions, LeaseStatus, renew_every};
-pub use rpc::{CallError, NOTIFICATION_QUEUE, RpcClient};
+pub use rpc::{CallError, NOTIFICATION_QUEUE, Reply, RpcClient};
 pub use session::{
-    BridgeSession, ClientIdentity, Initialized, Notifications, SessionOptions, ToolCall, ToolInfo,
-    ToolOutcome, ToolScope, random_hex,
+    BridgeSession, ClientIdentity, Initialized, Notifications, PendingTool, SessionOptions,
+    ToolCall, ToolInfo, ToolOutcome, ToolScope, random_hex,
 };
 pub use workspace::{Workspace, WorkspaceOptions};

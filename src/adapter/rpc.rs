@@ -126,6 +126,13 @@ impl RpcClient {
 
     /// One request; resolves exactly once.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, CallError> {
+        self.start(method, params).await?.wait().await
+    }
+
+    /// Queues one request for the bridge and returns its pending reply. Requests are written in
+    /// the order their `start` returned, so a host that starts calls one after another gets the
+    /// bridge's input-order dispatch even while earlier replies are outstanding.
+    pub async fn start(&self, method: &str, params: Value) -> Result<Reply, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line =
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
@@ -148,7 +155,18 @@ impl RpcClient {
         {
             return Err(CallError::NotSent);
         }
-        answer.await.unwrap_or(Err(CallError::LostAfterSend))
+        Ok(Reply { answer })
+    }
+}
+
+/// The pending answer of a started request.
+pub struct Reply {
+    answer: oneshot::Receiver<Result<Value, CallError>>,
+}
+
+impl Reply {
+    pub async fn wait(self) -> Result<Value, CallError> {
+        self.answer.await.unwrap_or(Err(CallError::LostAfterSend))
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Mutex, mpsc};
 
 use super::launch::{LaunchSpec, launch};
-use super::rpc::{CallError, RpcClient};
+use super::rpc::{CallError, Reply, RpcClient};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::negotiate::{CAPABILITIES, SERVICE_LIMITS};
 
@@ -166,6 +166,32 @@ pub struct ToolOutcome {
     pub result: Value,
 }
 
+/// A `tools/call` on its way: await [`PendingTool::outcome`].
+pub struct PendingTool {
+    reply: Reply,
+    name: String,
+    mutating: bool,
+    command_id: String,
+}
+
+impl PendingTool {
+    pub fn command_id(&self) -> &str {
+        &self.command_id
+    }
+
+    /// The Command's outcome; transport loss after sending a mutating call is `unknown_outcome`.
+    pub async fn outcome(self) -> Result<ToolOutcome, RpcError> {
+        match self.reply.wait().await {
+            Ok(outcome) => Ok(ToolOutcome {
+                command: outcome["command"].clone(),
+                result: outcome["result"].clone(),
+            }),
+            Err(error) => Err(lost(&self.name, error, self.mutating)
+                .with_context("commandId", json!(self.command_id))),
+        }
+    }
+}
+
 struct Inner {
     rpc: RpcClient,
     child: Mutex<Option<tokio::process::Child>>,
@@ -290,6 +316,17 @@ impl BridgeSession {
         call: &ToolCall,
         envelope: serde_json::Map<String, Value>,
     ) -> Result<ToolOutcome, RpcError> {
+        self.start_tool(call, envelope).await?.outcome().await
+    }
+
+    /// Sends a `tools/call` and returns once it is queued for the bridge (see
+    /// [`RpcClient::start`]): a host that must keep its calls in order starts the next one only
+    /// after this returned, and awaits the outcomes in any order.
+    pub async fn start_tool(
+        &self,
+        call: &ToolCall,
+        envelope: serde_json::Map<String, Value>,
+    ) -> Result<PendingTool, RpcError> {
         let mutating = self.tool(&call.name).is_none_or(|tool| tool.mutating);
         let (command_id, idempotency_key) = self.command_identity(&call.host_call_id);
         let mut params = envelope;
@@ -303,20 +340,20 @@ impl BridgeSession {
         if let Some(deadline_ms) = call.deadline_ms {
             params.insert("deadlineMs".into(), json!(deadline_ms));
         }
-        match self
+        let reply = self
             .inner
             .rpc
-            .call("tools/call", Value::Object(params))
+            .start("tools/call", Value::Object(params))
             .await
-        {
-            Ok(outcome) => Ok(ToolOutcome {
-                command: outcome["command"].clone(),
-                result: outcome["result"].clone(),
-            }),
-            Err(error) => {
-                Err(lost(&call.name, error, mutating).with_context("commandId", json!(command_id)))
-            }
-        }
+            .map_err(|error| {
+                lost(&call.name, error, mutating).with_context("commandId", json!(command_id))
+            })?;
+        Ok(PendingTool {
+            reply,
+            name: call.name.clone(),
+            mutating,
+            command_id,
+        })
     }
 
     /// A Connection-scoped tool (`browser.discover`).

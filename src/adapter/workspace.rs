@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::lease::{Lease, LeaseOptions};
-use super::session::{BridgeSession, ToolCall, ToolOutcome};
+use super::session::{BridgeSession, PendingTool, ToolCall, ToolOutcome};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Options for `workspaces/create`.
@@ -107,6 +107,15 @@ impl Workspace {
 
     /// A Workspace or Target tool call under `lease`.
     pub async fn call(&self, lease: &Lease, call: &ToolCall) -> Result<ToolOutcome, RpcError> {
+        self.start_call(lease, call).await?.outcome().await
+    }
+
+    /// Sends the call and returns once it is queued (see [`BridgeSession::start_tool`]).
+    pub async fn start_call(
+        &self,
+        lease: &Lease,
+        call: &ToolCall,
+    ) -> Result<PendingTool, RpcError> {
         self.check_open()?;
         if let Some(error) = lease.unusable() {
             return Err(error);
@@ -114,7 +123,7 @@ impl Workspace {
         let mut envelope = Map::new();
         envelope.insert("workspaceId".into(), json!(self.id));
         envelope.insert("leaseId".into(), json!(lease.id()));
-        self.session.call_tool(call, envelope).await
+        self.session.start_tool(call, envelope).await
     }
 
     /// `commands/cancel` for a host call on this Workspace.

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::{Mutex, OnceCell, watch};
 
 use super::content::{self, Extras};
 use super::options::McpOptions;
@@ -22,6 +22,54 @@ use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Events read per page when the session follows its journal after a call.
 const EVENT_PAGE: u32 = 200;
+
+/// Hands out [`Turn`]s in the order MCP requests arrive.
+pub struct Sequencer {
+    next_ticket: u64,
+    serving: Arc<watch::Sender<u64>>,
+}
+
+impl Default for Sequencer {
+    fn default() -> Sequencer {
+        Sequencer {
+            next_ticket: 0,
+            serving: Arc::new(watch::channel(0).0),
+        }
+    }
+}
+
+impl Sequencer {
+    pub fn next(&mut self) -> Turn {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        Turn {
+            ticket,
+            serving: self.serving.clone(),
+        }
+    }
+}
+
+/// A call's place in line: it prepares and sends its bridge request only when every earlier
+/// call has sent (or failed before sending), so the Broker accepts the calls in the order the
+/// client wrote them even though each runs in its own task. Dropping it lets the next one go.
+pub struct Turn {
+    ticket: u64,
+    serving: Arc<watch::Sender<u64>>,
+}
+
+impl Turn {
+    async fn wait(&self) {
+        let mut serving = self.serving.subscribe();
+        let _ = serving.wait_for(|now| *now >= self.ticket).await;
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let next = self.ticket + 1;
+        self.serving.send_modify(|now| *now = (*now).max(next));
+    }
+}
 
 /// The Workspace and Lease of the session, created on the first Workspace or Target tool.
 struct Scope {
@@ -144,13 +192,20 @@ impl Host {
             .await
     }
 
-    /// One MCP `tools/call`; always a tool result (errors have `isError`).
-    pub async fn call(&self, name: &str, arguments: Value, host_call_id: &str) -> Value {
+    /// One MCP `tools/call`; always a tool result (errors have `isError`). `turn` keeps calls
+    /// in the order the client sent them until each is queued for the bridge.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        host_call_id: &str,
+        turn: Turn,
+    ) -> Value {
         let Some(tool) = self.tool_by_mcp_name(name) else {
             let error = RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}"));
             return content::error(None, &error);
         };
-        match self.run(tool, arguments, host_call_id).await {
+        match self.run(tool, arguments, host_call_id, turn).await {
             Ok(result) => result,
             Err(error) => content::error(Some(tool), &error),
         }
@@ -161,7 +216,9 @@ impl Host {
         tool: &ToolInfo,
         arguments: Value,
         host_call_id: &str,
+        turn: Turn,
     ) -> Result<Value, RpcError> {
+        turn.wait().await;
         let mut arguments = match arguments {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -177,7 +234,9 @@ impl Host {
         };
         let mut call = ToolCall::new(&tool.name, Value::Object(arguments), host_call_id);
         if tool.scope == ToolScope::Connection {
-            let outcome = self.session.call_connection_tool(&call).await?;
+            let pending = self.session.start_tool(&call, Map::new()).await?;
+            drop(turn);
+            let outcome = pending.outcome().await?;
             return Ok(content::success(
                 Some(tool),
                 &outcome.command,
@@ -200,7 +259,9 @@ impl Host {
             call = call.on_target(Some(target));
         }
         let mut lease = self.lease(scope, None).await?;
-        let outcome = match scope.workspace.call(&lease, &call).await {
+        let pending = scope.workspace.start_call(&lease, &call).await;
+        drop(turn);
+        let outcome = match async { pending?.outcome().await }.await {
             Err(error) if lease_gone(&error) => {
                 lease = self.lease(scope, Some(&lease)).await?;
                 scope.workspace.call(&lease, &call).await?

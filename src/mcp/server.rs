@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::sync::{mpsc, watch};
 
-use super::host::Host;
+use super::host::{Host, Sequencer};
 use super::options::McpOptions;
 use super::tools::mcp_tool;
 use crate::framing::{LineReader, write_line};
@@ -82,6 +82,7 @@ pub async fn run_mcp(options: McpOptions) -> i32 {
         options,
         host: None,
         running: HashMap::new(),
+        order: Sequencer::default(),
         out: out_tx,
         finished: events_tx,
     };
@@ -105,6 +106,7 @@ struct Server {
     options: McpOptions,
     host: Option<Arc<Host>>,
     running: HashMap<String, Running>,
+    order: Sequencer,
     out: mpsc::Sender<String>,
     finished: mpsc::Sender<Event>,
 }
@@ -230,6 +232,7 @@ impl Server {
         let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
         let out = self.out.clone();
         let finished = self.finished.clone();
+        let turn = self.order.next();
         tokio::spawn(async move {
             let ticker = match progress_token.is_null() {
                 true => None,
@@ -240,7 +243,7 @@ impl Server {
                     cancelled_rx,
                 ))),
             };
-            let result = host.call(&name, arguments, &host_call_id).await;
+            let result = host.call(&name, arguments, &host_call_id, turn).await;
             if let Some(ticker) = ticker {
                 ticker.abort();
             }
@@ -288,7 +291,7 @@ async fn report_progress(
     let mut progress = 0u64;
     loop {
         let message = match progress {
-            0 => format!("{tool} sent to the browser"),
+            0 => format!("{tool} started"),
             n => format!("{tool} still running ({n} s)"),
         };
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": progress, "message": message}});
