@@ -510,3 +510,41 @@ async fn launch_managed_browser(spec: &LaunchSpec) -> Result<String, RpcError> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn turns_go_in_arrival_order_whatever_the_scheduling() {
+        let mut order = Sequencer::default();
+        let turns: Vec<Turn> = (0..4).map(|_| order.next()).collect();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        // Spawned in reverse, so a scheduler that ran them as spawned would invert the order.
+        for (n, turn) in turns.into_iter().enumerate().rev() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                turn.wait().await;
+                tx.send(n).unwrap();
+                drop(turn);
+            });
+        }
+        drop(tx);
+        let mut seen = Vec::new();
+        while let Some(n) = rx.recv().await {
+            seen.push(n);
+        }
+        assert_eq!(seen, vec![0, 1, 2, 3]);
+    }
+
+    #[tokio::test]
+    async fn a_turn_dropped_without_sending_lets_the_next_go() {
+        let mut order = Sequencer::default();
+        let first = order.next();
+        let second = order.next();
+        drop(first);
+        tokio::time::timeout(std::time::Duration::from_secs(5), second.wait())
+            .await
+            .expect("second turn served");
+    }
+}
