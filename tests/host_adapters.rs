@@ -759,3 +759,51 @@ fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
     );
     assert_eq!(std::fs::read_dir(output.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn mcp_headless_launches_the_managed_chromium_when_nothing_is_ready() {
+    let shared = shared();
+    let nothing = tempfile::tempdir().unwrap();
+    let home = TestHome::new()
+        .with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            nothing.path().to_str().unwrap(),
+        )
+        .with_env(
+            "BROWSER_PILOT_CHROMIUM",
+            support::chromium::chromium_path().to_str().unwrap(),
+        );
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-host", "version": "1"}});
+    let open = |mcp: &mut support::Bridge| {
+        mcp.ok(
+            "tools/call",
+            json!({"name": "browser_open", "arguments": {"url": shared.fixtures.url("/page/headless")}}),
+        )
+    };
+    // Without --headless: the session's browser.connect fails with the setup remediation.
+    let mut command = home.command(BIN);
+    command.arg("mcp");
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok("initialize", initialize.clone());
+    let refused = open(&mut mcp);
+    assert_eq!(refused["isError"], true, "{refused}");
+    let error = &refused["_meta"]["browser-pilot/error"];
+    assert_eq!(error["code"], "browser_not_ready", "{refused}");
+    assert_eq!(error["retryable"], true);
+    assert!(error["remediation"]["action"].is_string(), "{refused}");
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    // With --headless the managed Chromium is started and used.
+    let mut command = home.command(BIN);
+    command.args(["mcp", "--headless"]);
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok("initialize", initialize);
+    let opened = open(&mut mcp);
+    assert_eq!(opened["isError"], false, "{opened}");
+    assert_eq!(opened["structuredContent"]["title"], "headless", "{opened}");
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    let (code, out, err) = home.run(BIN, &["browser", "stop"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), r#"{"stopped":true}"#);
+}
