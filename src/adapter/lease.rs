@@ -190,6 +190,8 @@ async fn renew(
             Err(error) if error.code == ErrorCode::InternalError => {
                 tracing::warn!(%error, "lease heartbeat failed; retrying");
             }
+            // A heartbeat that raced with our own release is not a loss.
+            Err(_) if stop_requested(&mut stop) || *closing.borrow() => break,
             Err(error) => {
                 status.send_replace(LeaseStatus::Lost(error));
                 return;
@@ -197,6 +199,10 @@ async fn renew(
         }
     }
     status.send_replace(LeaseStatus::Released);
+}
+
+fn stop_requested(stop: &mut oneshot::Receiver<()>) -> bool {
+    !matches!(stop.try_recv(), Err(oneshot::error::TryRecvError::Empty))
 }
 
 #[cfg(test)]

@@ -200,12 +200,16 @@ impl Host {
         arguments: Value,
         host_call_id: &str,
         turn: Turn,
+        cancelled: watch::Receiver<bool>,
     ) -> Value {
         let Some(tool) = self.tool_by_mcp_name(name) else {
             let error = RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}"));
             return content::error(None, &error);
         };
-        match self.run(tool, arguments, host_call_id, turn).await {
+        match self
+            .run(tool, arguments, host_call_id, turn, cancelled)
+            .await
+        {
             Ok(result) => result,
             Err(error) => content::error(Some(tool), &error),
         }
@@ -217,8 +221,19 @@ impl Host {
         arguments: Value,
         host_call_id: &str,
         turn: Turn,
+        cancelled: watch::Receiver<bool>,
     ) -> Result<Value, RpcError> {
         turn.wait().await;
+        // A call the client cancelled while it waited for its turn is never sent.
+        let not_sent = || {
+            RpcError::new(
+                ErrorCode::Cancelled,
+                "cancelled by the client before it was sent to the Broker",
+            )
+        };
+        if *cancelled.borrow() {
+            return Err(not_sent());
+        }
         let mut arguments = match arguments {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -259,6 +274,9 @@ impl Host {
             call = call.on_target(Some(target));
         }
         let mut lease = self.lease(scope, None).await?;
+        if *cancelled.borrow() {
+            return Err(not_sent());
+        }
         let pending = scope.workspace.start_call(&lease, &call).await;
         drop(turn);
         let outcome = match async { pending?.outcome().await }.await {

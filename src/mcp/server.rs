@@ -240,10 +240,12 @@ impl Server {
                     out,
                     progress_token,
                     name.clone(),
-                    cancelled_rx,
+                    cancelled_rx.clone(),
                 ))),
             };
-            let result = host.call(&name, arguments, &host_call_id, turn).await;
+            let result = host
+                .call(&name, arguments, &host_call_id, turn, cancelled_rx)
+                .await;
             if let Some(ticker) = ticker {
                 ticker.abort();
             }
