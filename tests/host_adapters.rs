@@ -807,3 +807,54 @@ fn mcp_headless_launches_the_managed_chromium_when_nothing_is_ready() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), r#"{"stopped":true}"#);
 }
+
+/// The Python dispatcher's own transport-loss rule, driven through its class: the bridge is
+/// killed while a mutating call is dispatched (read back from the Broker with `debug sql`).
+const PYTHON_KILL_SCENARIO: &str = r#"
+import json, os, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from dispatcher import Dispatcher
+executable, url, slow, out = sys.argv[2:6]
+d = Dispatcher(executable, "kill-scope", out)
+d.browser("k1", "browser.connect")
+d.browser("k2", "browser.open", {"url": url})
+outcome = {}
+worker = threading.Thread(target=lambda: outcome.update(d.browser("k3", "browser.navigate", {"action": "goto", "url": slow})))
+worker.start()
+deadline = time.time() + 20
+while time.time() < deadline:
+    rows = subprocess.run([executable, "debug", "sql", "SELECT status FROM commands WHERE method = 'browser.navigate'"], capture_output=True, text=True).stdout
+    if '"dispatched"' in rows:
+        break
+    time.sleep(0.05)
+d.bridge.proc.kill()
+worker.join(30)
+after = d.browser("k4", "browser.tabs.list")
+print(json.dumps({"mutating": outcome["details"], "read": after["details"]}))
+"#;
+
+#[test]
+fn reference_python_dispatcher_reports_unknown_outcome_after_transport_loss() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    let run = home
+        .command("python3")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-c", PYTHON_KILL_SCENARIO])
+        .arg(&examples)
+        .arg(BIN)
+        .arg(shared.fixtures.url("/page/python-kill"))
+        .arg(shared.fixtures.url("/slow?ms=8002"))
+        .arg(output.path())
+        .output()
+        .expect("python3 is required: sudo apt-get install -y python3");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "scenario failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).expect("one JSON line");
+    assert_eq!(report["mutating"]["code"], "unknown_outcome", "{report}");
+    assert_eq!(report["mutating"]["retryable"], false);
+    assert_eq!(report["read"]["code"], "broker_unavailable", "{report}");
+    assert_eq!(report["read"]["retryable"], true);
+}
