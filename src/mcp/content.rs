@@ -59,8 +59,14 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
             sensitivity.push(class);
         }
     }
+    let fields = tool
+        .map(|tool| sensitive_fields(&tool.output_schema))
+        .unwrap_or_default();
     let mut meta = Map::new();
-    meta.insert(META_SENSITIVITY.into(), json!({"output": sensitivity}));
+    meta.insert(
+        META_SENSITIVITY.into(),
+        json!({"output": sensitivity, "fields": fields}),
+    );
     if command.is_object() {
         meta.insert(
             META_COMMAND.into(),
@@ -68,6 +74,39 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
         );
     }
     json!({"content": content, "structuredContent": structured, "isError": false, "_meta": meta})
+}
+
+/// Where a schema carries `x-browser-pilot-sensitivity`: a JSON-pointer-like path (`*` for
+/// every array item) to its classes, so a host keeps the annotation attached to the derived
+/// content instead of guessing from field names.
+pub fn sensitive_fields(schema: &Value) -> Map<String, Value> {
+    fn walk(schema: &Value, path: &str, out: &mut Map<String, Value>) {
+        if let Some(classes) = schema.get("x-browser-pilot-sensitivity") {
+            out.insert(
+                match path.is_empty() {
+                    true => "/".to_owned(),
+                    false => path.to_owned(),
+                },
+                classes.clone(),
+            );
+        }
+        if let Some(Value::Object(properties)) = schema.get("properties") {
+            for (name, property) in properties {
+                walk(property, &format!("{path}/{name}"), out);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            walk(items, &format!("{path}/*"), out);
+        }
+        if let Some(Value::Array(alternatives)) = schema.get("anyOf") {
+            for alternative in alternatives {
+                walk(alternative, path, out);
+            }
+        }
+    }
+    let mut out = Map::new();
+    walk(schema, "", &mut out);
+    out
 }
 
 /// A failed call as a tool result the model can read: `isError`, the `data.code`, the message
@@ -162,6 +201,23 @@ mod tests {
         assert!(text.contains("Observe the page again."), "{text}");
         assert_eq!(result["_meta"][META_ERROR]["code"], "stale_ref");
         assert!(result.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn sensitive_fields_are_found_through_properties_items_and_alternatives() {
+        let schema = json!({"type": "object", "properties": {
+            "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+            "elements": {"type": "array", "items": {"type": "object", "properties": {
+                "value": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
+                "ref": {"type": "integer"},
+            }}},
+            "either": {"anyOf": [{"type": "null"}, {"type": "string", "x-browser-pilot-sensitivity": ["user_file"]}]},
+        }});
+        assert_eq!(
+            Value::Object(sensitive_fields(&schema)),
+            json!({"/url": ["browser_data"], "/elements/*/value": ["browser_data", "credential"], "/either": ["user_file"]})
+        );
+        assert!(sensitive_fields(&json!({"type": "object"})).is_empty());
     }
 
     #[test]
