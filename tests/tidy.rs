@@ -24,7 +24,6 @@ const CDP_LITERALS: &[(&str, usize)] = &[
     ("src/tools/actions.rs", 3),
     ("src/tools/capture.rs", 7),
     ("src/tools/frames.rs", 2),
-    ("src/tools/keys.rs", 2),
     ("src/tools/observe.rs", 1),
     ("src/tools/pointer.rs", 8),
 ];
