@@ -54,6 +54,13 @@ impl CdpClient {
     }
 }
 
+/// One request line for `command` with request id `id` on the browser connection, for a
+/// sender that is not a `CdpClient` (the janitor's own requests).
+pub fn request_line<C: Command>(id: u64, command: &C) -> String {
+    let params = serde_json::to_value(command).unwrap_or(serde_json::Value::Null);
+    super::message::request_line(id, None, C::METHOD, &params)
+}
+
 /// Decodes a command's `result` into its reply type.
 pub(crate) fn decode_reply<C: Command>(result: serde_json::Value) -> Result<C::Reply, CdpError> {
     serde_json::from_value(result).map_err(|error| CdpError::UnexpectedResult {
@@ -65,11 +72,6 @@ pub(crate) fn decode_reply<C: Command>(result: serde_json::Value) -> Result<C::R
 /// Serializes a raw target id into params. `TargetId` deliberately has no `Serialize` (it must
 /// never reach an agent-protocol response); command params opt in field by field.
 pub(crate) fn target_id<S: Serializer>(id: &TargetId, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(id.as_str())
-}
-
-/// Serializes a raw session id into params (see [`target_id`]).
-pub(crate) fn session_id<S: Serializer>(id: &SessionId, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(id.as_str())
 }
 

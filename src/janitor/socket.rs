@@ -19,11 +19,11 @@ use tokio_tungstenite::tungstenite::{
 
 use super::endpoint::WsEndpoint;
 
-/// Largest CDP message (and frame) accepted. Chromium sends every message as
-/// one unfragmented frame and a 5,000-element AX tree is already 16.5 MB
-/// (field notes §0 item 5); tungstenite's defaults (16/64 MiB) are too
-/// small. 256 MiB still stops a runaway peer.
-pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+/// Largest CDP message (and frame) accepted: the pipe's line bound
+/// (`cdp::pipe::MAX_LINE_BYTES`, which says why), so every message the
+/// janitor accepts fits one pipe line; tungstenite's defaults (16/64 MiB) are
+/// too small.
+pub const MAX_MESSAGE_BYTES: usize = crate::cdp::pipe::MAX_LINE_BYTES;
 
 /// Errors of connecting to (or talking with) the browser endpoint. `reason`
 /// gives the stable word the janitor prints in `{"janitor":"failed"}`.
