@@ -752,6 +752,74 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_janitors_disconnected_line_ends_the_connection() {
+        let (client, mut events, mut peer) = start(16);
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .call(Some(&session("S")), "Page.enable", json!({}), LONG)
+                    .await
+            }
+        });
+        peer.next_request().await;
+        peer.send(json!({"method":"Page.loadEventFired","params":{},"sessionId":"S"}))
+            .await;
+        // An unknown janitor line is skipped, never taken for CDP.
+        peer.send(json!({"janitor": "later"})).await;
+        peer.send(json!({"janitor": "disconnected"})).await;
+        assert_eq!(call.await.unwrap(), Err(CdpError::Disconnected));
+        let first = events.recv().await.unwrap();
+        assert_eq!(first.method, "Page.loadEventFired");
+        assert_eq!(events.recv().await, None);
+        // The peer still holds its end open: the line alone ended the connection.
+        drop(peer);
+    }
+
+    #[tokio::test]
+    async fn typed_commands_go_through_execute() {
+        let (client, _events, mut peer) = start(16);
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let command = crate::cdp::target::GetTargetInfo {
+                    target_id: TargetId::new("T1"),
+                };
+                client.execute(None, &command, LONG).await
+            }
+        });
+        let request = peer.next_request().await;
+        assert_eq!(request["method"], "Target.getTargetInfo");
+        assert_eq!(request["params"], json!({"targetId": "T1"}));
+        assert!(request.get("sessionId").is_none());
+        peer.send(json!({"id": request["id"], "result": {"targetInfo": {"targetId": "T1", "type": "page", "title": "t", "url": "about:blank", "attached": true, "canAccessOpener": false}}}))
+            .await;
+        let info = call.await.unwrap().unwrap().target_info;
+        assert_eq!(
+            (info.target_id, info.title),
+            (TargetId::new("T1"), "t".to_owned())
+        );
+        // A reply without the members the type needs is an unexpected result, not a panic.
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let enable = crate::cdp::page::Navigate {
+                    url: "about:blank".to_owned(),
+                };
+                client.execute(&session("S"), &enable, LONG).await
+            }
+        });
+        let request = peer.next_request().await;
+        assert_eq!(request["sessionId"], "S");
+        peer.send(json!({"id": request["id"], "result": {}, "sessionId": "S"}))
+            .await;
+        assert!(matches!(
+            call.await.unwrap(),
+            Err(CdpError::UnexpectedResult { method, .. }) if method == "Page.navigate"
+        ));
+    }
+
+    #[tokio::test]
     async fn unknown_ids_and_malformed_lines_are_skipped() {
         let (client, mut events, mut peer) = start(16);
         let call = tokio::spawn({
