@@ -27,9 +27,9 @@ const KEY: &str = "janitor";
 pub enum JanitorLine {
     /// Janitor -> Broker, first line: the WebSocket is open.
     Connected,
-    /// Janitor -> Broker, first and only line: connecting failed. `reason` is a stable word
-    /// (`refused`, `timeout`, `closed`, `http_<status>`, `invalid_url`, `io`).
-    Failed { reason: String, message: String },
+    /// Janitor -> Broker, first and only line: connecting failed, with a stable `reason` word
+    /// and a human-readable `message`.
+    Failed { reason: FailReason, message: String },
     /// Janitor -> Broker, last line: the WebSocket closed.
     Disconnected,
     /// Broker -> janitor: close this target too when the Broker goes away (a tab the Broker
@@ -38,6 +38,63 @@ pub enum JanitorLine {
         #[serde(rename = "targetId", serialize_with = "command::target_id")]
         target_id: TargetId,
     },
+}
+
+/// Why the janitor could not connect, on the wire as one stable word: `invalid_url`,
+/// `refused`, `timeout`, `closed`, `http_<status>`, `io` or `protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum FailReason {
+    /// Not a loopback `ws://` URL; nothing was connected.
+    InvalidUrl,
+    Refused,
+    /// The handshake did not finish in time (an approval prompt nobody answered).
+    Timeout,
+    /// The browser closed the connection during the handshake.
+    Closed,
+    /// The browser answered the upgrade with this HTTP status (403: the user refused).
+    Http(u16),
+    Io,
+    Protocol,
+}
+
+impl std::fmt::Display for FailReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailReason::InvalidUrl => f.write_str("invalid_url"),
+            FailReason::Refused => f.write_str("refused"),
+            FailReason::Timeout => f.write_str("timeout"),
+            FailReason::Closed => f.write_str("closed"),
+            FailReason::Http(status) => write!(f, "http_{status}"),
+            FailReason::Io => f.write_str("io"),
+            FailReason::Protocol => f.write_str("protocol"),
+        }
+    }
+}
+
+impl From<FailReason> for String {
+    fn from(reason: FailReason) -> String {
+        reason.to_string()
+    }
+}
+
+impl TryFrom<String> for FailReason {
+    type Error = String;
+
+    fn try_from(word: String) -> Result<FailReason, String> {
+        Ok(match word.as_str() {
+            "invalid_url" => FailReason::InvalidUrl,
+            "refused" => FailReason::Refused,
+            "timeout" => FailReason::Timeout,
+            "closed" => FailReason::Closed,
+            "io" => FailReason::Io,
+            "protocol" => FailReason::Protocol,
+            other => match other.strip_prefix("http_").map(str::parse) {
+                Some(Ok(status)) => FailReason::Http(status),
+                _ => return Err(format!("unknown failure reason {other:?}")),
+            },
+        })
+    }
 }
 
 /// A line marked as the janitor's whose kind this version does not know.
@@ -90,7 +147,7 @@ mod tests {
             (JanitorLine::Connected, json!({"janitor": "connected"})),
             (
                 JanitorLine::Failed {
-                    reason: "http_403".to_owned(),
+                    reason: FailReason::Http(403),
                     message: "handshake refused".to_owned(),
                 },
                 json!({"janitor": "failed", "reason": "http_403", "message": "handshake refused"}),
@@ -113,6 +170,25 @@ mod tests {
             assert_eq!(JanitorLine::from_line(&text).unwrap().unwrap(), line);
             assert_eq!(JanitorLine::decode(wire).unwrap(), line);
         }
+    }
+
+    #[test]
+    fn failure_reasons_are_stable_words() {
+        for reason in [
+            FailReason::InvalidUrl,
+            FailReason::Refused,
+            FailReason::Timeout,
+            FailReason::Closed,
+            FailReason::Http(403),
+            FailReason::Io,
+            FailReason::Protocol,
+        ] {
+            let word = String::from(reason);
+            assert_eq!(FailReason::try_from(word), Ok(reason));
+        }
+        assert_eq!(FailReason::Http(500).to_string(), "http_500");
+        assert!(FailReason::try_from("http_x".to_owned()).is_err());
+        assert!(FailReason::try_from("gone".to_owned()).is_err());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::pump;
 use super::registry::{Controller, Registry, TabView, TargetError};
 use super::tab::TabHandle;
 use crate::browser::{self, Candidate, DiscoveryConfig};
-use crate::cdp::pipe::{self, JanitorLine};
+use crate::cdp::pipe::{self, FailReason, JanitorLine};
 use crate::cdp::{CdpClient, TargetId};
 use crate::events::{Emit, EventSink};
 use crate::framing::{FramingError, LineReader};
@@ -349,10 +349,12 @@ impl BrowserService {
         match status {
             Some(Ok(JanitorLine::Connected)) => {}
             Some(Ok(JanitorLine::Failed { reason, message })) => {
-                return Err(match reason.as_str() {
-                    "timeout" => ConnectError::AuthorizationTimeout,
-                    "http_403" => ConnectError::AuthorizationDenied(message),
-                    "refused" | "closed" => ConnectError::NotReady { remediation: None },
+                return Err(match reason {
+                    FailReason::Timeout => ConnectError::AuthorizationTimeout,
+                    FailReason::Http(403) => ConnectError::AuthorizationDenied(message),
+                    FailReason::Refused | FailReason::Closed => {
+                        ConnectError::NotReady { remediation: None }
+                    }
                     _ => ConnectError::Failed(format!("{reason}: {message}")),
                 });
             }
