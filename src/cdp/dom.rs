@@ -131,21 +131,24 @@ mod tests {
         );
     }
 
+    /// Recorded from Chromium 156 on a 300x150 `srcdoc` iframe.
     #[test]
     fn replies_decode_from_chromium_samples() {
-        let owner = reply::<GetFrameOwner>(json!({"backendNodeId": 12, "nodeId": 0}));
-        assert_eq!(owner.backend_node_id, BackendNodeId(12));
-        let resolved = reply::<ResolveNode>(json!({"object": {"type": "object", "subtype": "node",
-            "className": "HTMLIFrameElement", "description": "iframe#inner", "objectId": "3.2.1"}}));
-        assert_eq!(resolved.object.object_id.as_deref(), Some("3.2.1"));
-        let model = reply::<GetBoxModel>(json!({"model": {
-            "content": [10, 20, 310, 20, 310, 170, 10, 170],
-            "padding": [10, 20, 310, 20, 310, 170, 10, 170],
-            "border": [8, 18, 312, 18, 312, 172, 8, 172],
-            "margin": [8, 18, 312, 18, 312, 172, 8, 172],
-            "width": 304, "height": 154}}));
+        let owner = reply::<GetFrameOwner>(json!({"backendNodeId":6}));
+        assert_eq!(owner.backend_node_id, BackendNodeId(6));
+        let resolved = reply::<ResolveNode>(
+            json!({"object":{"className":"HTMLIFrameElement","description":"iframe#inner","objectId":"8553435088452544872.3.3","subtype":"node","type":"object"}}),
+        );
+        assert_eq!(
+            resolved.object.object_id.as_deref(),
+            Some("8553435088452544872.3.3")
+        );
+        let model = reply::<GetBoxModel>(
+            json!({"model":{"border":[35.546875,79.875,335.546875,79.875,335.546875,229.875,35.546875,229.875],"content":[35.546875,79.875,335.546875,79.875,335.546875,229.875,35.546875,229.875],"height":150,"margin":[35.546875,79.875,335.546875,79.875,335.546875,229.875,35.546875,229.875],"padding":[35.546875,79.875,335.546875,79.875,335.546875,229.875,35.546875,229.875],"width":300}}),
+        );
         assert_eq!(model.model.content.len(), 8);
-        assert_eq!(model.model.content[2], 310.0);
+        assert_eq!(model.model.content[2], 335.546875);
+        assert_eq!((model.model.width, model.model.height), (300.0, 150.0));
         reply::<ScrollIntoViewIfNeeded>(json!({}));
     }
 }

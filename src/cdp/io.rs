@@ -46,23 +46,27 @@ mod tests {
     use super::super::command::testing::{params, reply};
     use super::*;
 
+    /// The read reply is recorded from Chromium 156 (the first 16 bytes of a printed PDF).
     #[test]
     fn stream_commands_round_trip() {
         assert_eq!(
             params(&Read {
-                handle: "3".to_owned(),
+                handle: "1".to_owned(),
                 size: Some(1 << 20)
             }),
-            json!({"handle": "3", "size": 1048576})
+            json!({"handle": "1", "size": 1048576})
         );
         assert_eq!(
             params(&Close {
-                handle: "3".to_owned()
+                handle: "1".to_owned()
             }),
-            json!({"handle": "3"})
+            json!({"handle": "1"})
         );
-        let chunk = reply::<Read>(json!({"base64Encoded": true, "data": "JVBERi0=", "eof": false}));
+        let chunk = reply::<Read>(
+            json!({"base64Encoded":true,"data":"JVBERi0xLjQKJdPr6eEKMQ==","eof":false}),
+        );
         assert!(chunk.base64_encoded && !chunk.eof);
+        assert_eq!(chunk.data, "JVBERi0xLjQKJdPr6eEKMQ==");
         let last = reply::<Read>(json!({"data": "", "eof": true}));
         assert!(last.eof && !last.base64_encoded);
         reply::<Close>(json!({}));

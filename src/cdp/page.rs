@@ -578,30 +578,24 @@ mod tests {
         );
     }
 
-    /// `Page.getFrameTree` of a tab with one same-process and one out-of-process iframe, as
-    /// Chromium 156 answers it (trimmed of members the Broker does not read).
+    /// `Page.getFrameTree` of a fixture tab holding one `srcdoc` iframe, recorded from
+    /// Chromium 156.
     fn frame_tree_sample() -> serde_json::Value {
-        json!({"frameTree": {
-            "frame": {"id": "M", "loaderId": "L1", "url": "http://127.0.0.1:8000/", "domainAndRegistry": "",
-                "securityOrigin": "http://127.0.0.1:8000", "mimeType": "text/html",
-                "adFrameStatus": {"adFrameType": "none"}, "secureContextType": "Secure",
-                "crossOriginIsolatedContextType": "NotIsolated", "gatedAPIFeatures": []},
-            "childFrames": [
-                {"frame": {"id": "A", "parentId": "M", "loaderId": "L2", "name": "same",
-                    "url": "http://127.0.0.1:8000/a", "urlFragment": "#x",
-                    "securityOrigin": "http://127.0.0.1:8000", "mimeType": "text/html"}},
-                {"frame": {"id": "B", "parentId": "M", "loaderId": "L3",
-                    "url": "http://localhost:8001/b", "securityOrigin": "http://localhost:8001",
-                    "mimeType": "text/html"}}
-            ]
-        }})
+        json!({"frameTree":{"childFrames":[{"frame":{"adFrameStatus":{"adFrameType":"none","explanations":[]},"crossOriginIsolatedContextType":"NotIsolated","domainAndRegistry":"","gatedAPIFeatures":[],"id":"8CA8D39EBB5F4B5ECF3884526CE93705","loaderId":"4BF5785E5FA38BD6C21EADCA2346BD72","mimeType":"text/html","name":"inner","parentId":"FC5A3C1B58A88245272668F3F49949EB","secureContextType":"SecureLocalhost","securityOrigin":"://","securityOriginDetails":{"isLocalhost":false},"url":"about:srcdoc"}}],"frame":{"adFrameStatus":{"adFrameType":"none"},"crossOriginIsolatedContextType":"NotIsolated","domainAndRegistry":"","gatedAPIFeatures":[],"id":"FC5A3C1B58A88245272668F3F49949EB","loaderId":"2E1937A88FEE0FE481E74A5ECFE19904","mimeType":"text/html","secureContextType":"SecureLocalhost","securityOrigin":"http://127.0.0.1:45519","securityOriginDetails":{"isLocalhost":true},"url":"http://127.0.0.1:45519/page/rec"}}})
     }
 
+    /// Replies recorded from Chromium 156, except the failure and download shapes of
+    /// `Page.navigate` (field notes §6) and the screenshot data (shortened).
     #[test]
     fn replies_decode_from_chromium_samples() {
-        let navigated = reply::<Navigate>(json!({"frameId": "M", "loaderId": "L9"}));
-        assert_eq!(navigated.loader_id.as_deref(), Some("L9"));
-        assert_eq!(navigated.error_text, None);
+        let navigated = reply::<Navigate>(
+            json!({"frameId":"FC5A3C1B58A88245272668F3F49949EB","isDownload":false,"loaderId":"2E1937A88FEE0FE481E74A5ECFE19904"}),
+        );
+        assert_eq!(
+            navigated.loader_id.as_deref(),
+            Some("2E1937A88FEE0FE481E74A5ECFE19904")
+        );
+        assert_eq!((navigated.error_text, navigated.is_download), (None, false));
         let failed = reply::<Navigate>(
             json!({"frameId": "M", "loaderId": "L9", "errorText": "net::ERR_CONNECTION_REFUSED"}),
         );
@@ -613,46 +607,61 @@ mod tests {
         assert!(download.is_download);
         let tree = reply::<GetFrameTree>(frame_tree_sample()).frame_tree;
         let ids: Vec<&str> = tree.frames().iter().map(|f| f.id.as_str()).collect();
-        assert_eq!(ids, ["M", "A", "B"]);
-        assert_eq!(tree.child_frames[0].frame.parent_id.as_deref(), Some("M"));
         assert_eq!(
-            tree.child_frames[0].frame.url_fragment.as_deref(),
-            Some("#x")
+            ids,
+            [
+                "FC5A3C1B58A88245272668F3F49949EB",
+                "8CA8D39EBB5F4B5ECF3884526CE93705"
+            ]
         );
-        assert_eq!(tree.frame.security_origin, "http://127.0.0.1:8000");
-        let world = reply::<CreateIsolatedWorld>(json!({"executionContextId": 7}));
-        assert_eq!(world.execution_context_id, 7);
-        let script = reply::<AddScriptToEvaluateOnNewDocument>(json!({"identifier": "1"}));
+        let inner = &tree.child_frames[0].frame;
+        assert_eq!(
+            inner.parent_id.as_deref(),
+            Some("FC5A3C1B58A88245272668F3F49949EB")
+        );
+        assert_eq!(
+            (
+                inner.name.as_deref(),
+                inner.url.as_str(),
+                inner.url_fragment.as_deref()
+            ),
+            (Some("inner"), "about:srcdoc", None)
+        );
+        assert_eq!(tree.frame.parent_id, None);
+        assert_eq!(tree.frame.security_origin, "http://127.0.0.1:45519");
+        let world = reply::<CreateIsolatedWorld>(json!({"executionContextId":3}));
+        assert_eq!(world.execution_context_id, 3);
+        let script = reply::<AddScriptToEvaluateOnNewDocument>(json!({"identifier":"1"}));
         assert_eq!(script.identifier, "1");
         let shot = reply::<CaptureScreenshot>(json!({"data": "iVBORw0KGgo="}));
         assert_eq!(shot.data, "iVBORw0KGgo=");
-        let pdf = reply::<PrintToPdf>(json!({"data": "", "stream": "3"}));
-        assert_eq!(pdf.stream, "3");
+        let pdf = reply::<PrintToPdf>(json!({"data":"","stream":"1"}));
+        assert_eq!(pdf.stream, "1");
         reply::<Enable>(json!({}));
         reply::<Reload>(json!({}));
+        reply::<SetLifecycleEventsEnabled>(json!({}));
         reply::<HandleJavaScriptDialog>(json!({}));
-        let metrics = reply::<GetLayoutMetrics>(json!({
-            "layoutViewport": {"pageX": 0, "pageY": 0, "clientWidth": 800, "clientHeight": 600},
-            "visualViewport": {"offsetX": 0, "offsetY": 0, "pageX": 0, "pageY": 0, "clientWidth": 800, "clientHeight": 600, "scale": 1, "zoom": 1},
-            "contentSize": {"x": 0, "y": 0, "width": 800, "height": 2000},
-            "cssLayoutViewport": {"pageX": 0, "pageY": 0, "clientWidth": 800, "clientHeight": 600},
-            "cssVisualViewport": {"offsetX": 0, "offsetY": 0, "pageX": 0, "pageY": 0, "clientWidth": 800, "clientHeight": 600, "scale": 1, "zoom": 1},
-            "cssContentSize": {"x": 0, "y": 0, "width": 800, "height": 2000}
-        }));
-        assert_eq!(metrics.css_content_size["height"], 2000);
+        let metrics = reply::<GetLayoutMetrics>(
+            json!({"contentSize":{"height":493,"width":780,"x":0,"y":0},"cssContentSize":{"height":493,"width":780,"x":0,"y":0},"cssLayoutViewport":{"clientHeight":493,"clientWidth":780,"pageX":0,"pageY":0},"cssVisualViewport":{"clientHeight":493,"clientWidth":780,"offsetX":0,"offsetY":0,"pageX":0,"pageY":0,"scale":1,"zoom":1},"layoutViewport":{"clientHeight":493,"clientWidth":780,"pageX":0,"pageY":0},"visualViewport":{"clientHeight":493,"clientWidth":780,"offsetX":0,"offsetY":0,"pageX":0,"pageY":0,"scale":1,"zoom":1}}),
+        );
+        assert_eq!(metrics.css_content_size["height"], 493);
+        assert_eq!(metrics.css_visual_viewport["clientWidth"], 780);
     }
 
+    /// Recorded from Chromium 156: a tab opened on about:blank, then navigated.
     #[test]
     fn navigation_history_finds_entries_by_offset() {
-        let history = reply::<GetNavigationHistory>(json!({
-            "currentIndex": 1,
-            "entries": [
-                {"id": 20, "url": "http://a/", "title": "A", "transitionType": "typed"},
-                {"id": 22, "url": "http://a/#b", "title": "", "userTypedURL": "http://a/"}
-            ]
-        }));
-        assert_eq!(history.entry(0).map(|e| e.id), Some(22));
-        assert_eq!(history.entry(-1).map(|e| e.title.as_str()), Some("A"));
+        let history = reply::<GetNavigationHistory>(
+            json!({"currentIndex":1,"entries":[{"id":8,"title":"","transitionType":"auto_toplevel","url":"about:blank","userTypedURL":"about:blank"},{"id":13,"title":"rec","transitionType":"typed","url":"http://127.0.0.1:45519/page/rec","userTypedURL":"http://127.0.0.1:45519/page/rec"}]}),
+        );
+        assert_eq!(history.entry(0).map(|e| e.id), Some(13));
+        assert_eq!(history.entry(0).map(|e| e.title.as_str()), Some("rec"));
+        assert_eq!(
+            history
+                .entry(-1)
+                .map(|e| (e.url.as_str(), e.title.as_str())),
+            Some(("about:blank", ""))
+        );
         assert_eq!(history.entry(1), None);
         assert_eq!(history.entry(-2), None);
     }

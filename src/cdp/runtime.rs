@@ -223,26 +223,23 @@ mod tests {
         );
     }
 
+    /// Replies recorded from Chromium 156, and a bare exception without a thrown value.
     #[test]
     fn evaluation_distinguishes_value_and_exception() {
-        let value = reply::<Evaluate>(
-            json!({"result": {"type": "number", "value": 2, "description": "2"}}),
-        );
+        let value =
+            reply::<Evaluate>(json!({"result":{"description":"2","type":"number","value":2}}));
         assert_eq!(Evaluation::from(value), Evaluation::Value(json!(2)));
+        let size = reply::<Evaluate>(json!({"result":{"type":"object","value":[780,493]}}));
+        assert_eq!(Evaluation::from(size), Evaluation::Value(json!([780, 493])));
         let undefined = reply::<Evaluate>(json!({"result": {"type": "undefined"}}));
         assert_eq!(Evaluation::from(undefined), Evaluation::Value(Value::Null));
-        let thrown = reply::<CallFunctionOn>(json!({
-            "result": {"type": "object", "subtype": "error", "className": "Error",
-                "description": "Error: boom\n    at <anonymous>:1:7", "objectId": "-1.2.3"},
-            "exceptionDetails": {"exceptionId": 1, "text": "Uncaught", "lineNumber": 0,
-                "columnNumber": 6, "scriptId": "5",
-                "exception": {"type": "object", "subtype": "error", "className": "Error",
-                    "description": "Error: boom\n    at <anonymous>:1:7", "objectId": "-1.2.3"}}
-        }));
+        let thrown = reply::<CallFunctionOn>(
+            json!({"exceptionDetails":{"columnNumber":15,"exception":{"className":"Error","description":"Error: boom\n    at <anonymous>:1:22","objectId":"8553435088452544872.3.2","subtype":"error","type":"object"},"exceptionId":1,"lineNumber":0,"scriptId":"6","text":"Uncaught"},"result":{"className":"Error","description":"Error: boom\n    at <anonymous>:1:22","objectId":"8553435088452544872.3.1","subtype":"error","type":"object"}}),
+        );
         assert_eq!(
             Evaluation::from(thrown),
             Evaluation::Exception {
-                text: "Error: boom\n    at <anonymous>:1:7".to_owned()
+                text: "Error: boom\n    at <anonymous>:1:22".to_owned()
             }
         );
         let bare = reply::<Evaluate>(
@@ -254,10 +251,13 @@ mod tests {
                 text: "Uncaught".to_owned()
             }
         );
-        let object =
-            reply::<CallFunctionOn>(json!({"result": {"type": "object", "subtype": "node",
-            "className": "HTMLButtonElement", "description": "button#go", "objectId": "7.1.2"}}));
-        assert_eq!(object.result.object_id.as_deref(), Some("7.1.2"));
+        let object = reply::<CallFunctionOn>(
+            json!({"result":{"className":"HTMLIFrameElement","description":"iframe#inner","objectId":"8553435088452544872.3.3","subtype":"node","type":"object"}}),
+        );
+        assert_eq!(
+            object.result.object_id.as_deref(),
+            Some("8553435088452544872.3.3")
+        );
         reply::<ReleaseObjectGroup>(json!({}));
     }
 }

@@ -355,11 +355,9 @@ mod tests {
     use super::super::command::testing::{params, reply};
     use super::*;
 
-    /// A `targetInfo` as Chromium 156 sends it for a tab.
+    /// A `targetInfo` recorded from Chromium 156 for a fixture tab.
     fn page_info() -> serde_json::Value {
-        json!({"targetId": "7A1F0C2B9E3D4A5B6C7D8E9F0A1B2C3D", "type": "page",
-            "title": "about:blank", "url": "about:blank", "attached": false,
-            "canAccessOpener": false, "browserContextId": "C0FFEE00C0FFEE00C0FFEE00C0FFEE00"})
+        json!({"attached":true,"browserContextId":"BD5129C3E5009BCB12CFF0B137C509F5","canAccessOpener":false,"targetId":"FC5A3C1B58A88245272668F3F49949EB","title":"rec","type":"page","url":"http://127.0.0.1:45519/page/rec"})
     }
 
     #[test]
@@ -433,27 +431,34 @@ mod tests {
         assert_eq!(CloseTarget::METHOD, "Target.closeTarget");
     }
 
+    /// Recorded from Chromium 156, and a close reply without the deprecated `success`.
     #[test]
     fn replies_decode_from_chromium_samples() {
-        let created =
-            reply::<CreateTarget>(json!({"targetId": "7A1F0C2B9E3D4A5B6C7D8E9F0A1B2C3D"}));
+        let created = reply::<CreateTarget>(json!({"targetId":"FC5A3C1B58A88245272668F3F49949EB"}));
         assert_eq!(
             created.target_id.as_str(),
-            "7A1F0C2B9E3D4A5B6C7D8E9F0A1B2C3D"
+            "FC5A3C1B58A88245272668F3F49949EB"
         );
         let attached =
-            reply::<AttachToTarget>(json!({"sessionId": "5B3C1D2E4F6A7B8C9D0E1F2A3B4C5D6E"}));
+            reply::<AttachToTarget>(json!({"sessionId":"64CF082844C5C9D95E3DF4CA3E5893A6"}));
         assert_eq!(
             attached.session_id.as_str(),
-            "5B3C1D2E4F6A7B8C9D0E1F2A3B4C5D6E"
+            "64CF082844C5C9D95E3DF4CA3E5893A6"
         );
-        assert!(reply::<CloseTarget>(json!({"success": true})).success);
+        assert!(reply::<CloseTarget>(json!({"success":true})).success);
         assert!(reply::<CloseTarget>(json!({})).success);
-        let targets = reply::<GetTargets>(json!({"targetInfos": [page_info()]}));
-        assert_eq!(targets.target_infos.len(), 1);
-        assert_eq!(targets.target_infos[0].target_type, "page");
+        let omnibox = json!({"attached":false,"browserContextId":"BD5129C3E5009BCB12CFF0B137C509F5","canAccessOpener":false,"targetId":"0FC24E7898F0408071A422DB65CC541A","title":"Omnibox Popup","type":"browser_ui","url":"chrome://omnibox-popup.top-chrome/omnibox_popup_aim.html"});
+        let targets = reply::<GetTargets>(json!({"targetInfos": [page_info(), omnibox]}));
+        let kinds: Vec<&str> = targets
+            .target_infos
+            .iter()
+            .map(|t| t.target_type.as_str())
+            .collect();
+        assert_eq!(kinds, ["page", "browser_ui"]);
         let info = reply::<GetTargetInfo>(json!({"targetInfo": page_info()}));
-        assert_eq!(info.target_info.url, "about:blank");
+        assert_eq!(info.target_info.url, "http://127.0.0.1:45519/page/rec");
+        assert_eq!(info.target_info.title, "rec");
+        assert!(info.target_info.attached);
         reply::<SetDiscoverTargets>(json!({}));
         reply::<SetAutoAttach>(json!({}));
         let missing = super::super::command::decode_reply::<CreateTarget>(json!({})).unwrap_err();
