@@ -167,7 +167,10 @@ impl CdpClient {
     /// Sends one CDP command and waits for its reply. `session` addresses a
     /// flattened target session; `None` is the browser connection. The call
     /// resolves exactly once: with the `result`, with Chromium's `error`, or
-    /// with a local failure (deadline, session closed, disconnect).
+    /// with a local failure (deadline, session closed, disconnect). This is
+    /// the untyped primitive under `execute`; code outside `cdp/` sends typed
+    /// commands with `execute` (the tools still calling this directly are
+    /// moving over).
     pub async fn call(
         &self,
         session: Option<&SessionId>,

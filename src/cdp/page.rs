@@ -254,7 +254,7 @@ pub struct CaptureScreenshot {
     /// `png`, `jpeg` or `webp`.
     pub format: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub quality: Option<u8>,
+    pub quality: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clip: Option<Viewport>,
     pub capture_beyond_viewport: bool,
