@@ -25,5 +25,10 @@ mod tests {
     fn close_has_the_wire_shape() {
         assert_eq!(params(&Close {}), json!({}));
         reply::<Close>(json!({}));
+        // What `browser stop` writes on its own socket.
+        assert_eq!(
+            crate::cdp::request_line(1, &Close {}),
+            r#"{"id":1,"method":"Browser.close","params":{}}"#
+        );
     }
 }
