@@ -1,0 +1,50 @@
+//! `bp`'s documented exit codes and the one mapping from a `data.code` to them.
+//!
+//! Owns the numbers only (docs/cli.md lists them); it never prints.
+
+use crate::protocol::errors::ErrorCode;
+
+pub const OK: i32 = 0;
+/// A tool or lifecycle call failed (bad ref, navigation failed, unknown outcome, ...).
+pub const TOOL_ERROR: i32 = 1;
+/// Bad arguments (clap exits with 2 too).
+pub const USAGE: i32 = 2;
+/// No Broker runs for this home (`bp status`, `bp disconnect`), or none could be reached.
+pub const NO_BROKER: i32 = 3;
+/// Another host holds what was needed: `bp disconnect` while hosts are connected, or the tab is
+/// controlled by another Lease past the wait.
+pub const IN_USE: i32 = 4;
+/// No browser is ready or connected.
+pub const NO_BROWSER: i32 = 5;
+
+/// The exit code for a failed call.
+pub fn for_code(code: ErrorCode) -> i32 {
+    match code {
+        ErrorCode::BrokerUnavailable | ErrorCode::BrokerUntrusted => NO_BROKER,
+        ErrorCode::BrokerInUse | ErrorCode::TargetControlledElsewhere => IN_USE,
+        ErrorCode::BrowserNotReady
+        | ErrorCode::BrowserDisconnected
+        | ErrorCode::AuthorizationDenied
+        | ErrorCode::AuthorizationTimeout => NO_BROWSER,
+        ErrorCode::InvalidParams => USAGE_OR_TOOL,
+        _ => TOOL_ERROR,
+    }
+}
+
+/// Invalid parameters reach the Broker only after clap accepted the arguments, so they are the
+/// tool's verdict on this page (a ref out of range, no current tab): a tool error.
+const USAGE_OR_TOOL: i32 = TOOL_ERROR;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_documented_exits() {
+        assert_eq!(for_code(ErrorCode::BrokerInUse), IN_USE);
+        assert_eq!(for_code(ErrorCode::BrowserNotReady), NO_BROWSER);
+        assert_eq!(for_code(ErrorCode::StaleRef), TOOL_ERROR);
+        assert_eq!(for_code(ErrorCode::UnknownOutcome), TOOL_ERROR);
+        assert_eq!(for_code(ErrorCode::BrokerUnavailable), NO_BROKER);
+    }
+}
