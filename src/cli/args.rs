@@ -35,10 +35,10 @@ pub struct Cli {
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub struct OutputFlags {
     /// Print JSON (the default when stdout is not a terminal).
-    #[arg(long, global = true, conflicts_with = "text")]
+    #[arg(long = "json", id = "json_output", global = true, conflicts_with = "text_output")]
     pub json: bool,
     /// Print aligned text (the default on a terminal).
-    #[arg(long, global = true)]
+    #[arg(long = "text", id = "text_output", global = true)]
     pub text: bool,
 }
 
@@ -257,6 +257,15 @@ mod tests {
                 sub.get_name()
             );
         }
+    }
+
+    #[test]
+    fn output_flags_do_not_clash_with_arguments() {
+        let cli = Cli::try_parse_from(["bp", "--text", "type", "2", "hello"]).unwrap();
+        assert!(cli.output.text && !cli.output.json);
+        let cli = Cli::try_parse_from(["bp", "search", "x", "--json"]).unwrap();
+        assert!(cli.output.json);
+        assert!(Cli::try_parse_from(["bp", "--json", "--text", "tabs"]).is_err());
     }
 
     #[test]

@@ -160,7 +160,13 @@ fn render_status(value: &Value, style: &Style) -> String {
             workspace["leases"],
         ));
     }
-    out.push_str(&style.bold("Connections\n"));
+    if value["workspaces"].as_array().is_none_or(Vec::is_empty) {
+        out.push_str(&style.dim("  (none)\n"));
+    }
+    out.push_str(&style.bold("Host connections\n"));
+    if value["connections"].as_array().is_none_or(Vec::is_empty) {
+        out.push_str(&style.dim("  (none)\n"));
+    }
     for connection in value["connections"].as_array().into_iter().flatten() {
         out.push_str(&format!(
             "  {} {} x{}\n",

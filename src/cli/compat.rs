@@ -106,6 +106,8 @@ pub struct Compat {
     pub lease: Lease,
     calls: AtomicU64,
     control_wait: Duration,
+    /// Tabs this invocation acted on; their control is handed back at exit.
+    used: std::sync::Mutex<Vec<String>>,
 }
 
 impl Compat {
@@ -148,6 +150,7 @@ impl Compat {
             lease,
             calls: AtomicU64::new(1),
             control_wait,
+            used: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -163,6 +166,12 @@ impl Compat {
         arguments: Value,
         target_id: Option<&str>,
     ) -> Result<ToolOutcome, RpcError> {
+        if let Some(target) = target_id {
+            let mut used = self.used.lock().expect("used lock");
+            if !used.iter().any(|t| t == target) {
+                used.push(target.to_owned());
+            }
+        }
         let started = Instant::now();
         loop {
             let call = ToolCall::new(name, arguments.clone(), self.next_call_id())
@@ -344,8 +353,16 @@ impl Compat {
             .collect())
     }
 
-    /// Releases the Lease, then ends the bridge; the Workspace (and its Observations) stays.
+    /// Hands back control of the tabs this invocation used (so another host, or the next `bp`,
+    /// takes them without waiting for a stale Lease to be noticed), releases the Lease, then
+    /// ends the bridge; the Workspace and its Observations stay in the Broker.
     pub async fn close(self) {
+        let used = std::mem::take(&mut *self.used.lock().expect("used lock"));
+        for target in used {
+            let call = ToolCall::new("browser.tabs.release", json!({}), self.next_call_id())
+                .on_target(Some(target));
+            let _ = self.workspace.call(&self.lease, &call).await;
+        }
         let _ = self.lease.release().await;
         self.session.shutdown().await;
     }

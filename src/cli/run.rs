@@ -69,12 +69,34 @@ pub fn run(cli: Cli) -> i32 {
             command => match tool_command(&home, &output, command).await {
                 Ok(()) => exit::OK,
                 Err(error) => {
+                    let error = with_launch_hint(error);
                     output.error(&error);
                     exit::for_code(error.code)
                 }
             },
         }
     })
+}
+
+/// A browser that is not ready can also be replaced by the managed Chromium: say so.
+fn with_launch_hint(mut error: RpcError) -> RpcError {
+    if error.code == ErrorCode::BrowserNotReady {
+        let message = error
+            .remediation
+            .as_ref()
+            .and_then(|r| r["message"].as_str())
+            .unwrap_or("Start the browser with remote debugging enabled.")
+            .trim_end_matches('.')
+            .to_owned();
+        let action = error
+            .remediation
+            .as_ref()
+            .and_then(|r| r["action"].as_str())
+            .unwrap_or("start_browser")
+            .to_owned();
+        error.remediation = Some(json!({"action": action, "message": format!("{message}; or run `bp launch --headless` for a managed Chromium.")}));
+    }
+    error
 }
 
 /// Opens the compatibility session, connects to the browser, runs `command`, and always closes
