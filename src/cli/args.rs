@@ -35,7 +35,12 @@ pub struct Cli {
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub struct OutputFlags {
     /// Print JSON (the default when stdout is not a terminal).
-    #[arg(long = "json", id = "json_output", global = true, conflicts_with = "text_output")]
+    #[arg(
+        long = "json",
+        id = "json_output",
+        global = true,
+        conflicts_with = "text_output"
+    )]
     pub json: bool,
     /// Print aligned text (the default on a terminal).
     #[arg(long = "text", id = "text_output", global = true)]

@@ -7,6 +7,8 @@
 //! interpreted as terminal escapes.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -77,12 +79,19 @@ impl Output {
     /// clears its line when the returned guard is dropped.
     pub fn spinner(&self, waiting_for: &str) -> Spinner {
         match self.spinner {
-            false => Spinner { task: None },
+            false => Spinner {
+                task: None,
+                drawn: Arc::new(AtomicBool::new(false)),
+            },
             true => {
                 let waiting_for = clean(waiting_for);
+                let drawn = Arc::new(AtomicBool::new(false));
+                let drawing = drawn.clone();
                 Spinner {
+                    drawn,
                     task: Some(tokio::spawn(async move {
                         tokio::time::sleep(SPINNER_DELAY).await;
+                        drawing.store(true, Ordering::SeqCst);
                         let mut frame = 0usize;
                         loop {
                             eprint!(
@@ -103,14 +112,18 @@ impl Output {
 /// A running spinner; dropping it stops it and clears its line.
 pub struct Spinner {
     task: Option<JoinHandle<()>>,
+    /// Whether it drew anything (only then is its line cleared).
+    drawn: Arc<AtomicBool>,
 }
 
 impl Drop for Spinner {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
-            eprint!("\r\x1b[2K");
-            let _ = std::io::stderr().flush();
+            if self.drawn.load(Ordering::SeqCst) {
+                eprint!("\r\x1b[2K");
+                let _ = std::io::stderr().flush();
+            }
         }
     }
 }

@@ -94,7 +94,9 @@ fn with_launch_hint(mut error: RpcError) -> RpcError {
             .and_then(|r| r["action"].as_str())
             .unwrap_or("start_browser")
             .to_owned();
-        error.remediation = Some(json!({"action": action, "message": format!("{message}; or run `bp launch --headless` for a managed Chromium.")}));
+        error.remediation = Some(
+            json!({"action": action, "message": format!("{message}; or run `bp launch --headless` for a managed Chromium.")}),
+        );
     }
     error
 }
