@@ -65,7 +65,7 @@ fn fails(home: &TestHome, cwd: &Path, args: &[&str], exit: i32, code: &str) -> V
     error
 }
 
-fn element<'a>(observation: &'a Value, reference: u64) -> &'a Value {
+fn element(observation: &Value, reference: u64) -> &Value {
     observation["elements"]
         .as_array()
         .unwrap()

@@ -9,7 +9,7 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use support::chromium::chromium_path;
 use support::{BP, TestHome};
@@ -148,7 +148,4 @@ fn quickstart_as_root_installs_chromium_then_runs_a_real_session() {
         stderr.contains("When you are done:  bp stop && bp disconnect"),
         "{stderr}"
     );
-    // The chromium it installed is the one the managed browser runs.
-    let ran = Command::new("true").status().unwrap();
-    assert!(ran.success());
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::client::{CliClient, CliError};
 use super::compat::{self, Compat};
 use super::exit;
-use super::output::{Output, Style, clean};
+use super::output::{Output, Style, clean, render_error};
 use super::table;
 use crate::adapter::{BridgeSession, ClientIdentity, LaunchSpec, SessionOptions, ToolCall};
 use crate::home::Home;
@@ -251,14 +251,18 @@ pub async fn disconnect(home: &Home, output: &Output) -> i32 {
             let error = RpcError::from_json(&json!({"message": message, "data": data}));
             let value =
                 json!({"workspace": workspace, "stopped": false, "error": error.to_json()["data"]});
+            let kept = RpcError {
+                message: format!("the Broker keeps running: {message}"),
+                ..error.clone()
+            };
             match output.json {
-                true => output.print(&value, |_| String::new()),
+                true => {
+                    output.print(&value, |_| String::new());
+                    eprint!("{}", render_error(&kept, &Style { colour: false }));
+                }
                 false => {
                     println!("{released_text}");
-                    output.error(&RpcError {
-                        message: format!("the Broker keeps running: {message}"),
-                        ..error.clone()
-                    });
+                    output.error(&kept);
                 }
             }
             match code.as_str() {
@@ -305,25 +309,23 @@ pub async fn debug_sql(home: &Home, sql: &str) -> i32 {
 }
 
 fn report(output: &Output, error: CliError) -> i32 {
+    let text = error.to_string();
     let (exit_code, rpc) = match error {
         CliError::NotRunning => (
             exit::NO_BROKER,
-            RpcError::new(
-                ErrorCode::BrokerUnavailable,
-                "no Broker is running for this BROWSER_PILOT_HOME",
-            ),
+            RpcError::new(ErrorCode::BrokerUnavailable, text),
         ),
-        CliError::Untrusted(message) => (
-            exit::NO_BROKER,
-            RpcError::new(ErrorCode::BrokerUntrusted, message),
+        CliError::Untrusted(_) => (
+            exit::TOOL_ERROR,
+            RpcError::new(ErrorCode::BrokerUntrusted, text),
         ),
         CliError::Rpc { message, data, .. } => {
             let rpc = RpcError::from_json(&json!({"message": message, "data": data}));
             (exit::for_code(rpc.code), rpc)
         }
-        other => (
-            exit::NO_BROKER,
-            RpcError::new(ErrorCode::BrokerUnavailable, other.to_string()),
+        CliError::Refused(_) | CliError::Link(_) => (
+            exit::TOOL_ERROR,
+            RpcError::new(ErrorCode::BrokerUnavailable, text),
         ),
     };
     output.error(&rpc);

@@ -9,7 +9,8 @@ pub const OK: i32 = 0;
 pub const TOOL_ERROR: i32 = 1;
 /// Bad arguments (clap exits with 2 too).
 pub const USAGE: i32 = 2;
-/// No Broker runs for this home (`bp status`, `bp disconnect`), or none could be reached.
+/// No Broker runs for this home (`bp status`), or none could be started or reached. A Broker
+/// endpoint that is refused as untrusted is a tool error (1): something is wrong, not absent.
 pub const NO_BROKER: i32 = 3;
 /// Another host holds what was needed: `bp disconnect` while hosts are connected, or the tab is
 /// controlled by another Lease past the wait.
@@ -20,7 +21,7 @@ pub const NO_BROWSER: i32 = 5;
 /// The exit code for a failed call.
 pub fn for_code(code: ErrorCode) -> i32 {
     match code {
-        ErrorCode::BrokerUnavailable | ErrorCode::BrokerUntrusted => NO_BROKER,
+        ErrorCode::BrokerUnavailable => NO_BROKER,
         ErrorCode::BrokerInUse | ErrorCode::TargetControlledElsewhere => IN_USE,
         ErrorCode::BrowserNotReady
         | ErrorCode::BrowserDisconnected

@@ -59,14 +59,15 @@ impl Output {
         let _ = stdout.flush();
     }
 
-    /// Prints an error: JSON on stdout (`{"error": {...}}`) in a pipe, else the message, the
-    /// code and what to do on stderr.
+    /// Prints an error: the message, the code and what to do on stderr; in JSON mode also
+    /// `{"error": {code, message, retryable, remediation, context}}` on stdout for scripts.
     pub fn error(&self, error: &RpcError) {
         match self.json {
             true => {
                 let mut data = error.to_json()["data"].clone();
                 data["message"] = Value::from(error.message.clone());
                 println!("{}", serde_json::json!({"error": data}));
+                eprint!("{}", render_error(error, &Style { colour: false }));
             }
             false => {
                 let colour = self.colour && std::io::stderr().is_terminal();
