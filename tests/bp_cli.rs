@@ -140,6 +140,14 @@ fn bp_drives_the_shared_browser_between_invocations() {
     assert_eq!(connected["state"], "connected");
     let again = ok(home, cwd, &["connect"]);
     assert_eq!(again["reused"], true);
+    let error = fails(
+        home,
+        cwd,
+        &["connect", "--browser", "netscape"],
+        1,
+        "invalid_params",
+    );
+    assert_eq!(error["remediation"]["action"], "discover");
 
     // Before any tab: a ref command explains how to get one.
     let error = fails(home, cwd, &["observe"], 1, "invalid_params");
@@ -327,6 +335,49 @@ fn bp_drives_the_shared_browser_between_invocations() {
             .any(|e| e["type"] == "command.status" && e["payload"]["method"] == "browser.click"),
         "{events:?}"
     );
+
+    // --follow prints new events as they are journaled, until interrupted.
+    let mut follow = home.command(BP);
+    follow
+        .current_dir(cwd)
+        .args(["events", "--follow"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let mut follow = follow.spawn().unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let reader = {
+        let lines = lines.clone();
+        let stdout = follow.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                lines
+                    .lock()
+                    .unwrap()
+                    .push(serde_json::from_str(&line).unwrap());
+            }
+        })
+    };
+    assert!(wait_until(Duration::from_secs(20), || !lines
+        .lock()
+        .unwrap()
+        .is_empty()));
+    let before = lines.lock().unwrap().len();
+    ok(home, cwd, &["read"]);
+    assert!(
+        wait_until(Duration::from_secs(20), || lines.lock().unwrap()[before..]
+            .iter()
+            .any(|e| e["payload"]["method"] == "browser.read")),
+        "the followed journal never showed the read: {:?}",
+        lines.lock().unwrap()
+    );
+    support::unsafe_kill(follow.id(), "INT");
+    let ended = follow.wait().unwrap();
+    assert_eq!(ended.code(), Some(0), "Ctrl-C ends --follow cleanly");
+    reader.join().unwrap();
 
     // Usage errors are exit 2.
     let (code, _, _) = bp_in(home, cwd, &["frobnicate"], &[]);

@@ -105,17 +105,23 @@ fn quickstart_as_root_installs_chromium_then_runs_a_real_session() {
     let installed = shim_dir.path().join("chromium");
     shim(shim_dir.path(), 0, &chromium_path());
     let (code, stdout, stderr) = quickstart(&home, shim_dir.path(), &installed);
-    // Whatever happened, leave no browser or Broker behind.
-    let cleanup = |args: &[&str]| {
-        let _ = home
+    // Going on with bp, then finishing as the last lines say; whatever happened, this leaves no
+    // browser or Broker behind.
+    let bp = |args: &[&str]| {
+        let output = home
             .command(BP)
             .args(args)
-            .env("BROWSER_PILOT_CHROMIUM", &installed)
             .stdin(Stdio::null())
-            .output();
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
     };
-    cleanup(&["stop"]);
-    cleanup(&["disconnect"]);
+    let (observed, observation) = bp(&["observe"]);
+    let (stopped, stop) = bp(&["stop"]);
+    let (disconnected, _) = bp(&["disconnect"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert_eq!(
         logged(shim_dir.path(), "apt-get"),
@@ -148,4 +154,11 @@ fn quickstart_as_root_installs_chromium_then_runs_a_real_session() {
         stderr.contains("When you are done:  bp stop && bp disconnect"),
         "{stderr}"
     );
+    assert_eq!(observed, 0, "{observation}");
+    assert!(
+        observation.contains("\"title\":\"Quick start\""),
+        "{observation}"
+    );
+    assert_eq!((stopped, stop.trim()), (0, "{\"stopped\":true}"));
+    assert_eq!(disconnected, 0);
 }
