@@ -220,6 +220,37 @@ fn bp_drives_the_shared_browser_between_invocations() {
     let selected = ok(home, cwd, &["select", &country, "de"]);
     assert_eq!(selected["evidence"]["status"], "verified", "{selected}");
 
+    // A password from stdin: typed, verified, never echoed.
+    let password = ref_of(&selected, "Password");
+    let mut typing = home.command(BP);
+    typing
+        .current_dir(cwd)
+        .args(["type", &password, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut typing = typing.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = typing.stdin.take().unwrap();
+        stdin.write_all(b"s3cret-Pass\n").unwrap();
+    }
+    let typed = typing.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&typed.stdout);
+    assert_eq!(typed.status.code(), Some(0), "{stdout}");
+    assert!(
+        !stdout.contains("s3cret") && !String::from_utf8_lossy(&typed.stderr).contains("s3cret")
+    );
+    let typed: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
+    assert_eq!(typed["evidence"]["sensitive"], true, "{typed}");
+    let field = element(&typed, password.parse().unwrap());
+    assert_eq!(
+        (&field["sensitive"], &field["valueLength"]),
+        (&json!(true), &json!(11))
+    );
+    assert!(field.get("value").is_none(), "{field}");
+
     let pressed = ok(home, cwd, &["press", "Tab"]);
     assert_eq!(pressed["evidence"]["action"], "press");
 
@@ -231,7 +262,7 @@ fn bp_drives_the_shared_browser_between_invocations() {
     let found = ok(home, cwd, &["search", "signed in"]);
     assert!(found["total"].as_u64().unwrap() >= 1, "{found}");
     let inputs = ok(home, cwd, &["find", "form input"]);
-    assert_eq!(inputs["total"], 3, "{inputs}");
+    assert_eq!(inputs["total"], 4, "{inputs}");
 
     let scrolled = ok(home, cwd, &["scroll", "--by", "200"]);
     assert_eq!(scrolled["evidence"]["action"], "scroll", "{scrolled}");

@@ -116,8 +116,11 @@ pub enum Command {
         #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
         xy: Option<(f64, f64)>,
     },
-    /// Type TEXT into a ref.
-    #[command(after_help = "Example: bp type 4 \"ada@example.com\" --submit")]
+    /// Type TEXT into a ref (`-` reads it from stdin, keeping a password out of the shell's
+    /// history and the process list).
+    #[command(
+        after_help = "Examples: bp type 4 \"ada@example.com\" --submit\n          printf %s \"$PASSWORD\" | bp type 5 -"
+    )]
     Type {
         reference: u32,
         text: String,

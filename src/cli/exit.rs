@@ -27,14 +27,11 @@ pub fn for_code(code: ErrorCode) -> i32 {
         | ErrorCode::BrowserDisconnected
         | ErrorCode::AuthorizationDenied
         | ErrorCode::AuthorizationTimeout => NO_BROWSER,
-        ErrorCode::InvalidParams => USAGE_OR_TOOL,
+        // Invalid parameters reach the Broker only after clap accepted the arguments, so they
+        // are the tool's verdict on this page (a ref out of range, no current tab).
         _ => TOOL_ERROR,
     }
 }
-
-/// Invalid parameters reach the Broker only after clap accepted the arguments, so they are the
-/// tool's verdict on this page (a ref out of range, no current tab): a tool error.
-const USAGE_OR_TOOL: i32 = TOOL_ERROR;
 
 #[cfg(test)]
 mod tests {

@@ -83,6 +83,7 @@ impl Output {
             false => Spinner {
                 task: None,
                 drawn: Arc::new(AtomicBool::new(false)),
+                width: 0,
             },
             true => {
                 let waiting_for = clean(waiting_for);
@@ -90,6 +91,7 @@ impl Output {
                 let drawing = drawn.clone();
                 Spinner {
                     drawn,
+                    width: waiting_for.chars().count() + 2,
                     task: Some(tokio::spawn(async move {
                         tokio::time::sleep(SPINNER_DELAY).await;
                         drawing.store(true, Ordering::SeqCst);
@@ -115,6 +117,8 @@ pub struct Spinner {
     task: Option<JoinHandle<()>>,
     /// Whether it drew anything (only then is its line cleared).
     drawn: Arc<AtomicBool>,
+    /// The characters its line takes.
+    width: usize,
 }
 
 impl Drop for Spinner {
@@ -122,7 +126,8 @@ impl Drop for Spinner {
         if let Some(task) = self.task.take() {
             task.abort();
             if self.drawn.load(Ordering::SeqCst) {
-                eprint!("\r\x1b[2K");
+                // Blanks instead of an erase sequence: NO_COLOR terminals get no escapes at all.
+                eprint!("\r{}\r", " ".repeat(self.width));
                 let _ = std::io::stderr().flush();
             }
         }

@@ -301,6 +301,10 @@ async fn run_tool_command(
             submit,
             clear,
         } => {
+            let text = match text.as_str() {
+                "-" => text_from_stdin()?,
+                _ => text,
+            };
             let (target, observation) = compat.current_observation().await?;
             let arguments = json!({"observationId": observation, "ref": reference, "text": text, "submit": submit, "clear": clear});
             action(compat, output, "browser.type", arguments, &target).await?;
@@ -445,6 +449,22 @@ async fn run_tool_command(
         | Command::Man => unreachable!("handled before a session is opened"),
     }
     Ok(())
+}
+
+/// `bp type REF -`: the text from stdin, without one trailing newline (never echoed).
+fn text_from_stdin() -> Result<String, RpcError> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| RpcError::invalid_params(format!("cannot read the text from stdin: {e}")))?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
 }
 
 /// An action with evidence and a fresh Observation.
