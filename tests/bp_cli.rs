@@ -219,6 +219,12 @@ fn bp_drives_the_shared_browser_between_invocations() {
         .to_string();
     let selected = ok(home, cwd, &["select", &country, "de"]);
     assert_eq!(selected["evidence"]["status"], "verified", "{selected}");
+    let by_label = ok(home, cwd, &["select", &country, "France"]);
+    assert_eq!(by_label["evidence"]["status"], "verified", "{by_label}");
+    assert_eq!(
+        element(&by_label, country.parse().unwrap())["value"],
+        "France"
+    );
 
     // A password from stdin: typed, verified, never echoed.
     let password = ref_of(&selected, "Password");

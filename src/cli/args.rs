@@ -80,7 +80,11 @@ pub enum Command {
     Tabs,
     /// Make tab N (from `bp tabs`) the current tab and observe it.
     #[command(after_help = "Example: bp tab 2")]
-    Tab { number: usize },
+    Tab {
+        /// The number `bp tabs` printed.
+        #[arg(value_name = "N")]
+        number: usize,
+    },
     /// Go back in the current tab's history.
     #[command(after_help = "Example: bp back")]
     Back,
@@ -110,7 +114,11 @@ pub enum Command {
     #[command(after_help = "Examples: bp click 3\n          bp click --xy 120,48")]
     Click {
         /// The ref printed by the last `bp observe` (or open, tab, click ...).
-        #[arg(required_unless_present = "xy", conflicts_with = "xy")]
+        #[arg(
+            value_name = "REF",
+            required_unless_present = "xy",
+            conflicts_with = "xy"
+        )]
         reference: Option<u32>,
         /// Viewport coordinates in CSS pixels, `X,Y`.
         #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
@@ -122,7 +130,10 @@ pub enum Command {
         after_help = "Examples: bp type 4 \"ada@example.com\" --submit\n          printf %s \"$PASSWORD\" | bp type 5 -"
     )]
     Type {
+        /// The ref of the field, from the last observation.
+        #[arg(value_name = "REF")]
         reference: u32,
+        /// The text, or `-` to read it from stdin.
         text: String,
         /// Press Enter afterwards.
         #[arg(long)]
@@ -139,7 +150,8 @@ pub enum Command {
         after_help = "Examples: bp scroll\n          bp scroll 12\n          bp scroll --to \"Pricing\"\n          bp scroll --by -400"
     )]
     Scroll {
-        #[arg(conflicts_with_all = ["to", "by"])]
+        /// Scroll this ref (from the last observation) into view.
+        #[arg(value_name = "REF", conflicts_with_all = ["to", "by"])]
         reference: Option<u32>,
         /// Scroll until this visible text is in view.
         #[arg(long, conflicts_with = "by")]
@@ -150,13 +162,23 @@ pub enum Command {
     },
     /// Select VALUE (value or label) in a dropdown ref.
     #[command(after_help = "Example: bp select 5 \"Germany\"")]
-    Select { reference: u32, value: String },
+    Select {
+        /// The ref of a native select, from the last observation.
+        #[arg(value_name = "REF")]
+        reference: u32,
+        /// An option's value, or else its label.
+        value: String,
+    },
     /// List the current tab's frames.
     #[command(after_help = "Example: bp frames")]
     Frames,
     /// Select frame N (from `bp frames`; 0 is the main frame) for the next commands.
     #[command(after_help = "Example: bp frame 1")]
-    Frame { number: usize },
+    Frame {
+        /// The number `bp frames` printed (0: the main frame).
+        #[arg(value_name = "N")]
+        number: usize,
+    },
     /// List the open JavaScript dialogs.
     #[command(after_help = "Example: bp dialogs")]
     Dialogs,

@@ -343,8 +343,28 @@ async fn run_tool_command(
         }
         Command::Select { reference, value } => {
             let (target, observation) = compat.current_observation().await?;
-            let arguments =
-                json!({"observationId": observation, "ref": reference, "values": [value]});
+            // A value when an option has it, else a label: the tool checks its evidence against
+            // what it was asked for, so the right key matters.
+            let options = compat
+                .tool(
+                    "browser.dropdown.options",
+                    json!({"observationId": observation, "ref": reference}),
+                    Some(&target),
+                )
+                .await?;
+            let listed = options.result["options"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let is_value = listed.iter().any(|o| o["value"] == value.as_str());
+            let is_label = listed
+                .iter()
+                .any(|o| o["label"].as_str().map(str::trim) == Some(value.trim()));
+            let key = match (is_value, is_label) {
+                (false, true) => "labels",
+                _ => "values",
+            };
+            let arguments = json!({"observationId": observation, "ref": reference, key: [value]});
             action(
                 compat,
                 output,
