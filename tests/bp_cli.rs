@@ -272,6 +272,42 @@ fn bp_drives_the_shared_browser_between_invocations() {
 
     let scrolled = ok(home, cwd, &["scroll", "--by", "200"]);
     assert_eq!(scrolled["evidence"]["action"], "scroll", "{scrolled}");
+    let delete = ref_of(&scrolled, "Delete draft");
+    let to_ref = ok(home, cwd, &["scroll", &delete]);
+    assert_eq!(to_ref["evidence"]["action"], "scroll", "{to_ref}");
+    let to_text = ok(home, cwd, &["scroll", "--to", "Nothing yet"]);
+    assert_eq!(to_text["evidence"]["action"], "scroll", "{to_text}");
+    let no_text = fails(
+        home,
+        cwd,
+        &["scroll", "--to", "no such words anywhere"],
+        1,
+        "invalid_params",
+    );
+    assert_eq!(no_text["context"]["reason"], "no_match");
+    assert_eq!(no_text["context"]["reason"], "no_match");
+
+    // A coordinate click on the "Send me offers" checkbox's centre.
+    let promo = to_text["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Send me offers")
+        .unwrap();
+    let bounds = &promo["bounds"];
+    let x = bounds["x"].as_f64().unwrap() + bounds["width"].as_f64().unwrap() / 2.0;
+    let y = bounds["y"].as_f64().unwrap() + bounds["height"].as_f64().unwrap() / 2.0;
+    let at = ok(home, cwd, &["click", "--xy", &format!("{x},{y}")]);
+    assert_eq!(at["evidence"]["action"], "click", "{at}");
+    let promo = at["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Send me offers")
+        .unwrap();
+    assert_eq!(promo["checked"], true, "{at}");
+    let (code, _, _) = bp_in(home, cwd, &["click", "--xy", "12"], &[]);
+    assert_eq!(code, 2);
 
     let frames = ok(home, cwd, &["frames"]);
     assert_eq!(frames["frames"][0]["main"], true);

@@ -120,6 +120,7 @@ fn quickstart_as_root_installs_chromium_then_runs_a_real_session() {
         )
     };
     let (observed, observation) = bp(&["observe"]);
+    let (relaunched, launch) = bp(&["launch", "--headless"]);
     let (stopped, stop) = bp(&["stop"]);
     let (disconnected, _) = bp(&["disconnect"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
@@ -155,6 +156,13 @@ fn quickstart_as_root_installs_chromium_then_runs_a_real_session() {
         "{stderr}"
     );
     assert_eq!(observed, 0, "{observation}");
+    assert_eq!(relaunched, 0, "{launch}");
+    let launch: serde_json::Value = serde_json::from_str(launch.trim()).unwrap();
+    assert_eq!(launch["browser"]["managed"], true, "{launch}");
+    assert_eq!(
+        launch["connection"]["reused"], true,
+        "launching again changes nothing: {launch}"
+    );
     assert!(
         observation.contains("\"title\":\"Quick start\""),
         "{observation}"
