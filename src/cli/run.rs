@@ -581,7 +581,17 @@ async fn events(compat: &Compat, output: &Output, follow: bool) -> Result<(), Rp
                 "events/poll",
                 json!({"workspaceId": compat.workspace.id(), "cursor": cursor, "limit": 100}),
             )
-            .await?;
+            .await;
+        let page = match page {
+            Ok(page) => page,
+            // The journal overtook this follower: say so and go on from the live baseline.
+            Err(error) if error.code == ErrorCode::CursorExpired => {
+                eprintln!("bp: some events were dropped from the journal before they were shown");
+                cursor = compat.workspace.reset_event_cursor().await?;
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
         for event in page["events"].as_array().into_iter().flatten() {
             print_event(output, event);
         }
