@@ -462,6 +462,9 @@ def npm_tree(args):
         shutil.copyfile(os.path.join(args.bin_dir, name), os.path.join(native, name))
         os.chmod(os.path.join(native, name), 0o755)
     shutil.copytree(args.licenses, os.path.join(args.out, "licenses"))
+    shutil.copyfile(
+        os.path.join(args.licenses, "browser-pilot", "LICENSE"), os.path.join(args.out, "LICENSE")
+    )
     epoch = int(os.environ["SOURCE_DATE_EPOCH"])
     for directory, _, names in os.walk(args.out):
         for name in names:
