@@ -91,7 +91,10 @@ class Bridge:
                     "instanceId": f"install:release-checks-{os.getpid()}",
                 },
                 "protocol": {"min": {"major": 1, "minor": 0}, "max": {"major": 1, "minor": 1}},
-                "requestedCapabilities": ["browser.control", "workspace.manage"],
+                "requestedCapabilities": [
+                    "browser.control", "workspace.manage", "observation.read",
+                    "action.input", "artifact.read", "event.read",
+                ],
                 "launchMode": "embedded",
             },
         )
@@ -251,10 +254,14 @@ def check_launcher(install, cli_js):
         if native != 3 or via_node != native:
             raise CheckFailed(f"bp status without a Broker: native exit {native}, through node {via_node}")
 
-        def terminated(command):
+        def terminated(command, launcher):
             bridge = Bridge(command, env_with_home(home))
             bridge.initialize()
-            before = set(children(bridge.process.pid))
+            # The launcher's child is the native bridge (which itself may have started the
+            # Broker, a detached process that outlives it on purpose).
+            before = set(children(bridge.process.pid)) if launcher else set()
+            if launcher and not before:
+                raise CheckFailed("the launcher has no native child")
             bridge.process.send_signal(signal.SIGTERM)
             code = bridge.process.wait(timeout=DEADLINE_S)
             for child in before:
@@ -262,8 +269,8 @@ def check_launcher(install, cli_js):
             bridge.process.stdin.close()
             return code
 
-        native = terminated([os.path.join(install, "browser-pilot"), "bridge", "--stdio"])
-        via_node = terminated(["node", cli_js, "bridge", "--stdio"])
+        native = terminated([os.path.join(install, "browser-pilot"), "bridge", "--stdio"], False)
+        via_node = terminated(["node", cli_js, "bridge", "--stdio"], True)
         stop_broker(install, home)
         if via_node != native:
             raise CheckFailed(f"SIGTERM: native bridge status {native}, through node {via_node}")

@@ -204,6 +204,66 @@ class Archive(unittest.TestCase):
             tools.signature_kind("aarch64-apple-darwin")
 
 
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "docs", "release-manifest.schema.json")
+JSON_TYPES = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "null": type(None)}
+
+
+def schema_errors(value, schema, at="$"):
+    """The subset of JSON Schema the manifest schema uses, enough to hold the two together."""
+    errors = []
+    types = schema.get("type")
+    if types is not None:
+        names = types if isinstance(types, list) else [types]
+        if not any(isinstance(value, JSON_TYPES[n]) and not (n == "integer" and isinstance(value, bool)) for n in names):
+            return [f"{at}: {value!r} is not {types}"]
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{at}: {value!r} != {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{at}: {value!r} not in {schema['enum']}")
+    if isinstance(value, str) and "pattern" in schema:
+        import re
+
+        if not re.search(schema["pattern"], value):
+            errors.append(f"{at}: {value!r} does not match {schema['pattern']}")
+    if isinstance(value, int) and "minimum" in schema and value < schema["minimum"]:
+        errors.append(f"{at}: {value} < {schema['minimum']}")
+    if isinstance(value, dict):
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{at}: missing {key}")
+        properties = schema.get("properties", {})
+        for key, item in value.items():
+            if key in properties:
+                errors.extend(schema_errors(item, properties[key], f"{at}.{key}"))
+            elif schema.get("additionalProperties") is False:
+                errors.append(f"{at}: unexpected {key}")
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            errors.append(f"{at}: fewer than {schema['minItems']} items")
+        for index, item in enumerate(value):
+            errors.extend(schema_errors(item, schema.get("items", {}), f"{at}[{index}]"))
+    return errors
+
+
+class ManifestSchema(unittest.TestCase):
+    def test_the_built_manifest_follows_the_documented_schema(self):
+        with open(SCHEMA_PATH) as handle:
+            schema = json.load(handle)
+        with open("/bin/sh", "rb") as handle:
+            elf = handle.read()
+        files = {name: elf for name in tools.EXECUTABLES}
+        files["licenses/index.json"] = b"{}"
+        manifest = tools.build_manifest(
+            {"name": "browser-pilot", "version": "0.1.0", "service": {"version": "0.1.0"},
+             "protocols": [{"major": 1, "minor": 0}, {"major": 1, "minor": 1}], "ipcVersion": 1},
+            "x86_64-unknown-linux-gnu", "0123abc", 1700000000, files,
+        )
+        self.assertEqual(schema_errors(manifest, schema), [])
+        manifest["signature"] = {"kind": "trusted"}
+        del manifest["libc"]
+        self.assertEqual(len(schema_errors(manifest, schema)), 2, "the checker itself can fail")
+
+
 class Glibc(unittest.TestCase):
     def test_the_minimum_glibc_of_a_system_executable(self):
         with open("/bin/sh", "rb") as handle:
