@@ -45,5 +45,9 @@ fn plain_version_stays_human_and_json_alone_is_an_error() {
         format!("browser-pilot {}", env!("CARGO_PKG_VERSION"))
     );
     let (code, stdout) = run(&["--json"]);
-    assert_eq!((code, stdout.as_str()), (2, ""), "usage error, nothing on stdout");
+    assert_eq!(
+        (code, stdout.as_str()),
+        (2, ""),
+        "usage error, nothing on stdout"
+    );
 }
