@@ -282,6 +282,8 @@ def summary(command):
     try:
         init = bridge.initialize()
         tools = bridge.call("tools/list", {})["tools"]
+        if not tools:
+            raise CheckFailed("tools/list is empty")
         bridge.call("shutdown", {})
     finally:
         bridge.close()
