@@ -1,6 +1,7 @@
 //! The `browser-pilot` executable: a thin entry point over the library.
 //!
-//! Public commands: `bridge --stdio`, `mcp`, `debug sql`, `browser launch|stop`, `conformance`.
+//! Public commands: `bridge --stdio`, `mcp`, `debug sql`, `browser launch|stop`, `conformance`,
+//! `--version --json` (the version and protocol data the release manifest repeats).
 //! Private roles (`--browser-pilot-internal=broker|janitor`) are respawns of this same
 //! executable and are not a Host API.
 
@@ -102,6 +103,10 @@ fn main() -> ExitCode {
         argv.extend(args[2..].iter().cloned());
         return exit(browser_pilot::conformance::run_cli(argv));
     }
+    if is_version_json(&args[1..]) {
+        println!("{}", version_json());
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Bridge { stdio, browser } => {
@@ -167,6 +172,29 @@ fn main() -> ExitCode {
             with_home(|home| runtime().block_on(browser_pilot::cli::debug_sql(&home, &query)))
         }
     }
+}
+
+/// `--version --json` in either order and nothing else.
+fn is_version_json(args: &[std::ffi::OsString]) -> bool {
+    let mut flags: Vec<&str> = args.iter().filter_map(|a| a.to_str()).collect();
+    flags.sort_unstable();
+    args.len() == 2 && flags == ["--json", "--version"]
+}
+
+/// The machine-readable version: what `manifest.json` of a release repeats (scripts/release
+/// reads it from the built executable, so the two cannot drift).
+fn version_json() -> serde_json::Value {
+    use browser_pilot::protocol::negotiate::SUPPORTED_PROTOCOLS;
+    use browser_pilot::version::{EXECUTABLE_VERSION, IPC_VERSION, SERVICE_VERSION};
+    let protocols: Vec<serde_json::Value> =
+        SUPPORTED_PROTOCOLS.iter().map(|v| v.to_json()).collect();
+    serde_json::json!({
+        "name": "browser-pilot",
+        "version": EXECUTABLE_VERSION,
+        "service": {"version": SERVICE_VERSION},
+        "protocols": protocols,
+        "ipcVersion": IPC_VERSION,
+    })
 }
 
 fn run_browser_command(home: &Home, command: BrowserCommand) -> i32 {
