@@ -62,7 +62,7 @@ impl EventSink {
         self.generation.load(Ordering::SeqCst)
     }
 
-    /// Journals the event (off the tokio workers), then offers it to the Workspace's Connections.
+    /// Journals the event through the store's async API, then offers it to the Workspace's Connections.
     pub async fn emit(&self, emit: Emit) -> Result<EventRow, StoreError> {
         let event = NewEvent {
             id: new_id(IdKind::Event),
@@ -76,11 +76,10 @@ impl EventSink {
             sensitivity: emit.sensitivity.to_owned(),
             payload_json: emit.payload.to_string(),
         };
-        let store = self.store.clone();
-        let row = match tokio::task::spawn_blocking(move || store.append_event(&event)).await {
-            Ok(result) => result?,
-            Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
+        let row = self
+            .store
+            .call(move |store| store.append_event(&event))
+            .await?;
         self.offer(&row);
         Ok(row)
     }

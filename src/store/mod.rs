@@ -2,7 +2,8 @@
 //! Connections, Workspaces, Leases, event journals, Commands, Artifact
 //! metadata and tombstones. All SQL of the crate lives under this module; the
 //! rest of the code calls typed, synchronous functions on a cheap `Store`
-//! handle (async callers wrap them in `spawn_blocking`). The store never sees
+//! handle, and async callers reach them only through `Store::call` (writes)
+//! and `Store::call_read` (reads), see `calls.rs`. The store never sees
 //! a JSON-RPC, CDP or socket type: JSON payloads pass through as `String`
 //! text, and ids are the caller's prefixed strings (the store invents none).
 //! No logic lives in this file; it declares the submodules and re-exports
@@ -66,6 +67,7 @@
 //! debug query's time budget stays below `BUSY_TIMEOUT` for the same reason.
 
 mod artifacts;
+mod calls;
 mod commands;
 mod connections;
 mod db;
