@@ -630,18 +630,25 @@ pub async fn announce_expired(
     context_broker: &std::sync::Arc<super::state::Broker>,
     expired: Vec<LeaseRow>,
 ) {
-    for lease in expired {
-        let emit = Emit {
-            workspace_id: lease.workspace_id.clone(),
+    // One store transaction for the whole sweep, however many Leases ended.
+    let emits = expired
+        .into_iter()
+        .map(|lease| Emit {
+            workspace_id: lease.workspace_id,
             event_type: "lease.expired",
             lease_id: Some(lease.id.clone()),
             target_id: None,
             sensitivity: "none",
             payload: json!({"leaseId": lease.id, "expiredAt": lease.expires_at}),
             generation: None,
-        };
-        if let Err(error) = context_broker.events.emit(emit).await {
-            tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
+        })
+        .collect();
+    match context_broker.events.emit_all(emits).await {
+        Ok(rows) => {
+            for error in rows.into_iter().filter_map(Result::err) {
+                tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
+            }
         }
+        Err(error) => tracing::error!(%error, "cannot journal lease.expired events"),
     }
 }

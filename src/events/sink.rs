@@ -64,7 +64,35 @@ impl EventSink {
 
     /// Journals the event through the store's async API, then offers it to the Workspace's Connections.
     pub async fn emit(&self, emit: Emit) -> Result<EventRow, StoreError> {
-        let event = NewEvent {
+        let event = self.new_event(emit);
+        let row = self
+            .store
+            .call(move |store| store.append_event(&event))
+            .await?;
+        self.offer(&row);
+        Ok(row)
+    }
+
+    /// Journals a burst of events in one store transaction (each event on its own: one whose
+    /// Workspace is gone fails alone), then offers every journaled one. One result per event,
+    /// in order; the outer error means nothing was journaled.
+    pub async fn emit_all(
+        &self,
+        emits: Vec<Emit>,
+    ) -> Result<Vec<Result<EventRow, StoreError>>, StoreError> {
+        let events: Vec<NewEvent> = emits.into_iter().map(|emit| self.new_event(emit)).collect();
+        let rows = self
+            .store
+            .call(move |store| store.append_each(&events))
+            .await?;
+        for row in rows.iter().flatten() {
+            self.offer(row);
+        }
+        Ok(rows)
+    }
+
+    fn new_event(&self, emit: Emit) -> NewEvent {
+        NewEvent {
             id: new_id(IdKind::Event),
             workspace_id: emit.workspace_id,
             timestamp: now_ms(),
@@ -75,13 +103,7 @@ impl EventSink {
             payload_version: 1,
             sensitivity: emit.sensitivity.to_owned(),
             payload_json: emit.payload.to_string(),
-        };
-        let row = self
-            .store
-            .call(move |store| store.append_event(&event))
-            .await?;
-        self.offer(&row);
-        Ok(row)
+        }
     }
 
     /// Offers an already-journaled event as a best-effort notification.

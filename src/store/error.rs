@@ -68,6 +68,10 @@ pub enum StoreError {
     /// rolled back) or the store's thread has stopped. Never retried by the store.
     #[error("the store could not run this call")]
     Unavailable,
+    /// The writer's group transaction did not begin or commit, so this unit's writes (and its
+    /// batch's) are not in the database.
+    #[error("group commit failed: {0}")]
+    GroupCommit(String),
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -66,6 +66,7 @@
 //! `SQLITE_LOCKED`; transactions last microseconds, so waits are short. The
 //! debug query's time budget stays below `BUSY_TIMEOUT` for the same reason.
 
+mod actor;
 mod artifacts;
 mod calls;
 mod commands;
@@ -83,6 +84,7 @@ mod workspaces;
 #[cfg(test)]
 mod testing;
 
+pub use actor::{GROUP_COMMIT_MAX_UNITS, READER_THREADS};
 pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
 pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
 pub use error::StoreError;
