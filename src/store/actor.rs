@@ -369,6 +369,16 @@ mod tests {
         }
     }
 
+    /// Waits (bounded by `HANG`) until `count` messages wait in the writer's queue.
+    async fn queued_at_least(store: &crate::store::Store, count: usize) {
+        within(async {
+            while store.writer().queued() < count {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
+
     /// Holds the writer inside one unit until released, so the calls sent meanwhile queue up
     /// and are committed together as the next batch.
     async fn hold_writer(store: &crate::store::Store) -> std::sync::mpsc::Sender<()> {
@@ -408,9 +418,7 @@ mod tests {
             }));
         }
         // Every call is queued behind the held unit before the writer is let go.
-        while store.writer().queued() < 6 {
-            tokio::task::yield_now().await;
-        }
+        queued_at_least(&store, 6).await;
         let _ = release.send(());
         let mut outcomes = Vec::new();
         for call in calls {
@@ -449,9 +457,7 @@ mod tests {
                     .await
             })
         };
-        while store.writer().queued() < 2 {
-            tokio::task::yield_now().await;
-        }
+        queued_at_least(&store, 2).await;
         let _ = release.send(());
         let panicked = within(panicking).await.expect("task");
         assert!(
@@ -485,9 +491,7 @@ mod tests {
                     .await
             })
         };
-        while store.writer().queued() < 1 {
-            tokio::task::yield_now().await;
-        }
+        queued_at_least(&store, 1).await;
         store
             .writer()
             .send(Message::Crash)
@@ -500,9 +504,7 @@ mod tests {
                     .await
             })
         };
-        while store.writer().queued() < 3 {
-            tokio::task::yield_now().await;
-        }
+        queued_at_least(&store, 3).await;
         let _ = release.send(());
         let before = within(before).await.expect("task");
         let queued = within(queued).await.expect("task");
