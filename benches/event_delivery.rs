@@ -1,7 +1,10 @@
 //! Event delivery throughput: `EventSink::emit` (journal append in the in-memory store, then the
 //! `events/event` notification offered to every subscribed Connection) with 0, 1 and 10
-//! Connections subscribed to the Workspace's Principal; and two baselines: `Store::append_event`
-//! called directly, and an empty round trip through tokio's blocking pool. Each Connection is what the Broker gives
+//! Connections subscribed to the Workspace's Principal, awaited one at a time (`emit`) and from
+//! `PRODUCERS` concurrent tasks (`emit_concurrent`: the writer thread group-commits what they
+//! queue, as with many Connections and event producers at once); a burst through
+//! `EventSink::emit_all` (`BURST` events, one store call); and two baselines:
+//! `Store::append_event` called directly, and an empty round trip through tokio's blocking pool. Each Connection is what the Broker gives
 //! it: a bounded queue drained by its own task. In-process, no sockets and no Chromium; the
 //! socket write is `bridge_roundtrip`'s business.
 
@@ -21,6 +24,12 @@ const NOTIFICATION_QUEUE: usize = 1024;
 
 /// Subscribed Connection counts measured.
 const SUBSCRIBER_COUNTS: &[usize] = &[0, 1, 10];
+
+/// Concurrent emitting tasks in `emit_concurrent`.
+const PRODUCERS: u64 = 64;
+
+/// Events per `emit_all` call in `emit_all_burst`.
+const BURST: u64 = 100;
 
 /// One Workspace with `subscribers` draining Connections of its owner.
 struct Fixture {
@@ -103,6 +112,40 @@ fn emit_throughput(c: &mut Criterion) {
                 });
             },
         );
+        group.bench_with_input(
+            BenchmarkId::new("emit_concurrent", format!("{subscribers}_connections")),
+            &subscribers,
+            |b, _| {
+                b.iter_custom(|iters| {
+                    let sink = fixture.sink.clone();
+                    let workspace_id = fixture.workspace_id.clone();
+                    fixture.offered += iters * subscribers as u64;
+                    runtime.block_on(async move {
+                        let started = Instant::now();
+                        let mut producers = tokio::task::JoinSet::new();
+                        for producer in 0..PRODUCERS {
+                            let (sink, workspace_id) = (sink.clone(), workspace_id.clone());
+                            producers.spawn(async move {
+                                let mut n = producer;
+                                while n < iters {
+                                    let payload = json!({"leaseId": "lease:bench", "n": n});
+                                    let row = sink
+                                        .emit(Emit::new(&workspace_id, "lease.expired", payload))
+                                        .await
+                                        .expect("emit");
+                                    std::hint::black_box(row);
+                                    n += PRODUCERS;
+                                }
+                            });
+                        }
+                        while let Some(done) = producers.join_next().await {
+                            done.expect("producer");
+                        }
+                        started.elapsed()
+                    })
+                });
+            },
+        );
         // Let the drainers catch up, then say how much of the fan-out was delivered.
         runtime.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
         let delivered = fixture.delivered.load(Ordering::Relaxed);
@@ -114,7 +157,33 @@ fn emit_throughput(c: &mut Criterion) {
             ),
         }
     }
-    // Baseline: one hop through tokio's blocking pool and back, which every emit pays.
+    // A burst (a page load's events, a Lease sweep) journaled by one store call.
+    let mut burst = fixture(&runtime, 10);
+    group.throughput(Throughput::Elements(BURST));
+    group.bench_function("emit_all_burst_100/10_connections", |b| {
+        b.iter_custom(|iters| {
+            let sink = burst.sink.clone();
+            let workspace_id = burst.workspace_id.clone();
+            burst.offered += iters * BURST * 10;
+            runtime.block_on(async move {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    let emits = (0..BURST)
+                        .map(|n| {
+                            let payload = json!({"leaseId": "lease:bench", "n": n});
+                            Emit::new(&workspace_id, "lease.expired", payload)
+                        })
+                        .collect();
+                    let rows = sink.emit_all(emits).await.expect("emit_all");
+                    std::hint::black_box(rows);
+                }
+                started.elapsed()
+            })
+        });
+    });
+    group.throughput(Throughput::Elements(1));
+    // Baseline: one hop through tokio's blocking pool and back (what every emit paid before the
+    // store's writer thread).
     group.bench_function("blocking_pool_hop", |b| {
         b.iter_custom(|iters| {
             runtime.block_on(async move {

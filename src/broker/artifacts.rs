@@ -28,7 +28,8 @@ async fn authorize(
     let (connection_id, ws) = (session.connection_id.clone(), workspace_id.clone());
     context
         .broker
-        .db(move |store| store.check_lease(&connection_id, &ws, &lease_id, now_ms()))
+        .store
+        .call_read(move |store| store.check_lease(&connection_id, &ws, &lease_id, now_ms()))
         .await
         .map_err(from_store)?;
     Ok(workspace_id)

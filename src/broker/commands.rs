@@ -115,7 +115,8 @@ pub async fn accept(
                 lease_id.clone(),
             );
             broker
-                .db(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms()))
+                .store
+                .call_read(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms()))
                 .await
                 .map_err(from_store)?;
             let target_id = match def.scope {
@@ -188,7 +189,7 @@ pub async fn accept(
         deadline_at: accepted_at + deadline_ms as i64,
         mutating: def.mutating,
     };
-    let inserted = broker.db(move |store| store.insert_command(&new_command)).await.map_err(|error| match error {
+    let inserted = broker.store.call(move |store| store.insert_command(&new_command)).await.map_err(|error| match error {
         StoreError::IdempotencyConflict => RpcError::new(
             ErrorCode::IdempotencyConflict,
             "this idempotencyKey or commandId was already used with different arguments",
@@ -408,7 +409,8 @@ async fn finish(
     let error_json = error.as_ref().map(|e| e.to_json().to_string());
     let id = scope.command_id.clone();
     let row = broker
-        .db(move |store| store.complete_command(&id, status, result_json, error_json, now_ms()))
+        .store
+        .call(move |store| store.complete_command(&id, status, result_json, error_json, now_ms()))
         .await
         .map_err(from_store)?;
     if let Some(workspace_id) = &row.workspace_id {
@@ -517,7 +519,8 @@ pub async fn commands_cancel(
     let id = row.id.clone();
     let updated = context
         .broker
-        .db(move |store| store.request_cancel(&principal, &id, now_ms()))
+        .store
+        .call(move |store| store.request_cancel(&principal, &id, now_ms()))
         .await
         .map_err(from_store)?
         .ok_or_else(command_not_found)?;
@@ -535,7 +538,8 @@ async fn owned_command(
     let principal = session.principal.clone();
     let row = context
         .broker
-        .db(move |store| store.get_command(&principal, &id))
+        .store
+        .call_read(move |store| store.get_command(&principal, &id))
         .await
         .map_err(from_store)?;
     match row {

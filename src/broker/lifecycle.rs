@@ -110,7 +110,8 @@ pub async fn close_connection(context: &ConnectionContext) {
     let id = session.connection_id.clone();
     match context
         .broker
-        .db(move |store| store.close_connection(&id, now_ms()))
+        .store
+        .call(move |store| store.close_connection(&id, now_ms()))
         .await
     {
         Ok(released) => tracing::debug!(leases = released.len(), "connection closed"),
@@ -127,7 +128,8 @@ pub async fn lose_connection(context: &ConnectionContext) {
     let id = session.connection_id.clone();
     if let Err(error) = context
         .broker
-        .db(move |store| store.mark_connection_lost(&id, now_ms()))
+        .store
+        .call(move |store| store.mark_connection_lost(&id, now_ms()))
         .await
     {
         tracing::error!(%error, "cannot mark connection lost");
@@ -162,7 +164,8 @@ async fn initialize(
         opened_at: now_ms(),
     };
     broker
-        .db(move |store| store.open_connection(&new_connection))
+        .store
+        .call(move |store| store.open_connection(&new_connection))
         .await
         .map_err(from_store)?;
     let limits = negotiated.limits;
@@ -235,7 +238,8 @@ async fn workspaces_create(
     };
     let created = context
         .broker
-        .db(move |store| store.create_workspace(&new_workspace))
+        .store
+        .call(move |store| store.create_workspace(&new_workspace))
         .await
         .map_err(from_store)?;
     let row = match created {
@@ -271,7 +275,8 @@ async fn workspaces_release(
     let now = now_ms();
     let outcome = context
         .broker
-        .db(move |store| store.release_workspace(&principal, &id, now))
+        .store
+        .call(move |store| store.release_workspace(&principal, &id, now))
         .await
         .map_err(from_store)?;
     let released_at = match outcome {
@@ -327,7 +332,8 @@ async fn leases_create(
     };
     let row = context
         .broker
-        .db(move |store| store.create_lease(&new_lease))
+        .store
+        .call(move |store| store.create_lease(&new_lease))
         .await
         .map_err(from_store)?;
     context
@@ -349,7 +355,8 @@ async fn leases_heartbeat(
     let sent_at = sent_at(context, params);
     let renewed = context
         .broker
-        .db(move |store| {
+        .store
+        .call(move |store| {
             store.heartbeat_lease(&connection_id, &workspace_id, &lease_id, sent_at, now_ms())
         })
         .await;
@@ -394,7 +401,8 @@ async fn leases_release(
     let sent_at = sent_at(context, params);
     let released = context
         .broker
-        .db(move |store| {
+        .store
+        .call(move |store| {
             store.release_lease(&connection_id, &workspace_id, &lease_id, sent_at, now_ms())
         })
         .await;
@@ -426,7 +434,8 @@ async fn events_poll(
     let workspace_id = row.id;
     let poll = context
         .broker
-        .db(move |store| store.poll_events(&workspace_id, after, limit as u32))
+        .store
+        .call_read(move |store| store.poll_events(&workspace_id, after, limit as u32))
         .await
         .map_err(from_store)?;
     match poll {
@@ -447,7 +456,8 @@ async fn events_poll(
 async fn status(context: &ConnectionContext) -> Result<Value, RpcError> {
     let broker = context.broker.clone();
     let embedded = broker
-        .db(|store| store.count_connections(ConnectionKind::Embedded))
+        .store
+        .call_read(|store| store.count_connections(ConnectionKind::Embedded))
         .await
         .map_err(from_store)?;
     Ok(json!({
@@ -477,7 +487,8 @@ async fn broker_shutdown(
     // role grants nothing a bridge could not do.
     let own = context.session().ok().map(|s| s.connection_id.clone());
     let others = broker
-        .db(move |store| store.count_other_connections(own.as_deref()))
+        .store
+        .call_read(move |store| store.count_other_connections(own.as_deref()))
         .await
         .map_err(from_store)?;
     if others > 0 {
@@ -498,7 +509,8 @@ async fn debug_sql(
     let sql = required_str(params, "sql")?.to_owned();
     let rows = context
         .broker
-        .db(move |store| store.query_readonly(&sql))
+        .store
+        .call_read(move |store| store.query_readonly(&sql))
         .await
         .map_err(|error| match error {
             crate::store::StoreError::Sqlite(sqlite) => {
@@ -529,7 +541,8 @@ async fn active_workspace(
     let principal = session.principal.clone();
     let lookup = context
         .broker
-        .db(move |store| store.get_workspace(&principal, &id))
+        .store
+        .call_read(move |store| store.get_workspace(&principal, &id))
         .await
         .map_err(from_store)?;
     match lookup {
@@ -617,18 +630,25 @@ pub async fn announce_expired(
     context_broker: &std::sync::Arc<super::state::Broker>,
     expired: Vec<LeaseRow>,
 ) {
-    for lease in expired {
-        let emit = Emit {
-            workspace_id: lease.workspace_id.clone(),
+    // One store transaction for the whole sweep, however many Leases ended.
+    let emits = expired
+        .into_iter()
+        .map(|lease| Emit {
+            workspace_id: lease.workspace_id,
             event_type: "lease.expired",
             lease_id: Some(lease.id.clone()),
             target_id: None,
             sensitivity: "none",
             payload: json!({"leaseId": lease.id, "expiredAt": lease.expires_at}),
             generation: None,
-        };
-        if let Err(error) = context_broker.events.emit(emit).await {
-            tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
+        })
+        .collect();
+    match context_broker.events.emit_all(emits).await {
+        Ok(rows) => {
+            for error in rows.into_iter().filter_map(Result::err) {
+                tracing::debug!(%error, "lease.expired not journaled (workspace gone)");
+            }
         }
+        Err(error) => tracing::error!(%error, "cannot journal lease.expired events"),
     }
 }

@@ -28,19 +28,6 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// Runs a blocking store call off the tokio workers.
-    pub async fn db<T, F>(&self, f: F) -> Result<T, crate::store::StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Store) -> Result<T, crate::store::StoreError> + Send + 'static,
-    {
-        let store = self.store.clone();
-        match tokio::task::spawn_blocking(move || f(&store)).await {
-            Ok(result) => result,
-            Err(join) => std::panic::resume_unwind(join.into_panic()),
-        }
-    }
-
     pub fn request_shutdown(&self) {
         let _ = self.shutdown.send(true);
     }

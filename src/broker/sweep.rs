@@ -41,7 +41,7 @@ pub async fn run(broker: Arc<Broker>) {
                 }
             }
             _ = slow_tick.tick() => {
-                if let Err(error) = broker.db(|store| store.reclaim_lost_connections()).await {
+                if let Err(error) = broker.store.call(|store| store.reclaim_lost_connections()).await {
                     tracing::error!(%error, "lost connection sweep failed");
                 }
                 reclaim_idle_workspaces(&broker).await;
@@ -84,7 +84,11 @@ impl StallGuard {
 }
 
 async fn expire_leases(broker: &Arc<Broker>) {
-    match broker.db(|store| store.expire_leases(now_ms())).await {
+    match broker
+        .store
+        .call(|store| store.expire_leases(now_ms()))
+        .await
+    {
         Ok(expired) if expired.is_empty() => {}
         Ok(expired) => announce_expired(broker, expired).await,
         Err(error) => tracing::error!(%error, "lease sweep failed"),
@@ -94,7 +98,8 @@ async fn expire_leases(broker: &Arc<Broker>) {
 async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
     let idle_before = now_ms() - WORKSPACE_IDLE_RECLAIM_MS;
     let idle = match broker
-        .db(move |store| store.inactive_workspaces(idle_before))
+        .store
+        .call_read(move |store| store.inactive_workspaces(idle_before))
         .await
     {
         Ok(idle) => idle,
@@ -107,7 +112,8 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
         let id = workspace.id.clone();
         let principal = workspace.principal.clone();
         match broker
-            .db(move |store| store.release_workspace(&principal, &id, now_ms()))
+            .store
+            .call(move |store| store.release_workspace(&principal, &id, now_ms()))
             .await
         {
             Ok(_) => {

@@ -72,6 +72,11 @@ impl Hub {
 
     /// Offers one serialized `events/event` notification; returns how many queues took it.
     pub fn offer(&self, workspace_id: &str, line: &str) -> usize {
+        self.offer_with(workspace_id, || line.to_owned())
+    }
+
+    /// Like `offer`, but serializes the line only when some Connection listens.
+    pub fn offer_with(&self, workspace_id: &str, line: impl FnOnce() -> String) -> usize {
         let routes = self.routes.read().expect("hub lock");
         let Some(owner) = routes.workspace_owner.get(workspace_id) else {
             return 0;
@@ -79,9 +84,10 @@ impl Hub {
         let Some(subscribers) = routes.by_principal.get(owner) else {
             return 0;
         };
+        let line = line();
         subscribers
             .iter()
-            .filter(|s| s.notifications.try_send(line.to_owned()).is_ok())
+            .filter(|s| s.notifications.try_send(line.clone()).is_ok())
             .count()
     }
 }

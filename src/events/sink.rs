@@ -62,8 +62,40 @@ impl EventSink {
         self.generation.load(Ordering::SeqCst)
     }
 
-    /// Journals the event (off the tokio workers), then offers it to the Workspace's Connections.
+    /// Journals the event through the store's async API, then offers it to the Workspace's Connections.
     pub async fn emit(&self, emit: Emit) -> Result<EventRow, StoreError> {
+        let (event, payload) = self.new_event(emit);
+        let row = self
+            .store
+            .call(move |store| store.append_event(&event))
+            .await?;
+        self.offer_payload(&row, &payload);
+        Ok(row)
+    }
+
+    /// Journals a burst of events in one store transaction (each event on its own: one whose
+    /// Workspace is gone fails alone), then offers every journaled one. One result per event,
+    /// in order; the outer error means nothing was journaled.
+    pub async fn emit_all(
+        &self,
+        emits: Vec<Emit>,
+    ) -> Result<Vec<Result<EventRow, StoreError>>, StoreError> {
+        let (events, payloads): (Vec<NewEvent>, Vec<Value>) =
+            emits.into_iter().map(|emit| self.new_event(emit)).unzip();
+        let rows = self
+            .store
+            .call(move |store| store.append_each(&events))
+            .await?;
+        for (row, payload) in rows.iter().zip(&payloads) {
+            if let Ok(row) = row {
+                self.offer_payload(row, payload);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The row to journal, and the payload kept as a value for the notification.
+    fn new_event(&self, emit: Emit) -> (NewEvent, Value) {
         let event = NewEvent {
             id: new_id(IdKind::Event),
             workspace_id: emit.workspace_id,
@@ -76,20 +108,75 @@ impl EventSink {
             sensitivity: emit.sensitivity.to_owned(),
             payload_json: emit.payload.to_string(),
         };
-        let store = self.store.clone();
-        let row = match tokio::task::spawn_blocking(move || store.append_event(&event)).await {
-            Ok(result) => result?,
-            Err(join) => std::panic::resume_unwind(join.into_panic()),
-        };
-        self.offer(&row);
-        Ok(row)
+        (event, emit.payload)
     }
 
     /// Offers an already-journaled event as a best-effort notification.
     pub fn offer(&self, row: &EventRow) -> usize {
-        let line = json!({"jsonrpc": "2.0", "method": "events/event", "params": {"event": event_json(row)}}).to_string();
-        self.hub.offer(&row.workspace_id, &line)
+        let payload: Value = serde_json::from_str(&row.payload_json).unwrap_or(Value::Null);
+        self.offer_payload(row, &payload)
     }
+
+    /// `offer` with the payload still at hand (no re-parse); the line is built only when a
+    /// Connection listens.
+    fn offer_payload(&self, row: &EventRow, payload: &Value) -> usize {
+        self.hub
+            .offer_with(&row.workspace_id, || notification_line(row, payload))
+    }
+}
+
+/// The `events/event` notification line: the same bytes as `event_json` inside the envelope
+/// (serde_json's maps are sorted, so the fields below are in that order), without building
+/// the intermediate map.
+fn notification_line(row: &EventRow, payload: &Value) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: Params<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Params<'a> {
+        event: Event<'a>,
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Event<'a> {
+        browser_connection_generation: u64,
+        id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lease_id: Option<&'a str>,
+        payload: &'a Value,
+        payload_version: u32,
+        sensitivity: &'a str,
+        sequence: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target_id: Option<&'a str>,
+        timestamp: i64,
+        #[serde(rename = "type")]
+        event_type: &'a str,
+        workspace_id: &'a str,
+    }
+    let line = Line {
+        jsonrpc: "2.0",
+        method: "events/event",
+        params: Params {
+            event: Event {
+                browser_connection_generation: row.generation,
+                id: &row.id,
+                lease_id: row.lease_id.as_deref(),
+                payload,
+                payload_version: row.payload_version,
+                sensitivity: &row.sensitivity,
+                sequence: row.sequence,
+                target_id: row.target_id.as_deref(),
+                timestamp: row.timestamp,
+                event_type: &row.event_type,
+                workspace_id: &row.workspace_id,
+            },
+        },
+    };
+    serde_json::to_string(&line).unwrap_or_default()
 }
 
 /// The wire shape of one journaled event.
@@ -113,4 +200,39 @@ pub fn event_json(row: &EventRow) -> Value {
         event["targetId"] = json!(target_id);
     }
     event
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(lease_id: Option<&str>, target_id: Option<&str>) -> EventRow {
+        EventRow {
+            sequence: 7,
+            id: "event:1".into(),
+            workspace_id: "workspace:1".into(),
+            timestamp: 1_700_000_000_000,
+            generation: 2,
+            lease_id: lease_id.map(str::to_owned),
+            target_id: target_id.map(str::to_owned),
+            event_type: "lease.expired".into(),
+            payload_version: 1,
+            sensitivity: "none".into(),
+            payload_json: r#"{"z":1,"a":{"quote":"\"x\"","list":[1,2]}}"#.into(),
+        }
+    }
+
+    #[test]
+    fn the_notification_line_is_the_event_json_envelope_byte_for_byte() {
+        for row in [
+            row(None, None),
+            row(Some("lease:1"), None),
+            row(None, Some("target:\u{e9}")),
+            row(Some("lease:\"q\""), Some("target:1")),
+        ] {
+            let payload: Value = serde_json::from_str(&row.payload_json).unwrap();
+            let expected = json!({"jsonrpc": "2.0", "method": "events/event", "params": {"event": event_json(&row)}}).to_string();
+            assert_eq!(notification_line(&row, &payload), expected);
+        }
+    }
 }

@@ -51,8 +51,10 @@ pub fn new_id(kind: IdKind) -> String {
         .expect("the system random source is available");
     let mut id = String::with_capacity(kind.prefix().len() + 32);
     id.push_str(kind.prefix());
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
-        id.push_str(&format!("{byte:02x}"));
+        id.push(char::from(HEX[usize::from(byte >> 4)]));
+        id.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     id
 }
@@ -83,6 +85,11 @@ mod tests {
         let a = new_id(IdKind::Workspace);
         let b = new_id(IdKind::Workspace);
         assert!(a.starts_with("workspace:") && a.len() == "workspace:".len() + 32);
+        let hex = &a["workspace:".len()..];
+        assert!(
+            hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "{a}"
+        );
         assert_ne!(a, b);
     }
 

@@ -433,20 +433,18 @@ impl BrowserService {
         if owned.is_empty() {
             return Vec::new();
         }
-        let store = self.inner.store.clone();
         let id = live.browser_id.clone();
-        let active =
-            match tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id)).await {
-                Ok(Ok(active)) => active,
-                // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
-                outcome => {
-                    tracing::warn!(
-                        ok = outcome.is_ok(),
-                        "cannot list Workspaces while recovering managed tabs"
-                    );
-                    Vec::new()
-                }
-            };
+        let active = match (self.inner.store)
+            .call_read(move |store| store.workspaces_for_browser(&id))
+            .await
+        {
+            Ok(active) => active,
+            // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
+            Err(error) => {
+                tracing::warn!(%error, "cannot list Workspaces while recovering managed tabs");
+                Vec::new()
+            }
+        };
         let mut orphans = Vec::new();
         for (target, record) in owned {
             // Either way the tab stays its Workspace's in the inventory (a released Workspace's
@@ -519,13 +517,17 @@ impl BrowserService {
         payload: Value,
         generation: Option<u64>,
     ) {
-        let store = self.inner.store.clone();
         let id = browser_id.to_owned();
-        let workspaces = tokio::task::spawn_blocking(move || store.workspaces_for_browser(&id))
+        let workspaces = match (self.inner.store)
+            .call_read(move |store| store.workspaces_for_browser(&id))
             .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        {
+            Ok(workspaces) => workspaces,
+            Err(error) => {
+                tracing::error!(%error, event_type, "cannot list Workspaces to announce an event");
+                return;
+            }
+        };
         for workspace_id in workspaces {
             let mut emit = Emit::new(&workspace_id, event_type, payload.clone());
             emit.generation = generation;
@@ -601,15 +603,18 @@ impl BrowserService {
                     workspace_id: holder_ws,
                     lease_id: holder_lease,
                 }) => {
-                    let store = self.inner.store.clone();
                     let (ws, lease) = (holder_ws.clone(), holder_lease.clone());
-                    let alive = tokio::task::spawn_blocking(move || {
-                        store.lease_alive(&ws, &lease, now_ms())
-                    })
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or(true);
+                    let alive = match (self.inner.store)
+                        .call_read(move |store| store.lease_alive(&ws, &lease, now_ms()))
+                        .await
+                    {
+                        Ok(alive) => alive,
+                        // Unknown means the holder keeps the tab: never take control on a guess.
+                        Err(error) => {
+                            tracing::error!(%error, "cannot check the controlling Lease");
+                            true
+                        }
+                    };
                     if alive {
                         return Err(TargetError::ControlledElsewhere {
                             workspace_id: holder_ws,

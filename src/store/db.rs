@@ -3,6 +3,7 @@
 //! Owns connection setup and lifetime; holds no domain SQL (that lives in the
 //! per-table files) and never sees protocol or CDP types.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,13 +12,14 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
+use super::actor::{self, Queue};
 use super::debug::DebugConnection;
 use super::error::StoreError;
 use super::limits::StoreLimits;
 
-/// Pooled connections. Store calls are short and run on `spawn_blocking`
-/// threads; 8 lets readers overlap a writer on a small machine without
-/// keeping many idle page caches.
+/// Pooled connections, used by the reader threads and by synchronous callers
+/// on other threads. Store calls are short; 8 lets readers overlap the writer
+/// on a small machine without keeping many idle page caches.
 pub const POOL_MAX_CONNECTIONS: u32 = 8;
 
 /// How long a caller waits for a free pooled connection before `Pool` error.
@@ -55,6 +57,9 @@ const DATABASE_NAME_RANDOM_BYTES: usize = 16;
 /// number already applied. Append only.
 const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
 
+/// Numbers Stores within the process, so a writer thread knows whose units it runs.
+static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Cheap, cloneable handle to the Broker's in-memory database.
 #[derive(Clone)]
 pub struct Store {
@@ -62,7 +67,13 @@ pub struct Store {
 }
 
 struct StoreInner {
-    /// Connections used by every typed call.
+    /// This Store's number in the process (see `NEXT_STORE_ID`).
+    id: u64,
+    /// The writer thread's queue (`actor.rs`); it owns the write connection.
+    writer: Queue,
+    /// The reader threads' queue.
+    readers: Queue,
+    /// Connections used by the reader threads and synchronous callers.
     pool: r2d2::Pool<SqliteConnectionManager>,
     /// Kept open for the Store's lifetime: a memdb database lives while any
     /// connection to it is open, and the pool may close idle connections.
@@ -96,6 +107,11 @@ impl Store {
         configure_connection(&keeper)?;
         apply_migrations(&mut keeper)?;
         let debug_connection = DebugConnection::new(keeper)?;
+        let write_connection = Connection::open_with_flags(&uri, flags)?;
+        configure_connection(&write_connection)?;
+        let id = NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed);
+        let writer = actor::spawn_writer(id, write_connection)?;
+        let readers = actor::spawn_readers()?;
 
         let manager = SqliteConnectionManager::file(&uri)
             .with_flags(flags)
@@ -112,6 +128,9 @@ impl Store {
 
         Ok(Store {
             inner: Arc::new(StoreInner {
+                id,
+                writer,
+                readers,
                 pool,
                 debug_connection: Mutex::new(debug_connection),
                 limits,
@@ -124,15 +143,33 @@ impl Store {
         &self.inner.limits
     }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction and commits if it
-    /// returns `Ok` (else rolls back). `body` gets the connection inside the
-    /// open transaction. Taking the write lock up front means a transaction
-    /// never has to upgrade a read lock, which SQLite reports as
-    /// `SQLITE_BUSY` without consulting the busy handler.
+    /// The writer thread's queue, for `calls.rs`.
+    pub(super) fn writer(&self) -> &Queue {
+        &self.inner.writer
+    }
+
+    /// The reader threads' queue, for `calls.rs`.
+    pub(super) fn readers(&self) -> &Queue {
+        &self.inner.readers
+    }
+
+    /// Runs `body` as one atomic write: kept if it returns `Ok`, undone if it
+    /// returns `Err` or panics. `body` gets the connection inside the open
+    /// transaction. On the writer thread that is a savepoint inside the
+    /// group transaction (so a failing unit never undoes the others);
+    /// elsewhere a `BEGIN IMMEDIATE` transaction on a pooled connection.
+    /// Taking the write lock up front means a transaction never has to
+    /// upgrade a read lock, which SQLite reports as `SQLITE_BUSY` without
+    /// consulting the busy handler.
     pub(super) fn write<T>(
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        let body =
+            match actor::on_writer(self.inner.id, |connection| in_savepoint(connection, body)) {
+                Ok(result) => return result,
+                Err(unused) => unused,
+            };
         let connection = self.inner.pool.get()?;
         let transaction = OpenTransaction::begin(&connection, "BEGIN IMMEDIATE")?;
         let value = body(&connection)?;
@@ -151,11 +188,16 @@ impl Store {
     }
 
     /// Runs `body` in a deferred (read) transaction, so several statements
-    /// see one snapshot.
+    /// see one snapshot. On the writer thread it reads inside the group
+    /// transaction, which no other connection can change.
     pub(super) fn read<T>(
         &self,
         body: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        let body = match actor::on_writer(self.inner.id, body) {
+            Ok(result) => return result,
+            Err(unused) => unused,
+        };
         let connection = self.inner.pool.get()?;
         let transaction = OpenTransaction::begin(&connection, "BEGIN DEFERRED")?;
         let value = body(&connection)?;
@@ -202,6 +244,59 @@ impl Drop for OpenTransaction<'_> {
         }
         if let Err(error) = self.connection.execute_batch("ROLLBACK") {
             tracing::error!(%error, "store: rollback failed");
+        }
+    }
+}
+
+/// Runs `body` inside a savepoint of the open transaction: released if it
+/// returns `Ok`, rolled back to (and released) if it returns `Err` or panics.
+pub(super) fn in_savepoint<T>(
+    connection: &Connection,
+    body: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let savepoint = Savepoint::begin(connection)?;
+    let value = body(connection)?;
+    savepoint.release()?;
+    Ok(value)
+}
+
+/// An open savepoint with cached statements; undone on drop unless released.
+pub(super) struct Savepoint<'c> {
+    connection: &'c Connection,
+    released: bool,
+}
+
+impl<'c> Savepoint<'c> {
+    pub(super) fn begin(connection: &'c Connection) -> Result<Self, rusqlite::Error> {
+        connection.prepare_cached("SAVEPOINT unit")?.execute([])?;
+        Ok(Savepoint {
+            connection,
+            released: false,
+        })
+    }
+
+    pub(super) fn release(mut self) -> Result<(), rusqlite::Error> {
+        self.connection
+            .prepare_cached("RELEASE unit")?
+            .execute([])?;
+        self.released = true;
+        Ok(())
+    }
+}
+
+impl Drop for Savepoint<'_> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let undone = self
+            .connection
+            .prepare_cached("ROLLBACK TO unit")
+            .and_then(|mut statement| statement.execute([]))
+            .and_then(|_| self.connection.prepare_cached("RELEASE unit"))
+            .and_then(|mut statement| statement.execute([]));
+        if let Err(error) = undone {
+            tracing::error!(%error, "store: rollback to a savepoint failed");
         }
     }
 }
@@ -421,7 +516,13 @@ mod tests {
 
     /// Eight threads hammer one shared Workspace and their own ones with
     /// mixed writes and reads; no call may fail (no SQLITE_BUSY/LOCKED), and
-    /// the shared journal must stay dense.
+    /// the shared journal must stay dense. Odd threads go through the async
+    /// API (the writer thread's group commits and the reader threads), even
+    /// ones call the synchronous API on pooled connections, so both paths
+    /// contend with each other.
+    /// One step of the mixed load, run directly or through the async API.
+    type Unit = Box<dyn FnOnce(&super::Store) -> Result<Option<u64>, StoreError> + Send>;
+
     #[test]
     fn concurrent_mixed_load_never_surfaces_busy() {
         const THREADS: usize = 8;
@@ -434,58 +535,103 @@ mod tests {
                 .map(|thread| {
                     let store = store.clone();
                     scope.spawn(move || -> Result<Vec<u64>, StoreError> {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .build()
+                            .map_err(|_| StoreError::Unavailable)?;
+                        let via_actor = thread % 2 == 1;
+                        let store = &store;
+                        let run = |write: bool, unit: Unit| match (via_actor, write) {
+                            (false, _) => unit(store),
+                            (true, true) => runtime.block_on(store.call(unit)),
+                            (true, false) => runtime.block_on(store.call_read(unit)),
+                        };
                         let owner = principal(&format!("t{thread}"));
                         let connection_id = format!("connection:{thread}");
                         let own = format!("workspace:{thread}");
-                        connect(&store, &connection_id, &owner);
-                        workspace(&store, &own, &owner);
+                        connect(store, &connection_id, &owner);
+                        workspace(store, &own, &owner);
                         let mut shared_sequences = Vec::new();
                         for round in 0..ROUNDS {
                             let n = u64::try_from(round).unwrap_or_default();
-                            shared_sequences
-                                .push(store.append_event(&event("workspace:shared", n))?.sequence);
-                            store.append_events(&[event(&own, n), event(&own, n + 1)])?;
-                            store.poll_events("workspace:shared", 0, 50)?;
-                            let lease = store.create_lease(&NewLease {
-                                id: format!("lease:{thread}:{round}"),
-                                workspace_id: own.clone(),
-                                connection_id: connection_id.clone(),
-                                principal: owner.clone(),
-                                ttl_ms: 60_000,
-                                client_key: Some("k".to_owned()),
-                                now: 10,
-                            })?;
-                            store.heartbeat_lease(&connection_id, &own, &lease.id, 20, 20)?;
-                            let command_id = format!("command:{thread}:{round}");
-                            store.insert_command(&NewCommand {
-                                id: command_id.clone(),
-                                principal: owner.clone(),
-                                workspace_id: Some(own.clone()),
-                                connection_id: connection_id.clone(),
-                                method: "browser.observe".to_owned(),
-                                generation: 1,
-                                idempotency_key: None,
-                                args_hash: [0; 32],
-                                accepted_at: 10,
-                                deadline_at: 100,
-                                mutating: false,
-                            })?;
-                            store.mark_dispatched(&command_id, 11)?;
-                            store.complete_command(
-                                &command_id,
-                                CommandStatus::Completed,
-                                None,
-                                None,
-                                12,
+                            let sequence = run(
+                                true,
+                                Box::new(move |store| {
+                                    let row = store.append_event(&event("workspace:shared", n))?;
+                                    Ok(Some(row.sequence))
+                                }),
                             )?;
-                            let scratch = format!("workspace:{thread}:scratch:{round}");
-                            workspace(&store, &scratch, &owner);
-                            store.release_workspace(&owner, &scratch, 30)?;
-                            store.get_workspace(&owner, &own)?;
-                            store.inactive_workspaces(0)?;
-                            if round % 25 == 0 {
-                                store.query_readonly("SELECT count(*) FROM events")?;
-                            }
+                            shared_sequences.extend(sequence);
+                            let (own_, owner_, id_) =
+                                (own.clone(), owner.clone(), connection_id.clone());
+                            run(
+                                true,
+                                Box::new(move |store| {
+                                    store.append_events(&[event(&own_, n), event(&own_, n + 1)])?;
+                                    let lease = store.create_lease(&NewLease {
+                                        id: format!("lease:{thread}:{round}"),
+                                        workspace_id: own_.clone(),
+                                        connection_id: id_.clone(),
+                                        principal: owner_.clone(),
+                                        ttl_ms: 60_000,
+                                        client_key: Some("k".to_owned()),
+                                        now: 10,
+                                    })?;
+                                    store.heartbeat_lease(&id_, &own_, &lease.id, 20, 20)?;
+                                    Ok(None)
+                                }),
+                            )?;
+                            run(
+                                false,
+                                Box::new(|store| {
+                                    store.poll_events("workspace:shared", 0, 50)?;
+                                    Ok(None)
+                                }),
+                            )?;
+                            let (own_, owner_, id_) =
+                                (own.clone(), owner.clone(), connection_id.clone());
+                            run(
+                                true,
+                                Box::new(move |store| {
+                                    let command_id = format!("command:{thread}:{round}");
+                                    store.insert_command(&NewCommand {
+                                        id: command_id.clone(),
+                                        principal: owner_.clone(),
+                                        workspace_id: Some(own_.clone()),
+                                        connection_id: id_,
+                                        method: "browser.observe".to_owned(),
+                                        generation: 1,
+                                        idempotency_key: None,
+                                        args_hash: [0; 32],
+                                        accepted_at: 10,
+                                        deadline_at: 100,
+                                        mutating: false,
+                                    })?;
+                                    store.mark_dispatched(&command_id, 11)?;
+                                    store.complete_command(
+                                        &command_id,
+                                        CommandStatus::Completed,
+                                        None,
+                                        None,
+                                        12,
+                                    )?;
+                                    let scratch = format!("workspace:{thread}:scratch:{round}");
+                                    workspace(store, &scratch, &owner_);
+                                    store.release_workspace(&owner_, &scratch, 30)?;
+                                    Ok(None)
+                                }),
+                            )?;
+                            let (own_, owner_) = (own.clone(), owner.clone());
+                            run(
+                                false,
+                                Box::new(move |store| {
+                                    store.get_workspace(&owner_, &own_)?;
+                                    store.inactive_workspaces(0)?;
+                                    if round % 25 == 0 {
+                                        store.query_readonly("SELECT count(*) FROM events")?;
+                                    }
+                                    Ok(None)
+                                }),
+                            )?;
                         }
                         Ok(shared_sequences)
                     })

@@ -64,6 +64,14 @@ pub enum StoreError {
     /// The operating system's random number generator failed.
     #[error("system random number generator failed")]
     Random,
+    /// The store could not run the call: its unit of work panicked (the unit's writes are
+    /// rolled back) or the store's thread has stopped. Never retried by the store.
+    #[error("the store could not run this call")]
+    Unavailable,
+    /// The writer's group transaction did not begin or commit, so this unit's writes (and its
+    /// batch's) are not in the database.
+    #[error("group commit failed: {0}")]
+    GroupCommit(String),
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

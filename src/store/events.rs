@@ -11,7 +11,7 @@
 
 use rusqlite::{Connection, OptionalExtension as _};
 
-use super::db::{Store, column_u32, column_u64, to_sql_u64};
+use super::db::{Store, column_u32, column_u64, in_savepoint, to_sql_u64};
 use super::error::StoreError;
 use super::model::{EventPoll, EventRow, NewEvent};
 
@@ -65,6 +65,27 @@ impl Store {
                 .iter()
                 .map(|event| append_in(transaction, event, journal_size))
                 .collect()
+        })
+    }
+
+    /// Journals a burst (a page load's events, a Lease sweep's announcements)
+    /// in one transaction, each event in its own savepoint: one result per
+    /// event, in order, and an event whose Workspace is gone fails alone.
+    /// The outer error is for the transaction itself.
+    pub fn append_each(
+        &self,
+        events: &[NewEvent],
+    ) -> Result<Vec<Result<EventRow, StoreError>>, StoreError> {
+        let journal_size = self.limits().event_journal_size;
+        self.write(|transaction| {
+            Ok(events
+                .iter()
+                .map(|event| {
+                    in_savepoint(transaction, |transaction| {
+                        append_in(transaction, event, journal_size)
+                    })
+                })
+                .collect())
         })
     }
 

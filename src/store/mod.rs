@@ -2,7 +2,8 @@
 //! Connections, Workspaces, Leases, event journals, Commands, Artifact
 //! metadata and tombstones. All SQL of the crate lives under this module; the
 //! rest of the code calls typed, synchronous functions on a cheap `Store`
-//! handle (async callers wrap them in `spawn_blocking`). The store never sees
+//! handle, and async callers reach them only through `Store::call` (writes)
+//! and `Store::call_read` (reads), see `calls.rs`. The store never sees
 //! a JSON-RPC, CDP or socket type: JSON payloads pass through as `String`
 //! text, and ids are the caller's prefixed strings (the store invents none).
 //! No logic lives in this file; it declares the submodules and re-exports
@@ -54,18 +55,43 @@
 //! which every connection of the process opening the same name shares. A
 //! keeper connection held by the `Store` keeps it alive for the Store's
 //! lifetime (the pool may close idle connections) and serves debug queries.
-//! Typed calls borrow one of `POOL_MAX_CONNECTIONS` pooled connections
-//! (r2d2) and run one transaction on it: writes start with `BEGIN IMMEDIATE`
-//! so no transaction ever upgrades a read lock (SQLite answers an upgrade
-//! conflict with `SQLITE_BUSY` without waiting), and multi-statement reads
-//! use a deferred transaction so they see one snapshot. memdb has no WAL:
-//! a writer excludes readers while it commits, and readers delay a commit.
-//! Each connection's busy handler waits that out (yield, then short sleeps,
-//! up to `BUSY_TIMEOUT`), so contention never surfaces as `SQLITE_BUSY` or
-//! `SQLITE_LOCKED`; transactions last microseconds, so waits are short. The
-//! debug query's time budget stays below `BUSY_TIMEOUT` for the same reason.
+//!
+//! Async callers go through `Store::call` and `Store::call_read` only
+//! (`calls.rs`), and nothing in the crate wraps the store in
+//! `spawn_blocking`. Behind them (`actor.rs`):
+//!
+//! - One writer thread per Store owns the write connection. It takes every
+//!   unit queued (up to `GROUP_COMMIT_MAX_UNITS`), opens one `BEGIN
+//!   IMMEDIATE` group transaction, runs each unit in its own savepoint (and
+//!   each `write` inside it in a nested one), commits once, and only then
+//!   answers each caller's oneshot, so no caller sees a write a later
+//!   failure could undo. A `write` whose body fails rolls back to its
+//!   savepoint and leaves the rest of the batch alone; a unit that panics is
+//!   caught, rolled back to its savepoint and answered `Unavailable` (its
+//!   reply is dropped). A failed `COMMIT` answers every unit of the batch
+//!   `GroupCommit`. If the writer thread itself dies, every queued and later
+//!   call gets `Unavailable` at once (the queue is gone), never a hang.
+//!   Reads inside a unit run on the writer connection and see its batch.
+//! - `READER_THREADS` threads run read units on pooled connections (r2d2,
+//!   `POOL_MAX_CONNECTIONS`) in a deferred transaction each, so several
+//!   statements see one snapshot.
+//! - Synchronous calls from any other thread (unit tests, benches, the
+//!   Artifact service's file thread) use a pooled connection directly:
+//!   writes start with `BEGIN IMMEDIATE` so no transaction ever upgrades a
+//!   read lock (SQLite answers an upgrade conflict with `SQLITE_BUSY` without
+//!   waiting).
+//!
+//! memdb has no WAL: a writer excludes readers while it commits, and readers
+//! delay a commit; the writer's group transaction and the pooled writers
+//! exclude each other. Each connection's busy handler waits that out (yield,
+//! then short sleeps, up to `BUSY_TIMEOUT`), so contention never surfaces as
+//! `SQLITE_BUSY` or `SQLITE_LOCKED`; transactions last microseconds (a batch
+//! at most `GROUP_COMMIT_MAX_UNITS` units), so waits are short. The debug
+//! query's time budget stays below `BUSY_TIMEOUT` for the same reason.
 
+mod actor;
 mod artifacts;
+mod calls;
 mod commands;
 mod connections;
 mod db;
@@ -81,6 +107,7 @@ mod workspaces;
 #[cfg(test)]
 mod testing;
 
+pub use actor::{GROUP_COMMIT_MAX_UNITS, READER_THREADS};
 pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
 pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
 pub use error::StoreError;

@@ -192,18 +192,19 @@ impl DispatchGate {
         }
         let store = self.store.clone();
         let id = self.command_id.clone();
-        let row =
-            match tokio::task::spawn_blocking(move || store.mark_dispatched(&id, now_ms())).await {
-                Ok(Ok(row)) => row,
-                Ok(Err(error)) => {
-                    tracing::error!(%error, "cannot mark a command dispatched");
-                    return Err(RpcError::new(
-                        ErrorCode::InternalError,
-                        "internal store error",
-                    ));
-                }
-                Err(join) => std::panic::resume_unwind(join.into_panic()),
-            };
+        let row = match store
+            .call(move |store| store.mark_dispatched(&id, now_ms()))
+            .await
+        {
+            Ok(row) => row,
+            Err(error) => {
+                tracing::error!(%error, "cannot mark a command dispatched");
+                return Err(RpcError::new(
+                    ErrorCode::InternalError,
+                    "internal store error",
+                ));
+            }
+        };
         match row.status {
             CommandStatus::Dispatched => {
                 self.done.store(true, Ordering::SeqCst);

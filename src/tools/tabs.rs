@@ -288,10 +288,13 @@ async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, R
     let store = env.store.clone();
     let principal = scope.principal.clone();
     let id = scope.workspace_id.clone().unwrap_or_default();
-    let lookup = tokio::task::spawn_blocking(move || store.get_workspace(&principal, &id))
+    let lookup = store
+        .call_read(move |store| store.get_workspace(&principal, &id))
         .await
-        .map_err(|_| RpcError::new(ErrorCode::InternalError, "store task failed"))?
-        .map_err(|_| RpcError::new(ErrorCode::InternalError, "internal store error"))?;
+        .map_err(|error| {
+            tracing::error!(%error, "cannot look up the Workspace's browser");
+            RpcError::new(ErrorCode::InternalError, "internal store error")
+        })?;
     match lookup {
         crate::store::WorkspaceLookup::Active(row) => Ok(row.browser_id),
         _ => Err(RpcError::new(
