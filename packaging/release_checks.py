@@ -125,7 +125,8 @@ def broker_pid(install, home):
     status = bp(install, home, "status")
     if status.returncode != 0:
         return None
-    return json.loads(status.stdout)["broker"]["pid"]
+    # `bp status` nests the Broker's own status object: {"broker": {"broker": {"id", "pid"}, ...}}.
+    return json.loads(status.stdout)["broker"]["broker"]["pid"]
 
 
 def alive(pid):

@@ -241,8 +241,13 @@ fn janitor_killed_mid_click_or_mid_typing_gives_unknown_outcome_never_replayed()
         "Input.dispatchMouseEvent",
         janitor,
     );
-    // The browser lives on: the page finishes its handler, once.
-    assert!(wait_until(WAIT, || rig.fixtures.hits("/effect/click/1") == 1));
+    // The browser lives on: if the release reached it before the janitor died, the page
+    // finishes its handler, once (the press alone may be all that was sent).
+    wait_until(Duration::from_secs(8), || {
+        rig.fixtures.hits("/effect/click/1") == 1
+    });
+    let clicks = rig.fixtures.hits("/effect/click/1");
+    assert!(clicks <= 1, "the click ran {clicks} times");
 
     agent.connect();
     let typing = prepare_typing(&rig, &mut agent);
@@ -259,7 +264,11 @@ fn janitor_killed_mid_click_or_mid_typing_gives_unknown_outcome_never_replayed()
     retry_returns_record(&mut agent, &click, &clicked);
     retry_returns_record(&mut agent, &typing, &typed);
     assert_effects_at_most_once(&rig);
-    assert_eq!(rig.fixtures.hits("/effect/click/1"), 1);
+    assert_eq!(
+        rig.fixtures.hits("/effect/click/1"),
+        clicks,
+        "the retry replayed the click"
+    );
 }
 
 /// One batch: a slow navigation holding the tab, a call queued behind it, then `commands/get`
