@@ -24,7 +24,8 @@ use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{
     self, ArmClick, Checked, ClickEvent, ClickPoint, ClickRecord, ClickVerdict, Delivery,
-    ElementState, EventHint, ListOptions, RefTarget, SelectOptions, StateSnapshot,
+    ElementState, EventHint, ListOptions, RefTarget, ScrollContainer, ScrollPage, ScrollPosition,
+    ScrollToText, ScrollXY, SelectOptions, StateSnapshot,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::{ElementSummary, TabGuard};
@@ -776,8 +777,6 @@ pub async fn click(
     finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
-const SCROLL_POSITION: &str = "function(){ return [Math.round(scrollX), Math.round(scrollY)]; }";
-
 pub async fn scroll(
     env: &ToolEnv,
     scope: &CallScope,
@@ -785,9 +784,16 @@ pub async fn scroll(
 ) -> Result<Value, RpcError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
-    let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
+    let run = |script| {
+        let (client, ctx) = (&client, &ctx);
+        async move {
+            page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT)
+                .await
+                .map_err(page_error)
+        }
+    };
     // Read in the selected frame: that is the document the scroll moves.
-    let before = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
+    let before = position(run(&ScrollPosition).await?);
     let mut subject = Subject::Page;
     let (mode, container_moved) = if arguments.contains_key("observationId") {
         let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
@@ -806,8 +812,18 @@ pub async fn scroll(
         .map_err(page_error)?;
         ("ref", None)
     } else if let Some(text) = str_arg(&arguments, "text") {
-        let found = run_in_world(&client, &ctx, SCROLL_TO_TEXT, json!({"text": text})).await?;
-        if found != json!(true) {
+        let found = page::run(
+            &client,
+            &ctx.session,
+            ctx.context,
+            &ScrollToText {
+                text: text.to_owned(),
+            },
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .map_err(page_error)?;
+        if !found {
             return Err(RpcError::invalid_params("no visible text matches")
                 .with_context("reason", json!("no_match")));
         }
@@ -816,35 +832,38 @@ pub async fn scroll(
         let (dx, dy) = scroll_delta(&arguments);
         match str_arg(&arguments, "selector") {
             Some(selector) => {
-                let moved = run_in_world(
-                    &client,
-                    &ctx,
-                    SCROLL_CONTAINER,
-                    json!({"selector": selector, "dx": dx, "dy": dy}),
-                )
-                .await?;
-                if moved.is_null() {
+                let script = ScrollContainer {
+                    selector: selector.to_owned(),
+                    dx,
+                    dy,
+                };
+                let moved = page::run(&client, &ctx.session, ctx.context, &script, SCRIPT_TIMEOUT)
+                    .await
+                    .map_err(page_error)?;
+                let Some(moved) = moved else {
                     return Err(RpcError::invalid_params("the selector matches no element")
                         .with_context("reason", json!("no_match")));
-                }
+                };
                 ("container", Some(moved))
             }
             None => {
-                run_in_world(
+                page::run(
                     &client,
-                    &ctx,
-                    "function(a){ window.scrollBy(a.dx, a.dy); return true; }",
-                    json!({"dx": dx, "dy": dy}),
+                    &ctx.session,
+                    ctx.context,
+                    &ScrollPage { dx, dy },
+                    SCRIPT_TIMEOUT,
                 )
-                .await?;
+                .await
+                .map_err(page_error)?;
                 ("page", None)
             }
         }
     };
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
+    let after = position(run(&ScrollPosition).await?);
     let moved = match &container_moved {
-        Some(container) => container["moved"] == json!(true),
+        Some(container) => container.moved,
         None => after != before,
     };
     let mut evidence = json!({
@@ -853,7 +872,11 @@ pub async fn scroll(
         "before": {"x": before.0, "y": before.1}, "after": {"x": after.0, "y": after.1},
     });
     if let Some(container) = container_moved {
-        evidence["container"] = container;
+        evidence["container"] = json!({
+            "moved": container.moved,
+            "before": scroll_json(container.before),
+            "after": scroll_json(container.after),
+        });
     }
     if !moved {
         evidence["reason"] = json!("no_observable_effect");
@@ -868,6 +891,20 @@ pub async fn scroll(
     finish_with_observation(env, &client, &mut guard, scope, finished).await
 }
 
+/// The document's scroll position as whole CSS pixels.
+fn position(scroll: ScrollXY) -> (i64, i64) {
+    (scroll.x as i64, scroll.y as i64)
+}
+
+/// A container's scroll position as the page reported it (whole pixels stay integers).
+fn scroll_json(scroll: ScrollXY) -> Value {
+    let number = |v: f64| match v.fract() == 0.0 && v.abs() < 9e15 {
+        true => json!(v as i64),
+        false => json!(v),
+    };
+    json!({"x": number(scroll.x), "y": number(scroll.y)})
+}
+
 fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
     let amount = arguments.get("amount").and_then(Value::as_i64).unwrap_or(0);
     let page = if amount == 0 { 600 } else { amount };
@@ -877,58 +914,6 @@ fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
         "right" => (page, 0),
         _ => (0, page),
     }
-}
-
-const SCROLL_TO_TEXT: &str = r#"function(a){
-  const needle = a.text.toLowerCase();
-  const visit = (root) => {
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
-    for (let node = walker.currentNode; node; node = walker.nextNode()) {
-      if (node.nodeType === 1 && node.shadowRoot) { const hit = visit(node.shadowRoot); if (hit) return hit; }
-      if (node.nodeType === 3 && node.data.toLowerCase().includes(needle)) {
-        const el = node.parentElement;
-        if (el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden') return el;
-      }
-    }
-    return null;
-  };
-  const el = visit(document.body || document.documentElement);
-  if (!el) return false;
-  el.scrollIntoView({block: 'center', inline: 'nearest'});
-  return true;
-}"#;
-
-const SCROLL_CONTAINER: &str = r#"function(a){
-  let el; try { el = document.querySelector(a.selector); } catch (e) { return null; }
-  if (!el) return null;
-  const before = [el.scrollLeft, el.scrollTop];
-  el.scrollBy(a.dx, a.dy);
-  const after = [el.scrollLeft, el.scrollTop];
-  return {moved: before[0] !== after[0] || before[1] !== after[1], before: {x: before[0], y: before[1]}, after: {x: after[0], y: after[1]}};
-}"#;
-
-async fn run_in_world(
-    client: &CdpClient,
-    ctx: &PageContext,
-    function: &str,
-    argument: Value,
-) -> Result<Value, RpcError> {
-    let result = client
-        .call(
-            Some(&ctx.session),
-            "Runtime.callFunctionOn",
-            json!({"functionDeclaration": function, "executionContextId": ctx.context.get(), "arguments": [{"value": argument}], "returnByValue": true}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    if result.get("exceptionDetails").is_some() {
-        return Err(RpcError::new(ErrorCode::InternalError, "page helper threw"));
-    }
-    Ok(result
-        .pointer("/result/value")
-        .cloned()
-        .unwrap_or(Value::Null))
 }
 
 pub async fn dropdown_options(

@@ -28,7 +28,7 @@ use super::tabs::{cdp_error, controlled_tab};
 use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
-    FocusAtEnd, RefTarget, SetNativeValue, ValueOutcome,
+    FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::TabGuard;
@@ -39,16 +39,6 @@ use table::{Modifier, NamedKey, PrintableKey};
 
 /// Longest text `browser.type` / `browser.keyboard` accept.
 const MAX_TYPE_CHARS: usize = 10_000;
-/// Input types whose value is set through the native setter instead of keystrokes.
-const NATIVE_VALUE_TYPES: &[&str] = &[
-    "date",
-    "time",
-    "datetime-local",
-    "month",
-    "week",
-    "color",
-    "range",
-];
 /// Native-setter input types in which Enter submits the form (Chromium opens the picker of a
 /// color input and ignores Enter in a range input).
 const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "month", "week"];

@@ -13,8 +13,8 @@ use super::manifest::{Scope, ToolDef, object, open_object};
 use super::tabs::{cdp_error, controlled_tab};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, PageError, Read,
-    ScriptErrorCode, Search,
+    self, DocumentInfo, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, PageError,
+    Read, ScriptErrorCode, Search,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
@@ -269,28 +269,20 @@ pub async fn url_and_title(
         return guard.page_info(client).await.map_err(cdp_error);
     }
     // One character past each bound, so a cut value gets its marker.
-    let expression = format!(
-        "[String(location.href).slice(0, {}), String(document.title).slice(0, {})]",
-        MAX_URL_CHARS + 1,
-        MAX_TITLE_CHARS + 1
-    );
-    let result = client
-        .call(
-            Some(&page_context.session),
-            "Runtime.evaluate",
-            json!({"expression": expression, "contextId": page_context.context.get(), "returnByValue": true}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    let value = result
-        .pointer("/result/value")
-        .cloned()
-        .unwrap_or(Value::Null);
-    Ok((
-        bound_url(value[0].as_str().unwrap_or("")),
-        bound_title(value[1].as_str().unwrap_or("")),
-    ))
+    let script = DocumentInfo {
+        max_url_chars: MAX_URL_CHARS,
+        max_title_chars: MAX_TITLE_CHARS,
+    };
+    let info = page::run(
+        client,
+        &page_context.session,
+        page_context.context,
+        &script,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    Ok((bound_url(&info.url), bound_title(&info.title)))
 }
 
 fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Value> {

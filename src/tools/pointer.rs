@@ -22,7 +22,7 @@ use super::tabs::cdp_error;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
-    QuadMap, RefTarget, ScriptErrorCode,
+    QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::TabGuard;
@@ -437,23 +437,16 @@ pub async fn map_point(
     if chain.hops.is_empty() {
         return Ok(Aim { x, y });
     }
-    let size = client
-        .call(
-            Some(&ctx.session),
-            "Runtime.evaluate",
-            json!({"expression": "[innerWidth, innerHeight]", "contextId": ctx.context.get(), "returnByValue": true}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    let size = size.pointer("/result/value").and_then(Value::as_array);
-    let dimension = |i: usize| size.and_then(|s| s.get(i)).and_then(Value::as_f64);
-    let (Some(width), Some(height)) = (dimension(0), dimension(1)) else {
-        return Err(RpcError::new(
-            ErrorCode::InternalError,
-            "the frame's viewport size is unknown",
-        ));
-    };
+    let viewport = page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &ViewportSize,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_err(page_error)?;
+    let (width, height) = (viewport.width, viewport.height);
     let mapped = map_through(
         client,
         chain,
