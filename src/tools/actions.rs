@@ -27,7 +27,7 @@ use crate::page::{
     ElementState, EventHint, ListOptions, RefTarget, ScrollContainer, ScrollPage, ScrollPosition,
     ScrollToText, ScrollXY, SelectOptions, StateSnapshot,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::{ElementSummary, TabGuard};
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
@@ -253,7 +253,7 @@ pub(super) fn resolve_ref(
     let Some(record) = record else {
         return Err(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
             .with_context("observationId", json!(observation_id))
-            .with_remediation("observe", "Call browser.observe on this target and use refs from the new Observation."));
+            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation."));
     };
     if record.frame_id != frame_id {
         return Err(RpcError::new(
@@ -1061,7 +1061,7 @@ pub async fn dialogs_respond(
             "no open dialog with this id on a tab of this Workspace",
         )
         .with_context("reason", json!("dialog_not_found"))
-        .with_remediation("list_dialogs", "Call browser.dialogs.list."));
+        .with_remediation(RemediationAction::ListDialogs, "Call browser.dialogs.list."));
     };
     // Answering needs control of the tab; a live other controller keeps it.
     env.browser

@@ -18,7 +18,7 @@ use crate::artifacts::{
 };
 use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::page::{self, Find, ScriptErrorCode};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::TabGuard;
 use crate::version::now_ms;
 
@@ -139,7 +139,7 @@ pub fn artifact_error(error: ArtifactError) -> RpcError {
         )
         .with_context("expiredAt", json!(expired_at))
         .with_remediation(
-            "capture_again",
+            RemediationAction::CaptureAgain,
             "Capture or import it again; call artifacts/retain on Artifacts you need longer.",
         ),
         ArtifactError::TooLarge { limit, .. } => RpcError::new(
@@ -154,7 +154,7 @@ pub fn artifact_error(error: ArtifactError) -> RpcError {
         .with_context("what", json!(what))
         .with_context("limit", json!(limit))
         .with_remediation(
-            "release_unused",
+            RemediationAction::ReleaseUnused,
             "Release Artifacts you no longer need with artifacts/release.",
         ),
         ArtifactError::PathNotAllowed { reason } => RpcError::new(
@@ -173,7 +173,7 @@ pub fn artifact_error(error: ArtifactError) -> RpcError {
         )
         .with_context("stallSeconds", json!(seconds))
         .with_remediation(
-            "check_client_file",
+            RemediationAction::CheckClientFile,
             "The file system of the client path did not answer (a hung network or FUSE mount?). Check it, or copy the file to a local disk, then call again.",
         ),
         ArtifactError::FileNotFound(path) => {
@@ -184,7 +184,7 @@ pub fn artifact_error(error: ArtifactError) -> RpcError {
             RpcError::new(ErrorCode::ExportExists, "the destination already exists")
                 .with_context("path", json!(path.to_string_lossy()))
                 .with_remediation(
-                    "choose_path",
+                    RemediationAction::ChoosePath,
                     "Pass overwrite: true to replace it, or choose another path.",
                 )
         }
@@ -587,7 +587,7 @@ fn pdf_error(error: CdpError) -> RpcError {
                 "this browser cannot print to PDF over CDP",
             )
             .with_remediation(
-                "use_headless_browser",
+                RemediationAction::UseHeadlessBrowser,
                 "Print from a headless browser (browser-pilot browser launch --headless).",
             )
         }

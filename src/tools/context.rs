@@ -11,7 +11,7 @@ use crate::artifacts::Artifacts;
 use crate::cdp::{CallObserver, CdpClient};
 use crate::events::EventSink;
 use crate::home::Home;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::BrowserService;
 use crate::store::{CommandStatus, PrincipalKey, Store};
 use crate::version::now_ms;
@@ -186,7 +186,7 @@ impl DispatchGate {
             .with_context("acceptedGeneration", serde_json::json!(self.generation))
             .with_context("currentGeneration", serde_json::json!(current))
             .with_remediation(
-                "list_tabs",
+                RemediationAction::ListTabs,
                 "Call browser.tabs.list to rebuild target state, then retry with a fresh call.",
             ));
         }

@@ -22,7 +22,7 @@ use super::observe::{PageContext, SCRIPT_TIMEOUT};
 use super::tabs::{cdp_error, controlled_tab};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::{FrameSelection, TabGuard};
 
 /// Frames listed at most; deeper or wider trees report `truncated`.
@@ -343,7 +343,7 @@ pub fn frame_not_found(frame_id: &str, reason: &str) -> RpcError {
         .with_context("frameId", json!(frame_id))
         .with_context("reason", json!(reason))
         .with_remediation(
-            "list_frames",
+            RemediationAction::ListFrames,
             "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
         )
 }

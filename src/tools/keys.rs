@@ -30,7 +30,7 @@ use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
     FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::TabGuard;
 
 mod table;
@@ -270,7 +270,7 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
         .with_context("path", json!("arguments.key"))
         .with_context("reason", json!("unknown_key"))
         .with_remediation(
-            "change_key",
+            RemediationAction::ChangeKey,
             "Use a named key (Enter, Tab, Escape, Backspace, Delete, ArrowUp, Home, F5, Shift, ...) or one US-layout character; type other text with browser.keyboard.",
         ));
     };
@@ -532,14 +532,14 @@ impl Guarded<'_> {
                 .with_context("action", json!(self.action))
                 .with_context("step", json!(step))
                 .with_context("reason", json!(reason))
-                .with_remediation("observe", "Observe the page and decide whether to try again."),
+                .with_remediation(RemediationAction::Observe, "Observe the page and decide whether to try again."),
             dispatched => RpcError::new(ErrorCode::UnknownOutcome, format!("{reason} before {step}; {dispatched} step(s) had already run"))
                 .with_context("action", json!(self.action))
                 .with_context("step", json!(step))
                 .with_context("reason", json!(reason))
                 .with_context("dispatchedSteps", json!(dispatched))
                 .with_context("remainingStepsStopped", json!(true))
-                .with_remediation("inspect_state", "Observe the page and decide from its current state; never replay the whole input automatically."),
+                .with_remediation(RemediationAction::InspectState, "Observe the page and decide from its current state; never replay the whole input automatically."),
         }
     }
 
@@ -767,7 +767,7 @@ pub async fn type_text(
         .with_context("path", json!("arguments.submit"))
         .with_context("reason", json!("submit_not_supported"))
         .with_remediation(
-            "submit_separately",
+            RemediationAction::SubmitSeparately,
             "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
         ));
     }
@@ -943,7 +943,7 @@ async fn finish_type(
         )
         .with_context("evidence", finished.evidence)
         .with_remediation(
-            "observe",
+            RemediationAction::Observe,
             "Observe the field: the page may have rewritten, sanitized or rejected the input.",
         ));
     }

@@ -16,7 +16,7 @@ use crate::page::{
     self, DocumentInfo, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, PageError,
     Read, ScriptErrorCode, Search,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::session::bounds::{MAX_TITLE_CHARS, MAX_URL_CHARS, bound_title, bound_url};
 use crate::session::{ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard};
@@ -222,13 +222,13 @@ pub fn page_error(error: PageError) -> RpcError {
         PageError::Refused { code, message, .. } => match code {
             ScriptErrorCode::ObservationUnknown => {
                 RpcError::new(ErrorCode::ObservationNotFound, message).with_remediation(
-                    "observe",
+                    RemediationAction::Observe,
                     "Call browser.observe and use refs from the new Observation.",
                 )
             }
             ScriptErrorCode::RefUnknown | ScriptErrorCode::RefStale => {
                 RpcError::new(ErrorCode::StaleRef, message).with_remediation(
-                    "observe",
+                    RemediationAction::Observe,
                     "Call browser.observe and use refs from the new Observation.",
                 )
             }

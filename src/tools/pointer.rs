@@ -24,7 +24,7 @@ use crate::page::{
     self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
     QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::TabGuard;
 
 /// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
@@ -116,12 +116,12 @@ impl Blocker {
                     error = error.with_context("occludedBy", json!(by));
                 }
                 error.with_remediation(
-                    "resolve_overlay_first",
+                    RemediationAction::ResolveOverlayFirst,
                     "Observe the page: a modal or overlay may need to be closed first.",
                 )
             }
             Blocker::Detached => error.with_remediation(
-                "observe",
+                RemediationAction::Observe,
                 "Call browser.observe and use refs from the new Observation.",
             ),
             _ => error,
@@ -137,7 +137,7 @@ fn frame_gone() -> RpcError {
     )
     .with_context("reason", json!("frame_detached"))
     .with_remediation(
-        "list_frames",
+        RemediationAction::ListFrames,
         "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
     )
 }

@@ -14,7 +14,7 @@ use super::context::{CallScope, ToolEnv, str_arg};
 use super::manifest::{Scope, ToolDef, object, open_object};
 use crate::cdp::{CdpClient, CdpError};
 use crate::events::Emit;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::session::bounds::bound_event_url;
 use crate::session::{Awaited, ConnectError, LoadPhase, TabGuard, TargetError};
 
@@ -187,7 +187,7 @@ pub fn disconnected() -> RpcError {
         "the Broker has no live browser connection",
     )
     .with_remediation(
-        "call_browser_connect",
+        RemediationAction::CallBrowserConnect,
         "Call browser.connect, then browser.tabs.list to rebuild target state.",
     )
 }
@@ -195,9 +195,9 @@ pub fn disconnected() -> RpcError {
 pub fn target_error(error: TargetError) -> RpcError {
     match error {
         TargetError::NotFound => RpcError::new(ErrorCode::TargetNotFound, "no such target for this Workspace (closed, never listed, or from an older connection generation)")
-            .with_remediation("list_tabs", "Call browser.tabs.list for current targetIds."),
+            .with_remediation(RemediationAction::ListTabs, "Call browser.tabs.list for current targetIds."),
         TargetError::ControlledElsewhere { .. } => RpcError::new(ErrorCode::TargetControlledElsewhere, "another Lease controls this tab")
-            .with_remediation("wait_for_release", "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
+            .with_remediation(RemediationAction::WaitForRelease, "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
         TargetError::NotManaged => RpcError::new(ErrorCode::TargetNotManaged, "this is a user tab; Browser Pilot never closes user tabs"),
     }
 }
@@ -209,7 +209,7 @@ pub fn cdp_error(error: CdpError) -> RpcError {
             ErrorCode::TargetNotFound,
             "the tab closed or crashed during the call",
         )
-        .with_remediation("list_tabs", "Call browser.tabs.list and observe again."),
+        .with_remediation(RemediationAction::ListTabs, "Call browser.tabs.list and observe again."),
         CdpError::Timeout { method } => RpcError::new(
             ErrorCode::DeadlineExceeded,
             format!("the browser did not answer {method} in time"),
@@ -262,18 +262,18 @@ pub async fn connect(
     scope.gate.pass().await?;
     let connected = env.browser.connect(&browser_id).await.map_err(|error| match error {
         ConnectError::UnknownBrowser(id) => RpcError::invalid_params(format!("no browser candidate {id:?}"))
-            .with_remediation("discover", "Call browser.discover for the current candidates."),
+            .with_remediation(RemediationAction::Discover, "Call browser.discover for the current candidates."),
         ConnectError::NotReady { remediation } => {
             let mut error = RpcError::new(ErrorCode::BrowserNotReady, "the browser has no live debugging endpoint");
-            error.remediation = remediation.or_else(|| Some(json!({"action": "start_browser", "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
+            error.remediation = remediation.or_else(|| Some(json!({"action": RemediationAction::StartBrowser.as_str(), "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
             error
         }
         ConnectError::AnotherBrowserConnected(other) => RpcError::new(ErrorCode::BrowserBusy, "the Broker is connected to another browser")
             .with_context("connectedBrowserId", json!(other)),
         ConnectError::AuthorizationDenied(message) => RpcError::new(ErrorCode::AuthorizationDenied, format!("the browser refused the debugging connection: {message}"))
-            .with_remediation("allow_remote_debugging", "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
+            .with_remediation(RemediationAction::AllowRemoteDebugging, "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
         ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")
-            .with_remediation("approve_in_browser", "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
+            .with_remediation(RemediationAction::ApproveInBrowser, "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
         ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
     })?;
     Ok(json!({
@@ -584,7 +584,7 @@ async fn navigation_stalled(
     .with_context("targetId", json!(opaque))
     .with_context("elapsedMs", json!(elapsed_ms))
     .with_remediation(
-        "inspect_state",
+        RemediationAction::InspectState,
         "Observe the target before deciding whether to navigate again; the navigation is never repeated automatically.",
     )
 }
