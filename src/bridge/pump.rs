@@ -20,7 +20,7 @@ use super::startup::{BrokerLink, connect_or_start};
 use crate::framing::{self, FramingError, LineReader};
 use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{self, Hello, PeerRole};
 use crate::protocol::methods::{self, Lane, MAX_PENDING_ORDINARY, MAX_PENDING_OUT_OF_BAND};
 use crate::protocol::negotiate::SERVICE_LIMITS;

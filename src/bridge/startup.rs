@@ -18,7 +18,7 @@ use crate::framing::{self, LineReader};
 use crate::home::{Home, HomeError};
 use crate::ipc::{self, ConnectError, IpcReader, IpcWriter, Untrusted};
 use crate::os;
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{Hello, HelloReply, Welcome};
 use crate::version::IPC_VERSION;
 

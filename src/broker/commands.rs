@@ -23,7 +23,7 @@ use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
 use super::lifecycle::{optional_str, required_str};
 use crate::events::Emit;
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
 use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ToolDef};

@@ -24,7 +24,7 @@ use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{self, Hello, HelloReply, PeerRole, Refusal, Welcome};
 use crate::protocol::methods::{self, Lane};
 use crate::protocol::negotiate::{Negotiated, SERVICE_LIMITS};

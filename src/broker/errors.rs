@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::store::StoreError;
 
 pub fn from_store(error: StoreError) -> RpcError {

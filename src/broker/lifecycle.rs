@@ -10,7 +10,7 @@ use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
 use super::{artifacts, commands};
 use crate::events::{Emit, event_json};
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
 use crate::protocol::internal::{PeerRole, RECEIVED_AT_MEMBER};
 use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};

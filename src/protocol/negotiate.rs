@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::remediation::RemediationAction;
 use super::errors::{ErrorCode, RpcError};
+use super::remediation::RemediationAction;
 
 /// A protocol version `{major, minor}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

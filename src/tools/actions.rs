@@ -12,14 +12,15 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg, u32_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::observe::{
     PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
-    page_context, page_error, take_observation,
+    page_context, take_observation,
 };
 use super::pointer;
 use super::progress::{self, Subject};
-use super::tabs::{cdp_error, controlled_tab, disconnected};
+use super::tabs::controlled_tab;
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{
@@ -27,7 +28,7 @@ use crate::page::{
     ElementState, EventHint, ListOptions, RefTarget, ScrollContainer, ScrollPage, ScrollPosition,
     ScrollToText, ScrollXY, SelectOptions, StateSnapshot,
 };
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::{ElementSummary, TabGuard};
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
@@ -112,6 +113,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(click_evidence_schema()),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(click),
         },
         ToolDef {
             name: "browser.scroll",
@@ -137,6 +141,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("scroll")),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(scroll),
         },
         ToolDef {
             name: "browser.dropdown.options",
@@ -163,6 +170,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(dropdown_options),
         },
         ToolDef {
             name: "browser.dropdown.select",
@@ -186,6 +196,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("select")),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(dropdown_select),
         },
         ToolDef {
             name: "browser.dialogs.list",
@@ -208,6 +221,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::OutOfBand,
+            gate: Gate::Dispatch,
+            handler: handler!(dialogs_list),
         },
         ToolDef {
             name: "browser.dialogs.respond",
@@ -229,6 +245,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &[],
+            lane: Lane::OutOfBand,
+            gate: Gate::Dispatch,
+            handler: handler!(dialogs_respond),
         },
     ]
 }
@@ -240,7 +259,7 @@ pub(super) fn resolve_ref(
     scope: &CallScope,
     frame_id: &str,
     arguments: &Map<String, Value>,
-) -> Result<(RefTarget, ElementSummary), RpcError> {
+) -> Result<(RefTarget, ElementSummary), ToolError> {
     let observation_id = str_arg(arguments, "observationId").unwrap_or_default();
     let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
@@ -251,16 +270,18 @@ pub(super) fn resolve_ref(
         .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
         .cloned();
     let Some(record) = record else {
-        return Err(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
+        return Err(ToolError::from(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
             .with_context("observationId", json!(observation_id))
-            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation."));
+            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation.")));
     };
     if record.frame_id != frame_id {
-        return Err(RpcError::new(
-            ErrorCode::StaleRef,
-            "the Observation was taken in another frame or document",
-        )
-        .with_context("reason", json!("frame_changed")));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::StaleRef,
+                "the Observation was taken in another frame or document",
+            )
+            .with_context("reason", json!("frame_changed")),
+        ));
     }
     let summary = usize::try_from(element_ref)
         .ok()
@@ -268,10 +289,10 @@ pub(super) fn resolve_ref(
         .and_then(|i| record.elements.get(i))
         .cloned();
     let Some(summary) = summary else {
-        return Err(
+        return Err(ToolError::from(
             RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
                 .with_context("ref", json!(element_ref)),
-        );
+        ));
     };
     Ok((RefTarget::new(observation_id, element_ref as u32), summary))
 }
@@ -286,7 +307,7 @@ pub(super) async fn snapshot(
     client: &CdpClient,
     ctx: &PageContext,
     target: &RefTarget,
-) -> Result<ElementState, RpcError> {
+) -> Result<ElementState, ToolError> {
     page::run(
         client,
         &ctx.session,
@@ -295,7 +316,7 @@ pub(super) async fn snapshot(
         SCRIPT_TIMEOUT,
     )
     .await
-    .map_err(page_error)
+    .map_err(ToolError::from)
 }
 
 /// The tab's committed top-level URL, from the browser's history (never the page's world).
@@ -523,7 +544,7 @@ pub(super) async fn dispatch_final<F>(
     tab: &TargetId,
     dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
     send: F,
-) -> Result<bool, RpcError>
+) -> Result<bool, ToolError>
 where
     F: std::future::Future<Output = Result<(), CdpError>> + Send + 'static,
 {
@@ -533,8 +554,8 @@ where
         tokio::select! {
             done = &mut pending => return match done {
                 Ok(Ok(())) => Ok(false),
-                Ok(Err(error)) => Err(cdp_error(error)),
-                Err(_) => Err(RpcError::new(ErrorCode::InternalError, "input task failed")),
+                Ok(Err(error)) => Err(ToolError::from(error)),
+                Err(_) => Err(ToolError::from(RpcError::new(ErrorCode::InternalError, "input task failed"))),
             },
             signal = dialogs.recv() => match signal {
                 Ok(target) if &target == tab => return Ok(true),
@@ -568,7 +589,7 @@ pub(super) async fn finish_with_observation(
     guard: &mut TabGuard,
     scope: &CallScope,
     finished: Finished<'_>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let Finished {
         arguments,
         evidence,
@@ -616,8 +637,7 @@ pub(super) async fn finish_with_observation(
     if let Some(crossed) = crossed {
         let hint = crossed.reason.hint();
         let event_hints = [EventHint::from(hint.clone())];
-        let hint = serde_json::to_value(hint)
-            .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
+        let hint = serde_json::to_value(hint)?;
         if let Some(Value::Array(hints)) = result.get_mut("hints") {
             hints.push(hint);
         }
@@ -641,7 +661,7 @@ pub async fn click(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let button = str_arg(&arguments, "button").unwrap_or("left").to_owned();
@@ -704,14 +724,10 @@ pub async fn click(
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
-    mouse(&client, &session, "mouseMoved", x, y, "none", 0)
-        .await
-        .map_err(cdp_error)?;
+    mouse(&client, &session, "mouseMoved", x, y, "none", 0).await?;
     let mut dialog = false;
     for count in 1..=clicks {
-        mouse(&client, &session, "mousePressed", x, y, &button, count)
-            .await
-            .map_err(cdp_error)?;
+        mouse(&client, &session, "mousePressed", x, y, &button, count).await?;
         let (client2, session2, button2) = (client.clone(), session.clone(), button.clone());
         dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
             mouse(&client2, &session2, "mouseReleased", x, y, &button2, count).await
@@ -781,16 +797,12 @@ pub async fn scroll(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let run = |script| {
         let (client, ctx) = (&client, &ctx);
-        async move {
-            page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT)
-                .await
-                .map_err(page_error)
-        }
+        async move { page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT).await }
     };
     // Read in the selected frame: that is the document the scroll moves.
     let before = position(run(&ScrollPosition).await?);
@@ -808,8 +820,7 @@ pub async fn scroll(
             &ClickPoint(target),
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(page_error)?;
+        .await?;
         ("ref", None)
     } else if let Some(text) = str_arg(&arguments, "text") {
         let found = page::run(
@@ -821,11 +832,12 @@ pub async fn scroll(
             },
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(page_error)?;
+        .await?;
         if !found {
-            return Err(RpcError::invalid_params("no visible text matches")
-                .with_context("reason", json!("no_match")));
+            return Err(ToolError::from(
+                RpcError::invalid_params("no visible text matches")
+                    .with_context("reason", json!("no_match")),
+            ));
         }
         ("text", None)
     } else {
@@ -837,12 +849,13 @@ pub async fn scroll(
                     dx,
                     dy,
                 };
-                let moved = page::run(&client, &ctx.session, ctx.context, &script, SCRIPT_TIMEOUT)
-                    .await
-                    .map_err(page_error)?;
+                let moved =
+                    page::run(&client, &ctx.session, ctx.context, &script, SCRIPT_TIMEOUT).await?;
                 let Some(moved) = moved else {
-                    return Err(RpcError::invalid_params("the selector matches no element")
-                        .with_context("reason", json!("no_match")));
+                    return Err(ToolError::from(
+                        RpcError::invalid_params("the selector matches no element")
+                            .with_context("reason", json!("no_match")),
+                    ));
                 };
                 ("container", Some(moved))
             }
@@ -854,8 +867,7 @@ pub async fn scroll(
                     &ScrollPage { dx, dy },
                     SCRIPT_TIMEOUT,
                 )
-                .await
-                .map_err(page_error)?;
+                .await?;
                 ("page", None)
             }
         }
@@ -920,7 +932,7 @@ pub async fn dropdown_options(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
@@ -932,16 +944,15 @@ pub async fn dropdown_options(
         &ListOptions { target, limit },
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
-    serde_json::to_value(list).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
+    .await?;
+    Ok(serde_json::to_value(list)?)
 }
 
 pub async fn dropdown_select(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
@@ -963,8 +974,10 @@ pub async fn dropdown_select(
     let mut values = strings("values");
     let labels = strings("labels");
     if values.is_empty() && labels.is_empty() {
-        return Err(RpcError::invalid_params("give \"values\" or \"labels\"")
-            .with_context("path", json!("arguments.values")));
+        return Err(ToolError::from(
+            RpcError::invalid_params("give \"values\" or \"labels\"")
+                .with_context("path", json!("arguments.values")),
+        ));
     }
     if !labels.is_empty() {
         let list = page::run(
@@ -977,23 +990,24 @@ pub async fn dropdown_select(
             },
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(page_error)?;
+        .await?;
         if list.kind != page::OptionsKind::Native {
-            return Err(RpcError::new(
-                ErrorCode::ElementNotActionable,
-                "not a native select: click the option's ref from a fresh Observation",
-            )
-            .with_context("reason", json!("custom_listbox")));
+            return Err(ToolError::from(
+                RpcError::new(
+                    ErrorCode::ElementNotActionable,
+                    "not a native select: click the option's ref from a fresh Observation",
+                )
+                .with_context("reason", json!("custom_listbox")),
+            ));
         }
         for label in &labels {
             match list.options.iter().find(|o| o.label.trim() == label.trim()) {
                 Some(option) => values.push(option.value.clone()),
                 None => {
-                    return Err(
+                    return Err(ToolError::from(
                         RpcError::invalid_params(format!("no option labelled {label:?}"))
                             .with_context("reason", json!("option_not_found")),
-                    );
+                    ));
                 }
             }
         }
@@ -1008,8 +1022,7 @@ pub async fn dropdown_select(
         },
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
     let verified = values.iter().all(|v| selected.contains(&v.as_str()));
     let evidence = json!({
@@ -1031,8 +1044,8 @@ pub async fn dialogs_list(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let dialogs: Vec<Value> = env
         .browser
@@ -1047,8 +1060,8 @@ pub async fn dialogs_respond(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let live = env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let lease_id = scope.lease_id.as_deref().unwrap_or_default();
     let dialog_id = str_arg(&arguments, "dialogId").unwrap_or_default();
@@ -1056,18 +1069,17 @@ pub async fn dialogs_respond(
         .unwrap_or("dismiss")
         .to_owned();
     let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
-        return Err(RpcError::new(
-            ErrorCode::TargetNotFound,
-            "no open dialog with this id on a tab of this Workspace",
-        )
-        .with_context("reason", json!("dialog_not_found"))
-        .with_remediation(RemediationAction::ListDialogs, "Call browser.dialogs.list."));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::TargetNotFound,
+                "no open dialog with this id on a tab of this Workspace",
+            )
+            .with_context("reason", json!("dialog_not_found"))
+            .with_remediation(RemediationAction::ListDialogs, "Call browser.dialogs.list."),
+        ));
     };
     // Answering needs control of the tab; a live other controller keeps it.
-    env.browser
-        .control(workspace_id, lease_id, &opaque)
-        .await
-        .map_err(super::tabs::target_error)?;
+    env.browser.control(workspace_id, lease_id, &opaque).await?;
     let mut params = json!({"accept": action == "accept"});
     if let Some(text) = str_arg(&arguments, "promptText") {
         params["promptText"] = json!(text);
@@ -1081,8 +1093,7 @@ pub async fn dialogs_respond(
             params,
             INPUT_TIMEOUT,
         )
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
 }
 

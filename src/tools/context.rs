@@ -11,7 +11,7 @@ use crate::artifacts::Artifacts;
 use crate::cdp::{CallObserver, CdpClient};
 use crate::events::EventSink;
 use crate::home::Home;
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::BrowserService;
 use crate::store::{CommandStatus, PrincipalKey, Store};
 use crate::version::now_ms;

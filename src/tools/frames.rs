@@ -17,12 +17,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::observe::{PageContext, SCRIPT_TIMEOUT};
-use super::tabs::{cdp_error, controlled_tab};
+use super::tabs::controlled_tab;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page;
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::{FrameSelection, TabGuard};
 
 /// Frames listed at most; deeper or wider trees report `truncated`.
@@ -88,6 +89,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(list),
         },
         ToolDef {
             name: "browser.frames.select",
@@ -112,6 +116,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(select),
         },
     ]
 }
@@ -175,10 +182,8 @@ async fn frame_forest(
     client: &CdpClient,
     guard: &TabGuard,
     tab_session: &SessionId,
-) -> Result<Vec<FrameNode>, RpcError> {
-    let mut nodes = frame_tree(client, tab_session, false)
-        .await
-        .map_err(cdp_error)?;
+) -> Result<Vec<FrameNode>, ToolError> {
+    let mut nodes = frame_tree(client, tab_session, false).await?;
     let children = guard.frames().child_sessions();
     for (_, child) in children {
         match frame_tree(client, &child, true).await {
@@ -196,11 +201,10 @@ async fn frame_forest(
 
 /// OOPIFs of this tab that Chromium reports but whose session the pump has not recorded yet:
 /// iframe targets whose parent frame is one of ours but which are not in the forest.
-async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, RpcError> {
+async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, ToolError> {
     let result = client
         .call(None, "Target.getTargets", json!({}), TREE_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     let known: HashSet<&str> = nodes.iter().map(|n| n.raw.as_str()).collect();
     let missing = result["targetInfos"]
         .as_array()
@@ -222,7 +226,7 @@ async fn settled_forest(
     client: &CdpClient,
     guard: &TabGuard,
     tab_session: &SessionId,
-) -> Result<Vec<FrameNode>, RpcError> {
+) -> Result<Vec<FrameNode>, ToolError> {
     let until = tokio::time::Instant::now() + ATTACH_WAIT;
     loop {
         let nodes = frame_forest(client, guard, tab_session).await?;
@@ -352,10 +356,10 @@ pub async fn list(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let session = guard.session(&client).await?;
     let selection = guard.frame_selection();
     let nodes = settled_forest(&client, &guard, &session).await?;
     let origins = effective_origins(&nodes);
@@ -398,18 +402,18 @@ pub async fn select(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let frame_id = str_arg(&arguments, "frameId");
     let main = arguments.get("main").and_then(Value::as_bool) == Some(true);
     if frame_id.is_some() == main {
-        return Err(
+        return Err(ToolError::from(
             RpcError::invalid_params("give exactly one of \"frameId\" or \"main\": true")
                 .with_context("path", json!("arguments.frameId")),
-        );
+        ));
     }
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let session = guard.session(&client).await?;
     // Drops Observations of a frame that detached meanwhile.
     guard.frame_selection();
     let nodes = settled_forest(&client, &guard, &session).await?;
@@ -424,10 +428,10 @@ pub async fn select(
             .unwrap_or_default(),
     };
     let Some(node) = nodes.iter().find(|n| n.raw == raw) else {
-        return Err(frame_not_found(
+        return Err(ToolError::from(frame_not_found(
             frame_id.unwrap_or_default(),
             "frame_detached",
-        ));
+        )));
     };
     // The main frame is "no selection"; a child frame remembers its ancestors.
     let chosen = node
@@ -455,10 +459,10 @@ pub async fn frame_context(
     guard: &mut TabGuard,
     tab_session: SessionId,
     selection: FrameSelection,
-) -> Result<PageContext, RpcError> {
+) -> Result<PageContext, ToolError> {
     let (raw, opaque) = match selection {
         FrameSelection::Detached { opaque } => {
-            return Err(frame_not_found(&opaque, "frame_detached"));
+            return Err(ToolError::from(frame_not_found(&opaque, "frame_detached")));
         }
         FrameSelection::Frame { raw, opaque, .. } => (raw, opaque),
     };
@@ -467,7 +471,7 @@ pub async fn frame_context(
         Some(child) => (child, true),
         None => match hosting_session(client, guard, &tab_session, &raw).await? {
             Some(session) => (session, false),
-            None => return Err(frame_not_found(&opaque, "frame_detached")),
+            None => return Err(ToolError::from(frame_not_found(&opaque, "frame_detached"))),
         },
     };
     let context = page::create_isolated_world(client, &session, &raw, SCRIPT_TIMEOUT)
@@ -518,10 +522,8 @@ async fn hosting_session(
     guard: &TabGuard,
     tab_session: &SessionId,
     raw: &str,
-) -> Result<Option<SessionId>, RpcError> {
-    let in_tab = frame_tree(client, tab_session, false)
-        .await
-        .map_err(cdp_error)?;
+) -> Result<Option<SessionId>, ToolError> {
+    let in_tab = frame_tree(client, tab_session, false).await?;
     if in_tab.iter().any(|n| n.raw == raw) {
         return Ok(Some(tab_session.clone()));
     }

@@ -19,18 +19,17 @@ use super::actions::{
     snapshot,
 };
 use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
-use super::manifest::{Scope, ToolDef, object};
-use super::observe::{
-    PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context, page_error,
-};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::observe::{PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context};
 use super::progress::Subject;
-use super::tabs::{cdp_error, controlled_tab};
+use super::tabs::controlled_tab;
 use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
     FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
 mod table;
@@ -69,6 +68,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("press")),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(press),
         },
         ToolDef {
             name: "browser.type",
@@ -94,6 +96,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("type")),
             sensitivity_input: &["browser_data", "credential"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(type_text),
         },
         ToolDef {
             name: "browser.keyboard",
@@ -114,6 +119,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("keyboard")),
             sensitivity_input: &["browser_data", "credential"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(keyboard),
         },
     ]
 }
@@ -250,7 +258,7 @@ fn stroke_events(key: &Key, shift: bool) -> Vec<Value> {
 
 /// What `browser.press` was asked for: the key and the modifiers to hold, in order (Shift added
 /// when the US layout needs it for the character; the key itself never held twice).
-fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), RpcError> {
+fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), ToolError> {
     let name = if name == "Space" { " " } else { name };
     let shift_held = requested.contains(&table::SHIFT);
     let mut chars = name.chars();
@@ -264,7 +272,7 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
         _ => None,
     };
     let Some((key, needs_shift)) = key else {
-        return Err(RpcError::invalid_params(format!(
+        return Err(ToolError::from(RpcError::invalid_params(format!(
             "{name:?} is neither a named key nor a character of the US keyboard layout"
         ))
         .with_context("path", json!("arguments.key"))
@@ -272,7 +280,7 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
         .with_remediation(
             RemediationAction::ChangeKey,
             "Use a named key (Enter, Tab, Escape, Backspace, Delete, ArrowUp, Home, F5, Shift, ...) or one US-layout character; type other text with browser.keyboard.",
-        ));
+        )));
     };
     let mut held: Vec<Modifier> = Vec::with_capacity(4);
     for modifier in requested {
@@ -369,7 +377,7 @@ pub async fn press(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let key_name = str_arg(&arguments, "key").unwrap_or_default().to_owned();
     let (key, held) = press_chord(&key_name, &requested_modifiers(&arguments))?;
     let (client, mut guard) = controlled_tab(env, scope).await?;
@@ -384,8 +392,7 @@ pub async fn press(
                 &FocusAndSelectAll(target.clone()),
                 SCRIPT_TIMEOUT,
             )
-            .await
-            .map_err(page_error)?;
+            .await?;
             Some(target)
         }
         false => None,
@@ -401,8 +408,7 @@ pub async fn press(
         &ActiveElementKey,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let subject = match &element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Focused(active_before.key.clone()),
@@ -491,7 +497,7 @@ impl Guarded<'_> {
         client: &CdpClient,
         guard: &mut TabGuard,
         step: &str,
-    ) -> Result<PageContext, RpcError> {
+    ) -> Result<PageContext, ToolError> {
         // The pinned isolated-world context dies with its document, so a call into it is the
         // document check; a different session means the tab was re-attached.
         let session = guard
@@ -518,10 +524,10 @@ impl Guarded<'_> {
         .await
         .map_err(|_| self.fail(step, "document_changed"))?;
         if active.document_key != self.pin.document_key {
-            return Err(self.fail(step, "document_changed"));
+            return Err(ToolError::from(self.fail(step, "document_changed")));
         }
         if active.key != self.pin.active_key {
-            return Err(self.fail(step, "focus_changed"));
+            return Err(ToolError::from(self.fail(step, "focus_changed")));
         }
         Ok(ctx)
     }
@@ -550,11 +556,9 @@ impl Guarded<'_> {
         guard: &mut TabGuard,
         step: &str,
         stroke: &Stroke,
-    ) -> Result<(), RpcError> {
+    ) -> Result<(), ToolError> {
         let ctx = self.check(client, guard, step).await?;
-        send_stroke(client, &ctx.session, stroke)
-            .await
-            .map_err(cdp_error)?;
+        send_stroke(client, &ctx.session, stroke).await?;
         self.dispatched += 1;
         Ok(())
     }
@@ -573,7 +577,7 @@ async fn type_characters(
     guard: &mut TabGuard,
     guarded: &mut Guarded<'_>,
     text: &str,
-) -> Result<Typed, RpcError> {
+) -> Result<Typed, ToolError> {
     let mut typed = Typed::default();
     for (index, ch) in text.chars().enumerate() {
         let stroke = stroke_for(ch);
@@ -593,7 +597,7 @@ async fn submit_step(
     client: &CdpClient,
     guard: &mut TabGuard,
     guarded: &mut Guarded<'_>,
-) -> Result<(), RpcError> {
+) -> Result<(), ToolError> {
     let enter = Stroke::Key {
         key: Key::named(table::ENTER),
         shift: false,
@@ -676,7 +680,7 @@ async fn type_native(
     guard: &mut TabGuard,
     guarded: &mut Guarded<'_>,
     input_type: &str,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let ctx = guarded.check(client, guard, "set_value").await?;
     let outcome = page::run(
         client,
@@ -688,8 +692,7 @@ async fn type_native(
         },
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     if !outcome.canceled {
         guarded.dispatched += 1;
     }
@@ -737,7 +740,7 @@ pub async fn type_text(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
@@ -761,7 +764,7 @@ pub async fn type_text(
         (None, _) => "contenteditable".to_owned(),
     };
     if submit && native_type.is_some_and(|t| !IMPLICIT_SUBMIT_TYPES.contains(&t)) {
-        return Err(RpcError::invalid_params(
+        return Err(ToolError::from(RpcError::invalid_params(
             "Enter does not submit a form from a color or range input",
         )
         .with_context("path", json!("arguments.submit"))
@@ -769,7 +772,7 @@ pub async fn type_text(
         .with_remediation(
             RemediationAction::SubmitSeparately,
             "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
-        ));
+        )));
     }
     // A native-setter control is replaced whole; typing appends only when asked to.
     let focus = match clear || native_type.is_some() {
@@ -793,14 +796,15 @@ pub async fn type_text(
             )
             .await
         }
-    }
-    .map_err(page_error)?;
+    }?;
     if !focus.focused {
-        return Err(RpcError::new(
-            ErrorCode::ElementNotActionable,
-            "the element did not take focus",
-        )
-        .with_context("reason", json!("not_focusable")));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::ElementNotActionable,
+                "the element did not take focus",
+            )
+            .with_context("reason", json!("not_focusable")),
+        ));
     }
     let pin = Pin {
         context: ctx.context,
@@ -935,16 +939,18 @@ async fn finish_type(
     finished: Finished<'_>,
     verification: &str,
     exact: bool,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     if verification == "require_exact" && !exact {
-        return Err(RpcError::new(
-            ErrorCode::VerificationFailed,
-            "the field's value after typing is not the expected one",
-        )
-        .with_context("evidence", finished.evidence)
-        .with_remediation(
-            RemediationAction::Observe,
-            "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::VerificationFailed,
+                "the field's value after typing is not the expected one",
+            )
+            .with_context("evidence", finished.evidence)
+            .with_remediation(
+                RemediationAction::Observe,
+                "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+            ),
         ));
     }
     finish_with_observation(env, client, guard, scope, finished).await
@@ -1021,7 +1027,7 @@ pub async fn keyboard(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let ctx = page_context(&client, &mut guard).await?;
     let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
@@ -1033,14 +1039,15 @@ pub async fn keyboard(
         &ActiveElementKey,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     if active.key.is_none() || !active.editable {
-        return Err(RpcError::new(
-            ErrorCode::ElementNotActionable,
-            "no editable element has focus",
-        )
-        .with_context("reason", json!("no_focus")));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::ElementNotActionable,
+                "no editable element has focus",
+            )
+            .with_context("reason", json!("no_focus")),
+        ));
     }
     let before = page::run(
         &client,
@@ -1049,8 +1056,7 @@ pub async fn keyboard(
         &ActiveElementState,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let pin = Pin {
         context: ctx.context,
         document_key: active.document_key.clone(),
@@ -1271,7 +1277,7 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused() {
         for name in ["Enterr", "é", "👋", "ab", "F13"] {
-            let error = press_chord(name, &[]).unwrap_err();
+            let error = RpcError::from(press_chord(name, &[]).unwrap_err());
             assert_eq!(error.code, ErrorCode::InvalidParams, "{name}");
             assert_eq!(
                 error.to_json()["data"]["context"]["reason"],

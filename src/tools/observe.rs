@@ -9,14 +9,14 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use super::tabs::{cdp_error, controlled_tab};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::tabs::controlled_tab;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, DocumentInfo, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, PageError,
-    Read, ScriptErrorCode, Search,
+    self, DocumentInfo, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, Read,
+    Search,
 };
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::session::bounds::{MAX_TITLE_CHARS, MAX_URL_CHARS, bound_title, bound_url};
 use crate::session::{ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard};
@@ -93,6 +93,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: observation_schema(),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(observe),
         },
         ToolDef {
             name: "browser.read",
@@ -117,6 +120,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(read),
         },
         ToolDef {
             name: "browser.search",
@@ -142,6 +148,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(search),
         },
         ToolDef {
             name: "browser.elements.find",
@@ -167,6 +176,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(find),
         },
     ]
 }
@@ -186,74 +198,26 @@ pub struct PageContext {
 pub async fn page_context(
     client: &CdpClient,
     guard: &mut TabGuard,
-) -> Result<PageContext, RpcError> {
-    let session = guard.session(client).await.map_err(cdp_error)?;
+) -> Result<PageContext, ToolError> {
+    let session = guard.session(client).await?;
     if let Some(selection) = guard.frame_selection() {
         return super::frames::frame_context(client, guard, session, selection).await;
     }
     let frame_id = match guard.state().main_frame.clone() {
         Some(frame_id) => frame_id,
         None => {
-            let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT)
-                .await
-                .map_err(page_error)?;
+            let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT).await?;
             guard.state().main_frame = Some(frame_id.clone());
             frame_id
         }
     };
-    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT)
-        .await
-        .map_err(page_error)?;
+    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
     Ok(PageContext {
         session,
         frame_id,
         context,
         session_root: true,
     })
-}
-
-/// The one mapping from page-script failures to agent-visible errors.
-pub fn page_error(error: PageError) -> RpcError {
-    match error {
-        PageError::InvalidOption { name, detail } => {
-            RpcError::invalid_params(format!("{name} {detail}"))
-                .with_context("path", json!(format!("arguments.{name}")))
-        }
-        PageError::Refused { code, message, .. } => match code {
-            ScriptErrorCode::ObservationUnknown => {
-                RpcError::new(ErrorCode::ObservationNotFound, message).with_remediation(
-                    RemediationAction::Observe,
-                    "Call browser.observe and use refs from the new Observation.",
-                )
-            }
-            ScriptErrorCode::RefUnknown | ScriptErrorCode::RefStale => {
-                RpcError::new(ErrorCode::StaleRef, message).with_remediation(
-                    RemediationAction::Observe,
-                    "Call browser.observe and use refs from the new Observation.",
-                )
-            }
-            ScriptErrorCode::InvalidSelector
-            | ScriptErrorCode::InvalidRegex
-            | ScriptErrorCode::InvalidArgument => RpcError::invalid_params(message),
-            ScriptErrorCode::NoMatch => {
-                RpcError::invalid_params(message).with_context("reason", json!("no_match"))
-            }
-            ScriptErrorCode::NotVisible => RpcError::new(ErrorCode::ElementNotActionable, message)
-                .with_context("reason", json!("not_visible")),
-            ScriptErrorCode::NotEditable => RpcError::new(ErrorCode::ElementNotActionable, message)
-                .with_context("reason", json!("not_editable")),
-            ScriptErrorCode::UnsupportedElement => {
-                RpcError::new(ErrorCode::ElementNotActionable, message)
-                    .with_context("reason", json!("unsupported_element"))
-            }
-            ScriptErrorCode::OptionNotFound | ScriptErrorCode::OptionDisabled => {
-                RpcError::invalid_params(message).with_context("reason", json!(code.as_str()))
-            }
-        },
-        PageError::Cdp(cdp) => cdp_error(cdp),
-        // A script that threw in the page's context (often: the document was replaced mid-call).
-        other => RpcError::new(ErrorCode::InternalError, other.to_string()),
-    }
 }
 
 /// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
@@ -264,9 +228,9 @@ pub async fn url_and_title(
     client: &CdpClient,
     guard: &mut TabGuard,
     page_context: &PageContext,
-) -> Result<(String, String), RpcError> {
+) -> Result<(String, String), ToolError> {
     if guard.state().main_frame.as_deref() == Some(page_context.frame_id.as_str()) {
-        return guard.page_info(client).await.map_err(cdp_error);
+        return Ok(guard.page_info(client).await?);
     }
     // One character past each bound, so a cut value gets its marker.
     let script = DocumentInfo {
@@ -280,8 +244,7 @@ pub async fn url_and_title(
         &script,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     Ok((bound_url(&info.url), bound_title(&info.title)))
 }
 
@@ -311,7 +274,7 @@ pub async fn take_observation(
     guard: &mut TabGuard,
     scope: &CallScope,
     options: ObserveOptions,
-) -> Result<Map<String, Value>, RpcError> {
+) -> Result<Map<String, Value>, ToolError> {
     let page_context = page_context(client, guard).await?;
     let observation_id = new_id(IdKind::Observation);
     let script = Observe {
@@ -325,8 +288,7 @@ pub async fn take_observation(
         &script,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let (url, title) = url_and_title(client, guard, &page_context).await?;
     let state = guard.state();
     let hint_context = HintContext {
@@ -358,8 +320,7 @@ pub async fn take_observation(
     }
     let mut result = base_result(scope, url, title);
     result.insert("observationId".into(), json!(observation_id));
-    let wire = serde_json::to_value(observation.wire(&hints))
-        .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
+    let wire = serde_json::to_value(observation.wire(&hints))?;
     if let Value::Object(fields) = wire {
         result.extend(fields);
     }
@@ -370,7 +331,7 @@ pub async fn observe(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let result = take_observation(&client, &mut guard, scope, observe_options(&arguments)).await?;
     Ok(Value::Object(result))
@@ -382,7 +343,7 @@ async fn run_reading<S: page::PageScript>(
     env: &ToolEnv,
     scope: &CallScope,
     script: &S,
-) -> Result<(S::Output, Map<String, Value>), RpcError> {
+) -> Result<(S::Output, Map<String, Value>), ToolError> {
     let (client, mut guard) = controlled_tab(env, scope).await?;
     let page_context = page_context(&client, &mut guard).await?;
     let output = page::run(
@@ -392,8 +353,7 @@ async fn run_reading<S: page::PageScript>(
         script,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let (url, title) = url_and_title(&client, &mut guard, &page_context).await?;
     Ok((output, base_result(scope, url, title)))
 }
@@ -402,7 +362,7 @@ pub async fn read(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let defaults = Read::default();
     let script = Read {
         selector: str_arg(&arguments, "selector").map(str::to_owned),
@@ -419,7 +379,7 @@ pub async fn search(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let script = Search {
         query: str_arg(&arguments, "query").unwrap_or_default().to_owned(),
         regex: bool_arg(&arguments, "regex", false),
@@ -439,7 +399,7 @@ pub async fn find(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let script = Find {
         selector: str_arg(&arguments, "selector")
             .unwrap_or_default()

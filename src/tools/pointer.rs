@@ -17,14 +17,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::observe::{PageContext, SCRIPT_TIMEOUT, page_error};
-use super::tabs::cdp_error;
+use super::error::ToolError;
+use super::observe::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
     QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
 };
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
 /// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
@@ -149,7 +149,7 @@ struct TreeFrame {
 }
 
 /// `Page.getFrameTree` of one session, root first.
-async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, RpcError> {
+async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, ToolError> {
     let result = client
         .call(
             Some(session),
@@ -157,8 +157,7 @@ async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>,
             json!({}),
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     let mut frames = Vec::new();
     let mut pending = vec![&result["frameTree"]];
     while let Some(node) = pending.pop() {
@@ -187,7 +186,7 @@ async fn frame_owner(
     client: &CdpClient,
     session: &SessionId,
     frame: &str,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let owner = client
         .call(
             Some(session),
@@ -195,12 +194,11 @@ async fn frame_owner(
             json!({"frameId": frame}),
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     owner
         .get("backendNodeId")
         .cloned()
-        .ok_or_else(|| RpcError::new(ErrorCode::InternalError, "DOM.getFrameOwner: no node"))
+        .ok_or_else(|| RpcError::new(ErrorCode::InternalError, "DOM.getFrameOwner: no node").into())
 }
 
 /// Builds the chain from `ctx`'s frame to the main frame (empty for the main frame itself).
@@ -208,8 +206,8 @@ pub async fn chain(
     client: &CdpClient,
     guard: &mut TabGuard,
     ctx: &PageContext,
-) -> Result<Chain, RpcError> {
-    let tab_session = guard.session(client).await.map_err(cdp_error)?;
+) -> Result<Chain, ToolError> {
+    let tab_session = guard.session(client).await?;
     let mut chain = Chain {
         dispatch_session: ctx.session.clone(),
         hops: Vec::new(),
@@ -271,9 +269,8 @@ pub async fn chain(
             true => owner.clone(),
             false => frame_owner(client, &host, &outermost).await?,
         };
-        let context = page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT)
-            .await
-            .map_err(page_error)?;
+        let context =
+            page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT).await?;
         let resolved = client
             .call(
                 Some(&host),
@@ -281,8 +278,7 @@ pub async fn chain(
                 json!({"backendNodeId": hit_owner, "executionContextId": context.get(), "objectGroup": CHAIN_OBJECT_GROUP}),
                 SCRIPT_TIMEOUT,
             )
-            .await
-            .map_err(cdp_error)?;
+            .await?;
         let hit_object = resolved
             .pointer("/object/objectId")
             .and_then(Value::as_str)
@@ -299,11 +295,13 @@ pub async fn chain(
         frame = host_root;
         session = host;
     }
-    Err(RpcError::new(
-        ErrorCode::ElementNotActionable,
-        format!("the element is inside frames nested deeper than {MAX_HOPS}"),
-    )
-    .with_context("reason", json!("hidden")))
+    Err(ToolError::from(
+        RpcError::new(
+            ErrorCode::ElementNotActionable,
+            format!("the element is inside frames nested deeper than {MAX_HOPS}"),
+        )
+        .with_context("reason", json!("hidden")),
+    ))
 }
 
 /// A mapped point and what stood in its way.
@@ -326,7 +324,7 @@ async fn map_through(
     frame: [f64; 2],
     scroll: bool,
     hit_test: bool,
-) -> Result<Mapped, RpcError> {
+) -> Result<Mapped, ToolError> {
     let mut point = point;
     let mut aim = Aim {
         x: point.x,
@@ -403,7 +401,7 @@ async fn map_through(
 }
 
 /// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
-async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, RpcError> {
+async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
     let result = client
         .call(
             Some(&hop.session),
@@ -417,13 +415,12 @@ async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameH
             }),
             SCRIPT_TIMEOUT,
         )
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     let text = result
         .pointer("/result/value")
         .and_then(Value::as_str)
         .ok_or_else(frame_gone)?;
-    serde_json::from_str(text).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
+    Ok(serde_json::from_str(text)?)
 }
 
 /// The main-frame point of a coordinate click given in the page context's frame viewport (no
@@ -433,7 +430,7 @@ pub async fn map_point(
     ctx: &PageContext,
     chain: &Chain,
     (x, y): (f64, f64),
-) -> Result<Aim, RpcError> {
+) -> Result<Aim, ToolError> {
     if chain.hops.is_empty() {
         return Ok(Aim { x, y });
     }
@@ -444,8 +441,7 @@ pub async fn map_point(
         &ViewportSize,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let (width, height) = (viewport.width, viewport.height);
     let mapped = map_through(
         client,
@@ -458,7 +454,7 @@ pub async fn map_point(
     .await?;
     match mapped.blocker {
         None => Ok(mapped.aim),
-        Some(blocker) => Err(blocker.error()),
+        Some(blocker) => Err(ToolError::from(blocker.error())),
     }
 }
 
@@ -492,7 +488,7 @@ impl Sample {
 enum Failure {
     /// The ref's element is no longer in its document.
     Stale(PageError),
-    Other(RpcError),
+    Other(ToolError),
 }
 
 async fn sample(
@@ -520,7 +516,7 @@ async fn sample(
                         scrolled: false,
                     }),
                     Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
-                    _ => Err(Failure::Other(page_error(error))),
+                    _ => Err(Failure::Other(ToolError::from(error))),
                 };
             }
         };
@@ -565,7 +561,7 @@ pub async fn actionable(
     chain: &Chain,
     target: &RefTarget,
     deadline: tokio::time::Instant,
-) -> Result<Aim, RpcError> {
+) -> Result<Aim, ToolError> {
     let now = tokio::time::Instant::now();
     let remaining = deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
@@ -576,9 +572,11 @@ pub async fn actionable(
         let current = match sample(client, ctx, chain, target, scroll).await {
             Ok(current) => current,
             // Removed while we waited: it will not come back as the same element.
-            Err(Failure::Stale(_)) if previous.is_some() => return Err(Blocker::Detached.error()),
+            Err(Failure::Stale(_)) if previous.is_some() => {
+                return Err(ToolError::from(Blocker::Detached.error()));
+            }
             // Gone before the first look: the ref itself is stale (as for every tool).
-            Err(Failure::Stale(error)) => return Err(page_error(error)),
+            Err(Failure::Stale(error)) => return Err(ToolError::from(error)),
             Err(Failure::Other(error)) => return Err(error),
         };
         let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
@@ -597,7 +595,7 @@ pub async fn actionable(
         };
         let blocker = current.blocker.clone().unwrap_or(Blocker::NotStable);
         if tokio::time::Instant::now() + interval > wait_until {
-            return Err(blocker.error());
+            return Err(ToolError::from(blocker.error()));
         }
         previous = Some(current);
         tokio::time::sleep(interval).await;

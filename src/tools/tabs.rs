@@ -11,12 +11,13 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use crate::cdp::{CdpClient, CdpError};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use crate::cdp::CdpClient;
 use crate::events::Emit;
-use crate::protocol::errors::{ErrorCode, RpcError, RemediationAction};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::bounds::bound_event_url;
-use crate::session::{Awaited, ConnectError, LoadPhase, TabGuard, TargetError};
+use crate::session::{Awaited, LoadPhase, TabGuard, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
@@ -95,6 +96,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(connect),
         },
         ToolDef {
             name: "browser.open",
@@ -106,6 +110,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: page_result_schema(),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(open),
         },
         ToolDef {
             name: "browser.navigate",
@@ -120,6 +127,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: page_result_schema(),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(navigate),
         },
         ToolDef {
             name: "browser.tabs.list",
@@ -142,6 +152,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::Dispatch,
+            handler: handler!(tabs_list),
         },
         ToolDef {
             name: "browser.tabs.release",
@@ -156,6 +169,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::Dispatch,
+            handler: handler!(tabs_release),
         },
         ToolDef {
             name: "browser.tabs.close",
@@ -170,6 +186,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(tabs_close),
         },
     ]
 }
@@ -181,63 +200,19 @@ fn workspace(scope: &CallScope) -> (&str, &str) {
     )
 }
 
-pub fn disconnected() -> RpcError {
-    RpcError::new(
-        ErrorCode::BrowserDisconnected,
-        "the Broker has no live browser connection",
-    )
-    .with_remediation(
-        RemediationAction::CallBrowserConnect,
-        "Call browser.connect, then browser.tabs.list to rebuild target state.",
-    )
-}
-
-pub fn target_error(error: TargetError) -> RpcError {
-    match error {
-        TargetError::NotFound => RpcError::new(ErrorCode::TargetNotFound, "no such target for this Workspace (closed, never listed, or from an older connection generation)")
-            .with_remediation(RemediationAction::ListTabs, "Call browser.tabs.list for current targetIds."),
-        TargetError::ControlledElsewhere { .. } => RpcError::new(ErrorCode::TargetControlledElsewhere, "another Lease controls this tab")
-            .with_remediation(RemediationAction::WaitForRelease, "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
-        TargetError::NotManaged => RpcError::new(ErrorCode::TargetNotManaged, "this is a user tab; Browser Pilot never closes user tabs"),
-    }
-}
-
-pub fn cdp_error(error: CdpError) -> RpcError {
-    match error {
-        CdpError::Disconnected => disconnected(),
-        CdpError::SessionClosed { .. } => RpcError::new(
-            ErrorCode::TargetNotFound,
-            "the tab closed or crashed during the call",
-        )
-        .with_remediation(RemediationAction::ListTabs, "Call browser.tabs.list and observe again."),
-        CdpError::Timeout { method } => RpcError::new(
-            ErrorCode::DeadlineExceeded,
-            format!("the browser did not answer {method} in time"),
-        ),
-        other => RpcError::new(
-            ErrorCode::InternalError,
-            format!("browser call failed: {other}"),
-        ),
-    }
-}
-
 /// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
 /// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
 pub async fn controlled_tab(
     env: &ToolEnv,
     scope: &CallScope,
-) -> Result<(CdpClient, TabGuard), RpcError> {
-    let live = env.browser.live().ok_or_else(disconnected)?;
+) -> Result<(CdpClient, TabGuard), ToolError> {
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
     let opaque = scope
         .target_id
         .as_deref()
         .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
-    let (target, handle) = env
-        .browser
-        .control(workspace_id, lease_id, opaque)
-        .await
-        .map_err(target_error)?;
+    let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
     let ticket = scope
         .ticket
         .lock()
@@ -254,28 +229,13 @@ pub async fn connect(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let browser_id = match str_arg(&arguments, "browserId") {
         Some(id) => id.to_owned(),
         None => workspace_browser(env, scope).await?,
     };
     scope.gate.pass().await?;
-    let connected = env.browser.connect(&browser_id).await.map_err(|error| match error {
-        ConnectError::UnknownBrowser(id) => RpcError::invalid_params(format!("no browser candidate {id:?}"))
-            .with_remediation(RemediationAction::Discover, "Call browser.discover for the current candidates."),
-        ConnectError::NotReady { remediation } => {
-            let mut error = RpcError::new(ErrorCode::BrowserNotReady, "the browser has no live debugging endpoint");
-            error.remediation = remediation.or_else(|| Some(json!({"action": RemediationAction::StartBrowser.as_str(), "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
-            error
-        }
-        ConnectError::AnotherBrowserConnected(other) => RpcError::new(ErrorCode::BrowserBusy, "the Broker is connected to another browser")
-            .with_context("connectedBrowserId", json!(other)),
-        ConnectError::AuthorizationDenied(message) => RpcError::new(ErrorCode::AuthorizationDenied, format!("the browser refused the debugging connection: {message}"))
-            .with_remediation(RemediationAction::AllowRemoteDebugging, "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
-        ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")
-            .with_remediation(RemediationAction::ApproveInBrowser, "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
-        ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
-    })?;
+    let connected = env.browser.connect(&browser_id).await?;
     Ok(json!({
         "browserId": connected.browser_id,
         "browserConnectionGeneration": connected.generation,
@@ -284,35 +244,36 @@ pub async fn connect(
     }))
 }
 
-async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, RpcError> {
+async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, ToolError> {
     let store = env.store.clone();
     let principal = scope.principal.clone();
     let id = scope.workspace_id.clone().unwrap_or_default();
     let lookup = tokio::task::spawn_blocking(move || store.get_workspace(&principal, &id))
         .await
-        .map_err(|_| RpcError::new(ErrorCode::InternalError, "store task failed"))?
-        .map_err(|_| RpcError::new(ErrorCode::InternalError, "internal store error"))?;
+        .map_err(|_| RpcError::new(ErrorCode::InternalError, "store task failed"))??;
     match lookup {
         crate::store::WorkspaceLookup::Active(row) => Ok(row.browser_id),
-        _ => Err(RpcError::new(
+        _ => Err(ToolError::from(RpcError::new(
             ErrorCode::WorkspaceNotFound,
             "no active Workspace with this id for this client",
-        )),
+        ))),
     }
 }
 
-fn check_url(url: &str) -> Result<(), RpcError> {
+fn check_url(url: &str) -> Result<(), ToolError> {
     let lower = url.trim_start().to_ascii_lowercase();
     match ALLOWED_SCHEMES
         .iter()
         .any(|scheme| lower.starts_with(scheme))
     {
         true => Ok(()),
-        false => Err(RpcError::invalid_params(format!(
-            "unsupported URL scheme; allowed: {}",
-            ALLOWED_SCHEMES.join(" ")
-        ))
-        .with_context("path", json!("arguments.url"))),
+        false => Err(ToolError::from(
+            RpcError::invalid_params(format!(
+                "unsupported URL scheme; allowed: {}",
+                ALLOWED_SCHEMES.join(" ")
+            ))
+            .with_context("path", json!("arguments.url")),
+        )),
     }
 }
 
@@ -320,7 +281,7 @@ pub async fn open(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let url = str_arg(&arguments, "url")
         .unwrap_or("about:blank")
         .to_owned();
@@ -330,7 +291,7 @@ pub async fn open(
         let opaque = scope.target_id.as_deref().unwrap_or_default();
         return goto(env, &client, &mut guard, scope, opaque, &url).await;
     }
-    let live = env.browser.live().ok_or_else(disconnected)?;
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let client = scope.gate.watch(&live.client);
     let (workspace_id, lease_id) = workspace(scope);
     scope.gate.pass().await?;
@@ -339,8 +300,7 @@ pub async fn open(
     // commit, so the load wait below reads the new document, never the initial about:blank.
     let target = client
         .create_target("about:blank", new_window, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     let opaque = env
         .browser
         .adopt_created(&target, &url, workspace_id, lease_id);
@@ -355,8 +315,7 @@ pub async fn open(
     let handle = env
         .browser
         .control(workspace_id, lease_id, &opaque)
-        .await
-        .map_err(target_error)?
+        .await?
         .1;
     let mut guard = handle.acquire().await;
     let mut result = goto(env, &client, &mut guard, scope, &opaque, &url).await?;
@@ -369,7 +328,7 @@ pub async fn navigate(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let action = str_arg(&arguments, "action").unwrap_or("reload").to_owned();
     let url = str_arg(&arguments, "url").map(str::to_owned);
     if action == "goto" {
@@ -379,7 +338,7 @@ pub async fn navigate(
         })?)?;
     }
     let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let session = guard.session(&client).await?;
     // A navigation ends every no-progress streak on the tab.
     guard.state().progress = Default::default();
     let dispatched = tokio::time::Instant::now();
@@ -397,30 +356,25 @@ pub async fn navigate(
         }
         "reload" => {
             let mark = guard.load_mark();
-            client
-                .reload(&session, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+            client.reload(&session, CALL_TIMEOUT).await?;
             Awaited::NewDocument(mark)
         }
         direction => {
-            let history = client
-                .navigation_history(&session, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+            let history = client.navigation_history(&session, CALL_TIMEOUT).await?;
             let offset = if direction == "back" { -1 } else { 1 };
             let Some(entry) = history.entry(offset) else {
-                return Err(RpcError::new(
-                    ErrorCode::NavigationFailed,
-                    format!("there is no history entry to go {direction} to"),
-                )
-                .with_context("action", json!(direction)));
+                return Err(ToolError::from(
+                    RpcError::new(
+                        ErrorCode::NavigationFailed,
+                        format!("there is no history entry to go {direction} to"),
+                    )
+                    .with_context("action", json!(direction)),
+                ));
             };
             let mark = guard.load_mark();
             client
                 .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+                .await?;
             // A history step may stay in the document (fragment, History API entries).
             Awaited::AnyNavigation(mark)
         }
@@ -444,22 +398,21 @@ async fn goto(
     scope: &CallScope,
     opaque: &str,
     url: &str,
-) -> Result<Value, RpcError> {
-    let session = guard.session(client).await.map_err(cdp_error)?;
+) -> Result<Value, ToolError> {
+    let session = guard.session(client).await?;
     // A navigation ends every no-progress streak on the tab.
     guard.state().progress = Default::default();
     let dispatched = tokio::time::Instant::now();
     let mark = guard.load_mark();
-    let outcome = client
-        .navigate(&session, url, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    let outcome = client.navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
-        return Err(RpcError::new(
-            ErrorCode::NavigationFailed,
-            format!("the browser could not load the URL: {error_text}"),
-        )
-        .with_context("errorText", json!(error_text)));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::NavigationFailed,
+                format!("the browser could not load the URL: {error_text}"),
+            )
+            .with_context("errorText", json!(error_text)),
+        ));
     }
     // A cross-document navigation names its loader; one that stayed in the document does not.
     let awaited = match outcome.loader_id {
@@ -498,7 +451,7 @@ async fn wait_for_load(
     opaque: &str,
     awaited: &Awaited,
     dispatched: tokio::time::Instant,
-) -> Result<PageState, RpcError> {
+) -> Result<PageState, ToolError> {
     let now = tokio::time::Instant::now();
     let settle_at = (now + LOAD_WAIT).min(
         scope
@@ -519,7 +472,9 @@ async fn wait_for_load(
                     Ok((url, _)) => url,
                     Err(_) => String::new(),
                 };
-                return Err(navigation_stalled(env, scope, opaque, &url, now - dispatched).await);
+                return Err(ToolError::from(
+                    navigation_stalled(env, scope, opaque, &url, now - dispatched).await,
+                ));
             }
             _ => {}
         }
@@ -543,7 +498,7 @@ async fn wait_for_load(
             }
         };
     };
-    let (url, title) = guard.page_info(client).await.map_err(cdp_error)?;
+    let (url, title) = guard.page_info(client).await?;
     // Target discovery may report the new title later; the inventory shows what we just read.
     env.browser.note_page(&guard.target, &url, &title);
     Ok(PageState {
@@ -593,8 +548,8 @@ pub async fn tabs_list(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
     let tabs: Vec<Value> = env
         .browser
@@ -619,14 +574,13 @@ pub async fn tabs_release(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
     let opaque = scope.target_id.clone().unwrap_or_default();
     let released = env
         .browser
-        .release_control(workspace_id, lease_id, &opaque)
-        .map_err(target_error)?;
+        .release_control(workspace_id, lease_id, &opaque)?;
     if released {
         // The Lease's no-progress streaks on this tab end with its control.
         let ticket = scope.ticket.lock().expect("ticket lock").take();
@@ -649,20 +603,13 @@ pub async fn tabs_close(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (workspace_id, _) = workspace(scope);
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    if !env
-        .browser
-        .is_managed_opaque(workspace_id, opaque)
-        .map_err(target_error)?
-    {
-        return Err(target_error(TargetError::NotManaged));
+    if !env.browser.is_managed_opaque(workspace_id, opaque)? {
+        return Err(ToolError::from(TargetError::NotManaged));
     }
     let (client, guard) = controlled_tab(env, scope).await?;
-    let closed = client
-        .close_target(&guard.target, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    let closed = client.close_target(&guard.target, CALL_TIMEOUT).await?;
     Ok(json!({"targetId": scope.target_id.clone().unwrap_or_default(), "closed": closed}))
 }
