@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg, u32_arg};
 use super::error::ToolError;
+use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::observe::{
     PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
@@ -65,7 +66,7 @@ pub(super) fn evidence_schema(action: &str) -> Value {
             "action": {"const": action},
             "status": {"enum": ["verified", "mismatch", "unavailable"]},
             "kind": {"type": "string"},
-            "effects": {"type": "array", "items": {"enum": ["checked_changed", "selected_changed", "pressed_changed", "expanded_changed", "value_changed", "focus_changed", "navigation", "document_changed", "dialog_opened", "popup_opened", "scrolled"]}},
+            "effects": {"type": "array", "items": {"enum": Effect::ALL.map(Effect::as_str)}},
         }),
         &["action", "status", "effects"],
     )
@@ -329,7 +330,7 @@ pub(super) async fn current_url(client: &CdpClient, guard: &mut TabGuard) -> Str
 
 /// What changed after an input action, and how it compares with what the control should do.
 pub(super) struct Effects {
-    pub(super) list: Vec<&'static str>,
+    pub(super) list: Vec<Effect>,
     pub(super) after: Option<ElementState>,
     pub(super) dialog: bool,
 }
@@ -347,7 +348,7 @@ pub(super) async fn collect_effects(
     let tab = guard.target.clone();
     let dialog = dialog_seen || drain_dialog(dialogs, &tab);
     if dialog {
-        list.push("dialog_opened");
+        list.push(Effect::DialogOpened);
         // The page is paused behind the dialog: nothing else can be read until it is answered.
         return Effects {
             list,
@@ -357,7 +358,7 @@ pub(super) async fn collect_effects(
     }
     let url = current_url(client, guard).await;
     if !url.is_empty() && url != before.url {
-        list.push("navigation");
+        list.push(Effect::Navigation);
         wait_loaded(client, guard).await;
     }
     let mut after = None;
@@ -368,13 +369,13 @@ pub(super) async fn collect_effects(
                     state_effects(element_before, &state, &mut list);
                     after = Some(state);
                 }
-                _ => list.push("document_changed"),
+                _ => list.push(Effect::DocumentChanged),
             },
-            Err(_) => list.push("document_changed"),
+            Err(_) => list.push(Effect::DocumentChanged),
         }
     }
     if env.browser.popups_of(&tab) > before.popups {
-        list.push("popup_opened");
+        list.push(Effect::PopupOpened);
     }
     Effects {
         list,
@@ -391,24 +392,24 @@ fn drain_dialog(dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>, tab: &
     seen
 }
 
-fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<&'static str>) {
+fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<Effect>) {
     if before.checked != after.checked {
-        list.push("checked_changed");
+        list.push(Effect::CheckedChanged);
     }
     if before.selected != after.selected || before.selected_values != after.selected_values {
-        list.push("selected_changed");
+        list.push(Effect::SelectedChanged);
     }
     if before.pressed != after.pressed {
-        list.push("pressed_changed");
+        list.push(Effect::PressedChanged);
     }
     if before.expanded != after.expanded {
-        list.push("expanded_changed");
+        list.push(Effect::ExpandedChanged);
     }
     if before.value != after.value || before.value_length != after.value_length {
-        list.push("value_changed");
+        list.push(Effect::ValueChanged);
     }
     if before.focused != after.focused {
-        list.push("focus_changed");
+        list.push(Effect::FocusChanged);
     }
 }
 
@@ -439,14 +440,9 @@ fn click_evidence(
     effects: &Effects,
     before: Option<&ElementState>,
     record: Option<&ClickRecord>,
-) -> Value {
+) -> Evidence {
     let after = effects.after.as_ref();
-    let left_page = effects.list.iter().any(|e| {
-        matches!(
-            *e,
-            "navigation" | "document_changed" | "dialog_opened" | "popup_opened"
-        )
-    });
+    let left_page = effects.list.iter().any(|e| e.leaves_page());
     let expected = match kind {
         "checkbox" | "switch" | "menuitemcheckbox" => {
             Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
@@ -466,51 +462,56 @@ fn click_evidence(
     let delivery = record.and_then(ClickRecord::delivery);
     let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
     // Effects that are more than the focus a mousedown moves.
-    let effected = effects.list.iter().any(|e| *e != "focus_changed");
+    let effected = effects.list.iter().any(|e| *e != Effect::FocusChanged);
     let by_effects = match (expected, effects.list.is_empty()) {
-        (Some(true), _) => ("verified", None),
-        (Some(false), _) if left_page => ("verified", None),
-        (Some(false), _) if prevented => ("mismatch", Some("default_prevented")),
-        (Some(false), _) => ("mismatch", None),
-        (None, _) if prevented && !effected => ("mismatch", Some("default_prevented")),
-        (None, false) => ("verified", None),
-        (None, true) => ("unavailable", Some("no_observable_effect")),
+        (Some(true), _) => (Status::Verified, None),
+        (Some(false), _) if left_page => (Status::Verified, None),
+        (Some(false), _) if prevented => (Status::Mismatch, Some(EvidenceReason::DefaultPrevented)),
+        (Some(false), _) => (Status::Mismatch, None),
+        (None, _) if prevented && !effected => {
+            (Status::Mismatch, Some(EvidenceReason::DefaultPrevented))
+        }
+        (None, false) => (Status::Verified, None),
+        (None, true) => (
+            Status::Unavailable,
+            Some(EvidenceReason::NoObservableEffect),
+        ),
     };
     let (status, reason) = match delivery {
         Some(Delivery::Reached) => by_effects,
-        Some(Delivery::Intercepted) => ("mismatch", Some("click_intercepted")),
-        Some(Delivery::Stopped) => ("mismatch", Some("propagation_stopped")),
-        Some(Delivery::NotObserved) => ("unavailable", Some("click_not_observed")),
+        Some(Delivery::Intercepted) => (Status::Mismatch, Some(EvidenceReason::ClickIntercepted)),
+        Some(Delivery::Stopped) => (Status::Mismatch, Some(EvidenceReason::PropagationStopped)),
+        Some(Delivery::NotObserved) => {
+            (Status::Unavailable, Some(EvidenceReason::ClickNotObserved))
+        }
         // No record: the page left (navigation, new document, dialog, popup) or it could not be
         // read. Focus moving is no proof that the click reached the element.
-        None if expected.is_none() && !effected && !effects.list.is_empty() => {
-            ("unavailable", Some("no_observable_effect"))
-        }
+        None if expected.is_none() && !effected && !effects.list.is_empty() => (
+            Status::Unavailable,
+            Some(EvidenceReason::NoObservableEffect),
+        ),
         None => by_effects,
     };
-    let mut evidence =
-        json!({"action": "click", "status": status, "kind": kind, "effects": effects.list});
-    evidence["delivery"] = json!(delivery.map_or("unknown", Delivery::as_str));
+    let mut evidence = Evidence::new(Action::Click, status, kind, effects.list.clone());
+    evidence.reason = reason;
+    evidence.set("delivery", delivery.map_or("unknown", Delivery::as_str));
     if prevented {
-        evidence["defaultPrevented"] = json!(true);
+        evidence.set("defaultPrevented", true);
     }
     if let Some(after) = after {
         if after.checked.is_some() {
-            evidence["checked"] = checked_json(after.checked);
+            evidence.set("checked", checked_json(after.checked));
         }
         if let Some(selected) = after.selected {
-            evidence["selected"] = json!(selected);
+            evidence.set("selected", json!(selected));
         }
         if let Some(expanded) = after.expanded {
-            evidence["expanded"] = json!(expanded);
+            evidence.set("expanded", json!(expanded));
         }
         if after.pressed.is_some() {
-            evidence["pressed"] = checked_json(after.pressed);
+            evidence.set("pressed", checked_json(after.pressed));
         }
-        evidence["focused"] = json!(after.focused);
-    }
-    if let Some(reason) = reason {
-        evidence["reason"] = json!(reason);
+        evidence.set("focused", json!(after.focused));
     }
     evidence
 }
@@ -574,7 +575,7 @@ where
 /// (never sent).
 pub(super) struct Finished<'a> {
     pub(super) arguments: &'a Map<String, Value>,
-    pub(super) evidence: Value,
+    pub(super) evidence: Evidence,
     /// A dialog the action opened blocks the page: no Observation until it is answered.
     pub(super) dialog_open: bool,
     /// What was acted on, for the action's signature.
@@ -616,23 +617,22 @@ pub(super) async fn finish_with_observation(
             take_observation(client, guard, scope, options).await?
         }
     };
-    let action = evidence["action"].as_str().unwrap_or_default();
-    let (changed, navigated) = progress::Completed::effects(&evidence);
+    let action = evidence.action.as_str();
     let session = guard.state().session.clone();
-    let completed = progress::Completed {
-        actor: progress::Actor {
-            workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
-            lease_id: scope.lease_id.as_deref().unwrap_or_default(),
-            session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
-            frame_id: &frame_id,
-            control_epoch: guard.control_epoch(),
-        },
-        signature: progress::signature(action, &subject, arguments),
-        verdict: progress::Verdict::of(&evidence),
-        changed,
-        navigated,
-        page: (!dialog_open).then(|| progress::fingerprint(&result)),
+    let actor = progress::Actor {
+        workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
+        lease_id: scope.lease_id.as_deref().unwrap_or_default(),
+        session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
+        frame_id: &frame_id,
+        control_epoch: guard.control_epoch(),
     };
+    let page = (!dialog_open).then(|| progress::fingerprint(&result));
+    let completed = progress::Completed::new(
+        actor,
+        progress::signature(action, &subject, arguments),
+        &evidence,
+        page,
+    );
     let crossed = progress::record(guard.state(), completed);
     if let Some(crossed) = crossed {
         let hint = crossed.reason.hint();
@@ -653,7 +653,7 @@ pub(super) async fn finish_with_observation(
             tracing::debug!(%error, "watchdog.no_progress not journaled");
         }
     }
-    result.insert("evidence".into(), evidence);
+    result.insert("evidence".into(), serde_json::to_value(&evidence)?);
     Ok(Value::Object(result))
 }
 
@@ -770,18 +770,7 @@ pub async fn click(
     };
     let evidence = match target {
         Some(_) => click_evidence(&kind, &effects, before.element.as_ref(), record.as_ref()),
-        None => {
-            let status = if effects.list.is_empty() {
-                "unavailable"
-            } else {
-                "verified"
-            };
-            let mut evidence = json!({"action": "click", "status": status, "kind": "coordinates", "effects": effects.list});
-            if status == "unavailable" {
-                evidence["reason"] = json!("no_observable_effect");
-            }
-            evidence
-        }
+        None => Evidence::by_any_effect(Action::Click, "coordinates", effects.list.clone()),
     };
     let finished = Finished {
         arguments: &arguments,
@@ -878,20 +867,22 @@ pub async fn scroll(
         Some(container) => container.moved,
         None => after != before,
     };
-    let mut evidence = json!({
-        "action": "scroll", "status": if moved { "verified" } else { "unavailable" }, "kind": mode,
-        "effects": if moved { vec!["scrolled"] } else { vec![] },
-        "before": {"x": before.0, "y": before.1}, "after": {"x": after.0, "y": after.1},
-    });
+    let effects = match moved {
+        true => vec![Effect::Scrolled],
+        false => vec![],
+    };
+    let mut evidence = Evidence::by_any_effect(Action::Scroll, mode, effects);
+    evidence.set("before", json!({"x": before.0, "y": before.1}));
+    evidence.set("after", json!({"x": after.0, "y": after.1}));
     if let Some(container) = container_moved {
-        evidence["container"] = json!({
-            "moved": container.moved,
-            "before": scroll_json(container.before),
-            "after": scroll_json(container.after),
-        });
-    }
-    if !moved {
-        evidence["reason"] = json!("no_observable_effect");
+        evidence.set(
+            "container",
+            json!({
+                "moved": container.moved,
+                "before": scroll_json(container.before),
+                "after": scroll_json(container.after),
+            }),
+        );
     }
     let finished = Finished {
         arguments: &arguments,
@@ -1025,11 +1016,16 @@ pub async fn dropdown_select(
     .await?;
     let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
     let verified = values.iter().all(|v| selected.contains(&v.as_str()));
-    let evidence = json!({
-        "action": "select", "status": if verified { "verified" } else { "mismatch" }, "kind": "native_select",
-        "effects": if outcome.changed { vec!["selected_changed", "value_changed"] } else { vec![] },
-        "selected": outcome.selected,
-    });
+    let status = match verified {
+        true => Status::Verified,
+        false => Status::Mismatch,
+    };
+    let effects = match outcome.changed {
+        true => vec![Effect::SelectedChanged, Effect::ValueChanged],
+        false => vec![],
+    };
+    let mut evidence = Evidence::new(Action::Select, status, "native_select", effects);
+    evidence.set("selected", &outcome.selected);
     let finished = Finished {
         arguments: &arguments,
         evidence,
@@ -1102,10 +1098,14 @@ mod tests {
     use super::*;
 
     fn effects(list: &[&'static str], after: Option<ElementState>) -> Effects {
+        let list: Vec<Effect> = list
+            .iter()
+            .map(|name| *Effect::ALL.iter().find(|e| e.as_str() == *name).unwrap())
+            .collect();
         Effects {
-            list: list.to_vec(),
+            dialog: list.contains(&Effect::DialogOpened),
+            list,
             after,
-            dialog: list.contains(&"dialog_opened"),
         }
     }
 
@@ -1130,7 +1130,7 @@ mod tests {
         before: Option<&ElementState>,
         record: Option<ClickRecord>,
     ) -> (String, Option<String>, String) {
-        let evidence = click_evidence(kind, effects, before, record.as_ref());
+        let evidence = click_evidence(kind, effects, before, record.as_ref()).to_json();
         (
             evidence["status"].as_str().unwrap().to_owned(),
             evidence["reason"].as_str().map(str::to_owned),
@@ -1194,7 +1194,7 @@ mod tests {
     fn a_prevented_default_counts_only_with_another_effect() {
         let focus = effects(&["focus_changed"], None);
         let prevented = Some(record(1, 1, 1, true));
-        let evidence = click_evidence("button", &focus, None, prevented.as_ref());
+        let evidence = click_evidence("button", &focus, None, prevented.as_ref()).to_json();
         assert_eq!(evidence["status"], "mismatch");
         assert_eq!(evidence["reason"], "default_prevented");
         assert_eq!(evidence["defaultPrevented"], true);
@@ -1224,5 +1224,53 @@ mod tests {
             judged("link", &effects(&["navigation"], None), None, Some(unarmed)).2,
             "unknown"
         );
+    }
+
+    /// Before/after element states in, evidence out, and the no-progress detector fed from
+    /// that evidence directly: three clicks on a checkbox that never toggles are a mismatch
+    /// streak; one that toggles ends it.
+    #[test]
+    fn evidence_from_states_drives_the_no_progress_detector() {
+        let mut state = crate::session::TabState::default();
+        let mut click = |after: bool| {
+            let before = checkbox(false);
+            let after = checkbox(after);
+            let mut list = Vec::new();
+            state_effects(&before, &after, &mut list);
+            let effects = Effects {
+                list,
+                after: Some(after),
+                dialog: false,
+            };
+            let evidence = click_evidence(
+                "checkbox",
+                &effects,
+                Some(&before),
+                Some(&record(1, 1, 1, false)),
+            );
+            let actor = progress::Actor {
+                workspace_id: "workspace:1",
+                lease_id: "lease:1",
+                session: "s",
+                frame_id: "f",
+                control_epoch: 0,
+            };
+            let completed = progress::Completed::new(actor, 1, &evidence, Some((1, 2)));
+            (evidence, progress::record(&mut state, completed))
+        };
+        let (evidence, report) = click(false);
+        assert_eq!(evidence.status, Status::Mismatch);
+        assert!(evidence.effects.is_empty() && report.is_none());
+        assert!(click(false).1.is_none());
+        let (_, report) = click(false);
+        assert_eq!(
+            report.map(|r| r.reason),
+            Some(progress::NoProgressReason::Mismatch)
+        );
+        let (evidence, report) = click(true);
+        assert_eq!(evidence.status, Status::Verified);
+        assert_eq!(evidence.effects, vec![Effect::CheckedChanged]);
+        assert_eq!(evidence.to_json()["checked"], true);
+        assert!(report.is_none());
     }
 }

@@ -20,6 +20,7 @@ use super::actions::{
 };
 use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
 use super::error::ToolError;
+use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object};
 use super::observe::{PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context};
 use super::progress::Subject;
@@ -439,8 +440,8 @@ pub async fn press(
     )
     .await;
     let settled_in_place = !effects.dialog
-        && !effects.list.contains(&"navigation")
-        && !effects.list.contains(&"focus_changed");
+        && !effects.list.contains(&Effect::Navigation)
+        && !effects.list.contains(&Effect::FocusChanged);
     if settled_in_place
         && let Ok(ctx) = page_context(&client, &mut guard).await
         && let Ok(active_after) = page::run(
@@ -453,18 +454,9 @@ pub async fn press(
         .await
         && active_after.key != active_before.key
     {
-        effects.list.push("focus_changed");
+        effects.list.push(Effect::FocusChanged);
     }
-    let status = if effects.list.is_empty() {
-        "unavailable"
-    } else {
-        "verified"
-    };
-    let mut evidence =
-        json!({"action": "press", "status": status, "kind": "key", "effects": effects.list});
-    if status == "unavailable" {
-        evidence["reason"] = json!("no_observable_effect");
-    }
+    let evidence = Evidence::by_any_effect(Action::Press, "key", effects.list.clone());
     let finished = Finished {
         arguments: &arguments,
         evidence,
@@ -702,21 +694,27 @@ async fn type_native(
         false => code_points(&call.text),
     };
     let mut effects = match outcome.before != outcome.after {
-        true => vec!["value_changed"],
+        true => vec![Effect::ValueChanged],
         false => vec![],
     };
     if call.submit {
         submit_step(client, guard, guarded).await?;
         if !document_after_submit(client, guard, Some(call.target)).await {
-            effects.push("document_changed");
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let evidence = json!({
-        "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": call.kind, "sensitive": false,
-        "effects": effects,
-        "beforeLength": code_points(&outcome.before), "expectedLength": expected, "afterLength": code_points(&outcome.after),
-        "verification": call.verification, "method": "native_setter", "canceled": outcome.canceled,
-    });
+    let status = match matches {
+        true => Status::Verified,
+        false => Status::Mismatch,
+    };
+    let mut evidence = Evidence::new(Action::Type, status, call.kind.clone(), effects);
+    evidence.set("sensitive", false);
+    evidence.set("beforeLength", code_points(&outcome.before));
+    evidence.set("expectedLength", expected);
+    evidence.set("afterLength", code_points(&outcome.after));
+    evidence.set("verification", &call.verification);
+    evidence.set("method", "native_setter");
+    evidence.set("canceled", outcome.canceled);
     let finished = Finished {
         arguments: call.arguments,
         evidence,
@@ -883,34 +881,36 @@ pub async fn type_text(
         .as_ref()
         .is_some_and(|a| a.value != before.value || a.value_length != before.value_length)
     {
-        effects.push("value_changed");
+        effects.push(Effect::ValueChanged);
     }
     let status = match (&after, exact) {
         (None, _) => {
-            effects.push("document_changed");
-            "unavailable"
+            effects.push(Effect::DocumentChanged);
+            Status::Unavailable
         }
-        (Some(_), true) => "verified",
-        (Some(_), false) => "mismatch",
+        (Some(_), true) => Status::Verified,
+        (Some(_), false) => Status::Mismatch,
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
         submit_step(&client, &mut guard, &mut guarded).await?;
         if !document_after_submit(&client, &mut guard, Some(&target)).await {
-            effects.push("document_changed");
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let mut evidence = json!({
-        "action": "type", "status": status, "kind": kind, "sensitive": sensitive,
-        "effects": effects, "beforeLength": before_length, "expectedLength": expected_length,
-        "verification": verification, "method": "keys",
-        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
-    });
+    let mut evidence = Evidence::new(Action::Type, status, kind, effects);
+    evidence.set("sensitive", sensitive);
+    evidence.set("beforeLength", before_length);
+    evidence.set("expectedLength", expected_length);
+    evidence.set("verification", &verification);
+    evidence.set("method", "keys");
+    evidence.set("keystrokes", typed.keystrokes);
+    evidence.set("insertions", typed.insertions);
     if let Some(after_length) = after_length {
-        evidence["afterLength"] = json!(after_length);
+        evidence.set("afterLength", after_length);
     }
-    if status == "unavailable" {
-        evidence["reason"] = json!("document_changed");
+    if status == Status::Unavailable {
+        evidence.reason = Some(EvidenceReason::DocumentChanged);
     }
     let finished = Finished {
         arguments: &arguments,
@@ -946,7 +946,7 @@ async fn finish_type(
                 ErrorCode::VerificationFailed,
                 "the field's value after typing is not the expected one",
             )
-            .with_context("evidence", finished.evidence)
+            .with_context("evidence", finished.evidence.to_json())
             .with_remediation(
                 RemediationAction::Observe,
                 "Observe the field: the page may have rewritten, sanitized or rejected the input.",
@@ -1098,42 +1098,45 @@ pub async fn keyboard(
     let (status, reason) = match (&after, before_state) {
         (Some(after), Some(before)) => {
             if after.value != before.value || after.value_length != before.value_length {
-                effects.push("value_changed");
+                effects.push(Effect::ValueChanged);
             }
             match keyboard_landed(&expectation, after, &text) {
-                true => ("verified", None),
-                false => ("mismatch", None),
+                true => (Status::Verified, None),
+                false => (Status::Mismatch, None),
             }
         }
         _ => {
-            effects.push("focus_changed");
-            ("unavailable", Some("focus_changed"))
+            effects.push(Effect::FocusChanged);
+            (Status::Unavailable, Some(EvidenceReason::FocusChanged))
         }
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
         submit_step(&client, &mut guard, &mut guarded).await?;
         if !document_after_submit(&client, &mut guard, None).await {
-            effects.push("document_changed");
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let mut evidence = json!({
-        "action": "keyboard", "status": status, "kind": active.tag.unwrap_or_default(),
-        "sensitive": sensitive, "effects": effects,
-        "typedLength": code_points(&text), "dispatchedSteps": guarded.dispatched,
-        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
-    });
+    let mut evidence = Evidence::new(
+        Action::Keyboard,
+        status,
+        active.tag.unwrap_or_default(),
+        effects,
+    );
+    evidence.reason = reason;
+    evidence.set("sensitive", sensitive);
+    evidence.set("typedLength", code_points(&text));
+    evidence.set("dispatchedSteps", guarded.dispatched);
+    evidence.set("keystrokes", typed.keystrokes);
+    evidence.set("insertions", typed.insertions);
     if let Some(state) = before_state {
-        evidence["beforeLength"] = json!(value_length(state));
+        evidence.set("beforeLength", value_length(state));
     }
     if let Some(expected) = expectation.length {
-        evidence["expectedLength"] = json!(expected);
+        evidence.set("expectedLength", expected);
     }
     if let Some(after) = &after {
-        evidence["afterLength"] = json!(value_length(after));
-    }
-    if let Some(reason) = reason {
-        evidence["reason"] = json!(reason);
+        evidence.set("afterLength", value_length(after));
     }
     let finished = Finished {
         arguments: &arguments,

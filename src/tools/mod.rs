@@ -13,6 +13,7 @@ mod discover;
 mod dispatch;
 mod docs;
 mod error;
+mod evidence;
 mod frames;
 mod keys;
 mod observe;
