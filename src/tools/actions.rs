@@ -15,13 +15,10 @@ use super::context::{CallScope, ToolEnv, str_arg, u32_arg};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
-use super::observe::{
-    PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
-    page_context, take_observation,
-};
+use super::observe::{observation_schema, observe_input_properties, observe_options};
 use super::pointer;
 use super::progress::{self, Subject};
-use super::tabs::controlled_tab;
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{
@@ -30,7 +27,7 @@ use crate::page::{
     ScrollToText, ScrollXY, SelectOptions, StateSnapshot,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::{ElementSummary, TabGuard};
+use crate::session::TabGuard;
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
@@ -251,51 +248,6 @@ pub fn defs() -> Vec<ToolDef> {
             handler: handler!(dialogs_respond),
         },
     ]
-}
-
-/// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
-/// before the page is asked (the page re-checks the element itself).
-pub(super) fn resolve_ref(
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    frame_id: &str,
-    arguments: &Map<String, Value>,
-) -> Result<(RefTarget, ElementSummary), ToolError> {
-    let observation_id = str_arg(arguments, "observationId").unwrap_or_default();
-    let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
-    let record = guard
-        .state()
-        .observations
-        .iter()
-        .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
-        .cloned();
-    let Some(record) = record else {
-        return Err(ToolError::from(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
-            .with_context("observationId", json!(observation_id))
-            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation.")));
-    };
-    if record.frame_id != frame_id {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::StaleRef,
-                "the Observation was taken in another frame or document",
-            )
-            .with_context("reason", json!("frame_changed")),
-        ));
-    }
-    let summary = usize::try_from(element_ref)
-        .ok()
-        .and_then(|r| r.checked_sub(1))
-        .and_then(|i| record.elements.get(i))
-        .cloned();
-    let Some(summary) = summary else {
-        return Err(ToolError::from(
-            RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
-                .with_context("ref", json!(element_ref)),
-        ));
-    };
-    Ok((RefTarget::new(observation_id, element_ref as u32), summary))
 }
 
 pub(super) struct Before {
@@ -586,8 +538,7 @@ pub(super) struct Finished<'a> {
 
 pub(super) async fn finish_with_observation(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     finished: Finished<'_>,
 ) -> Result<Value, ToolError> {
@@ -614,17 +565,17 @@ pub(super) async fn finish_with_observation(
                 .and_then(Value::as_object)
                 .map(observe_options)
                 .unwrap_or_default();
-            take_observation(client, guard, scope, options).await?
+            tab.observe(scope, options).await?
         }
     };
     let action = evidence.action.as_str();
-    let session = guard.state().session.clone();
+    let session = tab.session_key();
     let actor = progress::Actor {
         workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
         lease_id: scope.lease_id.as_deref().unwrap_or_default(),
-        session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
+        session: &session,
         frame_id: &frame_id,
-        control_epoch: guard.control_epoch(),
+        control_epoch: tab.guard.control_epoch(),
     };
     let page = (!dialog_open).then(|| progress::fingerprint(&result));
     let completed = progress::Completed::new(
@@ -633,7 +584,7 @@ pub(super) async fn finish_with_observation(
         &evidence,
         page,
     );
-    let crossed = progress::record(guard.state(), completed);
+    let crossed = tab.record_progress(completed);
     if let Some(crossed) = crossed {
         let hint = crossed.reason.hint();
         let event_hints = [EventHint::from(hint.clone())];
@@ -662,8 +613,8 @@ pub async fn click(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
     let button = str_arg(&arguments, "button").unwrap_or("left").to_owned();
     let clicks = arguments
         .get("clickCount")
@@ -673,11 +624,11 @@ pub async fn click(
     // The page scripts measure in the selected frame; the point is mapped through every frame's
     // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
     // session that takes the input.
-    let chain = pointer::chain(&client, &mut guard, &ctx).await?;
+    let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
     let aimed = match by_ref {
-        true => match resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments) {
+        true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
             Ok((target, summary)) => {
-                pointer::actionable(&client, &ctx, &chain, &target, scope.deadline)
+                pointer::actionable(&tab.client, &ctx, &chain, &target, scope.deadline)
                     .await
                     .map(|aim| (aim, Some(target), summary.role))
             }
@@ -686,20 +637,20 @@ pub async fn click(
         false => {
             let x = arguments.get("x").and_then(Value::as_f64).unwrap_or(0.0);
             let y = arguments.get("y").and_then(Value::as_f64).unwrap_or(0.0);
-            pointer::map_point(&client, &ctx, &chain, (x, y))
+            pointer::map_point(&tab.client, &ctx, &chain, (x, y))
                 .await
                 .map(|aim| (aim, None, "coordinates".to_owned()))
         }
     };
-    pointer::release(&client, &chain).await;
+    pointer::release(&tab.client, &chain).await;
     let (aim, target, kind) = aimed?;
     let element = match &target {
-        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
     let before = Before {
-        url: current_url(&client, &mut guard).await,
-        popups: env.browser.popups_of(&guard.target),
+        url: current_url(&tab.client, &mut tab.guard).await,
+        popups: env.browser.popups_of(&tab.guard.target),
         element,
     };
     // The click-truth listener of the element's document records what the click does.
@@ -710,7 +661,7 @@ pub async fn click(
                 _ => ClickEvent::AuxClick,
             };
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &ArmClick(event),
@@ -724,12 +675,12 @@ pub async fn click(
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
-    mouse(&client, &session, "mouseMoved", x, y, "none", 0).await?;
+    mouse(&tab.client, &session, "mouseMoved", x, y, "none", 0).await?;
     let mut dialog = false;
     for count in 1..=clicks {
-        mouse(&client, &session, "mousePressed", x, y, &button, count).await?;
-        let (client2, session2, button2) = (client.clone(), session.clone(), button.clone());
-        dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+        mouse(&tab.client, &session, "mousePressed", x, y, &button, count).await?;
+        let (client2, session2, button2) = (tab.client.clone(), session.clone(), button.clone());
+        dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
             mouse(&client2, &session2, "mouseReleased", x, y, &button2, count).await
         })
         .await?;
@@ -741,7 +692,7 @@ pub async fn click(
     // complete now. A dialog pauses the page, so nothing can be read until it is answered.
     let record = match (armed, dialog) {
         (true, false) => page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ClickVerdict(target.clone()),
@@ -756,8 +707,8 @@ pub async fn click(
     }
     let effects = collect_effects(
         env,
-        &client,
-        &mut guard,
+        &tab.client,
+        &mut tab.guard,
         &before,
         target.as_ref(),
         &mut dialogs,
@@ -779,7 +730,7 @@ pub async fn click(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 pub async fn scroll(
@@ -787,23 +738,19 @@ pub async fn scroll(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let run = |script| {
-        let (client, ctx) = (&client, &ctx);
-        async move { page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT).await }
-    };
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
     // Read in the selected frame: that is the document the scroll moves.
-    let before = position(run(&ScrollPosition).await?);
+    let before = position(tab.run(&ctx, &ScrollPosition).await?);
     let mut subject = Subject::Page;
     let (mode, container_moved) = if arguments.contains_key("observationId") {
-        let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+        let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
         subject = Subject::RefPosition {
             element_ref: u64::from(target.element_ref),
             role: summary.role,
         };
         page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ClickPoint(target),
@@ -813,7 +760,7 @@ pub async fn scroll(
         ("ref", None)
     } else if let Some(text) = str_arg(&arguments, "text") {
         let found = page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ScrollToText {
@@ -838,8 +785,14 @@ pub async fn scroll(
                     dx,
                     dy,
                 };
-                let moved =
-                    page::run(&client, &ctx.session, ctx.context, &script, SCRIPT_TIMEOUT).await?;
+                let moved = page::run(
+                    &tab.client,
+                    &ctx.session,
+                    ctx.context,
+                    &script,
+                    SCRIPT_TIMEOUT,
+                )
+                .await?;
                 let Some(moved) = moved else {
                     return Err(ToolError::from(
                         RpcError::invalid_params("the selector matches no element")
@@ -850,7 +803,7 @@ pub async fn scroll(
             }
             None => {
                 page::run(
-                    &client,
+                    &tab.client,
                     &ctx.session,
                     ctx.context,
                     &ScrollPage { dx, dy },
@@ -862,7 +815,7 @@ pub async fn scroll(
         }
     };
     tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(run(&ScrollPosition).await?);
+    let after = position(tab.run(&ctx, &ScrollPosition).await?);
     let moved = match &container_moved {
         Some(container) => container.moved,
         None => after != before,
@@ -891,7 +844,7 @@ pub async fn scroll(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 /// The document's scroll position as whole CSS pixels.
@@ -924,12 +877,12 @@ pub async fn dropdown_options(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
     let limit = u32_arg(&arguments, "limit", page::OPTIONS_DEFAULT_LIMIT);
     let list = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ListOptions { target, limit },
@@ -944,9 +897,9 @@ pub async fn dropdown_select(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
     let subject = Subject::RefPosition {
         element_ref: u64::from(target.element_ref),
         role: summary.role,
@@ -972,7 +925,7 @@ pub async fn dropdown_select(
     }
     if !labels.is_empty() {
         let list = page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ListOptions {
@@ -1004,7 +957,7 @@ pub async fn dropdown_select(
         }
     }
     let outcome = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &SelectOptions {
@@ -1033,7 +986,7 @@ pub async fn dropdown_select(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 pub async fn dialogs_list(

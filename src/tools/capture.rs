@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, ToolEnv, str_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
-use super::tabs::controlled_tab;
+use super::tab::{ControlledTab, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
@@ -311,14 +311,7 @@ impl Tab<'_> {
         selector: &str,
     ) -> Result<(Region, f64), ToolError> {
         let timeout = call_timeout(self.scope);
-        let frame_id = match guard.state().main_frame.clone() {
-            Some(frame_id) => frame_id,
-            None => {
-                let frame_id = page::main_frame_id(self.client, &self.session, timeout).await?;
-                guard.state().main_frame = Some(frame_id.clone());
-                frame_id
-            }
-        };
+        let frame_id = main_frame(self.client, guard, &self.session, timeout).await?;
         let context =
             page::create_isolated_world(self.client, &self.session, &frame_id, timeout).await?;
         let script = Find {
@@ -430,17 +423,17 @@ pub async fn capture(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let options = CaptureOptions::parse(&arguments)?;
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await?;
+    let mut controlled = ControlledTab::acquire(env, scope).await?;
+    let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {
-        client: &client,
+        client: &controlled.client,
         session,
         scope,
     };
     let store =
         |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
     let (region, ratio) = match &options.area {
-        Area::Element(selector) => tab.element(&mut guard, selector).await?,
+        Area::Element(selector) => tab.element(&mut controlled.guard, selector).await?,
         Area::Viewport => {
             let layout = tab.layout().await?;
             (layout.viewport, layout.ratio)
@@ -519,10 +512,10 @@ pub async fn pdf(
             params[key] = value.clone();
         }
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await?;
+    let mut controlled = ControlledTab::acquire(env, scope).await?;
+    let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {
-        client: &client,
+        client: &controlled.client,
         session,
         scope,
     };

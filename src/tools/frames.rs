@@ -19,8 +19,8 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, ToolEnv, str_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
-use super::observe::{PageContext, SCRIPT_TIMEOUT};
-use super::tabs::controlled_tab;
+use super::tab::ControlledTab;
+use super::tab::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
@@ -357,11 +357,11 @@ pub async fn list(
     scope: &CallScope,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await?;
-    let selection = guard.frame_selection();
-    let nodes = settled_forest(&client, &guard, &session).await?;
+    let session = tab.guard.session(&tab.client).await?;
+    let selection = tab.guard.frame_selection();
+    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
     let origins = effective_origins(&nodes);
     let main_origin = nodes
         .first()
@@ -379,7 +379,7 @@ pub async fn list(
         .map(|node| {
             let selected = selected_raw.as_deref() == Some(node.raw.as_str());
             frame_json(
-                &guard,
+                &tab.guard,
                 &workspace_id,
                 node,
                 &main_origin,
@@ -388,7 +388,8 @@ pub async fn list(
             )
         })
         .collect();
-    let selected_frame_id = selected_raw.map(|raw| guard.frames().opaque_id(&workspace_id, &raw));
+    let selected_frame_id =
+        selected_raw.map(|raw| tab.guard.frames().opaque_id(&workspace_id, &raw));
     Ok(json!({
         "targetId": scope.target_id,
         "frames": frames,
@@ -411,14 +412,15 @@ pub async fn select(
                 .with_context("path", json!("arguments.frameId")),
         ));
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await?;
+    let session = tab.guard.session(&tab.client).await?;
     // Drops Observations of a frame that detached meanwhile.
-    guard.frame_selection();
-    let nodes = settled_forest(&client, &guard, &session).await?;
+    tab.guard.frame_selection();
+    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
     let raw = match frame_id {
-        Some(opaque) => guard
+        Some(opaque) => tab
+            .guard
             .frames()
             .resolve(&workspace_id, opaque)
             .ok_or_else(|| frame_not_found(opaque, "unknown_frame"))?,
@@ -438,16 +440,23 @@ pub async fn select(
         .parent
         .as_ref()
         .map(|_| (raw.as_str(), ancestors(&nodes, &raw)));
-    guard.frames().select(&workspace_id, chosen);
+    tab.guard.frames().select(&workspace_id, chosen);
     // A selected-frame change resets the authentication transition baseline (contract).
-    guard.state().auth_surface = None;
+    tab.forget_auth_surface();
     let origins = effective_origins(&nodes);
     let main_origin = nodes
         .first()
         .and_then(|main| origins.get(&main.raw))
         .cloned()
         .unwrap_or_default();
-    let frame = frame_json(&guard, &workspace_id, node, &main_origin, &origins, true);
+    let frame = frame_json(
+        &tab.guard,
+        &workspace_id,
+        node,
+        &main_origin,
+        &origins,
+        true,
+    );
     Ok(json!({"targetId": scope.target_id, "frame": frame}))
 }
 
@@ -499,7 +508,7 @@ pub fn repin(
         return Err("frame_changed");
     }
     if pinned_session == tab_session {
-        return Ok(guard.state().main_frame.as_deref() == Some(frame_id));
+        return Ok(super::tab::is_main_frame(guard, frame_id));
     }
     match guard.frames().child_session(frame_id) {
         Some(child) if child == *pinned_session => Ok(true),

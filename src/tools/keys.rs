@@ -15,16 +15,15 @@ use serde_json::{Map, Value, json};
 
 use super::actions::{
     Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
-    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, resolve_ref,
-    snapshot,
+    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
 use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object};
-use super::observe::{PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context};
+use super::observe::observe_input_properties;
 use super::progress::Subject;
-use super::tabs::controlled_tab;
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
@@ -381,13 +380,13 @@ pub async fn press(
 ) -> Result<Value, ToolError> {
     let key_name = str_arg(&arguments, "key").unwrap_or_default().to_owned();
     let (key, held) = press_chord(&key_name, &requested_modifiers(&arguments))?;
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
     let target = match arguments.contains_key("observationId") {
         true => {
-            let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+            let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAndSelectAll(target.clone()),
@@ -399,11 +398,11 @@ pub async fn press(
         false => None,
     };
     let element = match &target {
-        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
     let active_before = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementKey,
@@ -415,14 +414,14 @@ pub async fn press(
         None => Subject::Focused(active_before.key.clone()),
     };
     let before = Before {
-        url: current_url(&client, &mut guard).await,
-        popups: env.browser.popups_of(&guard.target),
+        url: current_url(&tab.client, &mut tab.guard).await,
+        popups: env.browser.popups_of(&tab.guard.target),
         element,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let (client2, session) = (client.clone(), ctx.session.clone());
+    let (client2, session) = (tab.client.clone(), ctx.session.clone());
     let events = chord_events(&key, &held);
-    let dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
         send_key_events(&client2, &session, events).await
     })
     .await?;
@@ -431,8 +430,8 @@ pub async fn press(
     }
     let mut effects = collect_effects(
         env,
-        &client,
-        &mut guard,
+        &tab.client,
+        &mut tab.guard,
         &before,
         target.as_ref(),
         &mut dialogs,
@@ -443,9 +442,9 @@ pub async fn press(
         && !effects.list.contains(&Effect::Navigation)
         && !effects.list.contains(&Effect::FocusChanged);
     if settled_in_place
-        && let Ok(ctx) = page_context(&client, &mut guard).await
+        && let Ok(ctx) = tab.page_context().await
         && let Ok(active_after) = page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ActiveElementKey,
@@ -464,7 +463,7 @@ pub async fn press(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 /// What a guarded composite action pins and re-checks between steps.
@@ -668,14 +667,15 @@ struct TypeCall<'a> {
 /// step (see docs/keyboard.md for its events), judged after the browser's normalisation.
 async fn type_native(
     call: &TypeCall<'_>,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
     input_type: &str,
 ) -> Result<Value, ToolError> {
-    let ctx = guarded.check(client, guard, "set_value").await?;
+    let ctx = guarded
+        .check(&tab.client, &mut tab.guard, "set_value")
+        .await?;
     let outcome = page::run(
-        client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &SetNativeValue {
@@ -698,8 +698,8 @@ async fn type_native(
         false => vec![],
     };
     if call.submit {
-        submit_step(client, guard, guarded).await?;
-        if !document_after_submit(client, guard, Some(call.target)).await {
+        submit_step(&tab.client, &mut tab.guard, guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, Some(call.target)).await {
             effects.push(Effect::DocumentChanged);
         }
     }
@@ -724,8 +724,7 @@ async fn type_native(
     };
     finish_type(
         call.env,
-        client,
-        guard,
+        tab,
         call.scope,
         finished,
         &call.verification,
@@ -739,16 +738,16 @@ pub async fn type_text(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
     let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
     let clear = bool_arg(&arguments, "clear", true);
     let submit = bool_arg(&arguments, "submit", false);
     let verification = str_arg(&arguments, "verification")
         .unwrap_or("best_effort")
         .to_owned();
-    let before = snapshot(&client, &ctx, &target).await?;
+    let before = snapshot(&tab.client, &ctx, &target).await?;
     let before_length = value_length(&before);
     let text_length = code_points(&text);
     let native_type = summary
@@ -776,7 +775,7 @@ pub async fn type_text(
     let focus = match clear || native_type.is_some() {
         true => {
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAndSelectAll(target.clone()),
@@ -786,7 +785,7 @@ pub async fn type_text(
         }
         false => {
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAtEnd(target.clone()),
@@ -830,14 +829,16 @@ pub async fn type_text(
             subject,
             frame_id: ctx.frame_id.clone(),
         };
-        return type_native(&call, &client, &mut guard, &mut guarded, input_type).await;
+        return type_native(&call, &mut tab, &mut guarded, input_type).await;
     }
     if clear && before_length > 0 {
         let delete = Stroke::Key {
             key: Key::named(table::DELETE),
             shift: false,
         };
-        guarded.step(&client, &mut guard, "delete", &delete).await?;
+        guarded
+            .step(&tab.client, &mut tab.guard, "delete", &delete)
+            .await?;
     }
     // Inputs without a selection API (email, number) cannot place the caret from script: End
     // does, as it would for a user.
@@ -847,10 +848,10 @@ pub async fn type_text(
             shift: false,
         };
         guarded
-            .step(&client, &mut guard, "caret_to_end", &end)
+            .step(&tab.client, &mut tab.guard, "caret_to_end", &end)
             .await?;
     }
-    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
@@ -863,8 +864,8 @@ pub async fn type_text(
         before_length + text_length
     };
     // The value is judged before any submit: afterwards the document may be gone.
-    let after = match page_context(&client, &mut guard).await {
-        Ok(ctx) => snapshot(&client, &ctx, &target).await.ok(),
+    let after = match tab.page_context().await {
+        Ok(ctx) => snapshot(&tab.client, &ctx, &target).await.ok(),
         Err(_) => None,
     };
     let after_length = after.as_ref().map(value_length);
@@ -893,8 +894,8 @@ pub async fn type_text(
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&client, &mut guard, &mut guarded).await?;
-        if !document_after_submit(&client, &mut guard, Some(&target)).await {
+        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, Some(&target)).await {
             effects.push(Effect::DocumentChanged);
         }
     }
@@ -919,22 +920,12 @@ pub async fn type_text(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_type(
-        env,
-        &client,
-        &mut guard,
-        scope,
-        finished,
-        &verification,
-        exact,
-    )
-    .await
+    finish_type(env, &mut tab, scope, finished, &verification, exact).await
 }
 
 async fn finish_type(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     finished: Finished<'_>,
     verification: &str,
@@ -953,7 +944,7 @@ async fn finish_type(
             ),
         ));
     }
-    finish_with_observation(env, client, guard, scope, finished).await
+    finish_with_observation(env, tab, scope, finished).await
 }
 
 /// What `browser.keyboard` should leave in the focused element, from its state before: the
@@ -1028,12 +1019,12 @@ pub async fn keyboard(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
     let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
     let submit = bool_arg(&arguments, "submit", false);
     let active = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementKey,
@@ -1050,7 +1041,7 @@ pub async fn keyboard(
         ));
     }
     let before = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementState,
@@ -1069,13 +1060,13 @@ pub async fn keyboard(
         dispatched: 0,
         pin: &pin,
     };
-    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expectation = keyboard_expectation(&before, &text);
     // Judged before any submit, on the element typing went to.
-    let after = match page_context(&client, &mut guard).await {
+    let after = match tab.page_context().await {
         Ok(ctx) => page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ActiveElementState,
@@ -1112,8 +1103,8 @@ pub async fn keyboard(
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&client, &mut guard, &mut guarded).await?;
-        if !document_after_submit(&client, &mut guard, None).await {
+        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, None).await {
             effects.push(Effect::DocumentChanged);
         }
     }
@@ -1145,7 +1136,7 @@ pub async fn keyboard(
         subject: Subject::Focused(active.key),
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 #[cfg(test)]

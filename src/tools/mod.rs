@@ -20,6 +20,7 @@ mod observe;
 mod pointer;
 mod progress;
 pub mod schema;
+mod tab;
 mod tabs;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};

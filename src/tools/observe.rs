@@ -4,25 +4,13 @@
 //! `browser.frames.select` chose another; see `frames`), so the page can neither see nor tamper
 //! with them.
 
-use std::time::Duration;
-
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
-use super::tabs::controlled_tab;
-use crate::cdp::{CdpClient, SessionId};
-use crate::page::{
-    self, DocumentInfo, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, Read,
-    Search,
-};
-use crate::protocol::ids::{IdKind, new_id};
-use crate::session::bounds::{MAX_TITLE_CHARS, MAX_URL_CHARS, bound_title, bound_url};
-use crate::session::{ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard};
-
-/// Timeout of one page-script call.
-pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(20);
+use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
+use crate::page::{self, Find, ObserveOptions, Read, Search};
 
 fn target_fields() -> Value {
     json!({
@@ -183,81 +171,6 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-/// The session hosting the frame scripts run in (the tab's, or an out-of-process iframe's),
-/// that frame, and the Broker's isolated world there.
-pub struct PageContext {
-    pub session: SessionId,
-    pub frame_id: String,
-    pub context: ExecutionContextId,
-    /// Whether `frame_id` is its session's root frame (the main frame or an OOPIF's): then the
-    /// page scripts' viewport coordinates are the session's input coordinates.
-    pub session_root: bool,
-}
-
-/// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
-pub async fn page_context(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-) -> Result<PageContext, ToolError> {
-    let session = guard.session(client).await?;
-    if let Some(selection) = guard.frame_selection() {
-        return super::frames::frame_context(client, guard, session, selection).await;
-    }
-    let frame_id = match guard.state().main_frame.clone() {
-        Some(frame_id) => frame_id,
-        None => {
-            let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT).await?;
-            guard.state().main_frame = Some(frame_id.clone());
-            frame_id
-        }
-    };
-    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
-    Ok(PageContext {
-        session,
-        frame_id,
-        context,
-        session_root: true,
-    })
-}
-
-/// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
-/// frame's come from the browser's navigation history; a selected subframe's are read in the
-/// Broker's isolated world of that frame, where the page's own overrides of `document.title`
-/// or `JSON.stringify` do not exist. Never evaluated in the page's main world.
-pub async fn url_and_title(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    page_context: &PageContext,
-) -> Result<(String, String), ToolError> {
-    if guard.state().main_frame.as_deref() == Some(page_context.frame_id.as_str()) {
-        return Ok(guard.page_info(client).await?);
-    }
-    // One character past each bound, so a cut value gets its marker.
-    let script = DocumentInfo {
-        max_url_chars: MAX_URL_CHARS,
-        max_title_chars: MAX_TITLE_CHARS,
-    };
-    let info = page::run(
-        client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
-    Ok((bound_url(&info.url), bound_title(&info.title)))
-}
-
-fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Value> {
-    let mut result = Map::new();
-    result.insert("workspaceId".into(), json!(scope.workspace_id));
-    result.insert("leaseId".into(), json!(scope.lease_id));
-    result.insert("targetId".into(), json!(scope.target_id));
-    result.insert("url".into(), json!(url));
-    result.insert("title".into(), json!(title));
-    result
-}
-
 pub fn observe_options(arguments: &Map<String, Value>) -> ObserveOptions {
     let defaults = ObserveOptions::default();
     ObserveOptions {
@@ -267,73 +180,13 @@ pub fn observe_options(arguments: &Map<String, Value>) -> ObserveOptions {
     }
 }
 
-/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
-/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
-pub async fn take_observation(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    options: ObserveOptions,
-) -> Result<Map<String, Value>, ToolError> {
-    let page_context = page_context(client, guard).await?;
-    let observation_id = new_id(IdKind::Observation);
-    let script = Observe {
-        key: observation_id.clone(),
-        options,
-    };
-    let observation = page::run(
-        client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
-    let (url, title) = url_and_title(client, guard, &page_context).await?;
-    let state = guard.state();
-    let hint_context = HintContext {
-        main_document_status: None,
-        previous_auth_surface: state.auth_surface,
-    };
-    let hints = page::observation_hints(&observation, &hint_context);
-    state.auth_surface = Some(page::has_auth_surface(&observation));
-    let elements = observation
-        .elements
-        .iter()
-        .map(|e| ElementSummary {
-            role: serde_json::to_value(e.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            tag: e.tag.clone(),
-            input_type: e.input_type.clone(),
-        })
-        .collect();
-    state.observations.push_back(ObservationRecord {
-        id: observation_id.clone(),
-        workspace_id: scope.workspace_id.clone().unwrap_or_default(),
-        frame_id: page_context.frame_id.clone(),
-        elements,
-    });
-    while state.observations.len() > KEPT_OBSERVATIONS {
-        state.observations.pop_front();
-    }
-    let mut result = base_result(scope, url, title);
-    result.insert("observationId".into(), json!(observation_id));
-    let wire = serde_json::to_value(observation.wire(&hints))?;
-    if let Value::Object(fields) = wire {
-        result.extend(fields);
-    }
-    Ok(result)
-}
-
 pub async fn observe(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let result = take_observation(&client, &mut guard, scope, observe_options(&arguments)).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let result = tab.observe(scope, observe_options(&arguments)).await?;
     Ok(Value::Object(result))
 }
 
@@ -344,17 +197,17 @@ async fn run_reading<S: page::PageScript>(
     scope: &CallScope,
     script: &S,
 ) -> Result<(S::Output, Map<String, Value>), ToolError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let page_context = page_context(&client, &mut guard).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let page_context = tab.page_context().await?;
     let output = page::run(
-        &client,
+        &tab.client,
         &page_context.session,
         page_context.context,
         script,
         SCRIPT_TIMEOUT,
     )
     .await?;
-    let (url, title) = url_and_title(&client, &mut guard, &page_context).await?;
+    let (url, title) = tab.url_and_title(&page_context).await?;
     Ok((output, base_result(scope, url, title)))
 }
 

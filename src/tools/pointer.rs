@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::error::ToolError;
-use super::observe::{PageContext, SCRIPT_TIMEOUT};
+use super::tab::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,

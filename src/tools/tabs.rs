@@ -13,48 +13,17 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, ToolEnv, str_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
-use crate::cdp::CdpClient;
+use super::tab::{ControlledTab, PageState};
 use crate::events::Emit;
-use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::bounds::bound_event_url;
-use crate::session::{Awaited, LoadPhase, TabGuard, TargetError};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::session::{Awaited, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
-/// How long a navigation waits for `complete` before settling for `interactive` (bounded by the
-/// deadline too).
-const LOAD_WAIT: Duration = Duration::from_secs(15);
-/// How long a page may stay short of `interactive` after `Page.navigate` (or a reload/history
-/// navigation) was dispatched before `watchdog.navigation_stalled` fires and the Command ends
-/// `unknown_outcome` (spec: 30 seconds).
-pub const NAVIGATION_STALL: Duration = Duration::from_secs(30);
-/// Operator knob overriding `NAVIGATION_STALL`, in milliseconds (see docs/watchdogs.md).
-const NAVIGATION_STALL_ENV: &str = "BROWSER_PILOT_NAVIGATION_STALL_MS";
-/// Bounds of `BROWSER_PILOT_NAVIGATION_STALL_MS`: under a second a slow but healthy page would
-/// be called stalled; beyond ten minutes (the longest Command deadline) it could never fire.
-const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000;
 /// Timeout of one CDP call made by these tools.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
 const ALLOWED_SCHEMES: &[&str] = &["http:", "https:", "about:", "data:", "file:"];
-
-/// `NAVIGATION_STALL`, or the operator's `BROWSER_PILOT_NAVIGATION_STALL_MS` clamped to
-/// `NAVIGATION_STALL_RANGE_MS`; read once per Broker.
-fn navigation_stall() -> Duration {
-    static STALL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *STALL.get_or_init(|| {
-        match std::env::var(NAVIGATION_STALL_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            Some(ms) => Duration::from_millis(ms.clamp(
-                *NAVIGATION_STALL_RANGE_MS.start(),
-                *NAVIGATION_STALL_RANGE_MS.end(),
-            )),
-            None => NAVIGATION_STALL,
-        }
-    })
-}
 
 fn url_schema() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]})
@@ -200,31 +169,6 @@ fn workspace(scope: &CallScope) -> (&str, &str) {
     )
 }
 
-/// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
-/// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
-pub async fn controlled_tab(
-    env: &ToolEnv,
-    scope: &CallScope,
-) -> Result<(CdpClient, TabGuard), ToolError> {
-    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
-    let (workspace_id, lease_id) = workspace(scope);
-    let opaque = scope
-        .target_id
-        .as_deref()
-        .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
-    let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
-    let ticket = scope
-        .ticket
-        .lock()
-        .expect("ticket lock")
-        .take()
-        .filter(|t| *t.target() == target);
-    let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
-    guard.set_workspace(workspace_id);
-    scope.gate.pass().await?;
-    Ok((scope.gate.watch(&live.client), guard))
-}
-
 pub async fn connect(
     env: &ToolEnv,
     scope: &CallScope,
@@ -287,9 +231,9 @@ pub async fn open(
         .to_owned();
     check_url(&url)?;
     if scope.target_id.is_some() {
-        let (client, mut guard) = controlled_tab(env, scope).await?;
+        let mut tab = ControlledTab::acquire(env, scope).await?;
         let opaque = scope.target_id.as_deref().unwrap_or_default();
-        return goto(env, &client, &mut guard, scope, opaque, &url).await;
+        return goto(env, &mut tab, scope, opaque, &url).await;
     }
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let client = scope.gate.watch(&live.client);
@@ -317,8 +261,8 @@ pub async fn open(
         .control(workspace_id, lease_id, &opaque)
         .await?
         .1;
-    let mut guard = handle.acquire().await;
-    let mut result = goto(env, &client, &mut guard, scope, &opaque, &url).await?;
+    let mut tab = ControlledTab::new(client, handle.acquire().await);
+    let mut result = goto(env, &mut tab, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
     Ok(result)
@@ -337,17 +281,15 @@ pub async fn navigate(
                 .with_context("path", json!("arguments.url"))
         })?)?;
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await?;
-    // A navigation ends every no-progress streak on the tab.
-    guard.state().progress = Default::default();
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let session = tab.guard.session(&tab.client).await?;
+    tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
     let awaited = match action.as_str() {
         "goto" => {
             return goto(
                 env,
-                &client,
-                &mut guard,
+                &mut tab,
                 scope,
                 scope.target_id.as_deref().unwrap_or_default(),
                 url.as_deref().unwrap_or("about:blank"),
@@ -355,12 +297,15 @@ pub async fn navigate(
             .await;
         }
         "reload" => {
-            let mark = guard.load_mark();
-            client.reload(&session, CALL_TIMEOUT).await?;
+            let mark = tab.guard.load_mark();
+            tab.client.reload(&session, CALL_TIMEOUT).await?;
             Awaited::NewDocument(mark)
         }
         direction => {
-            let history = client.navigation_history(&session, CALL_TIMEOUT).await?;
+            let history = tab
+                .client
+                .navigation_history(&session, CALL_TIMEOUT)
+                .await?;
             let offset = if direction == "back" { -1 } else { 1 };
             let Some(entry) = history.entry(offset) else {
                 return Err(ToolError::from(
@@ -371,8 +316,8 @@ pub async fn navigate(
                     .with_context("action", json!(direction)),
                 ));
             };
-            let mark = guard.load_mark();
-            client
+            let mark = tab.guard.load_mark();
+            tab.client
                 .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)
                 .await?;
             // A history step may stay in the document (fragment, History API entries).
@@ -380,10 +325,9 @@ pub async fn navigate(
         }
     };
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    let page = wait_for_load(
-        env, &client, &mut guard, scope, opaque, &awaited, dispatched,
-    )
-    .await?;
+    let page = tab
+        .wait_for_load(env, scope, opaque, &awaited, dispatched)
+        .await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
@@ -393,18 +337,16 @@ pub async fn navigate(
 
 async fn goto(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     opaque: &str,
     url: &str,
 ) -> Result<Value, ToolError> {
-    let session = guard.session(client).await?;
-    // A navigation ends every no-progress streak on the tab.
-    guard.state().progress = Default::default();
+    let session = tab.guard.session(&tab.client).await?;
+    tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
-    let mark = guard.load_mark();
-    let outcome = client.navigate(&session, url, CALL_TIMEOUT).await?;
+    let mark = tab.guard.load_mark();
+    let outcome = tab.client.navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
         return Err(ToolError::from(
             RpcError::new(
@@ -419,14 +361,10 @@ async fn goto(
         Some(loader) => Awaited::Loader(loader),
         None => Awaited::AnyNavigation(mark),
     };
-    let page = wait_for_load(env, client, guard, scope, opaque, &awaited, dispatched).await?;
+    let page = tab
+        .wait_for_load(env, scope, opaque, &awaited, dispatched)
+        .await?;
     Ok(page_result(opaque, page, false))
-}
-
-struct PageState {
-    url: String,
-    title: String,
-    load_state: &'static str,
 }
 
 fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
@@ -435,113 +373,6 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
         result["managed"] = json!(true);
     }
     result
-}
-
-/// Waits, on the tab's lifecycle events, until the awaited document has loaded. Settles for
-/// `interactive` once the load wait or the deadline nears. A page still short of `interactive`
-/// when the stall bound passes (counted from the navigation's dispatch) is reported with
-/// `watchdog.navigation_stalled` and ends `unknown_outcome`; one still loading at the deadline
-/// is left to the deadline, which makes the dispatched Command `unknown_outcome` too. Never
-/// answers success for a loading page. URL and title are then read from the browser's history.
-async fn wait_for_load(
-    env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    opaque: &str,
-    awaited: &Awaited,
-    dispatched: tokio::time::Instant,
-) -> Result<PageState, ToolError> {
-    let now = tokio::time::Instant::now();
-    let settle_at = (now + LOAD_WAIT).min(
-        scope
-            .deadline
-            .checked_sub(Duration::from_millis(50))
-            .unwrap_or(now),
-    );
-    let stall_at = dispatched + navigation_stall();
-    let mut phase = None;
-    let load_state = loop {
-        let now = tokio::time::Instant::now();
-        let interactive = phase >= Some(LoadPhase::Interactive);
-        match phase {
-            Some(LoadPhase::Complete) => break LoadPhase::Complete,
-            Some(reached) if interactive && now >= settle_at => break reached,
-            _ if !interactive && now >= stall_at => {
-                let url = match guard.page_info(client).await {
-                    Ok((url, _)) => url,
-                    Err(_) => String::new(),
-                };
-                return Err(ToolError::from(
-                    navigation_stalled(env, scope, opaque, &url, now - dispatched).await,
-                ));
-            }
-            _ => {}
-        }
-        // Interactive: wait for complete until the settle time. Short of it: wait for any
-        // progress until the settle time, then for interactive until the stall bound.
-        phase = match (interactive, now < settle_at) {
-            (true, _) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Complete, settle_at)
-                    .await
-            }
-            (false, true) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Interactive, settle_at.min(stall_at))
-                    .await
-            }
-            (false, false) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Interactive, stall_at)
-                    .await
-            }
-        };
-    };
-    let (url, title) = guard.page_info(client).await?;
-    // Target discovery may report the new title later; the inventory shows what we just read.
-    env.browser.note_page(&guard.target, &url, &title);
-    Ok(PageState {
-        url,
-        title,
-        load_state: load_state.as_str(),
-    })
-}
-
-/// Emits `watchdog.navigation_stalled` and returns the Command's `unknown_outcome` error. The
-/// browser is left alone: nothing is stopped, retried or navigated again.
-async fn navigation_stalled(
-    env: &ToolEnv,
-    scope: &CallScope,
-    opaque: &str,
-    url: &str,
-    elapsed: Duration,
-) -> RpcError {
-    let (workspace_id, lease_id) = workspace(scope);
-    let url = bound_event_url(url);
-    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-    let mut emit = Emit::new(
-        workspace_id,
-        "watchdog.navigation_stalled",
-        json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
-    );
-    emit.lease_id = Some(lease_id.to_owned());
-    emit.target_id = Some(opaque.to_owned());
-    emit.sensitivity = "browser_data";
-    if let Err(error) = env.events.emit(emit).await {
-        tracing::debug!(%error, "watchdog.navigation_stalled not journaled");
-    }
-    RpcError::new(
-        ErrorCode::UnknownOutcome,
-        "the navigation was dispatched but the page did not become interactive in time",
-    )
-    .with_context("reason", json!("navigation_stalled"))
-    .with_context("targetId", json!(opaque))
-    .with_context("elapsedMs", json!(elapsed_ms))
-    .with_remediation(
-        RemediationAction::InspectState,
-        "Observe the target before deciding whether to navigate again; the navigation is never repeated automatically.",
-    )
 }
 
 pub async fn tabs_list(
@@ -609,7 +440,10 @@ pub async fn tabs_close(
     if !env.browser.is_managed_opaque(workspace_id, opaque)? {
         return Err(ToolError::from(TargetError::NotManaged));
     }
-    let (client, guard) = controlled_tab(env, scope).await?;
-    let closed = client.close_target(&guard.target, CALL_TIMEOUT).await?;
+    let tab = ControlledTab::acquire(env, scope).await?;
+    let closed = tab
+        .client
+        .close_target(&tab.guard.target, CALL_TIMEOUT)
+        .await?;
     Ok(json!({"targetId": scope.target_id.clone().unwrap_or_default(), "closed": closed}))
 }
