@@ -14,7 +14,7 @@ pub use crate::protocol::methods::Lane;
 
 use super::context::{CallScope, ToolEnv};
 use super::error::ToolError;
-use super::{actions, capture, discover, frames, keys, observe, tabs};
+use super::{capture, click, dialogs, discover, dropdowns, frames, keys, observe, scroll, tabs};
 
 /// What a handler returns: the tool's result, or why it failed.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
@@ -111,14 +111,11 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(discover::defs());
         tools.extend(tabs::defs());
         tools.extend(observe::defs());
-        // The keyboard tools follow browser.click, as they did when one file held both.
-        let mut action_defs = actions::defs();
-        let after_click = action_defs
-            .iter()
-            .position(|tool| tool.name == "browser.click")
-            .map_or(0, |at| at + 1);
-        action_defs.splice(after_click..after_click, keys::defs());
-        tools.extend(action_defs);
+        tools.extend(click::defs());
+        tools.extend(keys::defs());
+        tools.extend(scroll::defs());
+        tools.extend(dropdowns::defs());
+        tools.extend(dialogs::defs());
         tools.extend(frames::defs());
         tools.extend(capture::defs());
         tools

@@ -8,10 +8,13 @@
 mod manifest;
 mod actions;
 mod capture;
+mod click;
 mod context;
+mod dialogs;
 mod discover;
 mod dispatch;
 mod docs;
+mod dropdowns;
 mod error;
 mod evidence;
 mod frames;
@@ -20,6 +23,7 @@ mod observe;
 mod pointer;
 mod progress;
 pub mod schema;
+mod scroll;
 mod tab;
 mod tabs;
 
