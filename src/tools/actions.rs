@@ -261,11 +261,10 @@ pub(super) async fn finish_with_observation(
             result
         }
         false => {
-            let options = arguments
-                .get("observe")
-                .and_then(Value::as_object)
-                .map(observe_options)
-                .unwrap_or_default();
+            let options = match arguments.get("observe").and_then(Value::as_object) {
+                Some(observe) => observe_options(observe)?,
+                None => Default::default(),
+            };
             tab.observe(scope, options).await?
         }
     };

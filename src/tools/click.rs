@@ -5,7 +5,9 @@
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object};
@@ -183,6 +185,19 @@ async fn mouse(
         .map(|_| ())
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClickParams {
+    observation_id: Option<String>,
+    #[serde(rename = "ref")]
+    element_ref: Option<u64>,
+    x: Option<f64>,
+    y: Option<f64>,
+    /// `left`, `right` or `middle` (the schema's enum).
+    button: Option<String>,
+    click_count: Option<u64>,
+}
+
 pub async fn click(
     env: &ToolEnv,
     scope: &CallScope,
@@ -190,12 +205,10 @@ pub async fn click(
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
-    let button = str_arg(&arguments, "button").unwrap_or("left").to_owned();
-    let clicks = arguments
-        .get("clickCount")
-        .and_then(Value::as_u64)
-        .unwrap_or(1);
-    let by_ref = arguments.contains_key("observationId") || arguments.contains_key("ref");
+    let params: ClickParams = decode_params(&arguments)?;
+    let button = params.button.unwrap_or_else(|| "left".to_owned());
+    let clicks = params.click_count.unwrap_or(1);
+    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
     // The page scripts measure in the selected frame; the point is mapped through every frame's
     // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
     // session that takes the input.
@@ -210,8 +223,7 @@ pub async fn click(
             Err(error) => Err(error),
         },
         false => {
-            let x = arguments.get("x").and_then(Value::as_f64).unwrap_or(0.0);
-            let y = arguments.get("y").and_then(Value::as_f64).unwrap_or(0.0);
+            let (x, y) = (params.x.unwrap_or(0.0), params.y.unwrap_or(0.0));
             pointer::map_point(&tab.client, &ctx, &chain, (x, y))
                 .await
                 .map(|aim| (aim, None, "coordinates".to_owned()))

@@ -4,7 +4,9 @@
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
@@ -64,6 +66,15 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RespondParams {
+    dialog_id: String,
+    /// `accept` or `dismiss` (the schema's enum).
+    action: String,
+    prompt_text: Option<String>,
+}
+
 pub async fn dialogs_list(
     env: &ToolEnv,
     scope: &CallScope,
@@ -88,10 +99,9 @@ pub async fn dialogs_respond(
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let lease_id = scope.lease_id.as_deref().unwrap_or_default();
-    let dialog_id = str_arg(&arguments, "dialogId").unwrap_or_default();
-    let action = str_arg(&arguments, "action")
-        .unwrap_or("dismiss")
-        .to_owned();
+    let asked: RespondParams = decode_params(&arguments)?;
+    let dialog_id = asked.dialog_id.as_str();
+    let action = asked.action;
     let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
         return Err(ToolError::from(
             RpcError::new(
@@ -105,7 +115,7 @@ pub async fn dialogs_respond(
     // Answering needs control of the tab; a live other controller keeps it.
     env.browser.control(workspace_id, lease_id, &opaque).await?;
     let mut params = json!({"accept": action == "accept"});
-    if let Some(text) = str_arg(&arguments, "promptText") {
+    if let Some(text) = &asked.prompt_text {
         params["promptText"] = json!(text);
     }
     scope

@@ -4,7 +4,9 @@
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, u32_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
@@ -74,6 +76,17 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
+#[derive(Deserialize)]
+struct OptionsParams {
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct SelectParams {
+    values: Option<Vec<String>>,
+    labels: Option<Vec<String>>,
+}
+
 pub async fn dropdown_options(
     env: &ToolEnv,
     scope: &CallScope,
@@ -82,7 +95,8 @@ pub async fn dropdown_options(
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
     let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-    let limit = u32_arg(&arguments, "limit", page::OPTIONS_DEFAULT_LIMIT);
+    let params: OptionsParams = decode_params(&arguments)?;
+    let limit = params.limit.unwrap_or(page::OPTIONS_DEFAULT_LIMIT);
     let list = page::run(
         &tab.client,
         &ctx.session,
@@ -106,19 +120,9 @@ pub async fn dropdown_select(
         element_ref: u64::from(target.element_ref),
         role: summary.role,
     };
-    let strings = |key: &str| -> Vec<String> {
-        arguments
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut values = strings("values");
-    let labels = strings("labels");
+    let params: SelectParams = decode_params(&arguments)?;
+    let mut values = params.values.unwrap_or_default();
+    let labels = params.labels.unwrap_or_default();
     if values.is_empty() && labels.is_empty() {
         return Err(ToolError::from(
             RpcError::invalid_params("give \"values\" or \"labels\"")

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::tab::ControlledTab;
@@ -399,13 +401,21 @@ pub async fn list(
     }))
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SelectParams {
+    frame_id: Option<String>,
+    main: Option<bool>,
+}
+
 pub async fn select(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let frame_id = str_arg(&arguments, "frameId");
-    let main = arguments.get("main").and_then(Value::as_bool) == Some(true);
+    let params: SelectParams = decode_params(&arguments)?;
+    let frame_id = params.frame_id.as_deref();
+    let main = params.main == Some(true);
     if frame_id.is_some() == main {
         return Err(ToolError::from(
             RpcError::invalid_params("give exactly one of \"frameId\" or \"main\": true")

@@ -17,7 +17,9 @@ use super::actions::{
     Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
     dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
-use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object};
@@ -294,20 +296,6 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
     Ok((key, held))
 }
 
-fn requested_modifiers(arguments: &Map<String, Value>) -> Vec<Modifier> {
-    arguments
-        .get("modifiers")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .filter_map(table::modifier)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Sends key events on `session`. All of them are queued at once and in order; the session
 /// handles them in that order, so a keyup still follows its keydown and one step costs one
 /// round trip however many events it has.
@@ -373,13 +361,40 @@ async fn send_stroke(
     }
 }
 
+#[derive(Deserialize)]
+struct PressParams {
+    key: String,
+    #[serde(default)]
+    modifiers: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct TypeParams {
+    text: String,
+    clear: Option<bool>,
+    submit: Option<bool>,
+    /// `best_effort` or `require_exact` (the schema's enum).
+    verification: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct KeyboardParams {
+    text: String,
+    submit: Option<bool>,
+}
+
 pub async fn press(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let key_name = str_arg(&arguments, "key").unwrap_or_default().to_owned();
-    let (key, held) = press_chord(&key_name, &requested_modifiers(&arguments))?;
+    let params: PressParams = decode_params(&arguments)?;
+    let modifiers: Vec<Modifier> = params
+        .modifiers
+        .iter()
+        .filter_map(|name| table::modifier(name))
+        .collect();
+    let (key, held) = press_chord(&params.key, &modifiers)?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
     let target = match arguments.contains_key("observationId") {
@@ -741,12 +756,13 @@ pub async fn type_text(
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
     let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
-    let clear = bool_arg(&arguments, "clear", true);
-    let submit = bool_arg(&arguments, "submit", false);
-    let verification = str_arg(&arguments, "verification")
-        .unwrap_or("best_effort")
-        .to_owned();
+    let params: TypeParams = decode_params(&arguments)?;
+    let text = normalize_line_ends(&params.text);
+    let clear = params.clear.unwrap_or(true);
+    let submit = params.submit.unwrap_or(false);
+    let verification = params
+        .verification
+        .unwrap_or_else(|| "best_effort".to_owned());
     let before = snapshot(&tab.client, &ctx, &target).await?;
     let before_length = value_length(&before);
     let text_length = code_points(&text);
@@ -1021,8 +1037,9 @@ pub async fn keyboard(
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
-    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
-    let submit = bool_arg(&arguments, "submit", false);
+    let params: KeyboardParams = decode_params(&arguments)?;
+    let text = normalize_line_ends(&params.text);
+    let submit = params.submit.unwrap_or(false);
     let active = page::run(
         &tab.client,
         &ctx.session,

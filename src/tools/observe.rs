@@ -6,7 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
@@ -171,13 +173,49 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-pub fn observe_options(arguments: &Map<String, Value>) -> ObserveOptions {
-    let defaults = ObserveOptions::default();
-    ObserveOptions {
-        limit: u32_arg(arguments, "limit", defaults.limit),
-        max_bytes: u32_arg(arguments, "maxBytes", defaults.max_bytes),
-        viewport_only: bool_arg(arguments, "viewportOnly", false),
+/// The options of an Observation (`browser.observe`'s arguments, an action's `observe`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObserveParams {
+    limit: Option<u32>,
+    max_bytes: Option<u32>,
+    viewport_only: Option<bool>,
+}
+
+impl ObserveParams {
+    pub fn options(&self) -> ObserveOptions {
+        let defaults = ObserveOptions::default();
+        ObserveOptions {
+            limit: self.limit.unwrap_or(defaults.limit),
+            max_bytes: self.max_bytes.unwrap_or(defaults.max_bytes),
+            viewport_only: self.viewport_only.unwrap_or(false),
+        }
     }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    selector: Option<String>,
+    max_chars: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct SearchParams {
+    query: String,
+    regex: Option<bool>,
+    limit: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct FindParams {
+    selector: String,
+    pierce: Option<bool>,
+    limit: Option<u32>,
+}
+
+pub fn observe_options(arguments: &Map<String, Value>) -> Result<ObserveOptions, ToolError> {
+    Ok(decode_params::<ObserveParams>(arguments)?.options())
 }
 
 pub async fn observe(
@@ -186,7 +224,7 @@ pub async fn observe(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let result = tab.observe(scope, observe_options(&arguments)).await?;
+    let result = tab.observe(scope, observe_options(&arguments)?).await?;
     Ok(Value::Object(result))
 }
 
@@ -216,10 +254,11 @@ pub async fn read(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let params: ReadParams = decode_params(&arguments)?;
     let defaults = Read::default();
     let script = Read {
-        selector: str_arg(&arguments, "selector").map(str::to_owned),
-        max_chars: u32_arg(&arguments, "maxChars", defaults.max_chars),
+        selector: params.selector,
+        max_chars: params.max_chars.unwrap_or(defaults.max_chars),
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
     result.insert("text".into(), json!(text.text));
@@ -233,10 +272,11 @@ pub async fn search(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let params: SearchParams = decode_params(&arguments)?;
     let script = Search {
-        query: str_arg(&arguments, "query").unwrap_or_default().to_owned(),
-        regex: bool_arg(&arguments, "regex", false),
-        limit: u32_arg(&arguments, "limit", page::SEARCH_DEFAULT_LIMIT),
+        query: params.query,
+        regex: params.regex.unwrap_or(false),
+        limit: params.limit.unwrap_or(page::SEARCH_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(
@@ -253,12 +293,11 @@ pub async fn find(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let params: FindParams = decode_params(&arguments)?;
     let script = Find {
-        selector: str_arg(&arguments, "selector")
-            .unwrap_or_default()
-            .to_owned(),
-        pierce: bool_arg(&arguments, "pierce", false),
-        limit: u32_arg(&arguments, "limit", page::FIND_DEFAULT_LIMIT),
+        selector: params.selector,
+        pierce: params.pierce.unwrap_or(false),
+        limit: params.limit.unwrap_or(page::FIND_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(

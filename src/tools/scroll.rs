@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, Scope, ToolDef, object};
@@ -50,17 +52,29 @@ pub fn defs() -> Vec<ToolDef> {
     }]
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScrollParams {
+    observation_id: Option<String>,
+    /// `up`, `down`, `left` or `right` (the schema's enum).
+    direction: Option<String>,
+    amount: Option<i64>,
+    selector: Option<String>,
+    text: Option<String>,
+}
+
 pub async fn scroll(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
+    let params: ScrollParams = decode_params(&arguments)?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
     // Read in the selected frame: that is the document the scroll moves.
     let before = position(tab.run(&ctx, &ScrollPosition).await?);
     let mut subject = Subject::Page;
-    let (mode, container_moved) = if arguments.contains_key("observationId") {
+    let (mode, container_moved) = if params.observation_id.is_some() {
         let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
         subject = Subject::RefPosition {
             element_ref: u64::from(target.element_ref),
@@ -75,7 +89,7 @@ pub async fn scroll(
         )
         .await?;
         ("ref", None)
-    } else if let Some(text) = str_arg(&arguments, "text") {
+    } else if let Some(text) = &params.text {
         let found = page::run(
             &tab.client,
             &ctx.session,
@@ -94,8 +108,8 @@ pub async fn scroll(
         }
         ("text", None)
     } else {
-        let (dx, dy) = scroll_delta(&arguments);
-        match str_arg(&arguments, "selector") {
+        let (dx, dy) = scroll_delta(&params);
+        match &params.selector {
             Some(selector) => {
                 let script = ScrollContainer {
                     selector: selector.to_owned(),
@@ -178,10 +192,10 @@ fn scroll_json(scroll: ScrollXY) -> Value {
     json!({"x": number(scroll.x), "y": number(scroll.y)})
 }
 
-fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
-    let amount = arguments.get("amount").and_then(Value::as_i64).unwrap_or(0);
+fn scroll_delta(params: &ScrollParams) -> (i64, i64) {
+    let amount = params.amount.unwrap_or(0);
     let page = if amount == 0 { 600 } else { amount };
-    match str_arg(arguments, "direction").unwrap_or("down") {
+    match params.direction.as_deref().unwrap_or("down") {
         "up" => (0, -page),
         "left" => (-page, 0),
         "right" => (page, 0),

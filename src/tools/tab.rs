@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::progress::{self, Completed, NoProgress};
 use crate::cdp::{CdpClient, SessionId};
@@ -363,6 +365,15 @@ pub async fn take_observation(
     Ok(result)
 }
 
+/// The `observationId` + `ref` arguments of every ref-taking tool.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RefParams {
+    observation_id: Option<String>,
+    #[serde(rename = "ref")]
+    element_ref: Option<u64>,
+}
+
 /// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
 /// before the page is asked (the page re-checks the element itself).
 pub fn resolve_ref(
@@ -371,8 +382,9 @@ pub fn resolve_ref(
     frame_id: &str,
     arguments: &Map<String, Value>,
 ) -> Result<(RefTarget, ElementSummary), ToolError> {
-    let observation_id = str_arg(arguments, "observationId").unwrap_or_default();
-    let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
+    let params: RefParams = decode_params(arguments)?;
+    let observation_id = params.observation_id.as_deref().unwrap_or_default();
+    let element_ref = params.element_ref.unwrap_or(0);
     let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
     let record = guard
         .state()

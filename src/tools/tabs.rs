@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
+use serde::Deserialize;
+
+use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::tab::{ControlledTab, PageState};
@@ -169,13 +171,40 @@ fn workspace(scope: &CallScope) -> (&str, &str) {
     )
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectParams {
+    browser_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct OpenParams {
+    url: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum NavigateAction {
+    Back,
+    Forward,
+    Reload,
+    Goto,
+}
+
+#[derive(Deserialize)]
+struct NavigateParams {
+    action: NavigateAction,
+    url: Option<String>,
+}
+
 pub async fn connect(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let browser_id = match str_arg(&arguments, "browserId") {
-        Some(id) => id.to_owned(),
+    let params: ConnectParams = decode_params(&arguments)?;
+    let browser_id = match params.browser_id {
+        Some(id) => id,
         None => workspace_browser(env, scope).await?,
     };
     scope.gate.pass().await?;
@@ -226,9 +255,8 @@ pub async fn open(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let url = str_arg(&arguments, "url")
-        .unwrap_or("about:blank")
-        .to_owned();
+    let params: OpenParams = decode_params(&arguments)?;
+    let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
     if scope.target_id.is_some() {
         let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -273,9 +301,8 @@ pub async fn navigate(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let action = str_arg(&arguments, "action").unwrap_or("reload").to_owned();
-    let url = str_arg(&arguments, "url").map(str::to_owned);
-    if action == "goto" {
+    let NavigateParams { action, url } = decode_params(&arguments)?;
+    if action == NavigateAction::Goto {
         check_url(url.as_deref().ok_or_else(|| {
             RpcError::invalid_params("\"url\" is required for goto")
                 .with_context("path", json!("arguments.url"))
@@ -285,8 +312,8 @@ pub async fn navigate(
     let session = tab.guard.session(&tab.client).await?;
     tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
-    let awaited = match action.as_str() {
-        "goto" => {
+    let awaited = match action {
+        NavigateAction::Goto => {
             return goto(
                 env,
                 &mut tab,
@@ -296,12 +323,16 @@ pub async fn navigate(
             )
             .await;
         }
-        "reload" => {
+        NavigateAction::Reload => {
             let mark = tab.guard.load_mark();
             tab.client.reload(&session, CALL_TIMEOUT).await?;
             Awaited::NewDocument(mark)
         }
-        direction => {
+        back_or_forward => {
+            let direction = match back_or_forward {
+                NavigateAction::Back => "back",
+                _ => "forward",
+            };
             let history = tab
                 .client
                 .navigation_history(&session, CALL_TIMEOUT)
