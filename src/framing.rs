@@ -73,6 +73,29 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// Discards input up to and including the next `\n` (the rest of a line `next_line`
+    /// refused as too long), without buffering it. `Ok(false)` when input ended first.
+    pub async fn skip_line(&mut self) -> Result<bool, FramingError> {
+        loop {
+            let available = self.inner.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(false);
+            }
+            match memchr_newline(available) {
+                Some(at) => {
+                    self.inner.consume(at + 1);
+                    return Ok(true);
+                }
+                None => {
+                    let all = available.len();
+                    self.inner.consume(all);
+                }
+            }
+        }
+    }
+}
+
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
@@ -135,6 +158,21 @@ mod tests {
     #[tokio::test]
     async fn empty_input_is_eof() {
         assert!(lines(b"", 10).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_rest_of_a_refused_line_can_be_skipped() {
+        let input = b"short\nthis line is far too long\nnext\ntail-without-newline";
+        let mut reader = LineReader::new(BufReader::with_capacity(4, &input[..]), 8);
+        assert_eq!(reader.next_line().await.unwrap(), Some(b"short".to_vec()));
+        assert!(matches!(
+            reader.next_line().await,
+            Err(FramingError::TooLong { limit: 8 })
+        ));
+        assert!(reader.skip_line().await.unwrap());
+        assert_eq!(reader.next_line().await.unwrap(), Some(b"next".to_vec()));
+        assert!(!reader.skip_line().await.unwrap());
+        assert_eq!(reader.next_line().await.unwrap(), None);
     }
 
     #[tokio::test]

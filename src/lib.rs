@@ -4,6 +4,7 @@
 //!
 //! Module map and the allowed edges between modules: `docs/architecture.md`.
 
+pub mod adapter;
 pub mod artifacts;
 pub mod bridge;
 pub mod broker;
@@ -16,6 +17,7 @@ pub mod framing;
 pub mod home;
 pub mod ipc;
 pub mod janitor;
+pub mod mcp;
 pub mod os;
 pub mod page;
 pub mod protocol;

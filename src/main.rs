@@ -1,6 +1,6 @@
 //! The `browser-pilot` executable: a thin entry point over the library.
 //!
-//! Public commands: `bridge --stdio`, `debug sql`, `browser launch|stop`, `conformance`.
+//! Public commands: `bridge --stdio`, `mcp`, `debug sql`, `browser launch|stop`, `conformance`.
 //! Private roles (`--browser-pilot-internal=broker|janitor`) are respawns of this same
 //! executable and are not a Host API.
 
@@ -42,6 +42,21 @@ enum Command {
     Conformance {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
+    },
+    /// A stdio MCP server for MCP hosts, on the same Broker (see docs/adapters.md).
+    Mcp {
+        /// Initial browser preference: a candidate id, product or channel.
+        #[arg(long)]
+        browser: Option<String>,
+        /// Launch the Broker-managed headless Chromium when no browser is ready.
+        #[arg(long)]
+        headless: bool,
+        /// Where PDFs and downloads are exported (default: a private temporary directory).
+        #[arg(long)]
+        output_dir: Option<std::path::PathBuf>,
+        /// Comma-separated capabilities to request (default: all), to withhold some.
+        #[arg(long)]
+        capabilities: Option<String>,
     },
     /// Development introspection of the running Broker.
     Debug {
@@ -118,6 +133,32 @@ fn main() -> ExitCode {
             let mut argv = vec![std::ffi::OsString::from("browser-pilot conformance")];
             argv.extend(args);
             exit(browser_pilot::conformance::run_cli(argv))
+        }
+        Command::Mcp {
+            browser,
+            headless,
+            output_dir,
+            capabilities,
+        } => {
+            init_tracing("warn");
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let options = match browser_pilot::mcp::McpOptions::new(
+                browser,
+                headless,
+                output_dir,
+                capabilities.as_deref(),
+                &cwd,
+            ) {
+                Ok(options) => options,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = runtime();
+            let code = runtime.block_on(browser_pilot::mcp::run_mcp(options));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            exit(code)
         }
         Command::Debug {
             command: DebugCommand::Sql { query },

@@ -381,3 +381,305 @@ async fn cdp_client_drives_a_tab_through_the_janitor() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Every typed command the Broker sends, against a real Chromium through the janitor: the
+/// params are accepted (no remote error) and the replies decode into their types; every event
+/// the stream carried meanwhile decodes too (a reply or event shape Chromium changed fails here,
+/// not in a tool).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_commands_and_events_decode_real_chromium_replies() {
+    use browser_pilot::cdp::dom::{
+        GetBoxModel, GetFrameOwner, ResolveNode, ScrollIntoViewIfNeeded,
+    };
+    use browser_pilot::cdp::input::{
+        DispatchKeyEvent, DispatchMouseEvent, InsertText, MouseButton, MouseEventType, Stroke,
+        stroke_events, stroke_for,
+    };
+    use browser_pilot::cdp::page::{
+        AddScriptToEvaluateOnNewDocument, CaptureScreenshot, CreateIsolatedWorld, Enable,
+        GetFrameTree, GetLayoutMetrics, GetNavigationHistory, PrintToPdf,
+    };
+    use browser_pilot::cdp::runtime::{CallArgument, CallFunctionOn, Evaluate, ReleaseObjectGroup};
+    use browser_pilot::cdp::target::{GetTargetInfo, SetAutoAttach};
+    use browser_pilot::cdp::{CdpEvent, io};
+
+    let browser = Browser::start();
+    let fixtures = chromium::Fixtures::start();
+    let (client, mut events, _child) = chromium::client_over_janitor(&browser.ws_url()).await;
+    let target = client
+        .create_target("about:blank", false, WAIT)
+        .await
+        .unwrap();
+    let session = client.attach_to_target(&target, WAIT).await.unwrap();
+    client.execute(&session, &Enable {}, WAIT).await.unwrap();
+    client
+        .set_lifecycle_events_enabled(&session, true, WAIT)
+        .await
+        .unwrap();
+    client
+        .execute(&session, &SetAutoAttach::iframes(), WAIT)
+        .await
+        .unwrap();
+    let script = AddScriptToEvaluateOnNewDocument {
+        source: "void 0".to_owned(),
+        world_name: Some("typed-test".to_owned()),
+    };
+    let added = client.execute(&session, &script, WAIT).await.unwrap();
+    assert!(!added.identifier.is_empty());
+    let url = fixtures.url("/page/typed");
+    let navigated = client.navigate(&session, &url, WAIT).await.unwrap();
+    assert_eq!(navigated.error_text, None);
+    // A same-process iframe with a box, added by the test acting as the page.
+    let started = Instant::now();
+    loop {
+        let added = client
+            .evaluate(
+                &session,
+                "document.readyState === 'complete' && (document.body.insertAdjacentHTML('beforeend', '<iframe id=inner srcdoc=\"<p>x</p>\" style=\"width:300px;height:150px;border:0\"></iframe>'), true)",
+                WAIT,
+            )
+            .await
+            .unwrap();
+        if added == browser_pilot::cdp::Evaluation::Value(json!(true)) {
+            break;
+        }
+        assert!(started.elapsed() < WAIT, "the fixture page never loaded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tree = loop {
+        let tree = client
+            .execute(&session, &GetFrameTree {}, WAIT)
+            .await
+            .unwrap()
+            .frame_tree;
+        if !tree.child_frames.is_empty() {
+            break tree;
+        }
+        assert!(started.elapsed() < WAIT, "the iframe never appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        tree.frame.id,
+        target.as_str(),
+        "a tab's main frame id is its target id"
+    );
+    assert_eq!(tree.frame.url, url);
+    let child = &tree.child_frames[0].frame;
+    assert_eq!(child.parent_id.as_deref(), Some(target.as_str()));
+    let history = client
+        .execute(&session, &GetNavigationHistory {}, WAIT)
+        .await
+        .unwrap();
+    assert_eq!(history.entry(0).map(|e| e.title.as_str()), Some("typed"));
+    let info = client
+        .execute(
+            None,
+            &GetTargetInfo {
+                target_id: target.clone(),
+            },
+            WAIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(info.target_info.url, url);
+
+    let world = CreateIsolatedWorld {
+        frame_id: tree.frame.id.clone(),
+        world_name: "typed-test".to_owned(),
+    };
+    let context = client
+        .execute(&session, &world, WAIT)
+        .await
+        .unwrap()
+        .execution_context_id;
+    let size = Evaluate {
+        expression: "[innerWidth, innerHeight]".to_owned(),
+        context_id: Some(context),
+        return_by_value: true,
+        await_promise: None,
+    };
+    let size = client.execute(&session, &size, WAIT).await.unwrap();
+    assert!(size.exception_details.is_none());
+    assert_eq!(
+        size.result
+            .value
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(2)
+    );
+    let call = CallFunctionOn {
+        function_declaration: "function (a) { return JSON.stringify([a, typeof document]); }"
+            .to_owned(),
+        execution_context_id: Some(context),
+        object_id: None,
+        arguments: vec![CallArgument {
+            value: json!({"n": 1}),
+        }],
+        return_by_value: true,
+        await_promise: Some(false),
+        silent: true,
+        object_group: None,
+    };
+    let called = client.execute(&session, &call, WAIT).await.unwrap();
+    assert_eq!(called.result.value, Some(json!(r#"[{"n":1},"object"]"#)));
+    let throws = CallFunctionOn {
+        function_declaration: "function () { throw new Error('typed boom'); }".to_owned(),
+        arguments: Vec::new(),
+        ..call.clone()
+    };
+    let thrown = client.execute(&session, &throws, WAIT).await.unwrap();
+    let details = thrown.exception_details.expect("an exception");
+    assert!(details.message().contains("typed boom"), "{details:?}");
+
+    let owner = client
+        .execute(
+            &session,
+            &GetFrameOwner {
+                frame_id: child.id.clone(),
+            },
+            WAIT,
+        )
+        .await
+        .unwrap()
+        .backend_node_id;
+    let resolve = ResolveNode {
+        backend_node_id: owner,
+        execution_context_id: Some(context),
+        object_group: Some("typed-test".to_owned()),
+    };
+    let resolved = client.execute(&session, &resolve, WAIT).await.unwrap();
+    assert_eq!(resolved.object.subtype.as_deref(), Some("node"));
+    assert!(resolved.object.object_id.is_some());
+    client
+        .execute(
+            &session,
+            &ScrollIntoViewIfNeeded {
+                backend_node_id: owner,
+            },
+            WAIT,
+        )
+        .await
+        .unwrap();
+    let model = client
+        .execute(
+            &session,
+            &GetBoxModel {
+                backend_node_id: owner,
+            },
+            WAIT,
+        )
+        .await
+        .unwrap()
+        .model;
+    assert_eq!(model.content.len(), 8);
+    assert_eq!((model.width, model.height), (300.0, 150.0));
+    let release = ReleaseObjectGroup {
+        object_group: "typed-test".to_owned(),
+    };
+    client.execute(&session, &release, WAIT).await.unwrap();
+
+    let (x, y) = (model.content[0] + 5.0, model.content[1] + 5.0);
+    for kind in [
+        MouseEventType::MouseMoved,
+        MouseEventType::MousePressed,
+        MouseEventType::MouseReleased,
+    ] {
+        let step = DispatchMouseEvent::step(kind, x, y, MouseButton::Left, 1);
+        client.execute(&session, &step, WAIT).await.unwrap();
+    }
+    let Stroke::Key { key, shift } = stroke_for('!') else {
+        panic!("! has a US key");
+    };
+    let keys: Vec<DispatchKeyEvent> = stroke_events(&key, shift);
+    for event in &keys {
+        client.execute(&session, event, WAIT).await.unwrap();
+    }
+    let insert = InsertText {
+        text: "👋".to_owned(),
+    };
+    client.execute(&session, &insert, WAIT).await.unwrap();
+
+    let metrics = client
+        .execute(&session, &GetLayoutMetrics {}, WAIT)
+        .await
+        .unwrap();
+    assert!(metrics.css_content_size["height"].as_f64().unwrap_or(0.0) > 0.0);
+    let shot = CaptureScreenshot {
+        format: "png",
+        quality: None,
+        clip: None,
+        capture_beyond_viewport: false,
+        optimize_for_speed: true,
+    };
+    let shot = client.execute(&session, &shot, WAIT).await.unwrap();
+    assert!(shot.data.starts_with("iVBOR"), "a PNG, base64");
+    let print = PrintToPdf {
+        options: serde_json::Map::new(),
+        transfer_mode: "ReturnAsStream",
+    };
+    let handle = client.execute(&session, &print, WAIT).await.unwrap().stream;
+    let read = io::Read {
+        handle: handle.clone(),
+        size: Some(1 << 16),
+    };
+    let chunk = client.execute(&session, &read, WAIT).await.unwrap();
+    assert!(!chunk.data.is_empty());
+    client
+        .execute(&session, &io::Close { handle }, WAIT)
+        .await
+        .unwrap();
+
+    // Everything the stream carried: the events the Broker reads all decode.
+    assert!(client.close_target(&target, WAIT).await.unwrap());
+    let mut seen = std::collections::BTreeSet::new();
+    let until = Instant::now() + WAIT;
+    while !seen.contains("TargetDestroyed") {
+        let event: CdpEvent = tokio::time::timeout_at(until.into(), events.recv())
+            .await
+            .expect("the tab's destruction is reported")
+            .expect("the event stream is open");
+        let method = event.method.clone();
+        let (_, event) = event
+            .decode()
+            .unwrap_or_else(|error| panic!("{method} does not decode: {error}"));
+        seen.insert(variant(&event));
+    }
+    for expected in [
+        "TargetCreated",
+        "TargetInfoChanged",
+        "AttachedToTarget",
+        "LifecycleEvent",
+        "FrameStartedNavigating",
+        "FrameNavigated",
+        "FrameStoppedLoading",
+        "DetachedFromTarget",
+        "TargetDestroyed",
+    ] {
+        assert!(seen.contains(expected), "no {expected} among {seen:?}");
+    }
+}
+
+/// The name of an event's variant, for the list of kinds seen.
+fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
+    use browser_pilot::cdp::Event;
+    match event {
+        Event::TargetCreated(_) => "TargetCreated",
+        Event::TargetInfoChanged(_) => "TargetInfoChanged",
+        Event::TargetDestroyed(_) => "TargetDestroyed",
+        Event::TargetCrashed(_) => "TargetCrashed",
+        Event::AttachedToTarget(_) => "AttachedToTarget",
+        Event::DetachedFromTarget(_) => "DetachedFromTarget",
+        Event::InspectorDetached(_) => "InspectorDetached",
+        Event::InspectorTargetCrashed(_) => "InspectorTargetCrashed",
+        Event::LifecycleEvent(_) => "LifecycleEvent",
+        Event::FrameStartedNavigating(_) => "FrameStartedNavigating",
+        Event::FrameNavigated(_) => "FrameNavigated",
+        Event::NavigatedWithinDocument(_) => "NavigatedWithinDocument",
+        Event::FrameStoppedLoading(_) => "FrameStoppedLoading",
+        Event::FrameDetached(_) => "FrameDetached",
+        Event::JavascriptDialogOpening(_) => "JavascriptDialogOpening",
+        Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
+        Event::Other { .. } => "Other",
+    }
+}

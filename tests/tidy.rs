@@ -16,19 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Files that still name CDP methods or events outside `src/cdp/`, and how many literals.
-const CDP_LITERALS: &[(&str, usize)] = &[
-    ("src/janitor/tracker.rs", 8),
-    ("src/page/run.rs", 4),
-    ("src/session/pump.rs", 20),
-    ("src/session/tab.rs", 3),
-    ("src/tools/capture.rs", 7),
-    // Split out of actions.rs (2) with the click and dialog tools; not new literals.
-    ("src/tools/click.rs", 1),
-    ("src/tools/dialogs.rs", 1),
-    ("src/tools/frames.rs", 2),
-    ("src/tools/keys.rs", 2),
-    ("src/tools/pointer.rs", 7),
-];
+const CDP_LITERALS: &[(&str, usize)] = &[];
 
 /// Files that still hold JavaScript in Rust string literals, and how many literals.
 const JS_LITERALS: &[(&str, usize)] = &[];

@@ -24,8 +24,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::event::{Event, EventParams};
 use super::ids::{SessionId, TargetId};
+use super::inspector;
 use super::message::{Inbound, classify_line, request_line};
+use super::pipe::JanitorLine;
+use super::target::{AttachedToTarget, DetachedFromTarget, TargetCrashed, TargetDestroyed};
 
 /// Upper bound on calls waiting for a reply. A call beyond it fails at once
 /// with `TooManyPending`; 4096 is far above what the Broker issues (one
@@ -163,7 +167,10 @@ impl CdpClient {
     /// Sends one CDP command and waits for its reply. `session` addresses a
     /// flattened target session; `None` is the browser connection. The call
     /// resolves exactly once: with the `result`, with Chromium's `error`, or
-    /// with a local failure (deadline, session closed, disconnect).
+    /// with a local failure (deadline, session closed, disconnect). This is
+    /// the untyped primitive under `execute`; code outside `cdp/` sends typed
+    /// commands with `execute` (the tools still calling this directly are
+    /// moving over).
     pub async fn call(
         &self,
         session: Option<&SessionId>,
@@ -189,6 +196,13 @@ impl CdpClient {
         }
         answer.await.map_err(|_| CdpError::Disconnected)?
     }
+}
+
+/// Whether the input goes on after one line.
+enum LineOutcome {
+    Continue,
+    /// The janitor said the browser connection is gone.
+    Ended,
 }
 
 /// Everything that can happen to the actor, one `select!` away.
@@ -265,7 +279,12 @@ impl Actor {
             match event {
                 ActorEvent::Call(call) => self.on_call(call),
                 ActorEvent::HandlesDropped => return,
-                ActorEvent::Line(line) => self.on_line(&line, &events),
+                ActorEvent::Line(line) => {
+                    if let LineOutcome::Ended = self.on_line(&line, &events) {
+                        self.on_disconnect(&events);
+                        return;
+                    }
+                }
                 ActorEvent::IncomingEnded | ActorEvent::OutgoingClosed => {
                     self.on_disconnect(&events);
                     return;
@@ -318,7 +337,7 @@ impl Actor {
         }
     }
 
-    fn on_line(&mut self, line: &str, events: &mpsc::Sender<CdpEvent>) {
+    fn on_line(&mut self, line: &str, events: &mpsc::Sender<CdpEvent>) -> LineOutcome {
         match classify_line(line) {
             Ok(Inbound::Response { id, outcome, .. }) => self.on_response(id, outcome),
             Ok(Inbound::Event {
@@ -336,8 +355,14 @@ impl Actor {
                     events,
                 );
             }
+            // The janitor's last line: the WebSocket closed, nothing more will come.
+            Ok(Inbound::Janitor(Some(JanitorLine::Disconnected))) => return LineOutcome::Ended,
+            Ok(Inbound::Janitor(line)) => {
+                tracing::warn!(?line, "skipping an unexpected janitor line");
+            }
             Err(error) => tracing::warn!(%error, "skipping malformed cdp line"),
         }
+        LineOutcome::Continue
     }
 
     fn on_response(&mut self, id: u64, outcome: Result<Value, super::message::RemoteError>) {
@@ -359,7 +384,7 @@ impl Actor {
     /// calls would otherwise never be answered (field notes §0 item 4).
     fn on_lifecycle(&mut self, session: Option<&SessionId>, method: &str, params: &Value) {
         match method {
-            "Target.attachedToTarget" => {
+            AttachedToTarget::METHOD => {
                 let session_id = params.get("sessionId").and_then(Value::as_str);
                 let target_id = params
                     .pointer("/targetInfo/targetId")
@@ -369,19 +394,19 @@ impl Actor {
                         .insert(SessionId::new(session_id), TargetId::new(target_id));
                 }
             }
-            "Target.detachedFromTarget" => {
+            DetachedFromTarget::METHOD => {
                 if let Some(session_id) = params.get("sessionId").and_then(Value::as_str) {
                     let session_id = SessionId::new(session_id);
                     self.session_targets.remove(&session_id);
                     self.fail_session(&session_id);
                 }
             }
-            "Inspector.targetCrashed" | "Inspector.detached" => {
+            inspector::TargetCrashed::METHOD | inspector::Detached::METHOD => {
                 if let Some(session_id) = session {
                     self.fail_session(session_id);
                 }
             }
-            "Target.targetCrashed" | "Target.targetDestroyed" => {
+            TargetCrashed::METHOD | TargetDestroyed::METHOD => {
                 if let Some(target_id) = params.get("targetId").and_then(Value::as_str) {
                     let sessions: Vec<SessionId> = self
                         .session_targets
@@ -419,7 +444,7 @@ impl Actor {
         if self.events_closed {
             return;
         }
-        let lifecycle = is_lifecycle(&event.method);
+        let lifecycle = Event::is_lifecycle(&event.method);
         if !self.overflow.is_empty() {
             // Keep order: once something waits, everything queues behind it.
             self.queue_or_drop(event, lifecycle);
@@ -477,23 +502,6 @@ impl Actor {
         }
     }
 }
-
-fn is_lifecycle(method: &str) -> bool {
-    method.starts_with("Target.")
-        || method.starts_with("Inspector.")
-        || PAGE_LOAD_EVENTS.contains(&method)
-}
-
-/// Page events that load waits are built from (`session::LoadBook`): dropping
-/// one would make a waiting navigation look stalled, so they are kept like
-/// the target lifecycle.
-const PAGE_LOAD_EVENTS: &[&str] = &[
-    "Page.lifecycleEvent",
-    "Page.frameStartedNavigating",
-    "Page.frameStoppedLoading",
-    "Page.frameNavigated",
-    "Page.navigatedWithinDocument",
-];
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
@@ -744,6 +752,74 @@ mod tests {
             client.call(None, "X.y", json!({}), LONG).await,
             Err(CdpError::Disconnected)
         );
+    }
+
+    #[tokio::test]
+    async fn the_janitors_disconnected_line_ends_the_connection() {
+        let (client, mut events, mut peer) = start(16);
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                client
+                    .call(Some(&session("S")), "Page.enable", json!({}), LONG)
+                    .await
+            }
+        });
+        peer.next_request().await;
+        peer.send(json!({"method":"Page.loadEventFired","params":{},"sessionId":"S"}))
+            .await;
+        // An unknown janitor line is skipped, never taken for CDP.
+        peer.send(json!({"janitor": "later"})).await;
+        peer.send(json!({"janitor": "disconnected"})).await;
+        assert_eq!(call.await.unwrap(), Err(CdpError::Disconnected));
+        let first = events.recv().await.unwrap();
+        assert_eq!(first.method, "Page.loadEventFired");
+        assert_eq!(events.recv().await, None);
+        // The peer still holds its end open: the line alone ended the connection.
+        drop(peer);
+    }
+
+    #[tokio::test]
+    async fn typed_commands_go_through_execute() {
+        let (client, _events, mut peer) = start(16);
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let command = crate::cdp::target::GetTargetInfo {
+                    target_id: TargetId::new("T1"),
+                };
+                client.execute(None, &command, LONG).await
+            }
+        });
+        let request = peer.next_request().await;
+        assert_eq!(request["method"], "Target.getTargetInfo");
+        assert_eq!(request["params"], json!({"targetId": "T1"}));
+        assert!(request.get("sessionId").is_none());
+        peer.send(json!({"id": request["id"], "result": {"targetInfo": {"targetId": "T1", "type": "page", "title": "t", "url": "about:blank", "attached": true, "canAccessOpener": false}}}))
+            .await;
+        let info = call.await.unwrap().unwrap().target_info;
+        assert_eq!(
+            (info.target_id, info.title),
+            (TargetId::new("T1"), "t".to_owned())
+        );
+        // A reply without the members the type needs is an unexpected result, not a panic.
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let enable = crate::cdp::page::Navigate {
+                    url: "about:blank".to_owned(),
+                };
+                client.execute(&session("S"), &enable, LONG).await
+            }
+        });
+        let request = peer.next_request().await;
+        assert_eq!(request["sessionId"], "S");
+        peer.send(json!({"id": request["id"], "result": {}, "sessionId": "S"}))
+            .await;
+        assert!(matches!(
+            call.await.unwrap(),
+            Err(CdpError::UnexpectedResult { method, .. }) if method == "Page.navigate"
+        ));
     }
 
     #[tokio::test]

@@ -1,11 +1,13 @@
 //! CDP message framing above the line: classifies one inbound line into a
-//! response or an event by its keys, and serializes one outbound request into
-//! one line. It knows no method semantics, no pending calls and no channels.
+//! response, an event or the janitor's own status line by its keys, and
+//! serializes one outbound request into one line. It knows no method
+//! semantics, no pending calls and no channels.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::ids::SessionId;
+use super::pipe::JanitorLine;
 
 /// One classified inbound CDP message.
 #[derive(Debug, PartialEq)]
@@ -23,6 +25,9 @@ pub enum Inbound {
         method: String,
         params: Value,
     },
+    /// The janitor's own status line (`{"janitor":..}`), not CDP; `None` when this version
+    /// does not know its kind.
+    Janitor(Option<JanitorLine>),
 }
 
 /// The `error` member of a CDP response, as Chromium sent it.
@@ -55,6 +60,11 @@ pub fn classify_line(line: &str) -> Result<Inbound, InboundError> {
         Value::Object(object) => object,
         _ => return Err(InboundError::NotAnObject),
     };
+    if JanitorLine::marks(&object) {
+        return Ok(Inbound::Janitor(
+            JanitorLine::decode(Value::Object(object)).ok(),
+        ));
+    }
     let session = take_session(&mut object)?;
     match object.remove("id") {
         Some(id) => {
@@ -178,6 +188,11 @@ mod tests {
                 params: json!({"timestamp":1.5}),
             }),
         );
+        check(
+            r#"{"janitor":"disconnected"}"#,
+            Ok(Inbound::Janitor(Some(JanitorLine::Disconnected))),
+        );
+        check(r#"{"janitor":"later"}"#, Ok(Inbound::Janitor(None)));
         check("not json", Err("not json"));
         check("[1,2]", Err("not a json object"));
         check(r#"{"id":-1,"result":{}}"#, Err("non-negative integer"));

@@ -1,9 +1,24 @@
-//! Human-facing commands on the same Broker: `bp status`, `bp disconnect`, and
-//! `browser-pilot debug sql`. They talk to the Broker over the owner-only socket as a CLI peer;
-//! they never touch the store, CDP or Broker internals directly.
+//! The human `bp` CLI and `browser-pilot debug sql`. Every tool command is one short session on
+//! the shared Broker through the host adapter library (`crate::adapter`, the public stdio
+//! protocol only); `bp status`, `bp disconnect` and `debug sql` also use the owner-only private
+//! CLI channel for what no public method does. It never touches the store, CDP or Broker
+//! internals, and never writes a tab, Observation, ref or cursor to disk.
+//!
+//! Files: `args` (clap definitions, completions, man page), `run` (commands -> tools),
+//! `compat` (the compatibility Workspace session and the current tab), `output` (TTY text,
+//! JSON, colours, spinner), `exit` (exit codes), `commands` + `client` (private channel),
+//! `table` (debug sql rows).
 
+mod args;
 mod client;
 mod commands;
+mod compat;
+mod exit;
+mod output;
+mod run;
 mod table;
 
+pub use args::{Cli, Command, EXIT_CODES, Shell, completions, man_page};
 pub use commands::{debug_sql, disconnect, status};
+pub use compat::{CLIENT_ID, instance_id};
+pub use run::run;

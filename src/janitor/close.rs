@@ -12,6 +12,10 @@ use tokio_tungstenite::tungstenite::{self, HandshakeError, Message, client::Into
 
 use super::endpoint::parse_ws_url;
 use super::socket::{JanitorError, ws_config};
+use crate::cdp::{browser, request_line};
+
+/// The request id of the one `Browser.close` on the connection.
+const CLOSE_ID: u64 = 1;
 
 /// Sends `Browser.close` to the browser at `ws_url` and waits (at most
 /// `timeout` overall) for its reply or for the socket to close. Blocking.
@@ -35,10 +39,8 @@ pub fn close_browser(ws_url: &str, timeout: Duration) -> Result<(), JanitorError
         // A blocking socket only "would block" when its timeout expired.
         Err(HandshakeError::Interrupted(_)) => return Err(JanitorError::Timeout),
     };
-    ws.send(Message::text(
-        r#"{"id":1,"method":"Browser.close","params":{}}"#,
-    ))
-    .map_err(JanitorError::from_ws)?;
+    ws.send(Message::text(request_line(CLOSE_ID, &browser::Close {})))
+        .map_err(JanitorError::from_ws)?;
     loop {
         if started.elapsed() >= timeout {
             return Err(JanitorError::Timeout);
@@ -63,6 +65,6 @@ pub fn close_browser(ws_url: &str, timeout: Duration) -> Result<(), JanitorError
 
 fn is_reply_to_close(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(text)
-        .map(|value| value.get("id").and_then(serde_json::Value::as_u64) == Some(1))
+        .map(|value| value.get("id").and_then(serde_json::Value::as_u64) == Some(CLOSE_ID))
         .unwrap_or(false)
 }

@@ -5,7 +5,8 @@
 //! the managed targets, waits at most `CLEANUP_TIMEOUT`, and exits 0. It
 //! reads no disk state and writes nothing but its stdout lines.
 //!
-//! Stdout protocol: the first line is `{"janitor":"connected"}` or
+//! Stdout protocol (the status lines are `cdp::pipe::JanitorLine`): the
+//! first line is `{"janitor":"connected"}` or
 //! `{"janitor":"failed","reason":..,"message":..}` (then exit 1); after
 //! that every line is one CDP message from Chromium, and the last line is
 //! `{"janitor":"disconnected"}` when the WebSocket closes (exit 0).
@@ -14,7 +15,7 @@ use std::fmt;
 use std::io::{self, BufRead};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -23,6 +24,7 @@ use tokio_tungstenite::tungstenite::{Message, error::Error as WsError};
 use super::endpoint::parse_ws_url;
 use super::socket::{Connection, MAX_MESSAGE_BYTES, connect};
 use super::tracker::{Outbound, PrivateCall, Tracker, Verdict};
+use crate::cdp::pipe::JanitorLine;
 
 /// Handshake budget. In approval mode Chromium holds the upgrade while the
 /// user decides; others settled on minutes (field notes §1).
@@ -54,18 +56,15 @@ pub async fn run_janitor(ws_url: String) -> i32 {
     };
     let code = match connected {
         Err(error) => {
-            let line = json!({
-                "janitor": "failed",
-                "reason": error.reason(),
-                "message": error.to_string(),
-            });
-            let _ = stdout_tx.send(line.to_string()).await;
+            let line = JanitorLine::Failed {
+                reason: error.reason(),
+                message: error.to_string(),
+            };
+            let _ = stdout_tx.send(line.to_line()).await;
             1
         }
         Ok(connection) => {
-            let _ = stdout_tx
-                .send(json!({"janitor": "connected"}).to_string())
-                .await;
+            let _ = stdout_tx.send(JanitorLine::Connected.to_line()).await;
             let (stdin_tx, stdin_rx) = mpsc::channel::<String>(STDIN_QUEUE);
             spawn_stdin_reader(stdin_tx);
             let proxy = Proxy {
@@ -246,10 +245,7 @@ impl Proxy {
     }
 
     async fn disconnected(self) -> i32 {
-        let _ = self
-            .stdout
-            .send(json!({"janitor": "disconnected"}).to_string())
-            .await;
+        let _ = self.stdout.send(JanitorLine::Disconnected.to_line()).await;
         0
     }
 }

@@ -18,12 +18,13 @@ use tokio_tungstenite::tungstenite::{
 };
 
 use super::endpoint::WsEndpoint;
+use crate::cdp::pipe::FailReason;
 
-/// Largest CDP message (and frame) accepted. Chromium sends every message as
-/// one unfragmented frame and a 5,000-element AX tree is already 16.5 MB
-/// (field notes §0 item 5); tungstenite's defaults (16/64 MiB) are too
-/// small. 256 MiB still stops a runaway peer.
-pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+/// Largest CDP message (and frame) accepted: the pipe's line bound
+/// (`cdp::pipe::MAX_LINE_BYTES`, which says why), so every message the
+/// janitor accepts fits one pipe line; tungstenite's defaults (16/64 MiB) are
+/// too small.
+pub const MAX_MESSAGE_BYTES: usize = crate::cdp::pipe::MAX_LINE_BYTES;
 
 /// Errors of connecting to (or talking with) the browser endpoint. `reason`
 /// gives the stable word the janitor prints in `{"janitor":"failed"}`.
@@ -46,17 +47,16 @@ pub enum JanitorError {
 }
 
 impl JanitorError {
-    /// `refused`, `timeout`, `closed`, `http_<status>`, `invalid_url`, `io`
-    /// or `protocol`.
-    pub fn reason(&self) -> String {
+    /// The reason the janitor reports in its `failed` line.
+    pub fn reason(&self) -> FailReason {
         match self {
-            JanitorError::InvalidUrl(_) => "invalid_url".to_owned(),
-            JanitorError::Refused => "refused".to_owned(),
-            JanitorError::Timeout => "timeout".to_owned(),
-            JanitorError::Closed => "closed".to_owned(),
-            JanitorError::Http(status) => format!("http_{status}"),
-            JanitorError::Io(_) => "io".to_owned(),
-            JanitorError::Protocol(_) => "protocol".to_owned(),
+            JanitorError::InvalidUrl(_) => FailReason::InvalidUrl,
+            JanitorError::Refused => FailReason::Refused,
+            JanitorError::Timeout => FailReason::Timeout,
+            JanitorError::Closed => FailReason::Closed,
+            JanitorError::Http(status) => FailReason::Http(*status),
+            JanitorError::Io(_) => FailReason::Io,
+            JanitorError::Protocol(_) => FailReason::Protocol,
         }
     }
 

@@ -1,19 +1,25 @@
 //! Which targets the janitor may close: those created by a proxied
 //! `Target.createTarget` (request id remembered, `result.targetId` read from
 //! the matching response), popups whose `openerId` is already managed, and
-//! targets the Broker hands over with a private `{"janitor":"adopt",
-//! "targetId":..}` line (tabs it created under an earlier janitor that died;
-//! that line is never forwarded to Chromium).
+//! targets the Broker hands over with a private `JanitorLine::Adopt` line
+//! (tabs it created under an earlier janitor that died; that line is never
+//! forwarded to Chromium).
 //! It also allocates the janitor's own request ids and recognises their
 //! responses so they are not forwarded to the Broker. Pure bookkeeping over
-//! message text: no I/O, no disk.
+//! message text: no I/O, no disk. Method and event names, the private
+//! requests and the control line are `cdp`'s types; the prefilters only
+//! decide whether a line is worth parsing.
 
 use std::collections::{HashMap, HashSet};
 
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::cdp::TargetId;
+use crate::cdp::pipe::JanitorLine;
+use crate::cdp::target::{
+    CloseTarget, CreateTarget, SetDiscoverTargets, TARGET_EVENTS_PREFIX, TargetCreated,
+    TargetDestroyed, TargetInfoChanged,
+};
+use crate::cdp::{Command, EventParams, TargetId, request_line};
 
 /// First id of the janitor's own requests. Chromium parses `id` as a 32-bit
 /// int, so private ids live just below `i32::MAX`; the Broker's client
@@ -41,14 +47,6 @@ pub(super) enum Outbound {
     Forward,
     /// A private control line for the janitor itself.
     Control,
-}
-
-/// The Broker's private control line: `{"janitor":"adopt","targetId":".."}`.
-#[derive(Deserialize)]
-struct Control {
-    janitor: String,
-    #[serde(default, rename = "targetId")]
-    target_id: Option<TargetId>,
 }
 
 /// Whether an inbound message goes on to the Broker.
@@ -106,23 +104,20 @@ impl Tracker {
     /// `Target.createTarget` and the private control line matter; other
     /// lines are not parsed.
     pub(super) fn on_outbound(&mut self, line: &str) -> Outbound {
-        if line.starts_with("{\"janitor\"") {
-            match serde_json::from_str::<Control>(line) {
-                Ok(Control {
-                    janitor,
-                    target_id: Some(target_id),
-                }) if janitor == "adopt" => self.adopt(target_id),
+        if let Some(control) = JanitorLine::from_line(line) {
+            match control {
+                Ok(JanitorLine::Adopt { target_id }) => self.adopt(target_id),
                 _ => tracing::warn!("ignoring an unknown janitor control line"),
             }
             return Outbound::Control;
         }
-        if !line.contains("Target.createTarget") {
+        if !line.contains(CreateTarget::METHOD) {
             return Outbound::Forward;
         }
         let Ok(peek) = serde_json::from_str::<Peek>(line) else {
             return Outbound::Forward;
         };
-        if let (Some(id), Some("Target.createTarget")) = (peek.id, peek.method.as_deref()) {
+        if let (Some(id), Some(CreateTarget::METHOD)) = (peek.id, peek.method.as_deref()) {
             match self.pending_creates.len() < MAX_PENDING_CREATES {
                 true => {
                     self.pending_creates.insert(id);
@@ -137,7 +132,7 @@ impl Tracker {
     /// goes on to the Broker. Messages are parsed only when they can matter.
     pub(super) fn on_inbound(&mut self, text: &str) -> Verdict {
         let awaiting = !self.pending_creates.is_empty() || !self.private_pending.is_empty();
-        if !awaiting && !text.contains("Target.target") {
+        if !awaiting && !text.contains(TARGET_EVENTS_PREFIX) {
             return Verdict::Forward;
         }
         let Ok(peek) = serde_json::from_str::<Peek>(text) else {
@@ -154,7 +149,7 @@ impl Tracker {
                     self.adopt(target_id);
                 }
             }
-            (None, Some("Target.targetCreated" | "Target.targetInfoChanged")) => {
+            (None, Some(TargetCreated::METHOD | TargetInfoChanged::METHOD)) => {
                 if let Some(info) = peek.params.and_then(|params| params.target_info)
                     && let Some(opener) = info.opener_id
                     && self.managed.contains(&opener)
@@ -162,7 +157,7 @@ impl Tracker {
                     self.adopt(info.target_id);
                 }
             }
-            (None, Some("Target.targetDestroyed")) => {
+            (None, Some(TargetDestroyed::METHOD)) => {
                 if let Some(target_id) = peek.params.and_then(|params| params.target_id) {
                     self.managed.remove(&target_id);
                 }
@@ -185,17 +180,19 @@ impl Tracker {
     pub(super) fn private_request(&mut self, call: PrivateCall) -> String {
         let id = PRIVATE_ID_BASE + self.next_private;
         self.next_private += 1;
-        let (method, params) = match &call {
+        let line = match &call {
             PrivateCall::DiscoverTargets => {
-                ("Target.setDiscoverTargets", json!({"discover": true}))
+                request_line(id, &SetDiscoverTargets { discover: true })
             }
-            PrivateCall::CloseTarget(target_id) => (
-                "Target.closeTarget",
-                json!({"targetId": target_id.as_str()}),
+            PrivateCall::CloseTarget(target_id) => request_line(
+                id,
+                &CloseTarget {
+                    target_id: target_id.clone(),
+                },
             ),
         };
         self.private_pending.insert(id, call);
-        json!({"id": id, "method": method, "params": params}).to_string()
+        line
     }
 
     /// Managed targets, sorted for deterministic cleanup order.

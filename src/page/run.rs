@@ -1,13 +1,15 @@
 //! The page module's only I/O: runs a `PageScript` in an execution context
-//! of a target session through `cdp::CdpClient` (`Runtime.callFunctionOn`),
+//! of a target session through `cdp::CdpClient` (the typed `Runtime.callFunctionOn`),
 //! creates the Broker's isolated world, and resolves a ref to a remote
 //! object for CDP-level actions. It decides nothing: which session, frame
 //! and context to use, deadlines and error mapping belong to the caller.
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
+use crate::cdp::runtime::{CallArgument, CallFunctionOn, EvaluationReply, ExceptionDetails};
 use crate::cdp::{CdpClient, SessionId};
 
 use super::actions::RefTarget;
@@ -53,17 +55,8 @@ pub async fn main_frame_id(
     session: &SessionId,
     timeout: Duration,
 ) -> Result<String, PageError> {
-    let method = "Page.getFrameTree";
-    let result = client
-        .call(Some(session), method, json!({}), timeout)
-        .await?;
-    match result
-        .pointer("/frameTree/frame/id")
-        .and_then(Value::as_str)
-    {
-        Some(id) => Ok(id.to_owned()),
-        None => Err(unexpected(method, "missing frameTree.frame.id")),
-    }
+    let tree = client.execute(session, &GetFrameTree {}, timeout).await?;
+    Ok(tree.frame_tree.frame.id)
 }
 
 /// `Page.createIsolatedWorld {frameId, worldName: WORLD_NAME}`.
@@ -73,13 +66,12 @@ pub async fn create_isolated_world(
     frame_id: &str,
     timeout: Duration,
 ) -> Result<ExecutionContextId, PageError> {
-    let method = "Page.createIsolatedWorld";
-    let params = json!({ "frameId": frame_id, "worldName": WORLD_NAME });
-    let result = client.call(Some(session), method, params, timeout).await?;
-    match result.get("executionContextId").and_then(Value::as_i64) {
-        Some(id) => Ok(ExecutionContextId(id)),
-        None => Err(unexpected(method, "missing executionContextId")),
-    }
+    let command = CreateIsolatedWorld {
+        frame_id: frame_id.to_owned(),
+        world_name: WORLD_NAME.to_owned(),
+    };
+    let world = client.execute(session, &command, timeout).await?;
+    Ok(ExecutionContextId(world.execution_context_id))
 }
 
 /// Runs one page script in `context` and decodes its answer.
@@ -95,7 +87,7 @@ pub async fn run<S: PageScript>(
         client.note_page_write(call.script.entry());
     }
     let result = call_installed(client, session, context, &call, true, timeout).await?;
-    match result.pointer("/result/value").and_then(Value::as_str) {
+    match result.result.value.as_ref().and_then(Value::as_str) {
         Some(json) => script.parse(json),
         None => Err(PageError::UnexpectedShape {
             script: call.script.entry(),
@@ -119,11 +111,7 @@ pub async fn resolve_object(
         argument: target.argument()?,
     };
     let result = call_installed(client, session, context, &call, false, timeout).await?;
-    let remote = result.get("result").unwrap_or(&Value::Null);
-    match remote.get("objectId").and_then(Value::as_str) {
-        Some(id) => Ok(Some(RemoteObjectId(id.to_owned()))),
-        None => Ok(None),
-    }
+    Ok(result.result.object_id.map(RemoteObjectId))
 }
 
 /// Calls a script's stub; when the world has no library yet (a new
@@ -136,7 +124,7 @@ async fn call_installed(
     call: &ScriptCall,
     return_by_value: bool,
     timeout: Duration,
-) -> Result<Value, PageError> {
+) -> Result<EvaluationReply, PageError> {
     let result = call_function(client, session, context, call, return_by_value, timeout).await?;
     if !asks_for_install(&result) {
         return Ok(result);
@@ -153,8 +141,8 @@ async fn call_installed(
 }
 
 /// Whether a stub answered that its world has no library.
-fn asks_for_install(result: &Value) -> bool {
-    result.pointer("/result/value").and_then(Value::as_str) == Some(INSTALL_MARKER)
+fn asks_for_install(result: &EvaluationReply) -> bool {
+    result.result.value.as_ref().and_then(Value::as_str) == Some(INSTALL_MARKER)
 }
 
 /// Installs the page-script library in `context` (idempotent). `run` does
@@ -166,20 +154,21 @@ pub async fn install_library(
     context: ExecutionContextId,
     timeout: Duration,
 ) -> Result<(), PageError> {
-    let params = json!({
-        "functionDeclaration": library_installer(),
-        "executionContextId": context.0,
-        "arguments": [],
-        "returnByValue": true,
-        "silent": true,
-    });
-    let result = client
-        .call(Some(session), "Runtime.callFunctionOn", params, timeout)
-        .await?;
-    match result.get("exceptionDetails") {
+    let command = CallFunctionOn {
+        function_declaration: library_installer().to_owned(),
+        execution_context_id: Some(context.0),
+        object_id: None,
+        arguments: Vec::new(),
+        return_by_value: true,
+        await_promise: None,
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    match result.exception_details {
         Some(details) => Err(PageError::ScriptThrew {
             script: "install",
-            text: exception_text(details),
+            text: exception_text(&details),
         }),
         None => Ok(()),
     }
@@ -192,16 +181,21 @@ async fn call_function(
     call: &ScriptCall,
     return_by_value: bool,
     timeout: Duration,
-) -> Result<Value, PageError> {
-    let group = match return_by_value {
-        true => None,
-        false => Some(REF_OBJECT_GROUP),
+) -> Result<EvaluationReply, PageError> {
+    let command = CallFunctionOn {
+        function_declaration: call.script.declaration().to_owned(),
+        execution_context_id: Some(context.0),
+        object_id: None,
+        arguments: vec![CallArgument {
+            value: call.argument.clone(),
+        }],
+        return_by_value,
+        await_promise: Some(false),
+        silent: true,
+        object_group: (!return_by_value).then(|| REF_OBJECT_GROUP.to_owned()),
     };
-    let params = call.call_function_on_params(context.0, return_by_value, group);
-    let result = client
-        .call(Some(session), "Runtime.callFunctionOn", params, timeout)
-        .await?;
-    match result.get("exceptionDetails") {
+    let result = client.execute(session, &command, timeout).await?;
+    match &result.exception_details {
         Some(details) => Err(PageError::ScriptThrew {
             script: call.script.entry(),
             text: exception_text(details),
@@ -210,20 +204,6 @@ async fn call_function(
     }
 }
 
-fn exception_text(details: &Value) -> String {
-    details
-        .pointer("/exception/description")
-        .or_else(|| details.get("text"))
-        .and_then(Value::as_str)
-        .unwrap_or("exception")
-        .chars()
-        .take(500)
-        .collect()
-}
-
-fn unexpected(method: &str, detail: &str) -> PageError {
-    PageError::Cdp(crate::cdp::CdpError::UnexpectedResult {
-        method: method.to_owned(),
-        detail: detail.to_owned(),
-    })
+fn exception_text(details: &ExceptionDetails) -> String {
+    details.message().chars().take(500).collect()
 }

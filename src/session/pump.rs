@@ -25,8 +25,9 @@ use tokio::sync::mpsc;
 
 use super::frames::FrameGone;
 use super::service::{BrowserService, Live};
-use super::tab::auto_attach_params;
-use crate::cdp::{CdpClient, CdpEvent, SessionId, TargetId, TargetInfo};
+use crate::cdp::page::{Enable, FrameNavigated, JavascriptDialogOpening};
+use crate::cdp::target::{AttachedToTarget, SetAutoAttach};
+use crate::cdp::{CdpClient, CdpEvent, Event, SessionId, TargetId, TargetInfo};
 use crate::events::Emit;
 
 /// How long the setup calls on a fresh OOPIF session may take.
@@ -84,24 +85,18 @@ fn on_event(
     sessions: &mut Sessions,
     event: CdpEvent,
 ) -> Vec<Emit> {
-    match (event.session.as_ref(), event.method.as_str()) {
-        (None, "Target.targetCreated") => match target_info(&event.params) {
-            Some(info) => on_created(service, &info),
-            None => Vec::new(),
-        },
-        (None, "Target.targetInfoChanged") => match target_info(&event.params) {
-            Some(info) => on_info_changed(service, &info),
-            None => Vec::new(),
-        },
-        (None, "Target.targetDestroyed") => {
-            let Some(target) = event
-                .params
-                .get("targetId")
-                .and_then(Value::as_str)
-                .map(TargetId::new)
-            else {
-                return Vec::new();
-            };
+    let (session, event) = match event.decode() {
+        Ok(decoded) => decoded,
+        Err(error) => {
+            tracing::debug!(%error, "skipping a malformed browser event");
+            return Vec::new();
+        }
+    };
+    match (session.as_ref(), event) {
+        (None, Event::TargetCreated(created)) => on_created(service, &created.target_info),
+        (None, Event::TargetInfoChanged(changed)) => on_info_changed(service, &changed.target_info),
+        (None, Event::TargetDestroyed(destroyed)) => {
+            let target = destroyed.target_id;
             let known = service.with_registry(|registry| registry.remove(&target));
             service.forget_owned(&target);
             known
@@ -117,50 +112,26 @@ fn on_event(
                 })
                 .collect()
         }
-        (None, "Target.attachedToTarget") => {
-            let session = event
-                .params
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .map(SessionId::new);
-            let target = event
-                .params
-                .pointer("/targetInfo/targetId")
-                .and_then(Value::as_str)
-                .map(TargetId::new);
-            if let (Some(session), Some(target)) = (session, target) {
-                sessions.tabs.insert(session, target);
+        (None, Event::AttachedToTarget(attached)) => {
+            sessions
+                .tabs
+                .insert(attached.session_id, attached.target_info.target_id);
+            Vec::new()
+        }
+        (None, Event::DetachedFromTarget(detached)) => {
+            // A tab session's OOPIF sessions end with it.
+            if let Some(tab) = sessions.tabs.remove(&detached.session_id) {
+                sessions.frames.retain(|_, owner| *owner != tab);
             }
             Vec::new()
         }
-        (None, "Target.detachedFromTarget") => {
-            if let Some(session) = event
-                .params
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .map(SessionId::new)
-            {
-                // A tab session's OOPIF sessions end with it.
-                if let Some(tab) = sessions.tabs.remove(&session) {
-                    sessions.frames.retain(|_, owner| *owner != tab);
-                }
-            }
+        (Some(parent), Event::AttachedToTarget(attached)) => {
+            on_child_attached(service, client, sessions, parent, attached);
             Vec::new()
         }
-        (Some(parent), "Target.attachedToTarget") => {
-            on_child_attached(service, client, sessions, parent, &event.params);
-            Vec::new()
-        }
-        (Some(parent), "Target.detachedFromTarget") => {
-            let tab = sessions.tab_of(parent).cloned();
-            if let (Some(tab), Some(child)) = (
-                tab,
-                event
-                    .params
-                    .get("sessionId")
-                    .and_then(Value::as_str)
-                    .map(SessionId::new),
-            ) {
+        (Some(parent), Event::DetachedFromTarget(detached)) => {
+            if let Some(tab) = sessions.tab_of(parent).cloned() {
+                let child = detached.session_id;
                 sessions.frames.remove(&child);
                 if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
                     handle.frames().detach_child(&child);
@@ -168,47 +139,60 @@ fn on_event(
             }
             Vec::new()
         }
-        (
-            Some(session),
-            "Page.lifecycleEvent"
-            | "Page.frameStartedNavigating"
-            | "Page.navigatedWithinDocument"
-            | "Page.frameStoppedLoading",
-        ) => {
-            on_load_event(service, sessions, session, &event.method, &event.params);
+        (Some(session), Event::LifecycleEvent(lifecycle)) => {
+            with_load(service, sessions, session, &lifecycle.frame_id, |book| {
+                book.on_lifecycle(&lifecycle.loader_id, &lifecycle.name);
+            });
             Vec::new()
         }
-        (Some(session), "Page.frameDetached") => {
+        (Some(session), Event::FrameStartedNavigating(started)) => {
+            // `sameDocument` and `historySameDocument` keep the document; every other type
+            // (`differentDocument`, `reload`, `historyDifferentDocument`, ...) replaces it.
+            let same_document = started.same_document();
+            with_load(service, sessions, session, &started.frame_id, |book| {
+                book.on_started_navigating(started.loader_id.as_deref(), same_document);
+            });
+            Vec::new()
+        }
+        (Some(session), Event::NavigatedWithinDocument(within)) => {
+            with_load(service, sessions, session, &within.frame_id, |book| {
+                book.on_within_document();
+            });
+            Vec::new()
+        }
+        (Some(session), Event::FrameStoppedLoading(stopped)) => {
+            with_load(service, sessions, session, &stopped.frame_id, |book| {
+                book.on_stopped_loading();
+            });
+            Vec::new()
+        }
+        (Some(session), Event::FrameDetached(detached)) => {
             // A process swap keeps the frame (it continues in another session).
-            let swapped = event.params.get("reason").and_then(Value::as_str) == Some("swap");
-            let frame = event.params.get("frameId").and_then(Value::as_str);
-            match (sessions.tab_of(session).cloned(), frame, swapped) {
-                (Some(tab), Some(frame), false) => {
-                    let gone = with_frames(service, &tab, |book| book.on_frame_removed(frame));
+            match (sessions.tab_of(session).cloned(), detached.swapped()) {
+                (Some(tab), false) => {
+                    let gone = with_frames(service, &tab, |book| {
+                        book.on_frame_removed(&detached.frame_id)
+                    });
                     frame_detached(service, &tab, gone)
                 }
                 _ => Vec::new(),
             }
         }
-        (Some(session), "Page.javascriptDialogOpening") => {
+        (Some(session), Event::JavascriptDialogOpening(opening)) => {
             let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
-            on_dialog_opening(service, session, &target, &event.params)
+            on_dialog_opening(service, session, &target, opening)
         }
-        (Some(session), "Page.javascriptDialogClosed") => {
+        (Some(session), Event::JavascriptDialogClosed(closed)) => {
             let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
-            let closed = service.with_registry(|registry| registry.dialogs.remove(&target));
-            let Some(dialog) = closed else {
+            let dialog = service.with_registry(|registry| registry.dialogs.remove(&target));
+            let Some(dialog) = dialog else {
                 return Vec::new();
             };
-            let accepted = event
-                .params
-                .get("result")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let accepted = closed.result;
             for_interested(service, &target, |opaque| {
                 (
                     "dialog",
@@ -216,33 +200,26 @@ fn on_event(
                 )
             })
         }
-        (Some(session), "Page.frameNavigated") => {
-            let is_main = event.params.pointer("/frame/parentId").is_none();
+        (Some(session), Event::FrameNavigated(navigated)) => {
+            let is_main = navigated.frame.parent_id.is_none();
             if is_main {
-                on_main_frame_navigated(service, sessions, session, &event.params);
+                on_main_frame_navigated(service, sessions, session, &navigated);
             }
-            let mut emits = match (
-                sessions.tab_of(session).cloned(),
-                event.params.pointer("/frame/id").and_then(Value::as_str),
-            ) {
-                (Some(tab), Some(frame)) => {
-                    let gone = with_frames(service, &tab, |book| book.on_frame_navigated(frame));
+            let mut emits = match sessions.tab_of(session).cloned() {
+                Some(tab) => {
+                    let gone = with_frames(service, &tab, |book| {
+                        book.on_frame_navigated(&navigated.frame.id)
+                    });
                     frame_detached(service, &tab, gone)
                 }
-                _ => Vec::new(),
+                None => Vec::new(),
             };
             let Some(target) = sessions.tabs.get(session).cloned() else {
                 return emits;
             };
             emits.extend(match is_main {
                 true => {
-                    let url = bounded(
-                        event
-                            .params
-                            .pointer("/frame/url")
-                            .and_then(Value::as_str)
-                            .unwrap_or(""),
-                    );
+                    let url = bounded(&navigated.frame.url);
                     let mut changed = for_interested(service, &target, |opaque| {
                         ("document.changed", json!({"targetId": opaque, "url": url}))
                     });
@@ -266,41 +243,21 @@ fn on_event(
 
 /// Feeds the tab's `LoadBook` from its own session's main-frame events (a page target's main
 /// frame id is its target id). OOPIF sessions and subframes do not move the tab's load state.
-fn on_load_event(
+fn with_load(
     service: &BrowserService,
     sessions: &Sessions,
     session: &SessionId,
-    method: &str,
-    params: &Value,
+    frame_id: &str,
+    f: impl FnOnce(&mut super::load::LoadBook),
 ) {
     let Some(tab) = sessions.tabs.get(session) else {
         return;
     };
-    if params.get("frameId").and_then(Value::as_str) != Some(tab.as_str()) {
+    if frame_id != tab.as_str() {
         return;
     }
-    let Some(handle) = service.with_registry(|registry| registry.handle(tab)) else {
-        return;
-    };
-    let loader = params.get("loaderId").and_then(Value::as_str);
-    match method {
-        "Page.lifecycleEvent" => {
-            if let (Some(loader), Some(name)) = (loader, params.get("name").and_then(Value::as_str))
-            {
-                handle.on_load(|book| book.on_lifecycle(loader, name));
-            }
-        }
-        "Page.frameStartedNavigating" => {
-            // `sameDocument` and `historySameDocument` keep the document; every other type
-            // (`differentDocument`, `reload`, `historyDifferentDocument`, ...) replaces it.
-            let same_document = matches!(
-                params.get("navigationType").and_then(Value::as_str),
-                Some("sameDocument" | "historySameDocument")
-            );
-            handle.on_load(|book| book.on_started_navigating(loader, same_document));
-        }
-        "Page.navigatedWithinDocument" => handle.on_load(|book| book.on_within_document()),
-        _ => handle.on_load(|book| book.on_stopped_loading()),
+    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+        handle.on_load(f);
     }
 }
 
@@ -310,15 +267,15 @@ fn on_main_frame_navigated(
     service: &BrowserService,
     sessions: &Sessions,
     session: &SessionId,
-    params: &Value,
+    navigated: &FrameNavigated,
 ) {
     let Some(tab) = sessions.tabs.get(session) else {
         return;
     };
-    let Some(loader) = params.pointer("/frame/loaderId").and_then(Value::as_str) else {
+    let Some(loader) = navigated.frame.loader_id.as_deref() else {
         return;
     };
-    let restored = params.get("type").and_then(Value::as_str) == Some("BackForwardCacheRestore");
+    let restored = navigated.restored();
     if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
         handle.on_load(|book| book.on_navigated(loader, restored));
     }
@@ -331,20 +288,13 @@ fn on_child_attached(
     client: &CdpClient,
     sessions: &mut Sessions,
     parent: &SessionId,
-    params: &Value,
+    attached: AttachedToTarget,
 ) {
-    let is_iframe = params.pointer("/targetInfo/type").and_then(Value::as_str) == Some("iframe");
-    let child = params
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .map(SessionId::new);
+    let is_iframe = attached.target_info.target_type == "iframe";
+    let child = attached.session_id;
     // For an iframe target the target id is the frame id (field notes §2).
-    let frame = params
-        .pointer("/targetInfo/targetId")
-        .and_then(Value::as_str);
-    let (Some(tab), Some(child), Some(frame), true) =
-        (sessions.tab_of(parent).cloned(), child, frame, is_iframe)
-    else {
+    let frame = attached.target_info.target_id.as_str();
+    let (Some(tab), true) = (sessions.tab_of(parent).cloned(), is_iframe) else {
         return;
     };
     let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) else {
@@ -359,17 +309,20 @@ fn on_child_attached(
     sessions.frames.insert(child.clone(), tab);
     let client = client.clone();
     tokio::spawn(async move {
-        for (method, params) in [
-            ("Page.enable", json!({})),
-            ("Target.setAutoAttach", auto_attach_params()),
-        ] {
-            if let Err(error) = client
-                .call(Some(&child), method, params, CHILD_SETUP_TIMEOUT)
-                .await
-            {
-                tracing::debug!(%error, method, "setting up an out-of-process frame session");
-                return;
-            }
+        if let Err(error) = client
+            .execute(&child, &Enable {}, CHILD_SETUP_TIMEOUT)
+            .await
+        {
+            tracing::debug!(%error, "enabling Page on an out-of-process frame session");
+            return;
+        }
+        let auto_attach = SetAutoAttach::iframes();
+        if let Err(error) = client
+            .execute(&child, &auto_attach, CHILD_SETUP_TIMEOUT)
+            .await
+        {
+            tracing::debug!(%error, "auto-attaching under an out-of-process frame session");
+            return;
         }
         super::tab::register_click_truth(&client, &child).await;
     });
@@ -421,25 +374,19 @@ fn on_dialog_opening(
     service: &BrowserService,
     session: &SessionId,
     target: &TargetId,
-    params: &Value,
+    opening: JavascriptDialogOpening,
 ) -> Vec<Emit> {
     let dialog = crate::session::DialogInfo {
         id: crate::protocol::ids::new_id(crate::protocol::ids::IdKind::Dialog),
         target: target.clone(),
         session: session.clone(),
-        dialog_type: params
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("alert")
-            .to_owned(),
-        message: super::bounds::bound_name(
-            params.get("message").and_then(Value::as_str).unwrap_or(""),
-        ),
-        default_prompt: params
-            .get("defaultPrompt")
-            .and_then(Value::as_str)
+        dialog_type: opening.dialog_type,
+        message: super::bounds::bound_name(&opening.message),
+        default_prompt: opening
+            .default_prompt
+            .as_deref()
             .map(super::bounds::bound_name),
-        url: bounded(params.get("url").and_then(Value::as_str).unwrap_or("")),
+        url: bounded(&opening.url),
         opened_at: crate::version::now_ms(),
     };
     service.with_registry(|registry| registry.dialogs.insert(target.clone(), dialog.clone()));
@@ -472,10 +419,6 @@ fn on_dialog_opening(
             json!({"dialogId": dialog.id, "state": "opened", "type": dialog.dialog_type, "message": dialog.message, "url": dialog.url, "targetId": opaque}),
         )
     })
-}
-
-fn target_info(params: &Value) -> Option<TargetInfo> {
-    serde_json::from_value(params.get("targetInfo")?.clone()).ok()
 }
 
 fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {

@@ -392,6 +392,7 @@ mod tests {
             browser_context_id: None,
             attached: false,
             subtype: None,
+            parent_frame_id: None,
         }
     }
 

@@ -13,15 +13,17 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::pump;
 use super::registry::{Controller, Registry, TabView, TargetError};
 use super::tab::TabHandle;
 use crate::browser::{self, Candidate, DiscoveryConfig};
+use crate::cdp::pipe::{self, FailReason, JanitorLine};
 use crate::cdp::{CdpClient, TargetId};
 use crate::events::{Emit, EventSink};
+use crate::framing::{FramingError, LineReader};
 use crate::home::Home;
 use crate::store::Store;
 use crate::version::now_ms;
@@ -330,7 +332,8 @@ impl BrowserService {
             .spawn()
             .map_err(|e| ConnectError::Failed(format!("cannot start the janitor: {e}")))?;
         let mut stdin = child.stdin.take().expect("piped stdin");
-        let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut lines = LineReader::new(stdout, pipe::MAX_LINE_BYTES);
         let first = match tokio::time::timeout(JANITOR_HANDSHAKE_TIMEOUT, lines.next_line()).await {
             Ok(Ok(Some(line))) => line,
             Ok(_) => {
@@ -340,16 +343,24 @@ impl BrowserService {
             }
             Err(_) => return Err(ConnectError::AuthorizationTimeout),
         };
-        let status: Value = serde_json::from_str(&first).unwrap_or(Value::Null);
-        if status["janitor"] != "connected" {
-            let reason = status["reason"].as_str().unwrap_or("unknown").to_owned();
-            let message = status["message"].as_str().unwrap_or("").to_owned();
-            return Err(match reason.as_str() {
-                "timeout" => ConnectError::AuthorizationTimeout,
-                "http_403" => ConnectError::AuthorizationDenied(message),
-                "refused" | "closed" => ConnectError::NotReady { remediation: None },
-                _ => ConnectError::Failed(format!("{reason}: {message}")),
-            });
+        let status = std::str::from_utf8(&first)
+            .ok()
+            .and_then(JanitorLine::from_line);
+        match status {
+            Some(Ok(JanitorLine::Connected)) => {}
+            Some(Ok(JanitorLine::Failed { reason, message })) => {
+                return Err(match reason {
+                    FailReason::Timeout => ConnectError::AuthorizationTimeout,
+                    FailReason::Http(403) => ConnectError::AuthorizationDenied(message),
+                    FailReason::Refused | FailReason::Closed => {
+                        ConnectError::NotReady { remediation: None }
+                    }
+                    _ => ConnectError::Failed(format!("{reason}: {message}")),
+                });
+            }
+            _ => {
+                return Err(ConnectError::Failed("unknown: ".into()));
+            }
         }
         let (out_tx, mut out_rx) = mpsc::channel::<String>(JANITOR_PIPE_QUEUE);
         let (in_tx, in_rx) = mpsc::channel::<String>(JANITOR_PIPE_QUEUE);
@@ -362,12 +373,29 @@ impl BrowserService {
                 }
             }
         });
+        // Every later line is one CDP message, until the janitor's `disconnected` (which the
+        // client reads as the end of the connection) and end of input.
         tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.starts_with("{\"janitor\"") {
-                    // `disconnected`: the WebSocket closed; ending the stream tells the client.
-                    return;
-                }
+            loop {
+                let line = match lines.next_line().await {
+                    Ok(Some(line)) => line,
+                    Ok(None) => return,
+                    Err(FramingError::TooLong { limit }) => {
+                        tracing::warn!(limit, "skipping an oversized line from the janitor");
+                        match lines.skip_line().await {
+                            Ok(true) => continue,
+                            _ => return,
+                        }
+                    }
+                    Err(FramingError::Io(error)) => {
+                        tracing::debug!(%error, "reading the janitor's output failed");
+                        return;
+                    }
+                };
+                let Ok(line) = String::from_utf8(line) else {
+                    tracing::warn!("skipping a line from the janitor that is not UTF-8");
+                    continue;
+                };
                 if in_tx.send(line).await.is_err() {
                     return;
                 }
@@ -425,7 +453,10 @@ impl BrowserService {
             // tab is then listed to nobody while it closes), and the new janitor closes it if
             // the Broker dies first.
             self.with_registry(|registry| registry.adopt_recovered(&target, &record.workspace_id));
-            let line = json!({"janitor": "adopt", "targetId": target.as_str()}).to_string();
+            let line = JanitorLine::Adopt {
+                target_id: target.clone(),
+            }
+            .to_line();
             if live.janitor.send(line).await.is_err() {
                 tracing::warn!("the new janitor went away while recovering managed tabs");
             }
@@ -526,6 +557,7 @@ impl BrowserService {
                     browser_context_id: None,
                     attached: false,
                     subtype: None,
+                    parent_frame_id: None,
                 });
             }
             registry.adopt(target, workspace_id, lease_id);

@@ -19,12 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::sync::{Notify, OwnedMutexGuard};
 
 use super::bounds::{bound_title, bound_url};
 use super::frames::{FrameBook, FrameSelection};
 use super::load::{Awaited, LoadBook, LoadMark, LoadPhase};
+use crate::cdp::page::{AddScriptToEvaluateOnNewDocument, Enable};
+use crate::cdp::target::SetAutoAttach;
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 
 #[derive(Default)]
@@ -261,36 +262,16 @@ impl Drop for TabGuard {
 /// How long one setup call of a fresh session may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `Target.setAutoAttach` on a tab (or OOPIF) session: Chromium attaches every out-of-process
-/// iframe as a flattened child session (`Target.attachedToTarget` carrying the parent's session)
-/// without pausing it, and nothing but iframes (no workers). Field notes §2 "Auto-attach".
-pub fn auto_attach_params() -> Value {
-    json!({
-        "autoAttach": true,
-        "waitForDebuggerOnStart": false,
-        "flatten": true,
-        "filter": [{"type": "iframe"}, {"exclude": true}],
-    })
-}
-
 /// Registers the click-truth listener (`page::click_truth_document_script`) to run in the
 /// Broker's isolated world of every new document of a tab or OOPIF session, before any page
 /// script. Without it clicks are still judged, from a listener installed later (see
 /// docs/observation.md), so a failure is logged rather than fatal.
 pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
-    let params = json!({
-        "source": crate::page::click_truth_document_script(),
-        "worldName": crate::page::WORLD_NAME,
-    });
-    if let Err(error) = client
-        .call(
-            Some(session),
-            "Page.addScriptToEvaluateOnNewDocument",
-            params,
-            SETUP_TIMEOUT,
-        )
-        .await
-    {
+    let command = AddScriptToEvaluateOnNewDocument {
+        source: crate::page::click_truth_document_script().to_owned(),
+        world_name: Some(crate::page::WORLD_NAME.to_owned()),
+    };
+    if let Err(error) = client.execute(session, &command, SETUP_TIMEOUT).await {
         tracing::warn!(%error, "registering the click-truth listener failed");
     }
 }
@@ -304,9 +285,7 @@ impl TabGuard {
             return Ok(session.clone());
         }
         let session = client.attach_to_target(&self.target, SETUP_TIMEOUT).await?;
-        client
-            .call(Some(&session), "Page.enable", json!({}), SETUP_TIMEOUT)
-            .await?;
+        client.execute(&session, &Enable {}, SETUP_TIMEOUT).await?;
         // Load waits follow the lifecycle events; Chromium replays the current document's.
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
         client
@@ -316,12 +295,7 @@ impl TabGuard {
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
-            .call(
-                Some(&session),
-                "Target.setAutoAttach",
-                auto_attach_params(),
-                SETUP_TIMEOUT,
-            )
+            .execute(&session, &SetAutoAttach::iframes(), SETUP_TIMEOUT)
             .await
         {
             tracing::warn!(%error, "auto-attach of out-of-process iframes failed");

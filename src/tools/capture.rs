@@ -16,7 +16,9 @@ use super::tab::{ControlledTab, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
-use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::cdp::io;
+use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics, PrintToPdf, Viewport};
+use crate::cdp::{CdpClient, CdpError, Command, SessionId};
 use crate::page::{self, Find, ScriptErrorCode};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -241,14 +243,9 @@ struct Tab<'a> {
 }
 
 impl Tab<'_> {
-    async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
+    async fn execute<C: Command>(&self, command: &C) -> Result<C::Reply, CdpError> {
         self.client
-            .call(
-                Some(&self.session),
-                method,
-                params,
-                call_timeout(self.scope),
-            )
+            .execute(&self.session, command, call_timeout(self.scope))
             .await
     }
 
@@ -262,25 +259,37 @@ impl Tab<'_> {
         region: Region,
         scale: f64,
     ) -> Result<String, ToolError> {
-        let mut params = json!({"format": options.format.cdp(), "optimizeForSpeed": true});
-        if options.format == Format::Jpeg {
-            params["quality"] = json!(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY));
-        }
-        params["clip"] = json!({"x": region.x, "y": region.y, "width": region.width, "height": region.height, "scale": scale});
-        params["captureBeyondViewport"] = json!(options.area != Area::Viewport);
-        let result = self.call("Page.captureScreenshot", params).await?;
-        take_string(result, "data", "Page.captureScreenshot")
+        let command = CaptureScreenshot {
+            format: options.format.cdp(),
+            quality: match options.format {
+                Format::Jpeg => Some(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
+                Format::Png => None,
+            },
+            clip: Some(Viewport {
+                x: region.x,
+                y: region.y,
+                width: region.width,
+                height: region.height,
+                scale,
+            }),
+            capture_beyond_viewport: options.area != Area::Viewport,
+            optimize_for_speed: true,
+        };
+        Ok(self.execute(&command).await?.data)
     }
 
     /// The visible viewport and the whole document, in document coordinates, and the device
     /// pixel ratio (the deprecated device-pixel `visualViewport` over its CSS twin), in one call.
     async fn layout(&self) -> Result<Layout, ToolError> {
-        let metrics = self.call("Page.getLayoutMetrics", json!({})).await?;
+        let metrics = self.execute(&GetLayoutMetrics {}).await?;
         let number = |value: &Value| value.as_f64().unwrap_or(0.0);
-        let css = &metrics["cssVisualViewport"];
-        let content = &metrics["cssContentSize"];
+        let css = &metrics.css_visual_viewport;
+        let content = &metrics.css_content_size;
         let css_width = number(&css["clientWidth"]);
-        let device_width = number(&metrics["visualViewport"]["clientWidth"]);
+        let device_width = metrics
+            .visual_viewport
+            .as_ref()
+            .map_or(0.0, |viewport| number(&viewport["clientWidth"]));
         Ok(Layout {
             viewport: Region {
                 x: number(&css["pageX"]),
@@ -366,23 +375,6 @@ struct Layout {
     page: Region,
     /// Device pixels per CSS pixel.
     ratio: f64,
-}
-
-/// Moves a string member out of a CDP result.
-fn take_string(result: Value, key: &str, method: &str) -> Result<String, ToolError> {
-    match result {
-        Value::Object(mut members) => match members.remove(key) {
-            Some(Value::String(text)) => Ok(text),
-            _ => Err(ToolError::from(CdpError::UnexpectedResult {
-                method: method.to_owned(),
-                detail: format!("no {key}"),
-            })),
-        },
-        _ => Err(ToolError::from(CdpError::UnexpectedResult {
-            method: method.to_owned(),
-            detail: "not an object".to_owned(),
-        })),
-    }
 }
 
 /// Pixel size of a base64 image from the browser.
@@ -506,12 +498,16 @@ pub async fn pdf(
     scope: &CallScope,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let mut params = json!({"transferMode": "ReturnAsStream"});
+    let mut options = Map::new();
     for key in ["landscape", "printBackground", "scale", "pageRanges"] {
         if let Some(value) = arguments.get(key) {
-            params[key] = value.clone();
+            options.insert(key.to_owned(), value.clone());
         }
     }
+    let print = PrintToPdf {
+        options,
+        transfer_mode: "ReturnAsStream",
+    };
     let mut controlled = ControlledTab::acquire(env, scope).await?;
     let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {
@@ -519,13 +515,9 @@ pub async fn pdf(
         session,
         scope,
     };
-    let printed = tab
-        .call("Page.printToPDF", params)
-        .await
-        .map_err(pdf_error)?;
-    let handle = take_string(printed, "stream", "Page.printToPDF")?;
+    let handle = tab.execute(&print).await.map_err(pdf_error)?.stream;
     let read = read_stream(&tab, &handle, env.artifacts.limits().max_artifact_bytes).await;
-    let _ = tab.call("IO.close", json!({"handle": handle})).await;
+    let _ = tab.execute(&io::Close { handle }).await;
     let new = NewArtifact::new(
         scope.workspace_id.as_deref().unwrap_or_default(),
         ArtifactKind::Pdf,
@@ -540,14 +532,13 @@ pub async fn pdf(
 async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
     let mut bytes = Vec::new();
     loop {
-        let chunk = tab
-            .call(
-                "IO.read",
-                json!({"handle": handle, "size": PDF_READ_CHUNK_BYTES}),
-            )
-            .await?;
-        let data = chunk["data"].as_str().unwrap_or_default();
-        match chunk["base64Encoded"].as_bool() == Some(true) {
+        let read = io::Read {
+            handle: handle.to_owned(),
+            size: Some(PDF_READ_CHUNK_BYTES),
+        };
+        let chunk = tab.execute(&read).await?;
+        let data = chunk.data.as_str();
+        match chunk.base64_encoded {
             true => bytes.extend(decode_base64(data).ok_or_else(|| {
                 RpcError::new(
                     ErrorCode::InternalError,
@@ -562,7 +553,7 @@ async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>,
                 limit,
             }));
         }
-        if chunk["eof"].as_bool() != Some(false) {
+        if chunk.eof {
             return Ok(bytes);
         }
     }

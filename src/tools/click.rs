@@ -14,6 +14,7 @@ use super::manifest::{Gate, Lane, Scope, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
+use crate::cdp::input::{DispatchMouseEvent, MouseButton, MouseEventType};
 use crate::cdp::{CdpClient, CdpError};
 use crate::page::{
     self, ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState,
@@ -166,21 +167,14 @@ fn click_evidence(
 async fn mouse(
     client: &CdpClient,
     session: &crate::cdp::SessionId,
-    kind: &str,
-    x: f64,
-    y: f64,
-    button: &str,
+    kind: MouseEventType,
+    (x, y): (f64, f64),
+    button: MouseButton,
     click_count: u64,
 ) -> Result<(), CdpError> {
-    let buttons = match (kind, button) {
-        ("mousePressed", "left") => 1,
-        ("mousePressed", "right") => 2,
-        ("mousePressed", "middle") => 4,
-        _ => 0,
-    };
-    let button = if kind == "mouseMoved" { "none" } else { button };
+    let event = DispatchMouseEvent::step(kind, x, y, button, click_count);
     client
-        .call(Some(session), "Input.dispatchMouseEvent", json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": click_count}), INPUT_TIMEOUT)
+        .execute(session, &event, INPUT_TIMEOUT)
         .await
         .map(|_| ())
 }
@@ -262,13 +256,37 @@ pub async fn click(
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
-    mouse(&tab.client, &session, "mouseMoved", x, y, "none", 0).await?;
+    mouse(
+        &tab.client,
+        &session,
+        MouseEventType::MouseMoved,
+        (x, y),
+        MouseButton::None,
+        0,
+    )
+    .await?;
     let mut dialog = false;
     for count in 1..=clicks {
-        mouse(&tab.client, &session, "mousePressed", x, y, &button, count).await?;
+        mouse(
+            &tab.client,
+            &session,
+            MouseEventType::MousePressed,
+            (x, y),
+            MouseButton::from_name(&button),
+            count,
+        )
+        .await?;
         let (client2, session2, button2) = (tab.client.clone(), session.clone(), button.clone());
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-            mouse(&client2, &session2, "mouseReleased", x, y, &button2, count).await
+            mouse(
+                &client2,
+                &session2,
+                MouseEventType::MouseReleased,
+                (x, y),
+                MouseButton::from_name(&button2),
+                count,
+            )
+            .await
         })
         .await?;
         if dialog {

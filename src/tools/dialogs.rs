@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use crate::cdp::page::HandleJavaScriptDialog;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 pub fn defs() -> Vec<ToolDef> {
@@ -114,19 +115,14 @@ pub async fn dialogs_respond(
     };
     // Answering needs control of the tab; a live other controller keeps it.
     env.browser.control(workspace_id, lease_id, &opaque).await?;
-    let mut params = json!({"accept": action == "accept"});
-    if let Some(text) = &asked.prompt_text {
-        params["promptText"] = json!(text);
-    }
+    let answer = HandleJavaScriptDialog {
+        accept: action == "accept",
+        prompt_text: asked.prompt_text.clone(),
+    };
     scope
         .gate
         .watch(&live.client)
-        .call(
-            Some(&dialog.session),
-            "Page.handleJavaScriptDialog",
-            params,
-            INPUT_TIMEOUT,
-        )
+        .execute(&dialog.session, &answer, INPUT_TIMEOUT)
         .await?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
 }

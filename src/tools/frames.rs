@@ -23,6 +23,7 @@ use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use super::tab::ControlledTab;
 use super::tab::{PageContext, SCRIPT_TIMEOUT};
+use crate::cdp::page::{FrameTree, GetFrameTree};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
@@ -140,31 +141,23 @@ struct FrameNode {
 }
 
 /// Flattens a `Page.getFrameTree` result (pre-order).
-fn flatten_tree(tree: &Value, session: &SessionId, out_of_process: bool) -> Vec<FrameNode> {
-    let mut nodes = Vec::new();
-    let mut stack = vec![tree];
-    while let Some(node) = stack.pop() {
-        let frame = &node["frame"];
-        if let Some(raw) = frame.get("id").and_then(Value::as_str) {
-            let text = |key: &str| frame.get(key).and_then(Value::as_str).unwrap_or("");
-            nodes.push(FrameNode {
-                raw: raw.to_owned(),
-                parent: frame
-                    .get("parentId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                url: format!("{}{}", text("url"), text("urlFragment")),
-                name: text("name").to_owned(),
-                origin: text("securityOrigin").to_owned(),
-                session: session.clone(),
-                out_of_process,
-            });
-        }
-        if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
-            stack.extend(children.iter().rev());
-        }
-    }
-    nodes
+fn flatten_tree(tree: &FrameTree, session: &SessionId, out_of_process: bool) -> Vec<FrameNode> {
+    tree.frames()
+        .into_iter()
+        .map(|frame| FrameNode {
+            raw: frame.id.clone(),
+            parent: frame.parent_id.clone(),
+            url: format!(
+                "{}{}",
+                frame.url,
+                frame.url_fragment.as_deref().unwrap_or("")
+            ),
+            name: frame.name.clone().unwrap_or_default(),
+            origin: frame.security_origin.clone(),
+            session: session.clone(),
+            out_of_process,
+        })
+        .collect()
 }
 
 async fn frame_tree(
@@ -172,10 +165,10 @@ async fn frame_tree(
     session: &SessionId,
     out_of_process: bool,
 ) -> Result<Vec<FrameNode>, crate::cdp::CdpError> {
-    let result = client
-        .call(Some(session), "Page.getFrameTree", json!({}), TREE_TIMEOUT)
+    let reply = client
+        .execute(session, &GetFrameTree {}, TREE_TIMEOUT)
         .await?;
-    Ok(flatten_tree(&result["frameTree"], session, out_of_process))
+    Ok(flatten_tree(&reply.frame_tree, session, out_of_process))
 }
 
 /// Every frame of the tab: the tab session's tree (main frame first), then each OOPIF
@@ -204,20 +197,14 @@ async fn frame_forest(
 /// OOPIFs of this tab that Chromium reports but whose session the pump has not recorded yet:
 /// iframe targets whose parent frame is one of ours but which are not in the forest.
 async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, ToolError> {
-    let result = client
-        .call(None, "Target.getTargets", json!({}), TREE_TIMEOUT)
-        .await?;
+    let targets = client.get_targets(TREE_TIMEOUT).await?;
     let known: HashSet<&str> = nodes.iter().map(|n| n.raw.as_str()).collect();
-    let missing = result["targetInfos"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    let missing = targets
         .iter()
-        .filter(|info| info["type"] == "iframe")
+        .filter(|info| info.target_type == "iframe")
         .filter(|info| {
-            let id = info["targetId"].as_str().unwrap_or_default();
-            let parent = info["parentFrameId"].as_str().unwrap_or_default();
-            !known.contains(id) && known.contains(parent)
+            let parent = info.parent_frame_id.as_deref().unwrap_or_default();
+            !known.contains(info.target_id.as_str()) && known.contains(parent)
         })
         .count();
     Ok(missing)
@@ -561,15 +548,19 @@ async fn hosting_session(
 mod tests {
     use super::*;
 
-    fn tree() -> Value {
-        json!({
+    fn tree() -> FrameTree {
+        parse(json!({
             "frame": {"id": "MAIN", "url": "http://127.0.0.1:1/p", "urlFragment": "#x", "securityOrigin": "http://127.0.0.1:1"},
             "childFrames": [
                 {"frame": {"id": "A", "parentId": "MAIN", "name": "a", "url": "http://127.0.0.1:1/a", "securityOrigin": "http://127.0.0.1:1"},
                  "childFrames": [{"frame": {"id": "A1", "parentId": "A", "url": "about:blank", "securityOrigin": "://"}}]},
                 {"frame": {"id": "B", "parentId": "MAIN", "url": "http://127.0.0.1:2/b", "securityOrigin": "http://127.0.0.1:2"}},
             ]
-        })
+        }))
+    }
+
+    fn parse(tree: Value) -> FrameTree {
+        serde_json::from_value(tree).expect("a frame tree")
     }
 
     #[test]
@@ -593,8 +584,8 @@ mod tests {
         let child = SessionId::new("child");
         let mut nodes = flatten_tree(&tree(), &tab, false);
         nodes.extend(flatten_tree(
-            &json!({"frame": {"id": "O", "parentId": "A", "securityOrigin": "http://localhost:2"},
-                    "childFrames": [{"frame": {"id": "O1", "parentId": "O"}}]}),
+            &parse(json!({"frame": {"id": "O", "parentId": "A", "securityOrigin": "http://localhost:2"},
+                    "childFrames": [{"frame": {"id": "O1", "parentId": "O"}}]})),
             &child,
             true,
         ));

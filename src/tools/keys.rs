@@ -1,15 +1,12 @@
 //! Keyboard and typing tools: `browser.press`, `browser.type` and `browser.keyboard`, their
-//! guarded composite steps (pin, re-check, count what was dispatched), the key encoding sent
-//! with `Input.dispatchKeyEvent` (the US layout itself is data in `keys/table.rs`) and the
-//! typing evidence. The rules are written down in docs/keyboard.md.
+//! guarded composite steps (pin, re-check, count what was dispatched) and the typing evidence
+//! (the key encoding sent with `Input.dispatchKeyEvent` and the US layout are `cdp/input.rs`'s).
+//! The rules are written down in docs/keyboard.md.
 //!
 //! Shared action plumbing (ref resolution, effect collection, the dialog-aware final dispatch,
 //! the closing Observation) is `actions.rs`'s and used from there, not copied. This file does
 //! not click, scroll or select, and it never reads a typed value back into its output: evidence
 //! carries lengths only.
-
-use std::future::Future;
-use std::task::Poll;
 
 use serde_json::{Map, Value, json};
 
@@ -26,17 +23,15 @@ use super::manifest::{Gate, Lane, Scope, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
-use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::cdp::input::table::{self, Modifier};
+use crate::cdp::input::{Key, Stroke, chord_events, send_key_events, send_stroke, stroke_for};
+use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
     FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
-
-mod table;
-
-use table::{Modifier, NamedKey, PrintableKey};
 
 /// Longest text `browser.type` / `browser.keyboard` accept.
 const MAX_TYPE_CHARS: usize = 10_000;
@@ -128,136 +123,6 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-/// One key as the page sees it in `KeyboardEvent.key` / `code` / `keyCode`, and the text it
-/// types.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Key {
-    key: String,
-    code: &'static str,
-    key_code: u16,
-    text: Option<String>,
-    /// The key's own bit when it is itself a modifier (Shift, Control, Alt, Meta).
-    own_bit: u8,
-}
-
-impl Key {
-    fn printable(key: PrintableKey, shifted: bool) -> Key {
-        let ch = if shifted { key.shifted } else { key.plain };
-        Key {
-            key: ch.to_string(),
-            code: key.code,
-            key_code: key.key_code,
-            text: Some(ch.to_string()),
-            own_bit: 0,
-        }
-    }
-
-    fn named(key: NamedKey) -> Key {
-        Key {
-            key: key.key.to_owned(),
-            code: key.code,
-            key_code: key.key_code,
-            text: key.text.map(str::to_owned),
-            own_bit: table::modifier(key.key).map_or(0, |m| m.bit),
-        }
-    }
-
-    fn modifier(modifier: Modifier) -> Key {
-        Key {
-            key: modifier.name.to_owned(),
-            code: modifier.code,
-            key_code: modifier.key_code,
-            text: None,
-            own_bit: modifier.bit,
-        }
-    }
-}
-
-/// How one typed character reaches the page.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Stroke {
-    /// A key of the US layout, with Shift held around it when that layout needs Shift.
-    Key { key: Key, shift: bool },
-    /// One editing insertion (`Input.insertText`): the character has no US key.
-    Insert(char),
-}
-
-/// The stroke that types `ch`: `\n` is Enter, a character of the US layout is its key,
-/// anything else (emoji, other scripts, accented letters, tab and other control characters)
-/// is inserted as text.
-fn stroke_for(ch: char) -> Stroke {
-    if ch == '\n' {
-        return Stroke::Key {
-            key: Key::named(table::ENTER),
-            shift: false,
-        };
-    }
-    match table::printable_key(ch) {
-        Some((key, shift)) => Stroke::Key {
-            key: Key::printable(key, shift),
-            shift,
-        },
-        None => Stroke::Insert(ch),
-    }
-}
-
-/// One `Input.dispatchKeyEvent`, with the modifiers bitmask as it is at that moment.
-fn key_event(kind: &str, key: &Key, modifiers: u8, text: Option<&str>) -> Value {
-    let mut event = json!({
-        "type": kind, "key": key.key, "code": key.code,
-        "windowsVirtualKeyCode": key.key_code, "nativeVirtualKeyCode": key.key_code,
-        "modifiers": modifiers,
-    });
-    if key.own_bit != 0 {
-        event["location"] = json!(1);
-    }
-    if let Some(text) = text {
-        event["text"] = json!(text);
-        event["unmodifiedText"] = json!(text);
-    }
-    event
-}
-
-/// The events of pressing `key` while `held` is held: each modifier's keydown in the given
-/// order, the key's down and up, then the modifiers' keyups in reverse order. Control, Alt and
-/// Meta turn the key into a shortcut that types nothing; Shift does not.
-fn chord_events(key: &Key, held: &[Modifier]) -> Vec<Value> {
-    let mut events = Vec::with_capacity(2 + 2 * held.len());
-    let mut bits = 0u8;
-    for modifier in held {
-        bits |= modifier.bit;
-        events.push(key_event(
-            "rawKeyDown",
-            &Key::modifier(*modifier),
-            bits,
-            None,
-        ));
-    }
-    let down_bits = bits | key.own_bit;
-    let types_text = down_bits & !table::SHIFT.bit == 0;
-    let text = key.text.as_deref().filter(|_| types_text);
-    let kind = if text.is_some() {
-        "keyDown"
-    } else {
-        "rawKeyDown"
-    };
-    events.push(key_event(kind, key, down_bits, text));
-    events.push(key_event("keyUp", key, bits, None));
-    for modifier in held.iter().rev() {
-        bits &= !modifier.bit;
-        events.push(key_event("keyUp", &Key::modifier(*modifier), bits, None));
-    }
-    events
-}
-
-/// The events of one typing stroke with a key.
-fn stroke_events(key: &Key, shift: bool) -> Vec<Value> {
-    match shift {
-        true => chord_events(key, &[table::SHIFT]),
-        false => chord_events(key, &[]),
-    }
-}
-
 /// What `browser.press` was asked for: the key and the modifiers to hold, in order (Shift added
 /// when the US layout needs it for the character; the key itself never held twice).
 fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), ToolError> {
@@ -294,71 +159,6 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
         held.push(table::SHIFT);
     }
     Ok((key, held))
-}
-
-/// Sends key events on `session`. All of them are queued at once and in order; the session
-/// handles them in that order, so a keyup still follows its keydown and one step costs one
-/// round trip however many events it has.
-async fn send_key_events(
-    client: &CdpClient,
-    session: &SessionId,
-    events: Vec<Value>,
-) -> Result<(), CdpError> {
-    let mut calls: Vec<_> = events
-        .into_iter()
-        .map(|event| {
-            Box::pin(client.call(
-                Some(session),
-                "Input.dispatchKeyEvent",
-                event,
-                INPUT_TIMEOUT,
-            ))
-        })
-        .collect();
-    let mut results: Vec<Option<Result<Value, CdpError>>> = calls.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (call, result) in calls.iter_mut().zip(results.iter_mut()) {
-            if result.is_none() {
-                match call.as_mut().poll(cx) {
-                    Poll::Ready(outcome) => *result = Some(outcome),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    for result in results.into_iter().flatten() {
-        result?;
-    }
-    Ok(())
-}
-
-/// Sends one typing stroke.
-async fn send_stroke(
-    client: &CdpClient,
-    session: &SessionId,
-    stroke: &Stroke,
-) -> Result<(), CdpError> {
-    match stroke {
-        Stroke::Key { key, shift } => {
-            send_key_events(client, session, stroke_events(key, *shift)).await
-        }
-        Stroke::Insert(ch) => client
-            .call(
-                Some(session),
-                "Input.insertText",
-                json!({"text": ch.to_string()}),
-                INPUT_TIMEOUT,
-            )
-            .await
-            .map(|_| ()),
-    }
 }
 
 #[derive(Deserialize)]
@@ -437,7 +237,7 @@ pub async fn press(
     let (client2, session) = (tab.client.clone(), ctx.session.clone());
     let events = chord_events(&key, &held);
     let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        send_key_events(&client2, &session, events).await
+        send_key_events(&client2, &session, events, INPUT_TIMEOUT).await
     })
     .await?;
     if !dialog {
@@ -564,7 +364,7 @@ impl Guarded<'_> {
         stroke: &Stroke,
     ) -> Result<(), ToolError> {
         let ctx = self.check(client, guard, step).await?;
-        send_stroke(client, &ctx.session, stroke).await?;
+        send_stroke(client, &ctx.session, stroke, INPUT_TIMEOUT).await?;
         self.dispatched += 1;
         Ok(())
     }
@@ -1159,11 +959,13 @@ pub async fn keyboard(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cdp::input::DispatchKeyEvent;
 
-    fn kinds_and_keys(events: &[Value]) -> Vec<(String, String, u64)> {
+    fn kinds_and_keys(events: &[DispatchKeyEvent]) -> Vec<(String, String, u64)> {
         events
             .iter()
             .map(|e| {
+                let e = serde_json::to_value(e).unwrap();
                 (
                     e["type"].as_str().unwrap().to_owned(),
                     e["key"].as_str().unwrap().to_owned(),
@@ -1177,69 +979,6 @@ mod tests {
         list.iter()
             .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), *c))
             .collect()
-    }
-
-    #[test]
-    fn a_shifted_character_is_its_key_with_shift_around_it() {
-        let Stroke::Key { key, shift } = stroke_for('!') else {
-            panic!("! has a US key");
-        };
-        assert!(shift);
-        let events = stroke_events(&key, shift);
-        assert_eq!(
-            kinds_and_keys(&events),
-            owned(&[
-                ("rawKeyDown", "Shift", 8),
-                ("keyDown", "!", 8),
-                ("keyUp", "!", 8),
-                ("keyUp", "Shift", 0),
-            ])
-        );
-        assert_eq!(events[1]["code"], "Digit1");
-        assert_eq!(events[1]["windowsVirtualKeyCode"], 49);
-        assert_eq!(events[1]["text"], "!");
-        assert_eq!(events[0]["code"], "ShiftLeft");
-        assert_eq!(events[0]["windowsVirtualKeyCode"], 16);
-        assert_eq!(events[0]["location"], 1);
-        assert!(events[2].get("text").is_none());
-        let Stroke::Key { key, shift } = stroke_for('^') else {
-            panic!("^ has a US key");
-        };
-        assert!(shift);
-        assert_eq!((key.code, key.key_code), ("Digit6", 54));
-    }
-
-    #[test]
-    fn a_plain_character_is_one_keydown_and_keyup() {
-        let Stroke::Key { key, shift } = stroke_for('a') else {
-            panic!("a has a US key");
-        };
-        assert!(!shift);
-        let events = stroke_events(&key, shift);
-        assert_eq!(
-            kinds_and_keys(&events),
-            owned(&[("keyDown", "a", 0), ("keyUp", "a", 0)])
-        );
-        assert_eq!(events[0]["code"], "KeyA");
-        assert_eq!(events[0]["windowsVirtualKeyCode"], 65);
-        let Stroke::Key { key, .. } = stroke_for('\n') else {
-            panic!("a line break is Enter");
-        };
-        assert_eq!(stroke_events(&key, false)[0]["text"], "\r");
-    }
-
-    #[test]
-    fn characters_without_a_us_key_are_inserted() {
-        for ch in ['👋', '🌍', 'é', '中', '\t'] {
-            assert_eq!(stroke_for(ch), Stroke::Insert(ch));
-        }
-        let strokes: Vec<Stroke> = "👋 hello 🌍".chars().map(stroke_for).collect();
-        assert_eq!(strokes.len(), 9);
-        let inserted = strokes
-            .iter()
-            .filter(|s| matches!(s, Stroke::Insert(_)))
-            .count();
-        assert_eq!(inserted, 2);
     }
 
     #[test]
@@ -1268,8 +1007,8 @@ mod tests {
                 ("keyUp", "Control", 0),
             ])
         );
-        assert_eq!(events[2]["code"], "KeyA");
-        assert!(events[2].get("text").is_none(), "a shortcut types nothing");
+        assert_eq!(events[2].code, "KeyA");
+        assert!(events[2].text.is_none(), "a shortcut types nothing");
         // An uppercase letter alone is Shift and its key; a modifier alone is itself.
         let (key, held) = press_chord("A", &[]).unwrap();
         assert_eq!((key.key.as_str(), held), ("A", vec![table::SHIFT]));

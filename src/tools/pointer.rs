@@ -19,6 +19,11 @@ use serde_json::{Value, json};
 
 use super::error::ToolError;
 use super::tab::{PageContext, SCRIPT_TIMEOUT};
+use crate::cdp::dom::{
+    BackendNodeId, GetBoxModel, GetFrameOwner, ResolveNode, ScrollIntoViewIfNeeded,
+};
+use crate::cdp::page::GetFrameTree;
+use crate::cdp::runtime::{CallArgument, CallFunctionOn, ReleaseObjectGroup};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
@@ -50,8 +55,8 @@ struct Hop {
     /// The session the `<iframe>` element lives in; its box model is in that session's root
     /// viewport however deep the element is nested in same-process frames.
     session: SessionId,
-    /// `backendNodeId` of the frame's `<iframe>` element.
-    owner: Value,
+    /// The frame's `<iframe>` element.
+    owner: BackendNodeId,
     /// The element of the session root's document that contains the frame (the owner itself, or
     /// the `<iframe>` of the outermost same-process frame on the way), resolved in the Broker's
     /// isolated world of that document, for the hit test.
@@ -150,29 +155,18 @@ struct TreeFrame {
 
 /// `Page.getFrameTree` of one session, root first.
 async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, ToolError> {
-    let result = client
-        .call(
-            Some(session),
-            "Page.getFrameTree",
-            json!({}),
-            SCRIPT_TIMEOUT,
-        )
+    let reply = client
+        .execute(session, &GetFrameTree {}, SCRIPT_TIMEOUT)
         .await?;
-    let mut frames = Vec::new();
-    let mut pending = vec![&result["frameTree"]];
-    while let Some(node) = pending.pop() {
-        if let Some(id) = node.pointer("/frame/id").and_then(Value::as_str) {
-            let parent = node.pointer("/frame/parentId").and_then(Value::as_str);
-            frames.push(TreeFrame {
-                id: id.to_owned(),
-                parent: parent.map(str::to_owned),
-            });
-        }
-        if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
-            pending.extend(children.iter().rev());
-        }
-    }
-    Ok(frames)
+    Ok(reply
+        .frame_tree
+        .frames()
+        .into_iter()
+        .map(|frame| TreeFrame {
+            id: frame.id.clone(),
+            parent: frame.parent_id.clone(),
+        })
+        .collect())
 }
 
 fn parent_in(frames: &[TreeFrame], id: &str) -> Option<String> {
@@ -186,19 +180,12 @@ async fn frame_owner(
     client: &CdpClient,
     session: &SessionId,
     frame: &str,
-) -> Result<Value, ToolError> {
-    let owner = client
-        .call(
-            Some(session),
-            "DOM.getFrameOwner",
-            json!({"frameId": frame}),
-            SCRIPT_TIMEOUT,
-        )
-        .await?;
-    owner
-        .get("backendNodeId")
-        .cloned()
-        .ok_or_else(|| RpcError::new(ErrorCode::InternalError, "DOM.getFrameOwner: no node").into())
+) -> Result<BackendNodeId, ToolError> {
+    let command = GetFrameOwner {
+        frame_id: frame.to_owned(),
+    };
+    let owner = client.execute(session, &command, SCRIPT_TIMEOUT).await?;
+    Ok(owner.backend_node_id)
 }
 
 /// Builds the chain from `ctx`'s frame to the main frame (empty for the main frame itself).
@@ -266,24 +253,18 @@ pub async fn chain(
         }
         let owner = frame_owner(client, &host, &frame).await?;
         let hit_owner = match outermost == frame {
-            true => owner.clone(),
+            true => owner,
             false => frame_owner(client, &host, &outermost).await?,
         };
         let context =
             page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT).await?;
-        let resolved = client
-            .call(
-                Some(&host),
-                "DOM.resolveNode",
-                json!({"backendNodeId": hit_owner, "executionContextId": context.get(), "objectGroup": CHAIN_OBJECT_GROUP}),
-                SCRIPT_TIMEOUT,
-            )
-            .await?;
-        let hit_object = resolved
-            .pointer("/object/objectId")
-            .and_then(Value::as_str)
-            .ok_or_else(gone)?
-            .to_owned();
+        let resolve = ResolveNode {
+            backend_node_id: hit_owner,
+            execution_context_id: Some(context.get()),
+            object_group: Some(CHAIN_OBJECT_GROUP.to_owned()),
+        };
+        let resolved = client.execute(&host, &resolve, SCRIPT_TIMEOUT).await?;
+        let hit_object = resolved.object.object_id.ok_or_else(gone)?;
         chain.hops.push(Hop {
             session: host.clone(),
             owner,
@@ -335,30 +316,18 @@ async fn map_through(
     for hop in &chain.hops {
         if scroll {
             // Best effort: a frame that cannot scroll into view shows as hidden below.
-            let _ = client
-                .call(
-                    Some(&hop.session),
-                    "DOM.scrollIntoViewIfNeeded",
-                    json!({"backendNodeId": hop.owner}),
-                    SCRIPT_TIMEOUT,
-                )
-                .await;
+            let scroll = ScrollIntoViewIfNeeded {
+                backend_node_id: hop.owner,
+            };
+            let _ = client.execute(&hop.session, &scroll, SCRIPT_TIMEOUT).await;
         }
+        let box_model = GetBoxModel {
+            backend_node_id: hop.owner,
+        };
         let model = client
-            .call(
-                Some(&hop.session),
-                "DOM.getBoxModel",
-                json!({"backendNodeId": hop.owner}),
-                SCRIPT_TIMEOUT,
-            )
+            .execute(&hop.session, &box_model, SCRIPT_TIMEOUT)
             .await;
-        let numbers: Vec<f64> = model
-            .ok()
-            .as_ref()
-            .and_then(|model| model.pointer("/model/content"))
-            .and_then(Value::as_array)
-            .map(|quad| quad.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default();
+        let numbers: Vec<f64> = model.map(|m| m.model.content).unwrap_or_default();
         let mapped = Quad::from_numbers(&numbers).and_then(|quad| {
             let mapped = QuadMap::from_viewport(size[0], size[1], &quad)?.apply(point)?;
             Some((quad, mapped))
@@ -402,22 +371,28 @@ async fn map_through(
 
 /// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
 async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
-    let result = client
-        .call(
-            Some(&hop.session),
-            "Runtime.callFunctionOn",
-            json!({
-                "functionDeclaration": FRAME_POINT_HIT,
-                "objectId": hop.hit_object,
-                "arguments": [{"value": point.x}, {"value": point.y}],
-                "returnByValue": true,
-                "silent": true,
-            }),
-            SCRIPT_TIMEOUT,
-        )
-        .await?;
+    let call = CallFunctionOn {
+        function_declaration: FRAME_POINT_HIT.to_owned(),
+        execution_context_id: None,
+        object_id: Some(hop.hit_object.clone()),
+        arguments: vec![
+            CallArgument {
+                value: json!(point.x),
+            },
+            CallArgument {
+                value: json!(point.y),
+            },
+        ],
+        return_by_value: true,
+        await_promise: None,
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(&hop.session, &call, SCRIPT_TIMEOUT).await?;
     let text = result
-        .pointer("/result/value")
+        .result
+        .value
+        .as_ref()
         .and_then(Value::as_str)
         .ok_or_else(frame_gone)?;
     Ok(serde_json::from_str(text)?)
@@ -607,13 +582,9 @@ pub async fn release(client: &CdpClient, chain: &Chain) {
     let mut sessions: Vec<&SessionId> = chain.hops.iter().map(|h| &h.session).collect();
     sessions.dedup();
     for session in sessions {
-        let _ = client
-            .call(
-                Some(session),
-                "Runtime.releaseObjectGroup",
-                json!({"objectGroup": CHAIN_OBJECT_GROUP}),
-                SCRIPT_TIMEOUT,
-            )
-            .await;
+        let release = ReleaseObjectGroup {
+            object_group: CHAIN_OBJECT_GROUP.to_owned(),
+        };
+        let _ = client.execute(session, &release, SCRIPT_TIMEOUT).await;
     }
 }

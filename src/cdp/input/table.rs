@@ -3,7 +3,7 @@
 //! accepts, and the four modifiers with their CDP bitmask bits.
 //!
 //! Pure data and lookups, no I/O and no CDP: turning a key into `Input.dispatchKeyEvent`
-//! parameters is `keys.rs`'s job. A character this table does not know has no US key and is
+//! parameters is `cdp/input.rs`'s job. A character this table does not know has no US key and is
 //! inserted as text instead (see docs/keyboard.md).
 
 /// One printable key of the US layout: its `code`, its Windows virtual key code, the character

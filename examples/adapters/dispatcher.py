@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Reference adapter: one dispatcher tool, in stdlib-only Python.
+
+The host gets a single tool, ``browser``, whose arguments are ``{name, arguments, targetId?}``;
+it forwards them to the Broker tool of that name (in the spirit of an OpenClaw-style dispatcher
+tool). It implements the contract's adapter pattern on its own, over the public stdio protocol
+only:
+
+- launches an absolute ``browser-pilot`` path directly (no shell), stdout is protocol only and
+  stderr lines are diagnostics;
+- negotiates protocol 1.1 and limits, discovers tools at runtime from ``tools/list``;
+- maps the host's work scope to a Workspace (``clientKey``) and its active invocation to a Lease
+  renewed by its own thread at a third of the TTL;
+- host tool-call ids become ``commandId`` + ``idempotencyKey``; transport loss after a mutating
+  call was written is returned as non-retryable ``unknown_outcome``;
+- events: ``poll_events`` -> process -> ``acknowledge_events(next_cursor)``; ``cursor_expired``
+  -> rebuild, then ``reset_event_cursor`` from ``workspaces/get``;
+- image Artifacts are read from their protected path and released; other files are exported
+  into a host-owned directory and released;
+- cleanup releases the Workspace explicitly and invalidates local state even if that fails.
+
+Nothing (tabs, frames, Observations, refs, credentials, rules, Artifacts, cursors) is written to
+disk except the exports the host asked for.
+
+Run: ``python3 dispatcher.py --executable /abs/browser-pilot --url URL --output-dir /abs/dir``
+performs one scripted turn and prints a JSON summary line.
+"""
+
+import argparse
+import base64
+import hashlib
+import itertools
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+
+PROTOCOL = {"min": {"major": 1, "minor": 1}, "max": {"major": 1, "minor": 1}}
+CAPABILITIES = ["browser.control", "workspace.manage", "observation.read",
+                "action.input", "artifact.read", "event.read"]
+LIMITS = {"maxMessageBytes": 1048576, "maxResultBytes": 4194304}
+
+
+class BrokerError(Exception):
+    """A structured error: ``code`` is the stable ``data.code`` to branch on."""
+
+    def __init__(self, code, message, retryable=False, remediation=None, context=None):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
+        self.retryable, self.remediation, self.context = retryable, remediation, context or {}
+
+    @classmethod
+    def from_rpc(cls, error):
+        data = error.get("data") or {}
+        return cls(data.get("code", "internal_error"), error.get("message", ""),
+                   bool(data.get("retryable")), data.get("remediation"), data.get("context"))
+
+    def as_json(self):
+        return {"code": self.code, "message": self.message, "retryable": self.retryable,
+                "remediation": self.remediation}
+
+
+class TransportLost(Exception):
+    def __init__(self, sent):
+        super().__init__("bridge gone")
+        self.sent = sent
+
+
+class Bridge:
+    """``browser-pilot bridge --stdio`` as a child: one writer lock, one reader thread."""
+
+    def __init__(self, executable, client):
+        if not os.path.isabs(executable):
+            raise BrokerError("invalid_params", "the executable must be an absolute path")
+        self.proc = subprocess.Popen([executable, "bridge", "--stdio"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.ids = itertools.count(1)
+        self.pending = {}
+        self.lock = threading.Lock()  # the pending table
+        self.write_lock = threading.Lock()  # whole lines, never interleaved
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._diagnostics, daemon=True).start()
+        self.init = self.request("initialize", {
+            "client": client, "protocol": PROTOCOL, "requestedCapabilities": CAPABILITIES,
+            "launchMode": "embedded", "limits": LIMITS})
+        self.tools = {t["name"]: t for t in self.request("tools/list", {})["tools"]}
+
+    def _diagnostics(self):
+        for line in self.proc.stderr:
+            sys.stderr.write("bridge: " + line.decode("utf-8", "replace"))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            message = json.loads(line)
+            if "method" in message:
+                continue  # best-effort notifications; the journal is the record
+            with self.lock:
+                slot = self.pending.pop(message.get("id"), None)
+            if slot is not None:
+                slot.put(message)
+        with self.lock:
+            self.closed = True
+            waiting, self.pending = self.pending, {}
+        for slot in waiting.values():
+            slot.put(None)
+
+    def request(self, method, params):
+        request_id = next(self.ids)
+        slot = queue.Queue(1)
+        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                           "params": params}).encode() + b"\n"
+        with self.lock:
+            if self.closed:
+                raise TransportLost(sent=False)
+            self.pending[request_id] = slot
+        with self.write_lock:
+            try:
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
+            except OSError:
+                with self.lock:
+                    self.pending.pop(request_id, None)
+                raise TransportLost(sent=False)
+        message = slot.get()
+        if message is None:
+            raise TransportLost(sent=True)
+        if "error" in message:
+            raise BrokerError.from_rpc(message["error"])
+        return message["result"]
+
+    def close(self):
+        try:
+            self.request("shutdown", {})
+        except (BrokerError, TransportLost):
+            pass
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class LeaseKeeper(threading.Thread):
+    """Heartbeats at a third of the TTL, well before ``expiresAt``."""
+
+    def __init__(self, bridge, workspace_id, lease):
+        super().__init__(daemon=True)
+        self.bridge, self.workspace_id, self.lease_id = bridge, workspace_id, lease["id"]
+        self.every = max(lease["ttlMs"] / 3000.0, 0.2)
+        self.stopped = threading.Event()
+        self.lost = None
+
+    def run(self):
+        while not self.stopped.wait(self.every):
+            try:
+                self.bridge.request("leases/heartbeat", {"workspaceId": self.workspace_id,
+                                                         "leaseId": self.lease_id})
+            except BrokerError as error:
+                if error.code != "internal_error":
+                    self.lost = error
+                    return
+            except TransportLost:
+                return
+
+
+class Dispatcher:
+    """The host's single ``browser`` tool over one Workspace and Lease."""
+
+    def __init__(self, executable, work_scope, output_dir):
+        instance = "install:" + os.urandom(8).hex()
+        self.nonce = os.urandom(6).hex()
+        self.bridge = Bridge(executable, {"id": "com.example.dispatcher", "name": "Dispatcher",
+                                          "version": "1.0.0", "instanceId": instance})
+        self.output_dir = output_dir
+        created = self.bridge.request("workspaces/create", {"clientKey": work_scope})
+        self.workspace_id = created["workspace"]["id"]
+        self.cursor = created["eventCursor"]
+        lease = self.bridge.request("leases/create", {"workspaceId": self.workspace_id})["lease"]
+        self.keeper = LeaseKeeper(self.bridge, self.workspace_id, lease)
+        self.keeper.start()
+        self.target = None
+        self.released = False
+
+    # The one host tool -------------------------------------------------------------------
+
+    def browser(self, tool_call_id, name, arguments=None, target_id=None):
+        """Returns a host result: ``{content: [...], details, isError}``."""
+        try:
+            return self._dispatch(tool_call_id, name, arguments or {}, target_id)
+        except BrokerError as error:
+            return {"content": [{"type": "text", "text": f"{error.code}: {error.message}"}],
+                    "details": error.as_json(), "isError": True}
+
+    def _dispatch(self, tool_call_id, name, arguments, target_id):
+        if self.released:
+            raise BrokerError("workspace_not_found", "this Workspace was released",
+                              context={"state": "released"})
+        if self.keeper.lost is not None:
+            raise self.keeper.lost
+        tool = self.bridge.tools.get(name)
+        if tool is None:
+            raise BrokerError("tool_not_found", f"no tool named {name}")
+        command_id, key = self.identity(tool_call_id)
+        params = {"name": name, "arguments": arguments, "commandId": command_id,
+                  "idempotencyKey": key}
+        if tool["scope"] != "connection":
+            params.update(workspaceId=self.workspace_id, leaseId=self.keeper.lease_id)
+        if tool["scope"] == "target":
+            target_id = target_id or self.target
+            if target_id is None:
+                raise BrokerError("invalid_params", "no tab opened or selected yet",
+                                  remediation={"action": "open_tab",
+                                               "message": "Call browser.open first."})
+            params["targetId"] = target_id
+        try:
+            outcome = self.bridge.request("tools/call", params)
+        except TransportLost as lost:
+            if lost.sent and tool.get("mutating", True):
+                raise BrokerError("unknown_outcome",
+                                  f"the bridge went away after {name} was sent",
+                                  context={"commandId": command_id},
+                                  remediation={"action": "inspect_state",
+                                               "message": "Observe before deciding; never replay."})
+            raise BrokerError("broker_unavailable", "the bridge is gone", retryable=True)
+        result = outcome["result"]
+        if isinstance(result.get("targetId"), str):
+            self.target = result["targetId"]
+        content = [{"type": "text", "text": json.dumps(result)}]
+        artifact = result.get("artifact")
+        if isinstance(artifact, dict):
+            content.append(self.artifact_content(artifact))
+        self.process_events()
+        return {"content": content, "details": result, "isError": False}
+
+    def identity(self, tool_call_id):
+        call = str(tool_call_id)
+        if len(call) > 128 or not all(c.isalnum() or c in "-_.:" for c in call):
+            call = "h" + hashlib.sha256(call.encode()).hexdigest()[:32]
+        return f"command:{self.nonce}-{call}", f"host:{self.nonce}:{call}"
+
+    # Artifacts ---------------------------------------------------------------------------
+
+    def _artifact(self, artifact_id):
+        return {"workspaceId": self.workspace_id, "leaseId": self.keeper.lease_id,
+                "artifactId": artifact_id}
+
+    def artifact_content(self, descriptor):
+        mime = descriptor.get("mimeType", "application/octet-stream")
+        if mime.startswith("image/"):
+            got = self.bridge.request("artifacts/get", self._artifact(descriptor["id"]))
+            try:
+                with open(got["path"], "rb") as protected:
+                    data = protected.read()
+            finally:
+                self.bridge.request("artifacts/release", self._artifact(descriptor["id"]))
+            return {"type": "image", "mimeType": mime, "data": base64.b64encode(data).decode()}
+        os.makedirs(self.output_dir, mode=0o700, exist_ok=True)
+        stem = descriptor.get("kind", "artifact") + "-" + descriptor["id"].split(":")[-1][:12]
+        extension = {"application/pdf": "pdf"}.get(mime, "bin")
+        for attempt in range(1, 101):
+            name = f"{stem}.{extension}" if attempt == 1 else f"{stem}-{attempt}.{extension}"
+            path = os.path.join(self.output_dir, name)
+            params = dict(self._artifact(descriptor["id"]), path=path)
+            try:
+                self.bridge.request("artifacts/export", params)
+                break
+            except BrokerError as error:
+                if error.code != "export_exists":
+                    raise
+        self.bridge.request("artifacts/release", self._artifact(descriptor["id"]))
+        return {"type": "file", "path": path, "mimeType": mime}
+
+    # Events ------------------------------------------------------------------------------
+
+    def poll_events(self):
+        """Events after the acknowledged cursor; the cursor is not advanced here."""
+        events, cursor = [], self.cursor
+        while True:
+            page = self.bridge.request("events/poll", {"workspaceId": self.workspace_id,
+                                                       "cursor": cursor, "limit": 100})
+            events.extend(page["events"])
+            cursor = page["nextCursor"]
+            if not page["hasMore"]:
+                return events, cursor
+
+    def acknowledge_events(self, next_cursor):
+        self.cursor = next_cursor
+
+    def reset_event_cursor(self):
+        current = self.bridge.request("workspaces/get", {"workspaceId": self.workspace_id})
+        self.cursor = current["eventCursor"]
+
+    def process_events(self):
+        try:
+            events, next_cursor = self.poll_events()
+        except BrokerError as error:
+            if error.code != "cursor_expired":
+                raise
+            self.target = None  # rebuild: tab state is rediscovered with browser.tabs.list
+            self.reset_event_cursor()
+            return
+        for event in events:
+            if event["type"] == "connection.restored":
+                self.target = None
+        self.acknowledge_events(next_cursor)
+
+    # Cleanup -----------------------------------------------------------------------------
+
+    def close(self):
+        """Releases the Workspace explicitly; local state is invalid whatever happens."""
+        self.released = True
+        self.target = None
+        self.keeper.stopped.set()
+        error = None
+        try:
+            self.bridge.request("workspaces/release", {"workspaceId": self.workspace_id})
+        except (BrokerError, TransportLost) as failure:
+            error = failure
+        self.bridge.close()
+        return error
+
+
+def run_turn(executable, url, output_dir):
+    dispatcher = Dispatcher(executable, "reference-dispatch", output_dir)
+    steps = {}
+
+    def step(key, call_id, name, arguments=None, target_id=None):
+        result = dispatcher.browser(call_id, name, arguments, target_id)
+        steps[key] = {"isError": result["isError"],
+                      "content": [c["type"] for c in result["content"]],
+                      "code": result["details"].get("code") if result["isError"] else None}
+        return result
+
+    step("connect", "t1", "browser.connect")
+    step("open", "t2", "browser.open", {"url": url})
+    observed = step("observe", "t3", "browser.observe")
+    checkbox = next((e["ref"] for e in observed["details"].get("elements", [])
+                     if e["role"] == "checkbox"), None)
+    clicked = step("click", "t4", "browser.click",
+                   {"observationId": observed["details"].get("observationId"), "ref": checkbox})
+    steps["click"]["evidence"] = clicked["details"].get("evidence", {}).get("status")
+    captured = step("capture", "t5", "browser.capture")
+    image = next(c for c in captured["content"] if c["type"] == "image")
+    steps["capture"]["png"] = base64.b64decode(image["data"])[:4] == b"\x89PNG"
+    printed = step("pdf", "t6", "browser.pdf")
+    steps["pdf"]["path"] = next(c["path"] for c in printed["content"] if c["type"] == "file")
+    step("error", "t7", "browser.click", {"observationId": "observation:none", "ref": 1})
+    step("unknown", "t8", "browser.nothing")
+    release_error = dispatcher.close()
+    after = dispatcher.browser("t9", "browser.tabs.list")
+    return {"tools": sorted(dispatcher.bridge.tools), "steps": steps,
+            "releaseError": str(release_error) if release_error else None,
+            "afterClose": after["details"].get("code")}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--executable", required=True)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--output-dir", required=True)
+    args = parser.parse_args()
+    print(json.dumps(run_turn(args.executable, args.url, args.output_dir)))
+
+
+if __name__ == "__main__":
+    main()

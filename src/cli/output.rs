@@ -1,0 +1,376 @@
+//! How `bp` prints: aligned text on a terminal, JSON in a pipe (`--json` / `--text` force
+//! either), colours only on a terminal and never with `NO_COLOR`, errors with their `data.code`
+//! and the remediation's words, and a spinner on a terminal while a long call waits.
+//!
+//! Owns presentation only: it receives tool results and errors as JSON values and strings and
+//! never calls the Broker. Page strings are printed as data (control characters replaced), never
+//! interpreted as terminal escapes.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use super::args::OutputFlags;
+use crate::protocol::errors::RpcError;
+
+/// How long an operation runs before its spinner appears: quick calls never flicker.
+const SPINNER_DELAY: Duration = Duration::from_millis(400);
+const SPINNER_FRAMES: &[char] = &['|', '/', '-', '\\'];
+
+/// The chosen output form for this invocation.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+    pub colour: bool,
+    /// Whether stderr is a terminal (the spinner's place).
+    pub spinner: bool,
+}
+
+impl Output {
+    pub fn choose(flags: OutputFlags) -> Output {
+        let stdout_tty = std::io::stdout().is_terminal();
+        let json = match (flags.json, flags.text) {
+            (true, _) => true,
+            (_, true) => false,
+            _ => !stdout_tty,
+        };
+        let no_colour = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Output {
+            json,
+            colour: !json && stdout_tty && !no_colour,
+            spinner: !json && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Prints a command's result: `value` as one JSON line, or `text` for people.
+    pub fn print(&self, value: &Value, text: impl FnOnce(&Style) -> String) {
+        let out = match self.json {
+            true => format!("{value}\n"),
+            false => text(&Style {
+                colour: self.colour,
+            }),
+        };
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(out.as_bytes());
+        let _ = stdout.flush();
+    }
+
+    /// Prints an error: the message, the code and what to do on stderr; in JSON mode also
+    /// `{"error": {code, message, retryable, remediation, context}}` on stdout for scripts.
+    pub fn error(&self, error: &RpcError) {
+        match self.json {
+            true => {
+                let mut data = error.to_json()["data"].clone();
+                data["message"] = Value::from(error.message.clone());
+                println!("{}", serde_json::json!({"error": data}));
+                eprint!("{}", render_error(error, &Style { colour: false }));
+            }
+            false => {
+                let colour = self.colour && std::io::stderr().is_terminal();
+                eprint!("{}", render_error(error, &Style { colour }));
+            }
+        }
+    }
+
+    /// Starts a spinner on stderr saying what the call waits for (terminal only); it stops and
+    /// clears its line when the returned guard is dropped.
+    pub fn spinner(&self, waiting_for: &str) -> Spinner {
+        match self.spinner {
+            false => Spinner {
+                task: None,
+                drawn: Arc::new(AtomicBool::new(false)),
+                width: 0,
+            },
+            true => {
+                let waiting_for = clean(waiting_for);
+                let drawn = Arc::new(AtomicBool::new(false));
+                let drawing = drawn.clone();
+                Spinner {
+                    drawn,
+                    width: waiting_for.chars().count() + 2,
+                    task: Some(tokio::spawn(async move {
+                        tokio::time::sleep(SPINNER_DELAY).await;
+                        drawing.store(true, Ordering::SeqCst);
+                        let mut frame = 0usize;
+                        loop {
+                            eprint!(
+                                "\r{} {waiting_for}",
+                                SPINNER_FRAMES[frame % SPINNER_FRAMES.len()]
+                            );
+                            let _ = std::io::stderr().flush();
+                            frame += 1;
+                            tokio::time::sleep(Duration::from_millis(120)).await;
+                        }
+                    })),
+                }
+            }
+        }
+    }
+}
+
+/// A running spinner; dropping it stops it and clears its line.
+pub struct Spinner {
+    task: Option<JoinHandle<()>>,
+    /// Whether it drew anything (only then is its line cleared).
+    drawn: Arc<AtomicBool>,
+    /// The characters its line takes.
+    width: usize,
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            if self.drawn.load(Ordering::SeqCst) {
+                // Blanks instead of an erase sequence: NO_COLOR terminals get no escapes at all.
+                eprint!("\r{}\r", " ".repeat(self.width));
+                let _ = std::io::stderr().flush();
+            }
+        }
+    }
+}
+
+/// Colours (ANSI SGR) when enabled, plain text otherwise.
+pub struct Style {
+    pub colour: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        match self.colour {
+            true => format!("\x1b[{code}m{text}\x1b[0m"),
+            false => text.to_owned(),
+        }
+    }
+    pub fn dim(&self, text: &str) -> String {
+        self.paint("2", text)
+    }
+    pub fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    pub fn cyan(&self, text: &str) -> String {
+        self.paint("36", text)
+    }
+    pub fn green(&self, text: &str) -> String {
+        self.paint("32", text)
+    }
+    pub fn yellow(&self, text: &str) -> String {
+        self.paint("33", text)
+    }
+    pub fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+}
+
+/// A page string made safe for a terminal: control characters (escapes, newlines) become
+/// spaces, so a page can never move the cursor or recolour the user's terminal.
+pub fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `error: message`, then the code (and whether retrying can help), then what to do.
+pub fn render_error(error: &RpcError, style: &Style) -> String {
+    let retryable = error.retryable.unwrap_or_else(|| error.code.retryable());
+    let mut out = format!(
+        "{} {}\n  code: {}{}\n",
+        style.red("error:"),
+        clean(&error.message),
+        style.bold(error.code.as_str()),
+        match retryable {
+            true => " (retryable)",
+            false => "",
+        }
+    );
+    if let Some(remediation) = &error.remediation {
+        let action = remediation["action"].as_str().unwrap_or("");
+        let message = remediation["message"].as_str().unwrap_or("");
+        out.push_str(&format!(
+            "  what to do: {}{}\n",
+            clean(message),
+            match action.is_empty() {
+                true => String::new(),
+                false => format!(" ({action})"),
+            }
+        ));
+    }
+    out
+}
+
+/// One element as `[ref] role "name" value/state`, the columns padded to `widths`.
+fn element_line(element: &Value, widths: (usize, usize), style: &Style) -> String {
+    let reference = format!("[{}]", element["ref"]);
+    let role = element["role"].as_str().unwrap_or("");
+    let name = clean(element["name"].as_str().unwrap_or(""));
+    let mut state = Vec::new();
+    if element["sensitive"] == true {
+        state.push(format!(
+            "(password, {} characters)",
+            element["valueLength"].as_u64().unwrap_or(0)
+        ));
+    } else if let Some(value) = element["value"].as_str() {
+        state.push(format!("value={:?}", clean(value)));
+    }
+    for flag in [
+        "checked", "selected", "expanded", "pressed", "disabled", "required", "readonly", "focused",
+    ] {
+        match &element[flag] {
+            Value::Bool(true) => state.push(flag.to_owned()),
+            Value::Bool(false) if flag != "disabled" => state.push(format!("not {flag}")),
+            Value::String(s) => state.push(format!("{flag}={s}")),
+            _ => {}
+        }
+    }
+    if let Some(level) = element["level"].as_u64() {
+        state.push(format!("level {level}"));
+    }
+    if let Some(href) = element["href"].as_str() {
+        state.push(style.dim(&format!("-> {}", clean(href))));
+    }
+    let line = format!(
+        "{:>rw$} {:<lw$} {}",
+        style.cyan(&reference),
+        role,
+        style.bold(&format!("{name:?}")),
+        rw = widths.0 + style_overhead(style),
+        lw = widths.1,
+    );
+    match state.is_empty() {
+        true => line.trim_end().to_owned() + "\n",
+        false => format!("{line} {}\n", state.join(" ")),
+    }
+}
+
+/// The bytes a colour adds around a padded field (padding counts them as characters).
+fn style_overhead(style: &Style) -> usize {
+    match style.colour {
+        true => "\x1b[36m\x1b[0m".len(),
+        false => 0,
+    }
+}
+
+/// An Observation: a header line (title, URL), the elements, hints and truncation.
+pub fn render_observation(result: &Value, style: &Style) -> String {
+    let mut out = format!(
+        "{} {}\n",
+        style.bold(&clean(result["title"].as_str().unwrap_or(""))),
+        style.dim(&clean(result["url"].as_str().unwrap_or("")))
+    );
+    let elements = result["elements"].as_array().cloned().unwrap_or_default();
+    let ref_width = elements
+        .iter()
+        .map(|e| format!("[{}]", e["ref"]).len())
+        .max()
+        .unwrap_or(3);
+    let role_width = elements
+        .iter()
+        .map(|e| e["role"].as_str().unwrap_or("").len())
+        .max()
+        .unwrap_or(0);
+    for element in &elements {
+        out.push_str(&element_line(element, (ref_width, role_width), style));
+    }
+    if elements.is_empty() {
+        out.push_str(&style.dim("(no interactive elements)\n"));
+    }
+    for hint in result["hints"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{} {} -> {}\n",
+            style.yellow("hint:"),
+            hint["code"].as_str().unwrap_or(""),
+            hint["recommendedAction"].as_str().unwrap_or("")
+        ));
+    }
+    if result["truncated"] == true {
+        out.push_str(&style.dim(&format!(
+            "(truncated: {}; use --limit)\n",
+            result["truncationReasons"]
+                .as_array()
+                .map(|r| r
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        )));
+    }
+    out
+}
+
+/// Action evidence: `click verified (checked_changed, focus_changed)`.
+pub fn render_evidence(evidence: &Value, style: &Style) -> String {
+    let status = evidence["status"].as_str().unwrap_or("unavailable");
+    let painted = match status {
+        "verified" => style.green(status),
+        "mismatch" => style.red(status),
+        _ => style.yellow(status),
+    };
+    let effects: Vec<&str> = evidence["effects"]
+        .as_array()
+        .map(|e| e.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let reason = evidence["reason"].as_str().unwrap_or("");
+    let mut line = format!(
+        "{} {painted}",
+        evidence["action"].as_str().unwrap_or("action")
+    );
+    if !effects.is_empty() {
+        line.push_str(&format!(" ({})", effects.join(", ")));
+    }
+    if !reason.is_empty() {
+        line.push_str(&format!(" {}", style.dim(reason)));
+    }
+    line + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::errors::ErrorCode;
+    use serde_json::json;
+
+    #[test]
+    fn elements_render_aligned_without_colour() {
+        let observation = json!({"title": "Form", "url": "http://127.0.0.1/form", "elements": [
+            {"ref": 1, "role": "textbox", "name": "Email", "value": "a@b"},
+            {"ref": 10, "role": "checkbox", "name": "Agree", "checked": false},
+            {"ref": 3, "role": "textbox", "name": "Password", "sensitive": true, "valueLength": 6},
+        ], "hints": [], "truncated": false});
+        let text = render_observation(&observation, &Style { colour: false });
+        assert_eq!(
+            text,
+            "Form http://127.0.0.1/form\n \
+             [1] textbox  \"Email\" value=\"a@b\"\n\
+             [10] checkbox \"Agree\" not checked\n \
+             [3] textbox  \"Password\" (password, 6 characters)\n"
+        );
+    }
+
+    #[test]
+    fn page_strings_cannot_drive_the_terminal() {
+        let observation = json!({"title": "x\u{1b}[2Jy", "url": "", "elements": [
+            {"ref": 1, "role": "button", "name": "a\u{1b}]0;pwned\u{7}b"}]});
+        let text = render_observation(&observation, &Style { colour: false });
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+    }
+
+    #[test]
+    fn errors_name_code_and_remediation() {
+        let error = RpcError::new(ErrorCode::BrowserNotReady, "no browser").with_remediation(
+            crate::protocol::errors::RemediationAction::LaunchManagedBrowser,
+            "Run bp launch --headless.",
+        );
+        assert_eq!(
+            render_error(&error, &Style { colour: false }),
+            "error: no browser\n  code: browser_not_ready (retryable)\n  what to do: Run bp launch --headless. (launch_managed_browser)\n"
+        );
+    }
+}

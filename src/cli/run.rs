@@ -1,0 +1,849 @@
+//! `bp`'s commands: each maps to tool calls on the compatibility session (`compat.rs`) and
+//! prints through `output.rs`; `bp status` and `bp disconnect` also use the private CLI channel
+//! (`commands.rs`) for what no public method does.
+//!
+//! Owns the mapping command -> tools -> printed result and exit code. It never touches the
+//! store, CDP or Broker internals, and never writes state to disk: the only files it creates
+//! are the screenshot and PDF a user asked for.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::args::{Cli, Command, DialogAction};
+use super::commands;
+use super::compat::Compat;
+use super::exit;
+use super::output::{Output, Style, clean, render_evidence, render_observation};
+use crate::adapter::ToolOutcome;
+use crate::home::Home;
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
+
+/// How long `bp events --follow` sleeps between polls of the journal.
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+/// How many recent events `bp events` prints.
+const RECENT_EVENTS: u64 = 50;
+
+/// Runs one parsed command line and returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    let output = Output::choose(cli.output);
+    match &cli.command {
+        Command::Completions { shell } => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&super::args::completions(*shell));
+            return exit::OK;
+        }
+        Command::Man => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&super::args::man_page());
+            return exit::OK;
+        }
+        _ => {}
+    }
+    let home = match Home::from_env() {
+        Ok(home) => home,
+        Err(error) => {
+            output.error(
+                &RpcError::new(ErrorCode::HomeNotAllowed, error.to_string()).with_remediation(
+                    RemediationAction::SetHome,
+                    "Set BROWSER_PILOT_HOME to an absolute directory of your own.",
+                ),
+            );
+            return exit::USAGE;
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts");
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Status => commands::status(&home, &output).await,
+            Command::Disconnect => commands::disconnect(&home, &output).await,
+            Command::Launch {
+                headless,
+                executable,
+            } => launch(&home, &output, headless, executable).await,
+            Command::Stop => stop(&home, &output).await,
+            command => match tool_command(&home, &output, command).await {
+                Ok(()) => exit::OK,
+                Err(error) => {
+                    let error = with_launch_hint(error);
+                    output.error(&error);
+                    exit::for_code(error.code)
+                }
+            },
+        }
+    })
+}
+
+/// A browser that is not ready can also be replaced by the managed Chromium: say so.
+fn with_launch_hint(mut error: RpcError) -> RpcError {
+    if error.code == ErrorCode::BrowserNotReady {
+        let message = error
+            .remediation
+            .as_ref()
+            .and_then(|r| r["message"].as_str())
+            .unwrap_or("Start the browser with remote debugging enabled.")
+            .trim_end_matches('.')
+            .to_owned();
+        let action = error
+            .remediation
+            .as_ref()
+            .and_then(|r| r["action"].as_str())
+            .unwrap_or("start_browser")
+            .to_owned();
+        error.remediation = Some(
+            json!({"action": action, "message": format!("{message}; or run `bp launch --headless` for a managed Chromium.")}),
+        );
+    }
+    error
+}
+
+/// Opens the compatibility session, connects to the browser, runs `command`, and always closes
+/// the session (the Lease is released; the Workspace stays for the next invocation).
+async fn tool_command(home: &Home, output: &Output, command: Command) -> Result<(), RpcError> {
+    let preference = match &command {
+        Command::Connect { browser } => browser.clone(),
+        _ => None,
+    };
+    let compat = {
+        let _spinner = output.spinner("starting the Broker session");
+        Compat::open(home, preference.as_deref()).await?
+    };
+    let connected = {
+        let _spinner =
+            output.spinner("waiting for the browser (approve remote debugging if it asks)");
+        compat.connect(compat.workspace.browser_id()).await
+    };
+    let result = match connected {
+        Ok(connected) => run_tool_command(&compat, output, command, connected).await,
+        Err(error) => Err(error),
+    };
+    compat.close().await;
+    result
+}
+
+async fn run_tool_command(
+    compat: &Compat,
+    output: &Output,
+    command: Command,
+    connected: ToolOutcome,
+) -> Result<(), RpcError> {
+    match command {
+        Command::Connect { .. } => {
+            output.print(&connected.result, |style| {
+                format!(
+                    "{} {} (generation {}{})\n",
+                    style.green("connected to"),
+                    connected.result["browserId"].as_str().unwrap_or(""),
+                    connected.result["browserConnectionGeneration"],
+                    match connected.result["reused"] == true {
+                        true => ", already connected",
+                        false => "",
+                    }
+                )
+            });
+        }
+        Command::Open { url } => {
+            let opened = {
+                let _spinner = output.spinner(&format!("loading {url}"));
+                compat
+                    .tool("browser.open", json!({"url": url}), None)
+                    .await?
+            };
+            let target = opened.result["targetId"].as_str().map(str::to_owned);
+            let observed = compat
+                .tool("browser.observe", json!({}), target.as_deref())
+                .await?;
+            output.print(
+                &json!({"tab": opened.result, "observation": observed.result}),
+                |style| {
+                    format!(
+                        "{} ({})\n{}",
+                        style.dim("opened"),
+                        opened.result["loadState"].as_str().unwrap_or(""),
+                        render_observation(&observed.result, style)
+                    )
+                },
+            );
+        }
+        Command::Tabs => {
+            let current = compat.current().await?;
+            let tabs = compat.tool("browser.tabs.list", json!({}), None).await?;
+            let mut value = tabs.result.clone();
+            let list = value["tabs"].as_array_mut().cloned().unwrap_or_default();
+            let marked: Vec<Value> = list
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut tab)| {
+                    tab["number"] = json!(i + 1);
+                    tab["current"] =
+                        json!(tab["targetId"].as_str() == current.target_id.as_deref());
+                    tab
+                })
+                .collect();
+            value["tabs"] = json!(marked);
+            output.print(&value, |style| render_tabs(&marked, style));
+        }
+        Command::Tab { number } => {
+            let tabs = compat.tab_ids().await?;
+            let target = number
+                .checked_sub(1)
+                .and_then(|i| tabs.get(i))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("there is no tab {number}"))
+                        .with_context("tabs", json!(tabs.len()))
+                        .with_remediation(
+                            RemediationAction::ListTabs,
+                            "Run `bp tabs` for the numbers.",
+                        )
+                })?;
+            let observed = compat
+                .tool("browser.observe", json!({}), Some(target))
+                .await?;
+            output.print(&observed.result, |style| {
+                render_observation(&observed.result, style)
+            });
+        }
+        Command::Back | Command::Forward | Command::Reload => {
+            let action = match command {
+                Command::Back => "back",
+                Command::Forward => "forward",
+                _ => "reload",
+            };
+            let (target, _) = compat.current_target().await?;
+            let navigated = {
+                let _spinner = output.spinner(&format!("waiting for the page ({action})"));
+                compat
+                    .tool("browser.navigate", json!({"action": action}), Some(&target))
+                    .await?
+            };
+            output.print(&navigated.result, |style| {
+                format!(
+                    "{} {} {}\n",
+                    style.bold(&clean(navigated.result["title"].as_str().unwrap_or(""))),
+                    style.dim(&clean(navigated.result["url"].as_str().unwrap_or(""))),
+                    style.dim(&format!(
+                        "({})",
+                        navigated.result["loadState"].as_str().unwrap_or("")
+                    ))
+                )
+            });
+        }
+        Command::Observe { limit } => {
+            let (target, _) = compat.current_target().await?;
+            let arguments = match limit {
+                Some(limit) => json!({"limit": limit}),
+                None => json!({}),
+            };
+            let observed = compat
+                .tool("browser.observe", arguments, Some(&target))
+                .await?;
+            output.print(&observed.result, |style| {
+                render_observation(&observed.result, style)
+            });
+        }
+        Command::Read { selector } => {
+            let (target, _) = compat.current_target().await?;
+            let arguments = match selector {
+                Some(selector) => json!({"selector": selector}),
+                None => json!({}),
+            };
+            let read = compat
+                .tool("browser.read", arguments, Some(&target))
+                .await?;
+            output.print(&read.result, |_| {
+                let text = read.result["text"].as_str().unwrap_or("");
+                let safe: String = text
+                    .chars()
+                    .map(|c| match c == '\n' || !c.is_control() {
+                        true => c,
+                        false => ' ',
+                    })
+                    .collect();
+                safe.trim_end().to_owned() + "\n"
+            });
+        }
+        Command::Search { text } => {
+            let (target, _) = compat.current_target().await?;
+            let found = compat
+                .tool("browser.search", json!({"query": text}), Some(&target))
+                .await?;
+            output.print(&found.result, |style| render_matches(&found.result, style));
+        }
+        Command::Find { css } => {
+            let (target, _) = compat.current_target().await?;
+            let found = compat
+                .tool(
+                    "browser.elements.find",
+                    json!({"selector": css}),
+                    Some(&target),
+                )
+                .await?;
+            output.print(&found.result, |style| render_found(&found.result, style));
+        }
+        Command::Click { reference, xy } => {
+            let (target, arguments) = match (reference, xy) {
+                (_, Some((x, y))) => (compat.current_target().await?.0, json!({"x": x, "y": y})),
+                (Some(reference), None) => {
+                    let (target, observation) = compat.current_observation().await?;
+                    (
+                        target,
+                        json!({"observationId": observation, "ref": reference}),
+                    )
+                }
+                (None, None) => return Err(RpcError::invalid_params("give a ref or --xy X,Y")),
+            };
+            action(compat, output, "browser.click", arguments, &target).await?;
+        }
+        Command::Type {
+            reference,
+            text,
+            submit,
+            clear,
+        } => {
+            let text = match text.as_str() {
+                "-" => text_from_stdin()?,
+                _ => text,
+            };
+            let (target, observation) = compat.current_observation().await?;
+            let arguments = json!({"observationId": observation, "ref": reference, "text": text, "submit": submit, "clear": clear});
+            action(compat, output, "browser.type", arguments, &target).await?;
+        }
+        Command::Press { keys } => {
+            let (target, _) = compat.current_target().await?;
+            let mut parts: Vec<&str> = keys.split('+').collect();
+            let key = parts.pop().unwrap_or_default().to_owned();
+            let arguments = match parts.is_empty() {
+                true => json!({"key": key}),
+                false => json!({"key": key, "modifiers": parts}),
+            };
+            action(compat, output, "browser.press", arguments, &target).await?;
+        }
+        Command::Scroll { reference, to, by } => {
+            let (target, current) = compat.current_target().await?;
+            let arguments = match (reference, to, by) {
+                (Some(reference), _, _) => {
+                    let observation = current.observation_id.ok_or_else(|| {
+                        RpcError::new(
+                            ErrorCode::ObservationNotFound,
+                            "no observation to take the ref from",
+                        )
+                        .with_remediation(RemediationAction::Observe, "Run `bp observe` first.")
+                    })?;
+                    json!({"observationId": observation, "ref": reference})
+                }
+                (None, Some(text), _) => json!({"text": text}),
+                (None, None, Some(by)) => json!({
+                    "direction": if by < 0 { "up" } else { "down" },
+                    "amount": by.unsigned_abs().max(1),
+                }),
+                (None, None, None) => json!({"direction": "down"}),
+            };
+            action(compat, output, "browser.scroll", arguments, &target).await?;
+        }
+        Command::Select { reference, value } => {
+            let (target, observation) = compat.current_observation().await?;
+            // A value when an option has it, else a label: the tool checks its evidence against
+            // what it was asked for, so the right key matters.
+            let options = compat
+                .tool(
+                    "browser.dropdown.options",
+                    json!({"observationId": observation, "ref": reference}),
+                    Some(&target),
+                )
+                .await?;
+            let listed = options.result["options"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let is_value = listed.iter().any(|o| o["value"] == value.as_str());
+            let is_label = listed
+                .iter()
+                .any(|o| o["label"].as_str().map(str::trim) == Some(value.trim()));
+            let key = match (is_value, is_label) {
+                (false, true) => "labels",
+                _ => "values",
+            };
+            let arguments = json!({"observationId": observation, "ref": reference, key: [value]});
+            action(
+                compat,
+                output,
+                "browser.dropdown.select",
+                arguments,
+                &target,
+            )
+            .await?;
+        }
+        Command::Frames => {
+            let (target, _) = compat.current_target().await?;
+            let frames = compat
+                .tool("browser.frames.list", json!({}), Some(&target))
+                .await?;
+            output.print(&frames.result, |style| render_frames(&frames.result, style));
+        }
+        Command::Frame { number } => {
+            let (target, _) = compat.current_target().await?;
+            let arguments = match number {
+                0 => json!({"main": true}),
+                n => {
+                    let frames = compat
+                        .tool("browser.frames.list", json!({}), Some(&target))
+                        .await?;
+                    let children: Vec<&Value> = frames.result["frames"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|f| f["main"] != true)
+                        .collect();
+                    let frame = children.get(n - 1).ok_or_else(|| {
+                        RpcError::invalid_params(format!("there is no frame {n}")).with_remediation(
+                            RemediationAction::ListFrames,
+                            "Run `bp frames` for the numbers.",
+                        )
+                    })?;
+                    json!({"frameId": frame["frameId"]})
+                }
+            };
+            let selected = compat
+                .tool("browser.frames.select", arguments, Some(&target))
+                .await?;
+            output.print(&selected.result, |style| {
+                format!(
+                    "{} {}\n",
+                    style.green("selected frame"),
+                    clean(selected.result["frame"]["url"].as_str().unwrap_or(""))
+                )
+            });
+        }
+        Command::Dialogs => {
+            let dialogs = compat.tool("browser.dialogs.list", json!({}), None).await?;
+            output.print(&dialogs.result, |style| {
+                render_dialogs(&dialogs.result, style)
+            });
+        }
+        Command::Dialog { action, text } => {
+            let dialogs = compat.tool("browser.dialogs.list", json!({}), None).await?;
+            let dialog = dialogs.result["dialogs"]
+                .as_array()
+                .and_then(|d| d.last())
+                .cloned()
+                .ok_or_else(|| RpcError::invalid_params("no dialog is open")
+                    .with_remediation(RemediationAction::ListDialogs, "Run `bp dialogs`; a dialog opens when the page calls alert, confirm or prompt."))?;
+            let mut arguments = json!({
+                "dialogId": dialog["dialogId"],
+                "action": match action { DialogAction::Accept => "accept", DialogAction::Dismiss => "dismiss" },
+            });
+            if let Some(text) = text {
+                arguments["promptText"] = json!(text);
+            }
+            let answered = compat
+                .tool("browser.dialogs.respond", arguments, None)
+                .await?;
+            output.print(&answered.result, |style| {
+                format!(
+                    "{} {}\n",
+                    style.green("dialog"),
+                    answered.result["action"].as_str().unwrap_or("")
+                )
+            });
+        }
+        Command::Screenshot { file, full } => {
+            let (target, _) = compat.current_target().await?;
+            let captured = compat
+                .tool("browser.capture", json!({"fullPage": full}), Some(&target))
+                .await?;
+            let saved =
+                save_artifact(compat, &captured.result["artifact"], file.as_deref()).await?;
+            print_saved(output, &saved, &captured.result);
+        }
+        Command::Pdf { file } => {
+            let (target, _) = compat.current_target().await?;
+            let printed = compat.tool("browser.pdf", json!({}), Some(&target)).await?;
+            let saved = save_artifact(compat, &printed.result["artifact"], Some(&file)).await?;
+            print_saved(output, &saved, &printed.result);
+        }
+        Command::Events { follow } => events(compat, output, follow).await?,
+        Command::Status
+        | Command::Disconnect
+        | Command::Launch { .. }
+        | Command::Stop
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("handled before a session is opened"),
+    }
+    Ok(())
+}
+
+/// `bp type REF -`: the text from stdin, without one trailing newline (never echoed).
+fn text_from_stdin() -> Result<String, RpcError> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| RpcError::invalid_params(format!("cannot read the text from stdin: {e}")))?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
+}
+
+/// An action with evidence and a fresh Observation.
+async fn action(
+    compat: &Compat,
+    output: &Output,
+    name: &str,
+    arguments: Value,
+    target: &str,
+) -> Result<(), RpcError> {
+    let acted = {
+        let _spinner = output.spinner("waiting for the page to settle");
+        compat.tool(name, arguments, Some(target)).await?
+    };
+    output.print(&acted.result, |style| {
+        let mut text = render_evidence(&acted.result["evidence"], style);
+        if acted.result["dialogOpen"] == true {
+            text.push_str(&format!(
+                "{} a dialog is open: bp dialogs\n",
+                style.yellow("note:")
+            ));
+        }
+        text + &render_observation(&acted.result, style)
+    });
+    Ok(())
+}
+
+/// Exports an Artifact to the user's file (absolute; an existing file is never overwritten),
+/// or to a new file in the working directory, then releases the protected copy.
+async fn save_artifact(
+    compat: &Compat,
+    descriptor: &Value,
+    file: Option<&Path>,
+) -> Result<PathBuf, RpcError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| RpcError::invalid_params(format!("no working directory: {e}")))?;
+    match file {
+        None => {
+            let exported = compat
+                .workspace
+                .export_file(&compat.lease, descriptor, &cwd)
+                .await?;
+            Ok(exported.path)
+        }
+        Some(file) => {
+            let path = match file.is_absolute() {
+                true => file.to_path_buf(),
+                false => cwd.join(file),
+            };
+            let artifact_id = descriptor["id"].as_str().unwrap_or_default().to_owned();
+            let exported = compat
+                .session
+                .request(
+                    "artifacts/export",
+                    json!({"workspaceId": compat.workspace.id(), "leaseId": compat.lease.id(), "artifactId": artifact_id, "path": path}),
+                )
+                .await;
+            let _ = compat
+                .workspace
+                .release_artifact(&compat.lease, &artifact_id)
+                .await;
+            exported.map(|_| path)
+        }
+    }
+}
+
+fn print_saved(output: &Output, path: &Path, result: &Value) {
+    let value = json!({"path": path, "artifact": {
+        "kind": result["artifact"]["kind"], "mimeType": result["artifact"]["mimeType"],
+        "byteLength": result["artifact"]["byteLength"]},
+        "width": result["width"], "height": result["height"]});
+    output.print(&value, |style| {
+        format!("{} {}\n", style.green("saved"), path.display())
+    });
+}
+
+/// `bp events`: the recent events, then (with `--follow`) new ones as they are journaled.
+async fn events(compat: &Compat, output: &Output, follow: bool) -> Result<(), RpcError> {
+    let recent = compat.recent_events(RECENT_EVENTS).await?;
+    for event in &recent {
+        print_event(output, event);
+    }
+    if !follow {
+        return Ok(());
+    }
+    let mut cursor = compat.workspace.event_cursor();
+    if let Some(last) = recent.last().and_then(|e| e["sequence"].as_u64()) {
+        cursor = crate::protocol::ids::format_cursor(last);
+    }
+    loop {
+        let page = compat
+            .session
+            .request(
+                "events/poll",
+                json!({"workspaceId": compat.workspace.id(), "cursor": cursor, "limit": 100}),
+            )
+            .await;
+        let page = match page {
+            Ok(page) => page,
+            // The journal overtook this follower: say so and go on from the live baseline.
+            Err(error) if error.code == ErrorCode::CursorExpired => {
+                eprintln!("bp: some events were dropped from the journal before they were shown");
+                cursor = compat.workspace.reset_event_cursor().await?;
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        for event in page["events"].as_array().into_iter().flatten() {
+            print_event(output, event);
+        }
+        cursor = page["nextCursor"].as_str().unwrap_or(&cursor).to_owned();
+        if page["hasMore"] != true {
+            tokio::select! {
+                _ = tokio::time::sleep(FOLLOW_EVERY) => {}
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            }
+        }
+    }
+}
+
+fn print_event(output: &Output, event: &Value) {
+    output.print(event, |style| {
+        let payload = &event["payload"];
+        let detail = match event["type"].as_str() {
+            Some("command.status") => format!(
+                "{} {}",
+                payload["method"].as_str().unwrap_or(""),
+                payload["status"].as_str().unwrap_or("")
+            ),
+            _ => clean(&payload.to_string()),
+        };
+        format!(
+            "{:>6} {} {}\n",
+            event["sequence"],
+            style.cyan(event["type"].as_str().unwrap_or("")),
+            detail
+        )
+    });
+}
+
+fn render_tabs(tabs: &[Value], style: &Style) -> String {
+    let mut out = String::new();
+    for tab in tabs {
+        let mark = match tab["current"] == true {
+            true => style.green("*"),
+            false => " ".to_owned(),
+        };
+        let mut flags = Vec::new();
+        if tab["managed"] == true {
+            flags.push("managed");
+        }
+        if tab["controlledElsewhere"] == true {
+            flags.push("in use by another host");
+        }
+        out.push_str(&format!(
+            "{mark} {:>2}  {}  {}{}\n",
+            tab["number"],
+            style.bold(&clean(tab["title"].as_str().unwrap_or(""))),
+            style.dim(&clean(tab["url"].as_str().unwrap_or(""))),
+            match flags.is_empty() {
+                true => String::new(),
+                false => format!("  ({})", flags.join(", ")),
+            }
+        ));
+    }
+    if tabs.is_empty() {
+        out.push_str(&style.dim("(no tabs)\n"));
+    }
+    out
+}
+
+fn render_matches(result: &Value, style: &Style) -> String {
+    let mut out = String::new();
+    for (i, found) in result["matches"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let text = found["text"]
+            .as_str()
+            .or(found["match"].as_str())
+            .unwrap_or("");
+        let context = found["context"].as_str().unwrap_or("");
+        out.push_str(&format!(
+            "{:>3}  {}  {}\n",
+            i + 1,
+            style.bold(&clean(text)),
+            style.dim(&clean(context))
+        ));
+    }
+    out.push_str(&style.dim(&format!("{} match(es)\n", result["total"])));
+    out
+}
+
+fn render_found(result: &Value, style: &Style) -> String {
+    let mut out = String::new();
+    for (i, element) in result["elements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let tag = element["tag"].as_str().unwrap_or("");
+        let text = element["text"].as_str().unwrap_or("");
+        let attrs = element["attributes"].as_object().map(|a| {
+            a.iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_str().map(clean).unwrap_or_else(|| v.to_string())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+        out.push_str(&format!(
+            "{:>3}  {} {} {}\n",
+            i + 1,
+            style.cyan(tag),
+            clean(text),
+            style.dim(&attrs.unwrap_or_default())
+        ));
+    }
+    out.push_str(&style.dim(&format!("{} element(s)\n", result["total"])));
+    out
+}
+
+fn render_frames(result: &Value, style: &Style) -> String {
+    let mut out = String::new();
+    let mut child = 0;
+    for frame in result["frames"].as_array().into_iter().flatten() {
+        let number = match frame["main"] == true {
+            true => 0,
+            false => {
+                child += 1;
+                child
+            }
+        };
+        let selected = match frame["selected"] == true {
+            true => style.green("*"),
+            false => " ".to_owned(),
+        };
+        out.push_str(&format!(
+            "{selected} {number:>2}  {} {}\n",
+            clean(frame["name"].as_str().unwrap_or("")),
+            style.dim(&clean(frame["url"].as_str().unwrap_or("")))
+        ));
+    }
+    out
+}
+
+fn render_dialogs(result: &Value, style: &Style) -> String {
+    let dialogs = result["dialogs"].as_array().cloned().unwrap_or_default();
+    let mut out = String::new();
+    for dialog in &dialogs {
+        out.push_str(&format!(
+            "{} {}\n",
+            style.yellow(dialog["type"].as_str().unwrap_or("dialog")),
+            clean(dialog["message"].as_str().unwrap_or(""))
+        ));
+    }
+    if dialogs.is_empty() {
+        out.push_str(&style.dim("(no open dialogs)\n"));
+    }
+    out
+}
+
+/// `bp launch`: `browser-pilot browser launch` beside this `bp`, then `browser.connect` to it.
+async fn launch(home: &Home, output: &Output, headless: bool, executable: Option<PathBuf>) -> i32 {
+    let mut args = vec!["browser".to_owned(), "launch".to_owned()];
+    if headless {
+        args.push("--headless".into());
+    }
+    if let Some(executable) = executable {
+        args.push("--executable".into());
+        args.push(executable.display().to_string());
+    }
+    let launched = {
+        let _spinner = output.spinner("starting Chromium");
+        run_sibling(&args).await
+    };
+    let candidate = match launched {
+        Ok(stdout) => serde_json::from_str::<Value>(stdout.trim()).unwrap_or(Value::Null),
+        Err(error) => {
+            output.error(&error);
+            return exit::NO_BROWSER;
+        }
+    };
+    let browser_id = candidate["id"].as_str().unwrap_or_default().to_owned();
+    let connected = async {
+        let compat = Compat::open(home, Some(&browser_id)).await?;
+        let connected = {
+            let _spinner = output.spinner("connecting to Chromium");
+            compat.connect(Some(&browser_id)).await
+        };
+        compat.close().await;
+        connected
+    }
+    .await;
+    match connected {
+        Ok(connected) => {
+            output.print(
+                &json!({"browser": candidate, "connection": connected.result}),
+                |style| format!("{} {browser_id} and connected\n", style.green("launched")),
+            );
+            exit::OK
+        }
+        Err(error) => {
+            output.error(&error);
+            exit::for_code(error.code)
+        }
+    }
+}
+
+/// `bp stop`: `browser-pilot browser stop` beside this `bp`.
+async fn stop(_home: &Home, output: &Output) -> i32 {
+    match run_sibling(&["browser".to_owned(), "stop".to_owned()]).await {
+        Ok(stdout) => {
+            let value = serde_json::from_str::<Value>(stdout.trim()).unwrap_or(Value::Null);
+            output.print(&value, |style| match value["stopped"] == true {
+                true => format!("{}\n", style.green("stopped the managed Chromium")),
+                false => "the managed Chromium was not running\n".to_owned(),
+            });
+            exit::OK
+        }
+        Err(error) => {
+            output.error(&error);
+            exit::TOOL_ERROR
+        }
+    }
+}
+
+/// Runs the sibling `browser-pilot` with `args` (no shell) and returns its stdout.
+async fn run_sibling(args: &[String]) -> Result<String, RpcError> {
+    let executable = super::compat::sibling_executable()?;
+    let ran = tokio::process::Command::new(&executable)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| {
+            RpcError::new(
+                ErrorCode::BrokerUnavailable,
+                format!("cannot run {}: {e}", executable.display()),
+            )
+        })?;
+    match ran.status.success() {
+        true => Ok(String::from_utf8_lossy(&ran.stdout).into_owned()),
+        false => {
+            let stderr = String::from_utf8_lossy(&ran.stderr);
+            let message = stderr.trim().trim_start_matches("error: ").to_owned();
+            Err(RpcError::new(ErrorCode::BrowserNotReady, format!("browser-pilot {}: {message}", args.join(" ")))
+                .with_remediation(RemediationAction::InstallChromium, "Install Chromium (Debian: sudo apt-get install -y chromium) or pass --executable PATH."))
+        }
+    }
+}

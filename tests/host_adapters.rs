@@ -1,0 +1,860 @@
+//! Process tests of the host adapters against a real headless Chromium (one per test binary,
+//! shared by the tests that run at the same time) and fixture pages on 127.0.0.1:
+//! `browser-pilot mcp` driven by the official MCP TypeScript SDK client; the adapter library's
+//! transport-loss, cursor-recovery, Lease-renewal and no-state-files guarantees; and both
+//! reference adapters in `examples/adapters/`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use browser_pilot::adapter::{
+    BridgeSession, ClientIdentity, LaunchSpec, LeaseOptions, LeaseStatus, SessionOptions, ToolCall,
+    WorkspaceOptions,
+};
+use browser_pilot::protocol::errors::ErrorCode;
+use serde_json::{Value, json};
+use support::chromium::{Chromium, Fixtures};
+use support::{BIN, TestHome, wait_until};
+
+/// The pinned official MCP TypeScript SDK (the client this project did not write).
+const MCP_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
+
+/// One Chromium and one fixture server for every test of this binary running at the same time.
+struct Shared {
+    profile: tempfile::TempDir,
+    _chromium: Chromium,
+    fixtures: Fixtures,
+}
+
+fn shared() -> Arc<Shared> {
+    static SHARED: Mutex<Weak<Shared>> = Mutex::new(Weak::new());
+    let mut slot = SHARED.lock().unwrap();
+    if let Some(shared) = slot.upgrade() {
+        return shared;
+    }
+    let profile = tempfile::tempdir().unwrap();
+    let chromium = Chromium::start(profile.path());
+    let shared = Arc::new(Shared {
+        profile,
+        _chromium: chromium,
+        fixtures: Fixtures::start(),
+    });
+    *slot = Arc::downgrade(&shared);
+    shared
+}
+
+impl Shared {
+    /// A fresh Broker home that discovers the shared Chromium.
+    fn home(&self, env: &[(&str, &str)]) -> TestHome {
+        let mut home = TestHome::new().with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            self.profile.path().to_str().unwrap(),
+        );
+        for (key, value) in env {
+            home = home.with_env(key, value);
+        }
+        home
+    }
+}
+
+fn launch_spec(home: &TestHome) -> LaunchSpec {
+    let mut spec = LaunchSpec::new(BIN);
+    spec.env
+        .push(("BROWSER_PILOT_HOME".into(), home.path().into()));
+    for (key, value) in &home.env {
+        spec.env.push((key.into(), value.into()));
+    }
+    spec
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn debug_count(home: &TestHome, table: &str) -> i64 {
+    let (code, out, err) = home.run(
+        BIN,
+        &[
+            "debug",
+            "sql",
+            &format!("SELECT count(*) AS n FROM {table}"),
+        ],
+    );
+    assert_eq!(code, 0, "debug sql: {err}");
+    serde_json::from_str::<Value>(out.trim()).unwrap()["n"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The SDK's directory: `BROWSER_PILOT_MCP_SDK_DIR` (scripts/test installs it there), else a
+/// scratch install with npm. A missing node or npm is a loud failure with the install command.
+fn mcp_sdk_dir() -> (PathBuf, Option<tempfile::TempDir>) {
+    if let Some(dir) = std::env::var_os("BROWSER_PILOT_MCP_SDK_DIR") {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
+                .is_file(),
+            "BROWSER_PILOT_MCP_SDK_DIR={} has no @modelcontextprotocol/sdk",
+            dir.display()
+        );
+        return (dir, None);
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(scratch.path())
+        .arg(MCP_SDK)
+        .status()
+        .expect("npm is required: sudo apt-get install -y nodejs npm");
+    assert!(status.success(), "npm install {MCP_SDK} failed");
+    (scratch.path().to_owned(), Some(scratch))
+}
+
+#[test]
+fn official_mcp_sdk_client_drives_browser_pilot_mcp() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let (sdk_dir, _scratch) = mcp_sdk_dir();
+    let output = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/sdk_client.cjs");
+    let run = home
+        .command("node")
+        .arg(&script)
+        .env("BROWSER_PILOT_BIN", BIN)
+        .env("MCP_SDK_DIR", &sdk_dir)
+        .env("FIXTURE_BASE", shared.fixtures.url(""))
+        .env("OUTPUT_DIR", output.path())
+        .output()
+        .expect("node is required: sudo apt-get install -y nodejs npm");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "sdk client failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("report: {e}: {}", String::from_utf8_lossy(&run.stdout)));
+    eprintln!("sdk client report: {report}");
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["protocolVersion"], "2025-11-25");
+    assert!(report["tools"].as_u64().unwrap() >= 20, "{report}");
+    assert!(
+        report["errorCode"] == "stale_ref" || report["errorCode"] == "observation_not_found",
+        "{report}"
+    );
+    // The cancelled navigation never reached the browser; the slow one ran once.
+    assert_eq!(shared.fixtures.hits("/page/cancelled"), 0);
+    assert_eq!(shared.fixtures.hits("/slow?ms=4000"), 1);
+    // EOF ended the session: the Workspace was released explicitly, no Lease is left.
+    assert!(
+        wait_until(Duration::from_secs(10), || debug_count(&home, "workspaces")
+            == 0),
+        "a Workspace is left after the MCP session ended"
+    );
+    assert_eq!(debug_count(&home, "leases"), 0);
+    // Only the exported PDF is in the output directory.
+    let exported: Vec<String> = std::fs::read_dir(output.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(exported, vec![report["pdf"].as_str().unwrap().to_owned()]);
+}
+
+fn identity(name: &str) -> ClientIdentity {
+    ClientIdentity::ephemeral(&format!("com.example.{name}"), "Adapter Test", "test")
+}
+
+/// A session with a Workspace, a Lease, a browser connection and one fixture tab.
+struct Open {
+    session: BridgeSession,
+    workspace: Arc<browser_pilot::adapter::Workspace>,
+    lease: Arc<browser_pilot::adapter::Lease>,
+    target: String,
+}
+
+async fn open(home: &TestHome, shared: &Shared, page: &str, lease: LeaseOptions) -> Open {
+    let (session, _notifications) = BridgeSession::launch(
+        &launch_spec(home),
+        &identity("adapter"),
+        &SessionOptions::default(),
+    )
+    .await
+    .expect("launch");
+    assert_eq!(
+        session.initialized().protocol,
+        json!({"major": 1, "minor": 1})
+    );
+    assert!(session.tool("browser.navigate").is_some_and(|t| t.mutating));
+    let workspace = session
+        .create_workspace(&WorkspaceOptions {
+            client_key: Some("work-scope".into()),
+            browser_id: None,
+        })
+        .await
+        .expect("workspace");
+    // The same clientKey is the same Workspace.
+    let again = session
+        .create_workspace(&WorkspaceOptions {
+            client_key: Some("work-scope".into()),
+            browser_id: None,
+        })
+        .await
+        .expect("workspace again");
+    assert_eq!(again.id(), workspace.id());
+    let lease = workspace.create_lease(&lease).await.expect("lease");
+    workspace
+        .call(
+            &lease,
+            &ToolCall::new("browser.connect", json!({}), "connect"),
+        )
+        .await
+        .expect("connect");
+    let opened = workspace
+        .call(
+            &lease,
+            &ToolCall::new(
+                "browser.open",
+                json!({"url": shared.fixtures.url(page)}),
+                "open",
+            ),
+        )
+        .await
+        .expect("open");
+    let target = opened.result["targetId"].as_str().unwrap().to_owned();
+    Open {
+        session,
+        workspace: Arc::new(workspace),
+        lease: Arc::new(lease),
+        target,
+    }
+}
+
+#[test]
+fn a_killed_bridge_during_a_mutating_call_is_unknown_outcome() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/page/kill-start", LeaseOptions::default()).await;
+        let slow = "/slow?ms=8001";
+        let call = ToolCall::new(
+            "browser.navigate",
+            json!({"action": "goto", "url": shared.fixtures.url(slow)}),
+            "navigate-slow",
+        )
+        .on_target(Some(open.target.clone()));
+        let (workspace, lease) = (open.workspace.clone(), open.lease.clone());
+        let pending = tokio::spawn(async move { workspace.call(&lease, &call).await });
+        // Dispatched: the browser is loading the slow page.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while shared.fixtures.hits(slow) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "navigation never reached the page"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = open.session.bridge_pid().await.expect("bridge pid");
+        support::unsafe_kill(pid, "KILL");
+        let error = pending
+            .await
+            .unwrap()
+            .expect_err("the bridge died mid-call");
+        assert_eq!(error.code, ErrorCode::UnknownOutcome, "{error}");
+        assert!(!error.code.retryable());
+        assert!(error.remediation.is_some());
+        assert_eq!(
+            error.context.as_ref().unwrap()["commandId"],
+            json!(open.session.command_identity("navigate-slow").0)
+        );
+        // A read after the loss was never sent: retryable, not unknown.
+        let read = open
+            .workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "list").on_target(None),
+            )
+            .await
+            .expect_err("bridge gone");
+        assert_eq!(read.code, ErrorCode::BrokerUnavailable);
+        assert!(read.code.retryable());
+        // Cleanup invalidates local state even though the Broker cannot be told.
+        let released = open.workspace.release().await;
+        assert!(released.is_err());
+        assert!(open.workspace.is_released());
+        let refused = open
+            .workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "after"),
+            )
+            .await
+            .expect_err("released locally");
+        assert_eq!(refused.code, ErrorCode::WorkspaceNotFound);
+        assert_eq!(refused.context.unwrap()["state"], "released");
+    });
+}
+
+#[test]
+fn cursor_expired_is_recovered_by_rebuild_and_reset() {
+    let shared = shared();
+    let home = shared.home(&[("BROWSER_PILOT_EVENT_JOURNAL_SIZE", "16")]);
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/page/cursor", LeaseOptions::default()).await;
+        let (workspace, lease) = (&open.workspace, &open.lease);
+        let ids = |events: &[Value]| -> Vec<String> {
+            events
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        // A second poll before acknowledgement starts from the same cursor.
+        let first = workspace.poll_events(100).await.expect("poll");
+        assert!(!first.events.is_empty());
+        let second = workspace.poll_events(100).await.expect("poll again");
+        assert_eq!(ids(&first.events), ids(&second.events));
+        workspace.acknowledge_events(&first.next_cursor);
+        assert_eq!(workspace.event_cursor(), first.next_cursor);
+        let after_ack = workspace.poll_events(100).await.expect("poll after ack");
+        assert!(
+            after_ack
+                .events
+                .iter()
+                .all(|e| !ids(&first.events).contains(&e["id"].as_str().unwrap().to_owned()))
+        );
+        workspace.acknowledge_events(&after_ack.next_cursor);
+
+        // Overflow the 16-event journal while the host is not polling.
+        for i in 0..24 {
+            workspace
+                .call(
+                    lease,
+                    &ToolCall::new("browser.tabs.list", json!({}), format!("list-{i}")),
+                )
+                .await
+                .expect("tabs.list");
+        }
+        let expired = workspace
+            .poll_events(100)
+            .await
+            .expect_err("cursor predates the journal");
+        assert_eq!(expired.code, ErrorCode::CursorExpired);
+        assert!(
+            expired
+                .context
+                .as_ref()
+                .unwrap()
+                .contains_key("earliestCursor")
+        );
+        // Rebuild tab state, then take workspaces/get's cursor as the new baseline.
+        let tabs = workspace
+            .call(
+                lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "rebuild"),
+            )
+            .await
+            .expect("rebuild");
+        assert!(
+            tabs.result["tabs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["targetId"] == json!(open.target))
+        );
+        let baseline = workspace.reset_event_cursor().await.expect("reset");
+        assert_eq!(workspace.event_cursor(), baseline);
+        let observe = ToolCall::new("browser.observe", json!({}), "after-reset")
+            .on_target(Some(open.target.clone()));
+        workspace.call(lease, &observe).await.expect("observe");
+        let batch = workspace.poll_events(100).await.expect("poll after reset");
+        let command_id = open.session.command_identity("after-reset").0;
+        assert!(
+            batch
+                .events
+                .iter()
+                .any(|e| e["type"] == "command.status"
+                    && e["payload"]["commandId"] == json!(command_id)),
+            "{:?}",
+            batch.events
+        );
+        assert!(
+            batch
+                .events
+                .iter()
+                .all(|e| e["payload"]["commandId"]
+                    != json!(open.session.command_identity("list-0").0))
+        );
+        workspace.acknowledge_events(&batch.next_cursor);
+        open.workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+}
+
+#[test]
+fn the_lease_is_renewed_across_a_call_longer_than_its_ttl() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    runtime().block_on(async {
+        let lease = LeaseOptions {
+            ttl_ms: Some(1000),
+            client_key: Some("invocation".into()),
+        };
+        let open = open(&home, &shared, "/page/lease", lease).await;
+        assert_eq!(open.lease.ttl_ms(), 1000);
+        let mut call = ToolCall::new(
+            "browser.navigate",
+            json!({"action": "goto", "url": shared.fixtures.url("/slow?ms=3500")}),
+            "long-call",
+        )
+        .on_target(Some(open.target.clone()));
+        call.deadline_ms = Some(30_000);
+        let outcome = open
+            .workspace
+            .call(&open.lease, &call)
+            .await
+            .expect("long call");
+        assert_eq!(outcome.command["status"], "completed");
+        assert!(
+            open.lease.renewals() >= 3,
+            "renewals: {}",
+            open.lease.renewals()
+        );
+        assert!(matches!(open.lease.status(), LeaseStatus::Active { .. }));
+        // The same Lease still works after three TTLs.
+        open.workspace
+            .call(
+                &open.lease,
+                &ToolCall::new("browser.tabs.list", json!({}), "after-long"),
+            )
+            .await
+            .expect("lease still active");
+        open.lease.release().await.expect("lease release");
+        assert!(wait_until(Duration::from_secs(5), || open.lease.status()
+            == LeaseStatus::Released));
+        open.workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+}
+
+/// Every file under `dir` (relative path -> size), skipping build output and git metadata.
+fn tree(dir: &Path) -> BTreeMap<String, u64> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, u64>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => {
+                    out.insert(format!("{relative}/"), 0);
+                    walk(root, &path, out);
+                }
+                _ => {
+                    out.insert(relative, entry.metadata().map(|m| m.len()).unwrap_or(0));
+                }
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn a_full_session_writes_no_state_files() {
+    let shared = shared();
+    let user_home = tempfile::tempdir().unwrap();
+    let home = shared.home(&[("HOME", user_home.path().to_str().unwrap())]);
+    let exports = tempfile::tempdir().unwrap();
+    let cwd = std::env::current_dir().unwrap();
+    let (home_before, cwd_before) = (tree(user_home.path()), tree(&cwd));
+    runtime().block_on(async {
+        let open = open(&home, &shared, "/fixture/form", LeaseOptions::default()).await;
+        let (workspace, lease) = (&open.workspace, &open.lease);
+        let on_tab = |call: ToolCall| call.on_target(Some(open.target.clone()));
+        let observed = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.observe", json!({}), "observe")))
+            .await
+            .expect("observe");
+        let terms = observed.result["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["role"] == "checkbox")
+            .unwrap()["ref"]
+            .clone();
+        let clicked = workspace
+            .call(
+                lease,
+                &on_tab(ToolCall::new(
+                    "browser.click",
+                    json!({"observationId": observed.result["observationId"], "ref": terms}),
+                    "click",
+                )),
+            )
+            .await
+            .expect("click");
+        assert_eq!(clicked.result["evidence"]["status"], "verified");
+        // An image: read from the protected path, then released.
+        let captured = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.capture", json!({}), "capture")))
+            .await
+            .expect("capture");
+        let image = workspace
+            .read_image(lease, &captured.result["artifact"])
+            .await
+            .expect("read image");
+        assert_eq!(&image.bytes[..4], b"\x89PNG");
+        let gone = open
+            .session
+            .request(
+                "artifacts/get",
+                json!({"workspaceId": workspace.id(), "leaseId": lease.id(), "artifactId": captured.result["artifact"]["id"]}),
+            )
+            .await
+            .expect_err("released after reading");
+        assert_eq!(gone.code, ErrorCode::ArtifactNotFound);
+        // A file: exported into the host-owned directory, then released.
+        let printed = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.pdf", json!({}), "pdf")))
+            .await
+            .expect("pdf");
+        let file = workspace
+            .export_file(lease, &printed.result["artifact"], exports.path())
+            .await
+            .expect("export");
+        assert_eq!(file.path.parent().unwrap(), exports.path());
+        assert!(std::fs::read(&file.path).unwrap().starts_with(b"%PDF-"));
+        // A second export of another PDF never overwrites the first.
+        let printed_again = workspace
+            .call(lease, &on_tab(ToolCall::new("browser.pdf", json!({}), "pdf-2")))
+            .await
+            .expect("pdf again");
+        let mut descriptor = printed_again.result["artifact"].clone();
+        descriptor["fileName"] = json!(file.path.file_name().unwrap().to_string_lossy());
+        let second = workspace
+            .export_file(lease, &descriptor, exports.path())
+            .await
+            .expect("export again");
+        assert_ne!(second.path, file.path);
+        let batch = workspace.poll_events(100).await.expect("events");
+        workspace.acknowledge_events(&batch.next_cursor);
+        workspace.release().await.expect("release");
+        open.session.shutdown().await;
+    });
+    assert_eq!(
+        tree(user_home.path()),
+        home_before,
+        "files appeared in HOME"
+    );
+    assert_eq!(
+        tree(&cwd),
+        cwd_before,
+        "files appeared in the working directory"
+    );
+    // The Broker home holds only its own files, and no Artifact bytes after release.
+    let allowed = [
+        "broker-locator.json",
+        "broker-versions.json",
+        "broker.sock",
+        "startup.lock",
+        "artifacts/",
+    ];
+    for (path, _) in tree(home.path()) {
+        assert!(
+            allowed.iter().any(|a| path == *a)
+                || (path.starts_with("artifacts/") && path.ends_with('/')),
+            "unexpected file in the Broker home: {path}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(exports.path()).unwrap().count(),
+        2,
+        "only the two exports"
+    );
+}
+
+#[path = "../examples/adapters/tool_runtime.rs"]
+mod tool_runtime;
+
+#[test]
+fn reference_tool_runtime_adapter_runs_a_turn() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let report = runtime()
+        .block_on(tool_runtime::run_turn(
+            &launch_spec(&home),
+            &shared.fixtures.url("/fixture/form"),
+            output.path().to_owned(),
+        ))
+        .expect("turn");
+    let tools = report["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("browser_observe")) && tools.contains(&json!("browser_click")));
+    let steps = &report["steps"];
+    for step in ["connect", "open", "observe", "click", "capture", "pdf"] {
+        assert_eq!(steps[step]["isError"], false, "{step}: {report}");
+    }
+    assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    assert_eq!(steps["capture"]["content"][1]["type"], "image");
+    assert_eq!(steps["capture"]["content"][1]["png"], true);
+    let file = &steps["pdf"]["content"][1];
+    assert_eq!(file["type"], "file");
+    let path = PathBuf::from(file["path"].as_str().unwrap());
+    assert_eq!(path.parent().unwrap(), output.path());
+    assert!(std::fs::read(&path).unwrap().starts_with(b"%PDF-"));
+    assert_eq!(steps["error"]["isError"], true);
+    assert_eq!(steps["error"]["code"], "observation_not_found", "{report}");
+    // The turn released its Workspace.
+    assert!(wait_until(Duration::from_secs(10), || debug_count(
+        &home,
+        "workspaces"
+    ) == 0));
+}
+
+#[test]
+fn reference_python_dispatcher_runs_a_turn() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters/dispatcher.py");
+    let run = home
+        .command("python3")
+        .arg(&script)
+        .args([
+            "--executable",
+            BIN,
+            "--url",
+            &shared.fixtures.url("/fixture/form"),
+        ])
+        .arg("--output-dir")
+        .arg(output.path())
+        .output()
+        .expect("python3 is required: sudo apt-get install -y python3");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "dispatcher failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).expect("one JSON line");
+    let steps = &report["steps"];
+    for step in ["connect", "open", "observe", "click", "capture", "pdf"] {
+        assert_eq!(steps[step]["isError"], false, "{step}: {report}");
+    }
+    assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    assert_eq!(steps["capture"]["content"], json!(["text", "image"]));
+    assert_eq!(steps["capture"]["png"], true);
+    let pdf = PathBuf::from(steps["pdf"]["path"].as_str().unwrap());
+    assert_eq!(pdf.parent().unwrap(), output.path());
+    assert!(std::fs::read(&pdf).unwrap().starts_with(b"%PDF-"));
+    assert_eq!(steps["error"]["code"], "observation_not_found", "{report}");
+    assert_eq!(steps["unknown"]["code"], "tool_not_found");
+    assert_eq!(report["releaseError"], Value::Null);
+    assert_eq!(report["afterClose"], "workspace_not_found");
+    assert!(wait_until(Duration::from_secs(10), || debug_count(
+        &home,
+        "workspaces"
+    ) == 0));
+}
+
+#[test]
+fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let mut command = home.command(BIN);
+    command
+        .args(["mcp", "--capabilities"])
+        .arg("browser.control,workspace.manage,observation.read,artifact.read,event.read")
+        .arg("--output-dir")
+        .arg(output.path());
+    let mut mcp = support::Bridge::spawn(command);
+    // Before initialize only ping is answered.
+    assert_eq!(mcp.call("tools/list", json!({}))["error"]["code"], -32002);
+    assert_eq!(mcp.ok("ping", json!({})), json!({}));
+    // A line that is not JSON is answered with id null and the session goes on.
+    mcp.send_raw(b"{not json\n");
+    let parse_error = mcp
+        .next_message(support::RESPONSE_TIMEOUT)
+        .expect("parse error answer");
+    assert_eq!(parse_error["id"], Value::Null);
+    assert_eq!(parse_error["error"]["code"], -32700);
+    // An older revision is answered in that revision.
+    let init = mcp.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw-host", "version": "1"}}),
+    );
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    assert_eq!(init["capabilities"]["tools"]["listChanged"], false);
+    assert_eq!(init["serverInfo"]["name"], "browser-pilot");
+    mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    assert_eq!(mcp.call("initialize", json!({}))["error"]["code"], -32600);
+    // Withheld action.input: no action tools are listed or callable.
+    let tools = mcp.ok("tools/list", json!({}));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"browser_observe") && names.contains(&"browser_open"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"browser_click") && !names.contains(&"browser_type"),
+        "{names:?}"
+    );
+    let refused = mcp.call(
+        "tools/call",
+        json!({"name": "browser_click", "arguments": {"x": 1, "y": 1}}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // A read-only session still works.
+    let opened = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_open", "arguments": {"url": shared.fixtures.url("/page/sigterm")}}),
+    );
+    assert_eq!(opened["isError"], false, "{opened}");
+    let read = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_read", "arguments": {}}),
+    );
+    assert_eq!(read["isError"], false, "{read}");
+    assert!(
+        read["structuredContent"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sigterm"),
+        "{read}"
+    );
+    // Bad arguments are a tool error the model can read, with the code.
+    let bad = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_observe", "arguments": {"limit": "many"}}),
+    );
+    assert_eq!(bad["isError"], true);
+    assert_eq!(
+        bad["_meta"]["browser-pilot/error"]["code"],
+        "invalid_params"
+    );
+    assert_eq!(debug_count(&home, "workspaces"), 1);
+    // SIGTERM ends the session like EOF: the Workspace is released explicitly.
+    support::unsafe_kill(mcp.child.id(), "TERM");
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    assert!(
+        wait_until(Duration::from_secs(10), || debug_count(&home, "workspaces")
+            == 0),
+        "SIGTERM left the Workspace"
+    );
+    assert_eq!(std::fs::read_dir(output.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn mcp_headless_launches_the_managed_chromium_when_nothing_is_ready() {
+    let shared = shared();
+    let nothing = tempfile::tempdir().unwrap();
+    let home = TestHome::new()
+        .with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            nothing.path().to_str().unwrap(),
+        )
+        .with_env(
+            "BROWSER_PILOT_CHROMIUM",
+            support::chromium::chromium_path().to_str().unwrap(),
+        );
+    let initialize = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-host", "version": "1"}});
+    let open = |mcp: &mut support::Bridge| {
+        mcp.ok(
+            "tools/call",
+            json!({"name": "browser_open", "arguments": {"url": shared.fixtures.url("/page/headless")}}),
+        )
+    };
+    // Without --headless: the session's browser.connect fails with the setup remediation.
+    let mut command = home.command(BIN);
+    command.arg("mcp");
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok("initialize", initialize.clone());
+    let refused = open(&mut mcp);
+    assert_eq!(refused["isError"], true, "{refused}");
+    let error = &refused["_meta"]["browser-pilot/error"];
+    assert_eq!(error["code"], "browser_not_ready", "{refused}");
+    assert_eq!(error["retryable"], true);
+    assert!(error["remediation"]["action"].is_string(), "{refused}");
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    // With --headless the managed Chromium is started and used.
+    let mut command = home.command(BIN);
+    command.args(["mcp", "--headless"]);
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok("initialize", initialize);
+    let opened = open(&mut mcp);
+    assert_eq!(opened["isError"], false, "{opened}");
+    assert_eq!(opened["structuredContent"]["title"], "headless", "{opened}");
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    let (code, out, err) = home.run(BIN, &["browser", "stop"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), r#"{"stopped":true}"#);
+}
+
+/// The Python dispatcher's own transport-loss rule, driven through its class: the bridge is
+/// killed while a mutating call is dispatched (read back from the Broker with `debug sql`).
+const PYTHON_KILL_SCENARIO: &str = r#"
+import json, os, subprocess, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from dispatcher import Dispatcher
+executable, url, slow, out = sys.argv[2:6]
+d = Dispatcher(executable, "kill-scope", out)
+d.browser("k1", "browser.connect")
+d.browser("k2", "browser.open", {"url": url})
+outcome = {}
+worker = threading.Thread(target=lambda: outcome.update(d.browser("k3", "browser.navigate", {"action": "goto", "url": slow})))
+worker.start()
+deadline = time.time() + 20
+while time.time() < deadline:
+    rows = subprocess.run([executable, "debug", "sql", "SELECT status FROM commands WHERE method = 'browser.navigate'"], capture_output=True, text=True).stdout
+    if '"dispatched"' in rows:
+        break
+    time.sleep(0.05)
+d.bridge.proc.kill()
+worker.join(30)
+after = d.browser("k4", "browser.tabs.list")
+print(json.dumps({"mutating": outcome["details"], "read": after["details"]}))
+"#;
+
+#[test]
+fn reference_python_dispatcher_reports_unknown_outcome_after_transport_loss() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    let run = home
+        .command("python3")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-c", PYTHON_KILL_SCENARIO])
+        .arg(&examples)
+        .arg(BIN)
+        .arg(shared.fixtures.url("/page/python-kill"))
+        .arg(shared.fixtures.url("/slow?ms=8002"))
+        .arg(output.path())
+        .output()
+        .expect("python3 is required: sudo apt-get install -y python3");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "scenario failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).expect("one JSON line");
+    assert_eq!(report["mutating"]["code"], "unknown_outcome", "{report}");
+    assert_eq!(report["mutating"]["retryable"], false);
+    assert_eq!(report["read"]["code"], "broker_unavailable", "{report}");
+    assert_eq!(report["read"]["retryable"], true);
+}
