@@ -51,7 +51,7 @@ pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    install_library, main_frame_id, resolve_object, run,
+    frame_point_hit, install_library, main_frame_id, resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::ToolError;
 use super::tab::{PageContext, SCRIPT_TIMEOUT};
@@ -23,11 +23,11 @@ use crate::cdp::dom::{
     BackendNodeId, GetBoxModel, GetFrameOwner, ResolveNode, ScrollIntoViewIfNeeded,
 };
 use crate::cdp::page::GetFrameTree;
-use crate::cdp::runtime::{CallArgument, CallFunctionOn, ReleaseObjectGroup};
+use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
-    QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
+    self, ClickProbe, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad, QuadMap,
+    RefTarget, ScriptErrorCode, ViewportSize,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -371,31 +371,15 @@ async fn map_through(
 
 /// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
 async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
-    let call = CallFunctionOn {
-        function_declaration: FRAME_POINT_HIT.to_owned(),
-        execution_context_id: None,
-        object_id: Some(hop.hit_object.clone()),
-        arguments: vec![
-            CallArgument {
-                value: json!(point.x),
-            },
-            CallArgument {
-                value: json!(point.y),
-            },
-        ],
-        return_by_value: true,
-        await_promise: None,
-        silent: true,
-        object_group: None,
-    };
-    let result = client.execute(&hop.session, &call, SCRIPT_TIMEOUT).await?;
-    let text = result
-        .result
-        .value
-        .as_ref()
-        .and_then(Value::as_str)
-        .ok_or_else(frame_gone)?;
-    Ok(serde_json::from_str(text)?)
+    let hit = page::frame_point_hit(
+        client,
+        &hop.session,
+        &hop.hit_object,
+        (point.x, point.y),
+        SCRIPT_TIMEOUT,
+    )
+    .await?;
+    Ok(hit.ok_or_else(frame_gone)?)
 }
 
 /// The main-frame point of a coordinate click given in the page context's frame viewport (no
