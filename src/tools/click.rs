@@ -2,11 +2,10 @@
 //! judge the click from its record and the page's observable effects (`click_evidence`).
 //! Shared action plumbing is `actions.rs`'s; this file holds only the click.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use serde::Deserialize;
-
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};

@@ -1,11 +1,10 @@
 //! The out-of-band dialog tools `browser.dialogs.list` and `browser.dialogs.respond`. A dialog
 //! is answered only when asked; nothing here accepts or dismisses one by itself.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use serde::Deserialize;
-
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};

@@ -1,11 +1,10 @@
 //! `browser.dropdown.options` and `browser.dropdown.select`: native selects and exposed ARIA
 //! listboxes (options only; custom listboxes are selected by clicking the option's ref).
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use serde::Deserialize;
-
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, Status};

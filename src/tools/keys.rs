@@ -8,14 +8,13 @@
 //! not click, scroll or select, and it never reads a typed value back into its output: evidence
 //! carries lengths only.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
     Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
     dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
-use serde::Deserialize;
-
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};

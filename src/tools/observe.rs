@@ -4,9 +4,8 @@
 //! `browser.frames.select` chose another; see `frames`), so the page can neither see nor tamper
 //! with them.
 
-use serde_json::{Map, Value, json};
-
 use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use serde::Deserialize;
-
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};

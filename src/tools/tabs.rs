@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-
 use serde::Deserialize;
+use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, decode_params};
 use super::error::ToolError;
