@@ -12,7 +12,7 @@ use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// What to launch.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub fn launch(spec: &LaunchSpec) -> Result<Launched, RpcError> {
             spec.executable
         ))
         .with_remediation(
-            "use_absolute_path",
+            RemediationAction::UseAbsolutePath,
             "Resolve the exact browser-pilot executable and pass its absolute path.",
         ));
     }

@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::session::BridgeSession;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// The shortest renewal period: a 1 s Lease (the contract's minimum) is heartbeated about three
 /// times a second, never in a tighter loop.
@@ -121,7 +121,7 @@ impl Lease {
             LeaseStatus::Lost(error) => Some(error),
             LeaseStatus::Released => Some(
                 RpcError::new(ErrorCode::LeaseNotFound, "this Lease was released")
-                    .with_remediation("create_lease", "Create a new Lease."),
+                    .with_remediation(RemediationAction::CreateLease, "Create a new Lease."),
             ),
         }
     }

@@ -14,7 +14,7 @@ use tokio::sync::{Mutex, mpsc};
 
 use super::launch::{LaunchSpec, launch};
 use super::rpc::{CallError, Reply, RpcClient};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::negotiate::{CAPABILITIES, SERVICE_LIMITS};
 
 /// How long `shutdown` waits for the bridge to exit after its stdin closed.
@@ -423,14 +423,14 @@ fn lost(what: &str, error: CallError, mutating: bool) -> RpcError {
             format!("the bridge went away after {what} was sent; it may or may not have taken effect"),
         )
         .with_remediation(
-            "inspect_state",
+            RemediationAction::InspectState,
             "Start a new session, observe the page and decide from its current state; do not replay the call.",
         ),
         CallError::LostAfterSend | CallError::NotSent => RpcError::new(
             ErrorCode::BrokerUnavailable,
             format!("the bridge is gone ({what} got no answer)"),
         )
-        .with_remediation("restart_session", "Start a new bridge session and try again."),
+        .with_remediation(RemediationAction::RestartSession, "Start a new bridge session and try again."),
     }
 }
 

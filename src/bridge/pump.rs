@@ -20,7 +20,7 @@ use super::startup::{BrokerLink, connect_or_start};
 use crate::framing::{self, FramingError, LineReader};
 use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{self, Hello, PeerRole};
 use crate::protocol::methods::{self, Lane, MAX_PENDING_ORDINARY, MAX_PENDING_OUT_OF_BAND};
 use crate::protocol::negotiate::SERVICE_LIMITS;
@@ -379,7 +379,7 @@ async fn read_broker(
             true => RpcError::new(ErrorCode::ResultTooLarge, "the response exceeds this Connection's maxResultBytes")
                 .with_context("maxResultBytes", json!(max_result))
                 .with_context("responseBytes", json!(text.len()))
-                .with_remediation("narrow_request", "Ask for less (a smaller limit, a region or a page), or negotiate a larger maxResultBytes.")
+                .with_remediation(RemediationAction::NarrowRequest, "Ask for less (a smaller limit, a region or a page), or negotiate a larger maxResultBytes.")
                 .response(&id),
             false => text,
         };
@@ -473,7 +473,7 @@ async fn drain_pending(shared: &Shared, response_tx: &mpsc::UnboundedSender<Outg
         )
         .with_context("reason", json!("bridge_exiting"))
         .with_remediation(
-            "get_command",
+            RemediationAction::GetCommand,
             "From a new bridge of the same client, call commands/get with the call's commandId (or repeat it with the same idempotencyKey) to read its recorded outcome.",
         )
     });

@@ -18,7 +18,7 @@ use crate::framing::{self, LineReader};
 use crate::home::{Home, HomeError};
 use crate::ipc::{self, ConnectError, IpcReader, IpcWriter, Untrusted};
 use crate::os;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{Hello, HelloReply, Welcome};
 use crate::version::IPC_VERSION;
 
@@ -243,7 +243,7 @@ fn unresponsive(home: &Home, locator_pid: Option<u32>, why: &str) -> RpcError {
             format!("the running Broker (pid {pid}) is alive but {why}"),
         )
         .with_remediation(
-            "restart_unresponsive_broker",
+            RemediationAction::RestartUnresponsiveBroker,
             format!(
                 "Browser Pilot never kills a live Broker. Stop process {pid} yourself (or set a different absolute BROWSER_PILOT_HOME), then launch again."
             ),
@@ -254,7 +254,7 @@ fn unresponsive(home: &Home, locator_pid: Option<u32>, why: &str) -> RpcError {
             format!("the running Broker is alive but {why}"),
         )
         .with_remediation(
-            "restart_unresponsive_broker",
+            RemediationAction::RestartUnresponsiveBroker,
             "Browser Pilot never kills a live Broker. Stop the Broker process of this BROWSER_PILOT_HOME yourself (its command line has --browser-pilot-internal=broker), or set a different absolute BROWSER_PILOT_HOME, then launch again.",
         ),
     }
@@ -268,7 +268,7 @@ fn untrusted(why: Untrusted) -> RpcError {
     )
     .with_context("reason", json!(why.reason()))
     .with_remediation(
-        "remove_foreign_endpoint",
+        RemediationAction::RemoveForeignEndpoint,
         "The Broker endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's. Nothing was sent to it. Find out who created it, remove it, then launch again; or set BROWSER_PILOT_HOME to a new directory of your own.",
     )
 }
@@ -288,7 +288,7 @@ fn home_error(error: HomeError) -> RpcError {
     )
     .with_context("reason", json!(reason))
     .with_remediation(
-        "choose_private_home",
+        RemediationAction::ChoosePrivateHome,
         "Set BROWSER_PILOT_HOME to an absolute path of a directory of your own (it is created 0700 when missing), not a shared directory such as /tmp and not another user's directory.",
     )
 }
@@ -299,7 +299,7 @@ fn incompatible(service_version: &str) -> RpcError {
         format!("the running Broker (service {service_version}) speaks another private link version"),
     )
     .with_remediation(
-        "use_compatible_executable",
+        RemediationAction::UseCompatibleExecutable,
         "Launch an executable compatible with the running Broker, or give this product its own absolute BROWSER_PILOT_HOME. The running Broker is never replaced.",
     )
 }

@@ -23,7 +23,7 @@ use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
 use super::lifecycle::{optional_str, required_str};
 use crate::events::Emit;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
 use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ToolDef};
@@ -194,7 +194,7 @@ pub async fn accept(
             ErrorCode::IdempotencyConflict,
             "this idempotencyKey or commandId was already used with different arguments",
         )
-        .with_remediation("use_new_key", "Use a fresh idempotencyKey/commandId for a different call; reuse one only to retry the same call."),
+        .with_remediation(RemediationAction::UseNewKey, "Use a fresh idempotencyKey/commandId for a different call; reuse one only to retry the same call."),
         other => from_store(other),
     })?;
     let row = match inserted {
@@ -367,7 +367,7 @@ fn unknown_after_mutation(sent: &MutationsSent, cause: Option<&RpcError>) -> Rpc
     let error = RpcError::new(ErrorCode::UnknownOutcome, message)
         .with_context("dispatched", sent.to_json())
         .with_remediation(
-            "inspect_state",
+            RemediationAction::InspectState,
             "Observe the page before deciding what to do; the Command is never replayed automatically.",
         );
     match cause {

@@ -24,7 +24,7 @@ use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{self, Hello, HelloReply, PeerRole, Refusal, Welcome};
 use crate::protocol::methods::{self, Lane};
 use crate::protocol::negotiate::{Negotiated, SERVICE_LIMITS};
@@ -62,7 +62,7 @@ impl Session {
             )
             .with_context("capability", json!(capability))
             .with_remediation(
-                "request_capability",
+                RemediationAction::RequestCapability,
                 format!("Request \"{capability}\" in initialize.requestedCapabilities."),
             )),
         }
@@ -205,7 +205,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
         false => HelloReply::Refused(Refusal {
             ipc: IPC_VERSION,
             error: RpcError::new(ErrorCode::ProtocolIncompatible, "unsupported private link version")
-                .with_remediation("use_compatible_executable", "Launch an executable compatible with the running Broker, or isolate it with its own absolute BROWSER_PILOT_HOME.")
+                .with_remediation(RemediationAction::UseCompatibleExecutable, "Launch an executable compatible with the running Broker, or isolate it with its own absolute BROWSER_PILOT_HOME.")
                 .to_json(),
         }),
     };

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::store::StoreError;
 
 pub fn from_store(error: StoreError) -> RpcError {
@@ -20,12 +20,12 @@ pub fn from_store(error: StoreError) -> RpcError {
             "this Lease belongs to another Connection",
         )
         .with_remediation(
-            "create_lease",
+            RemediationAction::CreateLease,
             "A Lease cannot be continued by another bridge; create a new Lease on the Workspace.",
         ),
         StoreError::LeaseExpired | StoreError::LeaseEnded(_) => {
             RpcError::new(ErrorCode::LeaseExpired, "the Lease expired").with_remediation(
-                "create_lease",
+                RemediationAction::CreateLease,
                 "Create a new Lease and heartbeat well before expiresAt.",
             )
         }
@@ -40,7 +40,7 @@ pub fn from_store(error: StoreError) -> RpcError {
         .with_context("limit", json!(limit))
         .with_context("what", json!(what))
         .with_remediation(
-            "release_unused",
+            RemediationAction::ReleaseUnused,
             "Release Workspaces or Leases you no longer use.",
         ),
         StoreError::ReadOnlyViolation(why) => RpcError::new(ErrorCode::ReadOnlyViolation, why),

@@ -10,7 +10,7 @@ use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
 use super::{artifacts, commands};
 use crate::events::{Emit, event_json};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
 use crate::protocol::internal::{PeerRole, RECEIVED_AT_MEMBER};
 use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};
@@ -447,7 +447,7 @@ async fn events_poll(
         EventPoll::Expired { earliest, latest } => Err(RpcError::new(ErrorCode::CursorExpired, "the cursor predates the retained journal")
             .with_context("earliestCursor", json!(format_cursor(earliest)))
             .with_context("latestCursor", json!(format_cursor(latest)))
-            .with_remediation("rebuild_state", "Rebuild tab and Observation state, then call workspaces/get for a new baseline cursor.")),
+            .with_remediation(RemediationAction::RebuildState, "Rebuild tab and Observation state, then call workspaces/get for a new baseline cursor.")),
         EventPoll::Future { latest } => Err(RpcError::invalid_params("the cursor is ahead of the journal")
             .with_context("latestCursor", json!(format_cursor(latest)))),
     }
@@ -481,7 +481,7 @@ async fn broker_shutdown(
     let installation_id = required_str(params, "installationId")?;
     if broker_id != broker.broker_id || installation_id != broker.installation_id {
         return Err(RpcError::new(ErrorCode::ProtocolIncompatible, "the running Broker is not the one this executable installation started")
-            .with_remediation("use_compatible_executable", "Use the executable installation that started the running Broker, or wait until its hosts disconnect."));
+            .with_remediation(RemediationAction::UseCompatibleExecutable, "Use the executable installation that started the running Broker, or wait until its hosts disconnect."));
     }
     // Every other live Connection counts, whatever role its peer claimed in the handshake: a
     // role grants nothing a bridge could not do.

@@ -21,7 +21,7 @@ use crate::adapter::{
     ToolOutcome, Workspace, WorkspaceOptions,
 };
 use crate::home::Home;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{format_cursor, parse_cursor};
 
 /// The Principal's client id of every `bp` invocation.
@@ -86,7 +86,7 @@ pub fn sibling_executable() -> Result<PathBuf, RpcError> {
             ),
         )
         .with_remediation(
-            "install_executable",
+            RemediationAction::InstallExecutable,
             "Install bp and browser-pilot into the same directory.",
         )),
     }
@@ -264,7 +264,7 @@ impl Compat {
             Some(target) => Ok((target, current)),
             None => Err(
                 RpcError::invalid_params("there is no current tab").with_remediation(
-                    "open_tab",
+                    RemediationAction::OpenTab,
                     "Open one with `bp open URL` or pick one with `bp tabs` and `bp tab N`.",
                 ),
             ),
@@ -280,7 +280,10 @@ impl Compat {
                 ErrorCode::ObservationNotFound,
                 "the current tab has no observation whose refs could be used",
             )
-            .with_remediation("observe", "Run `bp observe` and use a ref it prints.")),
+            .with_remediation(
+                RemediationAction::Observe,
+                "Run `bp observe` and use a ref it prints.",
+            )),
         }
     }
 
@@ -396,7 +399,10 @@ fn choose_browser(discovered: &Value, preference: Option<&str>) -> Result<String
             .and_then(id)
             .ok_or_else(|| {
                 RpcError::invalid_params(format!("no browser candidate matches {preference:?}"))
-                    .with_remediation("discover", "Run `bp status` for the candidates.")
+                    .with_remediation(
+                        RemediationAction::Discover,
+                        "Run `bp status` for the candidates.",
+                    )
             });
     }
     let with_state = |state: &str| browsers.iter().find(|b| b["state"] == state).and_then(id);

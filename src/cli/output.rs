@@ -364,8 +364,10 @@ mod tests {
 
     #[test]
     fn errors_name_code_and_remediation() {
-        let error = RpcError::new(ErrorCode::BrowserNotReady, "no browser")
-            .with_remediation("launch_managed_browser", "Run bp launch --headless.");
+        let error = RpcError::new(ErrorCode::BrowserNotReady, "no browser").with_remediation(
+            crate::protocol::errors::RemediationAction::LaunchManagedBrowser,
+            "Run bp launch --headless.",
+        );
         assert_eq!(
             render_error(&error, &Style { colour: false }),
             "error: no browser\n  code: browser_not_ready (retryable)\n  what to do: Run bp launch --headless. (launch_managed_browser)\n"

@@ -18,7 +18,7 @@ use super::exit;
 use super::output::{Output, Style, clean, render_evidence, render_observation};
 use crate::adapter::ToolOutcome;
 use crate::home::Home;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// How long `bp events --follow` sleeps between polls of the journal.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
@@ -46,7 +46,7 @@ pub fn run(cli: Cli) -> i32 {
         Err(error) => {
             output.error(
                 &RpcError::new(ErrorCode::HomeNotAllowed, error.to_string()).with_remediation(
-                    "set_home",
+                    RemediationAction::SetHome,
                     "Set BROWSER_PILOT_HOME to an absolute directory of your own.",
                 ),
             );
@@ -195,7 +195,10 @@ async fn run_tool_command(
                 .ok_or_else(|| {
                     RpcError::invalid_params(format!("there is no tab {number}"))
                         .with_context("tabs", json!(tabs.len()))
-                        .with_remediation("list_tabs", "Run `bp tabs` for the numbers.")
+                        .with_remediation(
+                            RemediationAction::ListTabs,
+                            "Run `bp tabs` for the numbers.",
+                        )
                 })?;
             let observed = compat
                 .tool("browser.observe", json!({}), Some(target))
@@ -328,7 +331,7 @@ async fn run_tool_command(
                             ErrorCode::ObservationNotFound,
                             "no observation to take the ref from",
                         )
-                        .with_remediation("observe", "Run `bp observe` first.")
+                        .with_remediation(RemediationAction::Observe, "Run `bp observe` first.")
                     })?;
                     json!({"observationId": observation, "ref": reference})
                 }
@@ -396,8 +399,10 @@ async fn run_tool_command(
                         .filter(|f| f["main"] != true)
                         .collect();
                     let frame = children.get(n - 1).ok_or_else(|| {
-                        RpcError::invalid_params(format!("there is no frame {n}"))
-                            .with_remediation("list_frames", "Run `bp frames` for the numbers.")
+                        RpcError::invalid_params(format!("there is no frame {n}")).with_remediation(
+                            RemediationAction::ListFrames,
+                            "Run `bp frames` for the numbers.",
+                        )
                     })?;
                     json!({"frameId": frame["frameId"]})
                 }
@@ -426,7 +431,7 @@ async fn run_tool_command(
                 .and_then(|d| d.last())
                 .cloned()
                 .ok_or_else(|| RpcError::invalid_params("no dialog is open")
-                    .with_remediation("list_dialogs", "Run `bp dialogs`; a dialog opens when the page calls alert, confirm or prompt."))?;
+                    .with_remediation(RemediationAction::ListDialogs, "Run `bp dialogs`; a dialog opens when the page calls alert, confirm or prompt."))?;
             let mut arguments = json!({
                 "dialogId": dialog["dialogId"],
                 "action": match action { DialogAction::Accept => "accept", DialogAction::Dismiss => "dismiss" },
@@ -838,7 +843,7 @@ async fn run_sibling(args: &[String]) -> Result<String, RpcError> {
             let stderr = String::from_utf8_lossy(&ran.stderr);
             let message = stderr.trim().trim_start_matches("error: ").to_owned();
             Err(RpcError::new(ErrorCode::BrowserNotReady, format!("browser-pilot {}: {message}", args.join(" ")))
-                .with_remediation("install_chromium", "Install Chromium (Debian: sudo apt-get install -y chromium) or pass --executable PATH."))
+                .with_remediation(RemediationAction::InstallChromium, "Install Chromium (Debian: sudo apt-get install -y chromium) or pass --executable PATH."))
         }
     }
 }

@@ -192,8 +192,10 @@ mod tests {
 
     #[test]
     fn errors_carry_code_remediation_and_no_structured_content() {
-        let failure = RpcError::new(ErrorCode::StaleRef, "ref 3 is gone")
-            .with_remediation("observe_again", "Observe the page again.");
+        let failure = RpcError::new(ErrorCode::StaleRef, "ref 3 is gone").with_remediation(
+            crate::protocol::errors::RemediationAction::ObserveAgain,
+            "Observe the page again.",
+        );
         let result = error(None, &failure);
         assert_eq!(result["isError"], true);
         let text = result["content"][0]["text"].as_str().unwrap();

@@ -18,7 +18,7 @@ use crate::adapter::{
     BridgeSession, ClientIdentity, LaunchSpec, Lease, LeaseOptions, SessionOptions, ToolCall,
     ToolInfo, ToolScope, Workspace, WorkspaceOptions,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// Events read per page when the session follows its journal after a call.
 const EVENT_PAGE: u32 = 200;
@@ -267,7 +267,7 @@ impl Host {
                     "this tool needs a tab: none was opened or selected in this session yet",
                 )
                 .with_remediation(
-                    "open_tab",
+                    RemediationAction::OpenTab,
                     "Call browser_open with a URL, or pass a targetId from browser_tabs_list.",
                 ));
             };
@@ -523,7 +523,7 @@ async fn launch_managed_browser(spec: &LaunchSpec) -> Result<String, RpcError> {
             ),
         )
         .with_remediation(
-            "install_chromium",
+            RemediationAction::InstallChromium,
             "Install Chromium (Debian: apt-get install -y chromium) or set BROWSER_PILOT_CHROMIUM.",
         )),
     }

@@ -22,6 +22,18 @@ use super::script::{CLICK_TRUTH_JS, PageScript, Script, ScriptCall, decode};
 /// exactly, bounded so a huge textarea cannot bloat evidence.
 pub const SNAPSHOT_VALUE_MAX_CHARS: u32 = 100_000;
 
+/// Input types whose value `browser.type` sets through the native setter instead of
+/// keystrokes; injected into the library as `BP_NATIVE_VALUE_TYPES`.
+pub const NATIVE_VALUE_TYPES: &[&str] = &[
+    "date",
+    "time",
+    "datetime-local",
+    "month",
+    "week",
+    "color",
+    "range",
+];
+
 /// Options listed when the caller gives no `limit`.
 pub const OPTIONS_DEFAULT_LIMIT: u32 = 100;
 

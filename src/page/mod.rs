@@ -10,6 +10,7 @@
 //! `docs/observation.md`.
 
 mod actions;
+mod document;
 mod error;
 mod find;
 mod hints;
@@ -24,9 +25,13 @@ pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
     ClickPoint, ClickProbe, ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState,
     FRAME_POINT_HIT, FocusAndSelectAll, FocusAtEnd, FocusOutcome, FrameHit, ListOptions,
-    ListedOption, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind, ProbeScroll,
-    RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome,
-    SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+    ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
+    OptionsKind, ProbeScroll, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
+    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+};
+pub use document::{
+    ContainerScroll, DocumentInfo, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText,
+    ScrollXY, UrlAndTitle, Viewport, ViewportSize,
 };
 pub use error::{PageError, ScriptErrorCode};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
@@ -37,16 +42,16 @@ pub use hints::{
 };
 pub use observe::{
     AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,
-    OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT, OBSERVE_MAX_LIMIT,
-    OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, ObservationWire, Observe, ObserveOptions,
-    ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics, PageObservation, Remaining,
-    Role, Signals, Size, TruncationReason,
+    KEPT_OBSERVATIONS, OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT,
+    OBSERVE_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, ObservationWire, Observe,
+    ObserveOptions, ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics,
+    PageObservation, Remaining, Role, Signals, Size, TruncationReason,
 };
 pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    install_library, main_frame_id, resolve_object, run,
+    frame_point_hit, install_library, main_frame_id, resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -18,6 +18,11 @@ use super::script::{PageScript, Script, ScriptCall, decode};
 /// typical page's controls, small enough (~30 KB) for a model's context.
 pub const OBSERVE_DEFAULT_LIMIT: u32 = 200;
 
+/// How many Observations per tab keep their refs: the Broker keeps this many records per tab
+/// (`session::TabState`) and the page keeps the same number of element maps in the isolated
+/// world (injected into the library as `BP_MAX_OBSERVATIONS`).
+pub const KEPT_OBSERVATIONS: usize = 4;
+
 /// The largest `limit` the tool schema advertises.
 pub const OBSERVE_MAX_LIMIT: u32 = 5_000;
 

@@ -12,7 +12,7 @@ use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
 use crate::cdp::runtime::{CallArgument, CallFunctionOn, EvaluationReply, ExceptionDetails};
 use crate::cdp::{CdpClient, SessionId};
 
-use super::actions::RefTarget;
+use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
 use super::error::PageError;
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 
@@ -171,6 +171,58 @@ pub async fn install_library(
             text: exception_text(&details),
         }),
         None => Ok(()),
+    }
+}
+
+/// Runs `FRAME_POINT_HIT` on a frame owner element (`object_id`, a remote object of the
+/// Broker's isolated world of the owner's document) for the point `(x, y)` of the frame's own
+/// viewport. `None` when the element answered nothing (its document went away).
+pub async fn frame_point_hit(
+    client: &CdpClient,
+    session: &SessionId,
+    object_id: &str,
+    (x, y): (f64, f64),
+    timeout: Duration,
+) -> Result<Option<FrameHit>, PageError> {
+    let command = CallFunctionOn {
+        function_declaration: FRAME_POINT_HIT.to_owned(),
+        execution_context_id: None,
+        object_id: Some(object_id.to_owned()),
+        arguments: vec![
+            CallArgument {
+                value: serde_json::json!(x),
+            },
+            CallArgument {
+                value: serde_json::json!(y),
+            },
+        ],
+        return_by_value: true,
+        await_promise: None,
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    if let Some(details) = &result.exception_details {
+        return Err(PageError::ScriptThrew {
+            script: "framePointHit",
+            text: exception_text(details),
+        });
+    }
+    match result
+        .result
+        .value
+        .as_ref()
+        .and_then(serde_json::Value::as_str)
+    {
+        Some(text) => {
+            serde_json::from_str(text)
+                .map(Some)
+                .map_err(|error| PageError::UnexpectedShape {
+                    script: "framePointHit",
+                    detail: error.to_string(),
+                })
+        }
+        None => Ok(None),
     }
 }
 

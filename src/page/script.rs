@@ -17,7 +17,9 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::actions::NATIVE_VALUE_TYPES;
 use super::error::{PageError, ScriptErrorCode};
+use super::observe::KEPT_OBSERVATIONS;
 
 const COMMON_JS: &str = include_str!("js/common.js");
 const OBSERVE_JS: &str = include_str!("js/observe.js");
@@ -25,6 +27,7 @@ const READ_JS: &str = include_str!("js/read.js");
 const SEARCH_JS: &str = include_str!("js/search.js");
 const FIND_JS: &str = include_str!("js/find.js");
 const ACTIONS_JS: &str = include_str!("js/actions.js");
+const DOCUMENT_JS: &str = include_str!("js/document.js");
 /// The click-truth listener installer (one function expression taking `early`).
 pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 
@@ -46,11 +49,17 @@ pub enum Script {
     ActiveElementState,
     ArmClick,
     ClickVerdict,
+    ScrollPosition,
+    ScrollPage,
+    ScrollContainer,
+    ScrollToText,
+    DocumentInfo,
+    ViewportSize,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 15] = [
+    pub const ALL: [Script; 21] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -66,6 +75,12 @@ impl Script {
         Script::ActiveElementState,
         Script::ArmClick,
         Script::ClickVerdict,
+        Script::ScrollPosition,
+        Script::ScrollPage,
+        Script::ScrollContainer,
+        Script::ScrollToText,
+        Script::DocumentInfo,
+        Script::ViewportSize,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -86,6 +101,12 @@ impl Script {
             Script::ActiveElementState => "activeElementState",
             Script::ArmClick => "armClick",
             Script::ClickVerdict => "clickVerdict",
+            Script::ScrollPosition => "scrollPosition",
+            Script::ScrollPage => "scrollPage",
+            Script::ScrollContainer => "scrollContainer",
+            Script::ScrollToText => "scrollToText",
+            Script::DocumentInfo => "documentInfo",
+            Script::ViewportSize => "viewportSize",
         }
     }
 
@@ -109,10 +130,32 @@ impl Script {
 /// What a stub returns when its world has no (current) library installed.
 pub const INSTALL_MARKER: &str = "browser-pilot:install-library";
 
-/// The prelude and every script, in one text.
+/// The constants Rust and the scripts share, written from the Rust values into the library
+/// (never copied into a `.js` file): how many Observations keep their element maps, and the
+/// input types set through the native value setter.
+static INJECTED_CONSTANTS: LazyLock<String> = LazyLock::new(|| {
+    let native_types = NATIVE_VALUE_TYPES
+        .iter()
+        .map(|name| format!("{name:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "const BP_MAX_OBSERVATIONS = {KEPT_OBSERVATIONS};\n\
+         const BP_NATIVE_VALUE_TYPES = new Set([{native_types}]);"
+    )
+});
+
+/// The injected constants, the prelude and every script, in one text.
 static LIBRARY_SOURCE: LazyLock<String> = LazyLock::new(|| {
     [
-        COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS,
+        INJECTED_CONSTANTS.as_str(),
+        COMMON_JS,
+        OBSERVE_JS,
+        READ_JS,
+        SEARCH_JS,
+        FIND_JS,
+        ACTIONS_JS,
+        DOCUMENT_JS,
     ]
     .join("\n")
 });
@@ -298,6 +341,32 @@ mod tests {
     }
 
     #[test]
+    fn shared_constants_come_from_rust_only() {
+        let installer = library_installer();
+        assert!(installer.contains(&format!("const BP_MAX_OBSERVATIONS = {KEPT_OBSERVATIONS};")));
+        assert!(installer.contains(
+            "const BP_NATIVE_VALUE_TYPES = new Set([\"date\", \"time\", \"datetime-local\", \"month\", \"week\", \"color\", \"range\"]);"
+        ));
+        for source in [
+            COMMON_JS,
+            OBSERVE_JS,
+            READ_JS,
+            SEARCH_JS,
+            FIND_JS,
+            ACTIONS_JS,
+            DOCUMENT_JS,
+            CLICK_TRUTH_JS,
+        ] {
+            for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
+                assert!(
+                    !source.contains(&format!("const {name}")),
+                    "{name} is defined in a .js file; it is injected from Rust"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn params_carry_context_argument_and_group() {
         let call = ScriptCall {
             script: Script::Read,
@@ -373,7 +442,13 @@ mod tests {
     #[test]
     fn every_code_the_scripts_return_is_known() {
         let sources = [
-            COMMON_JS, OBSERVE_JS, READ_JS, SEARCH_JS, FIND_JS, ACTIONS_JS,
+            COMMON_JS,
+            OBSERVE_JS,
+            READ_JS,
+            SEARCH_JS,
+            FIND_JS,
+            ACTIONS_JS,
+            DOCUMENT_JS,
         ];
         let mut n_codes = 0;
         for source in sources {

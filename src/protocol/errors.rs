@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+pub use super::remediation::{Reason, RemediationAction};
+
 /// Every `data.code` of the Host API. `docs/errors.md` lists each one; a unit test keeps the two
 /// in step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -301,10 +303,19 @@ impl RpcError {
         RpcError::new(ErrorCode::InvalidParams, message)
     }
 
-    /// Attaches remediation `{action, message}`; `action` is a stable snake_case word.
-    pub fn with_remediation(mut self, action: &str, message: impl Into<String>) -> RpcError {
-        self.remediation = Some(json!({"action": action, "message": message.into()}));
+    /// Attaches remediation `{action, message}`.
+    pub fn with_remediation(
+        mut self,
+        action: RemediationAction,
+        message: impl Into<String>,
+    ) -> RpcError {
+        self.remediation = Some(json!({"action": action.as_str(), "message": message.into()}));
         self
+    }
+
+    /// Attaches `context.reason`.
+    pub fn with_reason(self, reason: Reason) -> RpcError {
+        self.with_context("reason", Value::from(reason.as_str()))
     }
 
     pub fn with_context(mut self, key: &str, value: Value) -> RpcError {
@@ -400,7 +411,7 @@ mod tests {
     #[test]
     fn from_json_round_trips() {
         let error = RpcError::new(ErrorCode::LeaseExpired, "gone")
-            .with_remediation("create_lease", "make a new one")
+            .with_remediation(RemediationAction::CreateLease, "make a new one")
             .with_context("leaseId", json!("lease:1"));
         assert_eq!(RpcError::from_json(&error.to_json()), error);
         assert_eq!(

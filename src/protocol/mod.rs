@@ -7,3 +7,4 @@ pub mod ids;
 pub mod internal;
 pub mod methods;
 pub mod negotiate;
+pub mod remediation;

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::errors::{ErrorCode, RpcError};
+use super::remediation::RemediationAction;
 
 /// A protocol version `{major, minor}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,7 +165,7 @@ fn select_protocol(value: Option<&Value>) -> Result<Version, RpcError> {
             format!("no protocol version in {}.{}..{}.{} is supported", min.major, min.minor, max.major, max.minor),
         )
         .with_remediation(
-            "use_compatible_executable",
+            RemediationAction::UseCompatibleExecutable,
             "launch a Browser Pilot executable that speaks your protocol range, or isolate it with an absolute BROWSER_PILOT_HOME",
         )
         .with_context("supported", Value::Array(supported))

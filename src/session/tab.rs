@@ -114,9 +114,9 @@ pub struct ProgressMemory {
     pub repeat_reported: bool,
 }
 
-/// How many Observations per tab keep their refs; the page keeps the same number of element
-/// maps in the isolated world.
-pub const KEPT_OBSERVATIONS: usize = 4;
+/// How many Observations per tab keep their refs (the page's constant, which the page scripts
+/// share).
+pub use crate::page::KEPT_OBSERVATIONS;
 
 /// Where an Observation was taken, so a ref is only ever resolved where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

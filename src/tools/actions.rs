@@ -1,6 +1,7 @@
-//! Actions with evidence: `browser.click` (keyboard and typing tools are in `keys.rs`),
-//! `browser.scroll`, `browser.dropdown.options`, `browser.dropdown.select`,
-//! and the out-of-band dialog tools `browser.dialogs.list` / `browser.dialogs.respond`.
+//! The action tools' shared plumbing: ref properties and evidence schemas, the before state,
+//! effect collection, the dialog-aware final dispatch and the closing Observation with the
+//! no-progress check. The tools themselves are one file per family: `click.rs`, `keys.rs`,
+//! `scroll.rs`, `dropdowns.rs`, `dialogs.rs`.
 //!
 //! Evidence is browser-level: what the page observably did after the action (states of the
 //! acted-on element, navigation, a new document, popups, dialogs). Every action returns a fresh
@@ -11,23 +12,18 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg, u32_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use super::observe::{
-    PageContext, SCRIPT_TIMEOUT, observation_schema, observe_input_properties, observe_options,
-    page_context, page_error, take_observation,
-};
-use super::pointer;
+use super::context::{CallScope, ToolEnv};
+use super::error::ToolError;
+use super::evidence::{Effect, Evidence};
+use super::manifest::{object, open_object};
+use super::observe::{observation_schema, observe_input_properties, observe_options};
 use super::progress::{self, Subject};
-use super::tabs::{cdp_error, controlled_tab, disconnected};
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
-use crate::page::{
-    self, ArmClick, Checked, ClickEvent, ClickPoint, ClickRecord, ClickVerdict, Delivery,
-    ElementState, EventHint, ListOptions, RefTarget, SelectOptions, StateSnapshot,
-};
+use crate::page::{self, ElementState, EventHint, RefTarget, StateSnapshot};
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::{ElementSummary, TabGuard};
+use crate::session::TabGuard;
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
@@ -36,6 +32,11 @@ pub(super) const SETTLE: Duration = Duration::from_millis(15);
 const NAVIGATION_SETTLE: Duration = Duration::from_secs(5);
 /// Timeout of one input event.
 pub(super) const INPUT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `observe` argument every action accepts (options of the closing Observation).
+pub(super) fn observe_property() -> Value {
+    json!({"observe": object(observe_input_properties(), &[])})
+}
+
 pub(super) fn ref_properties() -> Value {
     json!({"observationId": {"type": "string", "minLength": 1, "maxLength": 128}, "ref": {"type": "integer", "minimum": 1}})
 }
@@ -63,216 +64,10 @@ pub(super) fn evidence_schema(action: &str) -> Value {
             "action": {"const": action},
             "status": {"enum": ["verified", "mismatch", "unavailable"]},
             "kind": {"type": "string"},
-            "effects": {"type": "array", "items": {"enum": ["checked_changed", "selected_changed", "pressed_changed", "expanded_changed", "value_changed", "focus_changed", "navigation", "document_changed", "dialog_opened", "popup_opened", "scrolled"]}},
+            "effects": {"type": "array", "items": {"enum": Effect::ALL.map(Effect::as_str)}},
         }),
         &["action", "status", "effects"],
     )
-}
-
-/// Click evidence adds how the click met its element (docs/observation.md, "Click evidence").
-fn click_evidence_schema() -> Value {
-    let mut schema = evidence_schema("click");
-    schema["properties"]["delivery"] =
-        json!({"enum": ["reached", "intercepted", "stopped", "not_observed", "unknown"]});
-    schema["properties"]["defaultPrevented"] = json!({"type": "boolean"});
-    schema["properties"]["reason"] = json!({"enum": ["no_observable_effect", "click_intercepted", "propagation_stopped", "click_not_observed", "default_prevented"]});
-    schema
-}
-
-pub fn defs() -> Vec<ToolDef> {
-    let observe = json!({"observe": object(observe_input_properties(), &[])});
-    vec![
-        ToolDef {
-            name: "browser.click",
-            description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
-            capability: "action.input",
-            scope: Scope::Target,
-            mutating: true,
-            input_schema: {
-                let mut schema = object(
-                    merged(
-                        merged(
-                            ref_properties(),
-                            json!({
-                                "x": {"type": "number", "minimum": 0, "maximum": 100000},
-                                "y": {"type": "number", "minimum": 0, "maximum": 100000},
-                                "button": {"enum": ["left", "right", "middle"]},
-                                "clickCount": {"type": "integer", "minimum": 1, "maximum": 2},
-                            }),
-                        ),
-                        observe.clone(),
-                    ),
-                    &[],
-                );
-                schema["anyOf"] =
-                    json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
-                schema
-            },
-            output_schema: action_output(click_evidence_schema()),
-            sensitivity_input: &[],
-            sensitivity_output: &["browser_data"],
-        },
-        ToolDef {
-            name: "browser.scroll",
-            description: "Scroll the page (`direction` and `amount` in pixels, or `page`), an Observation ref into view, a CSS-selected container, or to the first visible text match (`text`). Returns typed evidence (before/after scroll position) and a fresh Observation.",
-            capability: "action.input",
-            scope: Scope::Target,
-            mutating: false,
-            input_schema: object(
-                merged(
-                    merged(
-                        ref_properties(),
-                        json!({
-                            "direction": {"enum": ["up", "down", "left", "right"]},
-                            "amount": {"type": "integer", "minimum": 1, "maximum": 100000},
-                            "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
-                            "text": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]},
-                        }),
-                    ),
-                    observe.clone(),
-                ),
-                &[],
-            ),
-            output_schema: action_output(evidence_schema("scroll")),
-            sensitivity_input: &["browser_data"],
-            sensitivity_output: &["browser_data"],
-        },
-        ToolDef {
-            name: "browser.dropdown.options",
-            description: "List the options of a native select or of a currently exposed ARIA listbox/combobox (an Observation ref), bounded.",
-            capability: "observation.read",
-            scope: Scope::Target,
-            mutating: false,
-            input_schema: object(
-                merged(
-                    ref_properties(),
-                    json!({"limit": {"type": "integer", "minimum": 1, "maximum": page::OPTIONS_MAX_LIMIT}}),
-                ),
-                &["observationId", "ref"],
-            ),
-            output_schema: open_object(
-                json!({
-                    "kind": {"enum": ["native", "aria"]},
-                    "multiple": {"type": "boolean"},
-                    "options": {"type": "array", "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
-                    "total": {"type": "integer"},
-                    "truncated": {"type": "boolean"},
-                }),
-                &["kind", "options", "total", "truncated"],
-            ),
-            sensitivity_input: &[],
-            sensitivity_output: &["browser_data"],
-        },
-        ToolDef {
-            name: "browser.dropdown.select",
-            description: "Select option(s) of a native select by value (or by label) and verify the value change; for custom ARIA listboxes, click the option's ref from a fresh Observation instead.",
-            capability: "action.input",
-            scope: Scope::Target,
-            mutating: true,
-            input_schema: object(
-                merged(
-                    merged(
-                        ref_properties(),
-                        json!({
-                            "values": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
-                            "labels": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
-                        }),
-                    ),
-                    observe.clone(),
-                ),
-                &["observationId", "ref"],
-            ),
-            output_schema: action_output(evidence_schema("select")),
-            sensitivity_input: &["browser_data"],
-            sensitivity_output: &["browser_data"],
-        },
-        ToolDef {
-            name: "browser.dialogs.list",
-            description: "JavaScript dialogs (alert, confirm, prompt, beforeunload) open on tabs this Workspace knows. Out-of-band: answers even while the command that opened the dialog is still pending.",
-            capability: "observation.read",
-            scope: Scope::Workspace,
-            mutating: false,
-            input_schema: object(json!({}), &[]),
-            output_schema: open_object(
-                json!({"dialogs": {"type": "array", "items": open_object(json!({
-                "dialogId": {"type": "string"},
-                "targetId": {"type": "string"},
-                "type": {"type": "string"},
-                "message": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
-                "defaultPrompt": {"type": ["string", "null"], "x-browser-pilot-sensitivity": ["browser_data"]},
-                "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
-                "openedAt": {"type": "integer"},
-            }), &["dialogId", "targetId", "type", "message"])}}),
-                &["dialogs"],
-            ),
-            sensitivity_input: &[],
-            sensitivity_output: &["browser_data"],
-        },
-        ToolDef {
-            name: "browser.dialogs.respond",
-            description: "Answer a dialog explicitly: `action` accept or dismiss, `promptText` for prompts. Out-of-band. Browser Pilot never answers a dialog by itself.",
-            capability: "action.input",
-            scope: Scope::Workspace,
-            mutating: true,
-            input_schema: object(
-                json!({
-                    "dialogId": {"type": "string", "minLength": 1, "maxLength": 128},
-                    "action": {"enum": ["accept", "dismiss"]},
-                    "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"]},
-                }),
-                &["dialogId", "action"],
-            ),
-            output_schema: open_object(
-                json!({"dialogId": {"type": "string"}, "action": {"type": "string"}, "closed": {"type": "boolean"}}),
-                &["dialogId", "action", "closed"],
-            ),
-            sensitivity_input: &["browser_data"],
-            sensitivity_output: &[],
-        },
-    ]
-}
-
-/// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
-/// before the page is asked (the page re-checks the element itself).
-pub(super) fn resolve_ref(
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    frame_id: &str,
-    arguments: &Map<String, Value>,
-) -> Result<(RefTarget, ElementSummary), RpcError> {
-    let observation_id = str_arg(arguments, "observationId").unwrap_or_default();
-    let element_ref = arguments.get("ref").and_then(Value::as_u64).unwrap_or(0);
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
-    let record = guard
-        .state()
-        .observations
-        .iter()
-        .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
-        .cloned();
-    let Some(record) = record else {
-        return Err(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
-            .with_context("observationId", json!(observation_id))
-            .with_remediation("observe", "Call browser.observe on this target and use refs from the new Observation."));
-    };
-    if record.frame_id != frame_id {
-        return Err(RpcError::new(
-            ErrorCode::StaleRef,
-            "the Observation was taken in another frame or document",
-        )
-        .with_context("reason", json!("frame_changed")));
-    }
-    let summary = usize::try_from(element_ref)
-        .ok()
-        .and_then(|r| r.checked_sub(1))
-        .and_then(|i| record.elements.get(i))
-        .cloned();
-    let Some(summary) = summary else {
-        return Err(
-            RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
-                .with_context("ref", json!(element_ref)),
-        );
-    };
-    Ok((RefTarget::new(observation_id, element_ref as u32), summary))
 }
 
 pub(super) struct Before {
@@ -285,7 +80,7 @@ pub(super) async fn snapshot(
     client: &CdpClient,
     ctx: &PageContext,
     target: &RefTarget,
-) -> Result<ElementState, RpcError> {
+) -> Result<ElementState, ToolError> {
     page::run(
         client,
         &ctx.session,
@@ -294,7 +89,7 @@ pub(super) async fn snapshot(
         SCRIPT_TIMEOUT,
     )
     .await
-    .map_err(page_error)
+    .map_err(ToolError::from)
 }
 
 /// The tab's committed top-level URL, from the browser's history (never the page's world).
@@ -307,7 +102,7 @@ pub(super) async fn current_url(client: &CdpClient, guard: &mut TabGuard) -> Str
 
 /// What changed after an input action, and how it compares with what the control should do.
 pub(super) struct Effects {
-    pub(super) list: Vec<&'static str>,
+    pub(super) list: Vec<Effect>,
     pub(super) after: Option<ElementState>,
     pub(super) dialog: bool,
 }
@@ -325,7 +120,7 @@ pub(super) async fn collect_effects(
     let tab = guard.target.clone();
     let dialog = dialog_seen || drain_dialog(dialogs, &tab);
     if dialog {
-        list.push("dialog_opened");
+        list.push(Effect::DialogOpened);
         // The page is paused behind the dialog: nothing else can be read until it is answered.
         return Effects {
             list,
@@ -335,7 +130,7 @@ pub(super) async fn collect_effects(
     }
     let url = current_url(client, guard).await;
     if !url.is_empty() && url != before.url {
-        list.push("navigation");
+        list.push(Effect::Navigation);
         wait_loaded(client, guard).await;
     }
     let mut after = None;
@@ -346,13 +141,13 @@ pub(super) async fn collect_effects(
                     state_effects(element_before, &state, &mut list);
                     after = Some(state);
                 }
-                _ => list.push("document_changed"),
+                _ => list.push(Effect::DocumentChanged),
             },
-            Err(_) => list.push("document_changed"),
+            Err(_) => list.push(Effect::DocumentChanged),
         }
     }
     if env.browser.popups_of(&tab) > before.popups {
-        list.push("popup_opened");
+        list.push(Effect::PopupOpened);
     }
     Effects {
         list,
@@ -369,24 +164,24 @@ fn drain_dialog(dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>, tab: &
     seen
 }
 
-fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<&'static str>) {
+pub(super) fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<Effect>) {
     if before.checked != after.checked {
-        list.push("checked_changed");
+        list.push(Effect::CheckedChanged);
     }
     if before.selected != after.selected || before.selected_values != after.selected_values {
-        list.push("selected_changed");
+        list.push(Effect::SelectedChanged);
     }
     if before.pressed != after.pressed {
-        list.push("pressed_changed");
+        list.push(Effect::PressedChanged);
     }
     if before.expanded != after.expanded {
-        list.push("expanded_changed");
+        list.push(Effect::ExpandedChanged);
     }
     if before.value != after.value || before.value_length != after.value_length {
-        list.push("value_changed");
+        list.push(Effect::ValueChanged);
     }
     if before.focused != after.focused {
-        list.push("focus_changed");
+        list.push(Effect::FocusChanged);
     }
 }
 
@@ -396,125 +191,6 @@ async fn wait_loaded(_client: &CdpClient, guard: &mut TabGuard) {
     guard.wait_until_settled(until).await;
 }
 
-fn checked_json(checked: Option<Checked>) -> Value {
-    match checked {
-        Some(Checked::True) => json!(true),
-        Some(Checked::False) => json!(false),
-        Some(Checked::Mixed) => json!("mixed"),
-        None => Value::Null,
-    }
-}
-
-/// Click evidence. A ref click is `verified` only when its click reached the element: the
-/// click-truth record (`record`) saw a trusted click aimed inside the element reach its target,
-/// and then a semantic control must also reach its expected state, and anything else must show
-/// an observable effect. A click that landed elsewhere or was stopped on its way is a
-/// `mismatch`, one whose default the page prevented with no other effect too; no trusted click
-/// at all is `unavailable`. Without a readable record (the click navigated, replaced the
-/// document or opened a dialog) the effects decide as before, but focus alone proves nothing.
-fn click_evidence(
-    kind: &str,
-    effects: &Effects,
-    before: Option<&ElementState>,
-    record: Option<&ClickRecord>,
-) -> Value {
-    let after = effects.after.as_ref();
-    let left_page = effects.list.iter().any(|e| {
-        matches!(
-            *e,
-            "navigation" | "document_changed" | "dialog_opened" | "popup_opened"
-        )
-    });
-    let expected = match kind {
-        "checkbox" | "switch" | "menuitemcheckbox" => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
-        }
-        "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
-        "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
-            Some(after.is_some_and(|a| a.selected == Some(true)))
-        }
-        _ if before.is_some_and(|b| b.pressed.is_some()) => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.pressed != b.pressed)))
-        }
-        _ if before.is_some_and(|b| b.expanded.is_some()) => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.expanded != b.expanded)))
-        }
-        _ => None,
-    };
-    let delivery = record.and_then(ClickRecord::delivery);
-    let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
-    // Effects that are more than the focus a mousedown moves.
-    let effected = effects.list.iter().any(|e| *e != "focus_changed");
-    let by_effects = match (expected, effects.list.is_empty()) {
-        (Some(true), _) => ("verified", None),
-        (Some(false), _) if left_page => ("verified", None),
-        (Some(false), _) if prevented => ("mismatch", Some("default_prevented")),
-        (Some(false), _) => ("mismatch", None),
-        (None, _) if prevented && !effected => ("mismatch", Some("default_prevented")),
-        (None, false) => ("verified", None),
-        (None, true) => ("unavailable", Some("no_observable_effect")),
-    };
-    let (status, reason) = match delivery {
-        Some(Delivery::Reached) => by_effects,
-        Some(Delivery::Intercepted) => ("mismatch", Some("click_intercepted")),
-        Some(Delivery::Stopped) => ("mismatch", Some("propagation_stopped")),
-        Some(Delivery::NotObserved) => ("unavailable", Some("click_not_observed")),
-        // No record: the page left (navigation, new document, dialog, popup) or it could not be
-        // read. Focus moving is no proof that the click reached the element.
-        None if expected.is_none() && !effected && !effects.list.is_empty() => {
-            ("unavailable", Some("no_observable_effect"))
-        }
-        None => by_effects,
-    };
-    let mut evidence =
-        json!({"action": "click", "status": status, "kind": kind, "effects": effects.list});
-    evidence["delivery"] = json!(delivery.map_or("unknown", Delivery::as_str));
-    if prevented {
-        evidence["defaultPrevented"] = json!(true);
-    }
-    if let Some(after) = after {
-        if after.checked.is_some() {
-            evidence["checked"] = checked_json(after.checked);
-        }
-        if let Some(selected) = after.selected {
-            evidence["selected"] = json!(selected);
-        }
-        if let Some(expanded) = after.expanded {
-            evidence["expanded"] = json!(expanded);
-        }
-        if after.pressed.is_some() {
-            evidence["pressed"] = checked_json(after.pressed);
-        }
-        evidence["focused"] = json!(after.focused);
-    }
-    if let Some(reason) = reason {
-        evidence["reason"] = json!(reason);
-    }
-    evidence
-}
-
-async fn mouse(
-    client: &CdpClient,
-    session: &crate::cdp::SessionId,
-    kind: &str,
-    x: f64,
-    y: f64,
-    button: &str,
-    click_count: u64,
-) -> Result<(), CdpError> {
-    let buttons = match (kind, button) {
-        ("mousePressed", "left") => 1,
-        ("mousePressed", "right") => 2,
-        ("mousePressed", "middle") => 4,
-        _ => 0,
-    };
-    let button = if kind == "mouseMoved" { "none" } else { button };
-    client
-        .call(Some(session), "Input.dispatchMouseEvent", json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": click_count}), INPUT_TIMEOUT)
-        .await
-        .map(|_| ())
-}
-
 /// Sends the final input event; if the page opens a dialog, Chromium does not answer the event
 /// until the dialog is answered, so a dialog ends the wait instead.
 pub(super) async fn dispatch_final<F>(
@@ -522,7 +198,7 @@ pub(super) async fn dispatch_final<F>(
     tab: &TargetId,
     dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
     send: F,
-) -> Result<bool, RpcError>
+) -> Result<bool, ToolError>
 where
     F: std::future::Future<Output = Result<(), CdpError>> + Send + 'static,
 {
@@ -532,8 +208,8 @@ where
         tokio::select! {
             done = &mut pending => return match done {
                 Ok(Ok(())) => Ok(false),
-                Ok(Err(error)) => Err(cdp_error(error)),
-                Err(_) => Err(RpcError::new(ErrorCode::InternalError, "input task failed")),
+                Ok(Err(error)) => Err(ToolError::from(error)),
+                Err(_) => Err(ToolError::from(RpcError::new(ErrorCode::InternalError, "input task failed"))),
             },
             signal = dialogs.recv() => match signal {
                 Ok(target) if &target == tab => return Ok(true),
@@ -552,7 +228,7 @@ where
 /// (never sent).
 pub(super) struct Finished<'a> {
     pub(super) arguments: &'a Map<String, Value>,
-    pub(super) evidence: Value,
+    pub(super) evidence: Evidence,
     /// A dialog the action opened blocks the page: no Observation until it is answered.
     pub(super) dialog_open: bool,
     /// What was acted on, for the action's signature.
@@ -563,11 +239,10 @@ pub(super) struct Finished<'a> {
 
 pub(super) async fn finish_with_observation(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     finished: Finished<'_>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let Finished {
         arguments,
         evidence,
@@ -586,37 +261,34 @@ pub(super) async fn finish_with_observation(
             result
         }
         false => {
-            let options = arguments
-                .get("observe")
-                .and_then(Value::as_object)
-                .map(observe_options)
-                .unwrap_or_default();
-            take_observation(client, guard, scope, options).await?
+            let options = match arguments.get("observe").and_then(Value::as_object) {
+                Some(observe) => observe_options(observe)?,
+                None => Default::default(),
+            };
+            tab.observe(scope, options).await?
         }
     };
-    let action = evidence["action"].as_str().unwrap_or_default();
-    let (changed, navigated) = progress::Completed::effects(&evidence);
-    let session = guard.state().session.clone();
-    let completed = progress::Completed {
-        actor: progress::Actor {
-            workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
-            lease_id: scope.lease_id.as_deref().unwrap_or_default(),
-            session: session.as_ref().map(|s| s.as_str()).unwrap_or_default(),
-            frame_id: &frame_id,
-            control_epoch: guard.control_epoch(),
-        },
-        signature: progress::signature(action, &subject, arguments),
-        verdict: progress::Verdict::of(&evidence),
-        changed,
-        navigated,
-        page: (!dialog_open).then(|| progress::fingerprint(&result)),
+    let action = evidence.action.as_str();
+    let session = tab.session_key();
+    let actor = progress::Actor {
+        workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
+        lease_id: scope.lease_id.as_deref().unwrap_or_default(),
+        session: &session,
+        frame_id: &frame_id,
+        control_epoch: tab.guard.control_epoch(),
     };
-    let crossed = progress::record(guard.state(), completed);
+    let page = (!dialog_open).then(|| progress::fingerprint(&result));
+    let completed = progress::Completed::new(
+        actor,
+        progress::signature(action, &subject, arguments),
+        &evidence,
+        page,
+    );
+    let crossed = tab.record_progress(completed);
     if let Some(crossed) = crossed {
         let hint = crossed.reason.hint();
         let event_hints = [EventHint::from(hint.clone())];
-        let hint = serde_json::to_value(hint)
-            .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
+        let hint = serde_json::to_value(hint)?;
         if let Some(Value::Array(hints)) = result.get_mut("hints") {
             hints.push(hint);
         }
@@ -632,601 +304,6 @@ pub(super) async fn finish_with_observation(
             tracing::debug!(%error, "watchdog.no_progress not journaled");
         }
     }
-    result.insert("evidence".into(), evidence);
+    result.insert("evidence".into(), serde_json::to_value(&evidence)?);
     Ok(Value::Object(result))
-}
-
-pub async fn click(
-    env: &ToolEnv,
-    scope: &CallScope,
-    arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let button = str_arg(&arguments, "button").unwrap_or("left").to_owned();
-    let clicks = arguments
-        .get("clickCount")
-        .and_then(Value::as_u64)
-        .unwrap_or(1);
-    let by_ref = arguments.contains_key("observationId") || arguments.contains_key("ref");
-    // The page scripts measure in the selected frame; the point is mapped through every frame's
-    // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
-    // session that takes the input.
-    let chain = pointer::chain(&client, &mut guard, &ctx).await?;
-    let aimed = match by_ref {
-        true => match resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments) {
-            Ok((target, summary)) => {
-                pointer::actionable(&client, &ctx, &chain, &target, scope.deadline)
-                    .await
-                    .map(|aim| (aim, Some(target), summary.role))
-            }
-            Err(error) => Err(error),
-        },
-        false => {
-            let x = arguments.get("x").and_then(Value::as_f64).unwrap_or(0.0);
-            let y = arguments.get("y").and_then(Value::as_f64).unwrap_or(0.0);
-            pointer::map_point(&client, &ctx, &chain, (x, y))
-                .await
-                .map(|aim| (aim, None, "coordinates".to_owned()))
-        }
-    };
-    pointer::release(&client, &chain).await;
-    let (aim, target, kind) = aimed?;
-    let element = match &target {
-        Some(target) => Some(snapshot(&client, &ctx, target).await?),
-        None => None,
-    };
-    let before = Before {
-        url: current_url(&client, &mut guard).await,
-        popups: env.browser.popups_of(&guard.target),
-        element,
-    };
-    // The click-truth listener of the element's document records what the click does.
-    let armed = match &target {
-        Some(_) => {
-            let event = match button.as_str() {
-                "left" => ClickEvent::Click,
-                _ => ClickEvent::AuxClick,
-            };
-            page::run(
-                &client,
-                &ctx.session,
-                ctx.context,
-                &ArmClick(event),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .is_ok_and(|armed| armed.armed)
-        }
-        None => false,
-    };
-    let mut dialogs = env.browser.dialog_signals();
-    let session = chain.dispatch_session.clone();
-    let (x, y) = (aim.x, aim.y);
-    mouse(&client, &session, "mouseMoved", x, y, "none", 0)
-        .await
-        .map_err(cdp_error)?;
-    let mut dialog = false;
-    for count in 1..=clicks {
-        mouse(&client, &session, "mousePressed", x, y, &button, count)
-            .await
-            .map_err(cdp_error)?;
-        let (client2, session2, button2) = (client.clone(), session.clone(), button.clone());
-        dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
-            mouse(&client2, &session2, "mouseReleased", x, y, &button2, count).await
-        })
-        .await?;
-        if dialog {
-            break;
-        }
-    }
-    // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
-    // complete now. A dialog pauses the page, so nothing can be read until it is answered.
-    let record = match (armed, dialog) {
-        (true, false) => page::run(
-            &client,
-            &ctx.session,
-            ctx.context,
-            &ClickVerdict(target.clone()),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .ok(),
-        _ => None,
-    };
-    if !dialog {
-        tokio::time::sleep(SETTLE).await;
-    }
-    let effects = collect_effects(
-        env,
-        &client,
-        &mut guard,
-        &before,
-        target.as_ref(),
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    let subject = match &before.element {
-        Some(element) => Subject::Element(element.element_key.clone()),
-        None => Subject::Point { x, y },
-    };
-    let evidence = match target {
-        Some(_) => click_evidence(&kind, &effects, before.element.as_ref(), record.as_ref()),
-        None => {
-            let status = if effects.list.is_empty() {
-                "unavailable"
-            } else {
-                "verified"
-            };
-            let mut evidence = json!({"action": "click", "status": status, "kind": "coordinates", "effects": effects.list});
-            if status == "unavailable" {
-                evidence["reason"] = json!("no_observable_effect");
-            }
-            evidence
-        }
-    };
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-    };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
-}
-
-const SCROLL_POSITION: &str = "function(){ return [Math.round(scrollX), Math.round(scrollY)]; }";
-
-pub async fn scroll(
-    env: &ToolEnv,
-    scope: &CallScope,
-    arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let position = |v: Value| (v[0].as_i64().unwrap_or(0), v[1].as_i64().unwrap_or(0));
-    // Read in the selected frame: that is the document the scroll moves.
-    let before = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
-    let mut subject = Subject::Page;
-    let (mode, container_moved) = if arguments.contains_key("observationId") {
-        let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-        subject = Subject::RefPosition {
-            element_ref: u64::from(target.element_ref),
-            role: summary.role,
-        };
-        page::run(
-            &client,
-            &ctx.session,
-            ctx.context,
-            &ClickPoint(target),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(page_error)?;
-        ("ref", None)
-    } else if let Some(text) = str_arg(&arguments, "text") {
-        let found = run_in_world(&client, &ctx, SCROLL_TO_TEXT, json!({"text": text})).await?;
-        if found != json!(true) {
-            return Err(RpcError::invalid_params("no visible text matches")
-                .with_context("reason", json!("no_match")));
-        }
-        ("text", None)
-    } else {
-        let (dx, dy) = scroll_delta(&arguments);
-        match str_arg(&arguments, "selector") {
-            Some(selector) => {
-                let moved = run_in_world(
-                    &client,
-                    &ctx,
-                    SCROLL_CONTAINER,
-                    json!({"selector": selector, "dx": dx, "dy": dy}),
-                )
-                .await?;
-                if moved.is_null() {
-                    return Err(RpcError::invalid_params("the selector matches no element")
-                        .with_context("reason", json!("no_match")));
-                }
-                ("container", Some(moved))
-            }
-            None => {
-                run_in_world(
-                    &client,
-                    &ctx,
-                    "function(a){ window.scrollBy(a.dx, a.dy); return true; }",
-                    json!({"dx": dx, "dy": dy}),
-                )
-                .await?;
-                ("page", None)
-            }
-        }
-    };
-    tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(run_in_world(&client, &ctx, SCROLL_POSITION, json!({})).await?);
-    let moved = match &container_moved {
-        Some(container) => container["moved"] == json!(true),
-        None => after != before,
-    };
-    let mut evidence = json!({
-        "action": "scroll", "status": if moved { "verified" } else { "unavailable" }, "kind": mode,
-        "effects": if moved { vec!["scrolled"] } else { vec![] },
-        "before": {"x": before.0, "y": before.1}, "after": {"x": after.0, "y": after.1},
-    });
-    if let Some(container) = container_moved {
-        evidence["container"] = container;
-    }
-    if !moved {
-        evidence["reason"] = json!("no_observable_effect");
-    }
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-    };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
-}
-
-fn scroll_delta(arguments: &Map<String, Value>) -> (i64, i64) {
-    let amount = arguments.get("amount").and_then(Value::as_i64).unwrap_or(0);
-    let page = if amount == 0 { 600 } else { amount };
-    match str_arg(arguments, "direction").unwrap_or("down") {
-        "up" => (0, -page),
-        "left" => (-page, 0),
-        "right" => (page, 0),
-        _ => (0, page),
-    }
-}
-
-const SCROLL_TO_TEXT: &str = r#"function(a){
-  const needle = a.text.toLowerCase();
-  const visit = (root) => {
-    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
-    for (let node = walker.currentNode; node; node = walker.nextNode()) {
-      if (node.nodeType === 1 && node.shadowRoot) { const hit = visit(node.shadowRoot); if (hit) return hit; }
-      if (node.nodeType === 3 && node.data.toLowerCase().includes(needle)) {
-        const el = node.parentElement;
-        if (el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden') return el;
-      }
-    }
-    return null;
-  };
-  const el = visit(document.body || document.documentElement);
-  if (!el) return false;
-  el.scrollIntoView({block: 'center', inline: 'nearest'});
-  return true;
-}"#;
-
-const SCROLL_CONTAINER: &str = r#"function(a){
-  let el; try { el = document.querySelector(a.selector); } catch (e) { return null; }
-  if (!el) return null;
-  const before = [el.scrollLeft, el.scrollTop];
-  el.scrollBy(a.dx, a.dy);
-  const after = [el.scrollLeft, el.scrollTop];
-  return {moved: before[0] !== after[0] || before[1] !== after[1], before: {x: before[0], y: before[1]}, after: {x: after[0], y: after[1]}};
-}"#;
-
-async fn run_in_world(
-    client: &CdpClient,
-    ctx: &PageContext,
-    function: &str,
-    argument: Value,
-) -> Result<Value, RpcError> {
-    let result = client
-        .call(
-            Some(&ctx.session),
-            "Runtime.callFunctionOn",
-            json!({"functionDeclaration": function, "executionContextId": ctx.context.get(), "arguments": [{"value": argument}], "returnByValue": true}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    if result.get("exceptionDetails").is_some() {
-        return Err(RpcError::new(ErrorCode::InternalError, "page helper threw"));
-    }
-    Ok(result
-        .pointer("/result/value")
-        .cloned()
-        .unwrap_or(Value::Null))
-}
-
-pub async fn dropdown_options(
-    env: &ToolEnv,
-    scope: &CallScope,
-    arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-    let limit = u32_arg(&arguments, "limit", page::OPTIONS_DEFAULT_LIMIT);
-    let list = page::run(
-        &client,
-        &ctx.session,
-        ctx.context,
-        &ListOptions { target, limit },
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    serde_json::to_value(list).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
-}
-
-pub async fn dropdown_select(
-    env: &ToolEnv,
-    scope: &CallScope,
-    arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-    let subject = Subject::RefPosition {
-        element_ref: u64::from(target.element_ref),
-        role: summary.role,
-    };
-    let strings = |key: &str| -> Vec<String> {
-        arguments
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut values = strings("values");
-    let labels = strings("labels");
-    if values.is_empty() && labels.is_empty() {
-        return Err(RpcError::invalid_params("give \"values\" or \"labels\"")
-            .with_context("path", json!("arguments.values")));
-    }
-    if !labels.is_empty() {
-        let list = page::run(
-            &client,
-            &ctx.session,
-            ctx.context,
-            &ListOptions {
-                target: target.clone(),
-                limit: page::OPTIONS_MAX_LIMIT,
-            },
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(page_error)?;
-        if list.kind != page::OptionsKind::Native {
-            return Err(RpcError::new(
-                ErrorCode::ElementNotActionable,
-                "not a native select: click the option's ref from a fresh Observation",
-            )
-            .with_context("reason", json!("custom_listbox")));
-        }
-        for label in &labels {
-            match list.options.iter().find(|o| o.label.trim() == label.trim()) {
-                Some(option) => values.push(option.value.clone()),
-                None => {
-                    return Err(
-                        RpcError::invalid_params(format!("no option labelled {label:?}"))
-                            .with_context("reason", json!("option_not_found")),
-                    );
-                }
-            }
-        }
-    }
-    let outcome = page::run(
-        &client,
-        &ctx.session,
-        ctx.context,
-        &SelectOptions {
-            target,
-            values: values.clone(),
-        },
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
-    let verified = values.iter().all(|v| selected.contains(&v.as_str()));
-    let evidence = json!({
-        "action": "select", "status": if verified { "verified" } else { "mismatch" }, "kind": "native_select",
-        "effects": if outcome.changed { vec!["selected_changed", "value_changed"] } else { vec![] },
-        "selected": outcome.selected,
-    });
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-    };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
-}
-
-pub async fn dialogs_list(
-    env: &ToolEnv,
-    scope: &CallScope,
-    _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
-    let dialogs: Vec<Value> = env
-        .browser
-        .dialogs_for(workspace_id)
-        .into_iter()
-        .map(|(target_id, d)| json!({"dialogId": d.id, "targetId": target_id, "type": d.dialog_type, "message": d.message, "defaultPrompt": d.default_prompt, "url": d.url, "openedAt": d.opened_at}))
-        .collect();
-    Ok(json!({"dialogs": dialogs}))
-}
-
-pub async fn dialogs_respond(
-    env: &ToolEnv,
-    scope: &CallScope,
-    arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let live = env.browser.live().ok_or_else(disconnected)?;
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
-    let lease_id = scope.lease_id.as_deref().unwrap_or_default();
-    let dialog_id = str_arg(&arguments, "dialogId").unwrap_or_default();
-    let action = str_arg(&arguments, "action")
-        .unwrap_or("dismiss")
-        .to_owned();
-    let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
-        return Err(RpcError::new(
-            ErrorCode::TargetNotFound,
-            "no open dialog with this id on a tab of this Workspace",
-        )
-        .with_context("reason", json!("dialog_not_found"))
-        .with_remediation("list_dialogs", "Call browser.dialogs.list."));
-    };
-    // Answering needs control of the tab; a live other controller keeps it.
-    env.browser
-        .control(workspace_id, lease_id, &opaque)
-        .await
-        .map_err(super::tabs::target_error)?;
-    let mut params = json!({"accept": action == "accept"});
-    if let Some(text) = str_arg(&arguments, "promptText") {
-        params["promptText"] = json!(text);
-    }
-    scope
-        .gate
-        .watch(&live.client)
-        .call(
-            Some(&dialog.session),
-            "Page.handleJavaScriptDialog",
-            params,
-            INPUT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn effects(list: &[&'static str], after: Option<ElementState>) -> Effects {
-        Effects {
-            list: list.to_vec(),
-            after,
-            dialog: list.contains(&"dialog_opened"),
-        }
-    }
-
-    fn record(observed: u32, inside: u32, reached: u32, prevented: bool) -> ClickRecord {
-        ClickRecord {
-            armed: true,
-            early: true,
-            observed,
-            inside,
-            reached,
-            prevented,
-        }
-    }
-
-    fn checkbox(checked: bool) -> ElementState {
-        serde_json::from_value(json!({"documentKey": "d", "elementKey": "d:1", "connected": true, "checked": checked, "focused": true})).unwrap()
-    }
-
-    fn judged(
-        kind: &str,
-        effects: &Effects,
-        before: Option<&ElementState>,
-        record: Option<ClickRecord>,
-    ) -> (String, Option<String>, String) {
-        let evidence = click_evidence(kind, effects, before, record.as_ref());
-        (
-            evidence["status"].as_str().unwrap().to_owned(),
-            evidence["reason"].as_str().map(str::to_owned),
-            evidence["delivery"].as_str().unwrap().to_owned(),
-        )
-    }
-
-    #[test]
-    fn a_click_is_verified_only_when_it_reached_its_element() {
-        let focus = effects(&["focus_changed"], None);
-        let reached = Some(record(1, 1, 1, false));
-        assert_eq!(
-            judged("button", &focus, None, reached),
-            ("verified".into(), None, "reached".into())
-        );
-        assert_eq!(
-            judged("button", &effects(&[], None), None, reached),
-            (
-                "unavailable".into(),
-                Some("no_observable_effect".into()),
-                "reached".into()
-            )
-        );
-        // Focus moved, but the click went to an overlay or was stopped on its way.
-        assert_eq!(
-            judged("button", &focus, None, Some(record(1, 0, 0, false))).0,
-            "mismatch"
-        );
-        assert_eq!(
-            judged("button", &focus, None, Some(record(1, 0, 0, false))).1,
-            Some("click_intercepted".into())
-        );
-        let (before, after) = (checkbox(false), checkbox(true));
-        let toggled = effects(&["checked_changed"], Some(after));
-        assert_eq!(
-            judged(
-                "checkbox",
-                &toggled,
-                Some(&before),
-                Some(record(1, 1, 0, false))
-            )
-            .1,
-            Some("propagation_stopped".into()),
-            "a checkbox toggled by a stopped click is still not verified"
-        );
-        assert_eq!(
-            judged("checkbox", &toggled, Some(&before), reached).0,
-            "verified"
-        );
-        assert_eq!(
-            judged("button", &focus, None, Some(record(0, 0, 0, false))),
-            (
-                "unavailable".into(),
-                Some("click_not_observed".into()),
-                "not_observed".into()
-            )
-        );
-    }
-
-    #[test]
-    fn a_prevented_default_counts_only_with_another_effect() {
-        let focus = effects(&["focus_changed"], None);
-        let prevented = Some(record(1, 1, 1, true));
-        let evidence = click_evidence("button", &focus, None, prevented.as_ref());
-        assert_eq!(evidence["status"], "mismatch");
-        assert_eq!(evidence["reason"], "default_prevented");
-        assert_eq!(evidence["defaultPrevented"], true);
-        let routed = effects(&["navigation", "focus_changed"], None);
-        assert_eq!(judged("link", &routed, None, prevented).0, "verified");
-    }
-
-    #[test]
-    fn without_a_record_focus_alone_proves_nothing() {
-        assert_eq!(
-            judged("button", &effects(&["focus_changed"], None), None, None),
-            (
-                "unavailable".into(),
-                Some("no_observable_effect".into()),
-                "unknown".into()
-            )
-        );
-        assert_eq!(
-            judged("button", &effects(&["dialog_opened"], None), None, None).0,
-            "verified"
-        );
-        let unarmed = ClickRecord {
-            armed: false,
-            ..record(0, 0, 0, false)
-        };
-        assert_eq!(
-            judged("link", &effects(&["navigation"], None), None, Some(unarmed)).2,
-            "unknown"
-        );
-    }
 }

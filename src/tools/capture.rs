@@ -10,15 +10,17 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv, str_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use super::observe::page_error;
-use super::tabs::{cdp_error, controlled_tab};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::tab::{ControlledTab, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
-use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::cdp::io;
+use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics, PrintToPdf, Viewport};
+use crate::cdp::{CdpClient, CdpError, Command, SessionId};
 use crate::page::{self, Find, ScriptErrorCode};
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 use crate::version::now_ms;
 
@@ -103,6 +105,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[CAPTURE_SENSITIVITY],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(capture),
         },
         ToolDef {
             name: "browser.pdf",
@@ -122,98 +127,11 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: open_object(json!({"artifact": descriptor_schema()}), &["artifact"]),
             sensitivity_input: &[],
             sensitivity_output: &[CAPTURE_SENSITIVITY],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(pdf),
         },
     ]
-}
-
-/// The agent-visible form of an Artifact failure. Protected paths never appear in it.
-pub fn artifact_error(error: ArtifactError) -> RpcError {
-    match error {
-        ArtifactError::NotFound => RpcError::new(
-            ErrorCode::ArtifactNotFound,
-            "no Artifact with this id in this Workspace",
-        ),
-        ArtifactError::Expired { expired_at } => RpcError::new(
-            ErrorCode::ArtifactExpired,
-            "the Artifact expired",
-        )
-        .with_context("expiredAt", json!(expired_at))
-        .with_remediation(
-            "capture_again",
-            "Capture or import it again; call artifacts/retain on Artifacts you need longer.",
-        ),
-        ArtifactError::TooLarge { limit, .. } => RpcError::new(
-            ErrorCode::ArtifactTooLarge,
-            format!("the Artifact would exceed {limit} bytes"),
-        )
-        .with_context("maxArtifactBytes", json!(limit)),
-        ArtifactError::QuotaExceeded { what, limit } => RpcError::new(
-            ErrorCode::LimitExceeded,
-            format!("limit reached: at most {limit} {what}"),
-        )
-        .with_context("what", json!(what))
-        .with_context("limit", json!(limit))
-        .with_remediation(
-            "release_unused",
-            "Release Artifacts you no longer need with artifacts/release.",
-        ),
-        ArtifactError::PathNotAllowed { reason } => RpcError::new(
-            ErrorCode::PathNotAllowed,
-            format!("path not allowed: {reason}"),
-        )
-        .with_context("reason", json!(reason)),
-        ArtifactError::BadPath { reason } => {
-            RpcError::invalid_params(format!("invalid \"path\": {reason}"))
-                .with_context("path", json!("path"))
-                .with_context("reason", json!(reason))
-        }
-        ArtifactError::Stalled { op, seconds } => RpcError::new(
-            ErrorCode::CopyStalled,
-            format!("the {op} stopped: the client file made no progress in time"),
-        )
-        .with_context("stallSeconds", json!(seconds))
-        .with_remediation(
-            "check_client_file",
-            "The file system of the client path did not answer (a hung network or FUSE mount?). Check it, or copy the file to a local disk, then call again.",
-        ),
-        ArtifactError::FileNotFound(path) => {
-            RpcError::new(ErrorCode::FileNotFound, "no such file or directory")
-                .with_context("path", json!(path.to_string_lossy()))
-        }
-        ArtifactError::ExportExists(path) => {
-            RpcError::new(ErrorCode::ExportExists, "the destination already exists")
-                .with_context("path", json!(path.to_string_lossy()))
-                .with_remediation(
-                    "choose_path",
-                    "Pass overwrite: true to replace it, or choose another path.",
-                )
-        }
-        ArtifactError::KindNotAllowed { kind, allowed } => RpcError::new(
-            ErrorCode::ArtifactKindNotAllowed,
-            format!("a {kind} Artifact cannot be used here"),
-        )
-        .with_context("kind", json!(kind))
-        .with_context("allowed", json!([allowed])),
-        ArtifactError::BadMimeType(mime) => RpcError::invalid_params(format!(
-            "\"mimeType\" {mime:?} is not a type/subtype MIME type"
-        ))
-        .with_context("path", json!("mimeType")),
-        ArtifactError::WorkspaceNotFound => RpcError::new(
-            ErrorCode::WorkspaceNotFound,
-            "no active Workspace with this id for this client",
-        ),
-        ArtifactError::Client { op, path, source } => RpcError::new(
-            ErrorCode::InternalError,
-            format!("cannot {op} {}: {source}", path.to_string_lossy()),
-        )
-        .with_context("path", json!(path.to_string_lossy())),
-        error @ (ArtifactError::BadEncoding
-        | ArtifactError::Store(_)
-        | ArtifactError::Storage { .. }) => {
-            tracing::error!(%error, "artifact storage failed");
-            RpcError::new(ErrorCode::InternalError, "artifact storage failed")
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,24 +174,26 @@ struct CaptureOptions {
 
 impl CaptureOptions {
     /// The schema already checked types and ranges; these are the cross-field rules.
-    fn parse(arguments: &Map<String, Value>) -> Result<CaptureOptions, RpcError> {
+    fn parse(arguments: &Map<String, Value>) -> Result<CaptureOptions, ToolError> {
         let format = match str_arg(arguments, "format") {
             Some("jpeg") => Format::Jpeg,
             _ => Format::Png,
         };
         let quality = arguments.get("quality").and_then(Value::as_u64);
         if quality.is_some() && format == Format::Png {
-            return Err(RpcError::invalid_params("\"quality\" applies to jpeg only")
-                .with_context("path", json!("arguments.quality")));
+            return Err(ToolError::from(
+                RpcError::invalid_params("\"quality\" applies to jpeg only")
+                    .with_context("path", json!("arguments.quality")),
+            ));
         }
         let full_page = arguments.get("fullPage").and_then(Value::as_bool) == Some(true);
         let selector = str_arg(arguments, "selector");
         let area = match (full_page, selector) {
             (true, Some(_)) => {
-                return Err(RpcError::invalid_params(
-                    "\"fullPage\" and \"selector\" cannot be combined",
-                )
-                .with_context("path", json!("arguments.selector")));
+                return Err(ToolError::from(
+                    RpcError::invalid_params("\"fullPage\" and \"selector\" cannot be combined")
+                        .with_context("path", json!("arguments.selector")),
+                ));
             }
             (true, None) => Area::FullPage,
             (false, Some(selector)) => Area::Element(selector.to_owned()),
@@ -323,14 +243,9 @@ struct Tab<'a> {
 }
 
 impl Tab<'_> {
-    async fn call(&self, method: &str, params: Value) -> Result<Value, CdpError> {
+    async fn execute<C: Command>(&self, command: &C) -> Result<C::Reply, CdpError> {
         self.client
-            .call(
-                Some(&self.session),
-                method,
-                params,
-                call_timeout(self.scope),
-            )
+            .execute(&self.session, command, call_timeout(self.scope))
             .await
     }
 
@@ -343,32 +258,38 @@ impl Tab<'_> {
         options: &CaptureOptions,
         region: Region,
         scale: f64,
-    ) -> Result<String, RpcError> {
-        let mut params = json!({"format": options.format.cdp(), "optimizeForSpeed": true});
-        if options.format == Format::Jpeg {
-            params["quality"] = json!(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY));
-        }
-        params["clip"] = json!({"x": region.x, "y": region.y, "width": region.width, "height": region.height, "scale": scale});
-        params["captureBeyondViewport"] = json!(options.area != Area::Viewport);
-        let result = self
-            .call("Page.captureScreenshot", params)
-            .await
-            .map_err(cdp_error)?;
-        take_string(result, "data", "Page.captureScreenshot")
+    ) -> Result<String, ToolError> {
+        let command = CaptureScreenshot {
+            format: options.format.cdp(),
+            quality: match options.format {
+                Format::Jpeg => Some(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
+                Format::Png => None,
+            },
+            clip: Some(Viewport {
+                x: region.x,
+                y: region.y,
+                width: region.width,
+                height: region.height,
+                scale,
+            }),
+            capture_beyond_viewport: options.area != Area::Viewport,
+            optimize_for_speed: true,
+        };
+        Ok(self.execute(&command).await?.data)
     }
 
     /// The visible viewport and the whole document, in document coordinates, and the device
     /// pixel ratio (the deprecated device-pixel `visualViewport` over its CSS twin), in one call.
-    async fn layout(&self) -> Result<Layout, RpcError> {
-        let metrics = self
-            .call("Page.getLayoutMetrics", json!({}))
-            .await
-            .map_err(cdp_error)?;
+    async fn layout(&self) -> Result<Layout, ToolError> {
+        let metrics = self.execute(&GetLayoutMetrics {}).await?;
         let number = |value: &Value| value.as_f64().unwrap_or(0.0);
-        let css = &metrics["cssVisualViewport"];
-        let content = &metrics["cssContentSize"];
+        let css = &metrics.css_visual_viewport;
+        let content = &metrics.css_content_size;
         let css_width = number(&css["clientWidth"]);
-        let device_width = number(&metrics["visualViewport"]["clientWidth"]);
+        let device_width = metrics
+            .visual_viewport
+            .as_ref()
+            .map_or(0.0, |viewport| number(&viewport["clientWidth"]));
         Ok(Layout {
             viewport: Region {
                 x: number(&css["pageX"]),
@@ -397,21 +318,11 @@ impl Tab<'_> {
         &self,
         guard: &mut TabGuard,
         selector: &str,
-    ) -> Result<(Region, f64), RpcError> {
+    ) -> Result<(Region, f64), ToolError> {
         let timeout = call_timeout(self.scope);
-        let frame_id = match guard.state().main_frame.clone() {
-            Some(frame_id) => frame_id,
-            None => {
-                let frame_id = page::main_frame_id(self.client, &self.session, timeout)
-                    .await
-                    .map_err(page_error)?;
-                guard.state().main_frame = Some(frame_id.clone());
-                frame_id
-            }
-        };
-        let context = page::create_isolated_world(self.client, &self.session, &frame_id, timeout)
-            .await
-            .map_err(page_error)?;
+        let frame_id = main_frame(self.client, guard, &self.session, timeout).await?;
+        let context =
+            page::create_isolated_world(self.client, &self.session, &frame_id, timeout).await?;
         let script = Find {
             selector: selector.to_owned(),
             pierce: false,
@@ -426,19 +337,19 @@ impl Tab<'_> {
             Ok(found) => found,
             Err(error) => {
                 return Err(match error.refusal() {
-                    Some(ScriptErrorCode::InvalidSelector) => selector_error(
+                    Some(ScriptErrorCode::InvalidSelector) => ToolError::from(selector_error(
                         "invalid_selector",
                         "\"selector\" is not a valid CSS selector",
-                    ),
-                    _ => page_error(error),
+                    )),
+                    _ => ToolError::from(error),
                 });
             }
         };
         let Some(element) = found.elements.first() else {
-            return Err(selector_error(
+            return Err(ToolError::from(selector_error(
                 "no_match",
                 "\"selector\" matches no element",
-            ));
+            )));
         };
         // `find` reports viewport coordinates; the clip is in document coordinates.
         let layout = self.layout().await?;
@@ -449,10 +360,10 @@ impl Tab<'_> {
             height: element.bounds.height as f64,
         };
         if region.width < 1.0 || region.height < 1.0 {
-            return Err(selector_error(
+            return Err(ToolError::from(selector_error(
                 "empty_box",
                 "the element has no visible box",
-            ));
+            )));
         }
         Ok((region, layout.ratio))
     }
@@ -466,30 +377,14 @@ struct Layout {
     ratio: f64,
 }
 
-/// Moves a string member out of a CDP result.
-fn take_string(result: Value, key: &str, method: &str) -> Result<String, RpcError> {
-    match result {
-        Value::Object(mut members) => match members.remove(key) {
-            Some(Value::String(text)) => Ok(text),
-            _ => Err(cdp_error(CdpError::UnexpectedResult {
-                method: method.to_owned(),
-                detail: format!("no {key}"),
-            })),
-        },
-        _ => Err(cdp_error(CdpError::UnexpectedResult {
-            method: method.to_owned(),
-            detail: "not an object".to_owned(),
-        })),
-    }
-}
-
 /// Pixel size of a base64 image from the browser.
-fn image_size(data: &str) -> Result<(u32, u32), RpcError> {
+fn image_size(data: &str) -> Result<(u32, u32), ToolError> {
     dimensions_base64(data).ok_or_else(|| {
         RpcError::new(
             ErrorCode::InternalError,
             "the browser returned an unreadable image",
         )
+        .into()
     })
 }
 
@@ -500,7 +395,7 @@ async fn store_image(
     kind: ArtifactKind,
     preview_of: Option<String>,
     data: String,
-) -> Result<Artifact, RpcError> {
+) -> Result<Artifact, ToolError> {
     let (width, height) = image_size(&data)?;
     let mut new = NewArtifact::new(
         scope.workspace_id.as_deref().unwrap_or_default(),
@@ -511,29 +406,26 @@ async fn store_image(
     new.preview_of = preview_of;
     new.width = Some(width);
     new.height = Some(height);
-    env.artifacts
-        .create_base64(new, data, now_ms())
-        .await
-        .map_err(artifact_error)
+    Ok(env.artifacts.create_base64(new, data, now_ms()).await?)
 }
 
 pub async fn capture(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let options = CaptureOptions::parse(&arguments)?;
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let mut controlled = ControlledTab::acquire(env, scope).await?;
+    let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {
-        client: &client,
+        client: &controlled.client,
         session,
         scope,
     };
     let store =
         |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
     let (region, ratio) = match &options.area {
-        Area::Element(selector) => tab.element(&mut guard, selector).await?,
+        Area::Element(selector) => tab.element(&mut controlled.guard, selector).await?,
         Area::Viewport => {
             let layout = tab.layout().await?;
             (layout.viewport, layout.ratio)
@@ -577,7 +469,7 @@ pub async fn capture(
 
 /// Maps a `Page.printToPDF` refusal: headed Chrome cannot print, and bad page ranges are the
 /// caller's mistake.
-fn pdf_error(error: CdpError) -> RpcError {
+fn pdf_error(error: CdpError) -> ToolError {
     match &error {
         CdpError::Remote { message, .. }
             if message.to_ascii_lowercase().contains("not implemented") =>
@@ -587,15 +479,17 @@ fn pdf_error(error: CdpError) -> RpcError {
                 "this browser cannot print to PDF over CDP",
             )
             .with_remediation(
-                "use_headless_browser",
+                RemediationAction::UseHeadlessBrowser,
                 "Print from a headless browser (browser-pilot browser launch --headless).",
             )
+            .into()
         }
         CdpError::Remote { message, .. } if message.to_ascii_lowercase().contains("range") => {
             RpcError::invalid_params(format!("\"pageRanges\" was refused: {message}"))
                 .with_context("path", json!("arguments.pageRanges"))
+                .into()
         }
-        _ => cdp_error(error),
+        _ => ToolError::from(error),
     }
 }
 
@@ -603,54 +497,48 @@ pub async fn pdf(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let mut params = json!({"transferMode": "ReturnAsStream"});
+) -> Result<Value, ToolError> {
+    let mut options = Map::new();
     for key in ["landscape", "printBackground", "scale", "pageRanges"] {
         if let Some(value) = arguments.get(key) {
-            params[key] = value.clone();
+            options.insert(key.to_owned(), value.clone());
         }
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let print = PrintToPdf {
+        options,
+        transfer_mode: "ReturnAsStream",
+    };
+    let mut controlled = ControlledTab::acquire(env, scope).await?;
+    let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {
-        client: &client,
+        client: &controlled.client,
         session,
         scope,
     };
-    let printed = tab
-        .call("Page.printToPDF", params)
-        .await
-        .map_err(pdf_error)?;
-    let handle = take_string(printed, "stream", "Page.printToPDF")?;
+    let handle = tab.execute(&print).await.map_err(pdf_error)?.stream;
     let read = read_stream(&tab, &handle, env.artifacts.limits().max_artifact_bytes).await;
-    let _ = tab.call("IO.close", json!({"handle": handle})).await;
+    let _ = tab.execute(&io::Close { handle }).await;
     let new = NewArtifact::new(
         scope.workspace_id.as_deref().unwrap_or_default(),
         ArtifactKind::Pdf,
         "application/pdf",
         CAPTURE_SENSITIVITY,
     );
-    let artifact = env
-        .artifacts
-        .create(new, read?, now_ms())
-        .await
-        .map_err(artifact_error)?;
+    let artifact = env.artifacts.create(new, read?, now_ms()).await?;
     Ok(json!({"artifact": artifact.to_json()}))
 }
 
 /// Reads a CDP stream to its end, refusing more than `limit` bytes.
-async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>, RpcError> {
+async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>, ToolError> {
     let mut bytes = Vec::new();
     loop {
-        let chunk = tab
-            .call(
-                "IO.read",
-                json!({"handle": handle, "size": PDF_READ_CHUNK_BYTES}),
-            )
-            .await
-            .map_err(cdp_error)?;
-        let data = chunk["data"].as_str().unwrap_or_default();
-        match chunk["base64Encoded"].as_bool() == Some(true) {
+        let read = io::Read {
+            handle: handle.to_owned(),
+            size: Some(PDF_READ_CHUNK_BYTES),
+        };
+        let chunk = tab.execute(&read).await?;
+        let data = chunk.data.as_str();
+        match chunk.base64_encoded {
             true => bytes.extend(decode_base64(data).ok_or_else(|| {
                 RpcError::new(
                     ErrorCode::InternalError,
@@ -660,12 +548,12 @@ async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>,
             false => bytes.extend_from_slice(data.as_bytes()),
         }
         if bytes.len() as u64 > limit {
-            return Err(artifact_error(ArtifactError::TooLarge {
+            return Err(ToolError::from(ArtifactError::TooLarge {
                 len: bytes.len() as u64,
                 limit,
             }));
         }
-        if chunk["eof"].as_bool() != Some(false) {
+        if chunk.eof {
             return Ok(bytes);
         }
     }
@@ -674,9 +562,10 @@ async fn read_stream(tab: &Tab<'_>, handle: &str, limit: u64) -> Result<Vec<u8>,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::artifact_error;
 
     fn parse(arguments: Value) -> Result<CaptureOptions, String> {
-        CaptureOptions::parse(arguments.as_object().unwrap()).map_err(|e| e.message)
+        CaptureOptions::parse(arguments.as_object().unwrap()).map_err(|e| RpcError::from(e).message)
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::artifacts::Artifacts;
 use crate::cdp::{CallObserver, CdpClient};
 use crate::events::EventSink;
 use crate::home::Home;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::BrowserService;
 use crate::store::{CommandStatus, PrincipalKey, Store};
 use crate::version::now_ms;
@@ -186,7 +186,7 @@ impl DispatchGate {
             .with_context("acceptedGeneration", serde_json::json!(self.generation))
             .with_context("currentGeneration", serde_json::json!(current))
             .with_remediation(
-                "list_tabs",
+                RemediationAction::ListTabs,
                 "Call browser.tabs.list to rebuild target state, then retry with a fresh call.",
             ));
         }
@@ -234,26 +234,20 @@ pub struct CallScope {
     pub ticket: std::sync::Mutex<Option<crate::session::TabTicket>>,
 }
 
+/// Decodes a tool's `#[derive(Deserialize)]` params from its arguments, after the manifest's
+/// schema validated them (so a failure here is a schema and struct out of step: a bug).
+pub fn decode_params<P: serde::de::DeserializeOwned>(
+    arguments: &Map<String, Value>,
+) -> Result<P, super::error::ToolError> {
+    serde_json::from_value(Value::Object(arguments.clone())).map_err(|error| {
+        RpcError::invalid_params(format!("arguments do not match the tool's params: {error}"))
+            .into()
+    })
+}
+
 /// A string argument (the schema already checked its type).
 pub fn str_arg<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     arguments.get(name).and_then(Value::as_str)
-}
-
-/// A boolean argument, or its default.
-pub fn bool_arg(arguments: &Map<String, Value>, name: &str, default: bool) -> bool {
-    arguments
-        .get(name)
-        .and_then(Value::as_bool)
-        .unwrap_or(default)
-}
-
-/// A bounded integer argument (the schema already checked its range), or its default.
-pub fn u32_arg(arguments: &Map<String, Value>, name: &str, default: u32) -> u32 {
-    arguments
-        .get(name)
-        .and_then(Value::as_u64)
-        .and_then(|v| u32::try_from(v).ok())
-        .unwrap_or(default)
 }
 
 #[cfg(test)]

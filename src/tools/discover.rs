@@ -3,9 +3,9 @@
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv};
-use super::manifest::{Scope, ToolDef, object, open_object};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
 use crate::browser;
-use crate::protocol::errors::RpcError;
 
 pub fn defs() -> Vec<ToolDef> {
     vec![ToolDef {
@@ -24,6 +24,9 @@ pub fn defs() -> Vec<ToolDef> {
         ),
         sensitivity_input: &[],
         sensitivity_output: &[],
+        lane: Lane::Ordinary,
+        gate: Gate::Dispatch,
+        handler: handler!(discover),
     }]
 }
 
@@ -58,7 +61,7 @@ pub async fn discover(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let found = env.browser.candidates().await;
     let selected =
         browser::select(&found, scope.browser_preference.as_deref()).map(|c| c.id.clone());

@@ -14,16 +14,18 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use super::observe::{PageContext, SCRIPT_TIMEOUT};
-use super::tabs::{cdp_error, controlled_tab};
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::tab::ControlledTab;
+use super::tab::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::page::{FrameTree, GetFrameTree};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page;
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::{FrameSelection, TabGuard};
 
 /// Frames listed at most; deeper or wider trees report `truncated`.
@@ -89,6 +91,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(list),
         },
         ToolDef {
             name: "browser.frames.select",
@@ -113,6 +118,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(select),
         },
     ]
 }
@@ -168,10 +176,8 @@ async fn frame_forest(
     client: &CdpClient,
     guard: &TabGuard,
     tab_session: &SessionId,
-) -> Result<Vec<FrameNode>, RpcError> {
-    let mut nodes = frame_tree(client, tab_session, false)
-        .await
-        .map_err(cdp_error)?;
+) -> Result<Vec<FrameNode>, ToolError> {
+    let mut nodes = frame_tree(client, tab_session, false).await?;
     let children = guard.frames().child_sessions();
     for (_, child) in children {
         match frame_tree(client, &child, true).await {
@@ -189,8 +195,8 @@ async fn frame_forest(
 
 /// OOPIFs of this tab that Chromium reports but whose session the pump has not recorded yet:
 /// iframe targets whose parent frame is one of ours but which are not in the forest.
-async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, RpcError> {
-    let targets = client.get_targets(TREE_TIMEOUT).await.map_err(cdp_error)?;
+async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, ToolError> {
+    let targets = client.get_targets(TREE_TIMEOUT).await?;
     let known: HashSet<&str> = nodes.iter().map(|n| n.raw.as_str()).collect();
     let missing = targets
         .iter()
@@ -208,7 +214,7 @@ async fn settled_forest(
     client: &CdpClient,
     guard: &TabGuard,
     tab_session: &SessionId,
-) -> Result<Vec<FrameNode>, RpcError> {
+) -> Result<Vec<FrameNode>, ToolError> {
     let until = tokio::time::Instant::now() + ATTACH_WAIT;
     loop {
         let nodes = frame_forest(client, guard, tab_session).await?;
@@ -329,7 +335,7 @@ pub fn frame_not_found(frame_id: &str, reason: &str) -> RpcError {
         .with_context("frameId", json!(frame_id))
         .with_context("reason", json!(reason))
         .with_remediation(
-            "list_frames",
+            RemediationAction::ListFrames,
             "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
         )
 }
@@ -338,12 +344,12 @@ pub async fn list(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
+) -> Result<Value, ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await.map_err(cdp_error)?;
-    let selection = guard.frame_selection();
-    let nodes = settled_forest(&client, &guard, &session).await?;
+    let session = tab.guard.session(&tab.client).await?;
+    let selection = tab.guard.frame_selection();
+    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
     let origins = effective_origins(&nodes);
     let main_origin = nodes
         .first()
@@ -361,7 +367,7 @@ pub async fn list(
         .map(|node| {
             let selected = selected_raw.as_deref() == Some(node.raw.as_str());
             frame_json(
-                &guard,
+                &tab.guard,
                 &workspace_id,
                 node,
                 &main_origin,
@@ -370,7 +376,8 @@ pub async fn list(
             )
         })
         .collect();
-    let selected_frame_id = selected_raw.map(|raw| guard.frames().opaque_id(&workspace_id, &raw));
+    let selected_frame_id =
+        selected_raw.map(|raw| tab.guard.frames().opaque_id(&workspace_id, &raw));
     Ok(json!({
         "targetId": scope.target_id,
         "frames": frames,
@@ -380,27 +387,36 @@ pub async fn list(
     }))
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SelectParams {
+    frame_id: Option<String>,
+    main: Option<bool>,
+}
+
 pub async fn select(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let frame_id = str_arg(&arguments, "frameId");
-    let main = arguments.get("main").and_then(Value::as_bool) == Some(true);
+) -> Result<Value, ToolError> {
+    let params: SelectParams = decode_params(&arguments)?;
+    let frame_id = params.frame_id.as_deref();
+    let main = params.main == Some(true);
     if frame_id.is_some() == main {
-        return Err(
+        return Err(ToolError::from(
             RpcError::invalid_params("give exactly one of \"frameId\" or \"main\": true")
                 .with_context("path", json!("arguments.frameId")),
-        );
+        ));
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.clone().unwrap_or_default();
-    let session = guard.session(&client).await.map_err(cdp_error)?;
+    let session = tab.guard.session(&tab.client).await?;
     // Drops Observations of a frame that detached meanwhile.
-    guard.frame_selection();
-    let nodes = settled_forest(&client, &guard, &session).await?;
+    tab.guard.frame_selection();
+    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
     let raw = match frame_id {
-        Some(opaque) => guard
+        Some(opaque) => tab
+            .guard
             .frames()
             .resolve(&workspace_id, opaque)
             .ok_or_else(|| frame_not_found(opaque, "unknown_frame"))?,
@@ -410,26 +426,33 @@ pub async fn select(
             .unwrap_or_default(),
     };
     let Some(node) = nodes.iter().find(|n| n.raw == raw) else {
-        return Err(frame_not_found(
+        return Err(ToolError::from(frame_not_found(
             frame_id.unwrap_or_default(),
             "frame_detached",
-        ));
+        )));
     };
     // The main frame is "no selection"; a child frame remembers its ancestors.
     let chosen = node
         .parent
         .as_ref()
         .map(|_| (raw.as_str(), ancestors(&nodes, &raw)));
-    guard.frames().select(&workspace_id, chosen);
+    tab.guard.frames().select(&workspace_id, chosen);
     // A selected-frame change resets the authentication transition baseline (contract).
-    guard.state().auth_surface = None;
+    tab.forget_auth_surface();
     let origins = effective_origins(&nodes);
     let main_origin = nodes
         .first()
         .and_then(|main| origins.get(&main.raw))
         .cloned()
         .unwrap_or_default();
-    let frame = frame_json(&guard, &workspace_id, node, &main_origin, &origins, true);
+    let frame = frame_json(
+        &tab.guard,
+        &workspace_id,
+        node,
+        &main_origin,
+        &origins,
+        true,
+    );
     Ok(json!({"targetId": scope.target_id, "frame": frame}))
 }
 
@@ -441,10 +464,10 @@ pub async fn frame_context(
     guard: &mut TabGuard,
     tab_session: SessionId,
     selection: FrameSelection,
-) -> Result<PageContext, RpcError> {
+) -> Result<PageContext, ToolError> {
     let (raw, opaque) = match selection {
         FrameSelection::Detached { opaque } => {
-            return Err(frame_not_found(&opaque, "frame_detached"));
+            return Err(ToolError::from(frame_not_found(&opaque, "frame_detached")));
         }
         FrameSelection::Frame { raw, opaque, .. } => (raw, opaque),
     };
@@ -453,7 +476,7 @@ pub async fn frame_context(
         Some(child) => (child, true),
         None => match hosting_session(client, guard, &tab_session, &raw).await? {
             Some(session) => (session, false),
-            None => return Err(frame_not_found(&opaque, "frame_detached")),
+            None => return Err(ToolError::from(frame_not_found(&opaque, "frame_detached"))),
         },
     };
     let context = page::create_isolated_world(client, &session, &raw, SCRIPT_TIMEOUT)
@@ -481,7 +504,7 @@ pub fn repin(
         return Err("frame_changed");
     }
     if pinned_session == tab_session {
-        return Ok(guard.state().main_frame.as_deref() == Some(frame_id));
+        return Ok(super::tab::is_main_frame(guard, frame_id));
     }
     match guard.frames().child_session(frame_id) {
         Some(child) if child == *pinned_session => Ok(true),
@@ -504,10 +527,8 @@ async fn hosting_session(
     guard: &TabGuard,
     tab_session: &SessionId,
     raw: &str,
-) -> Result<Option<SessionId>, RpcError> {
-    let in_tab = frame_tree(client, tab_session, false)
-        .await
-        .map_err(cdp_error)?;
+) -> Result<Option<SessionId>, ToolError> {
+    let in_tab = frame_tree(client, tab_session, false).await?;
     if in_tab.iter().any(|n| n.raw == raw) {
         return Ok(Some(tab_session.clone()));
     }

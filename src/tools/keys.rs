@@ -8,42 +8,32 @@
 //! not click, scroll or select, and it never reads a typed value back into its output: evidence
 //! carries lengths only.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
     Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
-    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, resolve_ref,
-    snapshot,
+    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
-use super::context::{CallScope, ToolEnv, bool_arg, str_arg};
-use super::manifest::{Scope, ToolDef, object};
-use super::observe::{
-    PageContext, SCRIPT_TIMEOUT, observe_input_properties, page_context, page_error,
-};
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
+use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::observe::observe_input_properties;
 use super::progress::Subject;
-use super::tabs::{cdp_error, controlled_tab};
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, Stroke, chord_events, send_key_events, send_stroke, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
-    FocusAtEnd, RefTarget, SetNativeValue, ValueOutcome,
+    FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
 /// Longest text `browser.type` / `browser.keyboard` accept.
 const MAX_TYPE_CHARS: usize = 10_000;
-/// Input types whose value is set through the native setter instead of keystrokes.
-const NATIVE_VALUE_TYPES: &[&str] = &[
-    "date",
-    "time",
-    "datetime-local",
-    "month",
-    "week",
-    "color",
-    "range",
-];
 /// Native-setter input types in which Enter submits the form (Chromium opens the picker of a
 /// color input and ignores Enter in a range input).
 const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "month", "week"];
@@ -74,6 +64,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("press")),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(press),
         },
         ToolDef {
             name: "browser.type",
@@ -99,6 +92,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("type")),
             sensitivity_input: &["browser_data", "credential"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(type_text),
         },
         ToolDef {
             name: "browser.keyboard",
@@ -119,13 +115,16 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: action_output(evidence_schema("keyboard")),
             sensitivity_input: &["browser_data", "credential"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(keyboard),
         },
     ]
 }
 
 /// What `browser.press` was asked for: the key and the modifiers to hold, in order (Shift added
 /// when the US layout needs it for the character; the key itself never held twice).
-fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), RpcError> {
+fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), ToolError> {
     let name = if name == "Space" { " " } else { name };
     let shift_held = requested.contains(&table::SHIFT);
     let mut chars = name.chars();
@@ -139,15 +138,15 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
         _ => None,
     };
     let Some((key, needs_shift)) = key else {
-        return Err(RpcError::invalid_params(format!(
+        return Err(ToolError::from(RpcError::invalid_params(format!(
             "{name:?} is neither a named key nor a character of the US keyboard layout"
         ))
         .with_context("path", json!("arguments.key"))
         .with_context("reason", json!("unknown_key"))
         .with_remediation(
-            "change_key",
+            RemediationAction::ChangeKey,
             "Use a named key (Enter, Tab, Escape, Backspace, Delete, ArrowUp, Home, F5, Shift, ...) or one US-layout character; type other text with browser.keyboard.",
-        ));
+        )));
     };
     let mut held: Vec<Modifier> = Vec::with_capacity(4);
     for modifier in requested {
@@ -161,71 +160,82 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
     Ok((key, held))
 }
 
-fn requested_modifiers(arguments: &Map<String, Value>) -> Vec<Modifier> {
-    arguments
-        .get("modifiers")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .filter_map(table::modifier)
-                .collect()
-        })
-        .unwrap_or_default()
+#[derive(Deserialize)]
+struct PressParams {
+    key: String,
+    #[serde(default)]
+    modifiers: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct TypeParams {
+    text: String,
+    clear: Option<bool>,
+    submit: Option<bool>,
+    /// `best_effort` or `require_exact` (the schema's enum).
+    verification: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct KeyboardParams {
+    text: String,
+    submit: Option<bool>,
 }
 
 pub async fn press(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let key_name = str_arg(&arguments, "key").unwrap_or_default().to_owned();
-    let (key, held) = press_chord(&key_name, &requested_modifiers(&arguments))?;
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
+) -> Result<Value, ToolError> {
+    let params: PressParams = decode_params(&arguments)?;
+    let modifiers: Vec<Modifier> = params
+        .modifiers
+        .iter()
+        .filter_map(|name| table::modifier(name))
+        .collect();
+    let (key, held) = press_chord(&params.key, &modifiers)?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
     let target = match arguments.contains_key("observationId") {
         true => {
-            let (target, _) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
+            let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAndSelectAll(target.clone()),
                 SCRIPT_TIMEOUT,
             )
-            .await
-            .map_err(page_error)?;
+            .await?;
             Some(target)
         }
         false => None,
     };
     let element = match &target {
-        Some(target) => Some(snapshot(&client, &ctx, target).await?),
+        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
     let active_before = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementKey,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let subject = match &element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Focused(active_before.key.clone()),
     };
     let before = Before {
-        url: current_url(&client, &mut guard).await,
-        popups: env.browser.popups_of(&guard.target),
+        url: current_url(&tab.client, &mut tab.guard).await,
+        popups: env.browser.popups_of(&tab.guard.target),
         element,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let (client2, session) = (client.clone(), ctx.session.clone());
+    let (client2, session) = (tab.client.clone(), ctx.session.clone());
     let events = chord_events(&key, &held);
-    let dialog = dispatch_final(env, &guard.target, &mut dialogs, async move {
+    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
         send_key_events(&client2, &session, events, INPUT_TIMEOUT).await
     })
     .await?;
@@ -234,8 +244,8 @@ pub async fn press(
     }
     let mut effects = collect_effects(
         env,
-        &client,
-        &mut guard,
+        &tab.client,
+        &mut tab.guard,
         &before,
         target.as_ref(),
         &mut dialogs,
@@ -243,12 +253,12 @@ pub async fn press(
     )
     .await;
     let settled_in_place = !effects.dialog
-        && !effects.list.contains(&"navigation")
-        && !effects.list.contains(&"focus_changed");
+        && !effects.list.contains(&Effect::Navigation)
+        && !effects.list.contains(&Effect::FocusChanged);
     if settled_in_place
-        && let Ok(ctx) = page_context(&client, &mut guard).await
+        && let Ok(ctx) = tab.page_context().await
         && let Ok(active_after) = page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ActiveElementKey,
@@ -257,18 +267,9 @@ pub async fn press(
         .await
         && active_after.key != active_before.key
     {
-        effects.list.push("focus_changed");
+        effects.list.push(Effect::FocusChanged);
     }
-    let status = if effects.list.is_empty() {
-        "unavailable"
-    } else {
-        "verified"
-    };
-    let mut evidence =
-        json!({"action": "press", "status": status, "kind": "key", "effects": effects.list});
-    if status == "unavailable" {
-        evidence["reason"] = json!("no_observable_effect");
-    }
+    let evidence = Evidence::by_any_effect(Action::Press, "key", effects.list.clone());
     let finished = Finished {
         arguments: &arguments,
         evidence,
@@ -276,7 +277,7 @@ pub async fn press(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 /// What a guarded composite action pins and re-checks between steps.
@@ -301,7 +302,7 @@ impl Guarded<'_> {
         client: &CdpClient,
         guard: &mut TabGuard,
         step: &str,
-    ) -> Result<PageContext, RpcError> {
+    ) -> Result<PageContext, ToolError> {
         // The pinned isolated-world context dies with its document, so a call into it is the
         // document check; a different session means the tab was re-attached.
         let session = guard
@@ -328,10 +329,10 @@ impl Guarded<'_> {
         .await
         .map_err(|_| self.fail(step, "document_changed"))?;
         if active.document_key != self.pin.document_key {
-            return Err(self.fail(step, "document_changed"));
+            return Err(ToolError::from(self.fail(step, "document_changed")));
         }
         if active.key != self.pin.active_key {
-            return Err(self.fail(step, "focus_changed"));
+            return Err(ToolError::from(self.fail(step, "focus_changed")));
         }
         Ok(ctx)
     }
@@ -342,14 +343,14 @@ impl Guarded<'_> {
                 .with_context("action", json!(self.action))
                 .with_context("step", json!(step))
                 .with_context("reason", json!(reason))
-                .with_remediation("observe", "Observe the page and decide whether to try again."),
+                .with_remediation(RemediationAction::Observe, "Observe the page and decide whether to try again."),
             dispatched => RpcError::new(ErrorCode::UnknownOutcome, format!("{reason} before {step}; {dispatched} step(s) had already run"))
                 .with_context("action", json!(self.action))
                 .with_context("step", json!(step))
                 .with_context("reason", json!(reason))
                 .with_context("dispatchedSteps", json!(dispatched))
                 .with_context("remainingStepsStopped", json!(true))
-                .with_remediation("inspect_state", "Observe the page and decide from its current state; never replay the whole input automatically."),
+                .with_remediation(RemediationAction::InspectState, "Observe the page and decide from its current state; never replay the whole input automatically."),
         }
     }
 
@@ -360,11 +361,9 @@ impl Guarded<'_> {
         guard: &mut TabGuard,
         step: &str,
         stroke: &Stroke,
-    ) -> Result<(), RpcError> {
+    ) -> Result<(), ToolError> {
         let ctx = self.check(client, guard, step).await?;
-        send_stroke(client, &ctx.session, stroke, INPUT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?;
+        send_stroke(client, &ctx.session, stroke, INPUT_TIMEOUT).await?;
         self.dispatched += 1;
         Ok(())
     }
@@ -383,7 +382,7 @@ async fn type_characters(
     guard: &mut TabGuard,
     guarded: &mut Guarded<'_>,
     text: &str,
-) -> Result<Typed, RpcError> {
+) -> Result<Typed, ToolError> {
     let mut typed = Typed::default();
     for (index, ch) in text.chars().enumerate() {
         let stroke = stroke_for(ch);
@@ -403,7 +402,7 @@ async fn submit_step(
     client: &CdpClient,
     guard: &mut TabGuard,
     guarded: &mut Guarded<'_>,
-) -> Result<(), RpcError> {
+) -> Result<(), ToolError> {
     let enter = Stroke::Key {
         key: Key::named(table::ENTER),
         shift: false,
@@ -482,14 +481,15 @@ struct TypeCall<'a> {
 /// step (see docs/keyboard.md for its events), judged after the browser's normalisation.
 async fn type_native(
     call: &TypeCall<'_>,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
     input_type: &str,
-) -> Result<Value, RpcError> {
-    let ctx = guarded.check(client, guard, "set_value").await?;
+) -> Result<Value, ToolError> {
+    let ctx = guarded
+        .check(&tab.client, &mut tab.guard, "set_value")
+        .await?;
     let outcome = page::run(
-        client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &SetNativeValue {
@@ -498,8 +498,7 @@ async fn type_native(
         },
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     if !outcome.canceled {
         guarded.dispatched += 1;
     }
@@ -509,21 +508,27 @@ async fn type_native(
         false => code_points(&call.text),
     };
     let mut effects = match outcome.before != outcome.after {
-        true => vec!["value_changed"],
+        true => vec![Effect::ValueChanged],
         false => vec![],
     };
     if call.submit {
-        submit_step(client, guard, guarded).await?;
-        if !document_after_submit(client, guard, Some(call.target)).await {
-            effects.push("document_changed");
+        submit_step(&tab.client, &mut tab.guard, guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, Some(call.target)).await {
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let evidence = json!({
-        "action": "type", "status": if matches { "verified" } else { "mismatch" }, "kind": call.kind, "sensitive": false,
-        "effects": effects,
-        "beforeLength": code_points(&outcome.before), "expectedLength": expected, "afterLength": code_points(&outcome.after),
-        "verification": call.verification, "method": "native_setter", "canceled": outcome.canceled,
-    });
+    let status = match matches {
+        true => Status::Verified,
+        false => Status::Mismatch,
+    };
+    let mut evidence = Evidence::new(Action::Type, status, call.kind.clone(), effects);
+    evidence.set("sensitive", false);
+    evidence.set("beforeLength", code_points(&outcome.before));
+    evidence.set("expectedLength", expected);
+    evidence.set("afterLength", code_points(&outcome.after));
+    evidence.set("verification", &call.verification);
+    evidence.set("method", "native_setter");
+    evidence.set("canceled", outcome.canceled);
     let finished = Finished {
         arguments: call.arguments,
         evidence,
@@ -533,8 +538,7 @@ async fn type_native(
     };
     finish_type(
         call.env,
-        client,
-        guard,
+        tab,
         call.scope,
         finished,
         &call.verification,
@@ -547,17 +551,18 @@ pub async fn type_text(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let (target, summary) = resolve_ref(&mut guard, scope, &ctx.frame_id, &arguments)?;
-    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
-    let clear = bool_arg(&arguments, "clear", true);
-    let submit = bool_arg(&arguments, "submit", false);
-    let verification = str_arg(&arguments, "verification")
-        .unwrap_or("best_effort")
-        .to_owned();
-    let before = snapshot(&client, &ctx, &target).await?;
+) -> Result<Value, ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
+    let params: TypeParams = decode_params(&arguments)?;
+    let text = normalize_line_ends(&params.text);
+    let clear = params.clear.unwrap_or(true);
+    let submit = params.submit.unwrap_or(false);
+    let verification = params
+        .verification
+        .unwrap_or_else(|| "best_effort".to_owned());
+    let before = snapshot(&tab.client, &ctx, &target).await?;
     let before_length = value_length(&before);
     let text_length = code_points(&text);
     let native_type = summary
@@ -571,21 +576,21 @@ pub async fn type_text(
         (None, _) => "contenteditable".to_owned(),
     };
     if submit && native_type.is_some_and(|t| !IMPLICIT_SUBMIT_TYPES.contains(&t)) {
-        return Err(RpcError::invalid_params(
+        return Err(ToolError::from(RpcError::invalid_params(
             "Enter does not submit a form from a color or range input",
         )
         .with_context("path", json!("arguments.submit"))
         .with_context("reason", json!("submit_not_supported"))
         .with_remediation(
-            "submit_separately",
+            RemediationAction::SubmitSeparately,
             "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
-        ));
+        )));
     }
     // A native-setter control is replaced whole; typing appends only when asked to.
     let focus = match clear || native_type.is_some() {
         true => {
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAndSelectAll(target.clone()),
@@ -595,7 +600,7 @@ pub async fn type_text(
         }
         false => {
             page::run(
-                &client,
+                &tab.client,
                 &ctx.session,
                 ctx.context,
                 &FocusAtEnd(target.clone()),
@@ -603,14 +608,15 @@ pub async fn type_text(
             )
             .await
         }
-    }
-    .map_err(page_error)?;
+    }?;
     if !focus.focused {
-        return Err(RpcError::new(
-            ErrorCode::ElementNotActionable,
-            "the element did not take focus",
-        )
-        .with_context("reason", json!("not_focusable")));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::ElementNotActionable,
+                "the element did not take focus",
+            )
+            .with_context("reason", json!("not_focusable")),
+        ));
     }
     let pin = Pin {
         context: ctx.context,
@@ -638,14 +644,16 @@ pub async fn type_text(
             subject,
             frame_id: ctx.frame_id.clone(),
         };
-        return type_native(&call, &client, &mut guard, &mut guarded, input_type).await;
+        return type_native(&call, &mut tab, &mut guarded, input_type).await;
     }
     if clear && before_length > 0 {
         let delete = Stroke::Key {
             key: Key::named(table::DELETE),
             shift: false,
         };
-        guarded.step(&client, &mut guard, "delete", &delete).await?;
+        guarded
+            .step(&tab.client, &mut tab.guard, "delete", &delete)
+            .await?;
     }
     // Inputs without a selection API (email, number) cannot place the caret from script: End
     // does, as it would for a user.
@@ -655,10 +663,10 @@ pub async fn type_text(
             shift: false,
         };
         guarded
-            .step(&client, &mut guard, "caret_to_end", &end)
+            .step(&tab.client, &mut tab.guard, "caret_to_end", &end)
             .await?;
     }
-    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
@@ -671,8 +679,8 @@ pub async fn type_text(
         before_length + text_length
     };
     // The value is judged before any submit: afterwards the document may be gone.
-    let after = match page_context(&client, &mut guard).await {
-        Ok(ctx) => snapshot(&client, &ctx, &target).await.ok(),
+    let after = match tab.page_context().await {
+        Ok(ctx) => snapshot(&tab.client, &ctx, &target).await.ok(),
         Err(_) => None,
     };
     let after_length = after.as_ref().map(value_length);
@@ -689,34 +697,36 @@ pub async fn type_text(
         .as_ref()
         .is_some_and(|a| a.value != before.value || a.value_length != before.value_length)
     {
-        effects.push("value_changed");
+        effects.push(Effect::ValueChanged);
     }
     let status = match (&after, exact) {
         (None, _) => {
-            effects.push("document_changed");
-            "unavailable"
+            effects.push(Effect::DocumentChanged);
+            Status::Unavailable
         }
-        (Some(_), true) => "verified",
-        (Some(_), false) => "mismatch",
+        (Some(_), true) => Status::Verified,
+        (Some(_), false) => Status::Mismatch,
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&client, &mut guard, &mut guarded).await?;
-        if !document_after_submit(&client, &mut guard, Some(&target)).await {
-            effects.push("document_changed");
+        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, Some(&target)).await {
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let mut evidence = json!({
-        "action": "type", "status": status, "kind": kind, "sensitive": sensitive,
-        "effects": effects, "beforeLength": before_length, "expectedLength": expected_length,
-        "verification": verification, "method": "keys",
-        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
-    });
+    let mut evidence = Evidence::new(Action::Type, status, kind, effects);
+    evidence.set("sensitive", sensitive);
+    evidence.set("beforeLength", before_length);
+    evidence.set("expectedLength", expected_length);
+    evidence.set("verification", &verification);
+    evidence.set("method", "keys");
+    evidence.set("keystrokes", typed.keystrokes);
+    evidence.set("insertions", typed.insertions);
     if let Some(after_length) = after_length {
-        evidence["afterLength"] = json!(after_length);
+        evidence.set("afterLength", after_length);
     }
-    if status == "unavailable" {
-        evidence["reason"] = json!("document_changed");
+    if status == Status::Unavailable {
+        evidence.reason = Some(EvidenceReason::DocumentChanged);
     }
     let finished = Finished {
         arguments: &arguments,
@@ -725,39 +735,31 @@ pub async fn type_text(
         subject,
         frame_id: ctx.frame_id.clone(),
     };
-    finish_type(
-        env,
-        &client,
-        &mut guard,
-        scope,
-        finished,
-        &verification,
-        exact,
-    )
-    .await
+    finish_type(env, &mut tab, scope, finished, &verification, exact).await
 }
 
 async fn finish_type(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     finished: Finished<'_>,
     verification: &str,
     exact: bool,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     if verification == "require_exact" && !exact {
-        return Err(RpcError::new(
-            ErrorCode::VerificationFailed,
-            "the field's value after typing is not the expected one",
-        )
-        .with_context("evidence", finished.evidence)
-        .with_remediation(
-            "observe",
-            "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::VerificationFailed,
+                "the field's value after typing is not the expected one",
+            )
+            .with_context("evidence", finished.evidence.to_json())
+            .with_remediation(
+                RemediationAction::Observe,
+                "Observe the field: the page may have rewritten, sanitized or rejected the input.",
+            ),
         ));
     }
-    finish_with_observation(env, client, guard, scope, finished).await
+    finish_with_observation(env, tab, scope, finished).await
 }
 
 /// What `browser.keyboard` should leave in the focused element, from its state before: the
@@ -831,36 +833,37 @@ pub async fn keyboard(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let ctx = page_context(&client, &mut guard).await?;
-    let text = normalize_line_ends(str_arg(&arguments, "text").unwrap_or_default());
-    let submit = bool_arg(&arguments, "submit", false);
+) -> Result<Value, ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let params: KeyboardParams = decode_params(&arguments)?;
+    let text = normalize_line_ends(&params.text);
+    let submit = params.submit.unwrap_or(false);
     let active = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementKey,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     if active.key.is_none() || !active.editable {
-        return Err(RpcError::new(
-            ErrorCode::ElementNotActionable,
-            "no editable element has focus",
-        )
-        .with_context("reason", json!("no_focus")));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::ElementNotActionable,
+                "no editable element has focus",
+            )
+            .with_context("reason", json!("no_focus")),
+        ));
     }
     let before = page::run(
-        &client,
+        &tab.client,
         &ctx.session,
         ctx.context,
         &ActiveElementState,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
+    .await?;
     let pin = Pin {
         context: ctx.context,
         document_key: active.document_key.clone(),
@@ -873,13 +876,13 @@ pub async fn keyboard(
         dispatched: 0,
         pin: &pin,
     };
-    let typed = type_characters(&client, &mut guard, &mut guarded, &text).await?;
+    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expectation = keyboard_expectation(&before, &text);
     // Judged before any submit, on the element typing went to.
-    let after = match page_context(&client, &mut guard).await {
+    let after = match tab.page_context().await {
         Ok(ctx) => page::run(
-            &client,
+            &tab.client,
             &ctx.session,
             ctx.context,
             &ActiveElementState,
@@ -902,42 +905,45 @@ pub async fn keyboard(
     let (status, reason) = match (&after, before_state) {
         (Some(after), Some(before)) => {
             if after.value != before.value || after.value_length != before.value_length {
-                effects.push("value_changed");
+                effects.push(Effect::ValueChanged);
             }
             match keyboard_landed(&expectation, after, &text) {
-                true => ("verified", None),
-                false => ("mismatch", None),
+                true => (Status::Verified, None),
+                false => (Status::Mismatch, None),
             }
         }
         _ => {
-            effects.push("focus_changed");
-            ("unavailable", Some("focus_changed"))
+            effects.push(Effect::FocusChanged);
+            (Status::Unavailable, Some(EvidenceReason::FocusChanged))
         }
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&client, &mut guard, &mut guarded).await?;
-        if !document_after_submit(&client, &mut guard, None).await {
-            effects.push("document_changed");
+        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        if !document_after_submit(&tab.client, &mut tab.guard, None).await {
+            effects.push(Effect::DocumentChanged);
         }
     }
-    let mut evidence = json!({
-        "action": "keyboard", "status": status, "kind": active.tag.unwrap_or_default(),
-        "sensitive": sensitive, "effects": effects,
-        "typedLength": code_points(&text), "dispatchedSteps": guarded.dispatched,
-        "keystrokes": typed.keystrokes, "insertions": typed.insertions,
-    });
+    let mut evidence = Evidence::new(
+        Action::Keyboard,
+        status,
+        active.tag.unwrap_or_default(),
+        effects,
+    );
+    evidence.reason = reason;
+    evidence.set("sensitive", sensitive);
+    evidence.set("typedLength", code_points(&text));
+    evidence.set("dispatchedSteps", guarded.dispatched);
+    evidence.set("keystrokes", typed.keystrokes);
+    evidence.set("insertions", typed.insertions);
     if let Some(state) = before_state {
-        evidence["beforeLength"] = json!(value_length(state));
+        evidence.set("beforeLength", value_length(state));
     }
     if let Some(expected) = expectation.length {
-        evidence["expectedLength"] = json!(expected);
+        evidence.set("expectedLength", expected);
     }
     if let Some(after) = &after {
-        evidence["afterLength"] = json!(value_length(after));
-    }
-    if let Some(reason) = reason {
-        evidence["reason"] = json!(reason);
+        evidence.set("afterLength", value_length(after));
     }
     let finished = Finished {
         arguments: &arguments,
@@ -946,7 +952,7 @@ pub async fn keyboard(
         subject: Subject::Focused(active.key),
         frame_id: ctx.frame_id.clone(),
     };
-    finish_with_observation(env, &client, &mut guard, scope, finished).await
+    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 #[cfg(test)]
@@ -1020,7 +1026,7 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused() {
         for name in ["Enterr", "é", "👋", "ab", "F13"] {
-            let error = press_chord(name, &[]).unwrap_err();
+            let error = RpcError::from(press_chord(name, &[]).unwrap_err());
             assert_eq!(error.code, ErrorCode::InvalidParams, "{name}");
             assert_eq!(
                 error.to_json()["data"]["context"]["reason"],

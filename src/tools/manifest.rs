@@ -1,12 +1,51 @@
-//! The canonical tool definitions. `tools/list`, argument validation, result validation (debug
-//! builds) and `docs/tools.md` all come from here; a tool absent from this list is not wired and
-//! is neither advertised nor callable.
+//! The canonical tool definitions: the registry. Each `ToolDef` carries its schemas, its
+//! handler, its lane (ordinary or out-of-band) and its dispatch-gate rule, so `tools/list`,
+//! argument validation, result validation (debug builds), dispatch, the bridge's out-of-band
+//! list (checked against it by a test) and `docs/tools.md` all come from here. A tool absent
+//! from this list is not wired and is neither advertised nor callable.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::{actions, capture, discover, frames, keys, observe, tabs};
+pub use crate::protocol::methods::Lane;
+
+use super::context::{CallScope, ToolEnv};
+use super::error::ToolError;
+use super::{capture, click, dialogs, discover, dropdowns, frames, keys, observe, scroll, tabs};
+
+/// What a handler returns: the tool's result, or why it failed.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
+
+/// A tool's entry point: the environment, the call's scope and the validated arguments (the
+/// handler decodes its own `#[derive(Deserialize)]` params from them).
+pub type Handler = for<'a> fn(&'a ToolEnv, &'a CallScope, Map<String, Value>) -> ToolFuture<'a>;
+
+/// Wraps `async fn tool(env, scope, arguments)` as a [`Handler`].
+macro_rules! handler {
+    ($tool:path) => {{
+        fn boxed<'a>(
+            env: &'a $crate::tools::ToolEnv,
+            scope: &'a $crate::tools::CallScope,
+            arguments: ::serde_json::Map<String, ::serde_json::Value>,
+        ) -> $crate::tools::ToolFuture<'a> {
+            Box::pin($tool(env, scope, arguments))
+        }
+        boxed as $crate::tools::Handler
+    }};
+}
+
+/// When a Command passes its dispatch gate (is marked dispatched; see `DispatchGate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Before the handler runs: tools that touch no tab queue.
+    Dispatch,
+    /// Inside the handler, once it holds its tab's turn (`ControlledTab`) or right before its
+    /// first browser call: the wait in the tab queue is still the `accepted` phase.
+    InTool,
+}
 
 /// Which envelope fields a tool needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +81,10 @@ pub struct ToolDef {
     /// Sensitivity classes that may occur anywhere in the arguments / the result.
     pub sensitivity_input: &'static [&'static str],
     pub sensitivity_output: &'static [&'static str],
+    /// Ordinary tools run in input order; out-of-band ones may overtake a pending call.
+    pub lane: Lane,
+    pub gate: Gate,
+    pub handler: Handler,
 }
 
 impl ToolDef {
@@ -68,14 +111,11 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(discover::defs());
         tools.extend(tabs::defs());
         tools.extend(observe::defs());
-        // The keyboard tools follow browser.click, as they did when one file held both.
-        let mut action_defs = actions::defs();
-        let after_click = action_defs
-            .iter()
-            .position(|tool| tool.name == "browser.click")
-            .map_or(0, |at| at + 1);
-        action_defs.splice(after_click..after_click, keys::defs());
-        tools.extend(action_defs);
+        tools.extend(click::defs());
+        tools.extend(keys::defs());
+        tools.extend(scroll::defs());
+        tools.extend(dropdowns::defs());
+        tools.extend(dialogs::defs());
         tools.extend(frames::defs());
         tools.extend(capture::defs());
         tools
@@ -101,6 +141,28 @@ mod tests {
     use super::*;
     use crate::protocol::negotiate::CAPABILITIES;
     use crate::tools::schema::unknown_keywords;
+
+    #[test]
+    fn the_bridge_knows_exactly_the_out_of_band_tools() {
+        let mut out_of_band: Vec<&str> = manifest()
+            .iter()
+            .filter(|tool| tool.lane == Lane::OutOfBand)
+            .map(|tool| tool.name)
+            .collect();
+        out_of_band.sort_unstable();
+        let mut listed = crate::protocol::methods::OUT_OF_BAND_TOOLS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(out_of_band, listed);
+        for tool in manifest() {
+            let params = json!({"name": tool.name});
+            assert_eq!(
+                crate::protocol::methods::lane("tools/call", params.as_object().unwrap()),
+                tool.lane,
+                "{}",
+                tool.name
+            );
+        }
+    }
 
     #[test]
     fn manifest_is_well_formed() {

@@ -4,23 +4,32 @@
 //! evidence. Tools never see framing, sockets or SQL text; Command bookkeeping (idempotency,
 //! status, deadlines) is the Broker's.
 
+#[macro_use]
+mod manifest;
 mod actions;
 mod capture;
+mod click;
 mod context;
+mod dialogs;
 mod discover;
 mod dispatch;
 mod docs;
+mod dropdowns;
+mod error;
+mod evidence;
 mod frames;
 mod keys;
-mod manifest;
 mod observe;
 mod pointer;
 mod progress;
 pub mod schema;
+mod scroll;
+mod tab;
 mod tabs;
 
-pub use capture::{PREVIEW_MAX_SIDE, artifact_error, descriptor_schema};
+pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};
 pub use context::{CallScope, DispatchGate, MutationsSent, ToolEnv, mutates_browser};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;
-pub use manifest::{Scope, ToolDef, find, manifest};
+pub use error::{ToolError, artifact_error};
+pub use manifest::{Gate, Handler, Lane, Scope, ToolDef, ToolFuture, find, manifest};

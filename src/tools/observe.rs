@@ -4,25 +4,14 @@
 //! `browser.frames.select` chose another; see `frames`), so the page can neither see nor tamper
 //! with them.
 
-use std::time::Duration;
-
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, bool_arg, str_arg, u32_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use super::tabs::{cdp_error, controlled_tab};
-use crate::cdp::{CdpClient, SessionId};
-use crate::page::{
-    self, ExecutionContextId, Find, HintContext, Observe, ObserveOptions, PageError, Read,
-    ScriptErrorCode, Search,
-};
-use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::protocol::ids::{IdKind, new_id};
-use crate::session::bounds::{MAX_TITLE_CHARS, MAX_URL_CHARS, bound_title, bound_url};
-use crate::session::{ElementSummary, KEPT_OBSERVATIONS, ObservationRecord, TabGuard};
-
-/// Timeout of one page-script call.
-pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(20);
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
+use crate::page::{self, Find, ObserveOptions, Read, Search};
 
 fn target_fields() -> Value {
     json!({
@@ -93,6 +82,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: observation_schema(),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(observe),
         },
         ToolDef {
             name: "browser.read",
@@ -117,6 +109,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(read),
         },
         ToolDef {
             name: "browser.search",
@@ -142,6 +137,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(search),
         },
         ToolDef {
             name: "browser.elements.find",
@@ -167,220 +165,65 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(find),
         },
     ]
 }
 
-/// The session hosting the frame scripts run in (the tab's, or an out-of-process iframe's),
-/// that frame, and the Broker's isolated world there.
-pub struct PageContext {
-    pub session: SessionId,
-    pub frame_id: String,
-    pub context: ExecutionContextId,
-    /// Whether `frame_id` is its session's root frame (the main frame or an OOPIF's): then the
-    /// page scripts' viewport coordinates are the session's input coordinates.
-    pub session_root: bool,
+/// The options of an Observation (`browser.observe`'s arguments, an action's `observe`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObserveParams {
+    limit: Option<u32>,
+    max_bytes: Option<u32>,
+    viewport_only: Option<bool>,
 }
 
-/// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
-pub async fn page_context(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-) -> Result<PageContext, RpcError> {
-    let session = guard.session(client).await.map_err(cdp_error)?;
-    if let Some(selection) = guard.frame_selection() {
-        return super::frames::frame_context(client, guard, session, selection).await;
-    }
-    let frame_id = match guard.state().main_frame.clone() {
-        Some(frame_id) => frame_id,
-        None => {
-            let frame_id = page::main_frame_id(client, &session, SCRIPT_TIMEOUT)
-                .await
-                .map_err(page_error)?;
-            guard.state().main_frame = Some(frame_id.clone());
-            frame_id
+impl ObserveParams {
+    pub fn options(&self) -> ObserveOptions {
+        let defaults = ObserveOptions::default();
+        ObserveOptions {
+            limit: self.limit.unwrap_or(defaults.limit),
+            max_bytes: self.max_bytes.unwrap_or(defaults.max_bytes),
+            viewport_only: self.viewport_only.unwrap_or(false),
         }
-    };
-    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT)
-        .await
-        .map_err(page_error)?;
-    Ok(PageContext {
-        session,
-        frame_id,
-        context,
-        session_root: true,
-    })
-}
-
-/// The one mapping from page-script failures to agent-visible errors.
-pub fn page_error(error: PageError) -> RpcError {
-    match error {
-        PageError::InvalidOption { name, detail } => {
-            RpcError::invalid_params(format!("{name} {detail}"))
-                .with_context("path", json!(format!("arguments.{name}")))
-        }
-        PageError::Refused { code, message, .. } => match code {
-            ScriptErrorCode::ObservationUnknown => {
-                RpcError::new(ErrorCode::ObservationNotFound, message).with_remediation(
-                    "observe",
-                    "Call browser.observe and use refs from the new Observation.",
-                )
-            }
-            ScriptErrorCode::RefUnknown | ScriptErrorCode::RefStale => {
-                RpcError::new(ErrorCode::StaleRef, message).with_remediation(
-                    "observe",
-                    "Call browser.observe and use refs from the new Observation.",
-                )
-            }
-            ScriptErrorCode::InvalidSelector
-            | ScriptErrorCode::InvalidRegex
-            | ScriptErrorCode::InvalidArgument => RpcError::invalid_params(message),
-            ScriptErrorCode::NoMatch => {
-                RpcError::invalid_params(message).with_context("reason", json!("no_match"))
-            }
-            ScriptErrorCode::NotVisible => RpcError::new(ErrorCode::ElementNotActionable, message)
-                .with_context("reason", json!("not_visible")),
-            ScriptErrorCode::NotEditable => RpcError::new(ErrorCode::ElementNotActionable, message)
-                .with_context("reason", json!("not_editable")),
-            ScriptErrorCode::UnsupportedElement => {
-                RpcError::new(ErrorCode::ElementNotActionable, message)
-                    .with_context("reason", json!("unsupported_element"))
-            }
-            ScriptErrorCode::OptionNotFound | ScriptErrorCode::OptionDisabled => {
-                RpcError::invalid_params(message).with_context("reason", json!(code.as_str()))
-            }
-        },
-        PageError::Cdp(cdp) => cdp_error(cdp),
-        // A script that threw in the page's context (often: the document was replaced mid-call).
-        other => RpcError::new(ErrorCode::InternalError, other.to_string()),
     }
 }
 
-/// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
-/// frame's come from the browser's navigation history; a selected subframe's are read in the
-/// Broker's isolated world of that frame, where the page's own overrides of `document.title`
-/// or `JSON.stringify` do not exist. Never evaluated in the page's main world.
-pub async fn url_and_title(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    page_context: &PageContext,
-) -> Result<(String, String), RpcError> {
-    if guard.state().main_frame.as_deref() == Some(page_context.frame_id.as_str()) {
-        return guard.page_info(client).await.map_err(cdp_error);
-    }
-    // One character past each bound, so a cut value gets its marker.
-    let expression = format!(
-        "[String(location.href).slice(0, {}), String(document.title).slice(0, {})]",
-        MAX_URL_CHARS + 1,
-        MAX_TITLE_CHARS + 1
-    );
-    let result = client
-        .call(
-            Some(&page_context.session),
-            "Runtime.evaluate",
-            json!({"expression": expression, "contextId": page_context.context.get(), "returnByValue": true}),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(cdp_error)?;
-    let value = result
-        .pointer("/result/value")
-        .cloned()
-        .unwrap_or(Value::Null);
-    Ok((
-        bound_url(value[0].as_str().unwrap_or("")),
-        bound_title(value[1].as_str().unwrap_or("")),
-    ))
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    selector: Option<String>,
+    max_chars: Option<u32>,
 }
 
-fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Value> {
-    let mut result = Map::new();
-    result.insert("workspaceId".into(), json!(scope.workspace_id));
-    result.insert("leaseId".into(), json!(scope.lease_id));
-    result.insert("targetId".into(), json!(scope.target_id));
-    result.insert("url".into(), json!(url));
-    result.insert("title".into(), json!(title));
-    result
+#[derive(Deserialize)]
+struct SearchParams {
+    query: String,
+    regex: Option<bool>,
+    limit: Option<u32>,
 }
 
-pub fn observe_options(arguments: &Map<String, Value>) -> ObserveOptions {
-    let defaults = ObserveOptions::default();
-    ObserveOptions {
-        limit: u32_arg(arguments, "limit", defaults.limit),
-        max_bytes: u32_arg(arguments, "maxBytes", defaults.max_bytes),
-        viewport_only: bool_arg(arguments, "viewportOnly", false),
-    }
+#[derive(Deserialize)]
+struct FindParams {
+    selector: String,
+    pierce: Option<bool>,
+    limit: Option<u32>,
 }
 
-/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
-/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
-pub async fn take_observation(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    options: ObserveOptions,
-) -> Result<Map<String, Value>, RpcError> {
-    let page_context = page_context(client, guard).await?;
-    let observation_id = new_id(IdKind::Observation);
-    let script = Observe {
-        key: observation_id.clone(),
-        options,
-    };
-    let observation = page::run(
-        client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(page_error)?;
-    let (url, title) = url_and_title(client, guard, &page_context).await?;
-    let state = guard.state();
-    let hint_context = HintContext {
-        main_document_status: None,
-        previous_auth_surface: state.auth_surface,
-    };
-    let hints = page::observation_hints(&observation, &hint_context);
-    state.auth_surface = Some(page::has_auth_surface(&observation));
-    let elements = observation
-        .elements
-        .iter()
-        .map(|e| ElementSummary {
-            role: serde_json::to_value(e.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            tag: e.tag.clone(),
-            input_type: e.input_type.clone(),
-        })
-        .collect();
-    state.observations.push_back(ObservationRecord {
-        id: observation_id.clone(),
-        workspace_id: scope.workspace_id.clone().unwrap_or_default(),
-        frame_id: page_context.frame_id.clone(),
-        elements,
-    });
-    while state.observations.len() > KEPT_OBSERVATIONS {
-        state.observations.pop_front();
-    }
-    let mut result = base_result(scope, url, title);
-    result.insert("observationId".into(), json!(observation_id));
-    let wire = serde_json::to_value(observation.wire(&hints))
-        .map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))?;
-    if let Value::Object(fields) = wire {
-        result.extend(fields);
-    }
-    Ok(result)
+pub fn observe_options(arguments: &Map<String, Value>) -> Result<ObserveOptions, ToolError> {
+    Ok(decode_params::<ObserveParams>(arguments)?.options())
 }
 
 pub async fn observe(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let result = take_observation(&client, &mut guard, scope, observe_options(&arguments)).await?;
+) -> Result<Value, ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let result = tab.observe(scope, observe_options(&arguments)?).await?;
     Ok(Value::Object(result))
 }
 
@@ -390,19 +233,18 @@ async fn run_reading<S: page::PageScript>(
     env: &ToolEnv,
     scope: &CallScope,
     script: &S,
-) -> Result<(S::Output, Map<String, Value>), RpcError> {
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let page_context = page_context(&client, &mut guard).await?;
+) -> Result<(S::Output, Map<String, Value>), ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let page_context = tab.page_context().await?;
     let output = page::run(
-        &client,
+        &tab.client,
         &page_context.session,
         page_context.context,
         script,
         SCRIPT_TIMEOUT,
     )
-    .await
-    .map_err(page_error)?;
-    let (url, title) = url_and_title(&client, &mut guard, &page_context).await?;
+    .await?;
+    let (url, title) = tab.url_and_title(&page_context).await?;
     Ok((output, base_result(scope, url, title)))
 }
 
@@ -410,11 +252,12 @@ pub async fn read(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
+    let params: ReadParams = decode_params(&arguments)?;
     let defaults = Read::default();
     let script = Read {
-        selector: str_arg(&arguments, "selector").map(str::to_owned),
-        max_chars: u32_arg(&arguments, "maxChars", defaults.max_chars),
+        selector: params.selector,
+        max_chars: params.max_chars.unwrap_or(defaults.max_chars),
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
     result.insert("text".into(), json!(text.text));
@@ -427,11 +270,12 @@ pub async fn search(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
+    let params: SearchParams = decode_params(&arguments)?;
     let script = Search {
-        query: str_arg(&arguments, "query").unwrap_or_default().to_owned(),
-        regex: bool_arg(&arguments, "regex", false),
-        limit: u32_arg(&arguments, "limit", page::SEARCH_DEFAULT_LIMIT),
+        query: params.query,
+        regex: params.regex.unwrap_or(false),
+        limit: params.limit.unwrap_or(page::SEARCH_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(
@@ -447,13 +291,12 @@ pub async fn find(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
+    let params: FindParams = decode_params(&arguments)?;
     let script = Find {
-        selector: str_arg(&arguments, "selector")
-            .unwrap_or_default()
-            .to_owned(),
-        pierce: bool_arg(&arguments, "pierce", false),
-        limit: u32_arg(&arguments, "limit", page::FIND_DEFAULT_LIMIT),
+        selector: params.selector,
+        pierce: params.pierce.unwrap_or(false),
+        limit: params.limit.unwrap_or(page::FIND_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
     result.insert(

@@ -15,21 +15,21 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::observe::{PageContext, SCRIPT_TIMEOUT, page_error};
-use super::tabs::cdp_error;
+use super::error::ToolError;
+use super::tab::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::dom::{
     BackendNodeId, GetBoxModel, GetFrameOwner, ResolveNode, ScrollIntoViewIfNeeded,
 };
 use crate::cdp::page::GetFrameTree;
-use crate::cdp::runtime::{CallArgument, CallFunctionOn, Evaluate, ReleaseObjectGroup};
+use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ClickProbe, ClickTarget, FRAME_POINT_HIT, FrameHit, PageError, Point, ProbeScroll, Quad,
-    QuadMap, RefTarget, ScriptErrorCode,
+    self, ClickProbe, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad, QuadMap,
+    RefTarget, ScriptErrorCode, ViewportSize,
 };
-use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
 /// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
@@ -121,12 +121,12 @@ impl Blocker {
                     error = error.with_context("occludedBy", json!(by));
                 }
                 error.with_remediation(
-                    "resolve_overlay_first",
+                    RemediationAction::ResolveOverlayFirst,
                     "Observe the page: a modal or overlay may need to be closed first.",
                 )
             }
             Blocker::Detached => error.with_remediation(
-                "observe",
+                RemediationAction::Observe,
                 "Call browser.observe and use refs from the new Observation.",
             ),
             _ => error,
@@ -142,7 +142,7 @@ fn frame_gone() -> RpcError {
     )
     .with_context("reason", json!("frame_detached"))
     .with_remediation(
-        "list_frames",
+        RemediationAction::ListFrames,
         "Call browser.frames.list, select a frame (or {main: true}) with browser.frames.select, and observe again.",
     )
 }
@@ -154,11 +154,10 @@ struct TreeFrame {
 }
 
 /// `Page.getFrameTree` of one session, root first.
-async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, RpcError> {
+async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, ToolError> {
     let reply = client
         .execute(session, &GetFrameTree {}, SCRIPT_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     Ok(reply
         .frame_tree
         .frames()
@@ -181,14 +180,11 @@ async fn frame_owner(
     client: &CdpClient,
     session: &SessionId,
     frame: &str,
-) -> Result<BackendNodeId, RpcError> {
+) -> Result<BackendNodeId, ToolError> {
     let command = GetFrameOwner {
         frame_id: frame.to_owned(),
     };
-    let owner = client
-        .execute(session, &command, SCRIPT_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    let owner = client.execute(session, &command, SCRIPT_TIMEOUT).await?;
     Ok(owner.backend_node_id)
 }
 
@@ -197,8 +193,8 @@ pub async fn chain(
     client: &CdpClient,
     guard: &mut TabGuard,
     ctx: &PageContext,
-) -> Result<Chain, RpcError> {
-    let tab_session = guard.session(client).await.map_err(cdp_error)?;
+) -> Result<Chain, ToolError> {
+    let tab_session = guard.session(client).await?;
     let mut chain = Chain {
         dispatch_session: ctx.session.clone(),
         hops: Vec::new(),
@@ -260,18 +256,14 @@ pub async fn chain(
             true => owner,
             false => frame_owner(client, &host, &outermost).await?,
         };
-        let context = page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT)
-            .await
-            .map_err(page_error)?;
+        let context =
+            page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT).await?;
         let resolve = ResolveNode {
             backend_node_id: hit_owner,
             execution_context_id: Some(context.get()),
             object_group: Some(CHAIN_OBJECT_GROUP.to_owned()),
         };
-        let resolved = client
-            .execute(&host, &resolve, SCRIPT_TIMEOUT)
-            .await
-            .map_err(cdp_error)?;
+        let resolved = client.execute(&host, &resolve, SCRIPT_TIMEOUT).await?;
         let hit_object = resolved.object.object_id.ok_or_else(gone)?;
         chain.hops.push(Hop {
             session: host.clone(),
@@ -284,11 +276,13 @@ pub async fn chain(
         frame = host_root;
         session = host;
     }
-    Err(RpcError::new(
-        ErrorCode::ElementNotActionable,
-        format!("the element is inside frames nested deeper than {MAX_HOPS}"),
-    )
-    .with_context("reason", json!("hidden")))
+    Err(ToolError::from(
+        RpcError::new(
+            ErrorCode::ElementNotActionable,
+            format!("the element is inside frames nested deeper than {MAX_HOPS}"),
+        )
+        .with_context("reason", json!("hidden")),
+    ))
 }
 
 /// A mapped point and what stood in its way.
@@ -311,7 +305,7 @@ async fn map_through(
     frame: [f64; 2],
     scroll: bool,
     hit_test: bool,
-) -> Result<Mapped, RpcError> {
+) -> Result<Mapped, ToolError> {
     let mut point = point;
     let mut aim = Aim {
         x: point.x,
@@ -376,35 +370,16 @@ async fn map_through(
 }
 
 /// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
-async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, RpcError> {
-    let call = CallFunctionOn {
-        function_declaration: FRAME_POINT_HIT.to_owned(),
-        execution_context_id: None,
-        object_id: Some(hop.hit_object.clone()),
-        arguments: vec![
-            CallArgument {
-                value: json!(point.x),
-            },
-            CallArgument {
-                value: json!(point.y),
-            },
-        ],
-        return_by_value: true,
-        await_promise: None,
-        silent: true,
-        object_group: None,
-    };
-    let result = client
-        .execute(&hop.session, &call, SCRIPT_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
-    let text = result
-        .result
-        .value
-        .as_ref()
-        .and_then(Value::as_str)
-        .ok_or_else(frame_gone)?;
-    serde_json::from_str(text).map_err(|e| RpcError::new(ErrorCode::InternalError, e.to_string()))
+async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
+    let hit = page::frame_point_hit(
+        client,
+        &hop.session,
+        &hop.hit_object,
+        (point.x, point.y),
+        SCRIPT_TIMEOUT,
+    )
+    .await?;
+    Ok(hit.ok_or_else(frame_gone)?)
 }
 
 /// The main-frame point of a coordinate click given in the page context's frame viewport (no
@@ -414,28 +389,19 @@ pub async fn map_point(
     ctx: &PageContext,
     chain: &Chain,
     (x, y): (f64, f64),
-) -> Result<Aim, RpcError> {
+) -> Result<Aim, ToolError> {
     if chain.hops.is_empty() {
         return Ok(Aim { x, y });
     }
-    let evaluate = Evaluate {
-        expression: "[innerWidth, innerHeight]".to_owned(),
-        context_id: Some(ctx.context.get()),
-        return_by_value: true,
-        await_promise: None,
-    };
-    let size = client
-        .execute(&ctx.session, &evaluate, SCRIPT_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
-    let size = size.result.value.as_ref().and_then(Value::as_array);
-    let dimension = |i: usize| size.and_then(|s| s.get(i)).and_then(Value::as_f64);
-    let (Some(width), Some(height)) = (dimension(0), dimension(1)) else {
-        return Err(RpcError::new(
-            ErrorCode::InternalError,
-            "the frame's viewport size is unknown",
-        ));
-    };
+    let viewport = page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &ViewportSize,
+        SCRIPT_TIMEOUT,
+    )
+    .await?;
+    let (width, height) = (viewport.width, viewport.height);
     let mapped = map_through(
         client,
         chain,
@@ -447,7 +413,7 @@ pub async fn map_point(
     .await?;
     match mapped.blocker {
         None => Ok(mapped.aim),
-        Some(blocker) => Err(blocker.error()),
+        Some(blocker) => Err(ToolError::from(blocker.error())),
     }
 }
 
@@ -481,7 +447,7 @@ impl Sample {
 enum Failure {
     /// The ref's element is no longer in its document.
     Stale(PageError),
-    Other(RpcError),
+    Other(ToolError),
 }
 
 async fn sample(
@@ -509,7 +475,7 @@ async fn sample(
                         scrolled: false,
                     }),
                     Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
-                    _ => Err(Failure::Other(page_error(error))),
+                    _ => Err(Failure::Other(ToolError::from(error))),
                 };
             }
         };
@@ -554,7 +520,7 @@ pub async fn actionable(
     chain: &Chain,
     target: &RefTarget,
     deadline: tokio::time::Instant,
-) -> Result<Aim, RpcError> {
+) -> Result<Aim, ToolError> {
     let now = tokio::time::Instant::now();
     let remaining = deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
@@ -565,9 +531,11 @@ pub async fn actionable(
         let current = match sample(client, ctx, chain, target, scroll).await {
             Ok(current) => current,
             // Removed while we waited: it will not come back as the same element.
-            Err(Failure::Stale(_)) if previous.is_some() => return Err(Blocker::Detached.error()),
+            Err(Failure::Stale(_)) if previous.is_some() => {
+                return Err(ToolError::from(Blocker::Detached.error()));
+            }
             // Gone before the first look: the ref itself is stale (as for every tool).
-            Err(Failure::Stale(error)) => return Err(page_error(error)),
+            Err(Failure::Stale(error)) => return Err(ToolError::from(error)),
             Err(Failure::Other(error)) => return Err(error),
         };
         let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
@@ -586,7 +554,7 @@ pub async fn actionable(
         };
         let blocker = current.blocker.clone().unwrap_or(Blocker::NotStable);
         if tokio::time::Instant::now() + interval > wait_until {
-            return Err(blocker.error());
+            return Err(ToolError::from(blocker.error()));
         }
         previous = Some(current);
         tokio::time::sleep(interval).await;

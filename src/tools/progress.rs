@@ -14,6 +14,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::{Map, Value};
 
+use super::evidence::{Evidence, Status};
 use crate::page::{Confidence, Hint};
 use crate::session::TabState;
 
@@ -106,11 +107,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// From the evidence `status`.
-    pub fn of(evidence: &Value) -> Verdict {
-        match evidence.get("status").and_then(Value::as_str) {
-            Some("verified") => Verdict::Verified,
-            Some("mismatch") => Verdict::Mismatch,
-            _ => Verdict::Inconclusive,
+    pub fn of(evidence: &Evidence) -> Verdict {
+        match evidence.status {
+            Status::Verified => Verdict::Verified,
+            Status::Mismatch => Verdict::Mismatch,
+            Status::Unavailable => Verdict::Inconclusive,
         }
     }
 }
@@ -231,18 +232,23 @@ pub struct Completed<'a> {
     pub page: Option<(u64, u64)>,
 }
 
-impl Completed<'_> {
-    /// `changed` and `navigated` from the evidence's `effects`.
-    pub fn effects(evidence: &Value) -> (bool, bool) {
-        let effects = evidence
-            .get("effects")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let names = || effects.iter().filter_map(Value::as_str);
-        let changed = names().any(|e| e != "focus_changed");
-        let navigated = names().any(|e| e == "navigation" || e == "document_changed");
-        (changed, navigated)
+impl<'a> Completed<'a> {
+    /// One completed action from its evidence: the verdict and what changed are read from the
+    /// typed evidence itself.
+    pub fn new(
+        actor: Actor<'a>,
+        signature: u64,
+        evidence: &Evidence,
+        page: Option<(u64, u64)>,
+    ) -> Completed<'a> {
+        Completed {
+            actor,
+            signature,
+            verdict: Verdict::of(evidence),
+            changed: evidence.changed(),
+            navigated: evidence.navigated(),
+            page,
+        }
     }
 }
 

@@ -8,52 +8,23 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
-use super::manifest::{Scope, ToolDef, object, open_object};
-use crate::cdp::{CdpClient, CdpError};
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::tab::{ControlledTab, PageState};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::bounds::bound_event_url;
-use crate::session::{Awaited, ConnectError, LoadPhase, TabGuard, TargetError};
+use crate::session::{Awaited, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
-/// How long a navigation waits for `complete` before settling for `interactive` (bounded by the
-/// deadline too).
-const LOAD_WAIT: Duration = Duration::from_secs(15);
-/// How long a page may stay short of `interactive` after `Page.navigate` (or a reload/history
-/// navigation) was dispatched before `watchdog.navigation_stalled` fires and the Command ends
-/// `unknown_outcome` (spec: 30 seconds).
-pub const NAVIGATION_STALL: Duration = Duration::from_secs(30);
-/// Operator knob overriding `NAVIGATION_STALL`, in milliseconds (see docs/watchdogs.md).
-const NAVIGATION_STALL_ENV: &str = "BROWSER_PILOT_NAVIGATION_STALL_MS";
-/// Bounds of `BROWSER_PILOT_NAVIGATION_STALL_MS`: under a second a slow but healthy page would
-/// be called stalled; beyond ten minutes (the longest Command deadline) it could never fire.
-const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000;
 /// Timeout of one CDP call made by these tools.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// URL schemes `browser.open` accepts. `javascript:` and browser-internal pages are refused.
 const ALLOWED_SCHEMES: &[&str] = &["http:", "https:", "about:", "data:", "file:"];
-
-/// `NAVIGATION_STALL`, or the operator's `BROWSER_PILOT_NAVIGATION_STALL_MS` clamped to
-/// `NAVIGATION_STALL_RANGE_MS`; read once per Broker.
-fn navigation_stall() -> Duration {
-    static STALL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *STALL.get_or_init(|| {
-        match std::env::var(NAVIGATION_STALL_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            Some(ms) => Duration::from_millis(ms.clamp(
-                *NAVIGATION_STALL_RANGE_MS.start(),
-                *NAVIGATION_STALL_RANGE_MS.end(),
-            )),
-            None => NAVIGATION_STALL,
-        }
-    })
-}
 
 fn url_schema() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]})
@@ -95,6 +66,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(connect),
         },
         ToolDef {
             name: "browser.open",
@@ -106,6 +80,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: page_result_schema(),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(open),
         },
         ToolDef {
             name: "browser.navigate",
@@ -120,6 +97,9 @@ pub fn defs() -> Vec<ToolDef> {
             output_schema: page_result_schema(),
             sensitivity_input: &["browser_data"],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(navigate),
         },
         ToolDef {
             name: "browser.tabs.list",
@@ -142,6 +122,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::Dispatch,
+            handler: handler!(tabs_list),
         },
         ToolDef {
             name: "browser.tabs.release",
@@ -156,6 +139,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::Dispatch,
+            handler: handler!(tabs_release),
         },
         ToolDef {
             name: "browser.tabs.close",
@@ -170,6 +156,9 @@ pub fn defs() -> Vec<ToolDef> {
             ),
             sensitivity_input: &[],
             sensitivity_output: &[],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(tabs_close),
         },
     ]
 }
@@ -181,101 +170,44 @@ fn workspace(scope: &CallScope) -> (&str, &str) {
     )
 }
 
-pub fn disconnected() -> RpcError {
-    RpcError::new(
-        ErrorCode::BrowserDisconnected,
-        "the Broker has no live browser connection",
-    )
-    .with_remediation(
-        "call_browser_connect",
-        "Call browser.connect, then browser.tabs.list to rebuild target state.",
-    )
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectParams {
+    browser_id: Option<String>,
 }
 
-pub fn target_error(error: TargetError) -> RpcError {
-    match error {
-        TargetError::NotFound => RpcError::new(ErrorCode::TargetNotFound, "no such target for this Workspace (closed, never listed, or from an older connection generation)")
-            .with_remediation("list_tabs", "Call browser.tabs.list for current targetIds."),
-        TargetError::ControlledElsewhere { .. } => RpcError::new(ErrorCode::TargetControlledElsewhere, "another Lease controls this tab")
-            .with_remediation("wait_for_release", "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
-        TargetError::NotManaged => RpcError::new(ErrorCode::TargetNotManaged, "this is a user tab; Browser Pilot never closes user tabs"),
-    }
+#[derive(Deserialize)]
+struct OpenParams {
+    url: Option<String>,
 }
 
-pub fn cdp_error(error: CdpError) -> RpcError {
-    match error {
-        CdpError::Disconnected => disconnected(),
-        CdpError::SessionClosed { .. } => RpcError::new(
-            ErrorCode::TargetNotFound,
-            "the tab closed or crashed during the call",
-        )
-        .with_remediation("list_tabs", "Call browser.tabs.list and observe again."),
-        CdpError::Timeout { method } => RpcError::new(
-            ErrorCode::DeadlineExceeded,
-            format!("the browser did not answer {method} in time"),
-        ),
-        other => RpcError::new(
-            ErrorCode::InternalError,
-            format!("browser call failed: {other}"),
-        ),
-    }
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum NavigateAction {
+    Back,
+    Forward,
+    Reload,
+    Goto,
 }
 
-/// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
-/// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
-pub async fn controlled_tab(
-    env: &ToolEnv,
-    scope: &CallScope,
-) -> Result<(CdpClient, TabGuard), RpcError> {
-    let live = env.browser.live().ok_or_else(disconnected)?;
-    let (workspace_id, lease_id) = workspace(scope);
-    let opaque = scope
-        .target_id
-        .as_deref()
-        .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
-    let (target, handle) = env
-        .browser
-        .control(workspace_id, lease_id, opaque)
-        .await
-        .map_err(target_error)?;
-    let ticket = scope
-        .ticket
-        .lock()
-        .expect("ticket lock")
-        .take()
-        .filter(|t| *t.target() == target);
-    let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
-    guard.set_workspace(workspace_id);
-    scope.gate.pass().await?;
-    Ok((scope.gate.watch(&live.client), guard))
+#[derive(Deserialize)]
+struct NavigateParams {
+    action: NavigateAction,
+    url: Option<String>,
 }
 
 pub async fn connect(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let browser_id = match str_arg(&arguments, "browserId") {
-        Some(id) => id.to_owned(),
+) -> Result<Value, ToolError> {
+    let params: ConnectParams = decode_params(&arguments)?;
+    let browser_id = match params.browser_id {
+        Some(id) => id,
         None => workspace_browser(env, scope).await?,
     };
     scope.gate.pass().await?;
-    let connected = env.browser.connect(&browser_id).await.map_err(|error| match error {
-        ConnectError::UnknownBrowser(id) => RpcError::invalid_params(format!("no browser candidate {id:?}"))
-            .with_remediation("discover", "Call browser.discover for the current candidates."),
-        ConnectError::NotReady { remediation } => {
-            let mut error = RpcError::new(ErrorCode::BrowserNotReady, "the browser has no live debugging endpoint");
-            error.remediation = remediation.or_else(|| Some(json!({"action": "start_browser", "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
-            error
-        }
-        ConnectError::AnotherBrowserConnected(other) => RpcError::new(ErrorCode::BrowserBusy, "the Broker is connected to another browser")
-            .with_context("connectedBrowserId", json!(other)),
-        ConnectError::AuthorizationDenied(message) => RpcError::new(ErrorCode::AuthorizationDenied, format!("the browser refused the debugging connection: {message}"))
-            .with_remediation("allow_remote_debugging", "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
-        ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")
-            .with_remediation("approve_in_browser", "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
-        ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
-    })?;
+    let connected = env.browser.connect(&browser_id).await?;
     Ok(json!({
         "browserId": connected.browser_id,
         "browserConnectionGeneration": connected.generation,
@@ -284,7 +216,7 @@ pub async fn connect(
     }))
 }
 
-async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, RpcError> {
+async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, ToolError> {
     let store = env.store.clone();
     let principal = scope.principal.clone();
     let id = scope.workspace_id.clone().unwrap_or_default();
@@ -297,25 +229,27 @@ async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, R
         })?;
     match lookup {
         crate::store::WorkspaceLookup::Active(row) => Ok(row.browser_id),
-        _ => Err(RpcError::new(
+        _ => Err(ToolError::from(RpcError::new(
             ErrorCode::WorkspaceNotFound,
             "no active Workspace with this id for this client",
-        )),
+        ))),
     }
 }
 
-fn check_url(url: &str) -> Result<(), RpcError> {
+fn check_url(url: &str) -> Result<(), ToolError> {
     let lower = url.trim_start().to_ascii_lowercase();
     match ALLOWED_SCHEMES
         .iter()
         .any(|scheme| lower.starts_with(scheme))
     {
         true => Ok(()),
-        false => Err(RpcError::invalid_params(format!(
-            "unsupported URL scheme; allowed: {}",
-            ALLOWED_SCHEMES.join(" ")
-        ))
-        .with_context("path", json!("arguments.url"))),
+        false => Err(ToolError::from(
+            RpcError::invalid_params(format!(
+                "unsupported URL scheme; allowed: {}",
+                ALLOWED_SCHEMES.join(" ")
+            ))
+            .with_context("path", json!("arguments.url")),
+        )),
     }
 }
 
@@ -323,17 +257,16 @@ pub async fn open(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let url = str_arg(&arguments, "url")
-        .unwrap_or("about:blank")
-        .to_owned();
+) -> Result<Value, ToolError> {
+    let params: OpenParams = decode_params(&arguments)?;
+    let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
     if scope.target_id.is_some() {
-        let (client, mut guard) = controlled_tab(env, scope).await?;
+        let mut tab = ControlledTab::acquire(env, scope).await?;
         let opaque = scope.target_id.as_deref().unwrap_or_default();
-        return goto(env, &client, &mut guard, scope, opaque, &url).await;
+        return goto(env, &mut tab, scope, opaque, &url).await;
     }
-    let live = env.browser.live().ok_or_else(disconnected)?;
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let client = scope.gate.watch(&live.client);
     let (workspace_id, lease_id) = workspace(scope);
     scope.gate.pass().await?;
@@ -342,8 +275,7 @@ pub async fn open(
     // commit, so the load wait below reads the new document, never the initial about:blank.
     let target = client
         .create_target("about:blank", new_window, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+        .await?;
     let opaque = env
         .browser
         .adopt_created(&target, &url, workspace_id, lease_id);
@@ -358,11 +290,10 @@ pub async fn open(
     let handle = env
         .browser
         .control(workspace_id, lease_id, &opaque)
-        .await
-        .map_err(target_error)?
+        .await?
         .1;
-    let mut guard = handle.acquire().await;
-    let mut result = goto(env, &client, &mut guard, scope, &opaque, &url).await?;
+    let mut tab = ControlledTab::new(client, handle.acquire().await);
+    let mut result = goto(env, &mut tab, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
     Ok(result)
@@ -372,67 +303,65 @@ pub async fn navigate(
     env: &ToolEnv,
     scope: &CallScope,
     arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    let action = str_arg(&arguments, "action").unwrap_or("reload").to_owned();
-    let url = str_arg(&arguments, "url").map(str::to_owned);
-    if action == "goto" {
+) -> Result<Value, ToolError> {
+    let NavigateParams { action, url } = decode_params(&arguments)?;
+    if action == NavigateAction::Goto {
         check_url(url.as_deref().ok_or_else(|| {
             RpcError::invalid_params("\"url\" is required for goto")
                 .with_context("path", json!("arguments.url"))
         })?)?;
     }
-    let (client, mut guard) = controlled_tab(env, scope).await?;
-    let session = guard.session(&client).await.map_err(cdp_error)?;
-    // A navigation ends every no-progress streak on the tab.
-    guard.state().progress = Default::default();
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let session = tab.guard.session(&tab.client).await?;
+    tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
-    let awaited = match action.as_str() {
-        "goto" => {
+    let awaited = match action {
+        NavigateAction::Goto => {
             return goto(
                 env,
-                &client,
-                &mut guard,
+                &mut tab,
                 scope,
                 scope.target_id.as_deref().unwrap_or_default(),
                 url.as_deref().unwrap_or("about:blank"),
             )
             .await;
         }
-        "reload" => {
-            let mark = guard.load_mark();
-            client
-                .reload(&session, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+        NavigateAction::Reload => {
+            let mark = tab.guard.load_mark();
+            tab.client.reload(&session, CALL_TIMEOUT).await?;
             Awaited::NewDocument(mark)
         }
-        direction => {
-            let history = client
+        back_or_forward => {
+            let direction = match back_or_forward {
+                NavigateAction::Back => "back",
+                _ => "forward",
+            };
+            let history = tab
+                .client
                 .navigation_history(&session, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+                .await?;
             let offset = if direction == "back" { -1 } else { 1 };
             let Some(entry) = history.entry(offset) else {
-                return Err(RpcError::new(
-                    ErrorCode::NavigationFailed,
-                    format!("there is no history entry to go {direction} to"),
-                )
-                .with_context("action", json!(direction)));
+                return Err(ToolError::from(
+                    RpcError::new(
+                        ErrorCode::NavigationFailed,
+                        format!("there is no history entry to go {direction} to"),
+                    )
+                    .with_context("action", json!(direction)),
+                ));
             };
-            let mark = guard.load_mark();
-            client
+            let mark = tab.guard.load_mark();
+            tab.client
                 .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)
-                .await
-                .map_err(cdp_error)?;
+                .await?;
             // A history step may stay in the document (fragment, History API entries).
             Awaited::AnyNavigation(mark)
         }
     };
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    let page = wait_for_load(
-        env, &client, &mut guard, scope, opaque, &awaited, dispatched,
-    )
-    .await?;
+    let page = tab
+        .wait_for_load(env, scope, opaque, &awaited, dispatched)
+        .await?;
     Ok(page_result(
         scope.target_id.as_deref().unwrap_or_default(),
         page,
@@ -442,41 +371,34 @@ pub async fn navigate(
 
 async fn goto(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     scope: &CallScope,
     opaque: &str,
     url: &str,
-) -> Result<Value, RpcError> {
-    let session = guard.session(client).await.map_err(cdp_error)?;
-    // A navigation ends every no-progress streak on the tab.
-    guard.state().progress = Default::default();
+) -> Result<Value, ToolError> {
+    let session = tab.guard.session(&tab.client).await?;
+    tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
-    let mark = guard.load_mark();
-    let outcome = client
-        .navigate(&session, url, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    let mark = tab.guard.load_mark();
+    let outcome = tab.client.navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
-        return Err(RpcError::new(
-            ErrorCode::NavigationFailed,
-            format!("the browser could not load the URL: {error_text}"),
-        )
-        .with_context("errorText", json!(error_text)));
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::NavigationFailed,
+                format!("the browser could not load the URL: {error_text}"),
+            )
+            .with_context("errorText", json!(error_text)),
+        ));
     }
     // A cross-document navigation names its loader; one that stayed in the document does not.
     let awaited = match outcome.loader_id {
         Some(loader) => Awaited::Loader(loader),
         None => Awaited::AnyNavigation(mark),
     };
-    let page = wait_for_load(env, client, guard, scope, opaque, &awaited, dispatched).await?;
+    let page = tab
+        .wait_for_load(env, scope, opaque, &awaited, dispatched)
+        .await?;
     Ok(page_result(opaque, page, false))
-}
-
-struct PageState {
-    url: String,
-    title: String,
-    load_state: &'static str,
 }
 
 fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
@@ -487,117 +409,12 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
     result
 }
 
-/// Waits, on the tab's lifecycle events, until the awaited document has loaded. Settles for
-/// `interactive` once the load wait or the deadline nears. A page still short of `interactive`
-/// when the stall bound passes (counted from the navigation's dispatch) is reported with
-/// `watchdog.navigation_stalled` and ends `unknown_outcome`; one still loading at the deadline
-/// is left to the deadline, which makes the dispatched Command `unknown_outcome` too. Never
-/// answers success for a loading page. URL and title are then read from the browser's history.
-async fn wait_for_load(
-    env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &CallScope,
-    opaque: &str,
-    awaited: &Awaited,
-    dispatched: tokio::time::Instant,
-) -> Result<PageState, RpcError> {
-    let now = tokio::time::Instant::now();
-    let settle_at = (now + LOAD_WAIT).min(
-        scope
-            .deadline
-            .checked_sub(Duration::from_millis(50))
-            .unwrap_or(now),
-    );
-    let stall_at = dispatched + navigation_stall();
-    let mut phase = None;
-    let load_state = loop {
-        let now = tokio::time::Instant::now();
-        let interactive = phase >= Some(LoadPhase::Interactive);
-        match phase {
-            Some(LoadPhase::Complete) => break LoadPhase::Complete,
-            Some(reached) if interactive && now >= settle_at => break reached,
-            _ if !interactive && now >= stall_at => {
-                let url = match guard.page_info(client).await {
-                    Ok((url, _)) => url,
-                    Err(_) => String::new(),
-                };
-                return Err(navigation_stalled(env, scope, opaque, &url, now - dispatched).await);
-            }
-            _ => {}
-        }
-        // Interactive: wait for complete until the settle time. Short of it: wait for any
-        // progress until the settle time, then for interactive until the stall bound.
-        phase = match (interactive, now < settle_at) {
-            (true, _) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Complete, settle_at)
-                    .await
-            }
-            (false, true) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Interactive, settle_at.min(stall_at))
-                    .await
-            }
-            (false, false) => {
-                guard
-                    .wait_for_phase(awaited, LoadPhase::Interactive, stall_at)
-                    .await
-            }
-        };
-    };
-    let (url, title) = guard.page_info(client).await.map_err(cdp_error)?;
-    // Target discovery may report the new title later; the inventory shows what we just read.
-    env.browser.note_page(&guard.target, &url, &title);
-    Ok(PageState {
-        url,
-        title,
-        load_state: load_state.as_str(),
-    })
-}
-
-/// Emits `watchdog.navigation_stalled` and returns the Command's `unknown_outcome` error. The
-/// browser is left alone: nothing is stopped, retried or navigated again.
-async fn navigation_stalled(
-    env: &ToolEnv,
-    scope: &CallScope,
-    opaque: &str,
-    url: &str,
-    elapsed: Duration,
-) -> RpcError {
-    let (workspace_id, lease_id) = workspace(scope);
-    let url = bound_event_url(url);
-    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
-    let mut emit = Emit::new(
-        workspace_id,
-        "watchdog.navigation_stalled",
-        json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
-    );
-    emit.lease_id = Some(lease_id.to_owned());
-    emit.target_id = Some(opaque.to_owned());
-    emit.sensitivity = "browser_data";
-    if let Err(error) = env.events.emit(emit).await {
-        tracing::debug!(%error, "watchdog.navigation_stalled not journaled");
-    }
-    RpcError::new(
-        ErrorCode::UnknownOutcome,
-        "the navigation was dispatched but the page did not become interactive in time",
-    )
-    .with_context("reason", json!("navigation_stalled"))
-    .with_context("targetId", json!(opaque))
-    .with_context("elapsedMs", json!(elapsed_ms))
-    .with_remediation(
-        "inspect_state",
-        "Observe the target before deciding whether to navigate again; the navigation is never repeated automatically.",
-    )
-}
-
 pub async fn tabs_list(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
     let tabs: Vec<Value> = env
         .browser
@@ -622,14 +439,13 @@ pub async fn tabs_release(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
-    env.browser.live().ok_or_else(disconnected)?;
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = workspace(scope);
     let opaque = scope.target_id.clone().unwrap_or_default();
     let released = env
         .browser
-        .release_control(workspace_id, lease_id, &opaque)
-        .map_err(target_error)?;
+        .release_control(workspace_id, lease_id, &opaque)?;
     if released {
         // The Lease's no-progress streaks on this tab end with its control.
         let ticket = scope.ticket.lock().expect("ticket lock").take();
@@ -652,20 +468,16 @@ pub async fn tabs_close(
     env: &ToolEnv,
     scope: &CallScope,
     _arguments: Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<Value, ToolError> {
     let (workspace_id, _) = workspace(scope);
     let opaque = scope.target_id.as_deref().unwrap_or_default();
-    if !env
-        .browser
-        .is_managed_opaque(workspace_id, opaque)
-        .map_err(target_error)?
-    {
-        return Err(target_error(TargetError::NotManaged));
+    if !env.browser.is_managed_opaque(workspace_id, opaque)? {
+        return Err(ToolError::from(TargetError::NotManaged));
     }
-    let (client, guard) = controlled_tab(env, scope).await?;
-    let closed = client
-        .close_target(&guard.target, CALL_TIMEOUT)
-        .await
-        .map_err(cdp_error)?;
+    let tab = ControlledTab::acquire(env, scope).await?;
+    let closed = tab
+        .client
+        .close_target(&tab.guard.target, CALL_TIMEOUT)
+        .await?;
     Ok(json!({"targetId": scope.target_id.clone().unwrap_or_default(), "closed": closed}))
 }

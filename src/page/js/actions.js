@@ -332,7 +332,7 @@ function activeElementState(options) {
   return result;
 }
 
-const BP_NATIVE_VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
+// BP_NATIVE_VALUE_TYPES: injected from Rust (page::NATIVE_VALUE_TYPES).
 
 // How this browser normalises `value` for an input of `type`, read from a
 // detached input of this world (so no page script can answer), and whether

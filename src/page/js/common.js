@@ -6,7 +6,8 @@
 // every DOM value it reads is page data.
 
 const BP_STATE_SYMBOL = Symbol.for(BP_VERSION + '.state');
-const BP_MAX_OBSERVATIONS = 4;
+// BP_MAX_OBSERVATIONS and BP_NATIVE_VALUE_TYPES are injected from Rust
+// (src/page/script.rs, `INJECTED_CONSTANTS`), never written here.
 
 // The per-world state, stored under a non-enumerable symbol on the isolated
 // world's global. It dies with the world, i.e. with the document.

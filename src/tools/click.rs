@@ -1,0 +1,521 @@
+//! `browser.click`: aim (pointer.rs), arm the click-truth listener, press and release, then
+//! judge the click from its record and the page's observable effects (`click_evidence`).
+//! Shared action plumbing is `actions.rs`'s; this file holds only the click.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::actions::*;
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
+use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::pointer;
+use super::progress::Subject;
+use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
+use crate::cdp::input::{DispatchMouseEvent, MouseButton, MouseEventType};
+use crate::cdp::{CdpClient, CdpError};
+use crate::page::{
+    self, ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState,
+};
+
+pub fn defs() -> Vec<ToolDef> {
+    let observe = observe_property();
+    vec![ToolDef {
+        name: "browser.click",
+        description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
+        capability: "action.input",
+        scope: Scope::Target,
+        mutating: true,
+        input_schema: {
+            let mut schema = object(
+                merged(
+                    merged(
+                        ref_properties(),
+                        json!({
+                            "x": {"type": "number", "minimum": 0, "maximum": 100000},
+                            "y": {"type": "number", "minimum": 0, "maximum": 100000},
+                            "button": {"enum": ["left", "right", "middle"]},
+                            "clickCount": {"type": "integer", "minimum": 1, "maximum": 2},
+                        }),
+                    ),
+                    observe.clone(),
+                ),
+                &[],
+            );
+            schema["anyOf"] =
+                json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
+            schema
+        },
+        output_schema: action_output(click_evidence_schema()),
+        sensitivity_input: &[],
+        sensitivity_output: &["browser_data"],
+        lane: Lane::Ordinary,
+        gate: Gate::InTool,
+        handler: handler!(click),
+    }]
+}
+
+/// Click evidence adds how the click met its element (docs/observation.md, "Click evidence").
+fn click_evidence_schema() -> Value {
+    let mut schema = evidence_schema("click");
+    schema["properties"]["delivery"] =
+        json!({"enum": ["reached", "intercepted", "stopped", "not_observed", "unknown"]});
+    schema["properties"]["defaultPrevented"] = json!({"type": "boolean"});
+    schema["properties"]["reason"] = json!({"enum": ["no_observable_effect", "click_intercepted", "propagation_stopped", "click_not_observed", "default_prevented"]});
+    schema
+}
+
+fn checked_json(checked: Option<Checked>) -> Value {
+    match checked {
+        Some(Checked::True) => json!(true),
+        Some(Checked::False) => json!(false),
+        Some(Checked::Mixed) => json!("mixed"),
+        None => Value::Null,
+    }
+}
+
+/// Click evidence. A ref click is `verified` only when its click reached the element: the
+/// click-truth record (`record`) saw a trusted click aimed inside the element reach its target,
+/// and then a semantic control must also reach its expected state, and anything else must show
+/// an observable effect. A click that landed elsewhere or was stopped on its way is a
+/// `mismatch`, one whose default the page prevented with no other effect too; no trusted click
+/// at all is `unavailable`. Without a readable record (the click navigated, replaced the
+/// document or opened a dialog) the effects decide as before, but focus alone proves nothing.
+fn click_evidence(
+    kind: &str,
+    effects: &Effects,
+    before: Option<&ElementState>,
+    record: Option<&ClickRecord>,
+) -> Evidence {
+    let after = effects.after.as_ref();
+    let left_page = effects.list.iter().any(|e| e.leaves_page());
+    let expected = match kind {
+        "checkbox" | "switch" | "menuitemcheckbox" => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
+        }
+        "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
+        "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
+            Some(after.is_some_and(|a| a.selected == Some(true)))
+        }
+        _ if before.is_some_and(|b| b.pressed.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.pressed != b.pressed)))
+        }
+        _ if before.is_some_and(|b| b.expanded.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.expanded != b.expanded)))
+        }
+        _ => None,
+    };
+    let delivery = record.and_then(ClickRecord::delivery);
+    let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
+    // Effects that are more than the focus a mousedown moves.
+    let effected = effects.list.iter().any(|e| *e != Effect::FocusChanged);
+    let by_effects = match (expected, effects.list.is_empty()) {
+        (Some(true), _) => (Status::Verified, None),
+        (Some(false), _) if left_page => (Status::Verified, None),
+        (Some(false), _) if prevented => (Status::Mismatch, Some(EvidenceReason::DefaultPrevented)),
+        (Some(false), _) => (Status::Mismatch, None),
+        (None, _) if prevented && !effected => {
+            (Status::Mismatch, Some(EvidenceReason::DefaultPrevented))
+        }
+        (None, false) => (Status::Verified, None),
+        (None, true) => (
+            Status::Unavailable,
+            Some(EvidenceReason::NoObservableEffect),
+        ),
+    };
+    let (status, reason) = match delivery {
+        Some(Delivery::Reached) => by_effects,
+        Some(Delivery::Intercepted) => (Status::Mismatch, Some(EvidenceReason::ClickIntercepted)),
+        Some(Delivery::Stopped) => (Status::Mismatch, Some(EvidenceReason::PropagationStopped)),
+        Some(Delivery::NotObserved) => {
+            (Status::Unavailable, Some(EvidenceReason::ClickNotObserved))
+        }
+        // No record: the page left (navigation, new document, dialog, popup) or it could not be
+        // read. Focus moving is no proof that the click reached the element.
+        None if expected.is_none() && !effected && !effects.list.is_empty() => (
+            Status::Unavailable,
+            Some(EvidenceReason::NoObservableEffect),
+        ),
+        None => by_effects,
+    };
+    let mut evidence = Evidence::new(Action::Click, status, kind, effects.list.clone());
+    evidence.reason = reason;
+    evidence.set("delivery", delivery.map_or("unknown", Delivery::as_str));
+    if prevented {
+        evidence.set("defaultPrevented", true);
+    }
+    if let Some(after) = after {
+        if after.checked.is_some() {
+            evidence.set("checked", checked_json(after.checked));
+        }
+        if let Some(selected) = after.selected {
+            evidence.set("selected", json!(selected));
+        }
+        if let Some(expanded) = after.expanded {
+            evidence.set("expanded", json!(expanded));
+        }
+        if after.pressed.is_some() {
+            evidence.set("pressed", checked_json(after.pressed));
+        }
+        evidence.set("focused", json!(after.focused));
+    }
+    evidence
+}
+
+async fn mouse(
+    client: &CdpClient,
+    session: &crate::cdp::SessionId,
+    kind: MouseEventType,
+    (x, y): (f64, f64),
+    button: MouseButton,
+    click_count: u64,
+) -> Result<(), CdpError> {
+    let event = DispatchMouseEvent::step(kind, x, y, button, click_count);
+    client
+        .execute(session, &event, INPUT_TIMEOUT)
+        .await
+        .map(|_| ())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClickParams {
+    observation_id: Option<String>,
+    #[serde(rename = "ref")]
+    element_ref: Option<u64>,
+    x: Option<f64>,
+    y: Option<f64>,
+    /// `left`, `right` or `middle` (the schema's enum).
+    button: Option<String>,
+    click_count: Option<u64>,
+}
+
+pub async fn click(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, ToolError> {
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let params: ClickParams = decode_params(&arguments)?;
+    let button = params.button.unwrap_or_else(|| "left".to_owned());
+    let clicks = params.click_count.unwrap_or(1);
+    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
+    // The page scripts measure in the selected frame; the point is mapped through every frame's
+    // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
+    // session that takes the input.
+    let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
+    let aimed = match by_ref {
+        true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
+            Ok((target, summary)) => {
+                pointer::actionable(&tab.client, &ctx, &chain, &target, scope.deadline)
+                    .await
+                    .map(|aim| (aim, Some(target), summary.role))
+            }
+            Err(error) => Err(error),
+        },
+        false => {
+            let (x, y) = (params.x.unwrap_or(0.0), params.y.unwrap_or(0.0));
+            pointer::map_point(&tab.client, &ctx, &chain, (x, y))
+                .await
+                .map(|aim| (aim, None, "coordinates".to_owned()))
+        }
+    };
+    pointer::release(&tab.client, &chain).await;
+    let (aim, target, kind) = aimed?;
+    let element = match &target {
+        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
+        None => None,
+    };
+    let before = Before {
+        url: current_url(&tab.client, &mut tab.guard).await,
+        popups: env.browser.popups_of(&tab.guard.target),
+        element,
+    };
+    // The click-truth listener of the element's document records what the click does.
+    let armed = match &target {
+        Some(_) => {
+            let event = match button.as_str() {
+                "left" => ClickEvent::Click,
+                _ => ClickEvent::AuxClick,
+            };
+            page::run(
+                &tab.client,
+                &ctx.session,
+                ctx.context,
+                &ArmClick(event),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .is_ok_and(|armed| armed.armed)
+        }
+        None => false,
+    };
+    let mut dialogs = env.browser.dialog_signals();
+    let session = chain.dispatch_session.clone();
+    let (x, y) = (aim.x, aim.y);
+    mouse(
+        &tab.client,
+        &session,
+        MouseEventType::MouseMoved,
+        (x, y),
+        MouseButton::None,
+        0,
+    )
+    .await?;
+    let mut dialog = false;
+    for count in 1..=clicks {
+        mouse(
+            &tab.client,
+            &session,
+            MouseEventType::MousePressed,
+            (x, y),
+            MouseButton::from_name(&button),
+            count,
+        )
+        .await?;
+        let (client2, session2, button2) = (tab.client.clone(), session.clone(), button.clone());
+        dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
+            mouse(
+                &client2,
+                &session2,
+                MouseEventType::MouseReleased,
+                (x, y),
+                MouseButton::from_name(&button2),
+                count,
+            )
+            .await
+        })
+        .await?;
+        if dialog {
+            break;
+        }
+    }
+    // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
+    // complete now. A dialog pauses the page, so nothing can be read until it is answered.
+    let record = match (armed, dialog) {
+        (true, false) => page::run(
+            &tab.client,
+            &ctx.session,
+            ctx.context,
+            &ClickVerdict(target.clone()),
+            SCRIPT_TIMEOUT,
+        )
+        .await
+        .ok(),
+        _ => None,
+    };
+    if !dialog {
+        tokio::time::sleep(SETTLE).await;
+    }
+    let effects = collect_effects(
+        env,
+        &tab.client,
+        &mut tab.guard,
+        &before,
+        target.as_ref(),
+        &mut dialogs,
+        dialog,
+    )
+    .await;
+    let subject = match &before.element {
+        Some(element) => Subject::Element(element.element_key.clone()),
+        None => Subject::Point { x, y },
+    };
+    let evidence = match target {
+        Some(_) => click_evidence(&kind, &effects, before.element.as_ref(), record.as_ref()),
+        None => Evidence::by_any_effect(Action::Click, "coordinates", effects.list.clone()),
+    };
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &mut tab, scope, finished).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::progress;
+
+    fn effects(list: &[&'static str], after: Option<ElementState>) -> Effects {
+        let list: Vec<Effect> = list
+            .iter()
+            .map(|name| *Effect::ALL.iter().find(|e| e.as_str() == *name).unwrap())
+            .collect();
+        Effects {
+            dialog: list.contains(&Effect::DialogOpened),
+            list,
+            after,
+        }
+    }
+
+    fn record(observed: u32, inside: u32, reached: u32, prevented: bool) -> ClickRecord {
+        ClickRecord {
+            armed: true,
+            early: true,
+            observed,
+            inside,
+            reached,
+            prevented,
+        }
+    }
+
+    fn checkbox(checked: bool) -> ElementState {
+        serde_json::from_value(json!({"documentKey": "d", "elementKey": "d:1", "connected": true, "checked": checked, "focused": true})).unwrap()
+    }
+
+    fn judged(
+        kind: &str,
+        effects: &Effects,
+        before: Option<&ElementState>,
+        record: Option<ClickRecord>,
+    ) -> (String, Option<String>, String) {
+        let evidence = click_evidence(kind, effects, before, record.as_ref()).to_json();
+        (
+            evidence["status"].as_str().unwrap().to_owned(),
+            evidence["reason"].as_str().map(str::to_owned),
+            evidence["delivery"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    #[test]
+    fn a_click_is_verified_only_when_it_reached_its_element() {
+        let focus = effects(&["focus_changed"], None);
+        let reached = Some(record(1, 1, 1, false));
+        assert_eq!(
+            judged("button", &focus, None, reached),
+            ("verified".into(), None, "reached".into())
+        );
+        assert_eq!(
+            judged("button", &effects(&[], None), None, reached),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "reached".into()
+            )
+        );
+        // Focus moved, but the click went to an overlay or was stopped on its way.
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).0,
+            "mismatch"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(1, 0, 0, false))).1,
+            Some("click_intercepted".into())
+        );
+        let (before, after) = (checkbox(false), checkbox(true));
+        let toggled = effects(&["checked_changed"], Some(after));
+        assert_eq!(
+            judged(
+                "checkbox",
+                &toggled,
+                Some(&before),
+                Some(record(1, 1, 0, false))
+            )
+            .1,
+            Some("propagation_stopped".into()),
+            "a checkbox toggled by a stopped click is still not verified"
+        );
+        assert_eq!(
+            judged("checkbox", &toggled, Some(&before), reached).0,
+            "verified"
+        );
+        assert_eq!(
+            judged("button", &focus, None, Some(record(0, 0, 0, false))),
+            (
+                "unavailable".into(),
+                Some("click_not_observed".into()),
+                "not_observed".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_prevented_default_counts_only_with_another_effect() {
+        let focus = effects(&["focus_changed"], None);
+        let prevented = Some(record(1, 1, 1, true));
+        let evidence = click_evidence("button", &focus, None, prevented.as_ref()).to_json();
+        assert_eq!(evidence["status"], "mismatch");
+        assert_eq!(evidence["reason"], "default_prevented");
+        assert_eq!(evidence["defaultPrevented"], true);
+        let routed = effects(&["navigation", "focus_changed"], None);
+        assert_eq!(judged("link", &routed, None, prevented).0, "verified");
+    }
+
+    #[test]
+    fn without_a_record_focus_alone_proves_nothing() {
+        assert_eq!(
+            judged("button", &effects(&["focus_changed"], None), None, None),
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "unknown".into()
+            )
+        );
+        assert_eq!(
+            judged("button", &effects(&["dialog_opened"], None), None, None).0,
+            "verified"
+        );
+        let unarmed = ClickRecord {
+            armed: false,
+            ..record(0, 0, 0, false)
+        };
+        assert_eq!(
+            judged("link", &effects(&["navigation"], None), None, Some(unarmed)).2,
+            "unknown"
+        );
+    }
+
+    /// Before/after element states in, evidence out, and the no-progress detector fed from
+    /// that evidence directly: three clicks on a checkbox that never toggles are a mismatch
+    /// streak; one that toggles ends it.
+    #[test]
+    fn evidence_from_states_drives_the_no_progress_detector() {
+        let mut state = crate::session::TabState::default();
+        let mut click = |after: bool| {
+            let before = checkbox(false);
+            let after = checkbox(after);
+            let mut list = Vec::new();
+            state_effects(&before, &after, &mut list);
+            let effects = Effects {
+                list,
+                after: Some(after),
+                dialog: false,
+            };
+            let evidence = click_evidence(
+                "checkbox",
+                &effects,
+                Some(&before),
+                Some(&record(1, 1, 1, false)),
+            );
+            let actor = progress::Actor {
+                workspace_id: "workspace:1",
+                lease_id: "lease:1",
+                session: "s",
+                frame_id: "f",
+                control_epoch: 0,
+            };
+            let completed = progress::Completed::new(actor, 1, &evidence, Some((1, 2)));
+            (evidence, progress::record(&mut state, completed))
+        };
+        let (evidence, report) = click(false);
+        assert_eq!(evidence.status, Status::Mismatch);
+        assert!(evidence.effects.is_empty() && report.is_none());
+        assert!(click(false).1.is_none());
+        let (_, report) = click(false);
+        assert_eq!(
+            report.map(|r| r.reason),
+            Some(progress::NoProgressReason::Mismatch)
+        );
+        let (evidence, report) = click(true);
+        assert_eq!(evidence.status, Status::Verified);
+        assert_eq!(evidence.effects, vec![Effect::CheckedChanged]);
+        assert_eq!(evidence.to_json()["checked"], true);
+        assert!(report.is_none());
+    }
+}

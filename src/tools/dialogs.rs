@@ -1,0 +1,127 @@
+//! The out-of-band dialog tools `browser.dialogs.list` and `browser.dialogs.respond`. A dialog
+//! is answered only when asked; nothing here accepts or dismisses one by itself.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::actions::*;
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use crate::cdp::page::HandleJavaScriptDialog;
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
+
+pub fn defs() -> Vec<ToolDef> {
+    let _observe = observe_property();
+    vec![
+        ToolDef {
+            name: "browser.dialogs.list",
+            description: "JavaScript dialogs (alert, confirm, prompt, beforeunload) open on tabs this Workspace knows. Out-of-band: answers even while the command that opened the dialog is still pending.",
+            capability: "observation.read",
+            scope: Scope::Workspace,
+            mutating: false,
+            input_schema: object(json!({}), &[]),
+            output_schema: open_object(
+                json!({"dialogs": {"type": "array", "items": open_object(json!({
+                "dialogId": {"type": "string"},
+                "targetId": {"type": "string"},
+                "type": {"type": "string"},
+                "message": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                "defaultPrompt": {"type": ["string", "null"], "x-browser-pilot-sensitivity": ["browser_data"]},
+                "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                "openedAt": {"type": "integer"},
+            }), &["dialogId", "targetId", "type", "message"])}}),
+                &["dialogs"],
+            ),
+            sensitivity_input: &[],
+            sensitivity_output: &["browser_data"],
+            lane: Lane::OutOfBand,
+            gate: Gate::Dispatch,
+            handler: handler!(dialogs_list),
+        },
+        ToolDef {
+            name: "browser.dialogs.respond",
+            description: "Answer a dialog explicitly: `action` accept or dismiss, `promptText` for prompts. Out-of-band. Browser Pilot never answers a dialog by itself.",
+            capability: "action.input",
+            scope: Scope::Workspace,
+            mutating: true,
+            input_schema: object(
+                json!({
+                    "dialogId": {"type": "string", "minLength": 1, "maxLength": 128},
+                    "action": {"enum": ["accept", "dismiss"]},
+                    "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"]},
+                }),
+                &["dialogId", "action"],
+            ),
+            output_schema: open_object(
+                json!({"dialogId": {"type": "string"}, "action": {"type": "string"}, "closed": {"type": "boolean"}}),
+                &["dialogId", "action", "closed"],
+            ),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &[],
+            lane: Lane::OutOfBand,
+            gate: Gate::Dispatch,
+            handler: handler!(dialogs_respond),
+        },
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RespondParams {
+    dialog_id: String,
+    /// `accept` or `dismiss` (the schema's enum).
+    action: String,
+    prompt_text: Option<String>,
+}
+
+pub async fn dialogs_list(
+    env: &ToolEnv,
+    scope: &CallScope,
+    _arguments: Map<String, Value>,
+) -> Result<Value, ToolError> {
+    env.browser.live().ok_or(ToolError::Disconnected)?;
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let dialogs: Vec<Value> = env
+        .browser
+        .dialogs_for(workspace_id)
+        .into_iter()
+        .map(|(target_id, d)| json!({"dialogId": d.id, "targetId": target_id, "type": d.dialog_type, "message": d.message, "defaultPrompt": d.default_prompt, "url": d.url, "openedAt": d.opened_at}))
+        .collect();
+    Ok(json!({"dialogs": dialogs}))
+}
+
+pub async fn dialogs_respond(
+    env: &ToolEnv,
+    scope: &CallScope,
+    arguments: Map<String, Value>,
+) -> Result<Value, ToolError> {
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let lease_id = scope.lease_id.as_deref().unwrap_or_default();
+    let asked: RespondParams = decode_params(&arguments)?;
+    let dialog_id = asked.dialog_id.as_str();
+    let action = asked.action;
+    let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::TargetNotFound,
+                "no open dialog with this id on a tab of this Workspace",
+            )
+            .with_context("reason", json!("dialog_not_found"))
+            .with_remediation(RemediationAction::ListDialogs, "Call browser.dialogs.list."),
+        ));
+    };
+    // Answering needs control of the tab; a live other controller keeps it.
+    env.browser.control(workspace_id, lease_id, &opaque).await?;
+    let answer = HandleJavaScriptDialog {
+        accept: action == "accept",
+        prompt_text: asked.prompt_text.clone(),
+    };
+    scope
+        .gate
+        .watch(&live.client)
+        .execute(&dialog.session, &answer, INPUT_TIMEOUT)
+        .await?;
+    Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
+}

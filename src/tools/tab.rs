@@ -1,0 +1,527 @@
+//! The tab context of a tool: [`ControlledTab`] owns the controlled-tab prologue (resolve the
+//! envelope `targetId`, take control for the Lease, wait for the tab's turn, pass the dispatch
+//! gate and hand out the Command's watched CDP handle), the page and frame context scripts run
+//! in, observation taking, ref resolution, load waits and the tab's no-progress memory. This
+//! file is the only code in `tools/` that writes `session::TabState`: a tool calls a
+//! `ControlledTab` method (or, inside a helper that holds the client and guard, the function
+//! of the same name here). It decides no evidence and builds no tool result beyond the
+//! Observation.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::context::{CallScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::progress::{self, Completed, NoProgress};
+use crate::cdp::{CdpClient, SessionId};
+use crate::events::Emit;
+use crate::page::{
+    self, DocumentInfo, ExecutionContextId, HintContext, Observe, ObserveOptions, PageScript,
+    RefTarget,
+};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
+use crate::protocol::ids::{IdKind, new_id};
+use crate::session::bounds::{
+    MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
+};
+use crate::session::{
+    Awaited, ElementSummary, KEPT_OBSERVATIONS, LoadPhase, ObservationRecord, TabGuard,
+};
+
+/// Timeout of one page-script call.
+pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a navigation waits for `complete` before settling for `interactive` (bounded by the
+/// deadline too).
+const LOAD_WAIT: Duration = Duration::from_secs(15);
+/// How long a page may stay short of `interactive` after `Page.navigate` (or a reload/history
+/// navigation) was dispatched before `watchdog.navigation_stalled` fires and the Command ends
+/// `unknown_outcome` (spec: 30 seconds).
+pub const NAVIGATION_STALL: Duration = Duration::from_secs(30);
+/// Operator knob overriding `NAVIGATION_STALL`, in milliseconds (see docs/watchdogs.md).
+const NAVIGATION_STALL_ENV: &str = "BROWSER_PILOT_NAVIGATION_STALL_MS";
+/// Bounds of `BROWSER_PILOT_NAVIGATION_STALL_MS`: under a second a slow but healthy page would
+/// be called stalled; beyond ten minutes (the longest Command deadline) it could never fire.
+const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000;
+/// `NAVIGATION_STALL`, or the operator's `BROWSER_PILOT_NAVIGATION_STALL_MS` clamped to
+/// `NAVIGATION_STALL_RANGE_MS`; read once per Broker.
+fn navigation_stall() -> Duration {
+    static STALL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *STALL.get_or_init(|| {
+        match std::env::var(NAVIGATION_STALL_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            Some(ms) => Duration::from_millis(ms.clamp(
+                *NAVIGATION_STALL_RANGE_MS.start(),
+                *NAVIGATION_STALL_RANGE_MS.end(),
+            )),
+            None => NAVIGATION_STALL,
+        }
+    })
+}
+
+/// The session hosting the frame scripts run in (the tab's, or an out-of-process iframe's),
+/// that frame, and the Broker's isolated world there.
+pub struct PageContext {
+    pub session: SessionId,
+    pub frame_id: String,
+    pub context: ExecutionContextId,
+    /// Whether `frame_id` is its session's root frame (the main frame or an OOPIF's): then the
+    /// page scripts' viewport coordinates are the session's input coordinates.
+    pub session_root: bool,
+}
+
+/// A tab this Command controls and holds the turn of.
+pub struct ControlledTab {
+    /// The Command's CDP handle: every call through it is seen by the dispatch gate's
+    /// mutation record (`DispatchGate::watch`).
+    pub client: CdpClient,
+    /// The tab's turn and its per-tab state.
+    pub guard: TabGuard,
+}
+
+impl ControlledTab {
+    /// The controlled-tab prologue; see [`controlled_tab`].
+    pub async fn acquire(env: &ToolEnv, scope: &CallScope) -> Result<ControlledTab, ToolError> {
+        controlled_tab(env, scope).await
+    }
+
+    /// A tab this Command just created and holds (`browser.open`).
+    pub fn new(client: CdpClient, guard: TabGuard) -> ControlledTab {
+        ControlledTab { client, guard }
+    }
+
+    /// Where frame-scoped tools run; see [`page_context`].
+    pub async fn page_context(&mut self) -> Result<PageContext, ToolError> {
+        page_context(&self.client, &mut self.guard).await
+    }
+
+    /// Runs one page script in `ctx`.
+    pub async fn run<S: PageScript>(
+        &self,
+        ctx: &PageContext,
+        script: &S,
+    ) -> Result<S::Output, ToolError> {
+        Ok(page::run(
+            &self.client,
+            &ctx.session,
+            ctx.context,
+            script,
+            SCRIPT_TIMEOUT,
+        )
+        .await?)
+    }
+
+    /// Takes and records a fresh Observation; see [`take_observation`].
+    pub async fn observe(
+        &mut self,
+        scope: &CallScope,
+        options: ObserveOptions,
+    ) -> Result<Map<String, Value>, ToolError> {
+        take_observation(&self.client, &mut self.guard, scope, options).await
+    }
+
+    /// URL and title of the document `ctx` runs in; see [`url_and_title`].
+    pub async fn url_and_title(
+        &mut self,
+        ctx: &PageContext,
+    ) -> Result<(String, String), ToolError> {
+        url_and_title(&self.client, &mut self.guard, ctx).await
+    }
+
+    /// Resolves a ref of this Workspace's Observations; see [`resolve_ref`].
+    pub fn resolve_ref(
+        &mut self,
+        scope: &CallScope,
+        frame_id: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<(RefTarget, ElementSummary), ToolError> {
+        resolve_ref(&mut self.guard, scope, frame_id, arguments)
+    }
+
+    /// Waits until the awaited document has loaded; see [`wait_for_load`].
+    pub async fn wait_for_load(
+        &mut self,
+        env: &ToolEnv,
+        scope: &CallScope,
+        opaque: &str,
+        awaited: &Awaited,
+        dispatched: tokio::time::Instant,
+    ) -> Result<PageState, ToolError> {
+        wait_for_load(
+            env,
+            &self.client,
+            &mut self.guard,
+            scope,
+            opaque,
+            awaited,
+            dispatched,
+        )
+        .await
+    }
+
+    /// A navigation ends every no-progress streak on the tab.
+    pub fn begin_navigation(&mut self) {
+        self.guard.state().progress = Default::default();
+    }
+
+    /// A frame selection changed: the next Observation starts without an auth baseline.
+    pub fn forget_auth_surface(&mut self) {
+        self.guard.state().auth_surface = None;
+    }
+
+    /// Feeds one completed action to the tab's no-progress detector.
+    pub fn record_progress(&mut self, completed: Completed<'_>) -> Option<NoProgress> {
+        progress::record(self.guard.state(), completed)
+    }
+
+    /// The tab session's id, which keys the no-progress actor.
+    pub fn session_key(&mut self) -> String {
+        self.guard
+            .state()
+            .session
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `frame_id` is the tab's main frame.
+pub fn is_main_frame(guard: &mut TabGuard, frame_id: &str) -> bool {
+    guard.state().main_frame.as_deref() == Some(frame_id)
+}
+
+/// The tab's main frame id, read once per document.
+pub async fn main_frame(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    session: &SessionId,
+    timeout: Duration,
+) -> Result<String, ToolError> {
+    if let Some(frame_id) = guard.state().main_frame.clone() {
+        return Ok(frame_id);
+    }
+    let frame_id = page::main_frame_id(client, session, timeout).await?;
+    guard.state().main_frame = Some(frame_id.clone());
+    Ok(frame_id)
+}
+
+fn workspace(scope: &CallScope) -> (&str, &str) {
+    (
+        scope.workspace_id.as_deref().unwrap_or_default(),
+        scope.lease_id.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
+/// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
+async fn controlled_tab(env: &ToolEnv, scope: &CallScope) -> Result<ControlledTab, ToolError> {
+    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+    let (workspace_id, lease_id) = workspace(scope);
+    let opaque = scope
+        .target_id
+        .as_deref()
+        .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
+    let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
+    let ticket = scope
+        .ticket
+        .lock()
+        .expect("ticket lock")
+        .take()
+        .filter(|t| *t.target() == target);
+    let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
+    guard.set_workspace(workspace_id);
+    scope.gate.pass().await?;
+    Ok(ControlledTab {
+        client: scope.gate.watch(&live.client),
+        guard,
+    })
+}
+
+pub struct PageState {
+    pub url: String,
+    pub title: String,
+    pub load_state: &'static str,
+}
+
+/// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
+pub async fn page_context(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+) -> Result<PageContext, ToolError> {
+    let session = guard.session(client).await?;
+    if let Some(selection) = guard.frame_selection() {
+        return super::frames::frame_context(client, guard, session, selection).await;
+    }
+    let frame_id = main_frame(client, guard, &session, SCRIPT_TIMEOUT).await?;
+    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
+    Ok(PageContext {
+        session,
+        frame_id,
+        context,
+        session_root: true,
+    })
+}
+
+/// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
+/// frame's come from the browser's navigation history; a selected subframe's are read in the
+/// Broker's isolated world of that frame, where the page's own overrides of `document.title`
+/// or `JSON.stringify` do not exist. Never evaluated in the page's main world.
+pub async fn url_and_title(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    page_context: &PageContext,
+) -> Result<(String, String), ToolError> {
+    if is_main_frame(guard, &page_context.frame_id) {
+        return Ok(guard.page_info(client).await?);
+    }
+    // One character past each bound, so a cut value gets its marker.
+    let script = DocumentInfo {
+        max_url_chars: MAX_URL_CHARS,
+        max_title_chars: MAX_TITLE_CHARS,
+    };
+    let info = page::run(
+        client,
+        &page_context.session,
+        page_context.context,
+        &script,
+        SCRIPT_TIMEOUT,
+    )
+    .await?;
+    Ok((bound_url(&info.url), bound_title(&info.title)))
+}
+
+pub(super) fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Value> {
+    let mut result = Map::new();
+    result.insert("workspaceId".into(), json!(scope.workspace_id));
+    result.insert("leaseId".into(), json!(scope.lease_id));
+    result.insert("targetId".into(), json!(scope.target_id));
+    result.insert("url".into(), json!(url));
+    result.insert("title".into(), json!(title));
+    result
+}
+
+/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
+/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
+pub async fn take_observation(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    options: ObserveOptions,
+) -> Result<Map<String, Value>, ToolError> {
+    let page_context = page_context(client, guard).await?;
+    let observation_id = new_id(IdKind::Observation);
+    let script = Observe {
+        key: observation_id.clone(),
+        options,
+    };
+    let observation = page::run(
+        client,
+        &page_context.session,
+        page_context.context,
+        &script,
+        SCRIPT_TIMEOUT,
+    )
+    .await?;
+    let (url, title) = url_and_title(client, guard, &page_context).await?;
+    let state = guard.state();
+    let hint_context = HintContext {
+        main_document_status: None,
+        previous_auth_surface: state.auth_surface,
+    };
+    let hints = page::observation_hints(&observation, &hint_context);
+    state.auth_surface = Some(page::has_auth_surface(&observation));
+    let elements = observation
+        .elements
+        .iter()
+        .map(|e| ElementSummary {
+            role: serde_json::to_value(e.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            tag: e.tag.clone(),
+            input_type: e.input_type.clone(),
+        })
+        .collect();
+    state.observations.push_back(ObservationRecord {
+        id: observation_id.clone(),
+        workspace_id: scope.workspace_id.clone().unwrap_or_default(),
+        frame_id: page_context.frame_id.clone(),
+        elements,
+    });
+    while state.observations.len() > KEPT_OBSERVATIONS {
+        state.observations.pop_front();
+    }
+    let mut result = base_result(scope, url, title);
+    result.insert("observationId".into(), json!(observation_id));
+    let wire = serde_json::to_value(observation.wire(&hints))?;
+    if let Value::Object(fields) = wire {
+        result.extend(fields);
+    }
+    Ok(result)
+}
+
+/// The `observationId` + `ref` arguments of every ref-taking tool.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RefParams {
+    observation_id: Option<String>,
+    #[serde(rename = "ref")]
+    element_ref: Option<u64>,
+}
+
+/// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
+/// before the page is asked (the page re-checks the element itself).
+pub fn resolve_ref(
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    frame_id: &str,
+    arguments: &Map<String, Value>,
+) -> Result<(RefTarget, ElementSummary), ToolError> {
+    let params: RefParams = decode_params(arguments)?;
+    let observation_id = params.observation_id.as_deref().unwrap_or_default();
+    let element_ref = params.element_ref.unwrap_or(0);
+    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let record = guard
+        .state()
+        .observations
+        .iter()
+        .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
+        .cloned();
+    let Some(record) = record else {
+        return Err(ToolError::from(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
+            .with_context("observationId", json!(observation_id))
+            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation.")));
+    };
+    if record.frame_id != frame_id {
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::StaleRef,
+                "the Observation was taken in another frame or document",
+            )
+            .with_context("reason", json!("frame_changed")),
+        ));
+    }
+    let summary = usize::try_from(element_ref)
+        .ok()
+        .and_then(|r| r.checked_sub(1))
+        .and_then(|i| record.elements.get(i))
+        .cloned();
+    let Some(summary) = summary else {
+        return Err(ToolError::from(
+            RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
+                .with_context("ref", json!(element_ref)),
+        ));
+    };
+    Ok((RefTarget::new(observation_id, element_ref as u32), summary))
+}
+
+/// Waits, on the tab's lifecycle events, until the awaited document has loaded. Settles for
+/// `interactive` once the load wait or the deadline nears. A page still short of `interactive`
+/// when the stall bound passes (counted from the navigation's dispatch) is reported with
+/// `watchdog.navigation_stalled` and ends `unknown_outcome`; one still loading at the deadline
+/// is left to the deadline, which makes the dispatched Command `unknown_outcome` too. Never
+/// answers success for a loading page. URL and title are then read from the browser's history.
+pub async fn wait_for_load(
+    env: &ToolEnv,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &CallScope,
+    opaque: &str,
+    awaited: &Awaited,
+    dispatched: tokio::time::Instant,
+) -> Result<PageState, ToolError> {
+    let now = tokio::time::Instant::now();
+    let settle_at = (now + LOAD_WAIT).min(
+        scope
+            .deadline
+            .checked_sub(Duration::from_millis(50))
+            .unwrap_or(now),
+    );
+    let stall_at = dispatched + navigation_stall();
+    let mut phase = None;
+    let load_state = loop {
+        let now = tokio::time::Instant::now();
+        let interactive = phase >= Some(LoadPhase::Interactive);
+        match phase {
+            Some(LoadPhase::Complete) => break LoadPhase::Complete,
+            Some(reached) if interactive && now >= settle_at => break reached,
+            _ if !interactive && now >= stall_at => {
+                let url = match guard.page_info(client).await {
+                    Ok((url, _)) => url,
+                    Err(_) => String::new(),
+                };
+                return Err(ToolError::from(
+                    navigation_stalled(env, scope, opaque, &url, now - dispatched).await,
+                ));
+            }
+            _ => {}
+        }
+        // Interactive: wait for complete until the settle time. Short of it: wait for any
+        // progress until the settle time, then for interactive until the stall bound.
+        phase = match (interactive, now < settle_at) {
+            (true, _) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Complete, settle_at)
+                    .await
+            }
+            (false, true) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Interactive, settle_at.min(stall_at))
+                    .await
+            }
+            (false, false) => {
+                guard
+                    .wait_for_phase(awaited, LoadPhase::Interactive, stall_at)
+                    .await
+            }
+        };
+    };
+    let (url, title) = guard.page_info(client).await?;
+    // Target discovery may report the new title later; the inventory shows what we just read.
+    env.browser.note_page(&guard.target, &url, &title);
+    Ok(PageState {
+        url,
+        title,
+        load_state: load_state.as_str(),
+    })
+}
+
+/// Emits `watchdog.navigation_stalled` and returns the Command's `unknown_outcome` error. The
+/// browser is left alone: nothing is stopped, retried or navigated again.
+async fn navigation_stalled(
+    env: &ToolEnv,
+    scope: &CallScope,
+    opaque: &str,
+    url: &str,
+    elapsed: Duration,
+) -> RpcError {
+    let (workspace_id, lease_id) = workspace(scope);
+    let url = bound_event_url(url);
+    let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    let mut emit = Emit::new(
+        workspace_id,
+        "watchdog.navigation_stalled",
+        json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
+    );
+    emit.lease_id = Some(lease_id.to_owned());
+    emit.target_id = Some(opaque.to_owned());
+    emit.sensitivity = "browser_data";
+    if let Err(error) = env.events.emit(emit).await {
+        tracing::debug!(%error, "watchdog.navigation_stalled not journaled");
+    }
+    RpcError::new(
+        ErrorCode::UnknownOutcome,
+        "the navigation was dispatched but the page did not become interactive in time",
+    )
+    .with_context("reason", json!("navigation_stalled"))
+    .with_context("targetId", json!(opaque))
+    .with_context("elapsedMs", json!(elapsed_ms))
+    .with_remediation(
+        RemediationAction::InspectState,
+        "Observe the target before deciding whether to navigate again; the navigation is never repeated automatically.",
+    )
+}
