@@ -26,7 +26,7 @@ use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
-use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ToolDef};
+use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ScopeIds, ToolDef};
 use crate::version::now_ms;
 
 /// Default Command deadline when the call gives no `deadlineMs`.
@@ -104,8 +104,8 @@ pub async fn accept(
     })?;
     session.require(def.capability)?;
     let broker = &context.broker;
-    let (workspace_id, lease_id, target_id) = match def.scope {
-        Scope::Connection => (None, None, None),
+    let ids = match def.scope() {
+        Scope::Connection => ScopeIds::Connection,
         Scope::Workspace | Scope::Target => {
             let workspace_id = required_str(params, "workspaceId")?.to_owned();
             let lease_id = required_str(params, "leaseId")?.to_owned();
@@ -119,13 +119,22 @@ pub async fn accept(
                 .call_read(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms()))
                 .await
                 .map_err(from_store)?;
-            let target_id = match def.scope {
-                Scope::Target => Some(required_str(params, "targetId")?.to_owned()),
-                _ => optional_str(params, "targetId")?.map(str::to_owned),
-            };
-            (Some(workspace_id), Some(lease_id), target_id)
+            match def.scope() {
+                Scope::Target => ScopeIds::Target {
+                    workspace_id,
+                    lease_id,
+                    target_id: required_str(params, "targetId")?.to_owned(),
+                },
+                _ => ScopeIds::Workspace {
+                    workspace_id,
+                    lease_id,
+                    target_id: optional_str(params, "targetId")?.map(str::to_owned),
+                },
+            }
         }
     };
+    let workspace_id = ids.workspace_id().map(str::to_owned);
+    let target_id = ids.target_id().map(str::to_owned);
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(arguments)) => arguments.clone(),
@@ -205,9 +214,7 @@ pub async fn accept(
     let scope = CallScope {
         principal: session.principal.clone(),
         connection_id: session.connection_id.clone(),
-        workspace_id,
-        lease_id,
-        target_id,
+        ids,
         command_id: row.id.clone(),
         deadline: tokio::time::Instant::now() + Duration::from_millis(deadline_ms),
         browser_preference: context.hello.browser_preference.clone(),
@@ -219,7 +226,8 @@ pub async fn accept(
         ),
         ticket: std::sync::Mutex::new(None),
     };
-    if let (Some(workspace_id), Some(target_id)) = (&scope.workspace_id, &scope.target_id) {
+    if let (Some(workspace_id), Some(target_id)) = (scope.ids.workspace_id(), scope.ids.target_id())
+    {
         *scope.ticket.lock().expect("ticket lock") =
             broker.tools.browser.ticket(workspace_id, target_id);
     }
@@ -419,8 +427,8 @@ async fn finish(
             "command.status",
             json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}),
         );
-        emit.lease_id = scope.lease_id.clone();
-        emit.target_id = scope.target_id.clone();
+        emit.lease_id = scope.ids.lease_id().map(str::to_owned);
+        emit.target_id = scope.ids.target_id().map(str::to_owned);
         emit.generation = Some(row.generation);
         if let Err(error) = broker.events.emit(emit).await {
             tracing::debug!(%error, "command.status not journaled");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Effect, Evidence};
 use super::manifest::{object, open_object};
@@ -240,7 +240,7 @@ pub(super) struct Finished<'a> {
 pub(super) async fn finish_with_observation(
     env: &ToolEnv,
     tab: &mut ControlledTab,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     finished: Finished<'_>,
 ) -> Result<Value, ToolError> {
     let Finished {
@@ -271,8 +271,8 @@ pub(super) async fn finish_with_observation(
     let action = evidence.action.as_str();
     let session = tab.session_key();
     let actor = progress::Actor {
-        workspace_id: scope.workspace_id.as_deref().unwrap_or_default(),
-        lease_id: scope.lease_id.as_deref().unwrap_or_default(),
+        workspace_id: scope.workspace_id,
+        lease_id: scope.lease_id,
         session: &session,
         frame_id: &frame_id,
         control_epoch: tab.guard.control_epoch(),
@@ -292,14 +292,14 @@ pub(super) async fn finish_with_observation(
         if let Some(Value::Array(hints)) = result.get_mut("hints") {
             hints.push(hint);
         }
-        let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+        let workspace_id = scope.workspace_id;
         let mut emit = Emit::new(
             workspace_id,
             "watchdog.no_progress",
             json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hints": event_hints}),
         );
-        emit.lease_id = scope.lease_id.clone();
-        emit.target_id = scope.target_id.clone();
+        emit.lease_id = Some(scope.lease_id.to_owned());
+        emit.target_id = Some(scope.target_id.to_owned());
         if let Err(error) = env.events.emit(emit).await {
             tracing::debug!(%error, "watchdog.no_progress not journaled");
         }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, str_arg};
+use super::context::{CallScope, TargetScope, ToolEnv, str_arg};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
@@ -82,7 +82,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.capture",
             description: "Screenshot a controlled tab into an Artifact: the viewport by default, the whole page (`fullPage`), or one element's box (`selector`, the first match). An image whose longest side exceeds 1600 px is returned as a `preview` Artifact scaled to 1600 px; `includeOriginal: true` also stores the full-size image as `original` (the preview's `previewOf`). Returns descriptors only; read the bytes with artifacts/get or artifacts/export.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 json!({
@@ -107,13 +106,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[CAPTURE_SENSITIVITY],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(capture),
+            handler: handler!(Target: capture),
         },
         ToolDef {
             name: "browser.pdf",
             description: "Print a controlled tab to PDF into an Artifact (headless browsers; headed Chrome cannot print over CDP: pdf_unavailable). Returns the descriptor only.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 json!({
@@ -129,7 +127,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[CAPTURE_SENSITIVITY],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(pdf),
+            handler: handler!(Target: pdf),
         },
     ]
 }
@@ -390,19 +388,14 @@ fn image_size(data: &str) -> Result<(u32, u32), ToolError> {
 
 async fn store_image(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     format: Format,
     kind: ArtifactKind,
     preview_of: Option<String>,
     data: String,
 ) -> Result<Artifact, ToolError> {
     let (width, height) = image_size(&data)?;
-    let mut new = NewArtifact::new(
-        scope.workspace_id.as_deref().unwrap_or_default(),
-        kind,
-        format.mime(),
-        CAPTURE_SENSITIVITY,
-    );
+    let mut new = NewArtifact::new(scope.workspace_id, kind, format.mime(), CAPTURE_SENSITIVITY);
     new.preview_of = preview_of;
     new.width = Some(width);
     new.height = Some(height);
@@ -411,7 +404,7 @@ async fn store_image(
 
 pub async fn capture(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let options = CaptureOptions::parse(&arguments)?;
@@ -495,7 +488,7 @@ fn pdf_error(error: CdpError) -> ToolError {
 
 pub async fn pdf(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut options = Map::new();
@@ -519,7 +512,7 @@ pub async fn pdf(
     let read = read_stream(&tab, &handle, env.artifacts.limits().max_artifact_bytes).await;
     let _ = tab.execute(&io::Close { handle }).await;
     let new = NewArtifact::new(
-        scope.workspace_id.as_deref().unwrap_or_default(),
+        scope.workspace_id,
         ArtifactKind::Pdf,
         "application/pdf",
         CAPTURE_SENSITIVITY,

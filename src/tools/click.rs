@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
-use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
@@ -25,7 +25,6 @@ pub fn defs() -> Vec<ToolDef> {
         name: "browser.click",
         description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
         capability: "action.input",
-        scope: Scope::Target,
         mutating: true,
         input_schema: {
             let mut schema = object(
@@ -52,7 +51,7 @@ pub fn defs() -> Vec<ToolDef> {
         sensitivity_output: &["browser_data"],
         lane: Lane::Ordinary,
         gate: Gate::InTool,
-        handler: handler!(click),
+        handler: handler!(Target: click),
     }]
 }
 
@@ -193,7 +192,7 @@ struct ClickParams {
 
 pub async fn click(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;

@@ -218,13 +218,30 @@ impl DispatchGate {
     }
 }
 
+/// The envelope ids of one call, as the tool's declared `Scope` guarantees them: the Broker
+/// builds exactly the variant the tool's handler kind needs (see `broker::commands::accept`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeIds {
+    Connection,
+    /// A Workspace tool; `target_id` is the envelope's optional `targetId`.
+    Workspace {
+        workspace_id: String,
+        lease_id: String,
+        target_id: Option<String>,
+    },
+    Target {
+        workspace_id: String,
+        lease_id: String,
+        target_id: String,
+    },
+}
+
 /// Who is calling and on what, for one `tools/call`.
 pub struct CallScope {
     pub principal: PrincipalKey,
     pub connection_id: String,
-    pub workspace_id: Option<String>,
-    pub lease_id: Option<String>,
-    pub target_id: Option<String>,
+    /// The envelope ids; handlers read them through [`WorkspaceScope`] / [`TargetScope`].
+    pub ids: ScopeIds,
     pub command_id: String,
     pub deadline: tokio::time::Instant,
     /// `bridge --browser` preference of the calling bridge.
@@ -232,6 +249,116 @@ pub struct CallScope {
     pub gate: DispatchGate,
     /// The tab-queue place taken at acceptance, for tools addressing `target_id`.
     pub ticket: std::sync::Mutex<Option<crate::session::TabTicket>>,
+}
+
+impl ScopeIds {
+    /// The Workspace, if the scope has one (the Broker's bookkeeping; handlers use the typed
+    /// scopes).
+    pub fn workspace_id(&self) -> Option<&str> {
+        match self {
+            ScopeIds::Connection => None,
+            ScopeIds::Workspace { workspace_id, .. } | ScopeIds::Target { workspace_id, .. } => {
+                Some(workspace_id)
+            }
+        }
+    }
+
+    /// The Lease, if the scope has one.
+    pub fn lease_id(&self) -> Option<&str> {
+        match self {
+            ScopeIds::Connection => None,
+            ScopeIds::Workspace { lease_id, .. } | ScopeIds::Target { lease_id, .. } => {
+                Some(lease_id)
+            }
+        }
+    }
+
+    /// The envelope `targetId`, if any.
+    pub fn target_id(&self) -> Option<&str> {
+        match self {
+            ScopeIds::Connection => None,
+            ScopeIds::Workspace { target_id, .. } => target_id.as_deref(),
+            ScopeIds::Target { target_id, .. } => Some(target_id),
+        }
+    }
+}
+
+impl CallScope {
+    /// The typed scope of a Workspace (or Target) tool.
+    pub fn workspace(&self) -> Option<WorkspaceScope<'_>> {
+        match &self.ids {
+            ScopeIds::Connection => None,
+            ScopeIds::Workspace {
+                workspace_id,
+                lease_id,
+                target_id,
+            } => Some(WorkspaceScope {
+                call: self,
+                workspace_id,
+                lease_id,
+                target_id: target_id.as_deref(),
+            }),
+            ScopeIds::Target {
+                workspace_id,
+                lease_id,
+                target_id,
+            } => Some(WorkspaceScope {
+                call: self,
+                workspace_id,
+                lease_id,
+                target_id: Some(target_id),
+            }),
+        }
+    }
+
+    /// The typed scope of a Target tool (or of a Workspace tool given a `targetId`).
+    pub fn target(&self) -> Option<TargetScope<'_>> {
+        self.workspace().and_then(|workspace| workspace.target())
+    }
+}
+
+/// What a `Scope::Workspace` handler runs with: the call plus the ids that scope guarantees.
+/// Derefs to the [`CallScope`] for the gate, deadline and principal.
+#[derive(Clone, Copy)]
+pub struct WorkspaceScope<'a> {
+    call: &'a CallScope,
+    pub workspace_id: &'a str,
+    pub lease_id: &'a str,
+    target_id: Option<&'a str>,
+}
+
+impl<'a> WorkspaceScope<'a> {
+    /// The target scope when the envelope also named a tab (`browser.open` into a tab).
+    pub fn target(&self) -> Option<TargetScope<'a>> {
+        self.target_id.map(|target_id| TargetScope {
+            workspace: *self,
+            target_id,
+        })
+    }
+}
+
+impl std::ops::Deref for WorkspaceScope<'_> {
+    type Target = CallScope;
+
+    fn deref(&self) -> &CallScope {
+        self.call
+    }
+}
+
+/// What a `Scope::Target` handler runs with: a Workspace scope plus the tab's opaque
+/// `targetId`. Derefs to the [`WorkspaceScope`].
+#[derive(Clone, Copy)]
+pub struct TargetScope<'a> {
+    workspace: WorkspaceScope<'a>,
+    pub target_id: &'a str,
+}
+
+impl<'a> std::ops::Deref for TargetScope<'a> {
+    type Target = WorkspaceScope<'a>;
+
+    fn deref(&self) -> &WorkspaceScope<'a> {
+        &self.workspace
+    }
 }
 
 /// Decodes a tool's `#[derive(Deserialize)]` params from its arguments, after the manifest's
@@ -304,5 +431,25 @@ mod tests {
         let sent = log.sent.lock().unwrap().clone().unwrap();
         assert_eq!(sent.first, "script:setNativeValue");
         assert_eq!(sent.count, 2);
+    }
+
+    #[test]
+    fn scope_ids_answer_only_what_their_scope_guarantees() {
+        assert_eq!(ScopeIds::Connection.workspace_id(), None);
+        assert_eq!(ScopeIds::Connection.target_id(), None);
+        let workspace = ScopeIds::Workspace {
+            workspace_id: "workspace:a".into(),
+            lease_id: "lease:a".into(),
+            target_id: None,
+        };
+        assert_eq!(workspace.workspace_id(), Some("workspace:a"));
+        assert_eq!(workspace.lease_id(), Some("lease:a"));
+        assert_eq!(workspace.target_id(), None);
+        let target = ScopeIds::Target {
+            workspace_id: "workspace:a".into(),
+            lease_id: "lease:a".into(),
+            target_id: "target:t".into(),
+        };
+        assert_eq!(target.target_id(), Some("target:t"));
     }
 }

@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use crate::cdp::page::HandleJavaScriptDialog;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
@@ -18,7 +18,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.dialogs.list",
             description: "JavaScript dialogs (alert, confirm, prompt, beforeunload) open on tabs this Workspace knows. Out-of-band: answers even while the command that opened the dialog is still pending.",
             capability: "observation.read",
-            scope: Scope::Workspace,
             mutating: false,
             input_schema: object(json!({}), &[]),
             output_schema: open_object(
@@ -37,13 +36,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::OutOfBand,
             gate: Gate::Dispatch,
-            handler: handler!(dialogs_list),
+            handler: handler!(Workspace: dialogs_list),
         },
         ToolDef {
             name: "browser.dialogs.respond",
             description: "Answer a dialog explicitly: `action` accept or dismiss, `promptText` for prompts. Out-of-band. Browser Pilot never answers a dialog by itself.",
             capability: "action.input",
-            scope: Scope::Workspace,
             mutating: true,
             input_schema: object(
                 json!({
@@ -61,7 +59,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[],
             lane: Lane::OutOfBand,
             gate: Gate::Dispatch,
-            handler: handler!(dialogs_respond),
+            handler: handler!(Workspace: dialogs_respond),
         },
     ]
 }
@@ -77,11 +75,11 @@ struct RespondParams {
 
 pub async fn dialogs_list(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let workspace_id = scope.workspace_id;
     let dialogs: Vec<Value> = env
         .browser
         .dialogs_for(workspace_id)
@@ -93,12 +91,11 @@ pub async fn dialogs_list(
 
 pub async fn dialogs_respond(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
-    let lease_id = scope.lease_id.as_deref().unwrap_or_default();
+    let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let asked: RespondParams = decode_params(&arguments)?;
     let dialog_id = asked.dialog_id.as_str();
     let action = asked.action;

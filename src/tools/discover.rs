@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, ToolEnv};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use crate::browser;
 
 pub fn defs() -> Vec<ToolDef> {
@@ -12,7 +12,6 @@ pub fn defs() -> Vec<ToolDef> {
         name: "browser.discover",
         description: "List browser candidates (user profiles with a debugging endpoint, and the Broker-managed profile) and which one this bridge would use. Passive: opens no browser connection.",
         capability: "browser.control",
-        scope: Scope::Connection,
         mutating: false,
         input_schema: object(json!({}), &[]),
         output_schema: open_object(
@@ -26,7 +25,7 @@ pub fn defs() -> Vec<ToolDef> {
         sensitivity_output: &[],
         lane: Lane::Ordinary,
         gate: Gate::Dispatch,
-        handler: handler!(discover),
+        handler: handler!(Connection: discover),
     }]
 }
 

@@ -4,11 +4,12 @@
 use serde_json::{Map, Value};
 
 use super::context::{CallScope, ToolEnv};
-use super::manifest::{Gate, ToolDef};
-use crate::protocol::errors::RpcError;
+use super::manifest::{Gate, Handler, ToolDef};
+use crate::protocol::errors::{ErrorCode, RpcError};
 
 /// Runs one tool. A `Gate::Dispatch` tool passes `scope.gate` here first; a `Gate::InTool` tool
-/// passes it itself once it holds its tab.
+/// passes it itself once it holds its tab. The handler gets the typed scope its kind declares;
+/// the Broker built `scope.ids` from that same declaration, so a mismatch is a bug.
 pub async fn execute(
     env: &ToolEnv,
     scope: &CallScope,
@@ -18,7 +19,24 @@ pub async fn execute(
     if def.gate == Gate::Dispatch {
         scope.gate.pass().await?;
     }
-    (def.handler)(env, scope, arguments)
-        .await
-        .map_err(RpcError::from)
+    let outcome = match def.handler {
+        Handler::Connection(handler) => handler(env, scope, arguments).await,
+        Handler::Workspace(handler) => match scope.workspace() {
+            Some(typed) => handler(env, &typed, arguments).await,
+            None => return Err(scope_mismatch(def)),
+        },
+        Handler::Target(handler) => match scope.target() {
+            Some(typed) => handler(env, &typed, arguments).await,
+            None => return Err(scope_mismatch(def)),
+        },
+    };
+    outcome.map_err(RpcError::from)
+}
+
+fn scope_mismatch(def: &ToolDef) -> RpcError {
+    tracing::error!(
+        tool = def.name,
+        "call scope does not match the tool's declared scope"
+    );
+    RpcError::new(ErrorCode::InternalError, "internal scope error")
 }

@@ -21,7 +21,7 @@ pub fn render_tools_markdown() -> String {
             "| `{}` | `{}` | {} | {} | {} | {} |\n",
             tool.name,
             tool.capability,
-            tool.scope.as_str(),
+            tool.scope().as_str(),
             if tool.mutating { "yes" } else { "no" },
             list(tool.sensitivity_input),
             list(tool.sensitivity_output),

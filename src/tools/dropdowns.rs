@@ -5,10 +5,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, Status};
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::progress::Subject;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
 use crate::page::{self, ListOptions, SelectOptions};
@@ -21,7 +21,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.dropdown.options",
             description: "List the options of a native select or of a currently exposed ARIA listbox/combobox (an Observation ref), bounded.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 merged(
@@ -44,13 +43,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(dropdown_options),
+            handler: handler!(Target: dropdown_options),
         },
         ToolDef {
             name: "browser.dropdown.select",
             description: "Select option(s) of a native select by value (or by label) and verify the value change; for custom ARIA listboxes, click the option's ref from a fresh Observation instead.",
             capability: "action.input",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(
                 merged(
@@ -70,7 +68,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(dropdown_select),
+            handler: handler!(Target: dropdown_select),
         },
     ]
 }
@@ -88,7 +86,7 @@ struct SelectParams {
 
 pub async fn dropdown_options(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -109,7 +107,7 @@ pub async fn dropdown_options(
 
 pub async fn dropdown_select(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;

@@ -17,9 +17,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::ControlledTab;
 use super::tab::{PageContext, SCRIPT_TIMEOUT};
 use crate::cdp::page::{FrameTree, GetFrameTree};
@@ -70,7 +70,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.frames.list",
             description: "The tab's frame tree: the main frame and every child frame, same-origin, cross-origin and out-of-process alike, in document order. Each has an opaque frameId (valid for this Workspace and browser connection generation), parentFrameId, url, name, crossOrigin (origin differs from the main frame's), outOfProcess, and whether it is this Workspace's selected frame. `selectionDetached` is true when the selected frame went away (see watchdog.frame_detached).",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(json!({}), &[]),
             output_schema: open_object(
@@ -93,13 +92,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(list),
+            handler: handler!(Target: list),
         },
         ToolDef {
             name: "browser.frames.select",
             description: "Select the frame (`frameId` from browser.frames.list, or `main: true`) that this Workspace's observe, read, search, elements.find, click, type, press, keyboard, scroll and dropdown calls on this tab run in. Refs of Observations taken in another frame are then rejected (stale_ref, reason frame_changed). Resets the authentication-hint baseline.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: {
                 let mut schema = object(
@@ -120,7 +118,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(select),
+            handler: handler!(Target: select),
         },
     ]
 }
@@ -342,11 +340,11 @@ pub fn frame_not_found(frame_id: &str, reason: &str) -> RpcError {
 
 pub async fn list(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let workspace_id = scope.workspace_id.clone().unwrap_or_default();
+    let workspace_id = scope.workspace_id.to_owned();
     let session = tab.guard.session(&tab.client).await?;
     let selection = tab.guard.frame_selection();
     let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
@@ -396,7 +394,7 @@ struct SelectParams {
 
 pub async fn select(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: SelectParams = decode_params(&arguments)?;
@@ -409,7 +407,7 @@ pub async fn select(
         ));
     }
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let workspace_id = scope.workspace_id.clone().unwrap_or_default();
+    let workspace_id = scope.workspace_id.to_owned();
     let session = tab.guard.session(&tab.client).await?;
     // Drops Observations of a frame that detached meanwhile.
     tab.guard.frame_selection();

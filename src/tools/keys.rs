@@ -15,10 +15,10 @@ use super::actions::{
     Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
     dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
-use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::manifest::{Gate, Lane, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
@@ -46,7 +46,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.press",
             description: "Press one key (a named key such as Enter, Tab, Escape, ArrowDown, F5, or one US-layout character), with optional `modifiers` held around it (Shift+Tab, Control+Shift+A), on the focused element, or on an Observation ref after focusing it. An unknown key fails with invalid_params (reason unknown_key). Returns effects, or status unavailable with reason no_observable_effect, and a fresh Observation.",
             capability: "action.input",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(
                 merged(
@@ -66,13 +65,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(press),
+            handler: handler!(Target: press),
         },
         ToolDef {
             name: "browser.type",
             description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
             capability: "action.input",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(
                 merged(
@@ -94,13 +92,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(type_text),
+            handler: handler!(Target: type_text),
         },
         ToolDef {
             name: "browser.keyboard",
             description: "Type text into the element that has focus now, at its caret, keystrokes and insertions as in browser.type, guarded like browser.type (the focused element is pinned and re-checked between characters). Evidence compares the resulting value: keys the page cancelled are a mismatch.",
             capability: "action.input",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(
                 merged(
@@ -117,7 +114,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(keyboard),
+            handler: handler!(Target: keyboard),
         },
     ]
 }
@@ -184,7 +181,7 @@ struct KeyboardParams {
 
 pub async fn press(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: PressParams = decode_params(&arguments)?;
@@ -466,7 +463,7 @@ async fn document_after_submit(
 /// One `browser.type` call, as its steps need it.
 struct TypeCall<'a> {
     env: &'a ToolEnv,
-    scope: &'a CallScope,
+    scope: &'a TargetScope<'a>,
     arguments: &'a Map<String, Value>,
     target: &'a RefTarget,
     text: String,
@@ -549,7 +546,7 @@ async fn type_native(
 
 pub async fn type_text(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -741,7 +738,7 @@ pub async fn type_text(
 async fn finish_type(
     env: &ToolEnv,
     tab: &mut ControlledTab,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     finished: Finished<'_>,
     verification: &str,
     exact: bool,
@@ -831,7 +828,7 @@ fn keyboard_landed(expectation: &Expectation, after: &ElementState, text: &str) 
 
 pub async fn keyboard(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;

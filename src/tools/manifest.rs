@@ -12,20 +12,46 @@ use serde_json::{Map, Value, json};
 
 pub use crate::protocol::methods::Lane;
 
-use super::context::{CallScope, ToolEnv};
+use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::{capture, click, dialogs, discover, dropdowns, frames, keys, observe, scroll, tabs};
 
 /// What a handler returns: the tool's result, or why it failed.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
-/// A tool's entry point: the environment, the call's scope and the validated arguments (the
+/// A tool's entry point, by the scope it declares: the environment, the call's typed scope
+/// (so a Target tool cannot run without its `targetId`) and the validated arguments (the
 /// handler decodes its own `#[derive(Deserialize)]` params from them).
-pub type Handler = for<'a> fn(&'a ToolEnv, &'a CallScope, Map<String, Value>) -> ToolFuture<'a>;
+#[derive(Clone, Copy)]
+pub enum Handler {
+    Connection(for<'a> fn(&'a ToolEnv, &'a CallScope, Map<String, Value>) -> ToolFuture<'a>),
+    Workspace(
+        for<'a> fn(&'a ToolEnv, &'a WorkspaceScope<'a>, Map<String, Value>) -> ToolFuture<'a>,
+    ),
+    Target(for<'a> fn(&'a ToolEnv, &'a TargetScope<'a>, Map<String, Value>) -> ToolFuture<'a>),
+}
 
-/// Wraps `async fn tool(env, scope, arguments)` as a [`Handler`].
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Handler::{}", self.scope().as_str())
+    }
+}
+
+impl Handler {
+    /// The scope this handler declares.
+    pub fn scope(&self) -> Scope {
+        match self {
+            Handler::Connection(_) => Scope::Connection,
+            Handler::Workspace(_) => Scope::Workspace,
+            Handler::Target(_) => Scope::Target,
+        }
+    }
+}
+
+/// Wraps `async fn tool(env, scope, arguments)` as a [`Handler`] of the named scope; the
+/// function's scope parameter is `&CallScope`, `&WorkspaceScope` or `&TargetScope` to match.
 macro_rules! handler {
-    ($tool:path) => {{
+    (Connection: $tool:path) => {{
         fn boxed<'a>(
             env: &'a $crate::tools::ToolEnv,
             scope: &'a $crate::tools::CallScope,
@@ -33,7 +59,27 @@ macro_rules! handler {
         ) -> $crate::tools::ToolFuture<'a> {
             Box::pin($tool(env, scope, arguments))
         }
-        boxed as $crate::tools::Handler
+        $crate::tools::Handler::Connection(boxed)
+    }};
+    (Workspace: $tool:path) => {{
+        fn boxed<'a>(
+            env: &'a $crate::tools::ToolEnv,
+            scope: &'a $crate::tools::WorkspaceScope<'a>,
+            arguments: ::serde_json::Map<String, ::serde_json::Value>,
+        ) -> $crate::tools::ToolFuture<'a> {
+            Box::pin($tool(env, scope, arguments))
+        }
+        $crate::tools::Handler::Workspace(boxed)
+    }};
+    (Target: $tool:path) => {{
+        fn boxed<'a>(
+            env: &'a $crate::tools::ToolEnv,
+            scope: &'a $crate::tools::TargetScope<'a>,
+            arguments: ::serde_json::Map<String, ::serde_json::Value>,
+        ) -> $crate::tools::ToolFuture<'a> {
+            Box::pin($tool(env, scope, arguments))
+        }
+        $crate::tools::Handler::Target(boxed)
     }};
 }
 
@@ -74,7 +120,6 @@ pub struct ToolDef {
     pub name: &'static str,
     pub description: &'static str,
     pub capability: &'static str,
-    pub scope: Scope,
     pub mutating: bool,
     pub input_schema: Value,
     pub output_schema: Value,
@@ -84,17 +129,23 @@ pub struct ToolDef {
     /// Ordinary tools run in input order; out-of-band ones may overtake a pending call.
     pub lane: Lane,
     pub gate: Gate,
+    /// Its entry point; its kind is the tool's declared scope ([`ToolDef::scope`]).
     pub handler: Handler,
 }
 
 impl ToolDef {
+    /// Which envelope fields the tool needs, as its handler declares.
+    pub fn scope(&self) -> Scope {
+        self.handler.scope()
+    }
+
     /// The `tools/list` entry.
     pub fn to_json(&self) -> Value {
         json!({
             "name": self.name,
             "description": self.description,
             "capability": self.capability,
-            "scope": self.scope.as_str(),
+            "scope": self.scope().as_str(),
             "mutating": self.mutating,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,

@@ -28,7 +28,10 @@ mod tab;
 mod tabs;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};
-pub use context::{CallScope, DispatchGate, MutationsSent, ToolEnv, mutates_browser};
+pub use context::{
+    CallScope, DispatchGate, MutationsSent, ScopeIds, TargetScope, ToolEnv, WorkspaceScope,
+    mutates_browser,
+};
 pub use dispatch::execute;
 pub use docs::render_tools_markdown;
 pub use error::{ToolError, artifact_error};

@@ -7,9 +7,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
 use crate::page::{self, Find, ObserveOptions, Read, Search};
 
@@ -76,7 +76,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.observe",
             description: "Observe the page: interactive and landmark elements (role, accessible name, value, states) with integer refs scoped to the returned observationId, open Shadow DOM included; page metrics (viewport, document, scroll, pixels remaining, percentages); and advisory hints. Bounded by `limit` and `maxBytes` with truncation reasons. Password values are never returned.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(observe_input_properties(), &[]),
             output_schema: observation_schema(),
@@ -84,13 +83,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(observe),
+            handler: handler!(Target: observe),
         },
         ToolDef {
             name: "browser.read",
             description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars`.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 json!({
@@ -111,13 +109,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(read),
+            handler: handler!(Target: read),
         },
         ToolDef {
             name: "browser.search",
             description: "Visible text matches of `query` (case-insensitive; `regex` for a JavaScript regular expression) with nearby context and viewport geometry, open Shadow DOM included; at most 200 results.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 json!({
@@ -139,13 +136,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(search),
+            handler: handler!(Target: search),
         },
         ToolDef {
             name: "browser.elements.find",
             description: "Bounded safe metadata (tag, id, classes, role, name, text, visibility, geometry, a few attributes) of elements matching a CSS selector, optionally across open Shadow DOM (`pierce`). No DOM or CDP handles; results are not action refs.",
             capability: "observation.read",
-            scope: Scope::Target,
             mutating: false,
             input_schema: object(
                 json!({
@@ -167,7 +163,7 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(find),
+            handler: handler!(Target: find),
         },
     ]
 }
@@ -219,7 +215,7 @@ pub fn observe_options(arguments: &Map<String, Value>) -> Result<ObserveOptions,
 
 pub async fn observe(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -231,7 +227,7 @@ pub async fn observe(
 /// fields (workspace, lease, target, url, title).
 async fn run_reading<S: page::PageScript>(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     script: &S,
 ) -> Result<(S::Output, Map<String, Value>), ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -250,7 +246,7 @@ async fn run_reading<S: page::PageScript>(
 
 pub async fn read(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ReadParams = decode_params(&arguments)?;
@@ -268,7 +264,7 @@ pub async fn read(
 
 pub async fn search(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: SearchParams = decode_params(&arguments)?;
@@ -289,7 +285,7 @@ pub async fn search(
 
 pub async fn find(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: FindParams = decode_params(&arguments)?;

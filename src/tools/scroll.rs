@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
-use super::manifest::{Gate, Lane, Scope, ToolDef, object};
+use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
 use crate::page::{
@@ -25,7 +25,6 @@ pub fn defs() -> Vec<ToolDef> {
         name: "browser.scroll",
         description: "Scroll the page (`direction` and `amount` in pixels, or `page`), an Observation ref into view, a CSS-selected container, or to the first visible text match (`text`). Returns typed evidence (before/after scroll position) and a fresh Observation.",
         capability: "action.input",
-        scope: Scope::Target,
         mutating: false,
         input_schema: object(
             merged(
@@ -47,7 +46,7 @@ pub fn defs() -> Vec<ToolDef> {
         sensitivity_output: &["browser_data"],
         lane: Lane::Ordinary,
         gate: Gate::InTool,
-        handler: handler!(scroll),
+        handler: handler!(Target: scroll),
     }]
 }
 
@@ -64,7 +63,7 @@ struct ScrollParams {
 
 pub async fn scroll(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ScrollParams = decode_params(&arguments)?;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
 use super::progress::{self, Completed, NoProgress};
 use crate::cdp::{CdpClient, SessionId};
@@ -85,7 +85,10 @@ pub struct ControlledTab {
 
 impl ControlledTab {
     /// The controlled-tab prologue; see [`controlled_tab`].
-    pub async fn acquire(env: &ToolEnv, scope: &CallScope) -> Result<ControlledTab, ToolError> {
+    pub async fn acquire(
+        env: &ToolEnv,
+        scope: &TargetScope<'_>,
+    ) -> Result<ControlledTab, ToolError> {
         controlled_tab(env, scope).await
     }
 
@@ -118,7 +121,7 @@ impl ControlledTab {
     /// Takes and records a fresh Observation; see [`take_observation`].
     pub async fn observe(
         &mut self,
-        scope: &CallScope,
+        scope: &TargetScope<'_>,
         options: ObserveOptions,
     ) -> Result<Map<String, Value>, ToolError> {
         take_observation(&self.client, &mut self.guard, scope, options).await
@@ -135,7 +138,7 @@ impl ControlledTab {
     /// Resolves a ref of this Workspace's Observations; see [`resolve_ref`].
     pub fn resolve_ref(
         &mut self,
-        scope: &CallScope,
+        scope: &TargetScope<'_>,
         frame_id: &str,
         arguments: &Map<String, Value>,
     ) -> Result<(RefTarget, ElementSummary), ToolError> {
@@ -146,7 +149,7 @@ impl ControlledTab {
     pub async fn wait_for_load(
         &mut self,
         env: &ToolEnv,
-        scope: &CallScope,
+        scope: &WorkspaceScope<'_>,
         opaque: &str,
         awaited: &Awaited,
         dispatched: tokio::time::Instant,
@@ -209,22 +212,14 @@ pub async fn main_frame(
     Ok(frame_id)
 }
 
-fn workspace(scope: &CallScope) -> (&str, &str) {
-    (
-        scope.workspace_id.as_deref().unwrap_or_default(),
-        scope.lease_id.as_deref().unwrap_or_default(),
-    )
-}
-
 /// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
 /// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
-async fn controlled_tab(env: &ToolEnv, scope: &CallScope) -> Result<ControlledTab, ToolError> {
+async fn controlled_tab(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+) -> Result<ControlledTab, ToolError> {
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
-    let (workspace_id, lease_id) = workspace(scope);
-    let opaque = scope
-        .target_id
-        .as_deref()
-        .ok_or_else(|| RpcError::invalid_params("\"targetId\" is required"))?;
+    let (workspace_id, lease_id, opaque) = (scope.workspace_id, scope.lease_id, scope.target_id);
     let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
     let ticket = scope
         .ticket
@@ -294,7 +289,11 @@ pub async fn url_and_title(
     Ok((bound_url(&info.url), bound_title(&info.title)))
 }
 
-pub(super) fn base_result(scope: &CallScope, url: String, title: String) -> Map<String, Value> {
+pub(super) fn base_result(
+    scope: &TargetScope<'_>,
+    url: String,
+    title: String,
+) -> Map<String, Value> {
     let mut result = Map::new();
     result.insert("workspaceId".into(), json!(scope.workspace_id));
     result.insert("leaseId".into(), json!(scope.lease_id));
@@ -309,7 +308,7 @@ pub(super) fn base_result(scope: &CallScope, url: String, title: String) -> Map<
 pub async fn take_observation(
     client: &CdpClient,
     guard: &mut TabGuard,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     options: ObserveOptions,
 ) -> Result<Map<String, Value>, ToolError> {
     let page_context = page_context(client, guard).await?;
@@ -348,7 +347,7 @@ pub async fn take_observation(
         .collect();
     state.observations.push_back(ObservationRecord {
         id: observation_id.clone(),
-        workspace_id: scope.workspace_id.clone().unwrap_or_default(),
+        workspace_id: scope.workspace_id.to_owned(),
         frame_id: page_context.frame_id.clone(),
         elements,
     });
@@ -377,14 +376,14 @@ struct RefParams {
 /// before the page is asked (the page re-checks the element itself).
 pub fn resolve_ref(
     guard: &mut TabGuard,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     frame_id: &str,
     arguments: &Map<String, Value>,
 ) -> Result<(RefTarget, ElementSummary), ToolError> {
     let params: RefParams = decode_params(arguments)?;
     let observation_id = params.observation_id.as_deref().unwrap_or_default();
     let element_ref = params.element_ref.unwrap_or(0);
-    let workspace_id = scope.workspace_id.as_deref().unwrap_or_default();
+    let workspace_id = scope.workspace_id;
     let record = guard
         .state()
         .observations
@@ -429,7 +428,7 @@ pub async fn wait_for_load(
     env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     opaque: &str,
     awaited: &Awaited,
     dispatched: tokio::time::Instant,
@@ -494,12 +493,12 @@ pub async fn wait_for_load(
 /// browser is left alone: nothing is stopped, retried or navigated again.
 async fn navigation_stalled(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     opaque: &str,
     url: &str,
     elapsed: Duration,
 ) -> RpcError {
-    let (workspace_id, lease_id) = workspace(scope);
+    let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let url = bound_event_url(url);
     let elapsed_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let mut emit = Emit::new(

@@ -11,9 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, Scope, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, PageState};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -49,7 +49,6 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.connect",
             description: "Connect the Broker to the Workspace's browser (or `browserId`). The only call that opens the browser's debugging connection; Chrome may ask the user to allow it. Reuses a live connection. Returns the connection generation.",
             capability: "browser.control",
-            scope: Scope::Workspace,
             mutating: false,
             input_schema: object(
                 json!({"browserId": {"type": "string", "minLength": 1, "maxLength": 256}}),
@@ -68,13 +67,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(connect),
+            handler: handler!(Workspace: connect),
         },
         ToolDef {
             name: "browser.open",
             description: "Open a URL in a new managed tab of this Workspace (the first one opens the Workspace's dedicated window), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
             capability: "browser.control",
-            scope: Scope::Workspace,
             mutating: true,
             input_schema: object(json!({"url": url_schema()}), &["url"]),
             output_schema: page_result_schema(),
@@ -82,13 +80,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(open),
+            handler: handler!(Workspace: open),
         },
         ToolDef {
             name: "browser.navigate",
             description: "Go back, forward, reload, or to a URL (`goto`) in a controlled tab, and wait for the page to load (bounded).",
             capability: "browser.control",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(
                 json!({"action": {"enum": ["back", "forward", "reload", "goto"]}, "url": url_schema()}),
@@ -99,13 +96,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(navigate),
+            handler: handler!(Target: navigate),
         },
         ToolDef {
             name: "browser.tabs.list",
             description: "Every eligible ordinary user tab plus this Workspace's managed tabs, each under this Workspace's opaque targetId, with whether this Lease or another one controls it.",
             capability: "browser.control",
-            scope: Scope::Workspace,
             mutating: false,
             input_schema: object(json!({}), &[]),
             output_schema: open_object(
@@ -124,13 +120,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &["browser_data"],
             lane: Lane::Ordinary,
             gate: Gate::Dispatch,
-            handler: handler!(tabs_list),
+            handler: handler!(Workspace: tabs_list),
         },
         ToolDef {
             name: "browser.tabs.release",
             description: "Hand control of a tab back without closing it; emits target_control.released. Another Lease may then acquire the tab with its own targetId. Never accepts a destination Lease.",
             capability: "browser.control",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(json!({}), &[]),
             output_schema: open_object(
@@ -141,13 +136,12 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[],
             lane: Lane::Ordinary,
             gate: Gate::Dispatch,
-            handler: handler!(tabs_release),
+            handler: handler!(Target: tabs_release),
         },
         ToolDef {
             name: "browser.tabs.close",
             description: "Close a managed tab of this Workspace. User tabs are never closed (target_not_managed).",
             capability: "browser.control",
-            scope: Scope::Target,
             mutating: true,
             input_schema: object(json!({}), &[]),
             output_schema: open_object(
@@ -158,16 +152,9 @@ pub fn defs() -> Vec<ToolDef> {
             sensitivity_output: &[],
             lane: Lane::Ordinary,
             gate: Gate::InTool,
-            handler: handler!(tabs_close),
+            handler: handler!(Target: tabs_close),
         },
     ]
-}
-
-fn workspace(scope: &CallScope) -> (&str, &str) {
-    (
-        scope.workspace_id.as_deref().unwrap_or_default(),
-        scope.lease_id.as_deref().unwrap_or_default(),
-    )
 }
 
 #[derive(Deserialize)]
@@ -198,7 +185,7 @@ struct NavigateParams {
 
 pub async fn connect(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ConnectParams = decode_params(&arguments)?;
@@ -216,10 +203,10 @@ pub async fn connect(
     }))
 }
 
-async fn workspace_browser(env: &ToolEnv, scope: &CallScope) -> Result<String, ToolError> {
+async fn workspace_browser(env: &ToolEnv, scope: &WorkspaceScope<'_>) -> Result<String, ToolError> {
     let store = env.store.clone();
     let principal = scope.principal.clone();
-    let id = scope.workspace_id.clone().unwrap_or_default();
+    let id = scope.workspace_id.to_owned();
     let lookup = store
         .call_read(move |store| store.get_workspace(&principal, &id))
         .await
@@ -255,20 +242,19 @@ fn check_url(url: &str) -> Result<(), ToolError> {
 
 pub async fn open(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: OpenParams = decode_params(&arguments)?;
     let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
-    if scope.target_id.is_some() {
-        let mut tab = ControlledTab::acquire(env, scope).await?;
-        let opaque = scope.target_id.as_deref().unwrap_or_default();
-        return goto(env, &mut tab, scope, opaque, &url).await;
+    if let Some(target) = scope.target() {
+        let mut tab = ControlledTab::acquire(env, &target).await?;
+        return goto(env, &mut tab, &target, target.target_id, &url).await;
     }
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let client = scope.gate.watch(&live.client);
-    let (workspace_id, lease_id) = workspace(scope);
+    let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     scope.gate.pass().await?;
     let new_window = !env.browser.has_window(workspace_id);
     // Create blank, then navigate through the tab's own session: `Page.navigate` answers at
@@ -301,7 +287,7 @@ pub async fn open(
 
 pub async fn navigate(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let NavigateParams { action, url } = decode_params(&arguments)?;
@@ -321,7 +307,7 @@ pub async fn navigate(
                 env,
                 &mut tab,
                 scope,
-                scope.target_id.as_deref().unwrap_or_default(),
+                scope.target_id,
                 url.as_deref().unwrap_or("about:blank"),
             )
             .await;
@@ -358,21 +344,16 @@ pub async fn navigate(
             Awaited::AnyNavigation(mark)
         }
     };
-    let opaque = scope.target_id.as_deref().unwrap_or_default();
     let page = tab
-        .wait_for_load(env, scope, opaque, &awaited, dispatched)
+        .wait_for_load(env, scope, scope.target_id, &awaited, dispatched)
         .await?;
-    Ok(page_result(
-        scope.target_id.as_deref().unwrap_or_default(),
-        page,
-        false,
-    ))
+    Ok(page_result(scope.target_id, page, false))
 }
 
 async fn goto(
     env: &ToolEnv,
     tab: &mut ControlledTab,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     opaque: &str,
     url: &str,
 ) -> Result<Value, ToolError> {
@@ -411,11 +392,11 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
 
 pub async fn tabs_list(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &WorkspaceScope<'_>,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
-    let (workspace_id, lease_id) = workspace(scope);
+    let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let tabs: Vec<Value> = env
         .browser
         .list_tabs(workspace_id, lease_id)
@@ -437,12 +418,12 @@ pub async fn tabs_list(
 
 pub async fn tabs_release(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
-    let (workspace_id, lease_id) = workspace(scope);
-    let opaque = scope.target_id.clone().unwrap_or_default();
+    let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
+    let opaque = scope.target_id.to_owned();
     let released = env
         .browser
         .release_control(workspace_id, lease_id, &opaque)?;
@@ -466,11 +447,10 @@ pub async fn tabs_release(
 
 pub async fn tabs_close(
     env: &ToolEnv,
-    scope: &CallScope,
+    scope: &TargetScope<'_>,
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let (workspace_id, _) = workspace(scope);
-    let opaque = scope.target_id.as_deref().unwrap_or_default();
+    let (workspace_id, opaque) = (scope.workspace_id, scope.target_id);
     if !env.browser.is_managed_opaque(workspace_id, opaque)? {
         return Err(ToolError::from(TargetError::NotManaged));
     }
@@ -479,5 +459,5 @@ pub async fn tabs_close(
         .client
         .close_target(&tab.guard.target, CALL_TIMEOUT)
         .await?;
-    Ok(json!({"targetId": scope.target_id.clone().unwrap_or_default(), "closed": closed}))
+    Ok(json!({"targetId": scope.target_id, "closed": closed}))
 }
