@@ -12,9 +12,8 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
-use crate::cdp::input::{DispatchMouseEvent, MouseButton, MouseEventType};
-use crate::cdp::{CdpClient, CdpError};
+use super::tab::{ControlledTab, MouseStep, SCRIPT_TIMEOUT};
+use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
     self, ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState,
 };
@@ -162,21 +161,6 @@ fn click_evidence(
     evidence
 }
 
-async fn mouse(
-    client: &CdpClient,
-    session: &crate::cdp::SessionId,
-    kind: MouseEventType,
-    (x, y): (f64, f64),
-    button: MouseButton,
-    click_count: u64,
-) -> Result<(), CdpError> {
-    let event = DispatchMouseEvent::step(kind, x, y, button, click_count);
-    client
-        .execute(session, &event, INPUT_TIMEOUT)
-        .await
-        .map(|_| ())
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ClickParams {
@@ -254,37 +238,27 @@ pub async fn click(
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
-    mouse(
-        &tab.client,
+    let at = |kind, button, click_count| MouseStep {
+        kind,
+        x,
+        y,
+        button,
+        click_count,
+    };
+    tab.mouse(
         &session,
-        MouseEventType::MouseMoved,
-        (x, y),
-        MouseButton::None,
-        0,
+        at(MouseEventType::MouseMoved, MouseButton::None, 0),
     )
     .await?;
     let mut dialog = false;
     for count in 1..=clicks {
-        mouse(
-            &tab.client,
-            &session,
-            MouseEventType::MousePressed,
-            (x, y),
-            MouseButton::from_name(&button),
-            count,
-        )
-        .await?;
-        let (client2, session2, button2) = (tab.client.clone(), session.clone(), button.clone());
+        let pressed = MouseButton::from_name(&button);
+        tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count))
+            .await?;
+        let (input, session2) = (tab.input(), session.clone());
+        let release = at(MouseEventType::MouseReleased, pressed, count);
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-            mouse(
-                &client2,
-                &session2,
-                MouseEventType::MouseReleased,
-                (x, y),
-                MouseButton::from_name(&button2),
-                count,
-            )
-            .await
+            input.mouse(&session2, release).await
         })
         .await?;
         if dialog {

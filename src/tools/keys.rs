@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
-    Before, Finished, INPUT_TIMEOUT, SETTLE, action_output, collect_effects, current_url,
-    dispatch_final, evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
+    Before, Finished, SETTLE, action_output, collect_effects, current_url, dispatch_final,
+    evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
 };
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -23,7 +23,7 @@ use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::input::table::{self, Modifier};
-use crate::cdp::input::{Key, Stroke, chord_events, send_key_events, send_stroke, stroke_for};
+use crate::cdp::input::{Key, Stroke, chord_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
@@ -230,10 +230,10 @@ pub async fn press(
         element,
     };
     let mut dialogs = env.browser.dialog_signals();
-    let (client2, session) = (tab.client.clone(), ctx.session.clone());
+    let (input, session) = (tab.input(), ctx.session.clone());
     let events = chord_events(&key, &held);
     let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        send_key_events(&client2, &session, events, INPUT_TIMEOUT).await
+        input.keys(&session, events).await
     })
     .await?;
     if !dialog {
@@ -354,13 +354,12 @@ impl Guarded<'_> {
     /// One guarded step: re-check the pins, send, count it.
     async fn step(
         &mut self,
-        client: &CdpClient,
-        guard: &mut TabGuard,
+        tab: &mut ControlledTab,
         step: &str,
         stroke: &Stroke,
     ) -> Result<(), ToolError> {
-        let ctx = self.check(client, guard, step).await?;
-        send_stroke(client, &ctx.session, stroke, INPUT_TIMEOUT).await?;
+        let ctx = self.check(&tab.client, &mut tab.guard, step).await?;
+        tab.stroke(&ctx.session, stroke).await?;
         self.dispatched += 1;
         Ok(())
     }
@@ -375,8 +374,7 @@ struct Typed {
 
 /// Types `text` one guarded step per character.
 async fn type_characters(
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
     text: &str,
 ) -> Result<Typed, ToolError> {
@@ -384,7 +382,7 @@ async fn type_characters(
     for (index, ch) in text.chars().enumerate() {
         let stroke = stroke_for(ch);
         guarded
-            .step(client, guard, &format!("type_character:{index}"), &stroke)
+            .step(tab, &format!("type_character:{index}"), &stroke)
             .await?;
         match stroke {
             Stroke::Key { .. } => typed.keystrokes += 1,
@@ -395,16 +393,12 @@ async fn type_characters(
 }
 
 /// The submit step: Enter on the still-focused element.
-async fn submit_step(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    guarded: &mut Guarded<'_>,
-) -> Result<(), ToolError> {
+async fn submit_step(tab: &mut ControlledTab, guarded: &mut Guarded<'_>) -> Result<(), ToolError> {
     let enter = Stroke::Key {
         key: Key::named(table::ENTER),
         shift: false,
     };
-    guarded.step(client, guard, "submit", &enter).await?;
+    guarded.step(tab, "submit", &enter).await?;
     tokio::time::sleep(SETTLE).await;
     Ok(())
 }
@@ -509,7 +503,7 @@ async fn type_native(
         false => vec![],
     };
     if call.submit {
-        submit_step(&tab.client, &mut tab.guard, guarded).await?;
+        submit_step(tab, guarded).await?;
         if !document_after_submit(&tab.client, &mut tab.guard, Some(call.target)).await {
             effects.push(Effect::DocumentChanged);
         }
@@ -648,9 +642,7 @@ pub async fn type_text(
             key: Key::named(table::DELETE),
             shift: false,
         };
-        guarded
-            .step(&tab.client, &mut tab.guard, "delete", &delete)
-            .await?;
+        guarded.step(&mut tab, "delete", &delete).await?;
     }
     // Inputs without a selection API (email, number) cannot place the caret from script: End
     // does, as it would for a user.
@@ -659,11 +651,9 @@ pub async fn type_text(
             key: Key::named(table::END),
             shift: false,
         };
-        guarded
-            .step(&tab.client, &mut tab.guard, "caret_to_end", &end)
-            .await?;
+        guarded.step(&mut tab, "caret_to_end", &end).await?;
     }
-    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
+    let typed = type_characters(&mut tab, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
@@ -706,7 +696,7 @@ pub async fn type_text(
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        submit_step(&mut tab, &mut guarded).await?;
         if !document_after_submit(&tab.client, &mut tab.guard, Some(&target)).await {
             effects.push(Effect::DocumentChanged);
         }
@@ -873,7 +863,7 @@ pub async fn keyboard(
         dispatched: 0,
         pin: &pin,
     };
-    let typed = type_characters(&tab.client, &mut tab.guard, &mut guarded, &text).await?;
+    let typed = type_characters(&mut tab, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;
     let expectation = keyboard_expectation(&before, &text);
     // Judged before any submit, on the element typing went to.
@@ -916,7 +906,7 @@ pub async fn keyboard(
     };
     if submit {
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&tab.client, &mut tab.guard, &mut guarded).await?;
+        submit_step(&mut tab, &mut guarded).await?;
         if !document_after_submit(&tab.client, &mut tab.guard, None).await {
             effects.push(Effect::DocumentChanged);
         }

@@ -1,7 +1,8 @@
 //! The tab context of a tool: [`ControlledTab`] owns the controlled-tab prologue (resolve the
 //! envelope `targetId`, take control for the Lease, wait for the tab's turn, pass the dispatch
 //! gate and hand out the Command's watched CDP handle), the page and frame context scripts run
-//! in, observation taking, ref resolution, load waits and the tab's no-progress memory. This
+//! in, observation taking, ref resolution, load waits, input dispatch ([`TabInput`], on the
+//! watched client) and the tab's no-progress memory. This
 //! file is the only code in `tools/` that writes `session::TabState`: a tool calls a
 //! `ControlledTab` method (or, inside a helper that holds the client and guard, the function
 //! of the same name here). It decides no evidence and builds no tool result beyond the
@@ -12,10 +13,14 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::actions::INPUT_TIMEOUT;
 use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
 use super::progress::{self, Completed, NoProgress};
-use crate::cdp::{CdpClient, SessionId};
+use crate::cdp::input::{
+    self, DispatchKeyEvent, DispatchMouseEvent, MouseButton, MouseEventType, Stroke,
+};
+use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::events::Emit;
 use crate::page::{
     self, DocumentInfo, ExecutionContextId, HintContext, Observe, ObserveOptions, PageScript,
@@ -189,6 +194,68 @@ impl ControlledTab {
             .as_ref()
             .map(|s| s.as_str().to_owned())
             .unwrap_or_default()
+    }
+
+    /// The tab's input handle, for a dispatch that must move into a future of its own (the
+    /// dialog-aware final dispatch); see [`TabInput`].
+    pub fn input(&self) -> TabInput {
+        TabInput {
+            client: self.client.clone(),
+        }
+    }
+
+    /// One mouse event on `session`; see [`TabInput::mouse`].
+    pub async fn mouse(&self, session: &SessionId, event: MouseStep) -> Result<(), CdpError> {
+        self.input().mouse(session, event).await
+    }
+
+    /// One typing stroke on `session`; see [`TabInput::stroke`].
+    pub async fn stroke(&self, session: &SessionId, stroke: &Stroke) -> Result<(), CdpError> {
+        self.input().stroke(session, stroke).await
+    }
+}
+
+/// One mouse event at a point in the dispatch session's viewport.
+#[derive(Debug, Clone, Copy)]
+pub struct MouseStep {
+    pub kind: MouseEventType,
+    pub x: f64,
+    pub y: f64,
+    pub button: MouseButton,
+    pub click_count: u64,
+}
+
+/// Mouse and key dispatch into the tab, always on the Command's watched client, so the
+/// never-replay record (`DispatchGate::watch`) sees every input event. Tools send input only
+/// through this (or the `ControlledTab` methods of the same names); the encodings are
+/// `cdp/input.rs`'s.
+#[derive(Clone)]
+pub struct TabInput {
+    client: CdpClient,
+}
+
+impl TabInput {
+    pub async fn mouse(&self, session: &SessionId, step: MouseStep) -> Result<(), CdpError> {
+        let event =
+            DispatchMouseEvent::step(step.kind, step.x, step.y, step.button, step.click_count);
+        self.client
+            .execute(session, &event, INPUT_TIMEOUT)
+            .await
+            .map(|_| ())
+    }
+
+    /// Sends `events` in order as one step (`cdp::input::send_key_events`).
+    pub async fn keys(
+        &self,
+        session: &SessionId,
+        events: Vec<DispatchKeyEvent>,
+    ) -> Result<(), CdpError> {
+        input::send_key_events(&self.client, session, events, INPUT_TIMEOUT).await
+    }
+
+    /// One typing stroke: a key press, or an editing insertion.
+    pub async fn stroke(&self, session: &SessionId, stroke: &Stroke) -> Result<(), CdpError> {
+        input::send_stroke(&self.client, session, stroke, INPUT_TIMEOUT).await
     }
 }
 
