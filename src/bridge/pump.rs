@@ -21,10 +21,10 @@ use crate::framing::{self, FramingError, LineReader};
 use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::protocol::internal::{self, Hello, PeerRole};
+use crate::protocol::internal::{self, PeerRole};
 use crate::protocol::methods::{self, Lane, MAX_PENDING_ORDINARY, MAX_PENDING_OUT_OF_BAND};
 use crate::protocol::negotiate::SERVICE_LIMITS;
-use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id, now_ms};
+use crate::version::now_ms;
 
 /// Notifications waiting for a slow host reader; beyond this they are dropped.
 const NOTIFICATION_QUEUE: usize = 256;
@@ -92,14 +92,7 @@ struct Shared {
 
 /// Runs the bridge until EOF, `shutdown` or a framing error. Returns the process exit code.
 pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
-    let hello = Hello {
-        ipc: IPC_VERSION,
-        role: PeerRole::Bridge,
-        executable_version: EXECUTABLE_VERSION.to_owned(),
-        installation_id: installation_id(),
-        pid: std::process::id(),
-        browser_preference,
-    };
+    let hello = crate::ipc::hello(PeerRole::Bridge, browser_preference);
     let (response_tx, response_rx) = mpsc::unbounded_channel::<Outgoing>();
     let (notification_tx, notification_rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
     let writer = tokio::spawn(write_stdout(response_rx, notification_rx));

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::framing::{self, LineReader};
+use crate::framing::LineReader;
 use crate::home::{Home, HomeError};
-use crate::ipc::{self, ConnectError, IpcReader, IpcWriter, Untrusted};
+use crate::ipc::{self, ConnectError, HandshakeError, IpcReader, IpcWriter, Patience, Untrusted};
 use crate::os;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::protocol::internal::{Hello, HelloReply, Welcome};
+use crate::protocol::internal::{Hello, Welcome};
 use crate::version::IPC_VERSION;
 
 /// How long a connected Broker may take to answer the handshake before it counts as
@@ -105,71 +105,47 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
     }
 }
 
-/// How often a bridge retries a Broker whose accept queue is full, within `HANDSHAKE_TIMEOUT`.
-const BUSY_RETRY: Duration = Duration::from_millis(10);
-
-/// Connects, retrying a Broker whose accept queue is full (a stalled or briefly saturated
-/// Broker is busy, not missing) until `HANDSHAKE_TIMEOUT` has passed.
-async fn connect_patiently(socket: &Path) -> Result<(IpcReader, IpcWriter), ConnectError> {
-    let busy_until = tokio::time::Instant::now() + HANDSHAKE_TIMEOUT;
-    loop {
-        match ipc::connect(socket).await {
-            Err(ConnectError::Busy(_)) if tokio::time::Instant::now() < busy_until => {
-                tokio::time::sleep(BUSY_RETRY).await;
-            }
-            other => return other,
-        }
-    }
-}
-
 async fn attempt(home: &Home, hello: &Hello) -> Attempt {
-    let socket = home.socket_path();
-    let (reader, mut writer) = match connect_patiently(&socket).await {
-        Ok(halves) => halves,
-        Err(ConnectError::NoEndpoint(error)) => {
+    // A Broker whose accept queue is full is busy, not missing: retried within the handshake
+    // timeout (`ipc::connect_patiently`).
+    let patience = Patience {
+        busy_for: HANDSHAKE_TIMEOUT,
+        answer_within: Some(HANDSHAKE_TIMEOUT),
+    };
+    match ipc::handshake(&home.socket_path(), hello, LINK_MAX_LINE_BYTES, patience).await {
+        Ok(linked) if linked.welcome.ipc == IPC_VERSION => Attempt::Connected(BrokerLink {
+            reader: linked.reader,
+            writer: linked.writer,
+            welcome: linked.welcome,
+        }),
+        Ok(linked) => Attempt::Failed(incompatible(&linked.welcome.service_version)),
+        Err(HandshakeError::Connect(ConnectError::NoEndpoint(error))) => {
             tracing::debug!(%error, "no Broker endpoint");
-            return Attempt::NoEndpoint;
+            Attempt::NoEndpoint
         }
-        Err(ConnectError::Busy(error)) => {
+        Err(HandshakeError::Connect(ConnectError::Busy(error))) => {
             tracing::warn!(%error, "the Broker's accept queue stayed full");
-            return Attempt::Failed(unresponsive(
+            Attempt::Failed(unresponsive(
                 home,
                 locator_pid(home),
                 "its accept queue stayed full",
-            ));
+            ))
         }
-        Err(ConnectError::Untrusted(why)) => {
+        Err(HandshakeError::Connect(ConnectError::Untrusted(why))) => {
             tracing::warn!(%why, "refusing a Broker endpoint of another user");
-            return Attempt::Failed(untrusted(why));
+            Attempt::Failed(untrusted(why))
         }
-    };
-    let mut reader = LineReader::new(reader, LINK_MAX_LINE_BYTES);
-    let hello_line = serde_json::to_string(hello).expect("hello serializes");
-    let exchange = async {
-        framing::write_line(&mut writer, &hello_line).await.ok()?;
-        reader.next_line().await.ok().flatten()
-    };
-    let reply = match tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange).await {
-        Ok(Some(line)) => line,
-        Ok(None) | Err(_) => {
-            return Attempt::Failed(unresponsive(
+        Err(HandshakeError::Io(_) | HandshakeError::Closed | HandshakeError::Silent) => {
+            Attempt::Failed(unresponsive(
                 home,
                 locator_pid(home),
                 "it did not answer the handshake",
-            ));
+            ))
         }
-    };
-    match serde_json::from_slice::<HelloReply>(&reply) {
-        Ok(HelloReply::Welcome(welcome)) if welcome.ipc == IPC_VERSION => {
-            Attempt::Connected(BrokerLink {
-                reader,
-                writer,
-                welcome,
-            })
+        Err(HandshakeError::Refused(refusal)) => {
+            Attempt::Failed(RpcError::from_json(&refusal.error))
         }
-        Ok(HelloReply::Welcome(welcome)) => Attempt::Failed(incompatible(&welcome.service_version)),
-        Ok(HelloReply::Refused(refusal)) => Attempt::Failed(RpcError::from_json(&refusal.error)),
-        Err(_) => Attempt::Failed(incompatible("unknown")),
+        Err(HandshakeError::Garbled(_)) => Attempt::Failed(incompatible("unknown")),
     }
 }
 

@@ -1,16 +1,16 @@
 //! A minimal JSON-RPC client for CLI peers of the Broker.
 //!
 //! Before sending anything it checks the home (not another user's, not shared) and lets `ipc`
-//! authenticate the endpoint (file and listening peer of this user). It never creates the
-//! home or starts a Broker.
+//! authenticate the endpoint (file and listening peer of this user); the handshake itself is
+//! `ipc::handshake`, shared with the bridge, and this file keeps bp's own error mapping. It never
+//! creates the home or starts a Broker.
 
 use serde_json::{Map, Value, json};
 
 use crate::framing::{self, LineReader};
 use crate::home::Home;
-use crate::ipc::{self, ConnectError, IpcReader, IpcWriter};
-use crate::protocol::internal::{Hello, HelloReply, PeerRole, Welcome};
-use crate::version::{EXECUTABLE_VERSION, IPC_VERSION, installation_id};
+use crate::ipc::{self, ConnectError, HandshakeError, IpcReader, IpcWriter, Patience};
+use crate::protocol::internal::{PeerRole, Welcome};
 
 /// Lines from the Broker to a CLI peer are at most this long (debug results are row-capped).
 const CLI_MAX_LINE_BYTES: usize = 256 * 1024 * 1024;
@@ -48,49 +48,40 @@ impl CliClient {
                 "BROWSER_PILOT_HOME is not usable: {error}; set it to a directory of your own"
             ))
         })?;
-        let (reader, mut writer) = match ipc::connect(&home.socket_path()).await {
-            Ok(halves) => halves,
-            Err(ConnectError::NoEndpoint(_)) => return Err(CliError::NotRunning),
-            Err(ConnectError::Busy(error)) => {
-                return Err(CliError::Link(format!(
-                    "the Broker is not accepting connections right now ({error}); try again"
-                )));
-            }
-            Err(ConnectError::Untrusted(why)) => {
-                return Err(CliError::Untrusted(format!(
-                    "{why}; the endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's, remove it after finding out who created it"
-                )));
-            }
-        };
-        let mut reader = LineReader::new(reader, CLI_MAX_LINE_BYTES);
-        let hello = Hello {
-            ipc: IPC_VERSION,
-            role: PeerRole::Cli,
-            executable_version: EXECUTABLE_VERSION.to_owned(),
-            installation_id: installation_id(),
-            pid: std::process::id(),
-            browser_preference: None,
-        };
-        let line = serde_json::to_string(&hello).expect("hello serializes");
-        framing::write_line(&mut writer, &line)
-            .await
-            .map_err(|e| CliError::Link(e.to_string()))?;
-        let reply = reader
-            .next_line()
-            .await
-            .map_err(|e| CliError::Link(e.to_string()))?
-            .ok_or(CliError::NotRunning)?;
-        match serde_json::from_slice::<HelloReply>(&reply) {
-            Ok(HelloReply::Welcome(welcome)) => Ok(CliClient {
-                reader,
-                writer,
+        let hello = ipc::hello(PeerRole::Cli, None);
+        let linked = ipc::handshake(
+            &home.socket_path(),
+            &hello,
+            CLI_MAX_LINE_BYTES,
+            Patience::default(),
+        )
+        .await;
+        match linked {
+            Ok(linked) => Ok(CliClient {
+                reader: linked.reader,
+                writer: linked.writer,
                 next_id: 1,
-                welcome,
+                welcome: linked.welcome,
             }),
-            Ok(HelloReply::Refused(refusal)) => {
+            Err(HandshakeError::Connect(ConnectError::NoEndpoint(_)) | HandshakeError::Closed) => {
+                Err(CliError::NotRunning)
+            }
+            Err(HandshakeError::Connect(ConnectError::Busy(error))) => Err(CliError::Link(
+                format!("the Broker is not accepting connections right now ({error}); try again"),
+            )),
+            Err(HandshakeError::Connect(ConnectError::Untrusted(why))) => {
+                Err(CliError::Untrusted(format!(
+                    "{why}; the endpoint (broker.sock in BROWSER_PILOT_HOME) is not this user's, remove it after finding out who created it"
+                )))
+            }
+            Err(HandshakeError::Refused(refusal)) => {
                 Err(CliError::Refused(refusal.error["message"].to_string()))
             }
-            Err(e) => Err(CliError::Link(e.to_string())),
+            Err(
+                error @ (HandshakeError::Io(_)
+                | HandshakeError::Silent
+                | HandshakeError::Garbled(_)),
+            ) => Err(CliError::Link(error.to_string())),
         }
     }
 
