@@ -1,20 +1,17 @@
-//! Standard base64 (RFC 4648, padded), as CDP encodes binary results. Decoding only: the Broker
-//! never sends bytes to a host, it stores them.
+//! Standard base64 (RFC 4648, padded), as CDP encodes binary results, decoded with the `base64`
+//! crate. Decoding only: the Broker never sends bytes to a host, it stores them.
 
-/// Marks a byte outside the alphabet in [`DECODE`].
-const INVALID: u8 = 0xff;
+use base64::Engine as _;
+use base64::alphabet::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
-/// Sextet value of each input byte, [`INVALID`] for everything outside the alphabet.
-const DECODE: [u8; 256] = {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut table = [INVALID; 256];
-    let mut index = 0;
-    while index < alphabet.len() {
-        table[alphabet[index] as usize] = index as u8;
-        index += 1;
-    }
-    table
-};
+/// Standard alphabet, padding required, trailing bits of the last sextet allowed.
+const ENGINE: GeneralPurpose = GeneralPurpose::new(
+    &STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(true),
+);
 
 /// How many bytes `text` decodes to, without decoding it; `None` if its length is not a
 /// multiple of four.
@@ -28,36 +25,11 @@ pub fn decoded_len(text: &str) -> Option<usize> {
 }
 
 /// Decodes padded standard base64; `None` on any byte outside the alphabet, misplaced padding or
-/// a length that is not a multiple of four.
+/// a length that is not a multiple of four. Unused low bits of the last sextet are ignored, as
+/// they always were here (the browser never sets them; rejecting them would change nothing but
+/// the failure mode).
 pub fn decode(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let out_len = decoded_len(text)?;
-    let mut out = Vec::with_capacity(out_len);
-    let chunks = bytes.chunks_exact(4);
-    let last = chunks.len().checked_sub(1);
-    for (index, chunk) in chunks.enumerate() {
-        let is_last = Some(index) == last;
-        let pad = match (is_last, chunk[2], chunk[3]) {
-            (true, b'=', b'=') => 2,
-            (true, _, b'=') => 1,
-            _ => 0,
-        };
-        let mut quad = [0u8; 4];
-        for (slot, byte) in quad.iter_mut().zip(&chunk[..4 - pad]) {
-            let value = DECODE[*byte as usize];
-            if value == INVALID {
-                return None;
-            }
-            *slot = value;
-        }
-        let triple = (u32::from(quad[0]) << 18)
-            | (u32::from(quad[1]) << 12)
-            | (u32::from(quad[2]) << 6)
-            | u32::from(quad[3]);
-        let [_, a, b, c] = triple.to_be_bytes();
-        out.extend_from_slice(&[a, b, c][..3 - pad]);
-    }
-    Some(out)
+    ENGINE.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -82,8 +54,12 @@ mod tests {
         check("Zm9vYmFy", Some(b"foobar"));
         check("iVBORw0KGgo=", Some(b"\x89PNG\r\n\x1a\n"));
         check("+/+/", Some(&[0xfb, 0xff, 0xbf]));
+        // Unused trailing bits were always ignored.
+        check("Zh==", Some(b"f"));
+        check("Zm9=", Some(b"fo"));
         for bad in [
-            "Zg=", "Zg", "Z===", "Zg==Zg==", "Zm9v\n", "Zm-v", "Zm_v", "=Zm9",
+            "Zg=", "Zg", "Z===", "Zg==Zg==", "Zm9v\n", "Zm-v", "Zm_v", "=Zm9", "Zm9v=", "Zm=v",
+            " Zm9", "Zg==\0", "Zm9v====",
         ] {
             check(bad, None);
         }
