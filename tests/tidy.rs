@@ -4,7 +4,8 @@
 //! - every file under `src/` opens with a `//!` paragraph;
 //! - a module imports only the modules the edge table in `docs/architecture.md` allows;
 //! - CDP method and event names appear as string literals only under `src/cdp/`;
-//! - JavaScript sent to a page comes only from `src/page/js/`.
+//! - JavaScript sent to a page comes only from `src/page/js/`, and only the `PageScript` runner
+//!   (`src/page/run.rs`) sends `Runtime.evaluate` / `Runtime.callFunctionOn` outside `src/cdp/`.
 //!
 //! The last two are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
 //! `JS_LITERALS` list the files that still hold such literals and how many; a file may not gain
@@ -45,6 +46,11 @@ const CDP_DOMAINS: &[&str] = &[
     "Storage",
     "Target",
 ];
+
+/// The files outside `src/cdp/` that may send `Runtime.evaluate` / `Runtime.callFunctionOn`:
+/// the `PageScript` runner. (The one main-world path, `CdpClient::evaluate`, lives in `src/cdp/`
+/// for the later `browser.eval`.)
+const SCRIPT_RUNNERS: &[&str] = &["src/page/run.rs"];
 
 /// Fragments that mark a string literal as JavaScript source.
 const JS_MARKERS: &[&str] = &[
@@ -280,6 +286,16 @@ fn violations(sources: &[Source], edge_doc: &str, allowances: &Allowances) -> Ve
             }
         }
         let in_cdp = source.path.starts_with("src/cdp/");
+        if !in_cdp && !SCRIPT_RUNNERS.contains(&source.path.as_str()) {
+            for runner in ["CallFunctionOn", "Evaluate", ".evaluate("] {
+                if names(&lexed.code, runner) {
+                    problems.push(format!(
+                        "{}: runs page JavaScript itself ({runner}): go through page::PageScript (src/page/run.rs)",
+                        source.path
+                    ));
+                }
+            }
+        }
         let in_js = JS_HOMES.iter().any(|home| source.path.starts_with(home));
         for (_, literal) in &lexed.literals {
             if !in_cdp && is_cdp_name(literal) {
@@ -312,6 +328,16 @@ fn is_javascript(literal: &str) -> bool {
         .chars()
         .all(|c| c.is_ascii_lowercase() || c == '.' || c == '_');
     !event_name && JS_MARKERS.iter().any(|marker| literal.contains(marker))
+}
+
+/// Whether code names `word` as a whole identifier (or, for `.evaluate(`, as that call).
+fn names(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        word.starts_with('.') || (!ident(before) && !ident(after))
+    })
 }
 
 fn is_cdp_name(literal: &str) -> bool {
@@ -427,6 +453,23 @@ fn each_rule_reports_a_tree_that_breaks_it() {
         ),
     ];
     assert_eq!(violations(&clean, doc, &NONE), Vec::<String>::new());
+
+    let runs_scripts = [file(
+        "src/tools/g.rs",
+        "//! x\nuse crate::cdp::runtime::CallFunctionOn;\nfn f(c: &C) { c.evaluate(e); }\n",
+    )];
+    assert_eq!(
+        violations(&runs_scripts, doc, &NONE),
+        [
+            "src/tools/g.rs: runs page JavaScript itself (CallFunctionOn): go through page::PageScript (src/page/run.rs)",
+            "src/tools/g.rs: runs page JavaScript itself (.evaluate(): go through page::PageScript (src/page/run.rs)",
+        ]
+    );
+    let runner_may = [file(
+        "src/page/run.rs",
+        "//! x\nfn f() { let c = CallFunctionOn { x: 1 }; let e = EvaluateLater; }\n",
+    )];
+    assert_eq!(violations(&runner_may, doc, &NONE), Vec::<String>::new());
 
     let forbidden_edge = [file("src/store/c.rs", "//! x\nuse crate::tools::Thing;\n")];
     assert_eq!(
