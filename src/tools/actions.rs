@@ -116,6 +116,11 @@ pub(super) async fn collect_effects(
     dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
     dialog_seen: bool,
 ) -> Effects {
+    // Late effects of the input (microtask handlers, a navigation commit) get the settle window;
+    // a dialog already open blocks the page, so there is nothing to wait for.
+    if !dialog_seen {
+        tokio::time::sleep(SETTLE).await;
+    }
     let mut list = Vec::new();
     let tab = guard.target.clone();
     let dialog = dialog_seen || drain_dialog(dialogs, &tab);

@@ -279,9 +279,6 @@ pub async fn click(
         .ok(),
         _ => None,
     };
-    if !dialog {
-        tokio::time::sleep(SETTLE).await;
-    }
     let effects = collect_effects(
         env,
         &tab.client,

@@ -236,9 +236,6 @@ pub async fn press(
         input.keys(&session, events).await
     })
     .await?;
-    if !dialog {
-        tokio::time::sleep(SETTLE).await;
-    }
     let mut effects = collect_effects(
         env,
         &tab.client,
