@@ -14,23 +14,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::chromium::OwnCdp;
-use support::rig::{Agent, Rig};
+use support::rig::{Agent, Rig, find_ref};
 use support::wait_until;
 
 fn observe(agent: &mut Agent, target: &Value) -> Value {
     agent.tool("browser.observe", Some(target), json!({"limit": 500}))
-}
-
-/// The ref of the first element whose name contains `name` and whose role is `role`.
-fn find_ref(observation: &Value, role: &str, name: &str) -> u64 {
-    observation["elements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["role"] == role && e["name"].as_str().unwrap_or("").contains(name))
-        .unwrap_or_else(|| panic!("no {role} {name:?} in {}", observation["elements"]))["ref"]
-        .as_u64()
-        .unwrap()
 }
 
 /// `browser.click` on a ref, with an optional Command deadline; the raw response.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::chromium::{Fixtures, OwnCdp};
-use support::rig::{Agent, Rig};
+use support::rig::{Agent, Rig, find_ref};
 use support::wait_until;
 
 /// The frames fixture with its two cross-origin children on `other` (another port).
@@ -45,18 +45,6 @@ fn names(observation: &Value) -> Vec<String> {
         .iter()
         .map(|e| e["name"].as_str().unwrap_or("").to_owned())
         .collect()
-}
-
-/// The ref of the first element whose name contains `name` and whose role is `role`.
-fn find_ref(observation: &Value, role: &str, name: &str) -> u64 {
-    observation["elements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["role"] == role && e["name"].as_str().unwrap_or("").contains(name))
-        .unwrap_or_else(|| panic!("no {role} {name:?} in {}", observation["elements"]))["ref"]
-        .as_u64()
-        .unwrap()
 }
 
 fn act(

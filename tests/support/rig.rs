@@ -136,3 +136,15 @@ impl Agent {
         found.unwrap()
     }
 }
+
+/// The ref of the first element whose name contains `name` and whose role is `role`.
+pub fn find_ref(observation: &Value, role: &str, name: &str) -> u64 {
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["role"] == role && e["name"].as_str().unwrap_or("").contains(name))
+        .unwrap_or_else(|| panic!("no {role} {name:?} in {}", observation["elements"]))["ref"]
+        .as_u64()
+        .unwrap()
+}
