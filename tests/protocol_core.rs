@@ -127,13 +127,20 @@ fn initialize_result_shape_and_capabilities() {
         result["capabilities"]["granted"],
         json!(["workspace.manage", "event.read"])
     );
-    assert_eq!(
-        result["capabilities"]["supported"]
-            .as_array()
-            .unwrap()
-            .len(),
-        6
-    );
+    let supported = result["capabilities"]["supported"].as_array().unwrap();
+    for name in [
+        "browser.control",
+        "workspace.manage",
+        "observation.read",
+        "action.input",
+        "artifact.read",
+        "event.read",
+        "network.read",
+        "network.control",
+        "page.eval",
+    ] {
+        assert!(supported.contains(&json!(name)), "{name} not supported");
+    }
     assert!(
         result["broker"]["id"]
             .as_str()

@@ -36,6 +36,11 @@ pub const CAPABILITIES: &[&str] = &[
     "action.input",
     "artifact.read",
     "event.read",
+    // The extras (docs/protocol.md): data that can hold secrets, control of the network, and
+    // code in the page. A host names them to get them.
+    "network.read",
+    "network.control",
+    "page.eval",
 ];
 
 /// Message and result size limits of one Connection or of the service.
