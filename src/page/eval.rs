@@ -86,11 +86,14 @@ impl EvalRequest {
     }
 }
 
-/// The serializer's function declaration (called on the boxed result).
+/// The serializer's function declaration (called on the boxed result): the file after its
+/// leading `//` comment lines.
 pub fn eval_serializer() -> &'static str {
-    SERIALIZE_JS
-        .find("function (options)")
-        .map_or(SERIALIZE_JS, |at| &SERIALIZE_JS[at..])
+    let mut rest = SERIALIZE_JS;
+    while rest.starts_with("//") {
+        rest = rest.split_once('\n').map_or("", |(_, after)| after);
+    }
+    rest
 }
 
 /// Why a serialized value is not the whole value.
