@@ -8,9 +8,9 @@
 
 mod support;
 
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use serde_json::{Value, json};
 use support::rig::{Agent, Rig};
 
 const SIX: [&str; 6] = [
@@ -99,7 +99,10 @@ fn agent_with(rig: &Rig, client: &str, capabilities: Option<&[&str]>) -> (Agent,
     match capabilities {
         Some(list) => params["requestedCapabilities"] = json!(list),
         None => {
-            params.as_object_mut().unwrap().remove("requestedCapabilities");
+            params
+                .as_object_mut()
+                .unwrap()
+                .remove("requestedCapabilities");
         }
     }
     let initialized = bridge.ok("initialize", params);
@@ -180,19 +183,33 @@ fn least_privilege(rig: &Rig) {
         .iter()
         .chain(&["network.read", "network.control", "page.eval"])
     {
-        assert!(supported.iter().any(|s| s == name), "{name} in {supported:?}");
+        assert!(
+            supported.iter().any(|s| s == name),
+            "{name} in {supported:?}"
+        );
     }
     assert_eq!(strings(&initialized["capabilities"]["granted"]), SIX);
     plain.connect();
     let listed = tool_names(&mut plain);
     assert!(listed.iter().any(|t| t == "browser.observe"), "{listed:?}");
     for extra in EXTRA_TOOLS {
-        assert!(!listed.iter().any(|t| t == extra), "{extra} listed: {listed:?}");
+        assert!(
+            !listed.iter().any(|t| t == extra),
+            "{extra} listed: {listed:?}"
+        );
     }
-    let opened = plain.tool("browser.open", None, json!({"url": rig.fixtures.url("/page/plain")}));
+    let opened = plain.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/plain")}),
+    );
     let target = opened["targetId"].clone();
     for (tool, capability, arguments) in [
-        ("browser.eval", "page.eval", json!({"expression": "document.title = 'owned'"})),
+        (
+            "browser.eval",
+            "page.eval",
+            json!({"expression": "document.title = 'owned'"}),
+        ),
         ("browser.cookies.list", "network.read", json!({})),
     ] {
         let (code, error) = plain.tool_err(tool, Some(&target), arguments);
@@ -216,7 +233,10 @@ fn least_privilege(rig: &Rig) {
     );
     let listed = tool_names(&mut evaluator);
     assert!(listed.iter().any(|t| t == "browser.eval"), "{listed:?}");
-    assert!(!listed.iter().any(|t| t == "browser.cookies.list"), "{listed:?}");
+    assert!(
+        !listed.iter().any(|t| t == "browser.cookies.list"),
+        "{listed:?}"
+    );
     assert!(!listed.iter().any(|t| t == "browser.open"), "{listed:?}");
 }
 
@@ -348,7 +368,10 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
         &target,
         json!({"expression": "new Promise(r => setTimeout(() => r({ok: true, list: [1, 'two', null]}), 150))"}),
     );
-    assert_eq!(result["value"], json!({"ok": true, "list": [1, "two", null]}));
+    assert_eq!(
+        result["value"],
+        json!({"ok": true, "list": [1, "two", null]})
+    );
     let result = eval_ok(
         agent,
         &target,
@@ -365,11 +388,17 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
     for (expression, text) in [
         ("(() => { throw new Error('boom-42'); })()", "boom-42"),
         ("Promise.reject(new TypeError('nope-7'))", "nope-7"),
-        ("(() => { throw 'plain string thrown'; })()", "plain string thrown"),
+        (
+            "(() => { throw 'plain string thrown'; })()",
+            "plain string thrown",
+        ),
         ("1 +* 2", "SyntaxError"),
     ] {
-        let (code, error) =
-            agent.tool_err("browser.eval", Some(&target), json!({"expression": expression}));
+        let (code, error) = agent.tool_err(
+            "browser.eval",
+            Some(&target),
+            json!({"expression": expression}),
+        );
         assert_eq!(code, "eval_exception", "{expression}: {error}");
         assert_eq!(error["data"]["retryable"], false);
         let exception = &error["data"]["context"]["exception"];
@@ -425,7 +454,10 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
     let error = &response["error"];
     assert_eq!(error["data"]["code"], "unknown_outcome", "{response}");
     assert_eq!(error["data"]["retryable"], false);
-    assert_eq!(error["data"]["context"]["dispatched"]["first"], "script:eval");
+    assert_eq!(
+        error["data"]["context"]["dispatched"]["first"],
+        "script:eval"
+    );
     let result = eval_ok(agent, &target, json!({"expression": "window.bpPending"}));
     assert_eq!(result["value"], 1, "the pending eval ran exactly once");
 }

@@ -58,7 +58,10 @@ pub struct SessionOptions {
 impl Default for SessionOptions {
     fn default() -> SessionOptions {
         SessionOptions {
-            capabilities: DEFAULT_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+            capabilities: DEFAULT_CAPABILITIES
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
             max_message_bytes: SERVICE_LIMITS.max_message_bytes,
             max_result_bytes: SERVICE_LIMITS.max_result_bytes,
         }

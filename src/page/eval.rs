@@ -173,7 +173,9 @@ impl EvalValue {
 pub enum EvalOutcome {
     Value(EvalValue),
     /// The code threw or its promise rejected: the exception text, bounded.
-    Threw { text: String },
+    Threw {
+        text: String,
+    },
 }
 
 /// An exception text cut to [`MAX_EXCEPTION_CHARS`].

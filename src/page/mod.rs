@@ -37,8 +37,8 @@ pub use document::{
 pub use error::{PageError, ScriptErrorCode};
 pub use eval::{
     EVAL_DEFAULT_MAX_CHARS, EVAL_DEFAULT_MAX_DEPTH, EVAL_MAX_MAX_CHARS, EVAL_MAX_MAX_DEPTH,
-    EVAL_MIN_MAX_CHARS, EvalOutcome, EvalRequest, EvalSource, EvalTruncation, EvalType,
-    EvalValue, MAX_EXCEPTION_CHARS,
+    EVAL_MIN_MAX_CHARS, EvalOutcome, EvalRequest, EvalSource, EvalTruncation, EvalType, EvalValue,
+    MAX_EXCEPTION_CHARS,
 };
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{

@@ -335,7 +335,11 @@ mod tests {
             assert!(!granted.iter().any(|g| g == extra), "{extra}");
             assert!(CAPABILITIES.contains(&extra), "{extra} is supported");
         }
-        assert!(DEFAULT_CAPABILITIES.iter().all(|c| CAPABILITIES.contains(c)));
+        assert!(
+            DEFAULT_CAPABILITIES
+                .iter()
+                .all(|c| CAPABILITIES.contains(c))
+        );
         // Naming an extra (beside the six) grants it; order follows the supported list.
         let mut p = base(range((1, 1), (1, 1)), Value::Null);
         p.insert(

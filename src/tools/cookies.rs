@@ -147,8 +147,7 @@ impl CookieUrl {
 fn path_matches(request_path: &str, cookie_path: &str) -> bool {
     request_path == cookie_path
         || (request_path.starts_with(cookie_path)
-            && (cookie_path.ends_with('/')
-                || request_path[cookie_path.len()..].starts_with('/')))
+            && (cookie_path.ends_with('/') || request_path[cookie_path.len()..].starts_with('/')))
 }
 
 impl CookieFilter {
@@ -244,7 +243,10 @@ fn select(cookies: &[Cookie], filter: &CookieFilter, limit: usize) -> (Vec<Value
         ))
     });
     let total = kept.len();
-    (kept.into_iter().take(limit).map(cookie_json).collect(), total)
+    (
+        kept.into_iter().take(limit).map(cookie_json).collect(),
+        total,
+    )
 }
 
 pub async fn list(
@@ -385,11 +387,11 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(error.context.unwrap()["path"], "arguments.urls[1]");
-        let error = CookieFilter::from_params(&params(json!({"urls": ["http://a/"], "domain": "a"})))
-            .unwrap_err();
-        assert_eq!(error.context.unwrap()["path"], "arguments.domain");
         let error =
-            CookieFilter::from_params(&params(json!({"domain": "a b.com"}))).unwrap_err();
+            CookieFilter::from_params(&params(json!({"urls": ["http://a/"], "domain": "a"})))
+                .unwrap_err();
+        assert_eq!(error.context.unwrap()["path"], "arguments.domain");
+        let error = CookieFilter::from_params(&params(json!({"domain": "a b.com"}))).unwrap_err();
         assert_eq!(error.context.unwrap()["path"], "arguments.domain");
         assert_eq!(
             CookieFilter::from_params(&params(json!({"domain": ".Example.COM"}))).unwrap(),
@@ -421,8 +423,7 @@ mod tests {
         assert_eq!(short["session"], true);
         let schema = &defs()[0].output_schema;
         assert_eq!(
-            schema["properties"]["cookies"]["items"]["properties"]["value"]
-                ["x-browser-pilot-sensitivity"],
+            schema["properties"]["cookies"]["items"]["properties"]["value"]["x-browser-pilot-sensitivity"],
             json!(["credential"])
         );
     }

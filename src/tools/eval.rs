@@ -57,7 +57,15 @@ pub fn defs() -> Vec<ToolDef> {
                 "truncated": {"type": "boolean"},
                 "truncationReasons": {"type": "array", "items": {"enum": ["max_chars", "max_depth", "cycle", "unserializable"]}},
             }),
-            &["targetId", "url", "title", "type", "value", "truncated", "truncationReasons"],
+            &[
+                "targetId",
+                "url",
+                "title",
+                "type",
+                "value",
+                "truncated",
+                "truncationReasons",
+            ],
         ),
         sensitivity_input: &["browser_data"],
         sensitivity_output: &["browser_data"],
@@ -203,7 +211,10 @@ mod tests {
             json!({"expression": "1", "function": "() => 1"}),
             Err("arguments.function"),
         );
-        check(json!({"expression": "1", "args": []}), Err("arguments.args"));
+        check(
+            json!({"expression": "1", "args": []}),
+            Err("arguments.args"),
+        );
         check(json!({}), Err("arguments.expression"));
         check(json!({"args": [1]}), Err("arguments.expression"));
     }

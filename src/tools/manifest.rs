@@ -15,7 +15,8 @@ pub use crate::protocol::methods::Lane;
 use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::{
-    capture, click, cookies, dialogs, discover, dropdowns, eval, frames, keys, observe, scroll, tabs,
+    capture, click, cookies, dialogs, discover, dropdowns, eval, frames, keys, observe, scroll,
+    tabs,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
