@@ -3,8 +3,10 @@
 //! the Broker's isolated world) and the pure transforms of what it returns
 //! into typed Observations, hints, text, search matches, element metadata
 //! and action state. The only I/O is in `run`, a thin async bridge over
-//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script; all
-//! other files are pure and never touch CDP, the store, the agent protocol
+//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script, and
+//! that also holds `browser.eval`'s one deliberate main-world path
+//! (`eval_in_main_world`; its wrappers and bounded serializer are `eval`'s);
+//! all other files are pure and never touch CDP, the store, the agent protocol
 //! or a socket. No logic lives in this file; it declares the submodules and
 //! re-exports their public API. The wire shapes are described in
 //! `docs/observation.md`.
