@@ -4,7 +4,8 @@
 //! throw and a rejection, a 50 MB string and a large array bounded in the page, a cycle, an
 //! eval whose outcome is unknown), and least privilege (an omitted `requestedCapabilities`
 //! grants the six; a Connection without an extra neither sees its tools nor can call them).
-//! One Chromium and one Broker for the whole binary.
+//! It also holds `browser.type`'s fill mode (one editing insertion, verified against fields
+//! that rewrite their value), to share the binary's one Chromium and one Broker.
 
 mod support;
 
@@ -172,6 +173,7 @@ fn data_tools_against_real_pages() {
     agent.connect();
     cookies(&mut agent, &site);
     eval(&mut agent, &site);
+    fill_mode(&mut agent, &rig);
 }
 
 /// An omitted list grants the six and lists all nine as supported; without an extra its tools
@@ -460,4 +462,154 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
     );
     let result = eval_ok(agent, &target, json!({"expression": "window.bpPending"}));
     assert_eq!(result["value"], 1, "the pending eval ran exactly once");
+}
+
+/// `browser.type` with `mode: "fill"` on the ref named `name` of a fresh Observation.
+fn fill(agent: &mut Agent, target: &Value, name: &str, extra: Value) -> Value {
+    let observation = agent.tool("browser.observe", Some(target), json!({"limit": 50}));
+    let element_ref = support::rig::find_ref(&observation, "textbox", name);
+    let mut arguments =
+        json!({"observationId": observation["observationId"], "ref": element_ref, "mode": "fill"});
+    if let (Some(arguments), Some(extra)) = (arguments.as_object_mut(), extra.as_object()) {
+        arguments.extend(extra.clone());
+    }
+    agent.call("browser.type", Some(target), arguments)
+}
+
+/// The page's editing events for one field since the last call (read through `browser.eval`).
+fn take_log(agent: &mut Agent, target: &Value, field: &str) -> Vec<Value> {
+    let log = eval_ok(
+        agent,
+        target,
+        json!({"function": "(field) => { const log = window.fillLog.filter(e => e.target === field); window.fillLog = []; return log; }", "args": [field]}),
+    );
+    log["value"].as_array().unwrap().clone()
+}
+
+fn fill_mode(agent: &mut Agent, rig: &Rig) {
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/fill")}),
+    );
+    let target = opened["targetId"].clone();
+
+    // A plain field: select-all, one Delete, one insertion of the whole text; verified.
+    let response = fill(agent, &target, "Full name", json!({"text": "Ada Lovelace"}));
+    let evidence = &response["result"]["result"]["evidence"];
+    assert_eq!(evidence["status"], "verified", "{response}");
+    assert_eq!(evidence["method"], "insert");
+    assert_eq!(evidence["insertions"], 1);
+    assert_eq!(evidence["keystrokes"], 0);
+    assert_eq!(
+        (
+            &evidence["beforeLength"],
+            &evidence["expectedLength"],
+            &evidence["afterLength"]
+        ),
+        (&json!(9), &json!(12), &json!(12))
+    );
+    let log = take_log(agent, &target, "plain");
+    let inputs: Vec<&Value> = log.iter().filter(|e| e["type"] == "input").collect();
+    assert_eq!(inputs.len(), 2, "one deletion and one insertion: {log:?}");
+    assert_eq!(inputs[1]["data"], "Ada Lovelace", "{log:?}");
+    let keydowns: Vec<&Value> = log.iter().filter(|e| e["type"] == "keydown").collect();
+    assert_eq!(keydowns.len(), 1, "only the Delete is a key: {log:?}");
+    let value = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "document.getElementById('plain').value"}),
+    );
+    assert_eq!(value["value"], "Ada Lovelace");
+
+    // A formatter that drops what is not a digit: the value the page kept is reported.
+    let response = fill(
+        agent,
+        &target,
+        "Phone",
+        json!({"text": "+44 (20) 7946-0018"}),
+    );
+    let evidence = &response["result"]["result"]["evidence"];
+    assert_eq!(evidence["status"], "mismatch", "{response}");
+    assert_eq!(
+        (&evidence["expectedLength"], &evidence["afterLength"]),
+        (&json!(18), &json!(12))
+    );
+    let response = fill(
+        agent,
+        &target,
+        "Phone",
+        json!({"text": "call me", "verification": "require_exact"}),
+    );
+    assert_eq!(
+        response["error"]["data"]["code"], "verification_failed",
+        "{response}"
+    );
+
+    // A controlled input that rewrites the value after the input event: same length, other
+    // text, so not verified.
+    let response = fill(agent, &target, "Voucher code", json!({"text": "spring-25"}));
+    let evidence = &response["result"]["result"]["evidence"];
+    assert_eq!(evidence["status"], "mismatch", "{response}");
+    assert_eq!(
+        (&evidence["expectedLength"], &evidence["afterLength"]),
+        (&json!(9), &json!(9))
+    );
+    let value = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "document.getElementById('voucher').value"}),
+    );
+    assert_eq!(value["value"], "SPRING-25");
+
+    // A textarea takes line breaks in the one insertion.
+    let response = fill(
+        agent,
+        &target,
+        "Delivery notes",
+        json!({"text": "ring twice\nthen wait"}),
+    );
+    let evidence = &response["result"]["result"]["evidence"];
+    assert_eq!(evidence["status"], "verified", "{response}");
+    assert_eq!(evidence["insertions"], 1);
+
+    // Fill replaces the whole value: clear: false is refused before anything is typed.
+    let response = fill(
+        agent,
+        &target,
+        "Full name",
+        json!({"text": "x", "clear": false}),
+    );
+    assert_eq!(
+        response["error"]["data"]["code"], "invalid_params",
+        "{response}"
+    );
+    assert_eq!(
+        response["error"]["data"]["context"]["path"],
+        "arguments.clear"
+    );
+    let value = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "document.getElementById('plain').value"}),
+    );
+    assert_eq!(value["value"], "Ada Lovelace");
+
+    // Submit still follows the insertion.
+    let response = fill(
+        agent,
+        &target,
+        "Full name",
+        json!({"text": "Grace Hopper", "submit": true}),
+    );
+    assert_eq!(
+        response["result"]["result"]["evidence"]["status"], "verified",
+        "{response}"
+    );
+    let status = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "document.getElementById('status').textContent"}),
+    );
+    assert_eq!(status["value"], "sent:Grace Hopper");
 }
