@@ -410,6 +410,18 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
         );
         assert_eq!(exception["sensitivity"], "browser_data");
     }
+    // A huge thrown value is cut in the page too.
+    let (code, error) = agent.tool_err(
+        "browser.eval",
+        Some(&target),
+        json!({"expression": "(() => { throw 'y'.repeat(50 * 1024 * 1024); })()"}),
+    );
+    assert_eq!(code, "eval_exception");
+    let text = error["data"]["context"]["exception"]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(text.len(), 2000, "cut to 2,000 characters");
+    assert!(text.bytes().all(|b| b == b'y'));
 
     // 50 MB never leaves the page: a string and an array are cut to maxChars in the page.
     let result = eval_ok(

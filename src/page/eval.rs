@@ -82,7 +82,7 @@ impl EvalRequest {
 
     /// The serializer's one argument.
     pub fn serializer_options(&self) -> Value {
-        json!({"maxChars": self.max_chars, "maxDepth": self.max_depth})
+        json!({"maxChars": self.max_chars, "maxDepth": self.max_depth, "maxExceptionChars": MAX_EXCEPTION_CHARS})
     }
 }
 
@@ -168,6 +168,15 @@ impl EvalValue {
     }
 }
 
+/// The serializer's answer for a boxed throw.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThrownAnswer {
+    #[expect(dead_code, reason = "the key that classifies the answer; always true")]
+    threw: bool,
+    text: String,
+}
+
 /// What an eval produced.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EvalOutcome {
@@ -176,6 +185,28 @@ pub enum EvalOutcome {
     Threw {
         text: String,
     },
+}
+
+impl EvalOutcome {
+    /// Decodes the serializer's answer, classified by its keys: `threw` marks a boxed throw,
+    /// anything else is a value ([`EvalValue::parse`]).
+    pub fn parse(text: &str, max_chars: u32) -> EvalOutcome {
+        let is_throw = text.starts_with(r#"{"threw":"#);
+        match is_throw {
+            true if text.len() > MAX_EXCEPTION_CHARS * 3 + ENVELOPE_SLACK => EvalOutcome::Threw {
+                text: "exception (its text was longer than the bound)".to_owned(),
+            },
+            true => match serde_json::from_str::<ThrownAnswer>(text) {
+                Ok(thrown) => EvalOutcome::Threw {
+                    text: bound_exception(&thrown.text),
+                },
+                Err(_) => EvalOutcome::Threw {
+                    text: "exception (its text was unreadable)".to_owned(),
+                },
+            },
+            false => EvalOutcome::Value(EvalValue::parse(text, max_chars)),
+        }
+    }
 }
 
 /// An exception text cut to [`MAX_EXCEPTION_CHARS`].
@@ -219,7 +250,7 @@ mod tests {
         assert!(serializer.trim_end().ends_with('}'));
         assert_eq!(
             request(EvalSource::Expression("1".into())).serializer_options(),
-            json!({"maxChars": 65536, "maxDepth": 20})
+            json!({"maxChars": 65536, "maxDepth": 20, "maxExceptionChars": 2000})
         );
     }
 
@@ -260,5 +291,24 @@ mod tests {
             EvalValue::unreadable()
         );
         assert_eq!(bound_exception(&"é".repeat(3000)).chars().count(), 2000);
+        // A boxed throw is classified by its first key.
+        assert_eq!(
+            EvalOutcome::parse(r#"{"threw":true,"text":"Error: boom\n    at x"}"#, 1024),
+            EvalOutcome::Threw {
+                text: "Error: boom\n    at x".to_owned()
+            }
+        );
+        assert_eq!(
+            EvalOutcome::parse(
+                r#"{"type":"string","value":"threw","truncated":false,"truncationReasons":[]}"#,
+                1024
+            ),
+            EvalOutcome::Value(EvalValue {
+                value_type: EvalType::String,
+                value: json!("threw"),
+                truncated: false,
+                truncation_reasons: Vec::new(),
+            })
+        );
     }
 }

@@ -294,9 +294,9 @@ pub async fn eval_in_main_world(
         }),
         // The box is an object; anything else means the wrapper did not run as written.
         (None, None) => Ok(EvalOutcome::Value(EvalValue::unreadable())),
-        (None, Some(object_id)) => serialize_box(client, session, request, object_id, timeout)
-            .await
-            .map(EvalOutcome::Value),
+        (None, Some(object_id)) => {
+            serialize_box(client, session, request, object_id, timeout).await
+        }
     };
     let release = ReleaseObjectGroup {
         object_group: EVAL_OBJECT_GROUP.to_owned(),
@@ -307,14 +307,14 @@ pub async fn eval_in_main_world(
     outcome
 }
 
-/// Runs the bounded serializer on the boxed result.
+/// Runs the bounded serializer on the boxed result (or boxed throw).
 async fn serialize_box(
     client: &CdpClient,
     session: &SessionId,
     request: &EvalRequest,
     object_id: &str,
     timeout: Duration,
-) -> Result<EvalValue, PageError> {
+) -> Result<EvalOutcome, PageError> {
     let command = CallFunctionOn {
         function_declaration: eval_serializer().to_owned(),
         execution_context_id: None,
@@ -330,14 +330,14 @@ async fn serialize_box(
     let reply = client.execute(session, &command, timeout).await?;
     Ok(
         match (reply.exception_details, reply.result.value.as_ref()) {
-            (None, Some(Value::String(text))) => EvalValue::parse(text, request.max_chars),
-            _ => EvalValue::unreadable(),
+            (None, Some(Value::String(text))) => EvalOutcome::parse(text, request.max_chars),
+            _ => EvalOutcome::Value(EvalValue::unreadable()),
         },
     )
 }
 
-/// The text of what an eval threw: an `Error`'s description (with its stack), a thrown
-/// string itself, else the exception summary.
+/// The text of an exception the wrapper could not catch (a syntax error in the caller's
+/// source): an `Error`'s description, a thrown string itself, else the exception summary.
 fn thrown_text(details: &ExceptionDetails) -> String {
     let thrown = details.exception.as_ref();
     match (

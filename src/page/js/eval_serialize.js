@@ -1,5 +1,7 @@
 // browser.eval's bounded serializer, called with `this` = the box {value} the
-// evaluated code produced (in the page's main world, where that value lives).
+// evaluated code produced (in the page's main world, where that value lives), or
+// the box {threw, thrown} of what it threw: then the answer is {threw, text}, the
+// thrown value's stack or string form cut to `options.maxExceptionChars`.
 // It walks the value into a JSON-able copy and stops at `options.maxChars`
 // characters of JSON text and `options.maxDepth` levels, so a huge value never
 // leaves the page whole. Answers one JSON text:
@@ -9,6 +11,16 @@
 // the answer and treats it as untrusted browser data.
 function (options) {
   'use strict';
+  if (this.threw === true) {
+    let text;
+    try {
+      const thrown = this.thrown;
+      text = thrown instanceof Error && typeof thrown.stack === 'string' ? thrown.stack : String(thrown);
+    } catch (e) {
+      text = 'exception';
+    }
+    return JSON.stringify({ threw: true, text: String(text).slice(0, options.maxExceptionChars) });
+  }
   const maxDepth = options.maxDepth;
   let budget = options.maxChars;
   const reasons = [];
