@@ -585,6 +585,21 @@ fn fill_mode(agent: &mut Agent, rig: &Rig) {
     assert_eq!(evidence["status"], "verified", "{response}");
     assert_eq!(evidence["insertions"], 1);
 
+    // Still guarded: a field that hands focus on once emptied stops the fill after the
+    // deletion; the text is inserted nowhere.
+    let response = fill(agent, &target, "Gift card", json!({"text": "NEW-CARD"}));
+    let data = &response["error"]["data"];
+    assert_eq!(data["code"], "unknown_outcome", "{response}");
+    assert_eq!(data["context"]["step"], "insert_text");
+    assert_eq!(data["context"]["reason"], "focus_changed");
+    assert_eq!(data["context"]["dispatchedSteps"], 1);
+    let values = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "[document.getElementById('gift').value, document.getElementById('gift2').value]"}),
+    );
+    assert_eq!(values["value"], json!(["", ""]));
+
     // Fill replaces the whole value: clear: false is refused before anything is typed.
     let response = fill(
         agent,
