@@ -335,6 +335,23 @@ fn eval_ok(agent: &mut Agent, target: &Value, arguments: Value) -> Value {
     agent.tool("browser.eval", Some(target), arguments)
 }
 
+/// Evaluates `expression` until it yields `want` (a page that is still loading may answer
+/// otherwise for a moment); panics after 15 s.
+fn wait_for_eval(agent: &mut Agent, target: &Value, expression: &str, want: Value) -> Value {
+    let mut last = Value::Null;
+    let found = support::wait_until(std::time::Duration::from_secs(15), || {
+        let response = agent.call(
+            "browser.eval",
+            Some(target),
+            json!({"expression": expression}),
+        );
+        last = response["result"]["result"].clone();
+        last["value"] == want
+    });
+    assert!(found, "{expression} never became {want}: {last}");
+    last
+}
+
 fn eval(agent: &mut Agent, site: &CookieSite) {
     let opened = agent.tool(
         "browser.open",
@@ -460,6 +477,24 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
     let reasons = strings(&result["truncationReasons"]);
     assert!(reasons.contains(&"cycle".to_owned()), "{reasons:?}");
     assert!(reasons.contains(&"max_depth".to_owned()), "{reasons:?}");
+
+    // Code that navigates away still completes: its value, or `unknown` if the box went with
+    // the document, never a retryable error.
+    let result = eval_ok(
+        agent,
+        &target,
+        json!({"expression": "(location.href = '/data?after', 'leaving')"}),
+    );
+    assert!(
+        result["type"] == "string" && result["value"] == "leaving"
+            || result["type"] == "unknown" && result["value"].is_null(),
+        "{result}"
+    );
+    let result = wait_for_eval(agent, &target, "location.search", json!("?after"));
+    assert_eq!(
+        result["url"],
+        format!("http://127.0.0.1:{}/data?after", site.port)
+    );
 
     // A promise that never settles: the deadline passes after the code was sent, so the outcome
     // is unknown (never retryable, never replayed), and the tab stays usable.

@@ -14,7 +14,7 @@ use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
 use crate::cdp::runtime::{
     CallArgument, CallFunctionOn, Evaluate, EvaluationReply, ExceptionDetails, ReleaseObjectGroup,
 };
-use crate::cdp::{CdpClient, SessionId};
+use crate::cdp::{CdpClient, CdpError, SessionId};
 
 use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
 use super::error::PageError;
@@ -327,7 +327,13 @@ async fn serialize_box(
         silent: true,
         object_group: None,
     };
-    let reply = client.execute(session, &command, timeout).await?;
+    let reply = match client.execute(session, &command, timeout).await {
+        Ok(reply) => reply,
+        // The code ran and settled; Chromium refused to call into its box (the document went
+        // away, e.g. the code navigated): the result is unreadable, the outcome is known.
+        Err(CdpError::Remote { .. }) => return Ok(EvalOutcome::Value(EvalValue::unreadable())),
+        Err(error) => return Err(error.into()),
+    };
     Ok(
         match (reply.exception_details, reply.result.value.as_ref()) {
             (None, Some(Value::String(text))) => EvalOutcome::parse(text, request.max_chars),
