@@ -55,7 +55,8 @@ enum Command {
         /// Where PDFs and downloads are exported (default: a private temporary directory).
         #[arg(long)]
         output_dir: Option<std::path::PathBuf>,
-        /// Comma-separated capabilities to request (default: all), to withhold some.
+        /// Comma-separated capabilities to request (default: the contract's six); `+name,...` adds
+        /// extras such as `+page.eval` to the six.
         #[arg(long)]
         capabilities: Option<String>,
     },

@@ -497,6 +497,8 @@ async fn typed_commands_and_events_decode_real_chromium_replies() {
         context_id: Some(context),
         return_by_value: true,
         await_promise: None,
+        object_group: None,
+        silent: None,
     };
     let size = client.execute(&session, &size, WAIT).await.unwrap();
     assert!(size.exception_details.is_none());

@@ -48,10 +48,31 @@ fn tidy(value: &Value) -> Value {
     }
 }
 
+/// An agent granted every capability the Broker supports, so `tools/list` shows every tool.
+fn agent_with_every_capability(rig: &Rig) -> Agent {
+    let mut bridge = rig.home.spawn_bridge();
+    let mut params = support::initialize_params("com.example.docs", "i1", (1, 1));
+    let probe = rig.home.spawn_bridge().ok("initialize", params.clone());
+    params["requestedCapabilities"] = probe["capabilities"]["supported"].clone();
+    bridge.ok("initialize", params);
+    let ws = bridge.ok("workspaces/create", json!({}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+    );
+    Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+    }
+}
+
 #[test]
 fn every_tool_has_a_real_example() {
     let rig = Rig::start();
-    let mut agent = Agent::new(&rig, "com.example.docs");
+    let mut agent = agent_with_every_capability(&rig);
     let tools = agent.bridge.ok("tools/list", json!({}))["tools"]
         .as_array()
         .unwrap()
@@ -242,6 +263,13 @@ fn every_tool_has_a_real_example() {
         Some(&framed),
         json!({"frameId": same}),
     );
+    record(
+        &mut agent,
+        "browser.eval",
+        Some(&target),
+        json!({"expression": "(document.cookie = 'theme=dark; path=/', document.title)"}),
+    );
+    record(&mut agent, "browser.cookies.list", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
 

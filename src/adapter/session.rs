@@ -15,7 +15,7 @@ use tokio::sync::{Mutex, mpsc};
 use super::launch::{LaunchSpec, launch};
 use super::rpc::{CallError, Reply, RpcClient};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::protocol::negotiate::{CAPABILITIES, SERVICE_LIMITS};
+use crate::protocol::negotiate::{DEFAULT_CAPABILITIES, SERVICE_LIMITS};
 
 /// How long `shutdown` waits for the bridge to exit after its stdin closed.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
@@ -45,7 +45,9 @@ impl ClientIdentity {
     }
 }
 
-/// What to ask for in `initialize`.
+/// What to ask for in `initialize`. The default requests the contract's six capabilities and
+/// none of the extras (network data, network control, eval): a front end adds those only when
+/// its user asks for them (docs/adapters.md).
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     pub capabilities: Vec<String>,
@@ -56,7 +58,10 @@ pub struct SessionOptions {
 impl Default for SessionOptions {
     fn default() -> SessionOptions {
         SessionOptions {
-            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+            capabilities: DEFAULT_CAPABILITIES
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
             max_message_bytes: SERVICE_LIMITS.max_message_bytes,
             max_result_bytes: SERVICE_LIMITS.max_result_bytes,
         }

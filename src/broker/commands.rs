@@ -290,6 +290,8 @@ const SETTLED_AFTER_MUTATION: &[ErrorCode] = &[
     ErrorCode::NavigationFailed,
     ErrorCode::VerificationFailed,
     ErrorCode::UnknownOutcome,
+    // `browser.eval` ran the code and it threw: a known outcome.
+    ErrorCode::EvalException,
 ];
 
 /// The never-replay rule: what a Command's record says about how it ended. `mutating` is the

@@ -213,6 +213,9 @@ pub enum Stroke {
     Key { key: Key, shift: bool },
     /// One editing insertion (`Input.insertText`): the character has no US key.
     Insert(char),
+    /// One editing insertion of a whole text (`browser.type` in fill mode), as an IME or a
+    /// paste commits it: no key events.
+    InsertText(String),
 }
 
 /// The stroke that types `ch`: `\n` is Enter, a character of the US layout is its key,
@@ -349,6 +352,10 @@ pub async fn send_stroke(
                 },
                 timeout,
             )
+            .await
+            .map(|_| ()),
+        Stroke::InsertText(text) => client
+            .execute(session, &InsertText { text: text.clone() }, timeout)
             .await
             .map(|_| ()),
     }

@@ -53,6 +53,13 @@ pub struct Evaluate {
     pub return_by_value: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub await_promise: Option<bool>,
+    /// The group a returned remote object joins (release it with `ReleaseObjectGroup`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_group: Option<String>,
+    /// Whether exceptions skip pause-on-exception and console reporting (`exceptionDetails`
+    /// still comes back).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub silent: Option<bool>,
 }
 
 impl Command for Evaluate {
@@ -145,9 +152,9 @@ impl From<EvaluationReply> for Evaluation {
 impl CdpClient {
     /// `Runtime.evaluate` with `returnByValue` and `awaitPromise`, in the
     /// page's **main world**: the page controls every global the expression
-    /// touches. The Broker's tools never use it; it is the one deliberate
-    /// main-world path, kept for the test harness and for the later
-    /// `browser.eval` (docs/security.md, "Hostile pages"). Wrap page
+    /// touches. The Broker's tools never use it (`browser.eval` goes through
+    /// `page::eval_in_main_world`, which bounds its result in the page); it is
+    /// kept for the test harness (docs/security.md, "Hostile pages"). Wrap page
     /// scripts in a function: top-level `let`/`const` leak into the page's
     /// global scope (field notes §0.1).
     pub async fn evaluate(
@@ -161,6 +168,8 @@ impl CdpClient {
             context_id: None,
             return_by_value: true,
             await_promise: Some(true),
+            object_group: None,
+            silent: None,
         };
         Ok(self.execute(session, &command, timeout).await?.into())
     }
@@ -210,10 +219,23 @@ mod tests {
             context_id: Some(3),
             return_by_value: true,
             await_promise: None,
+            object_group: None,
+            silent: None,
         };
         assert_eq!(
             params(&evaluate),
             json!({"expression": "document.title", "contextId": 3, "returnByValue": true})
+        );
+        let to_handle = Evaluate {
+            object_group: Some("g".to_owned()),
+            silent: Some(true),
+            return_by_value: false,
+            context_id: None,
+            ..evaluate
+        };
+        assert_eq!(
+            params(&to_handle),
+            json!({"expression": "document.title", "returnByValue": false, "objectGroup": "g", "silent": true})
         );
         assert_eq!(
             params(&ReleaseObjectGroup {

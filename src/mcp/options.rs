@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::protocol::negotiate::CAPABILITIES;
+use crate::protocol::negotiate::{CAPABILITIES, DEFAULT_CAPABILITIES};
 
 /// What one MCP server process was started with.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,7 +16,8 @@ pub struct McpOptions {
     pub headless: bool,
     /// `--output-dir`: where PDFs and downloads are exported (absolute).
     pub output_dir: PathBuf,
-    /// `--capabilities`: what to request in `initialize` (a user can withhold some).
+    /// `--capabilities`: what to request in `initialize`. Default: the contract's six, so an MCP
+    /// host sees no network-data, network-control or eval tool unless its user names them.
     pub capabilities: Vec<String>,
 }
 
@@ -41,7 +42,10 @@ impl McpOptions {
             )),
         };
         let capabilities = match capabilities {
-            None => CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
+            None => DEFAULT_CAPABILITIES
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect(),
             Some(list) => parse_capabilities(list)?,
         };
         Ok(McpOptions {
@@ -53,10 +57,26 @@ impl McpOptions {
     }
 }
 
-/// A comma-separated list of capability names, each known to this executable.
+/// A comma-separated list of capability names, each known to this executable: exactly these
+/// (`a,b`), or the six defaults plus these when every name starts with `+` (`+page.eval`).
 fn parse_capabilities(list: &str) -> Result<Vec<String>, String> {
+    let names: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let added = names.iter().filter(|n| n.starts_with('+')).count();
     let mut out: Vec<String> = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    if added > 0 {
+        if added != names.len() {
+            return Err(
+                "--capabilities: either list every capability, or add to the defaults with +name each"
+                    .to_owned(),
+            );
+        }
+        out.extend(DEFAULT_CAPABILITIES.iter().map(|c| (*c).to_owned()));
+    }
+    for name in names.iter().map(|n| n.trim_start_matches('+')) {
         if !CAPABILITIES.contains(&name) {
             return Err(format!(
                 "unknown capability {name:?}; known: {}",
@@ -82,7 +102,7 @@ mod tests {
         let cwd = Path::new("/work/here");
         let options = McpOptions::new(None, false, Some("out".into()), None, cwd).unwrap();
         assert_eq!(options.output_dir, Path::new("/work/here/out"));
-        assert_eq!(options.capabilities.len(), CAPABILITIES.len());
+        assert_eq!(options.capabilities, DEFAULT_CAPABILITIES);
         let options = McpOptions::new(
             None,
             true,
@@ -98,5 +118,13 @@ mod tests {
         );
         assert!(McpOptions::new(None, false, None, Some("eval.everything"), cwd).is_err());
         assert!(McpOptions::new(None, false, None, Some(" , "), cwd).is_err());
+        // `+name` adds an extra to the six defaults; mixing the two forms is refused.
+        let options =
+            McpOptions::new(None, false, None, Some("+page.eval, +network.read"), cwd).unwrap();
+        let mut want: Vec<&str> = DEFAULT_CAPABILITIES.to_vec();
+        want.extend(["page.eval", "network.read"]);
+        assert_eq!(options.capabilities, want);
+        assert!(McpOptions::new(None, false, None, Some("+page.eval,event.read"), cwd).is_err());
+        assert!(McpOptions::new(None, false, None, Some("+made.up"), cwd).is_err());
     }
 }

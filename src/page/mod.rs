@@ -3,8 +3,10 @@
 //! the Broker's isolated world) and the pure transforms of what it returns
 //! into typed Observations, hints, text, search matches, element metadata
 //! and action state. The only I/O is in `run`, a thin async bridge over
-//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script; all
-//! other files are pure and never touch CDP, the store, the agent protocol
+//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script, and
+//! that also holds `browser.eval`'s one deliberate main-world path
+//! (`eval_in_main_world`; its wrappers and bounded serializer are `eval`'s);
+//! all other files are pure and never touch CDP, the store, the agent protocol
 //! or a socket. No logic lives in this file; it declares the submodules and
 //! re-exports their public API. The wire shapes are described in
 //! `docs/observation.md`.
@@ -12,6 +14,7 @@
 mod actions;
 mod document;
 mod error;
+mod eval;
 mod find;
 mod hints;
 mod observe;
@@ -34,6 +37,11 @@ pub use document::{
     ScrollXY, UrlAndTitle, Viewport, ViewportSize,
 };
 pub use error::{PageError, ScriptErrorCode};
+pub use eval::{
+    EVAL_DEFAULT_MAX_CHARS, EVAL_DEFAULT_MAX_DEPTH, EVAL_MAX_MAX_CHARS, EVAL_MAX_MAX_DEPTH,
+    EVAL_MIN_MAX_CHARS, EvalOutcome, EvalRequest, EvalSource, EvalTruncation, EvalType, EvalValue,
+    MAX_EXCEPTION_CHARS,
+};
 pub use find::{FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT, Find, FindResult, FoundElement};
 pub use hints::{
     AuthState, Confidence, DownloadPhase, EventHint, Hint, HintCode, HintContext, HintSource,
@@ -51,7 +59,7 @@ pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    frame_point_hit, install_library, main_frame_id, resolve_object, run,
+    eval_in_main_world, frame_point_hit, install_library, main_frame_id, resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -1,19 +1,26 @@
 //! The page module's only I/O: runs a `PageScript` in an execution context
 //! of a target session through `cdp::CdpClient` (the typed `Runtime.callFunctionOn`),
-//! creates the Broker's isolated world, and resolves a ref to a remote
-//! object for CDP-level actions. It decides nothing: which session, frame
-//! and context to use, deadlines and error mapping belong to the caller.
+//! creates the Broker's isolated world, resolves a ref to a remote
+//! object for CDP-level actions, and runs `browser.eval` in the page's main
+//! world (`eval_in_main_world`, the one deliberate main-world path). It
+//! decides nothing: which session, frame and context to use, deadlines and
+//! error mapping belong to the caller.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
-use crate::cdp::runtime::{CallArgument, CallFunctionOn, EvaluationReply, ExceptionDetails};
-use crate::cdp::{CdpClient, SessionId};
+use crate::cdp::runtime::{
+    CallArgument, CallFunctionOn, Evaluate, EvaluationReply, ExceptionDetails, ReleaseObjectGroup,
+};
+use crate::cdp::{CdpClient, CdpError, SessionId};
 
 use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
 use super::error::PageError;
+use super::eval::{
+    EVAL_OBJECT_GROUP, EvalOutcome, EvalRequest, EvalValue, bound_exception, eval_serializer,
+};
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 
 /// Name of the Broker's isolated world in every frame. The page cannot see
@@ -253,6 +260,100 @@ async fn call_function(
             text: exception_text(details),
         }),
         None => Ok(result),
+    }
+}
+
+/// How long releasing the eval's object group may take; it is best effort.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs `browser.eval` in the **main world** of `session`'s main frame, where the page
+/// controls every global. Marks the call a page write first (the code may change anything), so
+/// a failure after this point is the Command's `unknown_outcome`. The wrapper awaits the
+/// result within `timeout` and boxes it; the box stays in the page as a remote object, and the
+/// bounded serializer runs on it (`Runtime.callFunctionOn` on the handle): only its bounded
+/// JSON text crosses. The object group is released afterwards.
+pub async fn eval_in_main_world(
+    client: &CdpClient,
+    session: &SessionId,
+    request: &EvalRequest,
+    timeout: Duration,
+) -> Result<EvalOutcome, PageError> {
+    client.note_page_write("eval");
+    let command = Evaluate {
+        expression: request.wrapped(),
+        context_id: None,
+        return_by_value: false,
+        await_promise: Some(true),
+        object_group: Some(EVAL_OBJECT_GROUP.to_owned()),
+        silent: Some(true),
+    };
+    let reply = client.execute(session, &command, timeout).await?;
+    let outcome = match (&reply.exception_details, &reply.result.object_id) {
+        (Some(details), _) => Ok(EvalOutcome::Threw {
+            text: bound_exception(&thrown_text(details)),
+        }),
+        // The box is an object; anything else means the wrapper did not run as written.
+        (None, None) => Ok(EvalOutcome::Value(EvalValue::unreadable())),
+        (None, Some(object_id)) => {
+            serialize_box(client, session, request, object_id, timeout).await
+        }
+    };
+    let release = ReleaseObjectGroup {
+        object_group: EVAL_OBJECT_GROUP.to_owned(),
+    };
+    if let Err(error) = client.execute(session, &release, RELEASE_TIMEOUT).await {
+        tracing::debug!(%error, "eval object group not released");
+    }
+    outcome
+}
+
+/// Runs the bounded serializer on the boxed result (or boxed throw).
+async fn serialize_box(
+    client: &CdpClient,
+    session: &SessionId,
+    request: &EvalRequest,
+    object_id: &str,
+    timeout: Duration,
+) -> Result<EvalOutcome, PageError> {
+    let command = CallFunctionOn {
+        function_declaration: eval_serializer().to_owned(),
+        execution_context_id: None,
+        object_id: Some(object_id.to_owned()),
+        arguments: vec![CallArgument {
+            value: request.serializer_options(),
+        }],
+        return_by_value: true,
+        await_promise: Some(false),
+        silent: true,
+        object_group: None,
+    };
+    let reply = match client.execute(session, &command, timeout).await {
+        Ok(reply) => reply,
+        // The code ran and settled; Chromium refused to call into its box (the document went
+        // away, e.g. the code navigated): the result is unreadable, the outcome is known.
+        Err(CdpError::Remote { .. }) => return Ok(EvalOutcome::Value(EvalValue::unreadable())),
+        Err(error) => return Err(error.into()),
+    };
+    Ok(
+        match (reply.exception_details, reply.result.value.as_ref()) {
+            (None, Some(Value::String(text))) => EvalOutcome::parse(text, request.max_chars),
+            _ => EvalOutcome::Value(EvalValue::unreadable()),
+        },
+    )
+}
+
+/// The text of an exception the wrapper could not catch (a syntax error in the caller's
+/// source): an `Error`'s description, a thrown string itself, else the exception summary.
+fn thrown_text(details: &ExceptionDetails) -> String {
+    let thrown = details.exception.as_ref();
+    match (
+        thrown.and_then(|e| e.description.as_deref()),
+        thrown.and_then(|e| e.value.as_ref()),
+    ) {
+        (Some(description), _) => description.to_owned(),
+        (None, Some(Value::String(text))) => text.clone(),
+        (None, Some(other)) => other.to_string(),
+        (None, None) => details.message().to_owned(),
     }
 }
 

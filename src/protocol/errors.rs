@@ -69,6 +69,8 @@ pub enum ErrorCode {
     BrokerUntrusted,
     HomeNotAllowed,
     CopyStalled,
+    // Eval.
+    EvalException,
 }
 
 impl ErrorCode {
@@ -128,6 +130,7 @@ impl ErrorCode {
         ErrorCode::BrokerUntrusted,
         ErrorCode::HomeNotAllowed,
         ErrorCode::CopyStalled,
+        ErrorCode::EvalException,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -187,6 +190,7 @@ impl ErrorCode {
             ErrorCode::BrokerUntrusted => "broker_untrusted",
             ErrorCode::HomeNotAllowed => "home_not_allowed",
             ErrorCode::CopyStalled => "copy_stalled",
+            ErrorCode::EvalException => "eval_exception",
         }
     }
 
@@ -247,6 +251,7 @@ impl ErrorCode {
             ErrorCode::BrokerUntrusted => -32060,
             ErrorCode::HomeNotAllowed => -32061,
             ErrorCode::CopyStalled => -32062,
+            ErrorCode::EvalException => -32070,
         }
     }
 

@@ -27,8 +27,8 @@ pub const SUPPORTED_PROTOCOLS: &[Version] = &[
     Version { major: 1, minor: 1 },
 ];
 
-/// Capabilities this service supports. A host may request a subset; least privilege is the
-/// host's choice and every tool names the capability it needs.
+/// Capabilities this service supports (`initialize` lists them all under `supported`). A host
+/// may request a subset; every tool names the capability it needs.
 pub const CAPABILITIES: &[&str] = &[
     "browser.control",
     "workspace.manage",
@@ -41,6 +41,18 @@ pub const CAPABILITIES: &[&str] = &[
     "network.read",
     "network.control",
     "page.eval",
+];
+
+/// What an omitted `requestedCapabilities` grants: the contract's six. The extras above read
+/// secrets or run code, so a host gets them only by naming them (least privilege,
+/// docs/security.md "Least privilege").
+pub const DEFAULT_CAPABILITIES: &[&str] = &[
+    "browser.control",
+    "workspace.manage",
+    "observation.read",
+    "action.input",
+    "artifact.read",
+    "event.read",
 ];
 
 /// Message and result size limits of one Connection or of the service.
@@ -177,11 +189,15 @@ fn select_protocol(value: Option<&Value>) -> Result<Version, RpcError> {
     })
 }
 
-/// Granted = requested ∩ supported; an omitted list requests every supported capability.
-/// Unknown names are ignored (a newer host may ask for more than this service has).
+/// Granted = requested ∩ supported; an omitted list grants only [`DEFAULT_CAPABILITIES`] (the
+/// contract's six, never an extra). Unknown names are ignored (a newer host may ask for more
+/// than this service has).
 fn grant_capabilities(value: Option<&Value>) -> Result<Vec<String>, RpcError> {
     match value {
-        None | Some(Value::Null) => Ok(CAPABILITIES.iter().map(|c| (*c).to_owned()).collect()),
+        None | Some(Value::Null) => Ok(DEFAULT_CAPABILITIES
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect()),
         Some(Value::Array(items)) => {
             let mut requested = Vec::with_capacity(items.len());
             for item in items {
@@ -308,6 +324,35 @@ mod tests {
         );
         p.insert("requestedCapabilities".into(), json!("all"));
         assert_eq!(negotiate(&p).unwrap_err().code, ErrorCode::InvalidParams);
+    }
+
+    #[test]
+    fn an_omitted_list_grants_only_the_contract_six() {
+        let p = base(range((1, 1), (1, 1)), Value::Null);
+        let granted = negotiate(&p).unwrap().granted;
+        assert_eq!(granted, DEFAULT_CAPABILITIES);
+        for extra in ["network.read", "network.control", "page.eval"] {
+            assert!(!granted.iter().any(|g| g == extra), "{extra}");
+            assert!(CAPABILITIES.contains(&extra), "{extra} is supported");
+        }
+        assert!(
+            DEFAULT_CAPABILITIES
+                .iter()
+                .all(|c| CAPABILITIES.contains(c))
+        );
+        // Naming an extra (beside the six) grants it; order follows the supported list.
+        let mut p = base(range((1, 1), (1, 1)), Value::Null);
+        p.insert(
+            "requestedCapabilities".into(),
+            json!(["page.eval", "observation.read", "network.read"]),
+        );
+        assert_eq!(
+            negotiate(&p).unwrap().granted,
+            vec!["observation.read", "network.read", "page.eval"]
+        );
+        // An empty list grants nothing.
+        p.insert("requestedCapabilities".into(), json!([]));
+        assert!(negotiate(&p).unwrap().granted.is_empty());
     }
 
     #[test]

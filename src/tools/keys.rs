@@ -69,7 +69,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.type",
-            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
+            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). `mode: fill` replaces the whole value with one editing insertion of the text after select-all and delete (no key events; still guarded and verified). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
             capability: "action.input",
             mutating: true,
             input_schema: object(
@@ -81,6 +81,7 @@ pub fn defs() -> Vec<ToolDef> {
                             "clear": {"type": "boolean"},
                             "submit": {"type": "boolean"},
                             "verification": {"enum": ["best_effort", "require_exact"]},
+                            "mode": {"enum": ["keys", "fill"]},
                         }),
                     ),
                     observe.clone(),
@@ -171,6 +172,8 @@ struct TypeParams {
     submit: Option<bool>,
     /// `best_effort` or `require_exact` (the schema's enum).
     verification: Option<String>,
+    /// `keys` (the default) or `fill` (the schema's enum).
+    mode: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -383,10 +386,27 @@ async fn type_characters(
             .await?;
         match stroke {
             Stroke::Key { .. } => typed.keystrokes += 1,
-            Stroke::Insert(_) => typed.insertions += 1,
+            Stroke::Insert(_) | Stroke::InsertText(_) => typed.insertions += 1,
         }
     }
     Ok(typed)
+}
+
+/// Fill mode: the whole text as one guarded editing insertion (nothing for an empty text).
+async fn fill_text(
+    tab: &mut ControlledTab,
+    guarded: &mut Guarded<'_>,
+    text: &str,
+) -> Result<Typed, ToolError> {
+    if text.is_empty() {
+        return Ok(Typed::default());
+    }
+    let stroke = Stroke::InsertText(text.to_owned());
+    guarded.step(tab, "insert_text", &stroke).await?;
+    Ok(Typed {
+        keystrokes: 0,
+        insertions: 1,
+    })
 }
 
 /// The submit step: Enter on the still-focused element.
@@ -550,6 +570,15 @@ pub async fn type_text(
     let verification = params
         .verification
         .unwrap_or_else(|| "best_effort".to_owned());
+    let fill = params.mode.as_deref() == Some("fill");
+    if fill && !clear {
+        return Err(ToolError::from(
+            RpcError::invalid_params(
+                "arguments.clear: fill mode replaces the whole value; clear: false needs mode keys",
+            )
+            .with_context("path", json!("arguments.clear")),
+        ));
+    }
     let before = snapshot(&tab.client, &ctx, &target).await?;
     let before_length = value_length(&before);
     let text_length = code_points(&text);
@@ -650,7 +679,10 @@ pub async fn type_text(
         };
         guarded.step(&mut tab, "caret_to_end", &end).await?;
     }
-    let typed = type_characters(&mut tab, &mut guarded, &text).await?;
+    let typed = match fill {
+        true => fill_text(&mut tab, &mut guarded, &text).await?,
+        false => type_characters(&mut tab, &mut guarded, &text).await?,
+    };
     tokio::time::sleep(SETTLE).await;
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
@@ -703,7 +735,7 @@ pub async fn type_text(
     evidence.set("beforeLength", before_length);
     evidence.set("expectedLength", expected_length);
     evidence.set("verification", &verification);
-    evidence.set("method", "keys");
+    evidence.set("method", if fill { "insert" } else { "keys" });
     evidence.set("keystrokes", typed.keystrokes);
     evidence.set("insertions", typed.insertions);
     if let Some(after_length) = after_length {
