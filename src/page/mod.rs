@@ -2,7 +2,7 @@
 //! inside a tab (`js/*.js`, embedded with `include_str!` and evaluated in
 //! the Broker's isolated world) and the pure transforms of what it returns
 //! into typed Observations, hints, text, search matches, element metadata
-//! and action state. The only I/O is in `run`, a thin async bridge over
+//! and action state, and the shaping of an Observation (diff, compact form, token budget). The only I/O is in `run`, a thin async bridge over
 //! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script; all
 //! other files are pure and never touch CDP, the store, the agent protocol
 //! or a socket. No logic lives in this file; it declares the submodules and
@@ -20,6 +20,7 @@ mod read;
 mod run;
 mod script;
 mod search;
+mod shape;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
@@ -55,3 +56,8 @@ pub use run::{
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
+pub use shape::{
+    BYTES_PER_TOKEN, Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, budget_bytes,
+    compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens, json_escaped_len,
+    select_within,
+};

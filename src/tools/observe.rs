@@ -10,8 +10,9 @@ use serde_json::{Map, Value, json};
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::observation::ObservationRequest;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
-use crate::page::{self, Find, ObserveOptions, Read, Search};
+use crate::page::{self, Find, ObservationFormat, ObserveOptions, Read, Search};
 
 fn target_fields() -> Value {
     json!({
@@ -39,6 +40,20 @@ pub fn observation_schema() -> Value {
         json!({
             "observationId": {"type": "string"},
             "elements": {"type": "array", "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
+            "compact": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+            "diff": open_object(json!({
+                "baseObservationId": {"type": "string"},
+                "added": {"type": "array", "items": {"type": "integer"}},
+                "changed": {"type": "array", "items": open_object(json!({
+                    "ref": {"type": "integer"},
+                    "fields": {"type": "array", "items": {"type": "string"}},
+                }), &["ref", "fields"])},
+                "removed": {"type": "array", "items": {"type": "integer"}},
+                "unchanged": {"type": "integer"},
+                "moved": {"type": "integer"},
+            }), &["baseObservationId", "added", "changed", "removed", "unchanged"]),
+            "diffUnavailable": {"enum": ["expired", "other_frame", "other_document"]},
+            "estimatedTokens": {"type": "integer"},
             "page": {"type": "object"},
             "hints": {"type": "array", "maxItems": 16, "items": open_object(json!({
                 "code": {"type": "string"},
@@ -49,16 +64,10 @@ pub fn observation_schema() -> Value {
                 "refs": {"type": "array", "items": {"type": "integer"}},
             }), &["code", "source", "confidence", "recommendedAction"])},
             "truncated": {"type": "boolean"},
-            "truncationReasons": {"type": "array", "items": {"enum": ["limit", "bytes"]}},
+            "truncationReasons": {"type": "array", "items": {"enum": ["limit", "bytes", "tokens"]}},
             "candidateCount": {"type": "integer"},
         }),
-        &[
-            "observationId",
-            "elements",
-            "hints",
-            "truncated",
-            "truncationReasons",
-        ],
+        &["observationId", "hints", "truncated", "truncationReasons"],
     )
 }
 
@@ -67,7 +76,15 @@ pub fn observe_input_properties() -> Value {
         "limit": {"type": "integer", "minimum": 1, "maximum": page::OBSERVE_HARD_MAX_LIMIT},
         "maxBytes": {"type": "integer", "minimum": page::OBSERVE_MIN_MAX_BYTES, "maximum": page::OBSERVE_MAX_MAX_BYTES},
         "viewportOnly": {"type": "boolean"},
+        "sinceObservationId": {"type": "string", "minLength": 1, "maxLength": 128},
+        "format": {"enum": ["json", "compact"]},
+        "maxTokens": max_tokens_property(),
     })
+}
+
+/// `maxTokens` of the reading tools.
+fn max_tokens_property() -> Value {
+    json!({"type": "integer", "minimum": page::MIN_MAX_TOKENS, "maximum": page::MAX_MAX_TOKENS})
 }
 
 pub fn defs() -> Vec<ToolDef> {
@@ -175,6 +192,9 @@ pub struct ObserveParams {
     limit: Option<u32>,
     max_bytes: Option<u32>,
     viewport_only: Option<bool>,
+    since_observation_id: Option<String>,
+    format: Option<ObservationFormat>,
+    max_tokens: Option<u32>,
 }
 
 impl ObserveParams {
@@ -184,6 +204,15 @@ impl ObserveParams {
             limit: self.limit.unwrap_or(defaults.limit),
             max_bytes: self.max_bytes.unwrap_or(defaults.max_bytes),
             viewport_only: self.viewport_only.unwrap_or(false),
+        }
+    }
+
+    pub fn request(self) -> ObservationRequest {
+        ObservationRequest {
+            options: self.options(),
+            since: self.since_observation_id,
+            format: self.format.unwrap_or_default(),
+            max_tokens: self.max_tokens,
         }
     }
 }
@@ -209,8 +238,11 @@ struct FindParams {
     limit: Option<u32>,
 }
 
-pub fn observe_options(arguments: &Map<String, Value>) -> Result<ObserveOptions, ToolError> {
-    Ok(decode_params::<ObserveParams>(arguments)?.options())
+/// The Observation options of `browser.observe`'s arguments or an action's `observe` object.
+pub fn observe_request(arguments: &Map<String, Value>) -> Result<ObservationRequest, ToolError> {
+    let request = decode_params::<ObserveParams>(arguments)?.request();
+    request.validate()?;
+    Ok(request)
 }
 
 pub async fn observe(
@@ -219,7 +251,7 @@ pub async fn observe(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let result = tab.observe(scope, observe_options(&arguments)?).await?;
+    let result = tab.observe(scope, &observe_request(&arguments)?).await?;
     Ok(Value::Object(result))
 }
 
