@@ -155,7 +155,7 @@ pub fn select_within(
     elements: &[ObservedElement],
     candidates: &[usize],
     budget: usize,
-    mut size: impl FnMut(usize) -> usize,
+    size: impl FnMut(usize) -> usize,
 ) -> (Vec<usize>, bool) {
     let tier = |index: usize| {
         let element = &elements[index];
@@ -167,6 +167,18 @@ pub fn select_within(
             2
         }
     };
+    select_by_tier(candidates, budget, tier, size)
+}
+
+/// The budget selection behind [`select_within`] for any items: lower `tier` first, document
+/// order within a tier, stopping at the first item that does not fit; kept indices in document
+/// order and whether any was left out.
+pub fn select_by_tier(
+    candidates: &[usize],
+    budget: usize,
+    tier: impl Fn(usize) -> u8,
+    mut size: impl FnMut(usize) -> usize,
+) -> (Vec<usize>, bool) {
     let mut ordered: Vec<usize> = candidates.to_vec();
     ordered.sort_by_key(|index| (tier(*index), *index));
     let mut used = 0usize;

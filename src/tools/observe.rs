@@ -111,6 +111,7 @@ pub fn defs() -> Vec<ToolDef> {
                 json!({
                     "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
                     "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS},
+                    "maxTokens": max_tokens_property(),
                 }),
                 &[],
             ),
@@ -118,7 +119,9 @@ pub fn defs() -> Vec<ToolDef> {
                 json!({
                     "text": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
                     "truncated": {"type": "boolean"},
+                    "truncationReasons": {"type": "array", "items": {"enum": ["chars", "tokens"]}},
                     "charCount": {"type": "integer"},
+                    "estimatedTokens": {"type": "integer"},
                 }),
                 &["text", "truncated", "charCount"],
             ),
@@ -138,6 +141,7 @@ pub fn defs() -> Vec<ToolDef> {
                     "query": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]},
                     "regex": {"type": "boolean"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": page::SEARCH_MAX_LIMIT},
+                    "maxTokens": max_tokens_property(),
                 }),
                 &["query"],
             ),
@@ -146,6 +150,8 @@ pub fn defs() -> Vec<ToolDef> {
                     "matches": {"type": "array", "maxItems": page::SEARCH_MAX_LIMIT, "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
                     "total": {"type": "integer"},
                     "truncated": {"type": "boolean"},
+                    "truncationReasons": {"type": "array", "items": {"enum": ["limit", "tokens"]}},
+                    "estimatedTokens": {"type": "integer"},
                 }),
                 &["matches", "total", "truncated"],
             ),
@@ -222,14 +228,30 @@ impl ObserveParams {
 struct ReadParams {
     selector: Option<String>,
     max_chars: Option<u32>,
+    max_tokens: Option<u32>,
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SearchParams {
     query: String,
     regex: Option<bool>,
     limit: Option<u32>,
+    max_tokens: Option<u32>,
 }
+
+/// Checks a reading tool's `maxTokens` (the schema says the same).
+fn checked_max_tokens(max_tokens: Option<u32>) -> Result<Option<u32>, ToolError> {
+    ObservationRequest {
+        max_tokens,
+        ..ObservationRequest::default()
+    }
+    .validate()?;
+    Ok(max_tokens)
+}
+
+/// Bytes the closing fields of a reading result add beside its measured head.
+const READING_SLACK: usize = 96;
 
 #[derive(Deserialize)]
 struct FindParams {
@@ -282,15 +304,53 @@ pub async fn read(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ReadParams = decode_params(&arguments)?;
+    let max_tokens = checked_max_tokens(params.max_tokens)?;
     let defaults = Read::default();
+    // A token budget alone reads as much text as the budget could hold.
+    let max_chars = match (params.max_chars, max_tokens) {
+        (Some(chars), _) => chars,
+        (None, Some(tokens)) => u32::try_from(page::budget_bytes(tokens))
+            .map_or(page::READ_MAX_MAX_CHARS, |bytes| {
+                bytes.clamp(1, page::READ_MAX_MAX_CHARS)
+            }),
+        (None, None) => defaults.max_chars,
+    };
     let script = Read {
         selector: params.selector,
-        max_chars: params.max_chars.unwrap_or(defaults.max_chars),
+        max_chars,
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
-    result.insert("text".into(), json!(text.text));
-    result.insert("truncated".into(), json!(text.truncated));
-    result.insert("charCount".into(), json!(text.char_count));
+    let mut reasons = Vec::new();
+    if text.truncated {
+        // Without `maxChars` the page's bound came from the token budget.
+        reasons.push(match params.max_chars {
+            Some(_) => "chars",
+            None => "tokens",
+        });
+    }
+    let mut body = text.text;
+    let mut char_count = text.char_count;
+    if let Some(tokens) = max_tokens {
+        let head = serde_json::to_vec(&result)?.len() + READING_SLACK;
+        let budget = page::budget_bytes(tokens).saturating_sub(head);
+        let cut = page::cut_to_json_bytes(&body, budget).len();
+        if cut < body.len() {
+            body.truncate(cut);
+            char_count = body.encode_utf16().count() as u64;
+            if !reasons.contains(&"tokens") {
+                reasons.push("tokens");
+            }
+        }
+        let bytes = head + page::json_escaped_len(&body);
+        result.insert(
+            "estimatedTokens".into(),
+            json!(page::estimate_tokens(bytes)),
+        );
+    }
+    result.insert("text".into(), json!(body));
+    result.insert("truncated".into(), json!(!reasons.is_empty()));
+    result.insert("truncationReasons".into(), json!(reasons));
+    result.insert("charCount".into(), json!(char_count));
     Ok(Value::Object(result))
 }
 
@@ -300,18 +360,55 @@ pub async fn search(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: SearchParams = decode_params(&arguments)?;
+    let max_tokens = checked_max_tokens(params.max_tokens)?;
     let script = Search {
         query: params.query,
         regex: params.regex.unwrap_or(false),
         limit: params.limit.unwrap_or(page::SEARCH_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
+    let mut reasons = Vec::new();
+    if found.truncated {
+        reasons.push("limit");
+    }
+    let mut matches = found.matches;
+    if let Some(tokens) = max_tokens {
+        // Matches in the viewport first, then the rest in document order.
+        let head = serde_json::to_vec(&result)?.len() + READING_SLACK;
+        let budget = page::budget_bytes(tokens).saturating_sub(head);
+        let sizes: Vec<usize> = matches
+            .iter()
+            .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()) + 1)
+            .collect();
+        let all: Vec<usize> = (0..matches.len()).collect();
+        let (kept, cut) = page::select_by_tier(
+            &all,
+            budget,
+            |i| u8::from(!matches[i].in_viewport),
+            |i| sizes[i],
+        );
+        if cut {
+            let keep: std::collections::HashSet<usize> = kept.iter().copied().collect();
+            let mut index = 0;
+            matches.retain(|_| {
+                index += 1;
+                keep.contains(&(index - 1))
+            });
+            reasons.push("tokens");
+        }
+        let bytes = head + kept.iter().map(|i| sizes[*i]).sum::<usize>();
+        result.insert(
+            "estimatedTokens".into(),
+            json!(page::estimate_tokens(bytes)),
+        );
+    }
     result.insert(
         "matches".into(),
-        serde_json::to_value(&found.matches).unwrap_or(Value::Null),
+        serde_json::to_value(&matches).unwrap_or(Value::Null),
     );
     result.insert("total".into(), json!(found.total));
-    result.insert("truncated".into(), json!(found.truncated));
+    result.insert("truncated".into(), json!(!reasons.is_empty()));
+    result.insert("truncationReasons".into(), json!(reasons));
     Ok(Value::Object(result))
 }
 
