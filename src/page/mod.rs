@@ -57,7 +57,7 @@ pub use run::{
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
 pub use shape::{
-    BYTES_PER_TOKEN, Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, budget_bytes,
-    compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens, json_escaped_len,
-    select_by_tier, select_within,
+    Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, TENTHS_OF_BYTES_PER_TOKEN,
+    budget_bytes, compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens,
+    json_escaped_len, select_by_tier, select_within,
 };
