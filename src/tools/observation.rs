@@ -278,3 +278,101 @@ fn diff_summary(
         "moved": found.moved,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::progress;
+
+    fn observation() -> PageObservation {
+        serde_json::from_value(json!({
+            "documentKey": "doc:t",
+            "elements": [
+                [1, "button", "Go", "button", 0, 0, 10, 10, 1, null],
+                [7, "textbox", "Email", "input", 0, 20, 10, 10, 0, {"value": "a@b.c", "inputType": "email"}],
+            ],
+            "page": {
+                "viewport": {"width": 800, "height": 600},
+                "document": {"width": 800, "height": 900},
+                "scroll": {"x": 0, "y": 40},
+                "remaining": {"up": 40, "down": 260, "left": 0, "right": 0},
+                "percent": {"x": 0, "y": 13}
+            },
+            "truncated": false, "truncationReasons": [], "candidateCount": 2,
+            "signals": {
+                "overlays": [], "comboboxes": [], "filterGroups": [],
+                "auth": {"passwordCount": 0, "passwordRefs": [], "formRefs": []},
+                "blocked": {"captchaFrames": 0, "phrases": [], "textSampleComplete": true}
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_plain_result_and_the_walk_give_the_same_fingerprint() {
+        let observed = observation();
+        let request = ObservationRequest::default();
+        let shaped = shape(&observed, Vec::new(), None, None, &request, 0).unwrap();
+        let mut result = Map::new();
+        result.insert("url".into(), json!("http://127.0.0.1/x"));
+        result.extend(shaped.fields);
+        assert_eq!(
+            progress::fingerprint(&result),
+            progress::fingerprint(&fingerprint_fields("http://127.0.0.1/x", &observed))
+        );
+        assert_eq!(shaped.view.len(), 2);
+        assert!(shaped.elements.contains_key(&7));
+    }
+
+    #[test]
+    fn compact_and_budget_shape_the_same_refs() {
+        let observed = observation();
+        let compact = ObservationRequest {
+            format: ObservationFormat::Compact,
+            ..ObservationRequest::default()
+        };
+        let shaped = shape(&observed, Vec::new(), None, None, &compact, 0).unwrap();
+        assert!(shaped.fields.get("elements").is_none());
+        let text = shaped.fields["compact"].as_str().unwrap();
+        assert_eq!(
+            text,
+            "1 button \"Go\" @0,0\n7 textbox \"Email\" =\"a@b.c\" type=email @0,20"
+        );
+        // The fixed fields are always sent; a budget they already exceed gets no elements,
+        // and the estimate says so.
+        let tight = ObservationRequest {
+            max_tokens: Some(page::MIN_MAX_TOKENS),
+            ..ObservationRequest::default()
+        };
+        let shaped = shape(&observed, Vec::new(), None, None, &tight, 200).unwrap();
+        assert_eq!(shaped.fields["elements"], json!([]));
+        assert_eq!(shaped.fields["truncated"], json!(true));
+        assert_eq!(shaped.fields["truncationReasons"], json!(["tokens"]));
+        assert!(shaped.elements.is_empty());
+        assert!(
+            shaped.fields["estimatedTokens"].as_u64().unwrap() > u64::from(page::MIN_MAX_TOKENS)
+        );
+        let roomy = ObservationRequest {
+            max_tokens: Some(10_000),
+            ..ObservationRequest::default()
+        };
+        let shaped = shape(&observed, Vec::new(), None, None, &roomy, 200).unwrap();
+        assert_eq!(shaped.fields["truncated"], json!(false));
+        assert_eq!(shaped.fields["elements"].as_array().unwrap().len(), 2);
+        let bytes = 200 + serde_json::to_vec(&shaped.fields).unwrap().len();
+        assert!(
+            shaped.fields["estimatedTokens"].as_u64().unwrap() >= page::estimate_tokens(bytes) - 30
+        );
+    }
+
+    #[test]
+    fn max_tokens_is_bounded() {
+        let request = |max| ObservationRequest {
+            max_tokens: Some(max),
+            ..ObservationRequest::default()
+        };
+        assert!(request(page::MIN_MAX_TOKENS).validate().is_ok());
+        assert!(request(page::MIN_MAX_TOKENS - 1).validate().is_err());
+        assert!(request(page::MAX_MAX_TOKENS + 1).validate().is_err());
+    }
+}

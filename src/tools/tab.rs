@@ -452,8 +452,12 @@ pub async fn take_observation(
     };
     let hints = page::observation_hints(&observation, &hint_context);
     state.auth_surface = Some(page::has_auth_surface(&observation));
-    let fingerprint =
-        with_fingerprint.then(|| progress::fingerprint(&fingerprint_fields(&url, &observation)));
+    // A plain Observation carries the full page state itself; a shaped one is fingerprinted
+    // from the walk (the same fields, so the two agree on an unchanged page).
+    let plain = request.since.is_none()
+        && request.max_tokens.is_none()
+        && request.format == ObservationFormat::Json;
+    let full_state = (with_fingerprint && !plain).then(|| fingerprint_fields(&url, &observation));
     let mut result = base_result(scope, url, title);
     result.insert("observationId".into(), json!(observation_id));
     let head_bytes = serde_json::to_vec(&result)?.len();
@@ -471,6 +475,10 @@ pub async fn take_observation(
         head_bytes,
     )?;
     result.extend(shaped.fields);
+    let fingerprint = with_fingerprint.then(|| match &full_state {
+        Some(fields) => progress::fingerprint(fields),
+        None => progress::fingerprint(&result),
+    });
     state.observations.push_back(ObservationRecord {
         id: observation_id,
         workspace_id: scope.workspace_id.to_owned(),
