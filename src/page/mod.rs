@@ -59,5 +59,5 @@ pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, T
 pub use shape::{
     Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, TENTHS_OF_BYTES_PER_TOKEN,
     budget_bytes, compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens,
-    json_escaped_len, select_by_tier, select_within,
+    json_escaped_len, role_word, select_by_tier, select_within,
 };

@@ -227,7 +227,8 @@ fn coarse(value: i64) -> i64 {
     (value as f64 / 10.0).round() as i64 * 10
 }
 
-fn role_word(role: Role) -> &'static str {
+/// The wire name of a role (as serde writes it), without serializing.
+pub fn role_word(role: Role) -> &'static str {
     match role {
         Role::Button => "button",
         Role::Link => "link",
@@ -378,6 +379,22 @@ mod tests {
                 height: 20,
             },
             in_viewport: true,
+        }
+    }
+
+    #[test]
+    fn role_words_match_the_wire() {
+        for role in [
+            Role::Button,
+            Role::MenuItemCheckbox,
+            Role::AlertDialog,
+            Role::TreeItem,
+            Role::Clickable,
+        ] {
+            assert_eq!(
+                serde_json::to_value(role).unwrap(),
+                serde_json::json!(role_word(role))
+            );
         }
     }
 

@@ -89,17 +89,15 @@ pub struct Shaped {
     pub fields: Map<String, Value>,
     /// Every ref the new Observation resolves.
     pub elements: HashMap<u32, ElementSummary>,
-    /// The elements as the agent has now been shown them, document order.
-    pub view: Vec<ObservedElement>,
+    /// The elements as the agent has now been shown them, document order; `None` when that is
+    /// every element of the walk (the caller moves them into the record instead of a copy).
+    pub view: Option<Vec<ObservedElement>>,
 }
 
 /// What an action expects of the element behind a ref.
 pub fn summary(element: &ObservedElement) -> ElementSummary {
     ElementSummary {
-        role: serde_json::to_value(element.role)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        role: page::role_word(element.role).to_owned(),
         tag: element.tag.clone(),
         input_type: element.input_type.clone(),
     }
@@ -197,11 +195,14 @@ pub fn shape(
                     view.push((*old).clone());
                 }
             }
-            (resolvable, view)
+            (resolvable, Some(view))
         }
         _ => {
-            let view: Vec<ObservedElement> = kept.iter().map(|i| elements[*i].clone()).collect();
-            let resolvable = view.iter().map(|e| (e.element_ref, summary(e))).collect();
+            let resolvable = kept
+                .iter()
+                .map(|i| (elements[*i].element_ref, summary(&elements[*i])))
+                .collect();
+            let view = tokens_cut.then(|| kept.iter().map(|i| elements[*i].clone()).collect());
             (resolvable, view)
         }
     };
@@ -320,7 +321,7 @@ mod tests {
             progress::fingerprint(&result),
             progress::fingerprint(&fingerprint_fields("http://127.0.0.1/x", &observed))
         );
-        assert_eq!(shaped.view.len(), 2);
+        assert!(shaped.view.is_none(), "the walk's elements are the view");
         assert!(shaped.elements.contains_key(&7));
     }
 

@@ -479,13 +479,14 @@ pub async fn take_observation(
         Some(fields) => progress::fingerprint(fields),
         None => progress::fingerprint(&result),
     });
+    let view = shaped.view.unwrap_or(observation.elements);
     state.observations.push_back(ObservationRecord {
         id: observation_id,
         workspace_id: scope.workspace_id.to_owned(),
         frame_id: page_context.frame_id.clone(),
         document_key: observation.document_key,
         elements: std::sync::Arc::new(shaped.elements),
-        view: std::sync::Arc::new(shaped.view),
+        view: std::sync::Arc::new(view),
     });
     while state.observations.len() > KEPT_OBSERVATIONS {
         state.observations.pop_front();
