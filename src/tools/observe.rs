@@ -91,7 +91,7 @@ pub fn defs() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "browser.observe",
-            description: "Observe the page: interactive and landmark elements (role, accessible name, value, states) with integer refs scoped to the returned observationId, open Shadow DOM included; page metrics (viewport, document, scroll, pixels remaining, percentages); and advisory hints. Bounded by `limit` and `maxBytes` with truncation reasons. Password values are never returned.",
+            description: "Observe the page: interactive and landmark elements (role, accessible name, value, states) with integer refs scoped to the returned observationId, open Shadow DOM included; page metrics (viewport, document, scroll, pixels remaining, percentages); and advisory hints. Refs are stable for an element within its document. `sinceObservationId` returns only what was added, changed (with field names) or removed since that Observation of the same document, plus the unchanged count (or a full Observation with `diffUnavailable`); `format: \"compact\"` returns one short line per element in `compact`; `maxTokens` bounds the result by a documented estimate, keeping elements in the viewport, then interactive ones, first. Bounded by `limit`, `maxBytes` and `maxTokens` with truncation reasons. Password values are never returned.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(observe_input_properties(), &[]),
@@ -104,7 +104,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.read",
-            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars`.",
+            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars` and `maxTokens`.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
@@ -133,7 +133,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.search",
-            description: "Visible text matches of `query` (case-insensitive; `regex` for a JavaScript regular expression) with nearby context and viewport geometry, open Shadow DOM included; at most 200 results.",
+            description: "Visible text matches of `query` (case-insensitive; `regex` for a JavaScript regular expression) with nearby context and viewport geometry, open Shadow DOM included; at most 200 results, bounded by `maxTokens` (matches in the viewport first).",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
