@@ -106,6 +106,8 @@ async fn observe_once(tab: &Tab, key: &str, size: usize) -> (Duration, usize, us
                 max_bytes: OBSERVE_MAX_MAX_BYTES,
                 viewport_only: false,
             },
+            base_key: None,
+            compact: false,
         })
         .await
         .expect("observe");

@@ -47,7 +47,13 @@ fn find_ref(observation: &Value, role: Option<&str>, name: &str) -> u64 {
 }
 
 fn element(observation: &Value, element_ref: u64) -> &Value {
-    &observation["elements"][(element_ref - 1) as usize]
+    // Refs are stable per document, not positions.
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ref"] == element_ref)
+        .unwrap_or_else(|| panic!("no ref {element_ref} in {}", observation["elements"]))
 }
 
 fn act(

@@ -228,7 +228,7 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
     assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
     assert_eq!(typed["evidence"]["afterLength"], 3);
     let name_field = find_ref(&typed, "textbox", "Child name");
-    assert_eq!(typed["elements"][(name_field - 1) as usize]["value"], "Ada");
+    assert_eq!(element_with_ref(&typed, name_field)["value"], "Ada");
     // Reading tools are scoped too.
     let read = agent.tool("browser.read", Some(&target), json!({}));
     let text = read["text"].as_str().unwrap();
@@ -298,10 +298,7 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
     );
     assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
     let name_field = find_ref(&typed, "textbox", "Child name");
-    assert_eq!(
-        typed["elements"][(name_field - 1) as usize]["value"],
-        "Grace"
-    );
+    assert_eq!(element_with_ref(&typed, name_field)["value"], "Grace");
     // The other frames were not touched: the OOPIF's state is its own.
     let state = own.evaluate_in_page(
         &url,
@@ -485,4 +482,14 @@ fn a_detached_selected_frame_is_announced_and_later_calls_say_so() {
         listed["frames"][0]["frameId"], main["frameId"],
         "the main frame stays the same frame across documents"
     );
+}
+
+/// The element with this ref (refs are stable per document, not positions).
+fn element_with_ref(observation: &Value, element_ref: u64) -> &Value {
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ref"] == element_ref)
+        .unwrap_or_else(|| panic!("no ref {element_ref} in {observation}"))
 }

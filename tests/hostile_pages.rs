@@ -30,7 +30,13 @@ fn find_ref(observation: &Value, name: &str) -> u64 {
 
 fn element<'a>(observation: &'a Value, name: &str) -> &'a Value {
     let element_ref = find_ref(observation, name);
-    &observation["elements"][(element_ref - 1) as usize]
+    // Refs are stable per document, not positions.
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ref"] == element_ref)
+        .unwrap_or_else(|| panic!("no ref {element_ref} in {}", observation["elements"]))
 }
 
 #[test]

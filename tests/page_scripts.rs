@@ -41,6 +41,8 @@ async fn observe_with(tab: &Tab, key: &str, options: ObserveOptions) -> PageObse
     tab.run(&Observe {
         key: key.to_owned(),
         options,
+        base_key: None,
+        compact: false,
     })
     .await
     .unwrap()
@@ -263,6 +265,8 @@ async fn attribute_sets_and_direct_reads_observe_the_same_elements() {
             .run(&ObserveWithoutSets(Observe {
                 key: "direct".to_owned(),
                 options: ObserveOptions::default(),
+                base_key: None,
+                compact: false,
             }))
             .await
             .unwrap();

@@ -137,7 +137,7 @@ fn every_tool_has_a_real_example() {
         &mut agent,
         "browser.search",
         Some(&target),
-        json!({"query": "agree"}),
+        json!({"query": "agree", "maxTokens": 400}),
     );
     record(
         &mut agent,
@@ -155,7 +155,7 @@ fn every_tool_has_a_real_example() {
         &mut agent,
         "browser.click",
         Some(&target),
-        json!({"observationId": observation_id, "ref": terms, "observe": {"limit": 5}}),
+        json!({"observationId": observation_id, "ref": terms, "observe": {"limit": 20, "sinceObservationId": observation_id, "format": "compact"}}),
     );
     let fresh = clicked["observationId"].clone();
     let _ = (email, fresh);

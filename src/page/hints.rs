@@ -488,6 +488,7 @@ mod tests {
             base[key] = value.clone();
         }
         serde_json::from_value(json!({
+            "documentKey": "doc:test",
             "elements": [],
             "page": {
                 "viewport": {"width": 800, "height": 600},

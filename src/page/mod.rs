@@ -2,10 +2,10 @@
 //! inside a tab (`js/*.js`, embedded with `include_str!` and evaluated in
 //! the Broker's isolated world) and the pure transforms of what it returns
 //! into typed Observations, hints, text, search matches, element metadata
-//! and action state. The only I/O is in `run`, a thin async bridge over
-//! `cdp::CdpClient` that builds one `Runtime.callFunctionOn` per script, and
-//! that also holds `browser.eval`'s one deliberate main-world path
-//! (`eval_in_main_world`; its wrappers and bounded serializer are `eval`'s);
+//! and action state, and the shaping of an Observation (diff, compact form, token budget).
+//! The only I/O is in `run`, a thin async bridge over `cdp::CdpClient` that builds one
+//! `Runtime.callFunctionOn` per script, and that also holds `browser.eval`'s one deliberate
+//! main-world path (`eval_in_main_world`; its wrappers and bounded serializer are `eval`'s);
 //! all other files are pure and never touch CDP, the store, the agent protocol
 //! or a socket. No logic lives in this file; it declares the submodules and
 //! re-exports their public API. The wire shapes are described in
@@ -23,6 +23,7 @@ mod read;
 mod run;
 mod script;
 mod search;
+mod shape;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
@@ -63,3 +64,8 @@ pub use run::{
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
+pub use shape::{
+    Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, TENTHS_OF_BYTES_PER_TOKEN,
+    budget_bytes, compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens,
+    json_escaped_len, role_word, select_by_tier, select_within,
+};

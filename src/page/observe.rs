@@ -1,7 +1,7 @@
 //! `browser.observe` on the page side: the options of one observation (with
 //! their bounds), the call of `js/observe.js`, and the typed result with
 //! the raw signals the hints are derived from. The result is re-checked
-//! here (refs dense and in order, no value next to a sensitive flag) because
+//! here (refs unique and non-zero, no value next to a sensitive flag) because
 //! it carries page data. `ObservationWire` is the agent-facing part; the
 //! signals never leave the Broker. No I/O.
 
@@ -27,8 +27,10 @@ pub const KEPT_OBSERVATIONS: usize = 4;
 pub const OBSERVE_MAX_LIMIT: u32 = 5_000;
 
 /// The largest `limit` the page script accepts: above the advertised
-/// maximum so benchmarks can return every element of a 20,000-element page.
-pub const OBSERVE_HARD_MAX_LIMIT: u32 = 25_000;
+/// maximum so a whole 20,000-control page (with its headings, about 25,000
+/// elements) can be returned, in the compact form within the default 4 MiB
+/// result.
+pub const OBSERVE_HARD_MAX_LIMIT: u32 = 50_000;
 
 /// Default approximate bound on the serialized elements: a quarter of the
 /// contract's default 4 MiB result limit, leaving room for the rest.
@@ -54,6 +56,10 @@ const HREF_MAX_CHARS: u32 = 300;
 
 /// Characters of an observation key: keys are the Broker's own ids.
 const OBSERVATION_KEY_MAX_CHARS: usize = 128;
+
+/// Characters of the page's document key (`doc:` and two short base-36 numbers in
+/// `js/common.js`); a longer one is not ours.
+const DOCUMENT_KEY_MAX_CHARS: usize = 64;
 
 /// Words that make a labelled container a filter group (lowercase).
 const FILTER_KEYWORDS: [&str; 5] = ["filter", "refine", "sort", "narrow", "facet"];
@@ -141,6 +147,11 @@ pub(super) fn validate_key(key: &str) -> Result<(), PageError> {
 pub struct Observe {
     pub key: String,
     pub options: ObserveOptions,
+    /// An earlier observation of the same document whose refs also resolve through `key`
+    /// (a diff Observation); the page answers whether it still had it (`base_merged`).
+    pub base_key: Option<String>,
+    /// `maxBytes` bounds the compact text form rather than the JSON objects.
+    pub compact: bool,
 }
 
 impl PageScript for Observe {
@@ -148,11 +159,16 @@ impl PageScript for Observe {
 
     fn call(&self) -> Result<ScriptCall, PageError> {
         validate_key(&self.key)?;
+        if let Some(base) = &self.base_key {
+            validate_key(base)?;
+        }
         self.options.validate()?;
         Ok(ScriptCall {
             script: Script::Observe,
             argument: json!({
                 "observationKey": self.key,
+                "baseKey": self.base_key,
+                "compact": self.compact,
                 "limit": self.options.limit,
                 "maxBytes": self.options.max_bytes,
                 "viewportOnly": self.options.viewport_only,
@@ -381,6 +397,8 @@ fn packed_elements<'de, D: Deserializer<'de>>(
 pub enum TruncationReason {
     Limit,
     Bytes,
+    /// The Broker's token budget (`maxTokens`, `page::shape`); never sent by the page.
+    Tokens,
 }
 
 /// Width and height in CSS px.
@@ -512,6 +530,12 @@ pub struct Signals {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PageObservation {
+    /// The page's random key of its document (a new document, a new key); never sent.
+    pub document_key: String,
+    /// Whether the base observation's refs were merged into this one's (`Observe::base_key`).
+    #[serde(default)]
+    pub base_merged: bool,
+    /// Refs are stable per document: unique, in document order, not dense.
     #[serde(deserialize_with = "packed_elements")]
     pub elements: Vec<ObservedElement>,
     pub page: PageMetrics,
@@ -551,26 +575,35 @@ impl PageObservation {
 
     /// The element with this ref, if returned.
     pub fn element(&self, element_ref: u32) -> Option<&ObservedElement> {
-        let index = usize::try_from(element_ref).ok()?.checked_sub(1)?;
-        self.elements.get(index)
+        self.elements.iter().find(|e| e.element_ref == element_ref)
     }
 
     /// Re-checks what the page returned: at most `limit` elements, refs
-    /// 1..=n in order, names within bounds, and no value beside a sensitive
-    /// flag or on a password input (dropped, whatever the script did).
+    /// unique and non-zero (stable refs are not dense), a document key of our
+    /// shape, names within bounds, and no value beside a sensitive flag or on
+    /// a password input (dropped, whatever the script did).
     fn check(&mut self, limit: u32) -> Result<(), PageError> {
+        let shape = |detail: String| PageError::UnexpectedShape {
+            script: Script::Observe.entry(),
+            detail,
+        };
         if self.elements.len() > limit as usize {
-            return Err(PageError::UnexpectedShape {
-                script: Script::Observe.entry(),
-                detail: format!("{} elements for limit {limit}", self.elements.len()),
-            });
+            return Err(shape(format!(
+                "{} elements for limit {limit}",
+                self.elements.len()
+            )));
         }
+        if self.document_key.is_empty() || self.document_key.len() > DOCUMENT_KEY_MAX_CHARS {
+            return Err(shape("document key out of bounds".to_owned()));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.elements.len());
         for (index, element) in self.elements.iter_mut().enumerate() {
-            if element.element_ref as usize != index + 1 {
-                return Err(PageError::UnexpectedShape {
-                    script: Script::Observe.entry(),
-                    detail: format!("ref {} at position {}", element.element_ref, index + 1),
-                });
+            if element.element_ref == 0 || !seen.insert(element.element_ref) {
+                return Err(shape(format!(
+                    "ref {} at position {} is zero or repeated",
+                    element.element_ref,
+                    index + 1
+                )));
             }
             if element.input_type.as_deref() == Some("password") {
                 element.sensitive = true;
@@ -606,6 +639,7 @@ mod tests {
 
     fn observation(elements: Vec<Value>) -> Value {
         json!({
+            "documentKey": "doc:abc",
             "elements": elements,
             "page": {
                 "viewport": {"width": 780, "height": 493},
@@ -627,6 +661,8 @@ mod tests {
         Observe {
             key: "observation:1".to_owned(),
             options: ObserveOptions::default(),
+            base_key: None,
+            compact: false,
         }
     }
 
@@ -653,6 +689,8 @@ mod tests {
         let empty_key = Observe {
             key: String::new(),
             options: ObserveOptions::default(),
+            base_key: None,
+            compact: false,
         };
         assert!(matches!(
             empty_key.call(),
@@ -737,19 +775,29 @@ mod tests {
     }
 
     #[test]
-    fn refs_must_be_dense_and_within_limit() {
+    fn refs_must_be_unique_and_within_limit() {
         let plain = |element_ref| element(element_ref, "textbox", "Email", json!({}));
-        let gap = observation(vec![plain(1), plain(3)]);
-        assert!(matches!(
-            observe().parse(&gap.to_string()),
-            Err(PageError::UnexpectedShape { .. })
-        ));
+        // Stable refs leave gaps and need not ascend in document order.
+        let gap = observation(vec![plain(7), plain(3)]);
+        let parsed = observe().parse(&gap.to_string()).unwrap();
+        assert_eq!(parsed.element(3).map(|e| e.element_ref), Some(3));
+        for bad in [vec![plain(2), plain(2)], vec![plain(0)]] {
+            assert!(matches!(
+                observe().parse(&observation(bad).to_string()),
+                Err(PageError::UnexpectedShape { .. })
+            ));
+        }
+        let mut no_key = observation(vec![plain(1)]);
+        no_key["documentKey"] = json!("");
+        assert!(observe().parse(&no_key.to_string()).is_err());
         let small = Observe {
             key: "k".to_owned(),
             options: ObserveOptions {
                 limit: 1,
                 ..ObserveOptions::default()
             },
+            base_key: None,
+            compact: false,
         };
         let two = observation(vec![plain(1), plain(2)]);
         assert!(matches!(

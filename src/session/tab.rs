@@ -119,13 +119,19 @@ pub struct ProgressMemory {
 pub use crate::page::KEPT_OBSERVATIONS;
 
 /// Where an Observation was taken, so a ref is only ever resolved where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ObservationRecord {
     pub id: String,
     pub workspace_id: String,
     pub frame_id: String,
-    /// What each ref was when observed (index = ref - 1): tells actions what to expect.
-    pub elements: Vec<ElementSummary>,
+    /// The page's key of the observed document: a diff needs the same document.
+    pub document_key: String,
+    /// Every ref this Observation resolves (stable refs, not dense; a diff Observation's
+    /// include its base's) and what each was when observed: tells actions what to expect.
+    pub elements: std::sync::Arc<std::collections::HashMap<u32, ElementSummary>>,
+    /// The elements as the agent has been shown them, in document order: the base of a later
+    /// diff (`page::diff`).
+    pub view: std::sync::Arc<Vec<crate::page::ObservedElement>>,
 }
 
 /// The kind of an observed element, kept for action evidence.

@@ -16,7 +16,7 @@ use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Effect, Evidence};
 use super::manifest::{object, open_object};
-use super::observe::{observation_schema, observe_input_properties, observe_options};
+use super::observe::{observation_schema, observe_input_properties, observe_request};
 use super::progress::{self, Subject};
 use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
 use crate::cdp::{CdpClient, CdpError, TargetId};
@@ -255,6 +255,7 @@ pub(super) async fn finish_with_observation(
         subject,
         frame_id,
     } = finished;
+    let mut fingerprint = None;
     let mut result = match dialog_open {
         true => {
             // The page is blocked by the dialog; an Observation would wait for it.
@@ -266,11 +267,13 @@ pub(super) async fn finish_with_observation(
             result
         }
         false => {
-            let options = match arguments.get("observe").and_then(Value::as_object) {
-                Some(observe) => observe_options(observe)?,
+            let request = match arguments.get("observe").and_then(Value::as_object) {
+                Some(observe) => observe_request(observe)?,
                 None => Default::default(),
             };
-            tab.observe(scope, options).await?
+            let taken = tab.observe_with_fingerprint(scope, &request).await?;
+            fingerprint = taken.fingerprint;
+            taken.result
         }
     };
     let action = evidence.action.as_str();
@@ -282,7 +285,7 @@ pub(super) async fn finish_with_observation(
         frame_id: &frame_id,
         control_epoch: tab.guard.control_epoch(),
     };
-    let page = (!dialog_open).then(|| progress::fingerprint(&result));
+    let page = fingerprint;
     let completed = progress::Completed::new(
         actor,
         progress::signature(action, &subject, arguments),

@@ -21,6 +21,7 @@ mod eval;
 mod evidence;
 mod frames;
 mod keys;
+mod observation;
 mod observe;
 mod pointer;
 mod progress;

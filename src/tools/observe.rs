@@ -10,8 +10,9 @@ use serde_json::{Map, Value, json};
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::observation::ObservationRequest;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
-use crate::page::{self, Find, ObserveOptions, Read, Search};
+use crate::page::{self, Find, ObservationFormat, ObserveOptions, Read, Search};
 
 fn target_fields() -> Value {
     json!({
@@ -39,6 +40,20 @@ pub fn observation_schema() -> Value {
         json!({
             "observationId": {"type": "string"},
             "elements": {"type": "array", "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
+            "compact": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+            "diff": open_object(json!({
+                "baseObservationId": {"type": "string"},
+                "added": {"type": "array", "items": {"type": "integer"}},
+                "changed": {"type": "array", "items": open_object(json!({
+                    "ref": {"type": "integer"},
+                    "fields": {"type": "array", "items": {"type": "string"}},
+                }), &["ref", "fields"])},
+                "removed": {"type": "array", "items": {"type": "integer"}},
+                "unchanged": {"type": "integer"},
+                "moved": {"type": "integer"},
+            }), &["baseObservationId", "added", "changed", "removed", "unchanged"]),
+            "diffUnavailable": {"enum": ["expired", "other_frame", "other_document"]},
+            "estimatedTokens": {"type": "integer"},
             "page": {"type": "object"},
             "hints": {"type": "array", "maxItems": 16, "items": open_object(json!({
                 "code": {"type": "string"},
@@ -49,16 +64,10 @@ pub fn observation_schema() -> Value {
                 "refs": {"type": "array", "items": {"type": "integer"}},
             }), &["code", "source", "confidence", "recommendedAction"])},
             "truncated": {"type": "boolean"},
-            "truncationReasons": {"type": "array", "items": {"enum": ["limit", "bytes"]}},
+            "truncationReasons": {"type": "array", "items": {"enum": ["limit", "bytes", "tokens"]}},
             "candidateCount": {"type": "integer"},
         }),
-        &[
-            "observationId",
-            "elements",
-            "hints",
-            "truncated",
-            "truncationReasons",
-        ],
+        &["observationId", "hints", "truncated", "truncationReasons"],
     )
 }
 
@@ -67,14 +76,22 @@ pub fn observe_input_properties() -> Value {
         "limit": {"type": "integer", "minimum": 1, "maximum": page::OBSERVE_HARD_MAX_LIMIT},
         "maxBytes": {"type": "integer", "minimum": page::OBSERVE_MIN_MAX_BYTES, "maximum": page::OBSERVE_MAX_MAX_BYTES},
         "viewportOnly": {"type": "boolean"},
+        "sinceObservationId": {"type": "string", "minLength": 1, "maxLength": 128},
+        "format": {"enum": ["json", "compact"]},
+        "maxTokens": max_tokens_property(),
     })
+}
+
+/// `maxTokens` of the reading tools.
+fn max_tokens_property() -> Value {
+    json!({"type": "integer", "minimum": page::MIN_MAX_TOKENS, "maximum": page::MAX_MAX_TOKENS})
 }
 
 pub fn defs() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "browser.observe",
-            description: "Observe the page: interactive and landmark elements (role, accessible name, value, states) with integer refs scoped to the returned observationId, open Shadow DOM included; page metrics (viewport, document, scroll, pixels remaining, percentages); and advisory hints. Bounded by `limit` and `maxBytes` with truncation reasons. Password values are never returned.",
+            description: "Observe the page: interactive and landmark elements (role, accessible name, value, states) with integer refs scoped to the returned observationId, open Shadow DOM included; page metrics (viewport, document, scroll, pixels remaining, percentages); and advisory hints. Refs are stable for an element within its document. `sinceObservationId` returns only what was added, changed (with field names) or removed since that Observation of the same document, plus the unchanged count (or a full Observation with `diffUnavailable`); `format: \"compact\"` returns one short line per element in `compact`; `maxTokens` bounds the result by a documented estimate, keeping elements in the viewport, then interactive ones, first. Bounded by `limit`, `maxBytes` and `maxTokens` with truncation reasons. Password values are never returned.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(observe_input_properties(), &[]),
@@ -87,13 +104,14 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.read",
-            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars`.",
+            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars` and `maxTokens`.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
                 json!({
                     "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
                     "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS},
+                    "maxTokens": max_tokens_property(),
                 }),
                 &[],
             ),
@@ -101,7 +119,9 @@ pub fn defs() -> Vec<ToolDef> {
                 json!({
                     "text": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
                     "truncated": {"type": "boolean"},
+                    "truncationReasons": {"type": "array", "items": {"enum": ["chars", "tokens"]}},
                     "charCount": {"type": "integer"},
+                    "estimatedTokens": {"type": "integer"},
                 }),
                 &["text", "truncated", "charCount"],
             ),
@@ -113,7 +133,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.search",
-            description: "Visible text matches of `query` (case-insensitive; `regex` for a JavaScript regular expression) with nearby context and viewport geometry, open Shadow DOM included; at most 200 results.",
+            description: "Visible text matches of `query` (case-insensitive; `regex` for a JavaScript regular expression) with nearby context and viewport geometry, open Shadow DOM included; at most 200 results, bounded by `maxTokens` (matches in the viewport first).",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
@@ -121,6 +141,7 @@ pub fn defs() -> Vec<ToolDef> {
                     "query": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]},
                     "regex": {"type": "boolean"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": page::SEARCH_MAX_LIMIT},
+                    "maxTokens": max_tokens_property(),
                 }),
                 &["query"],
             ),
@@ -129,6 +150,8 @@ pub fn defs() -> Vec<ToolDef> {
                     "matches": {"type": "array", "maxItems": page::SEARCH_MAX_LIMIT, "items": {"type": "object", "x-browser-pilot-sensitivity": ["browser_data"]}},
                     "total": {"type": "integer"},
                     "truncated": {"type": "boolean"},
+                    "truncationReasons": {"type": "array", "items": {"enum": ["limit", "tokens"]}},
+                    "estimatedTokens": {"type": "integer"},
                 }),
                 &["matches", "total", "truncated"],
             ),
@@ -175,6 +198,9 @@ pub struct ObserveParams {
     limit: Option<u32>,
     max_bytes: Option<u32>,
     viewport_only: Option<bool>,
+    since_observation_id: Option<String>,
+    format: Option<ObservationFormat>,
+    max_tokens: Option<u32>,
 }
 
 impl ObserveParams {
@@ -186,6 +212,15 @@ impl ObserveParams {
             viewport_only: self.viewport_only.unwrap_or(false),
         }
     }
+
+    pub fn request(self) -> ObservationRequest {
+        ObservationRequest {
+            options: self.options(),
+            since: self.since_observation_id,
+            format: self.format.unwrap_or_default(),
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -193,14 +228,30 @@ impl ObserveParams {
 struct ReadParams {
     selector: Option<String>,
     max_chars: Option<u32>,
+    max_tokens: Option<u32>,
 }
 
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct SearchParams {
     query: String,
     regex: Option<bool>,
     limit: Option<u32>,
+    max_tokens: Option<u32>,
 }
+
+/// Checks a reading tool's `maxTokens` (the schema says the same).
+fn checked_max_tokens(max_tokens: Option<u32>) -> Result<Option<u32>, ToolError> {
+    ObservationRequest {
+        max_tokens,
+        ..ObservationRequest::default()
+    }
+    .validate()?;
+    Ok(max_tokens)
+}
+
+/// Bytes the closing fields of a reading result add beside its measured head.
+const READING_SLACK: usize = 96;
 
 #[derive(Deserialize)]
 struct FindParams {
@@ -209,8 +260,11 @@ struct FindParams {
     limit: Option<u32>,
 }
 
-pub fn observe_options(arguments: &Map<String, Value>) -> Result<ObserveOptions, ToolError> {
-    Ok(decode_params::<ObserveParams>(arguments)?.options())
+/// The Observation options of `browser.observe`'s arguments or an action's `observe` object.
+pub fn observe_request(arguments: &Map<String, Value>) -> Result<ObservationRequest, ToolError> {
+    let request = decode_params::<ObserveParams>(arguments)?.request();
+    request.validate()?;
+    Ok(request)
 }
 
 pub async fn observe(
@@ -219,7 +273,7 @@ pub async fn observe(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let result = tab.observe(scope, observe_options(&arguments)?).await?;
+    let result = tab.observe(scope, &observe_request(&arguments)?).await?;
     Ok(Value::Object(result))
 }
 
@@ -250,15 +304,53 @@ pub async fn read(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ReadParams = decode_params(&arguments)?;
+    let max_tokens = checked_max_tokens(params.max_tokens)?;
     let defaults = Read::default();
+    // A token budget alone reads as much text as the budget could hold.
+    let max_chars = match (params.max_chars, max_tokens) {
+        (Some(chars), _) => chars,
+        (None, Some(tokens)) => u32::try_from(page::budget_bytes(tokens))
+            .map_or(page::READ_MAX_MAX_CHARS, |bytes| {
+                bytes.clamp(1, page::READ_MAX_MAX_CHARS)
+            }),
+        (None, None) => defaults.max_chars,
+    };
     let script = Read {
         selector: params.selector,
-        max_chars: params.max_chars.unwrap_or(defaults.max_chars),
+        max_chars,
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
-    result.insert("text".into(), json!(text.text));
-    result.insert("truncated".into(), json!(text.truncated));
-    result.insert("charCount".into(), json!(text.char_count));
+    let mut reasons = Vec::new();
+    if text.truncated {
+        // Without `maxChars` the page's bound came from the token budget.
+        reasons.push(match params.max_chars {
+            Some(_) => "chars",
+            None => "tokens",
+        });
+    }
+    let mut body = text.text;
+    let mut char_count = text.char_count;
+    if let Some(tokens) = max_tokens {
+        let head = serde_json::to_vec(&result)?.len() + READING_SLACK;
+        let budget = page::budget_bytes(tokens).saturating_sub(head);
+        let cut = page::cut_to_json_bytes(&body, budget).len();
+        if cut < body.len() {
+            body.truncate(cut);
+            char_count = body.encode_utf16().count() as u64;
+            if !reasons.contains(&"tokens") {
+                reasons.push("tokens");
+            }
+        }
+        let bytes = head + page::json_escaped_len(&body);
+        result.insert(
+            "estimatedTokens".into(),
+            json!(page::estimate_tokens(bytes)),
+        );
+    }
+    result.insert("text".into(), json!(body));
+    result.insert("truncated".into(), json!(!reasons.is_empty()));
+    result.insert("truncationReasons".into(), json!(reasons));
+    result.insert("charCount".into(), json!(char_count));
     Ok(Value::Object(result))
 }
 
@@ -268,18 +360,55 @@ pub async fn search(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: SearchParams = decode_params(&arguments)?;
+    let max_tokens = checked_max_tokens(params.max_tokens)?;
     let script = Search {
         query: params.query,
         regex: params.regex.unwrap_or(false),
         limit: params.limit.unwrap_or(page::SEARCH_DEFAULT_LIMIT),
     };
     let (found, mut result) = run_reading(env, scope, &script).await?;
+    let mut reasons = Vec::new();
+    if found.truncated {
+        reasons.push("limit");
+    }
+    let mut matches = found.matches;
+    if let Some(tokens) = max_tokens {
+        // Matches in the viewport first, then the rest in document order.
+        let head = serde_json::to_vec(&result)?.len() + READING_SLACK;
+        let budget = page::budget_bytes(tokens).saturating_sub(head);
+        let sizes: Vec<usize> = matches
+            .iter()
+            .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()) + 1)
+            .collect();
+        let all: Vec<usize> = (0..matches.len()).collect();
+        let (kept, cut) = page::select_by_tier(
+            &all,
+            budget,
+            |i| u8::from(!matches[i].in_viewport),
+            |i| sizes[i],
+        );
+        if cut {
+            let keep: std::collections::HashSet<usize> = kept.iter().copied().collect();
+            let mut index = 0;
+            matches.retain(|_| {
+                index += 1;
+                keep.contains(&(index - 1))
+            });
+            reasons.push("tokens");
+        }
+        let bytes = head + kept.iter().map(|i| sizes[*i]).sum::<usize>();
+        result.insert(
+            "estimatedTokens".into(),
+            json!(page::estimate_tokens(bytes)),
+        );
+    }
     result.insert(
         "matches".into(),
-        serde_json::to_value(&found.matches).unwrap_or(Value::Null),
+        serde_json::to_value(&matches).unwrap_or(Value::Null),
     );
     result.insert("total".into(), json!(found.total));
-    result.insert("truncated".into(), json!(found.truncated));
+    result.insert("truncated".into(), json!(!reasons.is_empty()));
+    result.insert("truncationReasons".into(), json!(reasons));
     Ok(Value::Object(result))
 }
 

@@ -16,6 +16,9 @@ use serde_json::{Map, Value, json};
 use super::actions::INPUT_TIMEOUT;
 use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
+use super::observation::{
+    DiffBase, DiffUnavailable, ObservationRequest, fingerprint_fields, shape,
+};
 use super::progress::{self, Completed, NoProgress};
 use crate::cdp::input::{
     self, DispatchKeyEvent, DispatchMouseEvent, MouseButton, MouseEventType, Stroke,
@@ -23,7 +26,7 @@ use crate::cdp::input::{
 use crate::cdp::{CdpClient, CdpError, SessionId};
 use crate::events::Emit;
 use crate::page::{
-    self, DocumentInfo, ExecutionContextId, HintContext, Observe, ObserveOptions, PageScript,
+    self, DocumentInfo, ExecutionContextId, HintContext, ObservationFormat, Observe, PageScript,
     RefTarget,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
@@ -127,9 +130,19 @@ impl ControlledTab {
     pub async fn observe(
         &mut self,
         scope: &TargetScope<'_>,
-        options: ObserveOptions,
+        request: &ObservationRequest,
     ) -> Result<Map<String, Value>, ToolError> {
-        take_observation(&self.client, &mut self.guard, scope, options).await
+        let taken = take_observation(&self.client, &mut self.guard, scope, request, false).await?;
+        Ok(taken.result)
+    }
+
+    /// [`ControlledTab::observe`] plus the no-progress fingerprint of the full page state.
+    pub async fn observe_with_fingerprint(
+        &mut self,
+        scope: &TargetScope<'_>,
+        request: &ObservationRequest,
+    ) -> Result<TakenObservation, ToolError> {
+        take_observation(&self.client, &mut self.guard, scope, request, true).await
     }
 
     /// URL and title of the document `ctx` runs in; see [`url_and_title`].
@@ -370,19 +383,49 @@ pub(super) fn base_result(
     result
 }
 
+/// A fresh Observation's result and, when asked for, the no-progress fingerprint of the full
+/// page state (whatever diff, form or budget shaped the result).
+pub struct TakenObservation {
+    pub result: Map<String, Value>,
+    pub fingerprint: Option<(u64, u64)>,
+}
+
 /// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
 /// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
+/// With `request.since`, the base must be this Workspace's Observation of the same frame and
+/// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
+/// Observation with `diffUnavailable`.
 pub async fn take_observation(
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &TargetScope<'_>,
-    options: ObserveOptions,
-) -> Result<Map<String, Value>, ToolError> {
+    request: &ObservationRequest,
+    with_fingerprint: bool,
+) -> Result<TakenObservation, ToolError> {
     let page_context = page_context(client, guard).await?;
     let observation_id = new_id(IdKind::Observation);
+    let mut unavailable = None;
+    let mut base = None;
+    if let Some(since) = &request.since {
+        let found = guard
+            .state()
+            .observations
+            .iter()
+            .find(|o| o.id == *since && o.workspace_id == scope.workspace_id)
+            .cloned();
+        match found {
+            None => unavailable = Some(DiffUnavailable::Expired),
+            Some(record) if record.frame_id != page_context.frame_id => {
+                unavailable = Some(DiffUnavailable::OtherFrame)
+            }
+            Some(record) => base = Some(record),
+        }
+    }
     let script = Observe {
         key: observation_id.clone(),
-        options,
+        options: request.options,
+        base_key: base.as_ref().map(|record| record.id.clone()),
+        compact: request.format == ObservationFormat::Compact,
     };
     let observation = page::run(
         client,
@@ -392,6 +435,15 @@ pub async fn take_observation(
         SCRIPT_TIMEOUT,
     )
     .await?;
+    if let Some(record) = &base {
+        if record.document_key != observation.document_key {
+            unavailable = Some(DiffUnavailable::OtherDocument);
+            base = None;
+        } else if !observation.base_merged {
+            unavailable = Some(DiffUnavailable::Expired);
+            base = None;
+        }
+    }
     let (url, title) = url_and_title(client, guard, &page_context).await?;
     let state = guard.state();
     let hint_context = HintContext {
@@ -400,34 +452,49 @@ pub async fn take_observation(
     };
     let hints = page::observation_hints(&observation, &hint_context);
     state.auth_surface = Some(page::has_auth_surface(&observation));
-    let elements = observation
-        .elements
-        .iter()
-        .map(|e| ElementSummary {
-            role: serde_json::to_value(e.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default(),
-            tag: e.tag.clone(),
-            input_type: e.input_type.clone(),
-        })
-        .collect();
+    // A plain Observation carries the full page state itself; a shaped one is fingerprinted
+    // from the walk (the same fields, so the two agree on an unchanged page).
+    let plain = request.since.is_none()
+        && request.max_tokens.is_none()
+        && request.format == ObservationFormat::Json;
+    let full_state = (with_fingerprint && !plain).then(|| fingerprint_fields(&url, &observation));
+    let mut result = base_result(scope, url, title);
+    result.insert("observationId".into(), json!(observation_id));
+    let head_bytes = serde_json::to_vec(&result)?.len();
+    let diff_base = base.as_ref().map(|record| DiffBase {
+        id: &record.id,
+        elements: &record.elements,
+        view: &record.view,
+    });
+    let shaped = shape(
+        &observation,
+        hints,
+        diff_base,
+        unavailable,
+        request,
+        head_bytes,
+    )?;
+    result.extend(shaped.fields);
+    let fingerprint = with_fingerprint.then(|| match &full_state {
+        Some(fields) => progress::fingerprint(fields),
+        None => progress::fingerprint(&result),
+    });
+    let view = shaped.view.unwrap_or(observation.elements);
     state.observations.push_back(ObservationRecord {
-        id: observation_id.clone(),
+        id: observation_id,
         workspace_id: scope.workspace_id.to_owned(),
         frame_id: page_context.frame_id.clone(),
-        elements,
+        document_key: observation.document_key,
+        elements: std::sync::Arc::new(shaped.elements),
+        view: std::sync::Arc::new(view),
     });
     while state.observations.len() > KEPT_OBSERVATIONS {
         state.observations.pop_front();
     }
-    let mut result = base_result(scope, url, title);
-    result.insert("observationId".into(), json!(observation_id));
-    let wire = serde_json::to_value(observation.wire(&hints))?;
-    if let Value::Object(fields) = wire {
-        result.extend(fields);
-    }
-    Ok(result)
+    Ok(TakenObservation {
+        result,
+        fingerprint,
+    })
 }
 
 /// The `observationId` + `ref` arguments of every ref-taking tool.
@@ -471,10 +538,9 @@ pub fn resolve_ref(
             .with_context("reason", json!("frame_changed")),
         ));
     }
-    let summary = usize::try_from(element_ref)
+    let summary = u32::try_from(element_ref)
         .ok()
-        .and_then(|r| r.checked_sub(1))
-        .and_then(|i| record.elements.get(i))
+        .and_then(|r| record.elements.get(&r))
         .cloned();
     let Some(summary) = summary else {
         return Err(ToolError::from(

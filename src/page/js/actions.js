@@ -164,7 +164,7 @@ function clickVerdict(options) {
   if (typeof options.observationKey === 'string') {
     for (const entry of bpState().observations) {
       if (entry.key === options.observationKey && entry.doc === document) {
-        el = entry.elements[options.ref - 1] || null;
+        el = entry.elements.get(options.ref) || null;
       }
     }
   }

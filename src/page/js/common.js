@@ -18,6 +18,10 @@ function bpState() {
       observations: [],
       elementIds: new WeakMap(),
       nextElementId: 1,
+      // Observation refs: one number per element for the document's life,
+      // handed out in the order elements are first returned.
+      refs: new WeakMap(),
+      nextRef: 1,
       documentKey: 'doc:' + Math.random().toString(36).slice(2, 10) +
         Math.floor(performance.timeOrigin).toString(36),
     };
@@ -43,12 +47,38 @@ function bpElementKey(el) {
   return state.documentKey + ':e' + id;
 }
 
-function bpRemember(key, elements) {
+// The stable ref of an element in this document: the same number in every
+// Observation of the document, never reused for another element.
+function bpRefOf(el) {
   const state = bpState();
+  let ref = state.refs.get(el);
+  if (ref === undefined) {
+    ref = state.nextRef++;
+    state.refs.set(el, ref);
+  }
+  return ref;
+}
+
+// Keeps `elements` (a Map ref -> element) under `key`. With `baseKey`, the
+// refs of that earlier observation of this document resolve through `key`
+// too (a diff Observation); answers whether the base was found.
+function bpRemember(key, elements, baseKey) {
+  const state = bpState();
+  let merged = false;
+  if (typeof baseKey === 'string') {
+    for (const entry of state.observations) {
+      if (entry.key !== baseKey || entry.doc !== document) continue;
+      for (const [ref, el] of entry.elements) {
+        if (!elements.has(ref)) elements.set(ref, el);
+      }
+      merged = true;
+    }
+  }
   const kept = state.observations.filter((entry) => entry.key !== key);
   kept.push({ key: key, doc: document, elements: elements });
   while (kept.length > BP_MAX_OBSERVATIONS) kept.shift();
   state.observations = kept;
+  return merged;
 }
 
 // Outcome of looking a ref up: {element} or {error: {code, message}}.
@@ -61,10 +91,10 @@ function bpLookup(key, ref) {
   if (entry === null) {
     return bpError('observation_unknown', 'no observation with this key in this document');
   }
-  if (!Number.isInteger(ref) || ref < 1 || ref > entry.elements.length) {
+  const el = Number.isInteger(ref) ? entry.elements.get(ref) : undefined;
+  if (el === undefined) {
     return bpError('ref_unknown', 'ref ' + ref + ' is not in this observation');
   }
-  const el = entry.elements[ref - 1];
   if (entry.doc !== document || !el.isConnected || el.ownerDocument !== document) {
     return bpError('ref_stale', 'the element of ref ' + ref + ' is no longer in the document');
   }

@@ -2,7 +2,9 @@
 // tree order, collecting interactive and landmark elements with their role,
 // accessible name, value and states. The element handles stay in this world
 // under `options.observationKey` for later resolve() calls; the result is
-// plain JSON. Options (validated by the Rust side): observationKey, limit,
+// plain JSON. Refs are stable per document (bpRefOf), so they are unique but
+// not dense; with `baseKey` the refs of that earlier observation resolve
+// through this one too. Options (validated by the Rust side): observationKey, baseKey, limit,
 // maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
 // signInPhrases, blockedPhrases, captchaPatterns.
 function observe(options) {
@@ -24,7 +26,10 @@ function observe(options) {
   const active = bpDeepActiveElement();
 
   const elements = [];
+  // Returned elements in document order, their refs, and ref -> element.
   const handles = [];
+  const refList = [];
+  const byRef = new Map();
   let bytes = 0;
   let candidateCount = 0;
   let stopped = false;
@@ -157,6 +162,7 @@ function observe(options) {
   // Approximate size of an element in the agent-facing JSON (objects with
   // named fields, not the packed form), without serializing it.
   function estimateBytes(packed) {
+    if (options.compact) return estimateCompactBytes(packed);
     let size = 110 + packed[1].length + packed[2].length + packed[3].length;
     const extra = packed[9];
     if (extra !== null) {
@@ -164,6 +170,18 @@ function observe(options) {
       if (extra.value !== undefined) size += 12 + extra.value.length;
       if (extra.href !== undefined) size += 10 + extra.href.length;
       if (extra.inputType !== undefined) size += 14 + extra.inputType.length;
+    }
+    return size;
+  }
+
+  // Approximate size of its compact line (src/page/shape.rs, `compact_line`):
+  // ref, role, quoted name, value, a few state words and the position.
+  function estimateCompactBytes(packed) {
+    let size = 20 + packed[1].length + packed[2].length;
+    const extra = packed[9];
+    if (extra !== null) {
+      size += 12;
+      if (extra.value !== undefined) size += 4 + extra.value.length;
     }
     return size;
   }
@@ -240,10 +258,14 @@ function observe(options) {
       if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: null });
       return;
     }
-    const ref = elements.length + 1;
+    // Stable within the document: the ref the element got when it was first
+    // returned (docs/observation.md, "Refs").
+    const ref = bpRefOf(el);
     entry[0] = ref;
     elements.push(entry);
     handles.push(el);
+    refList.push(ref);
+    byRef.set(ref, el);
     if (dialogLike && dialogs.length < MAX_SIGNAL_ITEMS) dialogs.push({ el: el, ref: ref });
     noteSignals(el, tag, role, entry[2], ref);
   }
@@ -306,7 +328,7 @@ function observe(options) {
 
   function returnedItems() {
     const list = [];
-    for (let i = 0; i < handles.length; i++) list.push({ el: handles[i], ref: i + 1 });
+    for (let i = 0; i < handles.length; i++) list.push({ el: handles[i], ref: refList[i] });
     return list;
   }
 
@@ -371,7 +393,7 @@ function observe(options) {
       const container = box !== null ? box : covering;
       let ref = null;
       for (let i = 0; i < handles.length; i++) {
-        if (handles[i] === container) ref = i + 1;
+        if (handles[i] === container) ref = refList[i];
       }
       out.push({
         kind: 'covering',
@@ -472,7 +494,7 @@ function observe(options) {
 
   function authSignals() {
     const passwordForms = new Set();
-    for (const ref of passwordRefs) passwordForms.add(formOf(handles[ref - 1]));
+    for (const ref of passwordRefs) passwordForms.add(formOf(byRef.get(ref)));
     const signInForms = new Set(signIns.map((item) => formOf(item.el)));
     const usernameForms = new Set(usernames.map((item) => formOf(item.el)));
     const refs = [];
@@ -543,8 +565,10 @@ function observe(options) {
   }
 
   if (document.documentElement) visit(document, false);
-  bpRemember(options.observationKey, handles);
+  const baseMerged = bpRemember(options.observationKey, byRef, options.baseKey);
   return {
+    documentKey: bpDocumentKey(),
+    baseMerged: baseMerged,
     elements: elements,
     page: pageMetrics(),
     truncated: reasons.length > 0,
