@@ -296,6 +296,14 @@ async fn controlled_tab(
         .filter(|t| *t.target() == target);
     let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
     guard.set_workspace(workspace_id);
+    crate::session::download_capture_on_control(
+        &env.browser,
+        &live.client,
+        &mut guard,
+        workspace_id,
+        lease_id,
+    )
+    .await;
     scope.gate.pass().await?;
     Ok(ControlledTab {
         client: scope.gate.watch(&live.client),

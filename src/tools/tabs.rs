@@ -433,6 +433,9 @@ pub async fn tabs_release(
         if let Some(ticket) = ticket.or_else(|| env.browser.ticket(workspace_id, &opaque)) {
             ticket.note_control_released();
         }
+        env.browser
+            .downloads_tab_released(workspace_id, &opaque)
+            .await;
         let mut emit = Emit::new(
             workspace_id,
             "target_control.released",
