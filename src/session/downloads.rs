@@ -712,16 +712,14 @@ impl BrowserService {
             |a| a.workspace_id == workspace_id,
             |_, w| w.staging.as_ref().is_some_and(|(ws, _)| ws == workspace_id),
         );
-        match live {
-            Some(live) => {
-                finish_release(self, &live.client, None, taken, dirs);
+        if let Some(live) = &live {
+            for (guid, active) in taken {
+                cancel(&live.client, Some(&active.session), guid).await;
             }
-            None => {
-                if let Some(artifacts) = downloads.artifacts.get() {
-                    for dir in dirs {
-                        artifacts.remove_staging(dir).await;
-                    }
-                }
+        }
+        if let Some(artifacts) = downloads.artifacts.get() {
+            for dir in dirs {
+                artifacts.remove_staging(dir).await;
             }
         }
     }
