@@ -344,11 +344,13 @@ fn downloads_are_scoped_artifacts() {
 
     // By Content-Disposition navigation: the navigation itself becomes the download.
     let url = format!("http://127.0.0.1:{port}/attach/report.txt?n=5000");
-    let _ = a.agent.call(
+    let (code, error) = a.agent.tool_err(
         "browser.navigate",
         Some(&tab_a),
         json!({"action": "goto", "url": url}),
     );
+    assert_eq!(code, "navigation_failed", "{error}");
+    assert_eq!(error["data"]["context"]["download"], true, "{error}");
     let (_, ended) = a.lifecycle("report.txt");
     check_completed(
         &mut a,

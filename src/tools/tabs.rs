@@ -363,13 +363,16 @@ async fn goto(
     let mark = tab.guard.load_mark();
     let outcome = tab.client.navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::NavigationFailed,
-                format!("the browser could not load the URL: {error_text}"),
-            )
-            .with_context("errorText", json!(error_text)),
-        ));
+        let mut error = RpcError::new(
+            ErrorCode::NavigationFailed,
+            format!("the browser could not load the URL: {error_text}"),
+        )
+        .with_context("errorText", json!(error_text));
+        if outcome.is_download {
+            // The URL became a download (field notes §6): the page stayed, `download` events follow.
+            error = error.with_context("download", json!(true));
+        }
+        return Err(ToolError::from(error));
     }
     // A cross-document navigation names its loader; one that stayed in the document does not.
     let awaited = match outcome.loader_id {
