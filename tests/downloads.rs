@@ -48,6 +48,18 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 <a href="/slow/conc-b.bin?n=40000">Concurrent B</a>
 <a href="/attach/user.txt?n=500" id="user">User file</a>
 <a href="/attach/released.txt?n=600" id="released">Released file</a>
+<button type="button" id="burst">Burst of five</button>
+<script>
+  document.getElementById('burst').addEventListener('click', () => {
+    for (let i = 1; i <= 5; i++) {
+      const a = document.createElement('a');
+      a.href = `/slow/burst-${i}.bin?n=64000`;
+      a.download = `burst-${i}.bin`;
+      document.body.append(a);
+      a.click();
+    }
+  });
+</script>
 </body></html>"#;
 
 /// The bytes the server sends for a file name: the name repeated, so two files never match.
@@ -378,6 +390,28 @@ fn downloads_are_scoped_artifacts() {
     assert_eq!(ended["hints"][0]["reason"], "quota_exceeded");
     assert!(!downloads.join("big.bin").exists());
 
+    // Five downloads begun at once in one session: four run, the fifth is over the quota.
+    a.click(&tab_a, "button", "Burst of five");
+    let mut completed = 0;
+    let mut over = 0;
+    for i in 1..=5 {
+        let name = format!("burst-{i}.bin");
+        let (_, ended) = a.lifecycle(&name);
+        match ended["state"].as_str() {
+            Some("completed") => {
+                check_completed(&mut a, &ended, &name, &body_for(&name, 64000), &downloads);
+                completed += 1;
+            }
+            Some("cancelled") => {
+                assert_eq!(ended["reason"], "quota_exceeded", "{ended}");
+                assert!(!downloads.join(&name).exists());
+                over += 1;
+            }
+            _ => panic!("{name}: {ended}"),
+        }
+    }
+    assert_eq!((completed, over), (4, 1));
+
     // Two Workspaces downloading at once, each only seeing and reading its own.
     let mut b = Watcher::new(Agent::new(&rig, "com.example.downloads-b"));
     b.agent.connect();
@@ -465,7 +499,15 @@ fn downloads_are_scoped_artifacts() {
         wait_until(DOWNLOAD_WAIT, || downloads.join("released.txt").exists()),
         "the released tab's download did not land in the browser's download folder"
     );
-    // A captured download after both: their events (had there been any) came before its own.
+    // Releasing A's tab restores its session and removes its staging; controlling it again
+    // (any tool call) captures again. That download also comes after both user downloads, so
+    // their events, had there been any, came before its own.
+    a.agent
+        .tool("browser.tabs.release", Some(&tab_a), json!({}));
+    assert!(
+        wait_until(Duration::from_secs(15), || !sessions[0].exists()),
+        "the released tab's staging is still there"
+    );
     a.click(&tab_a, "link", "Slow for A");
     let (_, ended) = a.lifecycle("mine-a.bin");
     check_completed(

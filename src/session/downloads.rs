@@ -374,7 +374,9 @@ pub(super) fn on_will_begin(
     let downloads = service.downloads();
     let target = {
         let book = downloads.book();
-        if book.restored.contains(session) {
+        // A restored session is not capturing; a guid already tracked was announced on
+        // another session of the same tab.
+        if book.restored.contains(session) || book.active.contains_key(&begin.guid) {
             return Vec::new();
         }
         match book.sessions.get(session) {
