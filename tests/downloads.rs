@@ -48,6 +48,7 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 <a href="/slow/conc-b.bin?n=40000">Concurrent B</a>
 <a href="/attach/user.txt?n=500" id="user">User file</a>
 <a href="/attach/released.txt?n=600" id="released">Released file</a>
+<a href="/attach/leased.txt?n=700" id="leased">Leased file</a>
 <button type="button" id="burst">Burst of five</button>
 <script>
   document.getElementById('burst').addEventListener('click', () => {
@@ -499,6 +500,39 @@ fn downloads_are_scoped_artifacts() {
         wait_until(DOWNLOAD_WAIT, || downloads.join("released.txt").exists()),
         "the released tab's download did not land in the browser's download folder"
     );
+    // A user tab controlled by a Lease that was then released: back to the defaults as well.
+    cdp.open_user_tab(&format!("http://127.0.0.1:{port}/links?leased"));
+    let mut leased_tab = None;
+    assert!(wait_until(Duration::from_secs(15), || {
+        leased_tab = a
+            .agent
+            .tabs()
+            .into_iter()
+            .find(|t| t["url"].as_str().unwrap_or("").ends_with("/links?leased"));
+        leased_tab.is_some()
+    }));
+    let leased_tab = leased_tab.unwrap()["targetId"].clone();
+    let workspace = a.agent.workspace_id.clone();
+    let second = a.agent.bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace, "ttlMs": 60000}),
+    )["lease"]["id"]
+        .clone();
+    let observed = a.agent.bridge.ok(
+        "tools/call",
+        json!({"name": "browser.observe", "arguments": {}, "workspaceId": workspace, "leaseId": second, "targetId": leased_tab}),
+    );
+    assert_eq!(observed["command"]["status"], "completed", "{observed}");
+    a.agent.bridge.ok(
+        "leases/release",
+        json!({"workspaceId": workspace, "leaseId": second}),
+    );
+    user_click(&mut cdp, "leased", "leased");
+    assert!(
+        wait_until(DOWNLOAD_WAIT, || downloads.join("leased.txt").exists()),
+        "the tab of the released Lease had its download moved"
+    );
+
     // Releasing A's tab restores its session and removes its staging; controlling it again
     // (any tool call) captures again. That download also comes after both user downloads, so
     // their events, had there been any, came before its own.
@@ -525,12 +559,17 @@ fn downloads_are_scoped_artifacts() {
         std::fs::read(downloads.join("released.txt")).unwrap(),
         body_for("released.txt", 600)
     );
+    assert_eq!(
+        std::fs::read(downloads.join("leased.txt")).unwrap(),
+        body_for("leased.txt", 700)
+    );
     b.poll();
+    eprintln!("DEBUG {:?}", a.downloads().iter().map(|e| (e["payload"]["state"].clone(), e["payload"]["suggestedFilename"].clone())).collect::<Vec<_>>());
     for watcher in [&a, &b] {
         for event in watcher.downloads() {
             let name = event["payload"]["suggestedFilename"].as_str().unwrap_or("");
             assert!(
-                name != "user.txt" && name != "released.txt",
+                !["user.txt", "released.txt", "leased.txt"].contains(&name),
                 "a user tab's download was captured: {event}"
             );
         }

@@ -114,7 +114,15 @@ pub async fn close_connection(context: &ConnectionContext) {
         .call(move |store| store.close_connection(&id, now_ms()))
         .await
     {
-        Ok(released) => tracing::debug!(leases = released.len(), "connection closed"),
+        Ok(released) => {
+            tracing::debug!(leases = released.len(), "connection closed");
+            for lease in &released {
+                let browser = &context.broker.tools.browser;
+                browser
+                    .downloads_lease_ended(&lease.workspace_id, &lease.id)
+                    .await;
+            }
+        }
         Err(error) => tracing::error!(%error, "cannot close connection"),
     }
 }
