@@ -564,7 +564,16 @@ fn downloads_are_scoped_artifacts() {
         body_for("leased.txt", 700)
     );
     b.poll();
-    eprintln!("DEBUG {:?}", a.downloads().iter().map(|e| (e["payload"]["state"].clone(), e["payload"]["suggestedFilename"].clone())).collect::<Vec<_>>());
+    eprintln!(
+        "DEBUG {:?}",
+        a.downloads()
+            .iter()
+            .map(|e| (
+                e["payload"]["state"].clone(),
+                e["payload"]["suggestedFilename"].clone()
+            ))
+            .collect::<Vec<_>>()
+    );
     for watcher in [&a, &b] {
         for event in watcher.downloads() {
             let name = event["payload"]["suggestedFilename"].as_str().unwrap_or("");

@@ -726,6 +726,34 @@ impl BrowserService {
         }
     }
 
+    /// The browser connection was lost: the downloads in flight end `failed`
+    /// (`connection_lost`, in the lost generation; the browser may still finish them into its
+    /// own download folder) and every staging directory goes with the old sessions.
+    pub(super) async fn downloads_connection_lost(&self, generation: u64) {
+        let downloads = self.downloads();
+        let (taken, dirs) = downloads.take(|_| true, |_, _| true);
+        {
+            let mut book = downloads.book();
+            book.sessions.clear();
+            book.restored.clear();
+            book.told_unavailable.clear();
+        }
+        if let Some(artifacts) = downloads.artifacts.get() {
+            for dir in dirs {
+                artifacts.remove_staging(dir).await;
+            }
+        }
+        let emits = taken
+            .into_iter()
+            .map(|(_, active)| {
+                let mut emit = active.ended("failed", "connection_lost");
+                emit.generation = Some(generation);
+                emit
+            })
+            .collect();
+        self.emit_downloads(emits).await;
+    }
+
     async fn emit_downloads(&self, emits: Vec<Emit>) {
         for emit in emits {
             if let Err(error) = self.events().emit(emit).await {

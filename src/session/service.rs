@@ -513,6 +513,7 @@ impl BrowserService {
             }
         }
         *self.inner.registry.lock().expect("registry lock") = Registry::default();
+        self.downloads_connection_lost(live.generation).await;
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
         self.announce(
             &live.browser_id,

@@ -296,15 +296,17 @@ async fn controlled_tab(
         .filter(|t| *t.target() == target);
     let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
     guard.set_workspace(workspace_id);
+    scope.gate.pass().await?;
+    // A tab released earlier captures downloads again (session::downloads; not a mutation).
+    let browser = &env.browser;
     crate::session::download_capture_on_control(
-        &env.browser,
+        browser,
         &live.client,
         &mut guard,
         workspace_id,
         lease_id,
     )
     .await;
-    scope.gate.pass().await?;
     Ok(ControlledTab {
         client: scope.gate.watch(&live.client),
         guard,
