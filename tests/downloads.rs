@@ -46,6 +46,7 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 <a href="/slow/big.bin?n=1048576">Too big</a>
 <a href="/slow/conc-a.bin?n=40000">Concurrent A</a>
 <a href="/slow/conc-b.bin?n=40000">Concurrent B</a>
+<a href="/slow/closing.bin?n=400000">Long download</a>
 <a href="/attach/user.txt?n=500" id="user">User file</a>
 <a href="/attach/released.txt?n=600" id="released">Released file</a>
 <a href="/attach/leased.txt?n=700" id="leased">Leased file</a>
@@ -467,6 +468,21 @@ fn downloads_are_scoped_artifacts() {
         foreign["error"]["data"]["code"], "artifact_not_found",
         "{foreign}"
     );
+
+    // Closing a managed tab mid-download: the Broker cancels it (`released`), nothing is left.
+    b.click(&tab_b, "link", "Long download");
+    b.wait("started closing.bin", |p| {
+        p["state"] == "started" && p["suggestedFilename"] == "closing.bin"
+    });
+    b.agent.tool("browser.tabs.close", Some(&tab_b), json!({}));
+    let (_, ended) = b.lifecycle("closing.bin");
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert_eq!(ended["reason"], "released");
+    assert!(wait_until(DOWNLOAD_WAIT, || {
+        std::fs::read_dir(&downloads)
+            .unwrap()
+            .all(|e| !e.unwrap().file_name().to_string_lossy().contains("closing"))
+    }));
 
     // An uncontrolled user tab: its download lands where the browser puts it and stays.
     cdp.open_user_tab(&format!("http://127.0.0.1:{port}/links?user"));

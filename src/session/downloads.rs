@@ -678,11 +678,12 @@ impl BrowserService {
     }
 
     /// A Workspace is being released (before its tabs are forgotten and closed): every download
-    /// it owns is cancelled, the user tabs it controlled stop capturing, and its staging goes.
-    /// No event: the journal goes with the Workspace.
+    /// it owns is cancelled, the tabs it managed or controlled stop capturing (before a managed
+    /// tab's session is retired by closing it), and its staging goes. No event: the journal goes
+    /// with the Workspace.
     pub(super) async fn downloads_workspace_released(&self, workspace_id: &str) {
         let downloads = self.downloads();
-        let user_tabs: Vec<TargetId> = {
+        let tabs: Vec<TargetId> = {
             let targets: HashSet<TargetId> = downloads
                 .book()
                 .sessions
@@ -693,8 +694,8 @@ impl BrowserService {
                 targets
                     .into_iter()
                     .filter(|t| {
-                        registry.managed_by(t).is_none()
-                            && registry
+                        registry.managed_by(t) == Some(workspace_id)
+                            || registry
                                 .capture_owner(t)
                                 .is_some_and(|(w, _, _)| w == workspace_id)
                     })
@@ -703,7 +704,7 @@ impl BrowserService {
         };
         let live = self.live();
         if let Some(live) = &live {
-            for target in &user_tabs {
+            for target in &tabs {
                 release_tab(self, &live.client, target, |a| {
                     a.workspace_id == workspace_id
                 })

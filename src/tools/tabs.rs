@@ -461,6 +461,10 @@ pub async fn tabs_close(
         return Err(ToolError::from(TargetError::NotManaged));
     }
     let tab = ControlledTab::acquire(env, scope).await?;
+    // Its session retires with it: download capture is restored first.
+    env.browser
+        .downloads_tab_released(workspace_id, opaque)
+        .await;
     let closed = tab
         .client
         .close_target(&tab.guard.target, CALL_TIMEOUT)
