@@ -46,6 +46,7 @@ pub const MAX_ACTIVE_PER_SESSION: usize = 4;
 pub const SESSION_QUOTA_BYTES: u64 = MAX_ARTIFACT_BYTES;
 
 /// Downloads tracked at once over all sessions: a bound for `canceled` events that never come.
+/// One beyond it is cancelled before it is announced.
 const MAX_TRACKED: usize = 1024;
 
 /// What `BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES` may set the session quota to.
@@ -312,23 +313,19 @@ pub(super) fn on_session_detached(
         book.sessions.remove(session).and_then(|w| w.staging)
     };
     let (taken, _) = downloads.take(|a| a.session == *session, |_, _| false);
-    finish_release(
-        service,
-        client,
-        None,
-        taken,
-        staging.map(|(_, d)| d).into_iter().collect(),
-    )
+    let dirs = staging.map(|(_, d)| d).into_iter().collect();
+    finish_release(service, client, taken, dirs, false)
 }
 
-/// Cancels taken downloads in the browser, removes staging directories, and returns the
-/// `cancelled` (`released`) events.
+/// Cancels taken downloads in the browser (on their session while it lives, else on the
+/// browser connection), removes staging directories, and returns the `cancelled` (`released`)
+/// events.
 fn finish_release(
     service: &BrowserService,
     client: &CdpClient,
-    on: Option<SessionId>,
     taken: Vec<(String, Active)>,
     dirs: Vec<PathBuf>,
+    sessions_alive: bool,
 ) -> Vec<Emit> {
     let emits = taken
         .iter()
@@ -338,7 +335,7 @@ fn finish_release(
     let artifacts = service.downloads().artifacts.get().cloned();
     tokio::spawn(async move {
         for (guid, active) in taken {
-            let session = on.clone().or(Some(active.session));
+            let session = sessions_alive.then_some(active.session);
             cancel(&client, session.as_ref(), guid).await;
         }
         if let Some(artifacts) = artifacts {
@@ -377,6 +374,14 @@ pub(super) fn on_will_begin(
         // A restored session is not capturing; a guid already tracked was announced on
         // another session of the same tab.
         if book.restored.contains(session) || book.active.contains_key(&begin.guid) {
+            return Vec::new();
+        }
+        if book.active.len() >= MAX_TRACKED {
+            // Never announced, so it needs no end: cancelled before it can land anywhere.
+            tracing::warn!("too many downloads in flight; one is cancelled unannounced");
+            let client = client.clone();
+            let session = session.clone();
+            tokio::spawn(async move { cancel(&client, Some(&session), begin.guid).await });
             return Vec::new();
         }
         match book.sessions.get(session) {
@@ -432,9 +437,7 @@ pub(super) fn on_will_begin(
             }
             _ => None,
         };
-        if book.active.len() < MAX_TRACKED {
-            book.active.insert(begin.guid.clone(), active);
-        }
+        book.active.insert(begin.guid.clone(), active);
         (over, staging)
     };
     let client = client.clone();
@@ -642,7 +645,7 @@ async fn release_tab(
         |a| a.target == *target && which(a),
         |_, w| w.target == *target,
     );
-    finish_release(service, client, None, taken, dirs)
+    finish_release(service, client, taken, dirs, true)
 }
 
 impl BrowserService {
