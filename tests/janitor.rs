@@ -682,6 +682,8 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::FrameDetached(_) => "FrameDetached",
         Event::JavascriptDialogOpening(_) => "JavascriptDialogOpening",
         Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
+        Event::DownloadWillBegin(_) => "DownloadWillBegin",
+        Event::DownloadProgress(_) => "DownloadProgress",
         Event::Other { .. } => "Other",
     }
 }

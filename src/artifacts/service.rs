@@ -737,6 +737,145 @@ impl Inner {
     }
 }
 
+/// Download capture (docs/artifacts.md, "Downloads"): a file the browser finished downloading
+/// for a controlled session is copied into that session's staging directory
+/// (`<root>/staging/<session>/`, 0700; the copy 0600), the browser's own file is deleted, and
+/// the staged copy is renamed into place as a Workspace-owned `download` Artifact.
+impl Artifacts {
+    /// The staging directory named `stem` (one per controlled CDP session); created on first
+    /// use by [`Artifacts::capture_download`], never handed out.
+    pub fn staging_dir(&self, stem: &str) -> PathBuf {
+        self.inner
+            .staging_root()
+            .join(path_component(stem, IdKind::Download))
+    }
+
+    /// Creates the staging directory (0700) before any download lands in it.
+    pub async fn prepare_staging(&self, staging: PathBuf) -> Result<(), ArtifactError> {
+        self.blocking(move |inner| {
+            inner.ensure_root()?;
+            private_dir(&inner.staging_root())?;
+            private_dir(&staging)
+        })
+        .await
+    }
+
+    /// Removes a staging directory and whatever is left in it.
+    pub async fn remove_staging(&self, staging: PathBuf) {
+        let _ = self
+            .blocking(move |_| {
+                match std::fs::remove_dir_all(&staging) {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                        tracing::warn!(%error, "cannot remove a download staging directory");
+                    }
+                    _ => {}
+                }
+                Ok(())
+            })
+            .await;
+    }
+
+    /// Copies `reported` (the browser's finished download, created by that download) into
+    /// `staging`, deletes `reported` whatever happens next, and stores the staged copy as a
+    /// `download` Artifact of `workspace_id` named after `file_name` (sanitized). The copy is
+    /// bounded by the per-Artifact limit; the Workspace quota applies as for every Artifact.
+    pub async fn capture_download(
+        &self,
+        workspace_id: &str,
+        file_name: &str,
+        reported: PathBuf,
+        staging: PathBuf,
+        now: i64,
+    ) -> Result<Artifact, ArtifactError> {
+        let (workspace_id, file_name) = (workspace_id.to_owned(), file_name.to_owned());
+        self.blocking(move |inner| {
+            let staged = inner.stage_download(&reported, &staging);
+            if let Err(error) = std::fs::remove_file(&reported)
+                && error.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(%error, "cannot delete the browser's copy of a download");
+            }
+            let (staged, byte_len, sha256) = staged?;
+            let file_name = files::sanitize_file_name(Path::new(&file_name));
+            let mime_type = files::guess_mime(&file_name).to_owned();
+            let id = new_id(IdKind::Artifact);
+            let final_path = inner.artifact_path(&workspace_id, &id, &mime_type, Some(&file_name));
+            if let Err(error) = inner.prepare_dirs(&final_path, &workspace_id) {
+                let _ = std::fs::remove_file(&staged);
+                return Err(error);
+            }
+            let mut new = NewArtifact::new(
+                &workspace_id,
+                ArtifactKind::Download,
+                &mime_type,
+                "browser_data",
+            );
+            new.file_name = Some(file_name);
+            let written = Written {
+                id,
+                temp: staged,
+                final_path,
+                byte_len,
+                sha256,
+            };
+            inner.commit(new, written, now)
+        })
+        .await
+    }
+}
+
+impl Inner {
+    fn staging_root(&self) -> PathBuf {
+        self.root.join("staging")
+    }
+
+    /// The staged copy of `reported` in `staging`: its path, length and SHA-256.
+    fn stage_download(
+        &self,
+        reported: &Path,
+        staging: &Path,
+    ) -> Result<(PathBuf, u64, String), ArtifactError> {
+        self.ensure_root()?;
+        private_dir(&self.staging_root())?;
+        private_dir(staging)?;
+        let browser_file = |source: std::io::Error| storage("read the downloaded file")(source);
+        let mut input = os::open_read_nonblocking(reported).map_err(browser_file)?;
+        let opened = input.metadata().map_err(browser_file)?;
+        if !opened.is_file() {
+            return Err(ArtifactError::PathNotAllowed {
+                reason: "the download is not a regular file",
+            });
+        }
+        self.check_size(opened.len())?;
+        let staged = staging.join(path_component(&new_id(IdKind::Download), IdKind::Download));
+        let copied = os::create_new_owner_only(&staged)
+            .map_err(storage("create the staged download"))
+            .and_then(|mut output| {
+                files::copy_hashing(
+                    &mut input,
+                    &mut output,
+                    self.limits.max_artifact_bytes,
+                    |_| {},
+                )
+                .map_err(|error| match error {
+                    CopyError::TooLarge => ArtifactError::TooLarge {
+                        len: self.limits.max_artifact_bytes + 1,
+                        limit: self.limits.max_artifact_bytes,
+                    },
+                    CopyError::Read(source) => browser_file(source),
+                    CopyError::Write(source) => storage("write the staged download")(source),
+                })
+            });
+        match copied {
+            Ok((byte_len, sha256)) => Ok((staged, byte_len, sha256)),
+            Err(error) => {
+                let _ = std::fs::remove_file(&staged);
+                Err(error)
+            }
+        }
+    }
+}
+
 /// Creates an owner-only directory (and missing parents).
 fn private_dir(dir: &Path) -> Result<(), ArtifactError> {
     ensure_private_dir(dir).map_err(|error| {

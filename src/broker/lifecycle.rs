@@ -114,7 +114,15 @@ pub async fn close_connection(context: &ConnectionContext) {
         .call(move |store| store.close_connection(&id, now_ms()))
         .await
     {
-        Ok(released) => tracing::debug!(leases = released.len(), "connection closed"),
+        Ok(released) => {
+            tracing::debug!(leases = released.len(), "connection closed");
+            for lease in &released {
+                let browser = &context.broker.tools.browser;
+                browser
+                    .downloads_lease_ended(&lease.workspace_id, &lease.id)
+                    .await;
+            }
+        }
         Err(error) => tracing::error!(%error, "cannot close connection"),
     }
 }
@@ -407,6 +415,10 @@ async fn leases_release(
         })
         .await;
     let row = ended_lease(context, released).await?;
+    let browser = &context.broker.tools.browser;
+    browser
+        .downloads_lease_ended(&row.workspace_id, &row.id)
+        .await;
     Ok(json!({"lease": {"id": row.id, "workspaceId": row.workspace_id}, "released": true}))
 }
 
@@ -630,6 +642,12 @@ pub async fn announce_expired(
     context_broker: &std::sync::Arc<super::state::Broker>,
     expired: Vec<LeaseRow>,
 ) {
+    for lease in &expired {
+        let browser = &context_broker.tools.browser;
+        browser
+            .downloads_lease_ended(&lease.workspace_id, &lease.id)
+            .await;
+    }
     // One store transaction for the whole sweep, however many Leases ended.
     let emits = expired
         .into_iter()

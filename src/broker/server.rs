@@ -73,6 +73,7 @@ pub async fn run_broker(home: Home) -> i32 {
         tracing::error!(%error, "cannot prepare artifact storage");
         return 1;
     }
+    browser.attach_artifacts(artifacts.clone());
     let tools = ToolEnv {
         home: home.clone(),
         store: store.clone(),

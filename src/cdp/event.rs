@@ -6,6 +6,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::browser::{DownloadProgress, DownloadWillBegin};
 use super::client::CdpEvent;
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
@@ -43,6 +44,8 @@ pub enum Event {
     FrameDetached(FrameDetached),
     JavascriptDialogOpening(JavascriptDialogOpening),
     JavascriptDialogClosed(JavascriptDialogClosed),
+    DownloadWillBegin(DownloadWillBegin),
+    DownloadProgress(DownloadProgress),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -85,6 +88,8 @@ impl Event {
             FrameDetached::METHOD => Event::FrameDetached(params(raw)?),
             JavascriptDialogOpening::METHOD => Event::JavascriptDialogOpening(params(raw)?),
             JavascriptDialogClosed::METHOD => Event::JavascriptDialogClosed(params(raw)?),
+            DownloadWillBegin::METHOD => Event::DownloadWillBegin(params(raw)?),
+            DownloadProgress::METHOD => Event::DownloadProgress(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -103,6 +108,9 @@ impl Event {
                 FrameStoppedLoading::METHOD,
                 FrameNavigated::METHOD,
                 NavigatedWithinDocument::METHOD,
+                // A lost download event would leave a file in the user's download folder.
+                DownloadWillBegin::METHOD,
+                DownloadProgress::METHOD,
             ]
             .contains(&method)
     }

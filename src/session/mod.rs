@@ -7,6 +7,7 @@
 //! it did not create for a Workspace.
 
 pub mod bounds;
+mod downloads;
 mod frames;
 mod load;
 mod pump;
@@ -14,6 +15,7 @@ mod registry;
 mod service;
 mod tab;
 
+pub use downloads::{Capture, DownloadLimits, on_control as download_capture_on_control};
 pub use frames::{FrameBook, FrameSelection};
 pub use load::{Awaited, LoadMark, LoadPhase};
 pub use registry::{DialogInfo, TabView, TargetError};

@@ -113,9 +113,9 @@ fn on_event(
                 .collect()
         }
         (None, Event::AttachedToTarget(attached)) => {
-            sessions
-                .tabs
-                .insert(attached.session_id, attached.target_info.target_id);
+            let (session, target) = (attached.session_id, attached.target_info.target_id);
+            super::downloads::on_session_attached(service, &session, &target);
+            sessions.tabs.insert(session, target);
             Vec::new()
         }
         (None, Event::DetachedFromTarget(detached)) => {
@@ -123,7 +123,13 @@ fn on_event(
             if let Some(tab) = sessions.tabs.remove(&detached.session_id) {
                 sessions.frames.retain(|_, owner| *owner != tab);
             }
-            Vec::new()
+            super::downloads::on_session_detached(service, client, &detached.session_id)
+        }
+        (Some(session), Event::DownloadWillBegin(begin)) => {
+            super::downloads::on_will_begin(service, client, session, begin)
+        }
+        (Some(session), Event::DownloadProgress(progress)) => {
+            super::downloads::on_progress(service, client, session, progress)
         }
         (Some(parent), Event::AttachedToTarget(attached)) => {
             on_child_attached(service, client, sessions, parent, attached);

@@ -349,6 +349,34 @@ impl Registry {
         self.tabs.get(target).map(|e| e.url.clone())
     }
 
+    /// Who a download of this tab belongs to: the controlling Lease's Workspace, else the
+    /// managing Workspace (a managed tab or popup nobody controls right now); `None` for an
+    /// uncontrolled user tab. `(Workspace, Lease, opaque id)`.
+    pub fn capture_owner(&mut self, target: &TargetId) -> Option<(String, Option<String>, String)> {
+        let entry = self.tabs.get(target)?;
+        let (workspace_id, lease_id) = match (&entry.controller, &entry.managed_by) {
+            (Some(c), _) => (c.workspace_id.clone(), Some(c.lease_id.clone())),
+            (None, Some(managed)) => (managed.clone(), None),
+            (None, None) => return None,
+        };
+        let opaque = self.opaque_id(&workspace_id, target);
+        Some((workspace_id, lease_id, opaque))
+    }
+
+    /// Tabs a Lease controls that no Workspace manages (user tabs it took).
+    pub fn user_tabs_controlled_by(&self, workspace_id: &str, lease_id: &str) -> Vec<TargetId> {
+        self.tabs
+            .iter()
+            .filter(|(_, e)| {
+                e.managed_by.is_none()
+                    && e.controller
+                        .as_ref()
+                        .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id)
+            })
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
     /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
     pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, String)> {
         let Some(entry) = self.tabs.get(target) else {

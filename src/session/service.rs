@@ -106,6 +106,8 @@ struct Inner {
     authorization: Mutex<HashMap<String, &'static str>>,
     /// Targets created for Workspaces; survives connection loss (unlike `registry`).
     owned: Mutex<HashMap<TargetId, Owned>>,
+    /// Downloads of controlled sessions (`session::downloads`).
+    downloads: super::downloads::Downloads,
 }
 
 /// Cheap to clone; owned by the Broker and handed to tools.
@@ -133,6 +135,9 @@ impl BrowserService {
                 registry: Mutex::new(Registry::default()),
                 authorization: Mutex::new(HashMap::new()),
                 owned: Mutex::new(HashMap::new()),
+                downloads: super::downloads::Downloads::new(
+                    super::downloads::DownloadLimits::from_env(),
+                ),
             }),
         }
     }
@@ -143,6 +148,15 @@ impl BrowserService {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Where completed downloads of controlled sessions become Artifacts (once, at start).
+    pub fn attach_artifacts(&self, artifacts: crate::artifacts::Artifacts) {
+        self.inner.downloads.attach_artifacts(artifacts);
+    }
+
+    pub(super) fn downloads(&self) -> &super::downloads::Downloads {
+        &self.inner.downloads
     }
 
     /// The live connection, if any.
@@ -499,6 +513,7 @@ impl BrowserService {
             }
         }
         *self.inner.registry.lock().expect("registry lock") = Registry::default();
+        self.downloads_connection_lost(live.generation).await;
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
         self.announce(
             &live.browser_id,
@@ -708,6 +723,7 @@ impl BrowserService {
     /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.
     /// Without a live connection, the tabs it created are marked and closed on the next one.
     pub async fn release_workspace(&self, workspace_id: &str) {
+        self.downloads_workspace_released(workspace_id).await;
         let mut managed = self.with_registry(|registry| {
             let managed = registry.managed_tabs(workspace_id);
             registry.forget_workspace(workspace_id);

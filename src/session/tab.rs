@@ -12,7 +12,8 @@
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
 //! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
-//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump).
+//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump),
+//! and download capture (`session::downloads::enable`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -93,6 +94,8 @@ pub struct TabState {
     pub auth_surface: Option<bool>,
     /// The no-progress detector's memory (`tools/progress.rs`); cleared with the session.
     pub progress: ProgressMemory,
+    /// Whether the session took the download setting (`session::downloads`).
+    pub download_capture: super::downloads::Capture,
 }
 
 /// What the no-progress detector remembers of the last completed actions on this tab. Only
@@ -298,6 +301,7 @@ impl TabGuard {
             .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
             .await?;
         register_click_truth(client, &session).await;
+        self.state.download_capture = super::downloads::enable(client, &session).await;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -317,6 +321,7 @@ impl TabGuard {
         self.state.observations.clear();
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();
+        self.state.download_capture = super::downloads::Capture::Off;
         self.frames().clear_children();
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
     }

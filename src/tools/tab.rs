@@ -310,6 +310,16 @@ async fn controlled_tab(
     let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
     guard.set_workspace(workspace_id);
     scope.gate.pass().await?;
+    // A tab released earlier captures downloads again (session::downloads; not a mutation).
+    let browser = &env.browser;
+    crate::session::download_capture_on_control(
+        browser,
+        &live.client,
+        &mut guard,
+        workspace_id,
+        lease_id,
+    )
+    .await;
     Ok(ControlledTab {
         client: scope.gate.watch(&live.client),
         guard,

@@ -363,13 +363,16 @@ async fn goto(
     let mark = tab.guard.load_mark();
     let outcome = tab.client.navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::NavigationFailed,
-                format!("the browser could not load the URL: {error_text}"),
-            )
-            .with_context("errorText", json!(error_text)),
-        ));
+        let mut error = RpcError::new(
+            ErrorCode::NavigationFailed,
+            format!("the browser could not load the URL: {error_text}"),
+        )
+        .with_context("errorText", json!(error_text));
+        if outcome.is_download {
+            // The URL became a download (field notes §6): the page stayed, `download` events follow.
+            error = error.with_context("download", json!(true));
+        }
+        return Err(ToolError::from(error));
     }
     // A cross-document navigation names its loader; one that stayed in the document does not.
     let awaited = match outcome.loader_id {
@@ -433,6 +436,9 @@ pub async fn tabs_release(
         if let Some(ticket) = ticket.or_else(|| env.browser.ticket(workspace_id, &opaque)) {
             ticket.note_control_released();
         }
+        env.browser
+            .downloads_tab_released(workspace_id, &opaque)
+            .await;
         let mut emit = Emit::new(
             workspace_id,
             "target_control.released",
@@ -455,6 +461,10 @@ pub async fn tabs_close(
         return Err(ToolError::from(TargetError::NotManaged));
     }
     let tab = ControlledTab::acquire(env, scope).await?;
+    // Its session retires with it: download capture is restored first.
+    env.browser
+        .downloads_tab_released(workspace_id, opaque)
+        .await;
     let closed = tab
         .client
         .close_target(&tab.guard.target, CALL_TIMEOUT)

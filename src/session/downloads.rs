@@ -1,0 +1,858 @@
+//! Scoped download capture (docs/artifacts.md, "Downloads"): the per-session download setting,
+//! the book of downloads in flight, the Broker's own cancels and quotas, and the `download`
+//! events with their hints.
+//!
+//! A controlled tab session gets `Browser.setDownloadBehavior {behavior: "default",
+//! eventsEnabled: true}` when it is attached (`enable`, from `TabGuard::session`): it observes
+//! only that session's downloads and redirects nothing. The setting is restored (`eventsEnabled:
+//! false`) when the tab is released (`browser.tabs.release`, the controlling Lease ending, the
+//! Workspace released) and set again when a Lease controls the tab once more. On `completed` the
+//! browser's file is copied into the session's 0700 staging directory, deleted, and stored as a
+//! Workspace-owned `download` Artifact (the bytes are `artifacts/`'s). CDP reports a cancel and
+//! a network failure alike (`canceled`), so the downloads the Broker cancelled itself (quota,
+//! release) are remembered here; every other end is `failed`/`interrupted`.
+//!
+//! Must not: set anything browser-wide, touch the session of an uncontrolled tab, or let a CDP
+//! guid, a browser file path or a staging path reach an event (ids are opaque `download:` ids).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::bounds::{bound_event_url, bound_name};
+use super::service::BrowserService;
+use super::tab::TabGuard;
+use crate::artifacts::{Artifact, ArtifactError, MAX_ARTIFACT_BYTES};
+use crate::cdp::browser::{
+    CancelDownload, DownloadProgress, DownloadWillBegin, SetDownloadBehavior,
+};
+use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
+use crate::events::Emit;
+use crate::page::{DownloadPhase, EventHint, Hint};
+use crate::protocol::ids::{IdKind, new_id};
+
+/// Timeout of one setting or cancel call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Downloads in flight per session: a page that starts a burst of downloads gets its first four
+/// captured and the rest cancelled (`quota_exceeded`); an agent rarely needs more at once.
+pub const MAX_ACTIVE_PER_SESSION: usize = 4;
+
+/// Bytes in flight per session (the sum over its downloads of the larger of the announced and
+/// the received size): the per-Artifact limit, since every completed download becomes one.
+pub const SESSION_QUOTA_BYTES: u64 = MAX_ARTIFACT_BYTES;
+
+/// Downloads tracked at once over all sessions: a bound for `canceled` events that never come.
+/// One beyond it is cancelled before it is announced.
+const MAX_TRACKED: usize = 1024;
+
+/// What `BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES` may set the session quota to.
+const QUOTA_OVERRIDE_RANGE: RangeInclusive<u64> = 1024..=SESSION_QUOTA_BYTES;
+
+/// The quotas one Broker applies to each controlled session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DownloadLimits {
+    pub max_active_per_session: usize,
+    pub session_quota_bytes: u64,
+}
+
+impl DownloadLimits {
+    /// The defaults, with `BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES` lowering the byte quota (tests).
+    pub fn from_env() -> DownloadLimits {
+        let mut limits = DownloadLimits {
+            max_active_per_session: MAX_ACTIVE_PER_SESSION,
+            session_quota_bytes: SESSION_QUOTA_BYTES,
+        };
+        if let Some(bytes) = std::env::var("BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            limits.session_quota_bytes =
+                bytes.clamp(*QUOTA_OVERRIDE_RANGE.start(), *QUOTA_OVERRIDE_RANGE.end());
+        }
+        limits
+    }
+}
+
+/// Whether a tab session took the download setting (kept in its `TabState`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Capture {
+    /// Not attempted on this session yet.
+    #[default]
+    Off,
+    On,
+    /// The session refused the setting: its downloads are not captured, and each Workspace that
+    /// controls it is told once (`capture_unavailable`).
+    Refused,
+}
+
+impl Capture {
+    /// Only Chromium's own refusal is `Refused`; a session that closed or a call that timed
+    /// out leaves the setting unknown (`Off`; a live session is set again on the next control).
+    fn after(result: Result<(), CdpError>) -> Capture {
+        match result {
+            Ok(()) => Capture::On,
+            Err(error @ CdpError::Remote { .. }) => {
+                tracing::warn!(%error, "a tab session refused download capture");
+                Capture::Refused
+            }
+            Err(error) => {
+                tracing::debug!(%error, "setting download capture on a tab session");
+                Capture::Off
+            }
+        }
+    }
+}
+
+/// Turns on download events for a freshly attached controlled tab session.
+pub async fn enable(client: &CdpClient, session: &SessionId) -> Capture {
+    Capture::after(
+        client
+            .execute(session, &SetDownloadBehavior::observe(), CALL_TIMEOUT)
+            .await
+            .map(|_| ()),
+    )
+}
+
+/// The tracker: one per Broker, inside the `BrowserService`.
+pub struct Downloads {
+    book: std::sync::Mutex<Book>,
+    artifacts: std::sync::OnceLock<crate::artifacts::Artifacts>,
+    limits: DownloadLimits,
+}
+
+#[derive(Default)]
+struct Book {
+    /// Tab sessions the pump saw attach, with their tab and staging directory.
+    sessions: HashMap<SessionId, Watched>,
+    /// Downloads in flight by CDP guid (the guid never leaves this map).
+    active: HashMap<String, Active>,
+    /// Sessions whose setting was restored on release; set again on the next control.
+    restored: HashSet<SessionId>,
+    /// `(session, Workspace)` pairs already told `capture_unavailable`.
+    told_unavailable: HashSet<(SessionId, String)>,
+}
+
+struct Watched {
+    target: TargetId,
+    /// The session's staging directory and the Workspace it was made for.
+    staging: Option<(String, PathBuf)>,
+}
+
+struct Active {
+    id: String,
+    session: SessionId,
+    target: TargetId,
+    workspace_id: String,
+    lease_id: Option<String>,
+    opaque: String,
+    suggested: String,
+    received: u64,
+    total: u64,
+    /// Why the Broker cancelled it, when it did.
+    cancelled: Option<&'static str>,
+}
+
+impl Active {
+    fn in_flight_bytes(&self) -> u64 {
+        self.received.max(self.total)
+    }
+
+    fn emit(&self, payload: Value) -> Emit {
+        let mut emit = Emit::new(&self.workspace_id, "download", payload);
+        emit.target_id = Some(self.opaque.clone());
+        emit.lease_id.clone_from(&self.lease_id);
+        emit.sensitivity = "browser_data";
+        emit
+    }
+
+    /// `cancelled` (the Broker's own reason) or `failed` (`interrupted`), with byte counts and
+    /// a failure hint.
+    fn ended(&self, state: &'static str, reason: &str) -> Emit {
+        let mut hint = Hint::download(DownloadPhase::Failed, Some(self.id.clone()), None);
+        hint.reason = Some(reason.to_owned());
+        self.emit(json!({
+            "state": state,
+            "downloadId": self.id,
+            "targetId": self.opaque,
+            "reason": reason,
+            "receivedBytes": self.received,
+            "totalBytes": self.total,
+            "hints": [EventHint::from(hint)],
+        }))
+    }
+
+    fn completed(&self, artifact: &Artifact) -> Emit {
+        let hint = Hint::download(
+            DownloadPhase::Completed,
+            Some(self.id.clone()),
+            Some(artifact.id.clone()),
+        );
+        self.emit(json!({
+            "state": "completed",
+            "downloadId": self.id,
+            "targetId": self.opaque,
+            "artifact": artifact.to_json(),
+            "hints": [EventHint::from(hint)],
+        }))
+    }
+}
+
+/// The `capture_unavailable` event for one Workspace: setup state, no hint, no download.
+fn unavailable(workspace_id: &str, lease_id: &str, opaque: &str) -> Emit {
+    let mut emit = Emit::new(
+        workspace_id,
+        "download",
+        json!({"state": "capture_unavailable", "targetId": opaque, "reason": "session_refused"}),
+    );
+    emit.target_id = Some(opaque.to_owned());
+    emit.lease_id = Some(lease_id.to_owned());
+    emit
+}
+
+/// Why an Artifact could not be made of a completed download: the quotas are the Broker's own
+/// refusal (`cancelled`), anything else a storage failure.
+fn capture_failure(error: &ArtifactError) -> (&'static str, &'static str) {
+    match error {
+        ArtifactError::TooLarge { .. } | ArtifactError::QuotaExceeded { .. } => {
+            ("cancelled", "quota_exceeded")
+        }
+        _ => ("failed", "storage_failed"),
+    }
+}
+
+impl Downloads {
+    pub fn new(limits: DownloadLimits) -> Downloads {
+        Downloads {
+            book: std::sync::Mutex::new(Book::default()),
+            artifacts: std::sync::OnceLock::new(),
+            limits,
+        }
+    }
+
+    /// Hands the tracker the Artifact store (once, at Broker start).
+    pub fn attach_artifacts(&self, artifacts: crate::artifacts::Artifacts) {
+        let _ = self.artifacts.set(artifacts);
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
+        self.book.lock().expect("downloads lock")
+    }
+
+    /// The tab sessions of `target` the tracker knows.
+    fn sessions_of(&self, target: &TargetId) -> Vec<SessionId> {
+        self.book()
+            .sessions
+            .iter()
+            .filter(|(_, w)| w.target == *target)
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
+    /// Takes the downloads matching `which` out of the book, marked cancelled for `reason`, with
+    /// the staging directories of the sessions `drop_staging` selects.
+    fn take(
+        &self,
+        which: impl Fn(&Active) -> bool,
+        drop_staging: impl Fn(&SessionId, &Watched) -> bool,
+    ) -> (Vec<(String, Active)>, Vec<PathBuf>) {
+        let mut book = self.book();
+        let guids: Vec<String> = book
+            .active
+            .iter()
+            .filter(|(_, a)| which(a))
+            .map(|(g, _)| g.clone())
+            .collect();
+        let taken = guids
+            .into_iter()
+            .filter_map(|g| book.active.remove(&g).map(|a| (g, a)))
+            .collect();
+        let mut dirs = Vec::new();
+        for (session, watched) in book.sessions.iter_mut() {
+            if drop_staging(session, watched)
+                && let Some((_, dir)) = watched.staging.take()
+            {
+                dirs.push(dir);
+            }
+        }
+        (taken, dirs)
+    }
+}
+
+/// The pump saw the Broker attach a tab session.
+pub(super) fn on_session_attached(
+    service: &BrowserService,
+    session: &SessionId,
+    target: &TargetId,
+) {
+    service.downloads().book().sessions.insert(
+        session.clone(),
+        Watched {
+            target: target.clone(),
+            staging: None,
+        },
+    );
+}
+
+/// A tab session ended (its tab closed or crashed; the browser dropped its setting): its
+/// downloads in flight are cancelled by guid on the browser connection, reported `cancelled`
+/// (`released`), and its staging directory is removed.
+pub(super) fn on_session_detached(
+    service: &BrowserService,
+    client: &CdpClient,
+    session: &SessionId,
+) -> Vec<Emit> {
+    let downloads = service.downloads();
+    let staging = {
+        let mut book = downloads.book();
+        book.restored.remove(session);
+        book.told_unavailable.retain(|(s, _)| s != session);
+        book.sessions.remove(session).and_then(|w| w.staging)
+    };
+    let (taken, _) = downloads.take(|a| a.session == *session, |_, _| false);
+    let dirs = staging.map(|(_, d)| d).into_iter().collect();
+    finish_release(service, client, taken, dirs, false)
+}
+
+/// Cancels taken downloads in the browser (on their session while it lives, else on the
+/// browser connection), removes staging directories, and returns the `cancelled` (`released`)
+/// events.
+fn finish_release(
+    service: &BrowserService,
+    client: &CdpClient,
+    taken: Vec<(String, Active)>,
+    dirs: Vec<PathBuf>,
+    sessions_alive: bool,
+) -> Vec<Emit> {
+    let emits = taken
+        .iter()
+        .map(|(_, a)| a.ended("cancelled", "released"))
+        .collect();
+    let client = client.clone();
+    let artifacts = service.downloads().artifacts.get().cloned();
+    tokio::spawn(async move {
+        for (guid, active) in taken {
+            let session = sessions_alive.then_some(active.session);
+            cancel(&client, session.as_ref(), guid).await;
+        }
+        if let Some(artifacts) = artifacts {
+            for dir in dirs {
+                artifacts.remove_staging(dir).await;
+            }
+        }
+    });
+    emits
+}
+
+async fn cancel(client: &CdpClient, session: Option<&SessionId>, guid: String) {
+    let command = CancelDownload { guid };
+    if let Err(error) = client.execute(session, &command, CALL_TIMEOUT).await {
+        // The session may be gone: the browser connection can cancel by guid as well.
+        tracing::debug!(%error, "cancelling a download on its session; retrying on the browser");
+        if session.is_some()
+            && let Err(error) = client.execute(None, &command, CALL_TIMEOUT).await
+        {
+            tracing::debug!(%error, "cancelling a download");
+        }
+    }
+}
+
+/// `Browser.downloadWillBegin` on a tab session: captured when the tab is controlled (or
+/// managed), `started` with an opaque id, or cancelled at once past the concurrency quota.
+pub(super) fn on_will_begin(
+    service: &BrowserService,
+    client: &CdpClient,
+    session: &SessionId,
+    begin: DownloadWillBegin,
+) -> Vec<Emit> {
+    let downloads = service.downloads();
+    let target = {
+        let book = downloads.book();
+        // A restored session is not capturing; a guid already tracked was announced on
+        // another session of the same tab.
+        if book.restored.contains(session) || book.active.contains_key(&begin.guid) {
+            return Vec::new();
+        }
+        if book.active.len() >= MAX_TRACKED {
+            // Never announced, so it needs no end: cancelled before it can land anywhere.
+            tracing::warn!("too many downloads in flight; one is cancelled unannounced");
+            let client = client.clone();
+            let session = session.clone();
+            tokio::spawn(async move { cancel(&client, Some(&session), begin.guid).await });
+            return Vec::new();
+        }
+        match book.sessions.get(session) {
+            Some(watched) => watched.target.clone(),
+            None => return Vec::new(),
+        }
+    };
+    let Some((workspace_id, lease_id, opaque)) =
+        service.with_registry(|registry| registry.capture_owner(&target))
+    else {
+        return Vec::new();
+    };
+    let active = Active {
+        id: new_id(IdKind::Download),
+        session: session.clone(),
+        target,
+        workspace_id,
+        lease_id,
+        opaque,
+        suggested: bound_name(&begin.suggested_filename),
+        received: 0,
+        total: 0,
+        cancelled: None,
+    };
+    let started = active.emit(json!({
+        "state": "started",
+        "downloadId": active.id,
+        "targetId": active.opaque,
+        "url": bound_event_url(&begin.url),
+        "suggestedFilename": active.suggested,
+        "hints": [EventHint::from(Hint::download(DownloadPhase::InProgress, Some(active.id.clone()), None))],
+    }));
+    let (over, staging) = {
+        let mut book = downloads.book();
+        let running = book
+            .active
+            .values()
+            .filter(|a| a.session == *session && a.cancelled.is_none())
+            .count();
+        let over = running >= downloads.limits.max_active_per_session;
+        let mut active = active;
+        if over {
+            active.cancelled = Some("quota_exceeded");
+        }
+        let staging = match book.sessions.get_mut(session) {
+            Some(watched) if watched.staging.is_none() => {
+                let dir = downloads
+                    .artifacts
+                    .get()
+                    .map(|a| a.staging_dir(&new_id(IdKind::Download)));
+                watched.staging = dir.clone().map(|d| (active.workspace_id.clone(), d));
+                dir
+            }
+            _ => None,
+        };
+        book.active.insert(begin.guid.clone(), active);
+        (over, staging)
+    };
+    let client = client.clone();
+    let artifacts = downloads.artifacts.get().cloned();
+    let session = session.clone();
+    tokio::spawn(async move {
+        if let (Some(artifacts), Some(dir)) = (artifacts, staging)
+            && let Err(error) = artifacts.prepare_staging(dir).await
+        {
+            tracing::warn!(%error, "cannot create a download staging directory");
+        }
+        if over {
+            cancel(&client, Some(&session), begin.guid).await;
+        }
+    });
+    vec![started]
+}
+
+/// `Browser.downloadProgress` on a tab session: byte quotas while in progress, the Artifact on
+/// `completed`, `cancelled` or `failed` on `canceled`.
+pub(super) fn on_progress(
+    service: &BrowserService,
+    client: &CdpClient,
+    session: &SessionId,
+    progress: DownloadProgress,
+) -> Vec<Emit> {
+    let downloads = service.downloads();
+    let quota = downloads.limits.session_quota_bytes;
+    let received = progress.received_bytes.max(0.0) as u64;
+    let total = progress.total_bytes.max(0.0) as u64;
+    match progress.state.as_str() {
+        "inProgress" => {
+            let cancel_now = {
+                let mut book = downloads.book();
+                let Some(active) = book.active.get_mut(&progress.guid) else {
+                    return Vec::new();
+                };
+                active.received = active.received.max(received);
+                active.total = active.total.max(total);
+                if active.cancelled.is_some() {
+                    return Vec::new();
+                }
+                let own = active.in_flight_bytes();
+                let sum: u64 = book
+                    .active
+                    .values()
+                    .filter(|a| a.session == *session && a.cancelled.is_none())
+                    .map(Active::in_flight_bytes)
+                    .sum();
+                let over = own > quota || sum > quota;
+                if over && let Some(active) = book.active.get_mut(&progress.guid) {
+                    active.cancelled = Some("quota_exceeded");
+                }
+                over
+            };
+            if cancel_now {
+                let (client, session) = (client.clone(), session.clone());
+                tokio::spawn(async move { cancel(&client, Some(&session), progress.guid).await });
+            }
+            Vec::new()
+        }
+        "canceled" => {
+            let Some(mut active) = downloads.book().active.remove(&progress.guid) else {
+                return Vec::new();
+            };
+            active.received = active.received.max(received);
+            active.total = active.total.max(total);
+            match active.cancelled {
+                Some(reason) => vec![active.ended("cancelled", reason)],
+                None => vec![active.ended("failed", "interrupted")],
+            }
+        }
+        "completed" => {
+            let (active, staging) = {
+                let mut book = downloads.book();
+                let Some(mut active) = book.active.remove(&progress.guid) else {
+                    return Vec::new();
+                };
+                active.received = active.received.max(received);
+                active.total = active.total.max(total);
+                let staging = book
+                    .sessions
+                    .get(session)
+                    .and_then(|w| w.staging.as_ref())
+                    .map(|(_, dir)| dir.clone());
+                (active, staging)
+            };
+            let refused = match active.cancelled {
+                Some(reason) => Some(reason),
+                None if active.in_flight_bytes() > quota => Some("quota_exceeded"),
+                None => None,
+            };
+            let (artifacts, file) = (downloads.artifacts.get().cloned(), progress.file_path);
+            let service = service.clone();
+            tokio::spawn(async move {
+                let emit = match (refused, artifacts, file, staging) {
+                    (Some(reason), _, file, _) => {
+                        if let Some(file) = file {
+                            remove_browser_file(PathBuf::from(file)).await;
+                        }
+                        active.ended("cancelled", reason)
+                    }
+                    (None, Some(artifacts), Some(file), Some(staging)) => {
+                        match artifacts
+                            .capture_download(
+                                &active.workspace_id,
+                                &active.suggested,
+                                PathBuf::from(file),
+                                staging,
+                                crate::version::now_ms(),
+                            )
+                            .await
+                        {
+                            Ok(artifact) => active.completed(&artifact),
+                            Err(error) => {
+                                tracing::warn!(%error, "a completed download was not captured");
+                                let (state, reason) = capture_failure(&error);
+                                active.ended(state, reason)
+                            }
+                        }
+                    }
+                    (None, _, file, _) => {
+                        if let Some(file) = file {
+                            remove_browser_file(PathBuf::from(file)).await;
+                        }
+                        active.ended("failed", "storage_failed")
+                    }
+                };
+                if let Err(error) = service.events().emit(emit).await {
+                    tracing::debug!(%error, "download event not journaled (workspace gone)");
+                }
+            });
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Deletes the browser's copy of a download the Broker refused after it completed.
+async fn remove_browser_file(file: PathBuf) {
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Err(error) = std::fs::remove_file(&file)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(%error, "cannot delete the browser's copy of a download");
+        }
+    })
+    .await;
+}
+
+/// Before a Command runs on a controlled tab: a session whose setting was restored on an
+/// earlier release gets it again, and a session that refused it tells this Workspace once.
+pub async fn on_control(
+    service: &BrowserService,
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    workspace_id: &str,
+    lease_id: &str,
+) {
+    let Some(session) = guard.state().session.clone() else {
+        return;
+    };
+    let downloads = service.downloads();
+    let restored = downloads.book().restored.remove(&session);
+    if restored || guard.state().download_capture == Capture::Off {
+        guard.state().download_capture = enable(client, &session).await;
+    }
+    if guard.state().download_capture != Capture::Refused {
+        return;
+    }
+    let first = downloads
+        .book()
+        .told_unavailable
+        .insert((session, workspace_id.to_owned()));
+    let target = guard.target.clone();
+    let opaque = service.with_registry(|registry| registry.known_opaque(workspace_id, &target));
+    if let (true, Some(opaque)) = (first, opaque) {
+        let _ = service
+            .events()
+            .emit(unavailable(workspace_id, lease_id, &opaque))
+            .await;
+    }
+}
+
+/// Restores the setting on every session of `target`, cancels its downloads in flight that
+/// `which` selects (`cancelled`, `released`) and removes its staging.
+async fn release_tab(
+    service: &BrowserService,
+    client: &CdpClient,
+    target: &TargetId,
+    which: impl Fn(&Active) -> bool,
+) -> Vec<Emit> {
+    let downloads = service.downloads();
+    let sessions = downloads.sessions_of(target);
+    for session in &sessions {
+        downloads.book().restored.insert(session.clone());
+        if let Err(error) = client
+            .execute(session, &SetDownloadBehavior::restore(), CALL_TIMEOUT)
+            .await
+        {
+            tracing::debug!(%error, "restoring the download setting of a released tab");
+        }
+    }
+    let (taken, dirs) = downloads.take(
+        |a| a.target == *target && which(a),
+        |_, w| w.target == *target,
+    );
+    finish_release(service, client, taken, dirs, true)
+}
+
+impl BrowserService {
+    /// `browser.tabs.release` handed the tab back: its sessions stop capturing downloads.
+    pub async fn downloads_tab_released(&self, workspace_id: &str, opaque: &str) {
+        let Some(live) = self.live() else { return };
+        let Ok((target, _)) = self.with_registry(|registry| registry.resolve(workspace_id, opaque))
+        else {
+            return;
+        };
+        let emits = release_tab(self, &live.client, &target, |a| {
+            a.workspace_id == workspace_id
+        })
+        .await;
+        self.emit_downloads(emits).await;
+    }
+
+    /// A Lease ended (released or expired): the user tabs it controlled stop capturing.
+    pub async fn downloads_lease_ended(&self, workspace_id: &str, lease_id: &str) {
+        let Some(live) = self.live() else { return };
+        let tabs =
+            self.with_registry(|registry| registry.user_tabs_controlled_by(workspace_id, lease_id));
+        let mut emits = Vec::new();
+        for target in tabs {
+            emits.extend(
+                release_tab(self, &live.client, &target, |a| {
+                    a.workspace_id == workspace_id
+                })
+                .await,
+            );
+        }
+        self.emit_downloads(emits).await;
+    }
+
+    /// A Workspace is being released (before its tabs are forgotten and closed): every download
+    /// it owns is cancelled, the tabs it managed or controlled stop capturing (before a managed
+    /// tab's session is retired by closing it), and its staging goes. No event: the journal goes
+    /// with the Workspace.
+    pub(super) async fn downloads_workspace_released(&self, workspace_id: &str) {
+        let downloads = self.downloads();
+        let tabs: Vec<TargetId> = {
+            let targets: HashSet<TargetId> = downloads
+                .book()
+                .sessions
+                .values()
+                .map(|w| w.target.clone())
+                .collect();
+            self.with_registry(|registry| {
+                targets
+                    .into_iter()
+                    .filter(|t| {
+                        registry.managed_by(t) == Some(workspace_id)
+                            || registry
+                                .capture_owner(t)
+                                .is_some_and(|(w, _, _)| w == workspace_id)
+                    })
+                    .collect()
+            })
+        };
+        let live = self.live();
+        if let Some(live) = &live {
+            for target in &tabs {
+                release_tab(self, &live.client, target, |a| {
+                    a.workspace_id == workspace_id
+                })
+                .await;
+            }
+        }
+        let (taken, dirs) = downloads.take(
+            |a| a.workspace_id == workspace_id,
+            |_, w| w.staging.as_ref().is_some_and(|(ws, _)| ws == workspace_id),
+        );
+        if let Some(live) = &live {
+            for (guid, active) in taken {
+                cancel(&live.client, Some(&active.session), guid).await;
+            }
+        }
+        if let Some(artifacts) = downloads.artifacts.get() {
+            for dir in dirs {
+                artifacts.remove_staging(dir).await;
+            }
+        }
+    }
+
+    /// The browser connection was lost: the downloads in flight end `failed`
+    /// (`connection_lost`, in the lost generation; the browser may still finish them into its
+    /// own download folder) and every staging directory goes with the old sessions.
+    pub(super) async fn downloads_connection_lost(&self, generation: u64) {
+        let downloads = self.downloads();
+        let (taken, dirs) = downloads.take(|_| true, |_, _| true);
+        {
+            let mut book = downloads.book();
+            book.sessions.clear();
+            book.restored.clear();
+            book.told_unavailable.clear();
+        }
+        if let Some(artifacts) = downloads.artifacts.get() {
+            for dir in dirs {
+                artifacts.remove_staging(dir).await;
+            }
+        }
+        let emits = taken
+            .into_iter()
+            .map(|(_, active)| {
+                let mut emit = active.ended("failed", "connection_lost");
+                emit.generation = Some(generation);
+                emit
+            })
+            .collect();
+        self.emit_downloads(emits).await;
+    }
+
+    async fn emit_downloads(&self, emits: Vec<Emit>) {
+        for emit in emits {
+            if let Err(error) = self.events().emit(emit).await {
+                tracing::debug!(%error, "download event not journaled (workspace gone)");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn active(cancelled: Option<&'static str>) -> Active {
+        Active {
+            id: "download:1".into(),
+            session: SessionId::new("S"),
+            target: TargetId::new("T"),
+            workspace_id: "workspace:1".into(),
+            lease_id: Some("lease:1".into()),
+            opaque: "target:1".into(),
+            suggested: "report.txt".into(),
+            received: 300,
+            total: 1000,
+            cancelled,
+        }
+    }
+
+    /// The session refusing the setting (not seen on Chromium 156; injected here) makes the
+    /// session `Refused`, and the Workspace is told with setup state only.
+    #[test]
+    fn an_injected_refusal_is_capture_unavailable() {
+        let refusal = CdpError::Remote {
+            method: "Browser.setDownloadBehavior".into(),
+            code: -32000,
+            message: "Browser context management is not supported.".into(),
+        };
+        assert_eq!(Capture::after(Err(refusal)), Capture::Refused);
+        assert_eq!(Capture::after(Ok(())), Capture::On);
+        let closed = CdpError::SessionClosed {
+            method: "Browser.setDownloadBehavior".into(),
+        };
+        assert_eq!(Capture::after(Err(closed)), Capture::Off);
+        let emit = unavailable("workspace:1", "lease:1", "target:1");
+        assert_eq!(emit.event_type, "download");
+        assert_eq!(
+            emit.payload,
+            json!({"state": "capture_unavailable", "targetId": "target:1", "reason": "session_refused"})
+        );
+        assert!(emit.payload.get("hints").is_none(), "no download started");
+    }
+
+    #[test]
+    fn broker_cancels_and_other_ends_are_told_apart() {
+        let mine = active(Some("quota_exceeded")).ended("cancelled", "quota_exceeded");
+        assert_eq!(mine.payload["state"], "cancelled");
+        assert_eq!(mine.payload["reason"], "quota_exceeded");
+        assert_eq!(
+            mine.payload["hints"][0]["recommendedAction"],
+            "inspect_failure"
+        );
+        assert_eq!(mine.payload["hints"][0]["reason"], "quota_exceeded");
+        let other = active(None).ended("failed", "interrupted");
+        assert_eq!(other.payload["receivedBytes"], 300);
+        assert_eq!(other.payload["totalBytes"], 1000);
+        assert_eq!(other.lease_id.as_deref(), Some("lease:1"));
+        assert_eq!(other.sensitivity, "browser_data");
+        // No guid, no path: only opaque ids.
+        let text = other.payload.to_string();
+        assert!(!text.contains("\"S\"") && !text.contains("\"T\""), "{text}");
+    }
+
+    #[test]
+    fn artifact_refusals_map_to_quota_or_storage() {
+        assert_eq!(
+            capture_failure(&ArtifactError::QuotaExceeded {
+                what: "bytes",
+                limit: 1
+            }),
+            ("cancelled", "quota_exceeded")
+        );
+        assert_eq!(
+            capture_failure(&ArtifactError::TooLarge { len: 2, limit: 1 }),
+            ("cancelled", "quota_exceeded")
+        );
+        assert_eq!(
+            capture_failure(&ArtifactError::NotFound),
+            ("failed", "storage_failed")
+        );
+    }
+
+    #[test]
+    fn the_quota_override_is_clamped() {
+        let limits = DownloadLimits::from_env();
+        assert!(QUOTA_OVERRIDE_RANGE.contains(&limits.session_quota_bytes));
+        assert_eq!(limits.max_active_per_session, MAX_ACTIVE_PER_SESSION);
+    }
+}
