@@ -9,10 +9,12 @@ use serde_json::Value;
 use super::client::CdpEvent;
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
+use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent};
 use super::page::{
     FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
 };
+use super::runtime::{ConsoleApiCalled, ExceptionThrown};
 use super::target::{
     AttachedToTarget, DetachedFromTarget, TargetCrashed, TargetCreated, TargetDestroyed,
     TargetInfoChanged,
@@ -43,6 +45,12 @@ pub enum Event {
     FrameDetached(FrameDetached),
     JavascriptDialogOpening(JavascriptDialogOpening),
     JavascriptDialogClosed(JavascriptDialogClosed),
+    /// Page activity (`session::activity`): console calls, uncaught exceptions, requests.
+    ConsoleApiCalled(ConsoleApiCalled),
+    ExceptionThrown(ExceptionThrown),
+    RequestWillBeSent(RequestWillBeSent),
+    LoadingFinished(LoadingFinished),
+    LoadingFailed(LoadingFailed),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -85,6 +93,11 @@ impl Event {
             FrameDetached::METHOD => Event::FrameDetached(params(raw)?),
             JavascriptDialogOpening::METHOD => Event::JavascriptDialogOpening(params(raw)?),
             JavascriptDialogClosed::METHOD => Event::JavascriptDialogClosed(params(raw)?),
+            ConsoleApiCalled::METHOD => Event::ConsoleApiCalled(params(raw)?),
+            ExceptionThrown::METHOD => Event::ExceptionThrown(params(raw)?),
+            RequestWillBeSent::METHOD => Event::RequestWillBeSent(params(raw)?),
+            LoadingFinished::METHOD => Event::LoadingFinished(params(raw)?),
+            LoadingFailed::METHOD => Event::LoadingFailed(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },

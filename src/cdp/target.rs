@@ -40,13 +40,22 @@ pub struct TargetInfo {
     pub parent_frame_id: Option<String>,
 }
 
-/// `Target.createTarget`: opens a tab (or a window).
+/// `Target.createTarget`: opens a tab (or a window). Always with `focus: false`: a managed tab
+/// or window opens without raising its window or taking focus from the user's own windows
+/// (docs/cdp.md, "Background driving").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTarget {
     pub url: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub new_window: bool,
+    #[serde(serialize_with = "never_focus")]
+    pub focus: (),
+}
+
+/// `focus` is always `false` (see [`CreateTarget`]).
+fn never_focus<S: serde::Serializer>(_: &(), serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bool(false)
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -288,6 +297,7 @@ impl CdpClient {
         let command = CreateTarget {
             url: url.to_owned(),
             new_window,
+            focus: (),
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -399,15 +409,20 @@ mod tests {
         let create = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: false,
+            focus: (),
         };
-        assert_eq!(params(&create), json!({"url": "about:blank"}));
+        assert_eq!(
+            params(&create),
+            json!({"url": "about:blank", "focus": false})
+        );
         let window = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: true,
+            focus: (),
         };
         assert_eq!(
             params(&window),
-            json!({"url": "about:blank", "newWindow": true})
+            json!({"url": "about:blank", "newWindow": true, "focus": false})
         );
         let attach = AttachToTarget {
             target_id: TargetId::new("T"),

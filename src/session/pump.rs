@@ -200,6 +200,16 @@ fn on_event(
                 )
             })
         }
+        (Some(session), event) if super::activity::is_activity(&event) => {
+            if let Some(handle) = sessions
+                .tabs
+                .get(session)
+                .and_then(|tab| service.with_registry(|registry| registry.handle(tab)))
+            {
+                super::activity::on_event(&mut handle.activity(), &event);
+            }
+            Vec::new()
+        }
         (Some(session), Event::FrameNavigated(navigated)) => {
             let is_main = navigated.frame.parent_id.is_none();
             if is_main {

@@ -14,7 +14,10 @@ pub use crate::protocol::methods::Lane;
 
 use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
-use super::{capture, click, dialogs, discover, dropdowns, frames, keys, observe, scroll, tabs};
+use super::{
+    capture, click, console, dialogs, discover, dropdowns, frames, gesture, keys, observe, scroll,
+    tabs, wait,
+};
 
 /// What a handler returns: the tool's result, or why it failed.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
@@ -169,6 +172,9 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(dialogs::defs());
         tools.extend(frames::defs());
         tools.extend(capture::defs());
+        tools.extend(wait::defs());
+        tools.extend(gesture::defs());
+        tools.extend(console::defs());
         tools
     })
 }

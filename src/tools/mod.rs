@@ -9,6 +9,7 @@ mod manifest;
 mod actions;
 mod capture;
 mod click;
+mod console;
 mod context;
 mod dialogs;
 mod discover;
@@ -18,6 +19,7 @@ mod dropdowns;
 mod error;
 mod evidence;
 mod frames;
+mod gesture;
 mod keys;
 mod observe;
 mod pointer;
@@ -26,6 +28,7 @@ pub mod schema;
 mod scroll;
 mod tab;
 mod tabs;
+mod wait;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};
 pub use context::{
