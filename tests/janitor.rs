@@ -680,6 +680,11 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::FrameDetached(_) => "FrameDetached",
         Event::JavascriptDialogOpening(_) => "JavascriptDialogOpening",
         Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
+        Event::ConsoleApiCalled(_) => "ConsoleApiCalled",
+        Event::ExceptionThrown(_) => "ExceptionThrown",
+        Event::RequestWillBeSent(_) => "RequestWillBeSent",
+        Event::LoadingFinished(_) => "LoadingFinished",
+        Event::LoadingFailed(_) => "LoadingFailed",
         Event::Other { .. } => "Other",
     }
 }

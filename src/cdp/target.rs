@@ -40,22 +40,17 @@ pub struct TargetInfo {
     pub parent_frame_id: Option<String>,
 }
 
-/// `Target.createTarget`: opens a tab (or a window). Always with `focus: false`: a managed tab
-/// or window opens without raising its window or taking focus from the user's own windows
-/// (docs/cdp.md, "Background driving").
+/// `Target.createTarget`: opens a tab (or a window). `focus: Some(false)` opens a tab without
+/// activating it or focusing its window; a new window needs the default focus, or tabs created
+/// later do not join it (docs/cdp.md, "Background driving").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTarget {
     pub url: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub new_window: bool,
-    #[serde(serialize_with = "never_focus")]
-    pub focus: (),
-}
-
-/// `focus` is always `false` (see [`CreateTarget`]).
-fn never_focus<S: serde::Serializer>(_: &(), serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_bool(false)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -287,17 +282,19 @@ impl EventParams for DetachedFromTarget {
 }
 
 impl CdpClient {
-    /// `Target.createTarget`: opens a tab (or a window) and returns its id.
+    /// `Target.createTarget`: opens a tab in the background (or a window) and returns its id.
     pub async fn create_target(
         &self,
         url: &str,
         new_window: bool,
         timeout: Duration,
     ) -> Result<TargetId, CdpError> {
+        // A tab joins the window activated last (the Workspace's, once it has one) in the
+        // background; only a Workspace's first tab opens a window, which takes the focus once.
         let command = CreateTarget {
             url: url.to_owned(),
             new_window,
-            focus: (),
+            focus: (!new_window).then_some(false),
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -409,7 +406,7 @@ mod tests {
         let create = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: false,
-            focus: (),
+            focus: Some(false),
         };
         assert_eq!(
             params(&create),
@@ -418,11 +415,11 @@ mod tests {
         let window = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: true,
-            focus: (),
+            focus: None,
         };
         assert_eq!(
             params(&window),
-            json!({"url": "about:blank", "newWindow": true, "focus": false})
+            json!({"url": "about:blank", "newWindow": true})
         );
         let attach = AttachToTarget {
             target_id: TargetId::new("T"),

@@ -239,6 +239,7 @@ fn render(arg: &RemoteObject) -> String {
     match (&arg.value, arg.object_type.as_str()) {
         (Some(serde_json::Value::String(text)), _) => text.clone(),
         (_, "undefined") => "undefined".to_owned(),
+        (None, "object") if arg.subtype.as_deref() == Some("null") => "null".to_owned(),
         (Some(value), _) if !value.is_object() && !value.is_array() => value.to_string(),
         _ => arg
             .description
@@ -335,7 +336,8 @@ mod tests {
             &console(
                 "log",
                 json!([{"type": "string", "value": "n"}, {"type": "number", "value": 3, "description": "3"},
-                    {"type": "object", "description": "Object", "objectId": "1"}, {"type": "undefined"}]),
+                    {"type": "object", "description": "Object", "objectId": "1"}, {"type": "undefined"},
+                    {"type": "object", "subtype": "null", "value": null}]),
                 1_001.5,
             ),
         );

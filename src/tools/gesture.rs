@@ -21,8 +21,10 @@ use super::pointer::{self, Aim, Chain};
 use super::progress::Subject;
 use super::tab::{ControlledTab, MouseStep, PageContext};
 use crate::cdp::input::{MouseButton, MouseEventType};
-use crate::page::{DragArm, DragRecord, DragVerdict, HoverMark, HoverReport, Hovered, RefTarget};
-use crate::protocol::errors::RpcError;
+use crate::page::{
+    DragArm, DragRecord, DragVerdict, HoverMark, HoverReport, Hovered, ProbeScroll, RefTarget,
+};
+use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::ElementSummary;
 
 /// How long a hover waits for what it shows (menus opened by `mouseenter` handlers or CSS
@@ -34,6 +36,8 @@ const DEFAULT_STEPS: u64 = 10;
 /// Time between two moves of a drag: about one frame, so pages that follow the pointer per
 /// animation frame or on a timer see each step.
 const STEP_INTERVAL: Duration = Duration::from_millis(16);
+/// Rounds of aiming at both ends of a drag before giving up on one viewport showing both.
+const MAX_AIM_ROUNDS: usize = 3;
 
 pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
@@ -113,18 +117,55 @@ enum End {
     Point(f64, f64),
 }
 
-/// Aims at one end: the actionability wait for a ref, the frame mapping for a point.
+/// Aims at one end: the actionability wait for a ref (scrolling it into view first when
+/// `scroll` is set, else only when its click point is out of view), the frame mapping for a
+/// point.
 async fn aim(
     tab: &ControlledTab,
     ctx: &PageContext,
     chain: &Chain,
     end: &End,
     deadline: tokio::time::Instant,
+    scroll: bool,
 ) -> Result<Aim, ToolError> {
+    let first = match scroll {
+        true => ProbeScroll::IfNeeded,
+        false => ProbeScroll::None,
+    };
     match end {
-        End::Ref(target, _) => pointer::actionable(&tab.client, ctx, chain, target, deadline).await,
+        End::Ref(target, _) => {
+            pointer::actionable_from(&tab.client, ctx, chain, target, deadline, first).await
+        }
         End::Point(x, y) => pointer::map_point(&tab.client, ctx, chain, (*x, *y)).await,
     }
+}
+
+/// Aims at both ends of a drag so that one viewport shows both: the source scrolled into view,
+/// the target only if its point is out of view, then the source looked at again; when that
+/// moved it, again (a page taller than both ends together cannot settle).
+async fn aim_both(
+    tab: &ControlledTab,
+    ctx: &PageContext,
+    chain: &Chain,
+    (from, to): (&End, &End),
+    deadline: tokio::time::Instant,
+) -> Result<(Aim, Aim), ToolError> {
+    let mut from_aim = aim(tab, ctx, chain, from, deadline, true).await?;
+    for _ in 0..MAX_AIM_ROUNDS {
+        let to_aim = aim(tab, ctx, chain, to, deadline, false).await?;
+        let again = aim(tab, ctx, chain, from, deadline, false).await?;
+        if (again.x - from_aim.x).abs() < 0.5 && (again.y - from_aim.y).abs() < 0.5 {
+            return Ok((again, to_aim));
+        }
+        from_aim = again;
+    }
+    Err(ToolError::from(
+        RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "both ends of the drag must be visible in one viewport",
+        )
+        .with_context("reason", json!("hidden")),
+    ))
 }
 
 fn resolve(
@@ -189,7 +230,7 @@ pub async fn hover(
         by_ref,
         (params.x, params.y),
     ) {
-        Ok(end) => aim(&tab, &ctx, &chain, &end, scope.deadline)
+        Ok(end) => aim(&tab, &ctx, &chain, &end, scope.deadline, true)
             .await
             .map(|aim| (aim, end)),
         Err(error) => Err(error),
@@ -363,11 +404,7 @@ pub async fn drag(
             (None, Some((x, y))) => End::Point(x, y),
             (None, None) => return Err(missing_target()),
         };
-        // The target first, then the source: the source's place is what the press needs, and
-        // one viewport must show both (the drag does not scroll on its way).
-        let _ = aim(&tab, &ctx, &chain, &to, scope.deadline).await?;
-        let from_aim = aim(&tab, &ctx, &chain, &from, scope.deadline).await?;
-        let to_aim = aim(&tab, &ctx, &chain, &to, scope.deadline).await?;
+        let (from_aim, to_aim) = aim_both(&tab, &ctx, &chain, (&from, &to), scope.deadline).await?;
         Ok::<_, ToolError>((from, from_aim, to, to_aim))
     }
     .await;
