@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(
             texts,
             vec![
-                ("log", "n 3 Object undefined"),
+                ("log", "n 3 Object undefined null"),
                 ("warning", "w"),
                 ("exception", "Uncaught (in promise) nope")
             ]
