@@ -384,6 +384,40 @@ mod tests {
         }
     }
 
+    /// Every file is concatenated into one function scope, where a later declaration of the
+    /// same name silently replaces an earlier one.
+    #[test]
+    fn no_two_scripts_declare_the_same_name() {
+        let mut seen = std::collections::HashMap::new();
+        for (file, source) in [
+            ("common.js", COMMON_JS),
+            ("observe.js", OBSERVE_JS),
+            ("read.js", READ_JS),
+            ("search.js", SEARCH_JS),
+            ("find.js", FIND_JS),
+            ("actions.js", ACTIONS_JS),
+            ("document.js", DOCUMENT_JS),
+            ("interact.js", INTERACT_JS),
+        ] {
+            for line in source.lines() {
+                let Some(rest) = line
+                    .strip_prefix("function ")
+                    .or_else(|| line.strip_prefix("const "))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if let Some(first) = seen.insert(name.clone(), file) {
+                    panic!("{name} is declared in {first} and again in {file}");
+                }
+            }
+        }
+        assert!(seen.len() > 50, "found {} declarations", seen.len());
+    }
+
     #[test]
     fn params_carry_context_argument_and_group() {
         let call = ScriptCall {

@@ -68,7 +68,7 @@ function bpScanElements() {
 }
 
 // A short description of an element for evidence: tag, role, bounded name.
-function bpDescribe(el) {
+function bpEvidenceOf(el) {
   const role = el.getAttribute('role') || el.localName;
   const label = el.getAttribute('aria-label');
   const name = bpCollapse(label !== null ? label : (el.innerText || el.textContent || ''), 80);
@@ -109,7 +109,7 @@ function hoverReport(options) {
     const parent = bpComposedParent(el);
     if (parent !== null && parent.nodeType === 1 && !before.has(parent) && bpIsVisible(parent)) continue;
     count++;
-    if (appeared.length < BP_APPEARED_MAX) appeared.push(bpDescribe(el));
+    if (appeared.length < BP_APPEARED_MAX) appeared.push(bpEvidenceOf(el));
   }
   return { hovered: hovered, appearedCount: count, appeared: appeared, marked: true };
 }
