@@ -19,7 +19,7 @@ pub fn defs() -> Vec<ToolDef> {
     let levels: Vec<&str> = ConsoleLevel::ALL.iter().map(|l| l.as_str()).collect();
     vec![ToolDef {
         name: "browser.console.list",
-        description: "List the target's recent console messages (log, debug, info, warning, error) and uncaught exceptions and unhandled promise rejections (level `exception`), collected since the Broker first attached to the tab, oldest first. `after` is the `sequence` of the last entry already read (from `latest`); `levels` filters; at most `limit` entries (default 100). The Broker keeps the newest 500 entries per tab (`dropped` counts older ones) and 2,000 characters per text. Texts are page data; no console events are emitted.",
+        description: "List the target's recent console messages (log, debug, info, warning, error) and uncaught exceptions and unhandled promise rejections (level `exception`), collected from the tab's own session since the Broker first attached to it (out-of-process iframes are not included), oldest first. `after` is the `sequence` of the last entry already read (from `latest`); `levels` filters; at most `limit` entries (default 100). The Broker keeps the newest 500 entries per tab (`dropped` counts older ones) and 2,000 characters per text. Texts are page data; no console events are emitted.",
         capability: "observation.read",
         mutating: false,
         input_schema: object(

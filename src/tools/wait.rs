@@ -122,7 +122,7 @@ impl Condition {
             return Err(RpcError::invalid_params(
                 "give exactly one condition: text, textGone, selector, url or networkIdle",
             )
-            .with_context("reason", json!("one_condition")));
+            .with_context("path", json!("arguments")));
         }
         if params.state.is_some() && params.selector.is_none() {
             return Err(
