@@ -501,6 +501,16 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
     let none = agent.tool("browser.console.list", Some(&tab), json!({"after": latest}));
     assert_eq!(none["entries"], json!([]));
     assert_eq!(none["hasMore"], false);
+    // Console output is read, never pushed: no event carries it.
+    for event in agent.events() {
+        let text = event.to_string();
+        assert!(
+            !event["type"].as_str().unwrap().contains("console")
+                && !text.contains("kaboom")
+                && !text.contains("line 699"),
+            "{event}"
+        );
+    }
 }
 
 /// `document.visibilityState` of the page whose URL ends with `suffix`, read from outside.
@@ -510,16 +520,15 @@ fn visibility(own: &mut OwnCdp, suffix: &str) -> Value {
 
 fn managed_tabs_are_driven_without_being_activated(rig: &Rig) {
     let mut own = OwnCdp::connect(&rig.chromium);
-    // The Workspace's first tab opens its window; a second one joins it in the background.
-    let (mut agent, _front) = open(rig, "com.example.background", "console#front");
-    let back = agent.tool(
+    // A second managed tab opens in front of the first in the Workspace's window.
+    let (mut agent, back) = open(rig, "com.example.background", "hover#back");
+    agent.tool(
         "browser.open",
         None,
-        json!({"url": rig.fixtures.url("/fixture/hover#back")}),
-    )["targetId"]
-        .clone();
-    assert_eq!(visibility(&mut own, "#front"), "visible");
+        json!({"url": rig.fixtures.url("/fixture/console#front")}),
+    );
     assert_eq!(visibility(&mut own, "#back"), "hidden");
+    assert_eq!(visibility(&mut own, "#front"), "visible");
     // Drive the background tab: hover, click and wait all reach it where it is.
     let observation = observe(&mut agent, &back);
     let hovered = agent.tool(

@@ -172,10 +172,13 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         assert!(!log.contains(never), "{never} was clicked: {log}");
     }
 
-    // A tab that is not in front: the user opens another tab over it (managed tabs open in the
-    // background, docs/cdp.md "Background driving"); the click works the same and the page
-    // records that it was hidden when clicked.
-    OwnCdp::connect(&rig.chromium).open_user_tab(&rig.fixtures.url("/page/front"));
+    // A tab that is not in front: another tab opens over it; the click works the same and the
+    // page records that it was hidden when clicked.
+    agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/front")}),
+    );
     assert!(
         wait_until(Duration::from_secs(10), || {
             let visibility = agent.tool(

@@ -40,17 +40,15 @@ pub struct TargetInfo {
     pub parent_frame_id: Option<String>,
 }
 
-/// `Target.createTarget`: opens a tab (or a window). `focus: Some(false)` opens a tab without
-/// activating it or focusing its window; a new window needs the default focus, or tabs created
-/// later do not join it (docs/cdp.md, "Background driving").
+/// `Target.createTarget`: opens a tab (or a window), with Chromium's default focus: the new tab
+/// is the front tab of its window. A tab created with `focus: false` stays hidden behind it, and
+/// a hidden tab's screenshot was not answered in time (docs/cdp.md, "Background driving").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTarget {
     pub url: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub new_window: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -282,19 +280,16 @@ impl EventParams for DetachedFromTarget {
 }
 
 impl CdpClient {
-    /// `Target.createTarget`: opens a tab in the background (or a window) and returns its id.
+    /// `Target.createTarget`: opens a tab (or a window) and returns its id.
     pub async fn create_target(
         &self,
         url: &str,
         new_window: bool,
         timeout: Duration,
     ) -> Result<TargetId, CdpError> {
-        // A tab joins the window activated last (the Workspace's, once it has one) in the
-        // background; only a Workspace's first tab opens a window, which takes the focus once.
         let command = CreateTarget {
             url: url.to_owned(),
             new_window,
-            focus: (!new_window).then_some(false),
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -406,16 +401,11 @@ mod tests {
         let create = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: false,
-            focus: Some(false),
         };
-        assert_eq!(
-            params(&create),
-            json!({"url": "about:blank", "focus": false})
-        );
+        assert_eq!(params(&create), json!({"url": "about:blank"}));
         let window = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: true,
-            focus: None,
         };
         assert_eq!(
             params(&window),

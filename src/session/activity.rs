@@ -103,6 +103,8 @@ pub struct ActivityBook {
     in_flight: HashSet<String>,
     /// When a request last started or ended (or collection began).
     last_network_change: Instant,
+    /// `Network.enable` succeeded on the current session: `in_flight` means something.
+    counting: bool,
 }
 
 impl Default for ActivityBook {
@@ -114,6 +116,7 @@ impl Default for ActivityBook {
             dropped: 0,
             in_flight: HashSet::new(),
             last_network_change: Instant::now(),
+            counting: false,
         }
     }
 }
@@ -121,6 +124,8 @@ impl Default for ActivityBook {
 /// What `browser.wait` reads of the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NetworkState {
+    /// Whether requests are counted at all (`Network.enable` succeeded on this session).
+    pub counting: bool,
     pub in_flight: usize,
     /// Since when nothing started or ended.
     pub quiet_since: Instant,
@@ -132,17 +137,26 @@ impl ActivityBook {
     pub fn start(&mut self, now_ms: i64) {
         self.since_ms.get_or_insert(now_ms);
         self.in_flight.clear();
+        self.counting = false;
         self.last_network_change = Instant::now();
     }
 
-    /// The session ended: its requests can no longer finish.
+    /// `Network.enable` succeeded: requests are counted from now on.
+    pub fn counting_started(&mut self) {
+        self.counting = true;
+        self.last_network_change = Instant::now();
+    }
+
+    /// The session ended: its requests can no longer finish, and none are counted.
     pub fn session_ended(&mut self) {
         self.in_flight.clear();
+        self.counting = false;
         self.last_network_change = Instant::now();
     }
 
     pub fn network(&self) -> NetworkState {
         NetworkState {
+            counting: self.counting,
             in_flight: self.in_flight.len(),
             quiet_since: self.last_network_change,
         }
@@ -272,11 +286,12 @@ pub async fn enable(
     {
         tracing::warn!(%error, "enabling Runtime (console collection) failed");
     }
-    if let Err(error) = client
+    match client
         .execute(session, &crate::cdp::network::Enable {}, SETUP_TIMEOUT)
         .await
     {
-        tracing::warn!(%error, "enabling Network (in-flight requests) failed");
+        Ok(_) => book.lock().expect("activity lock").counting_started(),
+        Err(error) => tracing::warn!(%error, "enabling Network (in-flight requests) failed"),
     }
 }
 
@@ -404,6 +419,8 @@ mod tests {
     fn requests_in_flight_follow_start_and_end() {
         let mut book = ActivityBook::default();
         book.start(0);
+        assert!(!book.network().counting);
+        book.counting_started();
         let sent = |id: &str| {
             Event::decode("Network.requestWillBeSent", json!({"requestId": id})).unwrap()
         };
@@ -428,5 +445,6 @@ mod tests {
         on_event(&mut book, &sent("c"));
         book.session_ended();
         assert_eq!(book.network().in_flight, 0);
+        assert!(!book.network().counting);
     }
 }

@@ -56,6 +56,8 @@ pub fn defs() -> Vec<ToolDef> {
             "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
             "inFlight": {"type": "integer", "minimum": 0},
             "quietMs": {"type": "integer", "minimum": 0},
+            "counting": {"type": "boolean"},
+            "unreadable": {"type": "boolean"},
         }),
         &[],
     );
@@ -185,6 +187,7 @@ impl Condition {
                 .is_some_and(|u| glob_matches(pattern, u)),
             Condition::NetworkIdle { idle } => seen
                 .network
+                .flatten()
                 .is_some_and(|(in_flight, quiet)| in_flight == 0 && quiet >= *idle),
         }
     }
@@ -195,8 +198,9 @@ impl Condition {
 struct Seen {
     page: Option<WaitSeen>,
     url: Option<String>,
-    /// Requests in flight and how long nothing started or ended.
-    network: Option<(usize, Duration)>,
+    /// Requests in flight and how long nothing started or ended (`None` inside when requests
+    /// are not counted on this tab: never idle then).
+    network: Option<Option<(usize, Duration)>>,
     /// The page could not be read this time (a navigation replaced its world).
     unreadable: bool,
 }
@@ -218,9 +222,15 @@ impl Seen {
         if let Some(url) = &self.url {
             state.insert("url".into(), json!(url));
         }
-        if let Some((in_flight, quiet)) = self.network {
-            state.insert("inFlight".into(), json!(in_flight));
-            state.insert("quietMs".into(), json!(quiet.as_millis() as u64));
+        match self.network {
+            Some(Some((in_flight, quiet))) => {
+                state.insert("inFlight".into(), json!(in_flight));
+                state.insert("quietMs".into(), json!(quiet.as_millis() as u64));
+            }
+            Some(None) => {
+                state.insert("counting".into(), json!(false));
+            }
+            None => {}
         }
         if self.unreadable {
             state.insert("unreadable".into(), json!(true));
@@ -289,7 +299,7 @@ async fn look(tab: &mut ControlledTab, condition: &Condition) -> Result<Seen, To
             tab.guard.session(&tab.client).await?;
             let network = tab.guard.activity().network();
             let quiet = tokio::time::Instant::now().saturating_duration_since(network.quiet_since);
-            seen.network = Some((network.in_flight, quiet));
+            seen.network = Some(network.counting.then_some((network.in_flight, quiet)));
         }
     }
     Ok(seen)
@@ -433,9 +443,15 @@ mod tests {
             idle: Duration::from_millis(500),
         };
         let net = |in_flight, ms| Seen {
-            network: Some((in_flight, Duration::from_millis(ms))),
+            network: Some(Some((in_flight, Duration::from_millis(ms)))),
             ..Seen::default()
         };
+        let uncounted = Seen {
+            network: Some(None),
+            ..Seen::default()
+        };
+        assert!(!idle.holds(&uncounted), "no count, no idle");
+        assert_eq!(uncounted.to_json(), json!({"counting": false}));
         assert!(idle.holds(&net(0, 600)));
         assert!(!idle.holds(&net(0, 100)));
         assert!(!idle.holds(&net(1, 10_000)));
