@@ -684,6 +684,11 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
         Event::DownloadWillBegin(_) => "DownloadWillBegin",
         Event::DownloadProgress(_) => "DownloadProgress",
+        Event::ConsoleApiCalled(_) => "ConsoleApiCalled",
+        Event::ExceptionThrown(_) => "ExceptionThrown",
+        Event::RequestWillBeSent(_) => "RequestWillBeSent",
+        Event::LoadingFinished(_) => "LoadingFinished",
+        Event::LoadingFailed(_) => "LoadingFailed",
         Event::Other { .. } => "Other",
     }
 }

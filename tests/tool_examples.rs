@@ -242,6 +242,58 @@ fn every_tool_has_a_real_example() {
         Some(&target),
         json!({"printBackground": true}),
     );
+    // Waits, gestures and the console on the board fixture (tests/actions18.rs goes deeper).
+    let board = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/drag")}),
+    )["targetId"]
+        .clone();
+    record(
+        &mut agent,
+        "browser.wait",
+        Some(&board),
+        json!({"text": "Card A"}),
+    );
+    let cards = agent.tool("browser.observe", Some(&board), json!({"limit": 20}));
+    let card = |name: &str| -> Value {
+        cards["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap()["ref"]
+            .clone()
+    };
+    record(
+        &mut agent,
+        "browser.hover",
+        Some(&board),
+        json!({"observationId": cards["observationId"], "ref": card("Card A"), "observe": {"limit": 5}}),
+    );
+    record(
+        &mut agent,
+        "browser.drag",
+        Some(&board),
+        json!({"observationId": cards["observationId"], "ref": card("Card A"), "toRef": card("Done column"), "observe": {"limit": 5}}),
+    );
+    let console = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/console")}),
+    )["targetId"]
+        .clone();
+    agent.tool(
+        "browser.wait",
+        Some(&console),
+        json!({"text": "Checkout diagnostics"}),
+    );
+    record(
+        &mut agent,
+        "browser.console.list",
+        Some(&console),
+        json!({"limit": 5}),
+    );
     // Frames: the frames fixture in a second tab (its cross-origin frames stay empty here).
     let framed = agent.tool(
         "browser.open",

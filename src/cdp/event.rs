@@ -10,10 +10,12 @@ use super::browser::{DownloadProgress, DownloadWillBegin};
 use super::client::CdpEvent;
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
+use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent};
 use super::page::{
     FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
 };
+use super::runtime::{ConsoleApiCalled, ExceptionThrown};
 use super::target::{
     AttachedToTarget, DetachedFromTarget, TargetCrashed, TargetCreated, TargetDestroyed,
     TargetInfoChanged,
@@ -46,6 +48,12 @@ pub enum Event {
     JavascriptDialogClosed(JavascriptDialogClosed),
     DownloadWillBegin(DownloadWillBegin),
     DownloadProgress(DownloadProgress),
+    /// Page activity (`session::activity`): console calls, uncaught exceptions, requests.
+    ConsoleApiCalled(ConsoleApiCalled),
+    ExceptionThrown(ExceptionThrown),
+    RequestWillBeSent(RequestWillBeSent),
+    LoadingFinished(LoadingFinished),
+    LoadingFailed(LoadingFailed),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -90,6 +98,11 @@ impl Event {
             JavascriptDialogClosed::METHOD => Event::JavascriptDialogClosed(params(raw)?),
             DownloadWillBegin::METHOD => Event::DownloadWillBegin(params(raw)?),
             DownloadProgress::METHOD => Event::DownloadProgress(params(raw)?),
+            ConsoleApiCalled::METHOD => Event::ConsoleApiCalled(params(raw)?),
+            ExceptionThrown::METHOD => Event::ExceptionThrown(params(raw)?),
+            RequestWillBeSent::METHOD => Event::RequestWillBeSent(params(raw)?),
+            LoadingFinished::METHOD => Event::LoadingFinished(params(raw)?),
+            LoadingFailed::METHOD => Event::LoadingFailed(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },

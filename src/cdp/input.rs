@@ -153,6 +153,21 @@ impl DispatchMouseEvent {
     }
 }
 
+impl DispatchMouseEvent {
+    /// A move with `button` held down (a drag): `buttons` carries its bit, as a real mouse
+    /// reports it while a button is pressed.
+    pub fn held_move(x: f64, y: f64, button: MouseButton) -> DispatchMouseEvent {
+        DispatchMouseEvent {
+            kind: MouseEventType::MouseMoved,
+            x,
+            y,
+            button,
+            buttons: button.bit(),
+            click_count: 0,
+        }
+    }
+}
+
 impl Command for DispatchMouseEvent {
     const METHOD: &'static str = "Input.dispatchMouseEvent";
     type Reply = Empty;

@@ -1,6 +1,8 @@
 //! The `Runtime` domain: calling a function on an object or in an execution context
 //! (`CallFunctionOn`), evaluating an expression (`Evaluate`), releasing remote objects
-//! (`ReleaseObjectGroup`), and the remote-object and exception shapes their replies share.
+//! (`ReleaseObjectGroup`), and the remote-object and exception shapes their replies share; also
+//! enabling the domain (`Enable`) and the two events it reports that the Broker reads
+//! (`ConsoleApiCalled`, `ExceptionThrown`).
 //! Wire shapes only: which world a script runs in, and which scripts exist, is `page/`'s.
 
 use std::time::Duration;
@@ -10,6 +12,7 @@ use serde_json::Value;
 
 use super::client::{CdpClient, CdpError};
 use super::command::{Command, Empty};
+use super::event::EventParams;
 use super::ids::SessionId;
 
 /// One argument of `Runtime.callFunctionOn`: a JSON value passed by value.
@@ -130,6 +133,45 @@ impl Command for ReleaseObjectGroup {
     type Reply = Empty;
 }
 
+/// `Runtime.enable`: execution-context and console events for this session from now on. It also
+/// replays the console messages the page logged before (with their own timestamps).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Enable {}
+
+impl Command for Enable {
+    const METHOD: &'static str = "Runtime.enable";
+    type Reply = Empty;
+}
+
+/// `Runtime.consoleAPICalled`: one `console.*` call of the page. `timestamp` is epoch
+/// milliseconds (fractional).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ConsoleApiCalled {
+    #[serde(rename = "type")]
+    pub call_type: String,
+    #[serde(default)]
+    pub args: Vec<RemoteObject>,
+    #[serde(default)]
+    pub timestamp: f64,
+}
+
+impl EventParams for ConsoleApiCalled {
+    const METHOD: &'static str = "Runtime.consoleAPICalled";
+}
+
+/// `Runtime.exceptionThrown`: an uncaught exception or an unhandled promise rejection.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExceptionThrown {
+    #[serde(default)]
+    pub timestamp: f64,
+    pub exception_details: ExceptionDetails,
+}
+
+impl EventParams for ExceptionThrown {
+    const METHOD: &'static str = "Runtime.exceptionThrown";
+}
+
 /// The outcome of `Runtime.evaluate` with `returnByValue`: the page either
 /// produced a value or threw. Transport failures are `CdpError`s instead.
 #[derive(Debug, Clone, PartialEq)]
@@ -242,6 +284,38 @@ mod tests {
                 object_group: "g".to_owned()
             }),
             json!({"objectGroup": "g"})
+        );
+    }
+
+    /// Events recorded from Chromium 156 (`console.log('n', {a: 1})`, an unhandled rejection).
+    #[test]
+    fn console_and_exception_events_decode() {
+        assert_eq!(params(&Enable {}), json!({}));
+        let logged = crate::cdp::Event::decode(
+            "Runtime.consoleAPICalled",
+            json!({"type":"log","args":[{"type":"string","value":"n"},{"type":"object","className":"Object","description":"Object","objectId":"1.2.1"}],"executionContextId":2,"timestamp":1796127250515.665}),
+        )
+        .unwrap();
+        let crate::cdp::Event::ConsoleApiCalled(logged) = logged else {
+            panic!("{logged:?}")
+        };
+        assert_eq!(logged.call_type, "log");
+        assert_eq!(logged.args.len(), 2);
+        assert_eq!(logged.args[1].description.as_deref(), Some("Object"));
+        let thrown = crate::cdp::Event::decode(
+            "Runtime.exceptionThrown",
+            json!({"timestamp":1796127250600.1,"exceptionDetails":{"exceptionId":3,"text":"Uncaught (in promise)","lineNumber":0,"columnNumber":0,"exception":{"type":"object","subtype":"error","description":"Error: nope\n    at x"}}}),
+        )
+        .unwrap();
+        let crate::cdp::Event::ExceptionThrown(thrown) = thrown else {
+            panic!("{thrown:?}")
+        };
+        assert_eq!(thrown.exception_details.text, "Uncaught (in promise)");
+        assert!(
+            thrown
+                .exception_details
+                .message()
+                .starts_with("Error: nope")
         );
     }
 

@@ -40,7 +40,9 @@ pub struct TargetInfo {
     pub parent_frame_id: Option<String>,
 }
 
-/// `Target.createTarget`: opens a tab (or a window).
+/// `Target.createTarget`: opens a tab (or a window), with Chromium's default focus: the new tab
+/// is the front tab of its window. A tab created with `focus: false` stays hidden behind it, and
+/// a hidden tab's screenshot was not answered in time (docs/cdp.md, "Background driving").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTarget {

@@ -17,6 +17,7 @@ mod error;
 mod eval;
 mod find;
 mod hints;
+mod interact;
 mod observe;
 mod quad;
 mod read;
@@ -48,6 +49,10 @@ pub use hints::{
     AuthState, Confidence, DownloadPhase, EventHint, Hint, HintCode, HintContext, HintSource,
     MAX_HINTS, MAX_REFS_PER_HINT, RecommendedAction, auth_transition, has_auth_surface,
     observation_hints,
+};
+pub use interact::{
+    Described, DragArm, DragRecord, DragVerdict, DropSeen, HoverMark, HoverReport, Hovered,
+    WaitProbe, WaitSeen,
 };
 pub use observe::{
     AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,

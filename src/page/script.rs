@@ -28,6 +28,7 @@ const SEARCH_JS: &str = include_str!("js/search.js");
 const FIND_JS: &str = include_str!("js/find.js");
 const ACTIONS_JS: &str = include_str!("js/actions.js");
 const DOCUMENT_JS: &str = include_str!("js/document.js");
+const INTERACT_JS: &str = include_str!("js/interact.js");
 /// The click-truth listener installer (one function expression taking `early`).
 pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 
@@ -55,11 +56,16 @@ pub enum Script {
     ScrollToText,
     DocumentInfo,
     ViewportSize,
+    WaitProbe,
+    HoverMark,
+    HoverReport,
+    DragArm,
+    DragVerdict,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 21] = [
+    pub const ALL: [Script; 26] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -81,6 +87,11 @@ impl Script {
         Script::ScrollToText,
         Script::DocumentInfo,
         Script::ViewportSize,
+        Script::WaitProbe,
+        Script::HoverMark,
+        Script::HoverReport,
+        Script::DragArm,
+        Script::DragVerdict,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -107,6 +118,11 @@ impl Script {
             Script::ScrollToText => "scrollToText",
             Script::DocumentInfo => "documentInfo",
             Script::ViewportSize => "viewportSize",
+            Script::WaitProbe => "waitProbe",
+            Script::HoverMark => "hoverMark",
+            Script::HoverReport => "hoverReport",
+            Script::DragArm => "dragArm",
+            Script::DragVerdict => "dragVerdict",
         }
     }
 
@@ -156,6 +172,7 @@ static LIBRARY_SOURCE: LazyLock<String> = LazyLock::new(|| {
         FIND_JS,
         ACTIONS_JS,
         DOCUMENT_JS,
+        INTERACT_JS,
     ]
     .join("\n")
 });
@@ -355,6 +372,7 @@ mod tests {
             FIND_JS,
             ACTIONS_JS,
             DOCUMENT_JS,
+            INTERACT_JS,
             CLICK_TRUTH_JS,
         ] {
             for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
@@ -364,6 +382,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every file is concatenated into one function scope, where a later declaration of the
+    /// same name silently replaces an earlier one.
+    #[test]
+    fn no_two_scripts_declare_the_same_name() {
+        let mut seen = std::collections::HashMap::new();
+        for (file, source) in [
+            ("common.js", COMMON_JS),
+            ("observe.js", OBSERVE_JS),
+            ("read.js", READ_JS),
+            ("search.js", SEARCH_JS),
+            ("find.js", FIND_JS),
+            ("actions.js", ACTIONS_JS),
+            ("document.js", DOCUMENT_JS),
+            ("interact.js", INTERACT_JS),
+        ] {
+            for line in source.lines() {
+                let Some(rest) = line
+                    .strip_prefix("function ")
+                    .or_else(|| line.strip_prefix("const "))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if let Some(first) = seen.insert(name.clone(), file) {
+                    panic!("{name} is declared in {first} and again in {file}");
+                }
+            }
+        }
+        assert!(seen.len() > 50, "found {} declarations", seen.len());
     }
 
     #[test]
@@ -449,6 +501,7 @@ mod tests {
             FIND_JS,
             ACTIONS_JS,
             DOCUMENT_JS,
+            INTERACT_JS,
         ];
         let mut n_codes = 0;
         for source in sources {

@@ -6,6 +6,7 @@
 //! It never opens a WebSocket (the janitor does), never writes SQL text, and never closes a tab
 //! it did not create for a Workspace.
 
+pub mod activity;
 pub mod bounds;
 mod downloads;
 mod frames;

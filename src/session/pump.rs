@@ -92,6 +92,7 @@ fn on_event(
             return Vec::new();
         }
     };
+    note_activity(service, sessions, session.as_ref(), &event);
     match (session.as_ref(), event) {
         (None, Event::TargetCreated(created)) => on_created(service, &created.target_info),
         (None, Event::TargetInfoChanged(changed)) => on_info_changed(service, &changed.target_info),
@@ -244,6 +245,25 @@ fn on_event(
             emits
         }
         _ => Vec::new(),
+    }
+}
+
+/// Feeds a tab session's console and request events into the tab's `ActivityBook`, beside
+/// whatever else the pump does with them (`session::activity`).
+fn note_activity(
+    service: &BrowserService,
+    sessions: &Sessions,
+    session: Option<&SessionId>,
+    event: &Event,
+) {
+    if !super::activity::is_activity(event) {
+        return;
+    }
+    let Some(tab) = session.and_then(|session| sessions.tabs.get(session)) else {
+        return;
+    };
+    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+        super::activity::on_event(&mut handle.activity(), event);
     }
 }
 

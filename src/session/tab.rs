@@ -11,9 +11,10 @@
 //! mutexes that the event pump may take without a turn; nothing awaits while holding them.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
-//! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
+//! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
 //! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump),
-//! and download capture (`session::downloads::enable`).
+//! download capture (`session::downloads::enable`) and console/request collection
+//! (`activity::enable`, into the tab's `ActivityBook`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedMutexGuard};
 
+use super::activity::ActivityBook;
 use super::bounds::{bound_title, bound_url};
 use super::frames::{FrameBook, FrameSelection};
 use super::load::{Awaited, LoadBook, LoadMark, LoadPhase};
@@ -46,6 +48,8 @@ struct TabQueue {
     load: Mutex<LoadBook>,
     /// Woken on every change of `load`.
     load_changed: Notify,
+    /// Console entries and requests in flight (`session::activity`), fed by the pump.
+    activity: Mutex<ActivityBook>,
 }
 
 impl TabQueue {
@@ -164,6 +168,7 @@ impl TabHandle {
                 frames: Mutex::new(FrameBook::default()),
                 load: Mutex::new(LoadBook::default()),
                 load_changed: Notify::new(),
+                activity: Mutex::new(ActivityBook::default()),
             }),
         }
     }
@@ -178,6 +183,11 @@ impl TabHandle {
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
     pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
         self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// The tab's console entries and requests in flight; usable without a turn (the pump).
+    pub fn activity(&self) -> std::sync::MutexGuard<'_, ActivityBook> {
+        self.queue.activity.lock().expect("activity lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -302,6 +312,7 @@ impl TabGuard {
             .await?;
         register_click_truth(client, &session).await;
         self.state.download_capture = super::downloads::enable(client, &session).await;
+        super::activity::enable(client, &session, &self.queue.activity).await;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -324,6 +335,7 @@ impl TabGuard {
         self.state.download_capture = super::downloads::Capture::Off;
         self.frames().clear_children();
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
+        self.activity().session_ended();
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.
@@ -343,6 +355,11 @@ impl TabGuard {
     /// The tab's frame bookkeeping.
     pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
         self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// The tab's console entries and requests in flight (`session::activity`).
+    pub fn activity(&self) -> std::sync::MutexGuard<'_, ActivityBook> {
+        self.queue.activity.lock().expect("activity lock")
     }
 
     /// The turn holder's frame selection (`None`: the main frame), after dropping the

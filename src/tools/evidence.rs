@@ -16,6 +16,8 @@ pub enum Action {
     Press,
     Type,
     Keyboard,
+    Hover,
+    Drag,
 }
 
 impl Action {
@@ -27,6 +29,8 @@ impl Action {
             Action::Press => "press",
             Action::Type => "type",
             Action::Keyboard => "keyboard",
+            Action::Hover => "hover",
+            Action::Drag => "drag",
         }
     }
 }
@@ -58,11 +62,19 @@ pub enum Effect {
     DialogOpened,
     PopupOpened,
     Scrolled,
+    /// Elements became visible (a hover menu, a tooltip).
+    ContentAppeared,
+    /// The page received an HTML5 `drop`.
+    Dropped,
+    /// The dragged element has another parent or place in its list, or moved in the document.
+    ElementMoved,
+    /// The drop target's content changed.
+    TargetChanged,
 }
 
 impl Effect {
     /// Every effect, in the order of the evidence schema's enum.
-    pub const ALL: [Effect; 11] = [
+    pub const ALL: [Effect; 15] = [
         Effect::CheckedChanged,
         Effect::SelectedChanged,
         Effect::PressedChanged,
@@ -74,6 +86,10 @@ impl Effect {
         Effect::DialogOpened,
         Effect::PopupOpened,
         Effect::Scrolled,
+        Effect::ContentAppeared,
+        Effect::Dropped,
+        Effect::ElementMoved,
+        Effect::TargetChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -89,6 +105,10 @@ impl Effect {
             Effect::DialogOpened => "dialog_opened",
             Effect::PopupOpened => "popup_opened",
             Effect::Scrolled => "scrolled",
+            Effect::ContentAppeared => "content_appeared",
+            Effect::Dropped => "dropped",
+            Effect::ElementMoved => "element_moved",
+            Effect::TargetChanged => "target_changed",
         }
     }
 
@@ -116,6 +136,10 @@ pub enum EvidenceReason {
     DefaultPrevented,
     DocumentChanged,
     FocusChanged,
+    /// A drag's `drop` landed outside the target element.
+    DroppedElsewhere,
+    /// The pointer did not end over the element (`browser.hover`).
+    NotHovered,
 }
 
 /// One action's evidence.

@@ -15,8 +15,8 @@ pub use crate::protocol::methods::Lane;
 use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::{
-    capture, click, cookies, dialogs, discover, dropdowns, eval, frames, keys, observe, scroll,
-    tabs,
+    capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, keys,
+    observe, scroll, tabs, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -174,6 +174,9 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(capture::defs());
         tools.extend(cookies::defs());
         tools.extend(eval::defs());
+        tools.extend(wait::defs());
+        tools.extend(gesture::defs());
+        tools.extend(console::defs());
         tools
     })
 }

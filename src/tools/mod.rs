@@ -9,6 +9,7 @@ mod manifest;
 mod actions;
 mod capture;
 mod click;
+mod console;
 mod context;
 mod cookies;
 mod dialogs;
@@ -20,6 +21,7 @@ mod error;
 mod eval;
 mod evidence;
 mod frames;
+mod gesture;
 mod keys;
 mod observation;
 mod observe;
@@ -29,6 +31,7 @@ pub mod schema;
 mod scroll;
 mod tab;
 mod tabs;
+mod wait;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};
 pub use context::{

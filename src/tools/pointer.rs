@@ -521,12 +521,26 @@ pub async fn actionable(
     target: &RefTarget,
     deadline: tokio::time::Instant,
 ) -> Result<Aim, ToolError> {
+    actionable_from(client, ctx, chain, target, deadline, ProbeScroll::IfNeeded).await
+}
+
+/// [`actionable`], with the first sample's scrolling given: `ProbeScroll::None` leaves an element
+/// whose click point is already in view where it is (the second end of a drag must not scroll
+/// the first out of view); one out of view is still scrolled in.
+pub async fn actionable_from(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    deadline: tokio::time::Instant,
+    first_scroll: ProbeScroll,
+) -> Result<Aim, ToolError> {
     let now = tokio::time::Instant::now();
     let remaining = deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
     let wait_until = now + remaining.saturating_sub(reserve);
     let mut previous: Option<Sample> = None;
-    let mut scroll = ProbeScroll::IfNeeded;
+    let mut scroll = first_scroll;
     loop {
         let current = match sample(client, ctx, chain, target, scroll).await {
             Ok(current) => current,

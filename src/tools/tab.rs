@@ -257,6 +257,20 @@ impl TabInput {
             .map(|_| ())
     }
 
+    /// A mouse move with `button` held down (one step of a drag).
+    pub async fn held_move(
+        &self,
+        session: &SessionId,
+        (x, y): (f64, f64),
+        button: MouseButton,
+    ) -> Result<(), CdpError> {
+        let event = DispatchMouseEvent::held_move(x, y, button);
+        self.client
+            .execute(session, &event, INPUT_TIMEOUT)
+            .await
+            .map(|_| ())
+    }
+
     /// Sends `events` in order as one step (`cdp::input::send_key_events`).
     pub async fn keys(
         &self,
