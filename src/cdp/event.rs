@@ -10,7 +10,7 @@ use super::client::CdpEvent;
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
 use super::page::{
-    FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
+    FileChooserOpened, FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
 };
 use super::target::{
@@ -43,6 +43,7 @@ pub enum Event {
     FrameDetached(FrameDetached),
     JavascriptDialogOpening(JavascriptDialogOpening),
     JavascriptDialogClosed(JavascriptDialogClosed),
+    FileChooserOpened(FileChooserOpened),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -85,6 +86,7 @@ impl Event {
             FrameDetached::METHOD => Event::FrameDetached(params(raw)?),
             JavascriptDialogOpening::METHOD => Event::JavascriptDialogOpening(params(raw)?),
             JavascriptDialogClosed::METHOD => Event::JavascriptDialogClosed(params(raw)?),
+            FileChooserOpened::METHOD => Event::FileChooserOpened(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -299,6 +301,15 @@ mod tests {
             ),
             Event::JavascriptDialogClosed(JavascriptDialogClosed { result: true })
         );
+        // The shape field notes §7 recorded on Chromium 156 for a click on a file input.
+        let Event::FileChooserOpened(chooser) = decode(
+            "Page.fileChooserOpened",
+            json!({"backendNodeId":12,"frameId":"FC5A3C1B58A88245272668F3F49949EB","mode":"selectMultiple"}),
+        ) else {
+            panic!("fileChooserOpened");
+        };
+        assert!(chooser.multiple());
+        assert_eq!(chooser.backend_node_id, Some(12));
     }
 
     #[test]

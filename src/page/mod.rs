@@ -10,6 +10,7 @@
 //! `docs/observation.md`.
 
 mod actions;
+mod annotate;
 mod document;
 mod error;
 mod find;
@@ -20,6 +21,7 @@ mod read;
 mod run;
 mod script;
 mod search;
+mod upload;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
@@ -28,6 +30,10 @@ pub use actions::{
     ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
     OptionsKind, ProbeScroll, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
     SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+};
+pub use annotate::{
+    ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, CssBox, ImageBox, SkipReason, Skipped,
+    image_boxes,
 };
 pub use document::{
     ContainerScroll, DocumentInfo, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText,
@@ -51,7 +57,9 @@ pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    frame_point_hit, install_library, main_frame_id, resolve_object, run,
+    draw_annotations, frame_point_hit, install_library, main_frame_id, picked_file_input,
+    resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
+pub use upload::{FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback};

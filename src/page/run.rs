@@ -13,6 +13,7 @@ use crate::cdp::runtime::{CallArgument, CallFunctionOn, EvaluationReply, Excepti
 use crate::cdp::{CdpClient, SessionId};
 
 use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
+use super::annotate::{ANNOTATE_DRAW, ImageBox};
 use super::error::PageError;
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 
@@ -112,6 +113,66 @@ pub async fn resolve_object(
     };
     let result = call_installed(client, session, context, &call, false, timeout).await?;
     Ok(result.result.object_id.map(RemoteObjectId))
+}
+
+/// The file input `PickFileInput` remembered, as a remote object in `context` (group
+/// `REF_OBJECT_GROUP`), or `None` when it left the document.
+pub async fn picked_file_input(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    timeout: Duration,
+) -> Result<Option<RemoteObjectId>, PageError> {
+    let call = ScriptCall {
+        script: Script::PickedFileInput,
+        argument: Value::Object(Default::default()),
+    };
+    let result = call_installed(client, session, context, &call, false, timeout).await?;
+    Ok(result.result.object_id.map(RemoteObjectId))
+}
+
+/// Draws `boxes` with their ref numbers onto the base64 image `image` (`ANNOTATE_DRAW`, on an
+/// unattached canvas in `context`, which must be the Broker's isolated world) and returns the
+/// annotated image as base64 of `mime`.
+pub async fn draw_annotations(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    image: String,
+    boxes: &[ImageBox],
+    (mime, quality): (&str, Option<u64>),
+    timeout: Duration,
+) -> Result<String, PageError> {
+    let value = |v: Value| CallArgument { value: v };
+    let command = CallFunctionOn {
+        function_declaration: ANNOTATE_DRAW.to_owned(),
+        execution_context_id: Some(context.0),
+        object_id: None,
+        arguments: vec![
+            value(Value::String(image)),
+            value(serde_json::to_value(boxes).unwrap_or_default()),
+            value(Value::String(mime.to_owned())),
+            value(quality.map_or(Value::Null, Value::from)),
+        ],
+        return_by_value: true,
+        await_promise: Some(true),
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    if let Some(details) = &result.exception_details {
+        return Err(PageError::ScriptThrew {
+            script: "annotateDraw",
+            text: exception_text(details),
+        });
+    }
+    match result.result.value {
+        Some(Value::String(data)) if !data.is_empty() => Ok(data),
+        _ => Err(PageError::UnexpectedShape {
+            script: "annotateDraw",
+            detail: "the drawing returned no image".to_owned(),
+        }),
+    }
 }
 
 /// Calls a script's stub; when the world has no library yet (a new

@@ -28,6 +28,8 @@ const SEARCH_JS: &str = include_str!("js/search.js");
 const FIND_JS: &str = include_str!("js/find.js");
 const ACTIONS_JS: &str = include_str!("js/actions.js");
 const DOCUMENT_JS: &str = include_str!("js/document.js");
+const UPLOAD_JS: &str = include_str!("js/upload.js");
+const ANNOTATE_JS: &str = include_str!("js/annotate.js");
 /// The click-truth listener installer (one function expression taking `early`).
 pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 
@@ -55,11 +57,15 @@ pub enum Script {
     ScrollToText,
     DocumentInfo,
     ViewportSize,
+    PickFileInput,
+    PickedFileInput,
+    UploadReadback,
+    AnnotationBoxes,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 21] = [
+    pub const ALL: [Script; 25] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -81,6 +87,10 @@ impl Script {
         Script::ScrollToText,
         Script::DocumentInfo,
         Script::ViewportSize,
+        Script::PickFileInput,
+        Script::PickedFileInput,
+        Script::UploadReadback,
+        Script::AnnotationBoxes,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -107,7 +117,17 @@ impl Script {
             Script::ScrollToText => "scrollToText",
             Script::DocumentInfo => "documentInfo",
             Script::ViewportSize => "viewportSize",
+            Script::PickFileInput => "pickFileInput",
+            Script::PickedFileInput => "pickedFileInput",
+            Script::UploadReadback => "uploadReadback",
+            Script::AnnotationBoxes => "annotationBoxes",
         }
+    }
+
+    /// Whether the stub returns the entry's value as is (an element for `Runtime.callFunctionOn`
+    /// without `returnByValue`) rather than as JSON text.
+    pub fn returns_element(self) -> bool {
+        matches!(self, Script::Resolve | Script::PickedFileInput)
     }
 
     /// Whether the script writes to the page (sets a value, selects options), which makes its
@@ -156,6 +176,8 @@ static LIBRARY_SOURCE: LazyLock<String> = LazyLock::new(|| {
         FIND_JS,
         ACTIONS_JS,
         DOCUMENT_JS,
+        UPLOAD_JS,
+        ANNOTATE_JS,
     ]
     .join("\n")
 });
@@ -191,7 +213,7 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// One stub per script. All but `resolve` return their result as one JSON
+/// One stub per script. All but the element-returning ones (`resolve`, `pickedFileInput`) return their result as one JSON
 /// string: CDP's `returnByValue` conversion of a large object tree costs
 /// several times more than `JSON.stringify` plus one string transfer, and
 /// the string decodes straight into typed structs.
@@ -200,9 +222,9 @@ static STUBS: LazyLock<Vec<String>> = LazyLock::new(|| {
     Script::ALL
         .iter()
         .map(|script| {
-            let call = match script {
-                Script::Resolve => format!("lib.{}(options)", script.entry()),
-                _ => format!("JSON.stringify(lib.{}(options))", script.entry()),
+            let call = match script.returns_element() {
+                true => format!("lib.{}(options)", script.entry()),
+                false => format!("JSON.stringify(lib.{}(options))", script.entry()),
             };
             format!(
                 "function (options) {{ \"use strict\"; const lib = globalThis[Symbol.for({key:?})]; \
@@ -355,6 +377,8 @@ mod tests {
             FIND_JS,
             ACTIONS_JS,
             DOCUMENT_JS,
+            UPLOAD_JS,
+            ANNOTATE_JS,
             CLICK_TRUTH_JS,
         ] {
             for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
@@ -449,6 +473,8 @@ mod tests {
             FIND_JS,
             ACTIONS_JS,
             DOCUMENT_JS,
+            UPLOAD_JS,
+            ANNOTATE_JS,
         ];
         let mut n_codes = 0;
         for source in sources {

@@ -7,6 +7,7 @@
 //! it did not create for a Workspace.
 
 pub mod bounds;
+mod choosers;
 mod frames;
 mod load;
 mod pump;
@@ -14,6 +15,7 @@ mod registry;
 mod service;
 mod tab;
 
+pub use choosers::release as release_file_chooser_interception;
 pub use frames::{FrameBook, FrameSelection};
 pub use load::{Awaited, LoadMark, LoadPhase};
 pub use registry::{DialogInfo, TabView, TargetError};

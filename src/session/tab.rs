@@ -11,8 +11,9 @@
 //! mutexes that the event pump may take without a turn; nothing awaits while holding them.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
-//! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
-//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump).
+//! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
+//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump)
+//! and file-chooser interception (`choosers.rs`, whose `FileChooserBook` sits beside the queue).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedMutexGuard};
 
 use super::bounds::{bound_title, bound_url};
+use super::choosers::{self, FileChooserBook};
 use super::frames::{FrameBook, FrameSelection};
 use super::load::{Awaited, LoadBook, LoadMark, LoadPhase};
 use crate::cdp::page::{AddScriptToEvaluateOnNewDocument, Enable};
@@ -45,6 +47,8 @@ struct TabQueue {
     load: Mutex<LoadBook>,
     /// Woken on every change of `load`.
     load_changed: Notify,
+    /// File choosers the tab's sessions reported, and whether its session intercepts them.
+    choosers: Mutex<FileChooserBook>,
 }
 
 impl TabQueue {
@@ -155,6 +159,7 @@ impl TabHandle {
                 frames: Mutex::new(FrameBook::default()),
                 load: Mutex::new(LoadBook::default()),
                 load_changed: Notify::new(),
+                choosers: Mutex::new(FileChooserBook::default()),
             }),
         }
     }
@@ -169,6 +174,11 @@ impl TabHandle {
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
     pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
         self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// The tab's file-chooser record; usable without a turn (the pump counts choosers).
+    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
+        self.queue.choosers.lock().expect("choosers lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -292,6 +302,8 @@ impl TabGuard {
             .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
             .await?;
         register_click_truth(client, &session).await;
+        let intercepting = choosers::intercept(client, &session, true).await;
+        self.file_choosers().set_intercepting(intercepting, Some(&session));
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -304,8 +316,27 @@ impl TabGuard {
         Ok(session)
     }
 
+    /// Switches file-chooser interception back on for a tab whose control was handed back
+    /// (`choosers::release` switched it off): a controlled tab never shows a native chooser.
+    pub async fn ensure_file_chooser_interception(&mut self, client: &CdpClient) {
+        let Some(session) = self.state.session.clone() else {
+            return;
+        };
+        if self.file_choosers().intercepting() {
+            return;
+        }
+        let intercepting = choosers::intercept(client, &session, true).await;
+        self.file_choosers().set_intercepting(intercepting, Some(&session));
+    }
+
+    /// The tab's file-chooser record.
+    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
+        self.queue.choosers.lock().expect("choosers lock")
+    }
+
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
     pub fn drop_session(&mut self) {
+        self.file_choosers().set_intercepting(false, None);
         self.state.session = None;
         self.state.main_frame = None;
         self.state.observations.clear();

@@ -16,6 +16,7 @@ pub enum Action {
     Press,
     Type,
     Keyboard,
+    Upload,
 }
 
 impl Action {
@@ -27,6 +28,7 @@ impl Action {
             Action::Press => "press",
             Action::Type => "type",
             Action::Keyboard => "keyboard",
+            Action::Upload => "upload",
         }
     }
 }
@@ -58,11 +60,15 @@ pub enum Effect {
     DialogOpened,
     PopupOpened,
     Scrolled,
+    /// A file chooser opened (intercepted: no native dialog); answer it with `browser.upload`.
+    FileChooserOpened,
+    /// The file selection of a file input changed.
+    FilesChanged,
 }
 
 impl Effect {
     /// Every effect, in the order of the evidence schema's enum.
-    pub const ALL: [Effect; 11] = [
+    pub const ALL: [Effect; 13] = [
         Effect::CheckedChanged,
         Effect::SelectedChanged,
         Effect::PressedChanged,
@@ -74,6 +80,8 @@ impl Effect {
         Effect::DialogOpened,
         Effect::PopupOpened,
         Effect::Scrolled,
+        Effect::FileChooserOpened,
+        Effect::FilesChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -89,6 +97,8 @@ impl Effect {
             Effect::DialogOpened => "dialog_opened",
             Effect::PopupOpened => "popup_opened",
             Effect::Scrolled => "scrolled",
+            Effect::FileChooserOpened => "file_chooser_opened",
+            Effect::FilesChanged => "files_changed",
         }
     }
 
@@ -116,6 +126,14 @@ pub enum EvidenceReason {
     DefaultPrevented,
     DocumentChanged,
     FocusChanged,
+    /// The page emptied the file input after the files were set.
+    FilesCleared,
+    /// The file input holds other files than the ones set.
+    FilesReplaced,
+    /// The page replaced the file input with another element.
+    InputReplaced,
+    /// The file input left the document (or its document was replaced).
+    InputRemoved,
 }
 
 /// One action's evidence.

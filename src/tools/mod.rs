@@ -26,6 +26,7 @@ pub mod schema;
 mod scroll;
 mod tab;
 mod tabs;
+mod upload;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};
 pub use context::{

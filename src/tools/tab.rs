@@ -297,10 +297,9 @@ async fn controlled_tab(
     let mut guard = ticket.unwrap_or_else(|| handle.ticket()).turn().await;
     guard.set_workspace(workspace_id);
     scope.gate.pass().await?;
-    Ok(ControlledTab {
-        client: scope.gate.watch(&live.client),
-        guard,
-    })
+    let client = scope.gate.watch(&live.client);
+    guard.ensure_file_chooser_interception(&client).await;
+    Ok(ControlledTab { client, guard })
 }
 
 pub struct PageState {
