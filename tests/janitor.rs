@@ -680,6 +680,7 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::FrameDetached(_) => "FrameDetached",
         Event::JavascriptDialogOpening(_) => "JavascriptDialogOpening",
         Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
+        Event::FileChooserOpened(_) => "FileChooserOpened",
         Event::Other { .. } => "Other",
     }
 }

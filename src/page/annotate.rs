@@ -77,13 +77,13 @@ impl PageScript for AnnotationBoxes {
 
     fn call(&self) -> Result<ScriptCall, PageError> {
         validate_key(&self.observation_key)?;
-        if let Some(refs) = &self.refs {
-            if refs.len() > ANNOTATION_MAX_REFS || refs.contains(&0) {
-                return Err(PageError::InvalidOption {
-                    name: "annotations.refs",
-                    detail: format!("must be 1..={ANNOTATION_MAX_REFS} refs, each at least 1"),
-                });
-            }
+        if let Some(refs) = &self.refs
+            && (refs.len() > ANNOTATION_MAX_REFS || refs.contains(&0))
+        {
+            return Err(PageError::InvalidOption {
+                name: "annotations.refs",
+                detail: format!("must be 1..={ANNOTATION_MAX_REFS} refs, each at least 1"),
+            });
         }
         Ok(ScriptCall {
             script: Script::AnnotationBoxes,
@@ -192,7 +192,10 @@ mod tests {
             .call()
         };
         assert_eq!(call(None).unwrap().argument["refs"], json!(null));
-        assert_eq!(call(Some(vec![3, 1])).unwrap().argument["refs"], json!([3, 1]));
+        assert_eq!(
+            call(Some(vec![3, 1])).unwrap().argument["refs"],
+            json!([3, 1])
+        );
         assert!(call(Some(vec![0])).is_err());
         assert!(call(Some((1..=201).collect())).is_err());
     }

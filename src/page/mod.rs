@@ -62,4 +62,6 @@ pub use run::{
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
-pub use upload::{FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback};
+pub use upload::{
+    FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback,
+};

@@ -127,7 +127,10 @@ mod tests {
         assert_eq!(by_index.argument, json!({"index": 2}));
         assert_eq!(by_index.script, Script::PickFileInput);
         assert_eq!(
-            PickFileInput(FileInputChoice::Only).call().unwrap().argument,
+            PickFileInput(FileInputChoice::Only)
+                .call()
+                .unwrap()
+                .argument,
             json!({})
         );
     }

@@ -113,11 +113,7 @@ pub async fn release(service: &BrowserService, workspace_id: &str, lease_id: &st
     let Some(handle) = found else {
         return;
     };
-    let session = {
-        let mut book = handle.file_choosers();
-        let session = book.intercepting.take();
-        session
-    };
+    let session = handle.file_choosers().intercepting.take();
     if let Some(session) = session {
         intercept(&live.client, &session, false).await;
     }

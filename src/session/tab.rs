@@ -303,7 +303,8 @@ impl TabGuard {
             .await?;
         register_click_truth(client, &session).await;
         let intercepting = choosers::intercept(client, &session, true).await;
-        self.file_choosers().set_intercepting(intercepting, Some(&session));
+        self.file_choosers()
+            .set_intercepting(intercepting, Some(&session));
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -326,7 +327,8 @@ impl TabGuard {
             return;
         }
         let intercepting = choosers::intercept(client, &session, true).await;
-        self.file_choosers().set_intercepting(intercepting, Some(&session));
+        self.file_choosers()
+            .set_intercepting(intercepting, Some(&session));
     }
 
     /// The tab's file-chooser record.

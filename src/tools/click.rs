@@ -193,7 +193,8 @@ pub async fn click(
     let aimed = match by_ref {
         true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
             Ok((target, summary)) => {
-                file_input = summary.tag == "input" && summary.input_type.as_deref() == Some("file");
+                file_input =
+                    summary.tag == "input" && summary.input_type.as_deref() == Some("file");
                 pointer::actionable(&tab.client, &ctx, &chain, &target, scope.deadline)
                     .await
                     .map(|aim| (aim, Some(target), summary.role))

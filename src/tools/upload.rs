@@ -91,8 +91,10 @@ pub async fn upload(
     let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
     if by_ref && params.input_index.is_some() {
         return Err(ToolError::from(
-            RpcError::invalid_params("name the file input by observationId + ref or by inputIndex, not both")
-                .with_context("path", json!("arguments.inputIndex")),
+            RpcError::invalid_params(
+                "name the file input by observationId + ref or by inputIndex, not both",
+            )
+            .with_context("path", json!("arguments.inputIndex")),
         ));
     }
     // The Artifact is checked before the tab is touched: a refused one never dispatches.
@@ -225,7 +227,9 @@ fn upload_evidence(
     }
     let mut evidence = Evidence::new(Action::Upload, status, "file_input", effects);
     evidence.reason = reason;
-    if let Some(read) = read.filter(|r| matches!(r.state, InputState::Connected | InputState::Replaced)) {
+    if let Some(read) =
+        read.filter(|r| matches!(r.state, InputState::Connected | InputState::Replaced))
+    {
         evidence.set("fileCount", read.file_count);
         evidence.set("fileNameMatches", read.name_matches);
     }

@@ -52,7 +52,7 @@ function pickFileInput(options) {
   };
 }
 
-function pickedFileInput() {
+function pickedFileInput(options) {
   const picked = bpState().upload;
   if (picked === undefined || picked.doc !== document || !picked.el.isConnected) return null;
   return picked.el;
