@@ -307,6 +307,73 @@ fn file_choosers(rig: &Rig, agent: &mut Agent) {
     );
     let event = agent.wait_event("file_chooser");
     assert_eq!(event["payload"]["mode"], "multiple", "{event}");
+    user_tab_choosers(rig, agent);
+}
+
+/// A user tab intercepts choosers only while a Lease controls it: `browser.tabs.release`
+/// switches interception off, and controlling the tab again brings it back.
+fn user_tab_choosers(rig: &Rig, agent: &mut Agent) {
+    let mut cdp = OwnCdp::connect(&rig.chromium);
+    let url = rig.fixtures.url("/fixture/upload#user");
+    cdp.open_user_tab(&url);
+    let mut target = Value::Null;
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(15), || {
+            let tabs = agent.tabs();
+            match tabs.iter().find(|t| t["url"] == url.as_str()) {
+                Some(tab) => {
+                    target = tab["targetId"].clone();
+                    true
+                }
+                None => false,
+            }
+        }),
+        "the user tab is listed"
+    );
+    let click_resume = |agent: &mut Agent| {
+        let observation = observe(agent, &target);
+        agent.tool(
+            "browser.click",
+            Some(&target),
+            json!({"observationId": observation["observationId"], "ref": input_ref(&observation, "Resume"), "observe": {"limit": 5}}),
+        )
+    };
+    let controlled = click_resume(agent);
+    assert!(
+        controlled["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("file_chooser_opened")),
+        "{}",
+        controlled["evidence"]
+    );
+    agent.wait_event("file_chooser");
+    agent.tool("browser.tabs.release", Some(&target), json!({}));
+    agent.events();
+    // Released, interception was switched off; controlled again, the Broker's click is
+    // intercepted once more (one event, from this click).
+    let again = click_resume(agent);
+    assert!(
+        again["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("file_chooser_opened")),
+        "{}",
+        again["evidence"]
+    );
+    let mut seen = Vec::new();
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(15), || {
+            seen.extend(agent.events());
+            seen.iter().any(|e| e["type"] == "file_chooser")
+        }),
+        "no file_chooser event after the controlled click"
+    );
+    let choosers = seen.iter().filter(|e| e["type"] == "file_chooser").count();
+    assert_eq!(
+        choosers, 1,
+        "the released tab intercepted the user's click: {seen:?}"
+    );
 }
 
 /// Decodes a PNG in a blank tab of the test's own (pixels read with `colorSpaceConversion:

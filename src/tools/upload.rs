@@ -19,6 +19,7 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
 use crate::cdp::dom::SetFileInputFiles;
+use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::page::{self, FileInputChoice, InputState, PickFileInput, Readback, UploadReadback};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::version::now_ms;
@@ -166,6 +167,16 @@ pub async fn upload(
             .map(|_| ())
     })
     .await?;
+    if !dialog {
+        // The element handle is not needed any more (best effort).
+        let release = ReleaseObjectGroup {
+            object_group: page::REF_OBJECT_GROUP.to_owned(),
+        };
+        let _ = tab
+            .client
+            .execute(&ctx.session, &release, SCRIPT_TIMEOUT)
+            .await;
+    }
     let readback = match dialog {
         true => None,
         false => {
