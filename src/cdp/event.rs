@@ -95,7 +95,8 @@ impl Event {
 
     /// Whether the event is part of a target's or a page load's lifecycle: the client keeps
     /// these when its consumer is slow (dropping one would leave a session open forever or
-    /// make a waiting navigation look stalled), and drops others.
+    /// make a waiting navigation look stalled; an intercepted file chooser has no other trace),
+    /// and drops others.
     pub fn is_lifecycle(method: &str) -> bool {
         method.starts_with("Target.")
             || method.starts_with("Inspector.")
@@ -105,6 +106,8 @@ impl Event {
                 FrameStoppedLoading::METHOD,
                 FrameNavigated::METHOD,
                 NavigatedWithinDocument::METHOD,
+                // Rare, and the only report of an intercepted chooser (nothing is shown).
+                FileChooserOpened::METHOD,
             ]
             .contains(&method)
     }
@@ -326,6 +329,7 @@ mod tests {
         assert!(Event::is_lifecycle("Inspector.detached"));
         assert!(Event::is_lifecycle("Page.lifecycleEvent"));
         assert!(!Event::is_lifecycle("Page.loadEventFired"));
+        assert!(Event::is_lifecycle("Page.fileChooserOpened"));
         assert!(!Event::is_lifecycle("Network.dataReceived"));
     }
 }
