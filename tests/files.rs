@@ -92,7 +92,7 @@ fn files_in_and_annotated_screenshots_out() {
     let mut cdp = OwnCdp::connect(&rig.chromium);
     let client_dir = tempfile::tempdir().unwrap();
     uploads(&rig, &mut agent, &mut cdp, client_dir.path());
-    file_choosers(&rig, &mut agent);
+    file_choosers(&rig, &mut agent, &mut cdp, client_dir.path());
     annotations(&rig, &mut agent, &mut cdp);
 }
 
@@ -271,8 +271,8 @@ fn uploads(rig: &Rig, agent: &mut Agent, cdp: &mut OwnCdp, client_dir: &Path) {
     );
 }
 
-fn file_choosers(rig: &Rig, agent: &mut Agent) {
-    let url = rig.fixtures.url("/fixture/upload");
+fn file_choosers(rig: &Rig, agent: &mut Agent, cdp: &mut OwnCdp, client_dir: &Path) {
+    let url = rig.fixtures.url("/fixture/upload#choosers");
     let target = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
     agent.events();
     let observation = observe(agent, &target);
@@ -307,6 +307,23 @@ fn file_choosers(rig: &Rig, agent: &mut Agent) {
     );
     let event = agent.wait_event("file_chooser");
     assert_eq!(event["payload"]["mode"], "multiple", "{event}");
+    // Answered without naming the input: the chooser's own (hidden, in no Observation).
+    let photo = client_dir.join("holiday.png");
+    std::fs::write(&photo, b"not really a png").unwrap();
+    let artifact = import(agent, &photo);
+    let answered = agent.tool(
+        "browser.upload",
+        Some(&target),
+        json!({"artifactId": artifact, "observe": {"limit": 5}}),
+    );
+    assert_eq!(answered["evidence"]["status"], "verified", "{answered}");
+    assert_eq!(answered["evidence"]["multiple"], true);
+    let gallery = page_value(
+        cdp,
+        "/fixture/upload#choosers",
+        "[...document.getElementById('gallery').files].map((f) => f.name)",
+    );
+    assert_eq!(gallery, json!(["holiday.png"]));
     user_tab_choosers(rig, agent);
 }
 

@@ -57,8 +57,8 @@ pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    draw_annotations, frame_point_hit, install_library, main_frame_id, picked_file_input,
-    resolve_object, run,
+    draw_annotations, file_input_index, frame_point_hit, install_library, main_frame_id,
+    picked_file_input, resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -16,6 +16,7 @@ use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
 use super::annotate::{ANNOTATE_DRAW, ImageBox};
 use super::error::PageError;
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
+use super::upload::FILE_INPUT_INDEX;
 
 /// Name of the Broker's isolated world in every frame. The page cannot see
 /// its globals; creating it again on the same frame returns the same
@@ -129,6 +130,39 @@ pub async fn picked_file_input(
     };
     let result = call_installed(client, session, context, &call, false, timeout).await?;
     Ok(result.result.object_id.map(RemoteObjectId))
+}
+
+/// The index of the element `object_id` (resolved in the Broker's isolated world) among its
+/// document's file inputs, or `None` when it is not one of them.
+pub async fn file_input_index(
+    client: &CdpClient,
+    session: &SessionId,
+    object_id: &str,
+    timeout: Duration,
+) -> Result<Option<u32>, PageError> {
+    let command = CallFunctionOn {
+        function_declaration: FILE_INPUT_INDEX.to_owned(),
+        execution_context_id: None,
+        object_id: Some(object_id.to_owned()),
+        arguments: Vec::new(),
+        return_by_value: true,
+        await_promise: None,
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    if let Some(details) = &result.exception_details {
+        return Err(PageError::ScriptThrew {
+            script: "fileInputIndex",
+            text: exception_text(details),
+        });
+    }
+    Ok(result
+        .result
+        .value
+        .as_ref()
+        .and_then(Value::as_i64)
+        .and_then(|index| u32::try_from(index).ok()))
 }
 
 /// Draws `boxes` with their ref numbers onto the base64 image `image` (`ANNOTATE_DRAW`, on an

@@ -11,6 +11,10 @@ use super::actions::RefTarget;
 use super::error::PageError;
 use super::script::{PageScript, Script, ScriptCall, decode};
 
+/// `Runtime.callFunctionOn` declaration run on an element in the isolated world: its index
+/// among the document's file inputs, or -1 (`run::file_input_index`).
+pub const FILE_INPUT_INDEX: &str = include_str!("js/fileinputindex.js");
+
 /// Which file input to use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileInputChoice {

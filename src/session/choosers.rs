@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::service::BrowserService;
+use crate::cdp::dom::BackendNodeId;
 use crate::cdp::page::{FileChooserOpened, SetInterceptFileChooserDialog};
 use crate::cdp::{CdpClient, SessionId, TargetId};
 use crate::events::Emit;
@@ -27,6 +28,9 @@ pub struct FileChooserBook {
     opened: u64,
     /// The tab session that intercepts choosers now, if any.
     intercepting: Option<SessionId>,
+    /// The input of the latest chooser and the session it lives in (raw ids: they never leave
+    /// the Broker; `browser.upload` uses them as its default input).
+    last: Option<(SessionId, BackendNodeId)>,
 }
 
 impl FileChooserBook {
@@ -45,8 +49,14 @@ impl FileChooserBook {
         self.intercepting = session.filter(|_| on).cloned();
     }
 
-    fn on_opened(&mut self) {
+    /// The session and node of the latest chooser's input, if it named one.
+    pub fn last(&self) -> Option<(SessionId, BackendNodeId)> {
+        self.last.clone()
+    }
+
+    fn on_opened(&mut self, session: &SessionId, input: Option<BackendNodeId>) {
         self.opened += 1;
+        self.last = input.map(|node| (session.clone(), node));
     }
 }
 
@@ -68,12 +78,14 @@ pub async fn intercept(client: &CdpClient, session: &SessionId, enabled: bool) -
 pub(super) fn on_opened(
     service: &BrowserService,
     tab: &TargetId,
+    session: &SessionId,
     opened: &FileChooserOpened,
 ) -> Vec<Emit> {
     let Some(handle) = service.with_registry(|registry| registry.handle(tab)) else {
         return Vec::new();
     };
-    handle.file_choosers().on_opened();
+    let input = opened.backend_node_id.map(BackendNodeId);
+    handle.file_choosers().on_opened(session, input);
     let mode = match opened.multiple() {
         true => "multiple",
         false => "single",
@@ -127,8 +139,11 @@ mod tests {
     fn the_book_counts_and_remembers_interception() {
         let mut book = FileChooserBook::default();
         assert_eq!((book.opened(), book.intercepting()), (0, false));
-        book.on_opened();
-        book.on_opened();
+        let session = SessionId::new("s");
+        book.on_opened(&session, Some(BackendNodeId(4)));
+        assert_eq!(book.last(), Some((session.clone(), BackendNodeId(4))));
+        book.on_opened(&session, None);
+        assert_eq!(book.last(), None);
         book.set_intercepting(true, Some(&SessionId::new("s")));
         assert_eq!((book.opened(), book.intercepting()), (2, true));
         book.set_intercepting(false, Some(&SessionId::new("s")));

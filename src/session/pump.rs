@@ -201,7 +201,7 @@ fn on_event(
             })
         }
         (Some(session), Event::FileChooserOpened(opened)) => match sessions.tab_of(session) {
-            Some(tab) => super::choosers::on_opened(service, &tab.clone(), &opened),
+            Some(tab) => super::choosers::on_opened(service, &tab.clone(), session, &opened),
             None => Vec::new(),
         },
         (Some(session), Event::FrameNavigated(navigated)) => {

@@ -1,6 +1,7 @@
 //! `browser.upload`: sets an imported `upload_input` Artifact as the selected file of a file
 //! input (by Observation ref, by `inputIndex`, or the document's only one) and reads the input
-//! back. Output Artifacts (screenshots, previews, PDFs, downloads) are refused
+//! back. Without a named input it takes the input of the tab's latest intercepted file
+//! chooser, else the document's only file input. Output Artifacts (screenshots, previews, PDFs, downloads) are refused
 //! (`artifact_kind_not_allowed`); another Workspace's or client's Artifact is
 //! `artifact_not_found`, exactly like an unknown id. The protected path goes only into
 //! `DOM.setFileInputFiles`; evidence carries counts and a name-match boolean, never a path or a
@@ -17,8 +18,8 @@ use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
-use crate::cdp::dom::SetFileInputFiles;
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT};
+use crate::cdp::dom::{ResolveNode, SetFileInputFiles};
 use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::page::{self, FileInputChoice, InputState, PickFileInput, Readback, UploadReadback};
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -36,7 +37,7 @@ const MAX_INPUT_INDEX: u32 = 10_000;
 pub fn defs() -> Vec<ToolDef> {
     vec![ToolDef {
         name: "browser.upload",
-        description: "Select an imported file (an `upload_input` Artifact from artifacts/import) in a file input of the selected frame: the input of `observationId` + `ref`, the `inputIndex`-th file input of the document (0-based), or the document's only one. Output Artifacts (screenshots, PDFs, downloads) are refused. The input is read back: evidence `verified` only when exactly one file with the imported name is selected, `mismatch` when the page cleared, swapped or replaced it, `unavailable` when the input is gone. Returns evidence {fileCount, fileNameMatches, ...} (never a path) and a fresh Observation. A click that opens a file chooser reports the effect `file_chooser_opened`; answer it with this tool.",
+        description: "Select an imported file (an `upload_input` Artifact from artifacts/import) in a file input of the selected frame: the input of `observationId` + `ref`, the `inputIndex`-th file input of the document (0-based), else the input whose file chooser a click just opened (file_chooser event), else the document's only one. Output Artifacts (screenshots, PDFs, downloads) are refused. The input is read back: evidence `verified` only when exactly one file with the imported name is selected, `mismatch` when the page cleared, swapped or replaced it, `unavailable` when the input is gone. Returns evidence {fileCount, fileNameMatches, ...} (never a path) and a fresh Observation. A click that opens a file chooser reports the effect `file_chooser_opened`; answer it with this tool.",
         capability: "action.input",
         mutating: true,
         input_schema: object(
@@ -136,7 +137,10 @@ pub async fn upload(
             (FileInputChoice::Ref(target), subject)
         }
         (false, Some(index)) => (FileInputChoice::Index(index), Subject::Page),
-        (false, None) => (FileInputChoice::Only, Subject::Page),
+        (false, None) => match chooser_input(&mut tab, &ctx).await {
+            Some(index) => (FileInputChoice::Index(index), Subject::Page),
+            None => (FileInputChoice::Only, Subject::Page),
+        },
     };
     let picked = tab.run(&ctx, &PickFileInput(choice)).await?;
     let element = page::picked_file_input(&tab.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT)
@@ -204,6 +208,33 @@ pub async fn upload(
         frame_id: ctx.frame_id.clone(),
     };
     finish_with_observation(env, &mut tab, scope, finished).await
+}
+
+/// The input of the tab's latest intercepted file chooser, as its index among the file inputs
+/// of the selected frame's document, when it is one of them (the default when the call names no
+/// input: the agent answers the chooser its click opened, even for a hidden input that is not
+/// in any Observation).
+async fn chooser_input(tab: &mut ControlledTab, ctx: &PageContext) -> Option<u32> {
+    let (session, node) = tab.guard.file_choosers().last()?;
+    if session != ctx.session {
+        return None;
+    }
+    let resolve = ResolveNode {
+        backend_node_id: node,
+        execution_context_id: Some(ctx.context.get()),
+        object_group: Some(page::REF_OBJECT_GROUP.to_owned()),
+    };
+    let object = tab
+        .client
+        .execute(&ctx.session, &resolve, SCRIPT_TIMEOUT)
+        .await
+        .ok()?
+        .object
+        .object_id?;
+    page::file_input_index(&tab.client, &ctx.session, &object, SCRIPT_TIMEOUT)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Upload evidence from the read-back (`None`: a dialog blocks the page; `Some(None)`: the
