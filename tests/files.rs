@@ -551,6 +551,23 @@ fn annotations(rig: &Rig, agent: &mut Agent, cdp: &mut OwnCdp) {
     let drawn = pixels(cdp, &png, &points);
     assert!(drawn.iter().all(|p| *p == STROKE), "{drawn:?}");
 
+    // JPEG: drawn and re-encoded as JPEG at the asked quality.
+    let jpeg = agent.tool(
+        "browser.capture",
+        Some(&target),
+        json!({"format": "jpeg", "quality": 90, "annotations": {"observationId": observation_id, "refs": [delta]}}),
+    );
+    assert_eq!(jpeg["annotationCount"], 1, "{jpeg}");
+    assert_eq!(jpeg["artifact"]["mimeType"], "image/jpeg");
+    let bytes = artifact_bytes(agent, &jpeg);
+    assert_eq!(&bytes[..3], b"\xff\xd8\xff", "a JPEG file");
+    let (dx, dy, _, _) = bounds(&observation, delta);
+    let near = pixels(cdp, &bytes, &[(dx, dy + 10)])[0];
+    assert!(
+        near[0] > 200 && near[1] < 80 && near[2] > 200,
+        "the outline survives JPEG: {near:?}"
+    );
+
     // A plain capture is not annotated, and the page's world never saw a canvas or a decode.
     let plain = agent.tool("browser.capture", Some(&target), json!({}));
     assert!(plain.get("annotationCount").is_none());
