@@ -269,6 +269,46 @@ fn uploads(rig: &Rig, agent: &mut Agent, cdp: &mut OwnCdp, client_dir: &Path) {
         ),
         json!(1)
     );
+    // The page reads the protected copy when it reads the file: while the Artifact lives...
+    let read = "document.getElementById('resume').files[0].text().then((t) => 'read:' + t, (e) => 'error:' + e.name)";
+    assert_eq!(
+        page_await(cdp, "/fixture/upload", read),
+        json!("read:quarterly numbers\n")
+    );
+    // ...and not after it was released (docs/artifacts.md says so).
+    agent.bridge.ok(
+        "artifacts/release",
+        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": artifact}),
+    );
+    let after = page_await(cdp, "/fixture/upload", read);
+    assert!(
+        after.as_str().unwrap().starts_with("error:"),
+        "read after release: {after}"
+    );
+}
+
+/// Awaits `expression` (a promise) in the page's own world over the test's own connection.
+fn page_await(cdp: &mut OwnCdp, url_suffix: &str, expression: &str) -> Value {
+    let target = cdp
+        .pages()
+        .into_iter()
+        .find(|(_, url)| url.ends_with(url_suffix))
+        .expect("page found")
+        .0;
+    let session = cdp.call(
+        "Target.attachToTarget",
+        json!({"targetId": target, "flatten": true}),
+    )["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let result = cdp.call_in(
+        Some(&session),
+        "Runtime.evaluate",
+        json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+    );
+    cdp.call("Target.detachFromTarget", json!({"sessionId": session}));
+    result["result"]["value"].clone()
 }
 
 fn file_choosers(rig: &Rig, agent: &mut Agent, cdp: &mut OwnCdp, client_dir: &Path) {
