@@ -15,7 +15,7 @@ use super::script::{PageScript, Script, ScriptCall, decode};
 /// may name.
 pub const ANNOTATION_MAX_REFS: usize = 200;
 
-/// The drawing function: `(image base64, boxes, mime, quality|null) -> base64`.
+/// The drawing function: `(image base64, boxes, mime, quality|null, scale) -> base64`.
 pub const ANNOTATE_DRAW: &str = include_str!("js/annotatedraw.js");
 
 /// The boxes of `refs` (or of the first [`ANNOTATION_MAX_REFS`] refs in document order) of

@@ -167,14 +167,15 @@ pub async fn file_input_index(
 
 /// Draws `boxes` with their ref numbers onto the base64 image `image` (`ANNOTATE_DRAW`, on an
 /// unattached canvas in `context`, which must be the Broker's isolated world) and returns the
-/// annotated image as base64 of `mime`.
+/// annotated image as base64 of `mime`; `scale` is the image's pixels per CSS pixel (outline and
+/// labels grow with it).
 pub async fn draw_annotations(
     client: &CdpClient,
     session: &SessionId,
     context: ExecutionContextId,
     image: String,
     boxes: &[ImageBox],
-    (mime, quality): (&str, Option<u64>),
+    (mime, quality, scale): (&str, Option<u64>, f64),
     timeout: Duration,
 ) -> Result<String, PageError> {
     let value = |v: Value| CallArgument { value: v };
@@ -187,6 +188,7 @@ pub async fn draw_annotations(
             value(serde_json::to_value(boxes).unwrap_or_default()),
             value(Value::String(mime.to_owned())),
             value(quality.map_or(Value::Null, Value::from)),
+            value(Value::from(scale)),
         ],
         return_by_value: true,
         await_promise: Some(true),

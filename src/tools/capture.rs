@@ -509,7 +509,7 @@ impl Tab<'_> {
             world,
             data,
             &boxes,
-            (options.format.mime(), quality),
+            (options.format.mime(), quality, scale),
             call_timeout(self.scope),
         )
         .await?;

@@ -4,13 +4,16 @@
 // `boxes` ({ref, x, y, width, height} in image pixels, integers) as an
 // outline with its ref number on an OffscreenCanvas that is never attached to
 // any document, and returns the annotated image as base64 of `mime`
-// (`quality` for JPEG). The page sees no element, no canvas and no event.
+// (`quality` for JPEG). `scale` (image pixels per CSS pixel) grows the outline
+// and the labels on high-density images, never below their 1x size. The page
+// sees no element, no canvas and no event.
 // Embedded by src/page/annotate.rs as ANNOTATE_DRAW.
-async function (image, boxes, mime, quality) {
+async function (image, boxes, mime, quality, scale) {
   "use strict";
   const STROKE = '#ff00ff';
   const LABEL_TEXT = '#ffffff';
-  const LINE = 2;
+  const density = Math.max(1, Math.round(scale));
+  const LINE = 2 * density;
   const binary = atob(image);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
@@ -24,7 +27,7 @@ async function (image, boxes, mime, quality) {
   g.lineWidth = LINE;
   g.strokeStyle = STROKE;
   g.textBaseline = 'top';
-  const fontSize = 12;
+  const fontSize = 12 * density;
   g.font = 'bold ' + fontSize + 'px sans-serif';
   for (const box of boxes) {
     // The outline lies inside the box: its outer edge is the box's edge.
@@ -32,12 +35,13 @@ async function (image, boxes, mime, quality) {
   }
   for (const box of boxes) {
     const label = String(box.ref);
-    const width = Math.ceil(g.measureText(label).width) + 6;
-    const height = fontSize + 4;
+    const pad = 3 * density;
+    const width = Math.ceil(g.measureText(label).width) + 2 * pad;
+    const height = fontSize + 4 * density;
     g.fillStyle = STROKE;
     g.fillRect(box.x, box.y, Math.min(width, box.width), Math.min(height, box.height));
     g.fillStyle = LABEL_TEXT;
-    g.fillText(label, box.x + 3, box.y + 2, Math.max(1, box.width - 6));
+    g.fillText(label, box.x + pad, box.y + 2 * density, Math.max(1, box.width - 2 * pad));
   }
   const blob = await canvas.convertToBlob(
     quality === null ? { type: mime } : { type: mime, quality: quality / 100 });
