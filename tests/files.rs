@@ -427,10 +427,47 @@ fn user_tab_choosers(rig: &Rig, agent: &mut Agent) {
         "no file_chooser event after the controlled click"
     );
     let choosers = seen.iter().filter(|e| e["type"] == "file_chooser").count();
-    assert_eq!(
-        choosers, 1,
-        "the released tab intercepted the user's click: {seen:?}"
+    assert_eq!(choosers, 1, "{seen:?}");
+
+    // Another Workspace takes the tab and is released while it controls it; the tab goes back
+    // to the user, and the next controller's clicks are intercepted again.
+    agent.tool("browser.tabs.release", Some(&target), json!({}));
+    let mut other = Agent::new(rig, "com.example.other-user-tab");
+    other.connect();
+    let theirs = other
+        .tabs()
+        .into_iter()
+        .find(|t| t["url"] == url.as_str())
+        .unwrap()["targetId"]
+        .clone();
+    let observation = observe(&mut other, &theirs);
+    let clicked = other.tool(
+        "browser.click",
+        Some(&theirs),
+        json!({"observationId": observation["observationId"], "ref": input_ref(&observation, "Resume")}),
     );
+    assert!(
+        clicked["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("file_chooser_opened")),
+        "{}",
+        clicked["evidence"]
+    );
+    let workspace_id = other.workspace_id.clone();
+    other
+        .bridge
+        .ok("workspaces/release", json!({"workspaceId": workspace_id}));
+    let back = click_resume(agent);
+    assert!(
+        back["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("file_chooser_opened")),
+        "{}",
+        back["evidence"]
+    );
+    agent.tool("browser.tabs.release", Some(&target), json!({}));
 }
 
 /// Decodes a PNG in a blank tab of the test's own (pixels read with `colorSpaceConversion:

@@ -5,7 +5,8 @@
 //! `FileChooserBook` counts it (action evidence reads the count before and after an input
 //! action: the `file_chooser_opened` effect) and every Workspace that manages or controls the
 //! tab gets a `file_chooser` event telling it to call `browser.upload`. A released user tab has
-//! interception switched off again (`release`), so the user's own file inputs keep working.
+//! interception switched off again (`release`, and for its Workspace's release
+//! `stop_intercepting`), so the user's own file inputs keep working.
 //! No raw CDP id (backend node, frame, session) leaves this file.
 
 use std::time::Duration;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::service::BrowserService;
+use super::tab::TabHandle;
 use crate::cdp::dom::BackendNodeId;
 use crate::cdp::page::{FileChooserOpened, SetInterceptFileChooserDialog};
 use crate::cdp::{CdpClient, SessionId, TargetId};
@@ -125,9 +127,17 @@ pub async fn release(service: &BrowserService, workspace_id: &str, lease_id: &st
     let Some(handle) = found else {
         return;
     };
-    let session = handle.file_choosers().intercepting.take();
-    if let Some(session) = session {
-        intercept(&live.client, &session, false).await;
+    stop_intercepting(&live.client, &[handle]).await;
+}
+
+/// Switches interception off on these tabs' sessions (their control ends: a Lease released
+/// the tab, or its Workspace was released).
+pub(super) async fn stop_intercepting(client: &CdpClient, tabs: &[TabHandle]) {
+    for handle in tabs {
+        let session = handle.file_choosers().intercepting.take();
+        if let Some(session) = session {
+            intercept(client, &session, false).await;
+        }
     }
 }
 
