@@ -83,6 +83,17 @@ fn agent_loop(c: &mut Criterion) {
             agent.bridge.ok("artifacts/release", params);
         })
     });
+    heartbeat(&mut agent);
+    // The same capture with every ref of the page's Observation outlined and numbered (drawn
+    // on an unattached canvas in the isolated world), to read beside the plain one.
+    let annotated = agent.tool("browser.observe", Some(&target), json!({"limit": 200}));
+    group.bench_function("viewport_screenshot_annotated_to_artifact", |b| {
+        b.iter(|| {
+            let shot = agent.tool("browser.capture", Some(&target), json!({"annotations": {"observationId": annotated["observationId"]}}));
+            let params = json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": shot["artifact"]["id"]});
+            agent.bridge.ok("artifacts/release", params);
+        })
+    });
     eprintln!("RSS idle-ish (KiB): {}", rss_report(&rig, &agent));
     for n in [5_000usize, 20_000] {
         heartbeat(&mut agent);

@@ -368,7 +368,7 @@ fn capture_viewport_element_full_page_and_previews() {
     // Refusals, all before anything is stored.
     let refusals = [
         (
-            json!({"annotations": {"observationId": "observation:x"}}),
+            json!({"annotations": {"observationId": "observation:x"}, "fullPage": true}),
             "invalid_params",
             None,
         ),

@@ -689,6 +689,7 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::RequestWillBeSent(_) => "RequestWillBeSent",
         Event::LoadingFinished(_) => "LoadingFinished",
         Event::LoadingFailed(_) => "LoadingFailed",
+        Event::FileChooserOpened(_) => "FileChooserOpened",
         Event::Other { .. } => "Other",
     }
 }

@@ -234,7 +234,7 @@ fn every_tool_has_a_real_example() {
         &mut agent,
         "browser.capture",
         Some(&target),
-        json!({"selector": "h1"}),
+        json!({"annotations": {"observationId": observation["observationId"], "refs": [confirm]}}),
     );
     record(
         &mut agent,
@@ -322,6 +322,26 @@ fn every_tool_has_a_real_example() {
         json!({"expression": "(document.cookie = 'theme=dark; path=/', document.title)"}),
     );
     record(&mut agent, "browser.cookies.list", Some(&target), json!({}));
+    // Upload: an imported client file into the first file input of the upload fixture.
+    let uploading = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/upload")}),
+    )["targetId"]
+        .clone();
+    let client_dir = tempfile::tempdir().unwrap();
+    let resume = client_dir.path().join("resume.pdf");
+    std::fs::write(&resume, b"%PDF-1.4 example\n").unwrap();
+    let imported = agent.bridge.ok(
+        "artifacts/import",
+        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "path": resume}),
+    );
+    record(
+        &mut agent,
+        "browser.upload",
+        Some(&uploading),
+        json!({"artifactId": imported["artifact"]["id"], "inputIndex": 0, "observe": {"limit": 5}}),
+    );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
 

@@ -1,5 +1,6 @@
 //! The `DOM` domain: the few node commands the click path uses (`GetFrameOwner`,
-//! `ResolveNode`, `ScrollIntoViewIfNeeded`, `GetBoxModel`) and the backend node id they share.
+//! `ResolveNode`, `ScrollIntoViewIfNeeded`, `GetBoxModel`), `SetFileInputFiles` for uploads,
+//! and the backend node id they share.
 //! Wire shapes only: no node is ever named to an agent by these ids.
 
 use serde::{Deserialize, Serialize};
@@ -94,6 +95,21 @@ impl Command for GetBoxModel {
     type Reply = GetBoxModelReply;
 }
 
+/// `DOM.setFileInputFiles`: selects `files` (absolute paths) in a file input given as a remote
+/// object. Chromium accepts a path that does not exist (an empty file of that name) and a
+/// relative one (field notes §7): callers pass only checked absolute paths.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetFileInputFiles {
+    pub files: Vec<String>,
+    pub object_id: String,
+}
+
+impl Command for SetFileInputFiles {
+    const METHOD: &'static str = "DOM.setFileInputFiles";
+    type Reply = Empty;
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -129,6 +145,13 @@ mod tests {
             }),
             json!({"backendNodeId": 12})
         );
+        assert_eq!(
+            params(&SetFileInputFiles {
+                files: vec!["/p/a.txt".to_owned()],
+                object_id: "1.2.3".to_owned()
+            }),
+            json!({"files": ["/p/a.txt"], "objectId": "1.2.3"})
+        );
     }
 
     /// Recorded from Chromium 156 on a 300x150 `srcdoc` iframe.
@@ -150,5 +173,6 @@ mod tests {
         assert_eq!(model.model.content[2], 335.546875);
         assert_eq!((model.model.width, model.model.height), (300.0, 150.0));
         reply::<ScrollIntoViewIfNeeded>(json!({}));
+        reply::<SetFileInputFiles>(json!({}));
     }
 }

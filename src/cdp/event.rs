@@ -12,7 +12,7 @@ use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
 use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent};
 use super::page::{
-    FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
+    FileChooserOpened, FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
 };
 use super::runtime::{ConsoleApiCalled, ExceptionThrown};
@@ -54,6 +54,7 @@ pub enum Event {
     RequestWillBeSent(RequestWillBeSent),
     LoadingFinished(LoadingFinished),
     LoadingFailed(LoadingFailed),
+    FileChooserOpened(FileChooserOpened),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -103,6 +104,7 @@ impl Event {
             RequestWillBeSent::METHOD => Event::RequestWillBeSent(params(raw)?),
             LoadingFinished::METHOD => Event::LoadingFinished(params(raw)?),
             LoadingFailed::METHOD => Event::LoadingFailed(params(raw)?),
+            FileChooserOpened::METHOD => Event::FileChooserOpened(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -111,7 +113,8 @@ impl Event {
 
     /// Whether the event is part of a target's or a page load's lifecycle: the client keeps
     /// these when its consumer is slow (dropping one would leave a session open forever or
-    /// make a waiting navigation look stalled), and drops others.
+    /// make a waiting navigation look stalled; an intercepted file chooser has no other trace),
+    /// and drops others.
     pub fn is_lifecycle(method: &str) -> bool {
         method.starts_with("Target.")
             || method.starts_with("Inspector.")
@@ -124,6 +127,8 @@ impl Event {
                 // A lost download event would leave a file in the user's download folder.
                 DownloadWillBegin::METHOD,
                 DownloadProgress::METHOD,
+                // Rare, and the only report of an intercepted chooser (nothing is shown).
+                FileChooserOpened::METHOD,
             ]
             .contains(&method)
     }
@@ -320,6 +325,15 @@ mod tests {
             ),
             Event::JavascriptDialogClosed(JavascriptDialogClosed { result: true })
         );
+        // The shape field notes §7 recorded on Chromium 156 for a click on a file input.
+        let Event::FileChooserOpened(chooser) = decode(
+            "Page.fileChooserOpened",
+            json!({"backendNodeId":12,"frameId":"FC5A3C1B58A88245272668F3F49949EB","mode":"selectMultiple"}),
+        ) else {
+            panic!("fileChooserOpened");
+        };
+        assert!(chooser.multiple());
+        assert_eq!(chooser.backend_node_id, Some(12));
     }
 
     #[test]
@@ -336,6 +350,7 @@ mod tests {
         assert!(Event::is_lifecycle("Inspector.detached"));
         assert!(Event::is_lifecycle("Page.lifecycleEvent"));
         assert!(!Event::is_lifecycle("Page.loadEventFired"));
+        assert!(Event::is_lifecycle("Page.fileChooserOpened"));
         assert!(!Event::is_lifecycle("Network.dataReceived"));
     }
 }

@@ -451,6 +451,42 @@ impl EventParams for JavascriptDialogClosed {
     const METHOD: &'static str = "Page.javascriptDialogClosed";
 }
 
+/// `Page.setInterceptFileChooserDialog`: while enabled, a file chooser the page opens is never
+/// shown; the session reports `Page.fileChooserOpened` instead (field notes §7).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SetInterceptFileChooserDialog {
+    pub enabled: bool,
+}
+
+impl Command for SetInterceptFileChooserDialog {
+    const METHOD: &'static str = "Page.setInterceptFileChooserDialog";
+    type Reply = Empty;
+}
+
+/// `Page.fileChooserOpened` (only while interception is enabled): `mode` is `selectSingle` or
+/// `selectMultiple`; `backend_node_id` the input, absent for choosers not opened by one.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChooserOpened {
+    #[serde(default)]
+    pub frame_id: String,
+    #[serde(default)]
+    pub mode: String,
+    #[serde(default)]
+    pub backend_node_id: Option<i64>,
+}
+
+impl FileChooserOpened {
+    /// Whether the chooser takes several files.
+    pub fn multiple(&self) -> bool {
+        self.mode == "selectMultiple"
+    }
+}
+
+impl EventParams for FileChooserOpened {
+    const METHOD: &'static str = "Page.fileChooserOpened";
+}
+
 impl CdpClient {
     /// `Page.navigate` on a session.
     pub async fn navigate(
@@ -520,6 +556,10 @@ mod tests {
             json!({"url": "http://127.0.0.1:8000/"})
         );
         assert_eq!(params(&Reload {}), json!({}));
+        assert_eq!(
+            params(&SetInterceptFileChooserDialog { enabled: true }),
+            json!({"enabled": true})
+        );
         assert_eq!(
             params(&NavigateToHistoryEntry { entry_id: 22 }),
             json!({"entryId": 22})

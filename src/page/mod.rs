@@ -12,6 +12,7 @@
 //! `docs/observation.md`.
 
 mod actions;
+mod annotate;
 mod document;
 mod error;
 mod eval;
@@ -25,6 +26,7 @@ mod run;
 mod script;
 mod search;
 mod shape;
+mod upload;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
@@ -33,6 +35,10 @@ pub use actions::{
     ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
     OptionsKind, ProbeScroll, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
     SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+};
+pub use annotate::{
+    ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, CssBox, ImageBox, SkipReason, Skipped,
+    image_boxes,
 };
 pub use document::{
     ContainerScroll, DocumentInfo, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText,
@@ -65,7 +71,8 @@ pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
-    eval_in_main_world, frame_point_hit, install_library, main_frame_id, resolve_object, run,
+    draw_annotations, eval_in_main_world, file_input_index, frame_point_hit, install_library,
+    main_frame_id, picked_file_input, resolve_object, run,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
@@ -73,4 +80,7 @@ pub use shape::{
     Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, TENTHS_OF_BYTES_PER_TOKEN,
     budget_bytes, compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens,
     json_escaped_len, role_word, select_by_tier, select_within,
+};
+pub use upload::{
+    FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback,
 };

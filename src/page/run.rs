@@ -17,11 +17,13 @@ use crate::cdp::runtime::{
 use crate::cdp::{CdpClient, CdpError, SessionId};
 
 use super::actions::{FRAME_POINT_HIT, FrameHit, RefTarget};
+use super::annotate::{ANNOTATE_DRAW, ImageBox};
 use super::error::PageError;
 use super::eval::{
     EVAL_OBJECT_GROUP, EvalOutcome, EvalRequest, EvalValue, bound_exception, eval_serializer,
 };
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
+use super::upload::FILE_INPUT_INDEX;
 
 /// Name of the Broker's isolated world in every frame. The page cannot see
 /// its globals; creating it again on the same frame returns the same
@@ -119,6 +121,101 @@ pub async fn resolve_object(
     };
     let result = call_installed(client, session, context, &call, false, timeout).await?;
     Ok(result.result.object_id.map(RemoteObjectId))
+}
+
+/// The file input `PickFileInput` remembered, as a remote object in `context` (group
+/// `REF_OBJECT_GROUP`), or `None` when it left the document.
+pub async fn picked_file_input(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    timeout: Duration,
+) -> Result<Option<RemoteObjectId>, PageError> {
+    let call = ScriptCall {
+        script: Script::PickedFileInput,
+        argument: Value::Object(Default::default()),
+    };
+    let result = call_installed(client, session, context, &call, false, timeout).await?;
+    Ok(result.result.object_id.map(RemoteObjectId))
+}
+
+/// The index of the element `object_id` (resolved in the Broker's isolated world) among its
+/// document's file inputs, or `None` when it is not one of them.
+pub async fn file_input_index(
+    client: &CdpClient,
+    session: &SessionId,
+    object_id: &str,
+    timeout: Duration,
+) -> Result<Option<u32>, PageError> {
+    let command = CallFunctionOn {
+        function_declaration: FILE_INPUT_INDEX.to_owned(),
+        execution_context_id: None,
+        object_id: Some(object_id.to_owned()),
+        arguments: Vec::new(),
+        return_by_value: true,
+        await_promise: None,
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    if let Some(details) = &result.exception_details {
+        return Err(PageError::ScriptThrew {
+            script: "fileInputIndex",
+            text: exception_text(details),
+        });
+    }
+    Ok(result
+        .result
+        .value
+        .as_ref()
+        .and_then(Value::as_i64)
+        .and_then(|index| u32::try_from(index).ok()))
+}
+
+/// Draws `boxes` with their ref numbers onto the base64 image `image` (`ANNOTATE_DRAW`, on an
+/// unattached canvas in `context`, which must be the Broker's isolated world) and returns the
+/// annotated image as base64 of `mime`; `scale` is the image's pixels per CSS pixel (outline and
+/// labels grow with it).
+pub async fn draw_annotations(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    image: String,
+    boxes: &[ImageBox],
+    (mime, quality, scale): (&str, Option<u64>, f64),
+    timeout: Duration,
+) -> Result<String, PageError> {
+    let value = |v: Value| CallArgument { value: v };
+    let command = CallFunctionOn {
+        function_declaration: ANNOTATE_DRAW.to_owned(),
+        execution_context_id: Some(context.0),
+        object_id: None,
+        arguments: vec![
+            value(Value::String(image)),
+            value(serde_json::to_value(boxes).unwrap_or_default()),
+            value(Value::String(mime.to_owned())),
+            value(quality.map_or(Value::Null, Value::from)),
+            value(Value::from(scale)),
+        ],
+        return_by_value: true,
+        await_promise: Some(true),
+        silent: true,
+        object_group: None,
+    };
+    let result = client.execute(session, &command, timeout).await?;
+    if let Some(details) = &result.exception_details {
+        return Err(PageError::ScriptThrew {
+            script: "annotateDraw",
+            text: exception_text(details),
+        });
+    }
+    match result.result.value {
+        Some(Value::String(data)) if !data.is_empty() => Ok(data),
+        _ => Err(PageError::UnexpectedShape {
+            script: "annotateDraw",
+            detail: "the drawing returned no image".to_owned(),
+        }),
+    }
 }
 
 /// Calls a script's stub; when the world has no library yet (a new

@@ -29,6 +29,8 @@ const FIND_JS: &str = include_str!("js/find.js");
 const ACTIONS_JS: &str = include_str!("js/actions.js");
 const DOCUMENT_JS: &str = include_str!("js/document.js");
 const INTERACT_JS: &str = include_str!("js/interact.js");
+const UPLOAD_JS: &str = include_str!("js/upload.js");
+const ANNOTATE_JS: &str = include_str!("js/annotate.js");
 /// The click-truth listener installer (one function expression taking `early`).
 pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 
@@ -61,11 +63,15 @@ pub enum Script {
     HoverReport,
     DragArm,
     DragVerdict,
+    PickFileInput,
+    PickedFileInput,
+    UploadReadback,
+    AnnotationBoxes,
 }
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 26] = [
+    pub const ALL: [Script; 30] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -92,6 +98,10 @@ impl Script {
         Script::HoverReport,
         Script::DragArm,
         Script::DragVerdict,
+        Script::PickFileInput,
+        Script::PickedFileInput,
+        Script::UploadReadback,
+        Script::AnnotationBoxes,
     ];
 
     /// The entry function's name in its `.js` file.
@@ -123,7 +133,17 @@ impl Script {
             Script::HoverReport => "hoverReport",
             Script::DragArm => "dragArm",
             Script::DragVerdict => "dragVerdict",
+            Script::PickFileInput => "pickFileInput",
+            Script::PickedFileInput => "pickedFileInput",
+            Script::UploadReadback => "uploadReadback",
+            Script::AnnotationBoxes => "annotationBoxes",
         }
+    }
+
+    /// Whether the stub returns the entry's value as is (an element for `Runtime.callFunctionOn`
+    /// without `returnByValue`) rather than as JSON text.
+    pub fn returns_element(self) -> bool {
+        matches!(self, Script::Resolve | Script::PickedFileInput)
     }
 
     /// Whether the script writes to the page (sets a value, selects options), which makes its
@@ -173,6 +193,8 @@ static LIBRARY_SOURCE: LazyLock<String> = LazyLock::new(|| {
         ACTIONS_JS,
         DOCUMENT_JS,
         INTERACT_JS,
+        UPLOAD_JS,
+        ANNOTATE_JS,
     ]
     .join("\n")
 });
@@ -208,7 +230,7 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// One stub per script. All but `resolve` return their result as one JSON
+/// One stub per script. All but the element-returning ones (`resolve`, `pickedFileInput`) return their result as one JSON
 /// string: CDP's `returnByValue` conversion of a large object tree costs
 /// several times more than `JSON.stringify` plus one string transfer, and
 /// the string decodes straight into typed structs.
@@ -217,9 +239,9 @@ static STUBS: LazyLock<Vec<String>> = LazyLock::new(|| {
     Script::ALL
         .iter()
         .map(|script| {
-            let call = match script {
-                Script::Resolve => format!("lib.{}(options)", script.entry()),
-                _ => format!("JSON.stringify(lib.{}(options))", script.entry()),
+            let call = match script.returns_element() {
+                true => format!("lib.{}(options)", script.entry()),
+                false => format!("JSON.stringify(lib.{}(options))", script.entry()),
             };
             format!(
                 "function (options) {{ \"use strict\"; const lib = globalThis[Symbol.for({key:?})]; \
@@ -373,6 +395,8 @@ mod tests {
             ACTIONS_JS,
             DOCUMENT_JS,
             INTERACT_JS,
+            UPLOAD_JS,
+            ANNOTATE_JS,
             CLICK_TRUTH_JS,
         ] {
             for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
@@ -502,6 +526,8 @@ mod tests {
             ACTIONS_JS,
             DOCUMENT_JS,
             INTERACT_JS,
+            UPLOAD_JS,
+            ANNOTATE_JS,
         ];
         let mut n_codes = 0;
         for source in sources {

@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod bounds;
+mod choosers;
 mod downloads;
 mod frames;
 mod load;
@@ -16,6 +17,7 @@ mod registry;
 mod service;
 mod tab;
 
+pub use choosers::release as release_file_chooser_interception;
 pub use downloads::{Capture, DownloadLimits, on_control as download_capture_on_control};
 pub use frames::{FrameBook, FrameSelection};
 pub use load::{Awaited, LoadMark, LoadPhase};

@@ -207,6 +207,10 @@ fn on_event(
                 )
             })
         }
+        (Some(session), Event::FileChooserOpened(opened)) => match sessions.tab_of(session) {
+            Some(tab) => super::choosers::on_opened(service, &tab.clone(), session, &opened),
+            None => Vec::new(),
+        },
         (Some(session), Event::FrameNavigated(navigated)) => {
             let is_main = navigated.frame.parent_id.is_none();
             if is_main {
@@ -351,6 +355,7 @@ fn on_child_attached(
             return;
         }
         super::tab::register_click_truth(&client, &child).await;
+        super::choosers::intercept(&client, &child, true).await;
     });
 }
 

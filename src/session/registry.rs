@@ -307,6 +307,20 @@ impl Registry {
             .collect()
     }
 
+    /// User tabs (managed by no Workspace) that the Workspace controls now.
+    pub fn controlled_user_tabs(&self, workspace_id: &str) -> Vec<TabHandle> {
+        self.tabs
+            .values()
+            .filter(|e| {
+                e.managed_by.is_none()
+                    && e.controller
+                        .as_ref()
+                        .is_some_and(|c| c.workspace_id == workspace_id)
+            })
+            .map(|e| e.handle.clone())
+            .collect()
+    }
+
     /// Drops a released Workspace's ids and its controls (its managed tabs are closed by the caller).
     pub fn forget_workspace(&mut self, workspace_id: &str) {
         self.by_opaque.retain(|_, (w, _)| w != workspace_id);

@@ -724,12 +724,16 @@ impl BrowserService {
     /// Without a live connection, the tabs it created are marked and closed on the next one.
     pub async fn release_workspace(&self, workspace_id: &str) {
         self.downloads_workspace_released(workspace_id).await;
-        let mut managed = self.with_registry(|registry| {
+        let (mut managed, controlled) = self.with_registry(|registry| {
             let managed = registry.managed_tabs(workspace_id);
+            let controlled = registry.controlled_user_tabs(workspace_id);
             registry.forget_workspace(workspace_id);
-            managed
+            (managed, controlled)
         });
         let live = self.live();
+        if let Some(live) = &live {
+            super::choosers::stop_intercepting(&live.client, &controlled).await;
+        }
         {
             let mut owned = self.inner.owned.lock().expect("owned lock");
             for (target, record) in owned.iter_mut() {

@@ -13,8 +13,9 @@
 //! world (docs/security.md, "Hostile pages").
 //! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
 //! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump),
-//! download capture (`session::downloads::enable`) and console/request collection
-//! (`activity::enable`, into the tab's `ActivityBook`).
+//! download capture (`session::downloads::enable`), console/request collection
+//! (`activity::enable`, into the tab's `ActivityBook`) and file-chooser interception
+//! (`choosers.rs`, whose `FileChooserBook` sits beside the queue).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,7 @@ use tokio::sync::{Notify, OwnedMutexGuard};
 
 use super::activity::ActivityBook;
 use super::bounds::{bound_title, bound_url};
+use super::choosers::{self, FileChooserBook};
 use super::frames::{FrameBook, FrameSelection};
 use super::load::{Awaited, LoadBook, LoadMark, LoadPhase};
 use crate::cdp::page::{AddScriptToEvaluateOnNewDocument, Enable};
@@ -50,6 +52,8 @@ struct TabQueue {
     load_changed: Notify,
     /// Console entries and requests in flight (`session::activity`), fed by the pump.
     activity: Mutex<ActivityBook>,
+    /// File choosers the tab's sessions reported, and whether its session intercepts them.
+    choosers: Mutex<FileChooserBook>,
 }
 
 impl TabQueue {
@@ -169,6 +173,7 @@ impl TabHandle {
                 load: Mutex::new(LoadBook::default()),
                 load_changed: Notify::new(),
                 activity: Mutex::new(ActivityBook::default()),
+                choosers: Mutex::new(FileChooserBook::default()),
             }),
         }
     }
@@ -188,6 +193,11 @@ impl TabHandle {
     /// The tab's console entries and requests in flight; usable without a turn (the pump).
     pub fn activity(&self) -> std::sync::MutexGuard<'_, ActivityBook> {
         self.queue.activity.lock().expect("activity lock")
+    }
+
+    /// The tab's file-chooser record; usable without a turn (the pump counts choosers).
+    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
+        self.queue.choosers.lock().expect("choosers lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -313,6 +323,9 @@ impl TabGuard {
         register_click_truth(client, &session).await;
         self.state.download_capture = super::downloads::enable(client, &session).await;
         super::activity::enable(client, &session, &self.queue.activity).await;
+        let intercepting = choosers::intercept(client, &session, true).await;
+        self.file_choosers()
+            .set_intercepting(intercepting, Some(&session));
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -325,8 +338,28 @@ impl TabGuard {
         Ok(session)
     }
 
+    /// Switches file-chooser interception back on for a tab whose control was handed back
+    /// (`choosers::release` switched it off): a controlled tab never shows a native chooser.
+    pub async fn ensure_file_chooser_interception(&mut self, client: &CdpClient) {
+        let Some(session) = self.state.session.clone() else {
+            return;
+        };
+        if self.file_choosers().intercepting() {
+            return;
+        }
+        let intercepting = choosers::intercept(client, &session, true).await;
+        self.file_choosers()
+            .set_intercepting(intercepting, Some(&session));
+    }
+
+    /// The tab's file-chooser record.
+    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
+        self.queue.choosers.lock().expect("choosers lock")
+    }
+
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
     pub fn drop_session(&mut self) {
+        self.file_choosers().set_intercepting(false, None);
         self.state.session = None;
         self.state.main_frame = None;
         self.state.observations.clear();

@@ -74,6 +74,31 @@ pub(super) struct Before {
     pub(super) url: String,
     pub(super) popups: usize,
     pub(super) element: Option<ElementState>,
+    /// File choosers the tab had opened before the action (`TabGuard::file_choosers`).
+    pub(super) file_choosers: u64,
+    /// The action targets a file input, whose chooser the browser reports a little later.
+    pub(super) expects_chooser: bool,
+}
+
+/// How long an action on a file input waits for the browser to report its (intercepted)
+/// chooser; other actions only get the settle window.
+const CHOOSER_PATIENCE: Duration = Duration::from_secs(2);
+/// Poll step of that wait.
+const CHOOSER_POLL: Duration = Duration::from_millis(10);
+
+/// Whether the tab opened a file chooser since `before`; waits up to [`CHOOSER_PATIENCE`]
+/// when the action targeted a file input.
+async fn chooser_opened(guard: &TabGuard, before: &Before) -> bool {
+    let until = tokio::time::Instant::now() + CHOOSER_PATIENCE;
+    loop {
+        if guard.file_choosers().opened() > before.file_choosers {
+            return true;
+        }
+        if !before.expects_chooser || tokio::time::Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(CHOOSER_POLL).await;
+    }
 }
 
 pub(super) async fn snapshot(
@@ -153,6 +178,9 @@ pub(super) async fn collect_effects(
     }
     if env.browser.popups_of(&tab) > before.popups {
         list.push(Effect::PopupOpened);
+    }
+    if chooser_opened(guard, before).await {
+        list.push(Effect::FileChooserOpened);
     }
     Effects {
         list,

@@ -3,7 +3,9 @@
 //! of [`ArtifactError`] to agent-visible errors, shared with the Broker's `artifacts/*` methods.
 //!
 //! Results carry Artifact descriptors only: never image bytes, never a path. Bytes go straight
-//! from the CDP reply into protected storage.
+//! from the CDP reply into protected storage, except for annotated viewport captures
+//! (`annotations`), whose image is first drawn on, with the live boxes of an Observation's refs,
+//! on an unattached canvas in the Broker's isolated world (`page::draw_annotations`).
 
 use std::time::Duration;
 
@@ -19,7 +21,10 @@ use crate::artifacts::{
 use crate::cdp::io;
 use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics, PrintToPdf, Viewport};
 use crate::cdp::{CdpClient, CdpError, Command, SessionId};
-use crate::page::{self, Find, ScriptErrorCode};
+use crate::page::{
+    self, ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, ExecutionContextId, Find,
+    ScriptErrorCode, image_boxes,
+};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 use crate::version::now_ms;
@@ -80,7 +85,7 @@ pub fn defs() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "browser.capture",
-            description: "Screenshot a controlled tab into an Artifact: the viewport by default, the whole page (`fullPage`), or one element's box (`selector`, the first match). An image whose longest side exceeds 1600 px is returned as a `preview` Artifact scaled to 1600 px; `includeOriginal: true` also stores the full-size image as `original` (the preview's `previewOf`). Returns descriptors only; read the bytes with artifacts/get or artifacts/export.",
+            description: "Screenshot a controlled tab into an Artifact: the viewport by default, the whole page (`fullPage`), or one element's box (`selector`, the first match). A viewport capture may draw `annotations: {observationId, refs?}`: each ref's live box (revalidated, clipped to the viewport) outlined with its ref number (refs omitted: the first 200 refs of the Observation); the result then has `annotationCount` and `skippedRefs`. An image whose longest side exceeds 1600 px is returned as a `preview` Artifact scaled to 1600 px; `includeOriginal: true` also stores the full-size image as `original` (the preview's `previewOf`). Returns descriptors only; read the bytes with artifacts/get or artifacts/export.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
@@ -90,6 +95,13 @@ pub fn defs() -> Vec<ToolDef> {
                     "fullPage": {"type": "boolean"},
                     "selector": {"type": "string", "minLength": 1, "maxLength": MAX_SELECTOR_CHARS},
                     "includeOriginal": {"type": "boolean"},
+                    "annotations": object(
+                        json!({
+                            "observationId": {"type": "string", "minLength": 1, "maxLength": 128},
+                            "refs": {"type": "array", "minItems": 1, "maxItems": ANNOTATION_MAX_REFS, "items": {"type": "integer", "minimum": 1}},
+                        }),
+                        &["observationId"],
+                    ),
                 }),
                 &[],
             ),
@@ -99,6 +111,11 @@ pub fn defs() -> Vec<ToolDef> {
                     "original": descriptor_schema(),
                     "width": {"type": "integer", "minimum": 0},
                     "height": {"type": "integer", "minimum": 0},
+                    "annotationCount": {"type": "integer", "minimum": 0, "maximum": ANNOTATION_MAX_REFS},
+                    "skippedRefs": {"type": "array", "maxItems": ANNOTATION_MAX_REFS, "items": open_object(json!({
+                        "ref": {"type": "integer", "minimum": 1},
+                        "reason": {"enum": ["unknown_ref", "stale", "not_visible", "outside_viewport"]},
+                    }), &["ref", "reason"])},
                 }),
                 &["artifact", "width", "height"],
             ),
@@ -162,12 +179,21 @@ enum Area {
     Element(String),
 }
 
+/// The Observation refs an annotated capture draws.
+#[derive(Debug, Clone, PartialEq)]
+struct AnnotationRequest {
+    observation_id: String,
+    /// `None`: the first [`ANNOTATION_MAX_REFS`] refs in document order. Duplicates removed.
+    refs: Option<Vec<u32>>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct CaptureOptions {
     format: Format,
     quality: Option<u64>,
     area: Area,
     include_original: bool,
+    annotations: Option<AnnotationRequest>,
 }
 
 impl CaptureOptions {
@@ -197,12 +223,46 @@ impl CaptureOptions {
             (false, Some(selector)) => Area::Element(selector.to_owned()),
             (false, None) => Area::Viewport,
         };
+        let annotations = arguments
+            .get("annotations")
+            .and_then(Value::as_object)
+            .map(|request| {
+                let refs = request.get("refs").and_then(Value::as_array).map(|refs| {
+                    let mut unique: Vec<u32> = Vec::new();
+                    for r in refs.iter().filter_map(Value::as_u64) {
+                        let r = u32::try_from(r).unwrap_or(u32::MAX);
+                        if !unique.contains(&r) {
+                            unique.push(r);
+                        }
+                    }
+                    unique
+                });
+                AnnotationRequest {
+                    observation_id: str_arg(request, "observationId")
+                        .unwrap_or_default()
+                        .to_owned(),
+                    refs,
+                }
+            });
+        if annotations.is_some() && area != Area::Viewport {
+            let other = match area {
+                Area::FullPage => "fullPage",
+                _ => "selector",
+            };
+            return Err(ToolError::from(
+                RpcError::invalid_params(format!(
+                    "\"annotations\" apply to viewport captures only, not with \"{other}\""
+                ))
+                .with_context("path", json!("arguments.annotations")),
+            ));
+        }
         Ok(CaptureOptions {
             format,
             quality,
             area,
             include_original: arguments.get("includeOriginal").and_then(Value::as_bool)
                 == Some(true),
+            annotations,
         })
     }
 }
@@ -367,6 +427,96 @@ impl Tab<'_> {
     }
 }
 
+impl Tab<'_> {
+    /// The Broker's isolated world of the main frame.
+    async fn main_world(&self, guard: &mut TabGuard) -> Result<ExecutionContextId, ToolError> {
+        let timeout = call_timeout(self.scope);
+        let frame_id = main_frame(self.client, guard, &self.session, timeout).await?;
+        Ok(page::create_isolated_world(self.client, &self.session, &frame_id, timeout).await?)
+    }
+
+    /// The live boxes of the requested refs. The Observation must be one this Workspace took
+    /// of this tab's main frame (the Observation error codes otherwise); the page then
+    /// revalidates every ref (`page::AnnotationBoxes`).
+    async fn annotation_boxes(
+        &self,
+        guard: &mut TabGuard,
+        workspace_id: &str,
+        request: &AnnotationRequest,
+        world: ExecutionContextId,
+    ) -> Result<Annotations, ToolError> {
+        let timeout = call_timeout(self.scope);
+        let main = main_frame(self.client, guard, &self.session, timeout).await?;
+        let record = guard
+            .state()
+            .observations
+            .iter()
+            .find(|o| o.id == request.observation_id && o.workspace_id == workspace_id)
+            .map(|o| o.frame_id.clone());
+        let Some(frame_id) = record else {
+            return Err(ToolError::from(
+                RpcError::new(
+                    ErrorCode::ObservationNotFound,
+                    "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)",
+                )
+                .with_context("observationId", json!(request.observation_id))
+                .with_remediation(
+                    RemediationAction::Observe,
+                    "Call browser.observe on this target and annotate with the new Observation.",
+                ),
+            ));
+        };
+        if frame_id != main {
+            return Err(ToolError::from(
+                RpcError::invalid_params(
+                    "annotations need an Observation of the main frame; this one was taken in a frame",
+                )
+                .with_context("path", json!("arguments.annotations.observationId"))
+                .with_context("reason", json!("frame_observation")),
+            ));
+        }
+        let script = AnnotationBoxes {
+            observation_key: request.observation_id.clone(),
+            refs: request.refs.clone(),
+        };
+        Ok(page::run(self.client, &self.session, world, &script, timeout).await?)
+    }
+
+    /// Draws `annotations` onto a captured image of `region` (base64) in the isolated world.
+    async fn annotate(
+        &self,
+        world: ExecutionContextId,
+        options: &CaptureOptions,
+        region: Region,
+        annotations: &Annotations,
+        data: String,
+    ) -> Result<String, ToolError> {
+        let (width, height) = image_size(&data)?;
+        // Image pixels per CSS pixel: the device pixel ratio times any preview scale, read off
+        // the image itself.
+        let scale = match region.width > 0.0 {
+            true => f64::from(width) / region.width,
+            false => 1.0,
+        };
+        let boxes = image_boxes(&annotations.boxes, scale, width, height);
+        let quality = match options.format {
+            Format::Jpeg => Some(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
+            Format::Png => None,
+        };
+        let drawn = page::draw_annotations(
+            self.client,
+            &self.session,
+            world,
+            data,
+            &boxes,
+            (options.format.mime(), quality, scale),
+            call_timeout(self.scope),
+        )
+        .await?;
+        Ok(drawn)
+    }
+}
+
 /// What `Page.getLayoutMetrics` tells a capture.
 struct Layout {
     viewport: Region,
@@ -415,8 +565,6 @@ pub async fn capture(
         session,
         scope,
     };
-    let store =
-        |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
     let (region, ratio) = match &options.area {
         Area::Element(selector) => tab.element(&mut controlled.guard, selector).await?,
         Area::Viewport => {
@@ -428,20 +576,35 @@ pub async fn capture(
             (layout.page, layout.ratio)
         }
     };
+    // Annotations: the boxes are sampled right before the capture (a page can still move
+    // itself in between; the contract tells hosts so).
+    let annotated = match &options.annotations {
+        Some(request) => {
+            let world = tab.main_world(&mut controlled.guard).await?;
+            let boxes = tab
+                .annotation_boxes(&mut controlled.guard, scope.workspace_id, request, world)
+                .await?;
+            Some((world, boxes))
+        }
+        None => None,
+    };
+    let shoot = |scale| shoot(&tab, &options, region, annotated.as_ref(), scale);
+    let store =
+        |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
     let (shown, original) = match preview_scale(region.width.max(region.height) * ratio) {
         None => {
-            let data = tab.screenshot(&options, region, 1.0).await?;
+            let data = shoot(1.0).await?;
             (store(ArtifactKind::Screenshot, None, data).await?, None)
         }
         Some(scale) => {
             let original = match options.include_original {
                 true => {
-                    let data = tab.screenshot(&options, region, 1.0).await?;
+                    let data = shoot(1.0).await?;
                     Some(store(ArtifactKind::Screenshot, None, data).await?)
                 }
                 false => None,
             };
-            let preview = tab.screenshot(&options, region, scale).await?;
+            let preview = shoot(scale).await?;
             let preview_of = original.as_ref().map(|o| o.id.clone());
             (
                 store(ArtifactKind::Preview, preview_of, preview).await?,
@@ -454,10 +617,29 @@ pub async fn capture(
         "width": shown.width.unwrap_or(0),
         "height": shown.height.unwrap_or(0),
     });
+    if let Some((_, boxes)) = &annotated {
+        result["annotationCount"] = json!(boxes.boxes.len());
+        result["skippedRefs"] = serde_json::to_value(&boxes.skipped)?;
+    }
     if let Some(original) = original {
         result["original"] = original.to_json();
     }
     Ok(result)
+}
+
+/// One capture of `region` at `scale`, annotated when asked.
+async fn shoot(
+    tab: &Tab<'_>,
+    options: &CaptureOptions,
+    region: Region,
+    annotated: Option<&(ExecutionContextId, Annotations)>,
+    scale: f64,
+) -> Result<String, ToolError> {
+    let data = tab.screenshot(options, region, scale).await?;
+    match annotated {
+        Some((world, boxes)) => tab.annotate(*world, options, region, boxes, data).await,
+        None => Ok(data),
+    }
 }
 
 /// Maps a `Page.printToPDF` refusal: headed Chrome cannot print, and bad page ranges are the
@@ -569,7 +751,8 @@ mod tests {
                 format: Format::Png,
                 quality: None,
                 area: Area::Viewport,
-                include_original: false
+                include_original: false,
+                annotations: None,
             })
         );
         assert_eq!(
@@ -580,7 +763,8 @@ mod tests {
                 format: Format::Jpeg,
                 quality: Some(50),
                 area: Area::Element("#a".into()),
-                include_original: true
+                include_original: true,
+                annotations: None,
             })
         );
         assert_eq!(
@@ -589,6 +773,23 @@ mod tests {
         );
         assert!(parse(json!({"quality": 50})).is_err());
         assert!(parse(json!({"fullPage": true, "selector": "a"})).is_err());
+        let annotated =
+            parse(json!({"annotations": {"observationId": "observation:a", "refs": [3, 1, 3]}}));
+        assert_eq!(
+            annotated.map(|o| o.annotations),
+            Ok(Some(AnnotationRequest {
+                observation_id: "observation:a".into(),
+                refs: Some(vec![3, 1])
+            }))
+        );
+        let all = parse(json!({"annotations": {"observationId": "observation:a"}})).unwrap();
+        assert_eq!(all.annotations.unwrap().refs, None);
+        for other in [json!({"fullPage": true}), json!({"selector": "a"})] {
+            let mut arguments = other.clone();
+            arguments["annotations"] = json!({"observationId": "observation:a"});
+            let refused = parse(arguments).unwrap_err();
+            assert!(refused.contains("viewport captures only"), "{refused}");
+        }
     }
 
     #[test]

@@ -189,9 +189,12 @@ pub async fn click(
     // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
     // session that takes the input.
     let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
+    let mut file_input = false;
     let aimed = match by_ref {
         true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
             Ok((target, summary)) => {
+                file_input =
+                    summary.tag == "input" && summary.input_type.as_deref() == Some("file");
                 pointer::actionable(&tab.client, &ctx, &chain, &target, scope.deadline)
                     .await
                     .map(|aim| (aim, Some(target), summary.role))
@@ -215,6 +218,8 @@ pub async fn click(
         url: current_url(&tab.client, &mut tab.guard).await,
         popups: env.browser.popups_of(&tab.guard.target),
         element,
+        file_choosers: tab.guard.file_choosers().opened(),
+        expects_chooser: file_input,
     };
     // The click-truth listener of the element's document records what the click does.
     let armed = match &target {

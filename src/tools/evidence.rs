@@ -18,6 +18,7 @@ pub enum Action {
     Keyboard,
     Hover,
     Drag,
+    Upload,
 }
 
 impl Action {
@@ -31,6 +32,7 @@ impl Action {
             Action::Keyboard => "keyboard",
             Action::Hover => "hover",
             Action::Drag => "drag",
+            Action::Upload => "upload",
         }
     }
 }
@@ -70,11 +72,15 @@ pub enum Effect {
     ElementMoved,
     /// The drop target's content changed.
     TargetChanged,
+    /// A file chooser opened (intercepted: no native dialog); answer it with `browser.upload`.
+    FileChooserOpened,
+    /// The file selection of a file input changed.
+    FilesChanged,
 }
 
 impl Effect {
     /// Every effect, in the order of the evidence schema's enum.
-    pub const ALL: [Effect; 15] = [
+    pub const ALL: [Effect; 17] = [
         Effect::CheckedChanged,
         Effect::SelectedChanged,
         Effect::PressedChanged,
@@ -90,6 +96,8 @@ impl Effect {
         Effect::Dropped,
         Effect::ElementMoved,
         Effect::TargetChanged,
+        Effect::FileChooserOpened,
+        Effect::FilesChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -109,6 +117,8 @@ impl Effect {
             Effect::Dropped => "dropped",
             Effect::ElementMoved => "element_moved",
             Effect::TargetChanged => "target_changed",
+            Effect::FileChooserOpened => "file_chooser_opened",
+            Effect::FilesChanged => "files_changed",
         }
     }
 
@@ -140,6 +150,14 @@ pub enum EvidenceReason {
     DroppedElsewhere,
     /// The pointer did not end over the element (`browser.hover`).
     NotHovered,
+    /// The page emptied the file input after the files were set.
+    FilesCleared,
+    /// The file input holds other files than the ones set.
+    FilesReplaced,
+    /// The page replaced the file input with another element.
+    InputReplaced,
+    /// The file input left the document (or its document was replaced).
+    InputRemoved,
 }
 
 /// One action's evidence.

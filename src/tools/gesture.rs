@@ -249,6 +249,8 @@ pub async fn hover(
         url: current_url(&tab.client, &mut tab.guard).await,
         popups: env.browser.popups_of(&tab.guard.target),
         element,
+        file_choosers: tab.guard.file_choosers().opened(),
+        expects_chooser: false,
     };
     // Best effort: without the mark the evidence still says whether the element is hovered.
     let marked = tab.run(&ctx, &HoverMark).await.is_ok();
@@ -422,6 +424,8 @@ pub async fn drag(
         url: current_url(&tab.client, &mut tab.guard).await,
         popups: env.browser.popups_of(&tab.guard.target),
         element,
+        file_choosers: tab.guard.file_choosers().opened(),
+        expects_chooser: false,
     };
     let arm = DragArm {
         source: source.clone(),

@@ -231,6 +231,8 @@ pub async fn press(
         url: current_url(&tab.client, &mut tab.guard).await,
         popups: env.browser.popups_of(&tab.guard.target),
         element,
+        file_choosers: tab.guard.file_choosers().opened(),
+        expects_chooser: false,
     };
     let mut dialogs = env.browser.dialog_signals();
     let (input, session) = (tab.input(), ctx.session.clone());

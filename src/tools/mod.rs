@@ -31,6 +31,7 @@ pub mod schema;
 mod scroll;
 mod tab;
 mod tabs;
+mod upload;
 mod wait;
 
 pub use capture::{PREVIEW_MAX_SIDE, descriptor_schema};

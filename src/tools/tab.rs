@@ -334,10 +334,9 @@ async fn controlled_tab(
         lease_id,
     )
     .await;
-    Ok(ControlledTab {
-        client: scope.gate.watch(&live.client),
-        guard,
-    })
+    let client = scope.gate.watch(&live.client);
+    guard.ensure_file_chooser_interception(&client).await;
+    Ok(ControlledTab { client, guard })
 }
 
 pub struct PageState {

@@ -427,6 +427,13 @@ pub async fn tabs_release(
     env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let opaque = scope.target_id.to_owned();
+    crate::session::release_file_chooser_interception(
+        &env.browser,
+        workspace_id,
+        lease_id,
+        &opaque,
+    )
+    .await;
     let released = env
         .browser
         .release_control(workspace_id, lease_id, &opaque)?;

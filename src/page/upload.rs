@@ -1,0 +1,162 @@
+//! `browser.upload` on the page side: choosing the file input (`PickFileInput`, by ref, by
+//! index among the document's file inputs, or the only one), and reading back what it holds
+//! after the files were set (`UploadReadback`). The element handle for `DOM.setFileInputFiles`
+//! comes from `run::picked_file_input`. File names read in the page are compared there and
+//! never returned. No I/O.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::actions::RefTarget;
+use super::error::PageError;
+use super::script::{PageScript, Script, ScriptCall, decode};
+
+/// `Runtime.callFunctionOn` declaration run on an element in the isolated world: its index
+/// among the document's file inputs, or -1 (`run::file_input_index`).
+pub const FILE_INPUT_INDEX: &str = include_str!("js/fileinputindex.js");
+
+/// Which file input to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileInputChoice {
+    /// The element of an Observation ref.
+    Ref(RefTarget),
+    /// The n-th `<input type=file>` of the document (0-based, document order).
+    Index(u32),
+    /// The document's only file input.
+    Only,
+}
+
+/// Finds and remembers the file input (`js/upload.js`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PickFileInput(pub FileInputChoice);
+
+/// The chosen input before the files are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PickedInput {
+    pub multiple: bool,
+    /// Files it held before.
+    pub file_count: u32,
+    /// File inputs in the document.
+    pub file_inputs: u32,
+}
+
+impl PageScript for PickFileInput {
+    type Output = PickedInput;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let argument = match &self.0 {
+            FileInputChoice::Ref(target) => target.argument()?,
+            FileInputChoice::Index(index) => json!({ "index": index }),
+            FileInputChoice::Only => json!({}),
+        };
+        Ok(ScriptCall {
+            script: Script::PickFileInput,
+            argument,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<PickedInput, PageError> {
+        decode(Script::PickFileInput, json)
+    }
+}
+
+/// Reads back the remembered input: is it still there, and does it hold exactly one file
+/// named `expected_name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadReadback {
+    pub expected_name: String,
+}
+
+/// Where the remembered input is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputState {
+    /// Still in the document.
+    Connected,
+    /// Gone, and another file input with its id (or name in its form) took its place.
+    Replaced,
+    /// Gone without a replacement.
+    Removed,
+    /// The document that held it was replaced (a new world without the record).
+    Unreadable,
+}
+
+/// What the input (or its replacement) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Readback {
+    pub state: InputState,
+    #[serde(default)]
+    pub file_count: u32,
+    /// Exactly one file, with the expected name.
+    #[serde(default)]
+    pub name_matches: bool,
+}
+
+impl PageScript for UploadReadback {
+    type Output = Readback;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::UploadReadback,
+            argument: json!({ "expectedName": self.expected_name }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<Readback, PageError> {
+        let readback: Readback = decode(Script::UploadReadback, json)?;
+        match readback.name_matches && readback.file_count != 1 {
+            true => Err(PageError::UnexpectedShape {
+                script: Script::UploadReadback.entry(),
+                detail: "a name match needs exactly one file".to_owned(),
+            }),
+            false => Ok(readback),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_become_arguments() {
+        let by_ref = PickFileInput(FileInputChoice::Ref(RefTarget::new("observation:ab", 3)));
+        assert_eq!(
+            by_ref.call().unwrap().argument,
+            json!({"observationKey": "observation:ab", "ref": 3})
+        );
+        let by_index = PickFileInput(FileInputChoice::Index(2)).call().unwrap();
+        assert_eq!(by_index.argument, json!({"index": 2}));
+        assert_eq!(by_index.script, Script::PickFileInput);
+        assert_eq!(
+            PickFileInput(FileInputChoice::Only)
+                .call()
+                .unwrap()
+                .argument,
+            json!({})
+        );
+    }
+
+    #[test]
+    fn readbacks_decode() {
+        let script = UploadReadback {
+            expected_name: "a.txt".to_owned(),
+        };
+        let held = script
+            .parse(r#"{"state":"connected","fileCount":1,"nameMatches":true}"#)
+            .unwrap();
+        assert_eq!(held.state, InputState::Connected);
+        assert!(held.name_matches);
+        assert_eq!(
+            script.parse(r#"{"state":"removed"}"#).unwrap().state,
+            InputState::Removed
+        );
+        assert!(
+            script
+                .parse(r#"{"state":"connected","fileCount":2,"nameMatches":true}"#)
+                .is_err()
+        );
+    }
+}

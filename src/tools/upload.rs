@@ -1,0 +1,340 @@
+//! `browser.upload`: sets an imported `upload_input` Artifact as the selected file of a file
+//! input (by Observation ref, by `inputIndex`, or the document's only one) and reads the input
+//! back. Without a named input it takes the input of the tab's latest intercepted file
+//! chooser, else the document's only file input. Output Artifacts (screenshots, previews, PDFs, downloads) are refused
+//! (`artifact_kind_not_allowed`); another Workspace's or client's Artifact is
+//! `artifact_not_found`, exactly like an unknown id. The protected path goes only into
+//! `DOM.setFileInputFiles`; evidence carries counts and a name-match boolean, never a path or a
+//! file name the page reports. The page side is `page::PickFileInput` / `UploadReadback`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::actions::*;
+use super::context::{TargetScope, ToolEnv, decode_params};
+use super::error::ToolError;
+use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
+use super::manifest::{Gate, Lane, ToolDef, object};
+use super::progress::Subject;
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT};
+use crate::cdp::dom::{ResolveNode, SetFileInputFiles};
+use crate::cdp::runtime::ReleaseObjectGroup;
+use crate::page::{self, FileInputChoice, InputState, PickFileInput, Readback, UploadReadback};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::version::now_ms;
+
+/// How long the page's `input`/`change` handlers get before the input is read back: page
+/// validation that clears or swaps the selection often runs in a timer or a microtask after
+/// the event, not in the handler itself.
+const UPLOAD_SETTLE: Duration = Duration::from_millis(50);
+/// Longest accepted Artifact id.
+const MAX_ARTIFACT_ID_CHARS: usize = 128;
+/// Largest accepted `inputIndex`.
+const MAX_INPUT_INDEX: u32 = 10_000;
+
+pub fn defs() -> Vec<ToolDef> {
+    vec![ToolDef {
+        name: "browser.upload",
+        description: "Select an imported file (an `upload_input` Artifact from artifacts/import) in a file input of the selected frame: the input of `observationId` + `ref`, the `inputIndex`-th file input of the document (0-based), else the input whose file chooser a click just opened (file_chooser event), else the document's only one. Output Artifacts (screenshots, PDFs, downloads) are refused. The input is read back: evidence `verified` only when exactly one file with the imported name is selected, `mismatch` when the page cleared, swapped or replaced it, `unavailable` when the input is gone. Returns evidence {fileCount, fileNameMatches, ...} (never a path) and a fresh Observation. A click that opens a file chooser reports the effect `file_chooser_opened`; answer it with this tool.",
+        capability: "action.input",
+        mutating: true,
+        input_schema: object(
+            merged(
+                merged(
+                    ref_properties(),
+                    json!({
+                        "artifactId": {"type": "string", "minLength": 1, "maxLength": MAX_ARTIFACT_ID_CHARS},
+                        "inputIndex": {"type": "integer", "minimum": 0, "maximum": MAX_INPUT_INDEX},
+                    }),
+                ),
+                observe_property(),
+            ),
+            &["artifactId"],
+        ),
+        output_schema: action_output(upload_evidence_schema()),
+        sensitivity_input: &["user_file"],
+        sensitivity_output: &["browser_data"],
+        lane: Lane::Ordinary,
+        gate: Gate::InTool,
+        handler: handler!(Target: upload),
+    }]
+}
+
+fn upload_evidence_schema() -> Value {
+    let mut schema = evidence_schema("upload");
+    let properties = &mut schema["properties"];
+    properties["reason"] =
+        json!({"enum": ["files_cleared", "files_replaced", "input_replaced", "input_removed"]});
+    properties["fileCount"] = json!({"type": "integer", "minimum": 0});
+    properties["expectedFileCount"] = json!({"const": 1});
+    properties["fileNameMatches"] = json!({"type": "boolean"});
+    properties["multiple"] = json!({"type": "boolean"});
+    schema
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UploadParams {
+    artifact_id: String,
+    observation_id: Option<String>,
+    #[serde(rename = "ref")]
+    element_ref: Option<u64>,
+    input_index: Option<u32>,
+}
+
+pub async fn upload(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    arguments: Map<String, Value>,
+) -> Result<Value, ToolError> {
+    let params: UploadParams = decode_params(&arguments)?;
+    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
+    if by_ref && params.input_index.is_some() {
+        return Err(ToolError::from(
+            RpcError::invalid_params(
+                "name the file input by observationId + ref or by inputIndex, not both",
+            )
+            .with_context("path", json!("arguments.inputIndex")),
+        ));
+    }
+    // The Artifact is checked before the tab is touched: a refused one never dispatches.
+    let (artifact, path) = env
+        .artifacts
+        .upload_input(scope.workspace_id, &params.artifact_id, now_ms())
+        .await?;
+    let expected_name = artifact
+        .file_name
+        .clone()
+        .or_else(|| {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    // Chromium accepts a path that does not exist (an empty file of that name): check it here.
+    let present = tokio::fs::metadata(&path)
+        .await
+        .is_ok_and(|meta| meta.is_file() && meta.len() == artifact.byte_len);
+    let file = match (present, path.to_str()) {
+        (true, Some(file)) => file.to_owned(),
+        _ => {
+            return Err(ToolError::from(RpcError::new(
+                ErrorCode::InternalError,
+                "the imported file is missing from protected storage",
+            )));
+        }
+    };
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    let ctx = tab.page_context().await?;
+    let (choice, subject) = match (by_ref, params.input_index) {
+        (true, _) => {
+            let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
+            let subject = Subject::RefPosition {
+                element_ref: u64::from(target.element_ref),
+                role: summary.role,
+            };
+            (FileInputChoice::Ref(target), subject)
+        }
+        (false, Some(index)) => (FileInputChoice::Index(index), Subject::Page),
+        (false, None) => match chooser_input(&mut tab, &ctx).await {
+            Some(index) => (FileInputChoice::Index(index), Subject::Page),
+            None => (FileInputChoice::Only, Subject::Page),
+        },
+    };
+    let picked = tab.run(&ctx, &PickFileInput(choice)).await?;
+    let element = page::picked_file_input(&tab.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT)
+        .await?
+        .ok_or_else(|| {
+            ToolError::from(RpcError::new(
+                ErrorCode::StaleRef,
+                "the file input left the document",
+            ))
+        })?;
+    let before = Before {
+        url: current_url(&tab.client, &mut tab.guard).await,
+        popups: env.browser.popups_of(&tab.guard.target),
+        element: None,
+        file_choosers: tab.guard.file_choosers().opened(),
+        expects_chooser: false,
+    };
+    let mut dialogs = env.browser.dialog_signals();
+    let set = SetFileInputFiles {
+        files: vec![file],
+        object_id: element.as_str().to_owned(),
+    };
+    let (client, session) = (tab.client.clone(), ctx.session.clone());
+    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
+        client
+            .execute(&session, &set, INPUT_TIMEOUT)
+            .await
+            .map(|_| ())
+    })
+    .await?;
+    if !dialog {
+        // The element handle is not needed any more (best effort).
+        let release = ReleaseObjectGroup {
+            object_group: page::REF_OBJECT_GROUP.to_owned(),
+        };
+        let _ = tab
+            .client
+            .execute(&ctx.session, &release, SCRIPT_TIMEOUT)
+            .await;
+    }
+    let readback = match dialog {
+        true => None,
+        false => {
+            tokio::time::sleep(UPLOAD_SETTLE).await;
+            let script = UploadReadback { expected_name };
+            Some(tab.run(&ctx, &script).await.ok())
+        }
+    };
+    let effects = collect_effects(
+        env,
+        &tab.client,
+        &mut tab.guard,
+        &before,
+        None,
+        &mut dialogs,
+        dialog,
+    )
+    .await;
+    let evidence = upload_evidence(picked.multiple, picked.file_count, readback, effects.list);
+    let finished = Finished {
+        arguments: &arguments,
+        evidence,
+        dialog_open: effects.dialog,
+        subject,
+        frame_id: ctx.frame_id.clone(),
+    };
+    finish_with_observation(env, &mut tab, scope, finished).await
+}
+
+/// The input of the tab's latest intercepted file chooser, as its index among the file inputs
+/// of the selected frame's document, when it is one of them (the default when the call names no
+/// input: the agent answers the chooser its click opened, even for a hidden input that is not
+/// in any Observation).
+async fn chooser_input(tab: &mut ControlledTab, ctx: &PageContext) -> Option<u32> {
+    let (session, node) = tab.guard.file_choosers().last()?;
+    if session != ctx.session {
+        return None;
+    }
+    let resolve = ResolveNode {
+        backend_node_id: node,
+        execution_context_id: Some(ctx.context.get()),
+        object_group: Some(page::REF_OBJECT_GROUP.to_owned()),
+    };
+    let object = tab
+        .client
+        .execute(&ctx.session, &resolve, SCRIPT_TIMEOUT)
+        .await
+        .ok()?
+        .object
+        .object_id?;
+    page::file_input_index(&tab.client, &ctx.session, &object, SCRIPT_TIMEOUT)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Upload evidence from the read-back (`None`: a dialog blocks the page; `Some(None)`: the
+/// read-back failed, e.g. the document was replaced) and the action's other effects.
+fn upload_evidence(
+    multiple: bool,
+    count_before: u32,
+    readback: Option<Option<Readback>>,
+    mut effects: Vec<Effect>,
+) -> Evidence {
+    let read = readback.flatten();
+    let (status, reason) = match read.map(|r| (r.state, r.file_count, r.name_matches)) {
+        None if readback.is_none() => (Status::Unavailable, None),
+        None => (Status::Unavailable, Some(EvidenceReason::InputRemoved)),
+        Some((InputState::Connected, 1, true)) => (Status::Verified, None),
+        Some((InputState::Connected, 0, _)) => {
+            (Status::Mismatch, Some(EvidenceReason::FilesCleared))
+        }
+        Some((InputState::Connected, _, _)) => {
+            (Status::Mismatch, Some(EvidenceReason::FilesReplaced))
+        }
+        Some((InputState::Replaced, _, _)) => {
+            (Status::Mismatch, Some(EvidenceReason::InputReplaced))
+        }
+        Some((InputState::Removed | InputState::Unreadable, _, _)) => {
+            (Status::Unavailable, Some(EvidenceReason::InputRemoved))
+        }
+    };
+    let connected = read.filter(|r| r.state == InputState::Connected);
+    if connected.is_some_and(|r| r.name_matches || r.file_count != count_before) {
+        effects.insert(0, Effect::FilesChanged);
+    }
+    let mut evidence = Evidence::new(Action::Upload, status, "file_input", effects);
+    evidence.reason = reason;
+    if let Some(read) =
+        read.filter(|r| matches!(r.state, InputState::Connected | InputState::Replaced))
+    {
+        evidence.set("fileCount", read.file_count);
+        evidence.set("fileNameMatches", read.name_matches);
+    }
+    evidence.set("expectedFileCount", 1);
+    evidence.set("multiple", multiple);
+    evidence
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(state: InputState, file_count: u32, name_matches: bool) -> Option<Option<Readback>> {
+        Some(Some(Readback {
+            state,
+            file_count,
+            name_matches,
+        }))
+    }
+
+    fn judged(readback: Option<Option<Readback>>) -> Value {
+        upload_evidence(false, 0, readback, Vec::new()).to_json()
+    }
+
+    #[test]
+    fn verified_only_for_exactly_the_expected_file() {
+        let held = judged(read(InputState::Connected, 1, true));
+        assert_eq!(held["status"], "verified");
+        assert_eq!(held["effects"], json!(["files_changed"]));
+        assert_eq!(
+            (&held["fileCount"], &held["fileNameMatches"]),
+            (&json!(1), &json!(true))
+        );
+        let cleared = judged(read(InputState::Connected, 0, false));
+        assert_eq!(
+            (&cleared["status"], &cleared["reason"]),
+            (&json!("mismatch"), &json!("files_cleared"))
+        );
+        let swapped = judged(read(InputState::Connected, 1, false));
+        assert_eq!(swapped["reason"], "files_replaced");
+        let doubled = judged(read(InputState::Connected, 2, false));
+        assert_eq!(doubled["reason"], "files_replaced");
+        let replaced = judged(read(InputState::Replaced, 0, false));
+        assert_eq!(
+            (&replaced["status"], &replaced["reason"]),
+            (&json!("mismatch"), &json!("input_replaced"))
+        );
+        assert_eq!(replaced["effects"], json!([]));
+    }
+
+    #[test]
+    fn a_gone_input_is_unavailable_and_says_nothing_about_files() {
+        for readback in [read(InputState::Removed, 0, false), Some(None)] {
+            let gone = judged(readback);
+            assert_eq!(
+                (&gone["status"], &gone["reason"]),
+                (&json!("unavailable"), &json!("input_removed"))
+            );
+            assert!(gone.get("fileCount").is_none());
+        }
+        let blocked = upload_evidence(true, 0, None, vec![Effect::DialogOpened]).to_json();
+        assert_eq!(blocked["status"], "unavailable");
+        assert_eq!(blocked["effects"], json!(["dialog_opened"]));
+        assert_eq!(blocked["multiple"], true);
+    }
+}
