@@ -196,7 +196,12 @@ async fn initialize(
         broker
             .events
             .hub()
-            .subscribe(&principal, &connection_id, context.notifications.clone());
+            .subscribe_with(
+                &principal,
+                &connection_id,
+                context.notifications.clone(),
+                negotiated.granted.iter().any(|c| c == "network.read"),
+            );
     }
     let session = Session {
         connection_id,

@@ -9,6 +9,8 @@ use serde_json::Value;
 use super::client::CdpEvent;
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
+use super::fetch::{AuthRequired, RequestPaused};
+use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent, ResponseReceived};
 use super::page::{
     FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
@@ -43,6 +45,12 @@ pub enum Event {
     FrameDetached(FrameDetached),
     JavascriptDialogOpening(JavascriptDialogOpening),
     JavascriptDialogClosed(JavascriptDialogClosed),
+    RequestWillBeSent(RequestWillBeSent),
+    ResponseReceived(ResponseReceived),
+    LoadingFinished(LoadingFinished),
+    LoadingFailed(LoadingFailed),
+    RequestPaused(RequestPaused),
+    AuthRequired(AuthRequired),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -85,6 +93,12 @@ impl Event {
             FrameDetached::METHOD => Event::FrameDetached(params(raw)?),
             JavascriptDialogOpening::METHOD => Event::JavascriptDialogOpening(params(raw)?),
             JavascriptDialogClosed::METHOD => Event::JavascriptDialogClosed(params(raw)?),
+            RequestWillBeSent::METHOD => Event::RequestWillBeSent(params(raw)?),
+            ResponseReceived::METHOD => Event::ResponseReceived(params(raw)?),
+            LoadingFinished::METHOD => Event::LoadingFinished(params(raw)?),
+            LoadingFailed::METHOD => Event::LoadingFailed(params(raw)?),
+            RequestPaused::METHOD => Event::RequestPaused(params(raw)?),
+            AuthRequired::METHOD => Event::AuthRequired(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -94,8 +108,10 @@ impl Event {
     /// Whether the event is part of a target's or a page load's lifecycle: the client keeps
     /// these when its consumer is slow (dropping one would leave a session open forever or
     /// make a waiting navigation look stalled), and drops others.
+    /// A paused request (`Fetch.*`) is kept too: dropping it would stall its page.
     pub fn is_lifecycle(method: &str) -> bool {
         method.starts_with("Target.")
+            || method.starts_with("Fetch.")
             || method.starts_with("Inspector.")
             || [
                 LifecycleEvent::METHOD,

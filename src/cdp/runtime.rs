@@ -1,6 +1,6 @@
 //! The `Runtime` domain: calling a function on an object or in an execution context
 //! (`CallFunctionOn`), evaluating an expression (`Evaluate`), releasing remote objects
-//! (`ReleaseObjectGroup`), and the remote-object and exception shapes their replies share.
+//! (`ReleaseObjectGroup`), resuming a target paused at its start (`RunIfWaitingForDebugger`), and the remote-object and exception shapes their replies share.
 //! Wire shapes only: which world a script runs in, and which scripts exist, is `page/`'s.
 
 use std::time::Duration;
@@ -120,6 +120,15 @@ pub struct ReleaseObjectGroup {
 
 impl Command for ReleaseObjectGroup {
     const METHOD: &'static str = "Runtime.releaseObjectGroup";
+    type Reply = Empty;
+}
+
+/// `Runtime.runIfWaitingForDebugger`: resumes a target that auto-attach paused at its start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunIfWaitingForDebugger {}
+
+impl Command for RunIfWaitingForDebugger {
+    const METHOD: &'static str = "Runtime.runIfWaitingForDebugger";
     type Reply = Empty;
 }
 

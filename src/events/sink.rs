@@ -121,7 +121,9 @@ impl EventSink {
     /// Connection listens.
     fn offer_payload(&self, row: &EventRow, payload: &Value) -> usize {
         self.hub
-            .offer_with(&row.workspace_id, || notification_line(row, payload))
+            .offer_with(&row.workspace_id, &row.event_type, || {
+                notification_line(row, payload)
+            })
     }
 }
 

@@ -7,8 +7,10 @@
 //! it did not create for a Workspace.
 
 pub mod bounds;
+pub mod fetch;
 mod frames;
 mod load;
+pub mod network;
 mod pump;
 mod registry;
 mod service;

@@ -106,6 +106,8 @@ struct Inner {
     authorization: Mutex<HashMap<String, &'static str>>,
     /// Targets created for Workspaces; survives connection loss (unlike `registry`).
     owned: Mutex<HashMap<TargetId, Owned>>,
+    /// Network rules and HTTP auth credentials per Workspace (`session::fetch`).
+    net: super::fetch::NetControl,
 }
 
 /// Cheap to clone; owned by the Broker and handed to tools.
@@ -133,6 +135,7 @@ impl BrowserService {
                 registry: Mutex::new(Registry::default()),
                 authorization: Mutex::new(HashMap::new()),
                 owned: Mutex::new(HashMap::new()),
+                net: super::fetch::NetControl::default(),
             }),
         }
     }
@@ -143,6 +146,17 @@ impl BrowserService {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Network rules and credentials of every Workspace.
+    pub fn net(&self) -> &super::fetch::NetControl {
+        &self.inner.net
+    }
+
+    /// The tab behind a Workspace's opaque id, without taking control.
+    pub fn tab_handle(&self, workspace_id: &str, opaque: &str) -> Result<TabHandle, TargetError> {
+        self.with_registry(|registry| registry.resolve(workspace_id, opaque))
+            .map(|(_, handle)| handle)
     }
 
     /// The live connection, if any.
@@ -598,7 +612,10 @@ impl BrowserService {
                 registry.acquire_control(&target, workspace_id, lease_id)
             });
             match attempt {
-                Ok(()) => return Ok((target, handle)),
+                Ok(()) => {
+                    super::fetch::refresh_tab(self, &target);
+                    return Ok((target, handle));
+                }
                 Err(TargetError::ControlledElsewhere {
                     workspace_id: holder_ws,
                     lease_id: holder_lease,
@@ -647,9 +664,13 @@ impl BrowserService {
         lease_id: &str,
         opaque: &str,
     ) -> Result<bool, TargetError> {
-        self.with_registry(|registry| {
+        let released = self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
-            Ok(registry.release_control(&target, workspace_id, lease_id))
+            Ok((registry.release_control(&target, workspace_id, lease_id), target))
+        });
+        released.map(|(released, target)| {
+            super::fetch::refresh_tab(self, &target);
+            released
         })
     }
 
@@ -713,6 +734,8 @@ impl BrowserService {
             registry.forget_workspace(workspace_id);
             managed
         });
+        self.inner.net.forget_workspace(workspace_id);
+        super::fetch::refresh_all(self);
         let live = self.live();
         {
             let mut owned = self.inner.owned.lock().expect("owned lock");

@@ -11,8 +11,10 @@
 //! mutexes that the event pump may take without a turn; nothing awaits while holding them.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
-//! A session attached here gets `Page.enable`, OOPIF auto-attach and the click-truth
-//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump).
+//! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
+//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump)
+//! and network observation with the tab's interception (`session::network::enable`). The tab's
+//! `NetworkBook` (recent requests) sits beside the other books.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +47,8 @@ struct TabQueue {
     load: Mutex<LoadBook>,
     /// Woken on every change of `load`.
     load_changed: Notify,
+    /// Recent requests and interception state (`session::network`, `session::fetch`).
+    network: Mutex<super::network::NetworkBook>,
 }
 
 impl TabQueue {
@@ -155,6 +159,7 @@ impl TabHandle {
                 frames: Mutex::new(FrameBook::default()),
                 load: Mutex::new(LoadBook::default()),
                 load_changed: Notify::new(),
+                network: Mutex::new(super::network::NetworkBook::default()),
             }),
         }
     }
@@ -169,6 +174,11 @@ impl TabHandle {
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
     pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
         self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// The tab's recent requests and interception state; usable without a turn.
+    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
+        self.queue.network.lock().expect("network lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -292,6 +302,7 @@ impl TabGuard {
             .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
             .await?;
         register_click_truth(client, &session).await;
+        super::network::enable(client, &session, &self.handle()).await?;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -313,6 +324,19 @@ impl TabGuard {
         self.state.progress = ProgressMemory::default();
         self.frames().clear_children();
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
+    }
+
+    /// A handle to this tab (for setup that outlives the turn).
+    pub fn handle(&self) -> TabHandle {
+        TabHandle {
+            target: self.target.clone(),
+            queue: self.queue.clone(),
+        }
+    }
+
+    /// The tab's recent requests (the main document's status for hints).
+    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
+        self.queue.network.lock().expect("network lock")
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.
