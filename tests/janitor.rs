@@ -680,6 +680,12 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::FrameDetached(_) => "FrameDetached",
         Event::JavascriptDialogOpening(_) => "JavascriptDialogOpening",
         Event::JavascriptDialogClosed(_) => "JavascriptDialogClosed",
+        Event::RequestWillBeSent(_) => "RequestWillBeSent",
+        Event::ResponseReceived(_) => "ResponseReceived",
+        Event::LoadingFinished(_) => "LoadingFinished",
+        Event::LoadingFailed(_) => "LoadingFailed",
+        Event::RequestPaused(_) => "RequestPaused",
+        Event::AuthRequired(_) => "AuthRequired",
         Event::Other { .. } => "Other",
     }
 }

@@ -193,15 +193,12 @@ async fn initialize(
         },
     });
     if negotiated.granted.iter().any(|c| c == "event.read") {
-        broker
-            .events
-            .hub()
-            .subscribe_with(
-                &principal,
-                &connection_id,
-                context.notifications.clone(),
-                negotiated.granted.iter().any(|c| c == "network.read"),
-            );
+        broker.events.hub().subscribe_with(
+            &principal,
+            &connection_id,
+            context.notifications.clone(),
+            negotiated.granted.iter().any(|c| c == "network.read"),
+        );
     }
     let session = Session {
         connection_id,

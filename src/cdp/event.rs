@@ -7,9 +7,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::client::CdpEvent;
+use super::fetch::{AuthRequired, RequestPaused};
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
-use super::fetch::{AuthRequired, RequestPaused};
 use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent, ResponseReceived};
 use super::page::{
     FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,

@@ -159,7 +159,10 @@ mod tests {
         hub.subscribe(&principal("a"), "connection:plain", plain_tx);
         hub.subscribe_with(&principal("a"), "connection:net", net_tx, true);
         hub.add_workspace("workspace:1", &principal("a"));
-        assert_eq!(hub.offer_with("workspace:1", "network.request", || "n".into()), 1);
+        assert_eq!(
+            hub.offer_with("workspace:1", "network.request", || "n".into()),
+            1
+        );
         assert_eq!(hub.offer_with("workspace:1", "dialog", || "d".into()), 2);
         assert_eq!(net_rx.try_recv().unwrap(), "n");
         assert_eq!(net_rx.try_recv().unwrap(), "d");

@@ -69,6 +69,9 @@ pub enum ErrorCode {
     BrokerUntrusted,
     HomeNotAllowed,
     CopyStalled,
+    // Network observation and rules.
+    RequestNotFound,
+    RuleNotFound,
 }
 
 impl ErrorCode {
@@ -128,6 +131,8 @@ impl ErrorCode {
         ErrorCode::BrokerUntrusted,
         ErrorCode::HomeNotAllowed,
         ErrorCode::CopyStalled,
+        ErrorCode::RequestNotFound,
+        ErrorCode::RuleNotFound,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -187,6 +192,8 @@ impl ErrorCode {
             ErrorCode::BrokerUntrusted => "broker_untrusted",
             ErrorCode::HomeNotAllowed => "home_not_allowed",
             ErrorCode::CopyStalled => "copy_stalled",
+            ErrorCode::RequestNotFound => "request_not_found",
+            ErrorCode::RuleNotFound => "rule_not_found",
         }
     }
 
@@ -247,6 +254,8 @@ impl ErrorCode {
             ErrorCode::BrokerUntrusted => -32060,
             ErrorCode::HomeNotAllowed => -32061,
             ErrorCode::CopyStalled => -32062,
+            ErrorCode::RequestNotFound => -32070,
+            ErrorCode::RuleNotFound => -32071,
         }
     }
 

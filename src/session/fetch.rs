@@ -152,7 +152,9 @@ pub enum FetchMode {
 /// What a paused request gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Continue { headers: Option<Vec<HeaderEntry>> },
+    Continue {
+        headers: Option<Vec<HeaderEntry>>,
+    },
     Block,
     Fulfill {
         status: u16,
@@ -178,7 +180,11 @@ impl NetControl {
     }
 
     pub fn rules(&self, workspace_id: &str) -> Vec<Rule> {
-        self.with(|all| all.get(workspace_id).map(|n| n.rules.clone()).unwrap_or_default())
+        self.with(|all| {
+            all.get(workspace_id)
+                .map(|n| n.rules.clone())
+                .unwrap_or_default()
+        })
     }
 
     /// True when the rule existed.
@@ -460,7 +466,10 @@ fn enable_command(mode: FetchMode) -> Option<Enable> {
 
 async fn apply(client: &CdpClient, session: &SessionId, mode: FetchMode) -> Result<(), CdpError> {
     match enable_command(mode) {
-        Some(enable) => client.execute(session, &enable, ANSWER_TIMEOUT).await.map(drop),
+        Some(enable) => client
+            .execute(session, &enable, ANSWER_TIMEOUT)
+            .await
+            .map(drop),
         None => client
             .execute(session, &Disable {}, ANSWER_TIMEOUT)
             .await
@@ -541,7 +550,10 @@ pub fn refresh_all(service: &BrowserService) {
     }
 }
 
-fn interested(service: &BrowserService, tab: Option<&TargetId>) -> (Vec<String>, Option<TabHandle>) {
+fn interested(
+    service: &BrowserService,
+    tab: Option<&TargetId>,
+) -> (Vec<String>, Option<TabHandle>) {
     let Some(tab) = tab else {
         return (Vec::new(), None);
     };
@@ -576,7 +588,14 @@ pub(super) fn on_paused(
     let request_id = paused.request_id;
     if paused.response_status_code.is_some() {
         // A response-stage pause (never asked for): let it through.
-        send(client, session.clone(), ContinueRequest { request_id, headers: None });
+        send(
+            client,
+            session.clone(),
+            ContinueRequest {
+                request_id,
+                headers: None,
+            },
+        );
         return;
     }
     let (workspaces, _) = interested(service, tab);
@@ -588,7 +607,14 @@ pub(super) fn on_paused(
     };
     let session = session.clone();
     match answer {
-        Answer::Continue { headers } => send(client, session, ContinueRequest { request_id, headers }),
+        Answer::Continue { headers } => send(
+            client,
+            session,
+            ContinueRequest {
+                request_id,
+                headers,
+            },
+        ),
         Answer::Block => send(
             client,
             session,
@@ -711,7 +737,10 @@ mod tests {
         let headers = rule(
             "*/api/*",
             RuleAction::Headers {
-                set: vec![("accept".into(), "application/json".into()), ("X-Added".into(), "yes".into())],
+                set: vec![
+                    ("accept".into(), "application/json".into()),
+                    ("X-Added".into(), "yes".into()),
+                ],
             },
         );
         let block = rule("*.png", RuleAction::Block);
@@ -737,7 +766,9 @@ mod tests {
         let control = NetControl::default();
         let a = vec!["workspace:a".to_owned()];
         assert_eq!(control.wanted(&a), FetchMode::Off);
-        control.add_rule("workspace:a", rule("*", RuleAction::Block)).unwrap();
+        control
+            .add_rule("workspace:a", rule("*", RuleAction::Block))
+            .unwrap();
         assert_eq!(control.wanted(&a), FetchMode::Intercept { auth: false });
         control
             .set_credential(
@@ -756,7 +787,9 @@ mod tests {
         assert_eq!(control.clear_credentials("workspace:a", None), 1);
         assert_eq!(control.wanted(&a), FetchMode::Off);
         for n in 0..MAX_RULES_PER_WORKSPACE {
-            control.add_rule("workspace:a", rule(&format!("{n}"), RuleAction::Block)).unwrap();
+            control
+                .add_rule("workspace:a", rule(&format!("{n}"), RuleAction::Block))
+                .unwrap();
         }
         assert_eq!(
             control.add_rule("workspace:a", rule("x", RuleAction::Block)),

@@ -133,7 +133,9 @@ impl NetFilter {
                 .resource_type
                 .as_deref()
                 .is_none_or(|kind| record.resource_type.eq_ignore_ascii_case(kind))
-            && self.status.is_none_or(|status| record.status == Some(status))
+            && self
+                .status
+                .is_none_or(|status| record.status == Some(status))
     }
 }
 
@@ -158,7 +160,12 @@ impl NetworkBook {
 
     /// Matching records visible to `workspace_id`, oldest first, at most `limit`; the bool says
     /// whether more matched.
-    pub fn list(&self, workspace_id: &str, filter: &NetFilter, limit: usize) -> (Vec<&NetRecord>, bool) {
+    pub fn list(
+        &self,
+        workspace_id: &str,
+        filter: &NetFilter,
+        limit: usize,
+    ) -> (Vec<&NetRecord>, bool) {
         let mut matching = self
             .records
             .iter()
@@ -486,7 +493,7 @@ mod tests {
 
     fn record(seq: u64, url: &str, kind: &str, status: Option<u16>, workspace: &str) -> NetRecord {
         NetRecord {
-            id: format!("request:{seq}"),
+            id: format!("request:{url}"),
             seq,
             session: SessionId::new("S"),
             raw_id: seq.to_string(),
@@ -514,7 +521,13 @@ mod tests {
     fn list_filters_pages_and_hides_other_workspaces() {
         let mut book = NetworkBook::default();
         book.push(record(0, "http://a/", "Document", Some(200), "workspace:a"));
-        book.push(record(0, "http://a/x.png", "Image", Some(403), "workspace:a"));
+        book.push(record(
+            0,
+            "http://a/x.png",
+            "Image",
+            Some(403),
+            "workspace:a",
+        ));
         book.push(record(0, "http://a/api/1", "XHR", Some(200), "workspace:a"));
         book.push(record(0, "http://a/api/2", "XHR", Some(500), "workspace:b"));
         let all = NetFilter::default();
@@ -538,7 +551,10 @@ mod tests {
             status: Some(403),
             ..NetFilter::default()
         };
-        assert_eq!(book.list("workspace:a", &forbidden, 10).0[0].url, "http://a/x.png");
+        assert_eq!(
+            book.list("workspace:a", &forbidden, 10).0[0].url,
+            "http://a/x.png"
+        );
         assert!(book.get("workspace:b", &page[0].id).is_none());
     }
 
@@ -546,7 +562,13 @@ mod tests {
     fn the_ring_is_bounded() {
         let mut book = NetworkBook::default();
         for n in 0..MAX_REQUESTS_PER_TARGET + 5 {
-            book.push(record(0, &format!("http://a/{n}"), "Image", None, "workspace:a"));
+            book.push(record(
+                0,
+                &format!("http://a/{n}"),
+                "Image",
+                None,
+                "workspace:a",
+            ));
         }
         assert_eq!(book.len(), MAX_REQUESTS_PER_TARGET);
         let (first, _) = book.list("workspace:a", &NetFilter::default(), 1);
@@ -557,7 +579,10 @@ mod tests {
     fn headers_are_bounded_and_credentials_redacted() {
         let mut map = serde_json::Map::new();
         map.insert("Authorization".into(), json!("Basic dTpwYXNzd29yZA=="));
-        map.insert("X-Long".into(), json!("v".repeat(MAX_HEADER_VALUE_CHARS + 10)));
+        map.insert(
+            "X-Long".into(),
+            json!("v".repeat(MAX_HEADER_VALUE_CHARS + 10)),
+        );
         let (kept, truncated) = headers(&map);
         assert!(!truncated);
         let auth = kept.iter().find(|(n, _)| n == "Authorization").unwrap();
@@ -576,8 +601,8 @@ mod tests {
         assert!(access_blocked_hint(true, 429).is_some());
         assert!(access_blocked_hint(true, 404).is_none());
         assert!(access_blocked_hint(false, 403).is_none());
-        let hint = serde_json::to_value(EventHint::from(access_blocked_hint(true, 429).unwrap()))
-            .unwrap();
+        let hint =
+            serde_json::to_value(EventHint::from(access_blocked_hint(true, 429).unwrap())).unwrap();
         assert_eq!(hint["code"], "access_blocked");
         assert_eq!(hint["source"], "network");
         assert_eq!(hint["status"], 429);

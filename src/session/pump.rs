@@ -247,13 +247,15 @@ fn on_event(
                 )
             })
         }
-        (Some(session), Event::RequestWillBeSent(sent)) => match sessions.tab_of(session).cloned() {
-            Some(tab) => {
-                let tab_session = sessions.tabs.contains_key(session);
-                super::network::on_request(service, &tab, session, tab_session, sent)
+        (Some(session), Event::RequestWillBeSent(sent)) => {
+            match sessions.tab_of(session).cloned() {
+                Some(tab) => {
+                    let tab_session = sessions.tabs.contains_key(session);
+                    super::network::on_request(service, &tab, session, tab_session, sent)
+                }
+                None => Vec::new(),
             }
-            None => Vec::new(),
-        },
+        }
         (Some(session), Event::ResponseReceived(received)) => match sessions.tab_of(session) {
             Some(tab) => super::network::on_response(service, tab, session, received),
             None => Vec::new(),
@@ -409,7 +411,10 @@ async fn setup_child(client: &CdpClient, child: &SessionId, handle: &super::TabH
         tracing::debug!(%error, "enabling Network on an out-of-process frame session");
     }
     let auto_attach = SetAutoAttach::iframes();
-    if let Err(error) = client.execute(child, &auto_attach, CHILD_SETUP_TIMEOUT).await {
+    if let Err(error) = client
+        .execute(child, &auto_attach, CHILD_SETUP_TIMEOUT)
+        .await
+    {
         tracing::debug!(%error, "auto-attaching under an out-of-process frame session");
         return;
     }

@@ -666,7 +666,10 @@ impl BrowserService {
     ) -> Result<bool, TargetError> {
         let released = self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
-            Ok((registry.release_control(&target, workspace_id, lease_id), target))
+            Ok((
+                registry.release_control(&target, workspace_id, lease_id),
+                target,
+            ))
         });
         released.map(|(released, target)| {
             super::fetch::refresh_tab(self, &target);

@@ -14,7 +14,9 @@ pub use crate::protocol::methods::Lane;
 
 use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
-use super::{capture, click, dialogs, discover, dropdowns, frames, keys, observe, scroll, tabs};
+use super::{
+    capture, click, dialogs, discover, dropdowns, frames, keys, network, observe, scroll, tabs,
+};
 
 /// What a handler returns: the tool's result, or why it failed.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
@@ -169,6 +171,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(dialogs::defs());
         tools.extend(frames::defs());
         tools.extend(capture::defs());
+        tools.extend(network::defs());
         tools
     })
 }

@@ -19,6 +19,7 @@ mod error;
 mod evidence;
 mod frames;
 mod keys;
+mod network;
 mod observe;
 mod pointer;
 mod progress;
