@@ -582,10 +582,22 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
         let observation = observe(&mut agent, &target);
         let seen = hint(&observation["hints"], "access_blocked").expect("hint on the Observation");
         // The same hint; the page's own text may add evidence beside the status.
-        for field in ["code", "source", "confidence", "recommendedAction", "blocking", "status"] {
+        for field in [
+            "code",
+            "source",
+            "confidence",
+            "recommendedAction",
+            "blocking",
+            "status",
+        ] {
             assert_eq!(seen[field], blocked[field], "{field}: {seen} vs {blocked}");
         }
-        assert!(seen["evidence"].as_array().unwrap().contains(&json!(format!("http_{status}"))));
+        assert!(
+            seen["evidence"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(format!("http_{status}")))
+        );
     }
     // ... but not for a 403 image or fetch on a 200 document.
     agent.tool(

@@ -27,6 +27,8 @@ fn tidy(value: &Value) -> Value {
                 "connection:",
                 "broker:",
                 "tabset:",
+                "request:",
+                "rule:",
             ];
             match prefixes.iter().find(|p| s.starts_with(*p)) {
                 Some(prefix) if s.len() > prefix.len() + 8 => {
@@ -45,6 +47,36 @@ fn tidy(value: &Value) -> Value {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), tidy(v))).collect())
         }
         other => other.clone(),
+    }
+}
+
+/// An agent whose host asks for every capability, the extras included.
+fn network_agent(rig: &Rig) -> Agent {
+    let mut bridge = rig.home.spawn_bridge();
+    let mut params = support::initialize_params("com.example.docs.network", "i1", (1, 1));
+    params["requestedCapabilities"] = json!([
+        "browser.control",
+        "workspace.manage",
+        "observation.read",
+        "action.input",
+        "artifact.read",
+        "event.read",
+        "network.read",
+        "network.control",
+        "page.eval"
+    ]);
+    bridge.ok("initialize", params);
+    let ws = bridge.ok("workspaces/create", json!({}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+    );
+    Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
     }
 }
 
@@ -241,6 +273,52 @@ fn every_tool_has_a_real_example() {
         "browser.frames.select",
         Some(&framed),
         json!({"frameId": same}),
+    );
+    // The network tools need the extra capabilities: a Connection of a host that asks for them.
+    let mut net = network_agent(&rig);
+    net.connect();
+    let page = net.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/network")}),
+    )["targetId"]
+        .clone();
+    let listed = record(
+        &mut net,
+        "browser.network.list",
+        Some(&page),
+        json!({"resourceType": "Document"}),
+    );
+    record(
+        &mut net,
+        "browser.network.get",
+        Some(&page),
+        json!({"requestId": listed["requests"][0]["requestId"], "includeBody": true, "maxBodyBytes": 64}),
+    );
+    let rule = record(
+        &mut net,
+        "browser.network.rules.add",
+        None,
+        json!({"urlPattern": "*/api/*", "action": "headers", "headers": [{"name": "X-Example", "value": "1"}]}),
+    );
+    record(&mut net, "browser.network.rules.list", None, json!({}));
+    record(
+        &mut net,
+        "browser.network.rules.remove",
+        None,
+        json!({"ruleId": rule["rule"]["ruleId"]}),
+    );
+    record(
+        &mut net,
+        "browser.auth.set",
+        None,
+        json!({"origin": "https://intranet.example", "username": "ada", "password": "example-password"}),
+    );
+    record(
+        &mut net,
+        "browser.auth.clear",
+        None,
+        json!({"origin": "https://intranet.example"}),
     );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
