@@ -853,13 +853,8 @@ fn rules_block_mock_headers_popup_and_user_tab(rig: &Rig, site: &Site) {
         Some(&target),
         json!({"observationId": observation["observationId"], "ref": press}),
     );
-    assert!(wait_until(Duration::from_secs(10), || {
-        agent.tool("browser.tabs.list", None, json!({}))["tabs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["title"] == "clicked")
-    }));
+    let clicked = observe(&mut agent, &target);
+    assert_eq!(clicked["title"], "clicked", "the page is usable: {clicked}");
     agent.bridge.ok(
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),

@@ -198,6 +198,30 @@ impl SetAutoAttach {
     }
 }
 
+impl SetAutoAttach {
+    /// What the browser connection enables: every page target (existing tabs, new tabs and
+    /// popups) is attached as a flattened session, and a new one is paused at its start until
+    /// `Runtime.runIfWaitingForDebugger`, so a managed popup gets network observation and its
+    /// Workspace's rules before its first request. Field notes §0 item 2.
+    pub fn pages() -> SetAutoAttach {
+        SetAutoAttach {
+            auto_attach: true,
+            wait_for_debugger_on_start: true,
+            flatten: true,
+            filter: vec![
+                TargetFilter {
+                    target_type: Some("page"),
+                    exclude: None,
+                },
+                TargetFilter {
+                    target_type: None,
+                    exclude: Some(true),
+                },
+            ],
+        }
+    }
+}
+
 impl Command for SetAutoAttach {
     const METHOD: &'static str = "Target.setAutoAttach";
     type Reply = Empty;

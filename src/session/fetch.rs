@@ -498,9 +498,9 @@ pub(super) async fn on_session(client: &CdpClient, session: &SessionId, handle: 
 }
 
 /// Derives the tab's mode from the Workspaces that manage or control it now and tells every
-/// known session of the tab whose mode changes. Call after rules, credentials or control
-/// change.
-pub fn refresh_tab(service: &BrowserService, target: &TargetId) {
+/// known session of the tab whose mode changes, returning once they answered. Call after
+/// rules, credentials or control change.
+pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
     let (workspaces, handle) = service.with_registry(|registry| {
         let workspaces: Vec<String> = registry
             .interested_workspaces(target)
@@ -529,24 +529,22 @@ pub fn refresh_tab(service: &BrowserService, target: &TargetId) {
         return;
     }
     let Some(live) = service.live() else { return };
-    tokio::spawn(async move {
-        for session in changed {
-            match apply(&live.client, &session, wanted).await {
-                Ok(()) => {}
-                Err(CdpError::SessionClosed { .. }) => {
-                    handle.network().fetch.applied.remove(&session);
-                }
-                Err(error) => tracing::debug!(%error, "changing request interception failed"),
+    for session in changed {
+        match apply(&live.client, &session, wanted).await {
+            Ok(()) => {}
+            Err(CdpError::SessionClosed { .. }) => {
+                handle.network().fetch.applied.remove(&session);
             }
+            Err(error) => tracing::debug!(%error, "changing request interception failed"),
         }
-    });
+    }
 }
 
 /// `refresh_tab` for every tab (a Workspace's rules or credentials changed, or it ended).
-pub fn refresh_all(service: &BrowserService) {
+pub async fn refresh_all(service: &BrowserService) {
     let targets = service.with_registry(|registry| registry.targets());
     for target in targets {
-        refresh_tab(service, &target);
+        refresh_tab(service, &target).await;
     }
 }
 

@@ -160,15 +160,19 @@ fn on_event(
                 .collect()
         }
         (None, Event::AttachedToTarget(attached)) => {
-            sessions
-                .tabs
-                .insert(attached.session_id, attached.target_info.target_id);
-            Vec::new()
+            sessions.tabs.insert(
+                attached.session_id.clone(),
+                attached.target_info.target_id.clone(),
+            );
+            on_page_attached(service, client, attached)
         }
         (None, Event::DetachedFromTarget(detached)) => {
             // A tab session's OOPIF sessions end with it.
             if let Some(tab) = sessions.tabs.remove(&detached.session_id) {
                 sessions.frames.retain(|_, owner| *owner != tab);
+                if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
+                    handle.withdraw_session(&detached.session_id);
+                }
             }
             Vec::new()
         }
@@ -535,7 +539,6 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
         return Vec::new();
     };
     service.note_owned(&info.target_id, &workspace_id);
-    attach_popup(service, &info.target_id);
     let mut popup = Emit::new(
         &workspace_id,
         "popup.opened",
@@ -552,22 +555,64 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     vec![attached, popup]
 }
 
-/// A managed popup is attached at once, so network observation and the Workspace's rules
-/// reach it as early as the browser lets a client in (see docs/network.md on how early that is).
-fn attach_popup(service: &BrowserService, target: &TargetId) {
-    super::fetch::refresh_tab(service, target);
-    let (Some(handle), Some(live)) = (
-        service.with_registry(|registry| registry.handle(target)),
-        service.live(),
-    ) else {
-        return;
-    };
-    tokio::spawn(async move {
-        let mut guard = handle.acquire().await;
-        if let Err(error) = guard.session(&live.client).await {
-            tracing::debug!(%error, "attaching to a new popup");
+/// A page session opened by the browser connection's auto-attach (`SetAutoAttach::pages`):
+/// offered to its tab for the next `TabGuard::session`, so no tab gets a second session. A new
+/// page waits paused at its start: a managed popup is set up first (network observation and
+/// its Workspace's rules before its first request), anything else (a user's new tab, a tab the
+/// Broker is creating) is resumed at once, with nothing enabled. The session of a tab nobody
+/// controls stays idle: it observes nothing.
+fn on_page_attached(
+    service: &BrowserService,
+    client: &CdpClient,
+    attached: AttachedToTarget,
+) -> Vec<Emit> {
+    if attached.target_info.target_type != "page" {
+        return Vec::new();
+    }
+    if !attached.waiting_for_debugger {
+        // An existing page (or the Broker's own explicit attach, then already in use): offered
+        // for the tab's next `TabGuard::session`.
+        if let Some(handle) =
+            service.with_registry(|registry| registry.handle(&attached.target_info.target_id))
+        {
+            handle.offer_session(attached.session_id);
         }
+        return Vec::new();
+    }
+    // The attach can arrive before `Target.targetCreated`: adopt a popup here if so.
+    let emits = on_created(service, &attached.target_info);
+    let target = attached.target_info.target_id.clone();
+    let (handle, popup) = service.with_registry(|registry| {
+        (
+            registry.handle(&target),
+            registry.managed_by(&target).is_some() && attached.target_info.opener_id.is_some(),
+        )
     });
+    let session = attached.session_id;
+    let client = client.clone();
+    match (handle, popup) {
+        (Some(handle), true) => {
+            handle.offer_session(session.clone());
+            let service = service.clone();
+            tokio::spawn(async move {
+                super::fetch::refresh_tab(&service, &target).await;
+                let mut guard = handle.acquire().await;
+                if let Err(error) = guard.session(&client).await {
+                    tracing::debug!(%error, "setting up a new popup");
+                }
+                drop(guard);
+                // Whatever the setup achieved, the popup (and its opener) must not stay paused.
+                resume(&client, &session).await;
+            });
+        }
+        (handle, _) => {
+            if let Some(handle) = handle {
+                handle.offer_session(session.clone());
+            }
+            tokio::spawn(async move { resume(&client, &session).await });
+        }
+    }
+    emits
 }
 
 fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {

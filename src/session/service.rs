@@ -297,6 +297,12 @@ impl BrowserService {
             }
         }
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
+        // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
+        // the pump set up (a managed popup) or released them (docs/network.md, "Popups").
+        let auto_attach = crate::cdp::target::SetAutoAttach::pages();
+        if let Err(error) = client.execute(None, &auto_attach, INVENTORY_TIMEOUT).await {
+            tracing::warn!(%error, "auto-attaching pages failed; popups are attached late");
+        }
         if restored {
             // Every Observation of the lost connection stopped resolving: say so in the old
             // generation, journaled before the restore.
@@ -613,7 +619,7 @@ impl BrowserService {
             });
             match attempt {
                 Ok(()) => {
-                    super::fetch::refresh_tab(self, &target);
+                    super::fetch::refresh_tab(self, &target).await;
                     return Ok((target, handle));
                 }
                 Err(TargetError::ControlledElsewhere {
@@ -672,7 +678,8 @@ impl BrowserService {
             ))
         });
         released.map(|(released, target)| {
-            super::fetch::refresh_tab(self, &target);
+            let service = self.clone();
+            tokio::spawn(async move { super::fetch::refresh_tab(&service, &target).await });
             released
         })
     }
@@ -738,7 +745,7 @@ impl BrowserService {
             managed
         });
         self.inner.net.forget_workspace(workspace_id);
-        super::fetch::refresh_all(self);
+        super::fetch::refresh_all(self).await;
         let live = self.live();
         {
             let mut owned = self.inner.owned.lock().expect("owned lock");

@@ -49,6 +49,9 @@ struct TabQueue {
     load_changed: Notify,
     /// Recent requests and interception state (`session::network`, `session::fetch`).
     network: Mutex<super::network::NetworkBook>,
+    /// A session the browser connection's auto-attach opened for this tab and nobody set up
+    /// yet: the next `TabGuard::session` uses it instead of attaching again.
+    auto_session: Mutex<Option<SessionId>>,
 }
 
 impl TabQueue {
@@ -160,6 +163,7 @@ impl TabHandle {
                 load: Mutex::new(LoadBook::default()),
                 load_changed: Notify::new(),
                 network: Mutex::new(super::network::NetworkBook::default()),
+                auto_session: Mutex::new(None),
             }),
         }
     }
@@ -174,6 +178,20 @@ impl TabHandle {
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
     pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
         self.queue.frames.lock().expect("frames lock")
+    }
+
+    /// Offers a session auto-attach opened for this tab (the pump); `None` withdraws `session`
+    /// when it detached.
+    pub fn offer_session(&self, session: SessionId) {
+        *self.queue.auto_session.lock().expect("auto session lock") = Some(session);
+    }
+
+    /// Withdraws an offered session that detached.
+    pub fn withdraw_session(&self, session: &SessionId) {
+        let mut offered = self.queue.auto_session.lock().expect("auto session lock");
+        if offered.as_ref() == Some(session) {
+            *offered = None;
+        }
     }
 
     /// The tab's recent requests and interception state; usable without a turn.
@@ -287,14 +305,23 @@ pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
 }
 
 impl TabGuard {
-    /// The flattened CDP session of this tab, attaching and enabling the domains the tools need
-    /// on first use. `Page` is enabled before anything else can run, so a dialog the page opens
+    /// The flattened CDP session of this tab, attaching (or taking the session auto-attach
+    /// offered) and enabling the domains the tools need on first use. `Page` is enabled before anything else can run, so a dialog the page opens
     /// later stays answerable by this session (field notes §0 item 3).
     pub async fn session(&mut self, client: &CdpClient) -> Result<SessionId, CdpError> {
         if let Some(session) = &self.state.session {
             return Ok(session.clone());
         }
-        let session = client.attach_to_target(&self.target, SETUP_TIMEOUT).await?;
+        let offered = self
+            .queue
+            .auto_session
+            .lock()
+            .expect("auto session lock")
+            .take();
+        let session = match offered {
+            Some(session) => session,
+            None => client.attach_to_target(&self.target, SETUP_TIMEOUT).await?,
+        };
         client.execute(&session, &Enable {}, SETUP_TIMEOUT).await?;
         // Load waits follow the lifecycle events; Chromium replays the current document's.
         *self.queue.load.lock().expect("load lock") = LoadBook::default();

@@ -582,7 +582,7 @@ pub async fn rules_add(
         .net()
         .add_rule(scope.workspace_id, rule)
         .map_err(limit_error)?;
-    fetch::refresh_all(&env.browser);
+    fetch::refresh_all(&env.browser).await;
     Ok(json!({"rule": result}))
 }
 
@@ -624,7 +624,7 @@ pub async fn rules_remove(
         )
         .into());
     }
-    fetch::refresh_all(&env.browser);
+    fetch::refresh_all(&env.browser).await;
     Ok(json!({"ruleId": params.rule_id, "removed": true}))
 }
 
@@ -698,7 +698,7 @@ pub async fn auth_set(
         .net()
         .set_credential(scope.workspace_id, credential)
         .map_err(limit_error)?;
-    fetch::refresh_all(&env.browser);
+    fetch::refresh_all(&env.browser).await;
     Ok(json!({"origin": origin, "replaced": replaced}))
 }
 
@@ -721,7 +721,7 @@ pub async fn auth_clear(
         .browser
         .net()
         .clear_credentials(scope.workspace_id, origin.as_deref());
-    fetch::refresh_all(&env.browser);
+    fetch::refresh_all(&env.browser).await;
     Ok(json!({"cleared": cleared}))
 }
 
