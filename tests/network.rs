@@ -322,7 +322,7 @@ fn start_rig(log: &std::path::Path) -> Rig {
             profile.path().to_str().unwrap(),
         )
         .with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
-        .with_env("BROWSER_PILOT_LOG", "debug");
+        .with_env("BROWSER_PILOT_LOG", "trace");
     Rig {
         home,
         profile,
@@ -971,6 +971,10 @@ fn http_auth_accepted_rejected_and_cleared(rig: &Rig, site: &Site, log: &std::pa
         "the dump shows the auth Commands"
     );
     let broker_log = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(
+        broker_log.contains("Fetch.continueWithAuth"),
+        "the trace log shows the auth answers (without their password)"
+    );
     for secret in [
         GOOD_PASSWORD,
         WRONG_PASSWORD,
