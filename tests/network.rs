@@ -637,6 +637,24 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
         !types.iter().any(|t| t.starts_with("network.")),
         "{types:?}"
     );
+    let polled = plain.ok(
+        "events/poll",
+        json!({"workspaceId": agent.workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+    let polled_types: Vec<&str> = polled["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(
+        polled_types.contains(&"document.changed"),
+        "{polled_types:?}"
+    );
+    assert!(
+        !polled_types.iter().any(|t| t.starts_with("network.")),
+        "{polled_types:?}"
+    );
     let mut tools_seen = agent.bridge.drain_notifications(Duration::from_millis(200));
     tools_seen.retain(|n| {
         n["params"]["event"]["type"]
