@@ -292,6 +292,30 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
                 ),
             }
         }
+        "/framed" => {
+            // A cross-site (out-of-process) frame: `localhost` on the same port.
+            let port = headers
+                .get("host")
+                .and_then(|h| h.rsplit(':').next())
+                .unwrap_or("80")
+                .to_owned();
+            (
+                "200 OK",
+                "text/html",
+                String::new(),
+                html(
+                    "framed",
+                    &format!("<iframe src=\"http://localhost:{port}/frame-child\"></iframe>"),
+                ),
+            )
+        }
+        "/frame-child" => (
+            "200 OK",
+            "text/html",
+            String::new(),
+            html("child", "<img src=/frame-child.png><p>child</p>"),
+        ),
+        "/frame-child.png" => ("200 OK", "image/png", String::new(), png_bytes()),
         "/favicon.ico" => ("404 Not Found", "text/plain", String::new(), Vec::new()),
         _ => (
             "200 OK",
@@ -665,6 +689,27 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
         !tools_seen.is_empty(),
         "the network.read Connection hears network events"
     );
+    // An out-of-process frame's requests, from its first subresource, belong to its tab.
+    agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": site.url("/framed")}),
+    );
+    wait_events(
+        &mut agent,
+        &mut events,
+        |e| !of_type(e, "network.response", "/frame-child.png").is_empty(),
+        "the out-of-process frame's image",
+    );
+    let child_image = of_type(&events, "network.request", "/frame-child.png")[0];
+    assert_eq!(child_image["targetId"], target);
+    assert!(
+        child_image["payload"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://localhost:")
+    );
+    assert_eq!(child_image["payload"]["mainDocument"], false);
     let denied = plain.call(
         "tools/call",
         json!({"name": "browser.network.list", "arguments": {}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "targetId": target}),
