@@ -690,6 +690,9 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::LoadingFinished(_) => "LoadingFinished",
         Event::LoadingFailed(_) => "LoadingFailed",
         Event::FileChooserOpened(_) => "FileChooserOpened",
+        Event::ResponseReceived(_) => "ResponseReceived",
+        Event::RequestPaused(_) => "RequestPaused",
+        Event::AuthRequired(_) => "AuthRequired",
         Event::Other { .. } => "Other",
     }
 }

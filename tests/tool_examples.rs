@@ -27,6 +27,8 @@ fn tidy(value: &Value) -> Value {
                 "connection:",
                 "broker:",
                 "tabset:",
+                "request:",
+                "rule:",
             ];
             match prefixes.iter().find(|p| s.starts_with(*p)) {
                 Some(prefix) if s.len() > prefix.len() + 8 => {
@@ -341,6 +343,50 @@ fn every_tool_has_a_real_example() {
         "browser.upload",
         Some(&uploading),
         json!({"artifactId": imported["artifact"]["id"], "inputIndex": 0, "observe": {"limit": 5}}),
+    );
+    // The network tools (extra capabilities, granted to this agent).
+    let page = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/network")}),
+    )["targetId"]
+        .clone();
+    let listed = record(
+        &mut agent,
+        "browser.network.list",
+        Some(&page),
+        json!({"resourceType": "Document"}),
+    );
+    record(
+        &mut agent,
+        "browser.network.get",
+        Some(&page),
+        json!({"requestId": listed["requests"][0]["requestId"], "includeBody": true, "maxBodyBytes": 64}),
+    );
+    let rule = record(
+        &mut agent,
+        "browser.network.rules.add",
+        None,
+        json!({"urlPattern": "*/api/*", "action": "headers", "headers": [{"name": "X-Example", "value": "1"}]}),
+    );
+    record(&mut agent, "browser.network.rules.list", None, json!({}));
+    record(
+        &mut agent,
+        "browser.network.rules.remove",
+        None,
+        json!({"ruleId": rule["rule"]["ruleId"]}),
+    );
+    record(
+        &mut agent,
+        "browser.auth.set",
+        None,
+        json!({"origin": "https://intranet.example", "username": "ada", "password": "example-password"}),
+    );
+    record(
+        &mut agent,
+        "browser.auth.clear",
+        None,
+        json!({"origin": "https://intranet.example"}),
     );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));

@@ -486,15 +486,20 @@ pub fn command_json(row: &CommandRow) -> Value {
     command
 }
 
-/// SHA-256 of the canonical call: serde_json maps are ordered by key, so equal calls serialize
-/// to equal bytes whatever order the host wrote them in.
+/// SHA-256 of this Broker's random salt and the canonical call: serde_json maps are ordered by
+/// key, so equal calls serialize to equal bytes whatever order the host wrote them in. The salt
+/// (drawn once per Broker, like the in-memory store it compares within) keeps a stored hash from
+/// confirming a guessed secret argument, such as a `browser.auth.set` password, in `debug sql`.
 fn arguments_hash(
     name: &str,
     arguments: &Map<String, Value>,
     workspace_id: Option<&str>,
     target_id: Option<&str>,
 ) -> [u8; 32] {
-    let canonical = json!({"name": name, "arguments": arguments, "workspaceId": workspace_id, "targetId": target_id}).to_string();
+    static SALT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let salt =
+        SALT.get_or_init(|| crate::protocol::ids::new_id(crate::protocol::ids::IdKind::Broker));
+    let canonical = json!({"salt": salt, "name": name, "arguments": arguments, "workspaceId": workspace_id, "targetId": target_id}).to_string();
     let hash = digest(&SHA256, canonical.as_bytes());
     let mut out = [0u8; 32];
     out.copy_from_slice(hash.as_ref());

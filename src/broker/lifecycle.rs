@@ -201,10 +201,12 @@ async fn initialize(
         },
     });
     if negotiated.granted.iter().any(|c| c == "event.read") {
-        broker
-            .events
-            .hub()
-            .subscribe(&principal, &connection_id, context.notifications.clone());
+        broker.events.hub().subscribe_with(
+            &principal,
+            &connection_id,
+            context.notifications.clone(),
+            negotiated.granted.iter().any(|c| c == "network.read"),
+        );
     }
     let session = Session {
         connection_id,
@@ -450,9 +452,20 @@ async fn events_poll(
         .call_read(move |store| store.poll_events(&workspace_id, after, limit as u32))
         .await
         .map_err(from_store)?;
+    // Network events are journaled for everyone but delivered only with `network.read`; the
+    // cursor still moves past them.
+    let hears_network = session
+        .negotiated
+        .granted
+        .iter()
+        .any(|c| c == "network.read");
     match poll {
         EventPoll::Page { events, next_sequence, has_more } => Ok(json!({
-            "events": events.iter().map(event_json).collect::<Vec<_>>(),
+            "events": events
+                .iter()
+                .filter(|row| hears_network || !crate::events::is_network_event(&row.event_type))
+                .map(event_json)
+                .collect::<Vec<_>>(),
             "nextCursor": format_cursor(next_sequence),
             "hasMore": has_more,
         })),

@@ -8,9 +8,10 @@ use serde_json::Value;
 
 use super::browser::{DownloadProgress, DownloadWillBegin};
 use super::client::CdpEvent;
+use super::fetch::{AuthRequired, RequestPaused};
 use super::ids::SessionId;
 use super::inspector::{Detached, TargetCrashed as InspectorTargetCrashed};
-use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent};
+use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent, ResponseReceived};
 use super::page::{
     FileChooserOpened, FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
@@ -55,6 +56,9 @@ pub enum Event {
     LoadingFinished(LoadingFinished),
     LoadingFailed(LoadingFailed),
     FileChooserOpened(FileChooserOpened),
+    ResponseReceived(ResponseReceived),
+    RequestPaused(RequestPaused),
+    AuthRequired(AuthRequired),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -105,6 +109,9 @@ impl Event {
             LoadingFinished::METHOD => Event::LoadingFinished(params(raw)?),
             LoadingFailed::METHOD => Event::LoadingFailed(params(raw)?),
             FileChooserOpened::METHOD => Event::FileChooserOpened(params(raw)?),
+            ResponseReceived::METHOD => Event::ResponseReceived(params(raw)?),
+            RequestPaused::METHOD => Event::RequestPaused(params(raw)?),
+            AuthRequired::METHOD => Event::AuthRequired(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -115,8 +122,10 @@ impl Event {
     /// these when its consumer is slow (dropping one would leave a session open forever or
     /// make a waiting navigation look stalled; an intercepted file chooser has no other trace),
     /// and drops others.
+    /// A paused request (`Fetch.*`) is kept too: dropping it would stall its page.
     pub fn is_lifecycle(method: &str) -> bool {
         method.starts_with("Target.")
+            || method.starts_with("Fetch.")
             || method.starts_with("Inspector.")
             || [
                 LifecycleEvent::METHOD,

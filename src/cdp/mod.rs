@@ -2,7 +2,7 @@
 //! It is transport-agnostic: it speaks NDJSON lines (one CDP message per line) over two
 //! channels, and the janitor process turns those lines into WebSocket frames. Each command is a
 //! type implementing `Command` in its domain's file (`target`, `page`, `input`, `runtime`,
-//! `dom`, `io`, `browser`, `storage`, `network`), sent with `CdpClient::execute`; each event the Broker reads is a
+//! `dom`, `io`, `browser`, `storage`, `network`, `fetch`), sent with `CdpClient::execute`; each event the Broker reads is a
 //! variant of `Event`, decoded in `event.rs`; the janitor pipe's own lines are `pipe`'s. It must
 //! not touch the store, the agent protocol or any socket; raw CDP ids (`SessionId`, `TargetId`)
 //! never leave the crate through the agent protocol.
@@ -12,6 +12,7 @@ mod client;
 mod command;
 pub mod dom;
 mod event;
+pub mod fetch;
 mod ids;
 pub mod input;
 pub mod inspector;

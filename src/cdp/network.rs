@@ -1,15 +1,18 @@
-//! The `Network` domain, reduced to what the Broker's in-flight request count needs: enabling
-//! the domain on a session (`Enable`) and the three events that start and end a request
-//! (`RequestWillBeSent`, `LoadingFinished`, `LoadingFailed`), each with only the request id.
-//! Wire shapes only: what counts as idle is `session::activity`'s. Headers, bodies and URLs are
-//! deliberately not decoded here.
+//! The `Network` domain: `Network.enable`, `Network.getResponseBody` and the four events the
+//! Broker reads of a request's life (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
+//! `loadingFailed`). Wire shapes only: what is kept, bounded and shown to a Workspace is
+//! `session::network`'s business. Header maps stay raw JSON here; they never reach an agent
+//! without passing the session's bounds.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::command::{Command, Empty};
+use super::command::Command;
+use super::command::Empty;
 use super::event::EventParams;
 
-/// `Network.enable`: request events for this session from now on.
+/// `Network.enable` with Chromium's default buffers (response bodies are kept for
+/// `getResponseBody` while they fit).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Enable {}
 
@@ -18,15 +21,100 @@ impl Command for Enable {
     type Reply = Empty;
 }
 
-/// `Network.requestWillBeSent` (also sent again, with the same id, for each redirect).
+/// `Network.getResponseBody` of one finished request on the session that saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetResponseBody {
+    pub request_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseBody {
+    pub body: String,
+    #[serde(default)]
+    pub base64_encoded: bool,
+}
+
+impl Command for GetResponseBody {
+    const METHOD: &'static str = "Network.getResponseBody";
+    type Reply = ResponseBody;
+}
+
+/// The request part of `requestWillBeSent`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    pub url: String,
+    pub method: String,
+    /// Header name -> value, as Chromium sends them.
+    #[serde(default)]
+    pub headers: serde_json::Map<String, Value>,
+}
+
+/// The response part of `responseReceived` (and a redirect's `redirectResponse`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    #[serde(default)]
+    pub url: String,
+    pub status: u16,
+    #[serde(default)]
+    pub mime_type: String,
+    #[serde(default)]
+    pub headers: serde_json::Map<String, Value>,
+    #[serde(default)]
+    pub from_disk_cache: bool,
+    #[serde(default)]
+    pub from_prefetch_cache: bool,
+    #[serde(default)]
+    pub from_service_worker: bool,
+}
+
+/// `Network.requestWillBeSent`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestWillBeSent {
     pub request_id: String,
+    #[serde(default)]
+    pub loader_id: String,
+    pub request: Request,
+    /// Seconds since the epoch.
+    #[serde(default)]
+    pub wall_time: f64,
+    /// Monotonic seconds.
+    #[serde(default)]
+    pub timestamp: f64,
+    /// `Document`, `Stylesheet`, `Image`, `XHR`, `Fetch`, ...
+    #[serde(default, rename = "type")]
+    pub resource_type: Option<String>,
+    #[serde(default)]
+    pub frame_id: Option<String>,
+    /// Set when this request id continues after a redirect.
+    #[serde(default)]
+    pub redirect_response: Option<Response>,
 }
 
 impl EventParams for RequestWillBeSent {
     const METHOD: &'static str = "Network.requestWillBeSent";
+}
+
+/// `Network.responseReceived`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseReceived {
+    pub request_id: String,
+    #[serde(default)]
+    pub timestamp: f64,
+    #[serde(default, rename = "type")]
+    pub resource_type: Option<String>,
+    pub response: Response,
+    #[serde(default)]
+    pub frame_id: Option<String>,
+}
+
+impl EventParams for ResponseReceived {
+    const METHOD: &'static str = "Network.responseReceived";
 }
 
 /// `Network.loadingFinished`.
@@ -34,17 +122,29 @@ impl EventParams for RequestWillBeSent {
 #[serde(rename_all = "camelCase")]
 pub struct LoadingFinished {
     pub request_id: String,
+    #[serde(default)]
+    pub timestamp: f64,
+    #[serde(default)]
+    pub encoded_data_length: f64,
 }
 
 impl EventParams for LoadingFinished {
     const METHOD: &'static str = "Network.loadingFinished";
 }
 
-/// `Network.loadingFailed` (blocked, cancelled, aborted by a navigation, net errors).
+/// `Network.loadingFailed`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadingFailed {
     pub request_id: String,
+    #[serde(default)]
+    pub timestamp: f64,
+    #[serde(default)]
+    pub error_text: String,
+    #[serde(default)]
+    pub canceled: bool,
+    #[serde(default)]
+    pub blocked_reason: Option<String>,
 }
 
 impl EventParams for LoadingFailed {
@@ -57,34 +157,47 @@ mod tests {
 
     use super::*;
     use crate::cdp::Event;
-    use crate::cdp::command::testing::params;
+    use crate::cdp::command::testing::{params, reply};
 
     #[test]
-    fn enable_and_request_events_have_the_wire_shape() {
+    fn network_wire_shapes() {
         assert_eq!(params(&Enable {}), json!({}));
-        // Samples recorded from Chromium 156 (other members cut).
-        let sent = Event::decode(
-            "Network.requestWillBeSent",
-            json!({"requestId": "1234.5", "loaderId": "L", "type": "Fetch", "request": {"url": "http://127.0.0.1/x", "method": "GET"}}),
-        )
-        .unwrap();
         assert_eq!(
-            sent,
-            Event::RequestWillBeSent(RequestWillBeSent {
-                request_id: "1234.5".into()
-            })
+            params(&GetResponseBody {
+                request_id: "1.2".into()
+            }),
+            json!({"requestId": "1.2"})
         );
-        let finished = Event::decode(
-            "Network.loadingFinished",
-            json!({"requestId": "1234.5", "timestamp": 1.5, "encodedDataLength": 120}),
-        )
-        .unwrap();
-        assert!(matches!(finished, Event::LoadingFinished(f) if f.request_id == "1234.5"));
-        let failed = Event::decode(
-            "Network.loadingFailed",
-            json!({"requestId": "9", "errorText": "net::ERR_ABORTED", "canceled": true, "type": "Fetch"}),
-        )
-        .unwrap();
-        assert!(matches!(failed, Event::LoadingFailed(f) if f.request_id == "9"));
+        let body = reply::<GetResponseBody>(json!({"body": "AAE=", "base64Encoded": true}));
+        assert!(body.base64_encoded);
+        let Ok(Event::RequestWillBeSent(sent)) = Event::decode(
+            "Network.requestWillBeSent",
+            json!({"requestId":"R1","loaderId":"L1","documentURL":"http://a/","request":{"url":"http://a/x.png","method":"GET","headers":{"Accept":"*/*"}},"timestamp":1.5,"wallTime":1700000000.25,"initiator":{"type":"parser"},"type":"Image","frameId":"F"}),
+        ) else {
+            panic!("requestWillBeSent");
+        };
+        assert_eq!(sent.resource_type.as_deref(), Some("Image"));
+        assert_eq!(sent.request.headers["Accept"], "*/*");
+        let Ok(Event::ResponseReceived(received)) = Event::decode(
+            "Network.responseReceived",
+            json!({"requestId":"R1","loaderId":"L1","timestamp":1.6,"type":"Image","response":{"url":"http://a/x.png","status":403,"statusText":"Forbidden","headers":{},"mimeType":"image/png","fromDiskCache":false,"encodedDataLength":10},"frameId":"F"}),
+        ) else {
+            panic!("responseReceived");
+        };
+        assert_eq!(received.response.status, 403);
+        assert!(matches!(
+            Event::decode(
+                "Network.loadingFailed",
+                json!({"requestId":"R1","timestamp":2.0,"type":"Image","errorText":"net::ERR_BLOCKED_BY_CLIENT.Inspector","canceled":false,"blockedReason":"inspector"})
+            ),
+            Ok(Event::LoadingFailed(_))
+        ));
+        assert!(matches!(
+            Event::decode(
+                "Network.loadingFinished",
+                json!({"requestId":"R1","timestamp":2.0,"encodedDataLength":12})
+            ),
+            Ok(Event::LoadingFinished(_))
+        ));
     }
 }

@@ -1,8 +1,9 @@
 //! The `Runtime` domain: calling a function on an object or in an execution context
 //! (`CallFunctionOn`), evaluating an expression (`Evaluate`), releasing remote objects
-//! (`ReleaseObjectGroup`), and the remote-object and exception shapes their replies share; also
-//! enabling the domain (`Enable`) and the two events it reports that the Broker reads
-//! (`ConsoleApiCalled`, `ExceptionThrown`).
+//! (`ReleaseObjectGroup`), resuming a target paused at its start (`RunIfWaitingForDebugger`),
+//! and the remote-object and exception shapes their replies share; also enabling the domain
+//! (`Enable`) and the two events it reports that the Broker reads (`ConsoleApiCalled`,
+//! `ExceptionThrown`).
 //! Wire shapes only: which world a script runs in, and which scripts exist, is `page/`'s.
 
 use std::time::Duration;
@@ -170,6 +171,15 @@ pub struct ExceptionThrown {
 
 impl EventParams for ExceptionThrown {
     const METHOD: &'static str = "Runtime.exceptionThrown";
+}
+
+/// `Runtime.runIfWaitingForDebugger`: resumes a target that auto-attach paused at its start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunIfWaitingForDebugger {}
+
+impl Command for RunIfWaitingForDebugger {
+    const METHOD: &'static str = "Runtime.runIfWaitingForDebugger";
+    type Reply = Empty;
 }
 
 /// The outcome of `Runtime.evaluate` with `returnByValue`: the page either

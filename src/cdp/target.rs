@@ -177,16 +177,42 @@ pub struct SetAutoAttach {
 
 impl SetAutoAttach {
     /// What a tab (or OOPIF) session enables: Chromium attaches every out-of-process iframe as
-    /// a flattened child session (`Target.attachedToTarget` carrying the parent's session)
-    /// without pausing it, and nothing but iframes (no workers). Field notes §2 "Auto-attach".
+    /// a flattened child session (`Target.attachedToTarget` carrying the parent's session),
+    /// paused at its start until the pump has enabled its domains (network observation from
+    /// its first request) and sent `Runtime.runIfWaitingForDebugger`, and nothing but iframes
+    /// (no workers). Field notes §2 "Auto-attach".
     pub fn iframes() -> SetAutoAttach {
         SetAutoAttach {
             auto_attach: true,
-            wait_for_debugger_on_start: false,
+            wait_for_debugger_on_start: true,
             flatten: true,
             filter: vec![
                 TargetFilter {
                     target_type: Some("iframe"),
+                    exclude: None,
+                },
+                TargetFilter {
+                    target_type: None,
+                    exclude: Some(true),
+                },
+            ],
+        }
+    }
+}
+
+impl SetAutoAttach {
+    /// What the browser connection enables: every page target (existing tabs, new tabs and
+    /// popups) is attached as a flattened session, and a new one is paused at its start until
+    /// `Runtime.runIfWaitingForDebugger`, so a managed popup gets network observation and its
+    /// Workspace's rules before its first request. Field notes §0 item 2.
+    pub fn pages() -> SetAutoAttach {
+        SetAutoAttach {
+            auto_attach: true,
+            wait_for_debugger_on_start: true,
+            flatten: true,
+            filter: vec![
+                TargetFilter {
+                    target_type: Some("page"),
                     exclude: None,
                 },
                 TargetFilter {
@@ -427,7 +453,7 @@ mod tests {
         );
         assert_eq!(
             params(&SetAutoAttach::iframes()),
-            json!({"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true,
+            json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
                 "filter": [{"type": "iframe"}, {"exclude": true}]})
         );
         assert_eq!(CloseTarget::METHOD, "Target.closeTarget");

@@ -1,7 +1,8 @@
 //! Notification fan-out: which live Connections hear which Workspace's events.
 //!
 //! A Workspace's events are offered to every live Connection of its Principal that was granted
-//! `event.read`. Offering never blocks: each Connection has a bounded notification queue and a
+//! `event.read`; `network.*` events only to those also granted `network.read` (they are
+//! journaled either way, and `events/poll` is the Broker's business). Offering never blocks: each Connection has a bounded notification queue and a
 //! full queue drops the notification (the journal keeps the event for `events/poll`).
 
 use std::collections::HashMap;
@@ -14,6 +15,13 @@ use crate::store::PrincipalKey;
 struct Subscriber {
     connection_id: String,
     notifications: mpsc::Sender<String>,
+    /// Granted `network.read`: hears `network.*` events.
+    hears_network: bool,
+}
+
+/// Whether an event type is network data, delivered only with `network.read`.
+pub fn is_network_event(event_type: &str) -> bool {
+    event_type.starts_with("network.")
 }
 
 #[derive(Default)]
@@ -28,11 +36,23 @@ pub struct Hub {
 }
 
 impl Hub {
+    /// Subscribes a Connection without `network.read`.
     pub fn subscribe(
         &self,
         principal: &PrincipalKey,
         connection_id: &str,
         notifications: mpsc::Sender<String>,
+    ) {
+        self.subscribe_with(principal, connection_id, notifications, false);
+    }
+
+    /// Subscribes a Connection; `hears_network` when it was granted `network.read`.
+    pub fn subscribe_with(
+        &self,
+        principal: &PrincipalKey,
+        connection_id: &str,
+        notifications: mpsc::Sender<String>,
+        hears_network: bool,
     ) {
         let mut routes = self.routes.write().expect("hub lock");
         routes
@@ -42,6 +62,7 @@ impl Hub {
             .push(Subscriber {
                 connection_id: connection_id.to_owned(),
                 notifications,
+                hears_network,
             });
     }
 
@@ -72,11 +93,18 @@ impl Hub {
 
     /// Offers one serialized `events/event` notification; returns how many queues took it.
     pub fn offer(&self, workspace_id: &str, line: &str) -> usize {
-        self.offer_with(workspace_id, || line.to_owned())
+        self.offer_with(workspace_id, "", || line.to_owned())
     }
 
-    /// Like `offer`, but serializes the line only when some Connection listens.
-    pub fn offer_with(&self, workspace_id: &str, line: impl FnOnce() -> String) -> usize {
+    /// Like `offer` for an event of `event_type`, but serializes the line only when some
+    /// Connection listens.
+    pub fn offer_with(
+        &self,
+        workspace_id: &str,
+        event_type: &str,
+        line: impl FnOnce() -> String,
+    ) -> usize {
+        let network = is_network_event(event_type);
         let routes = self.routes.read().expect("hub lock");
         let Some(owner) = routes.workspace_owner.get(workspace_id) else {
             return 0;
@@ -84,9 +112,13 @@ impl Hub {
         let Some(subscribers) = routes.by_principal.get(owner) else {
             return 0;
         };
+        if network && !subscribers.iter().any(|s| s.hears_network) {
+            return 0;
+        }
         let line = line();
         subscribers
             .iter()
+            .filter(|s| !network || s.hears_network)
             .filter(|s| s.notifications.try_send(line.clone()).is_ok())
             .count()
     }
@@ -117,5 +149,24 @@ mod tests {
         assert!(b_rx.try_recv().is_err(), "another principal hears nothing");
         hub.unsubscribe(&principal("a"), "connection:a");
         assert_eq!(hub.offer("workspace:1", "three"), 0);
+    }
+
+    #[test]
+    fn network_events_reach_only_connections_granted_network_read() {
+        let hub = Hub::default();
+        let (plain_tx, mut plain_rx) = mpsc::channel(8);
+        let (net_tx, mut net_rx) = mpsc::channel(8);
+        hub.subscribe(&principal("a"), "connection:plain", plain_tx);
+        hub.subscribe_with(&principal("a"), "connection:net", net_tx, true);
+        hub.add_workspace("workspace:1", &principal("a"));
+        assert_eq!(
+            hub.offer_with("workspace:1", "network.request", || "n".into()),
+            1
+        );
+        assert_eq!(hub.offer_with("workspace:1", "dialog", || "d".into()), 2);
+        assert_eq!(net_rx.try_recv().unwrap(), "n");
+        assert_eq!(net_rx.try_recv().unwrap(), "d");
+        assert_eq!(plain_rx.try_recv().unwrap(), "d");
+        assert!(plain_rx.try_recv().is_err());
     }
 }

@@ -5,5 +5,5 @@
 mod hub;
 mod sink;
 
-pub use hub::Hub;
+pub use hub::{Hub, is_network_event};
 pub use sink::{Emit, EventSink, event_json};

@@ -120,8 +120,9 @@ impl EventSink {
     /// `offer` with the payload still at hand (no re-parse); the line is built only when a
     /// Connection listens.
     fn offer_payload(&self, row: &EventRow, payload: &Value) -> usize {
-        self.hub
-            .offer_with(&row.workspace_id, || notification_line(row, payload))
+        self.hub.offer_with(&row.workspace_id, &row.event_type, || {
+            notification_line(row, payload)
+        })
     }
 }
 

@@ -221,6 +221,22 @@ impl Hint {
         hint
     }
 
+    /// The network's `access_blocked` hint for a main document answered 403 or 429: what
+    /// `network.response` carries and what the next Observation of that document repeats
+    /// (`HintContext::main_document_status`, when nothing else on the page adds evidence).
+    pub fn access_blocked_by_status(status: u16) -> Hint {
+        let mut hint = Hint::new(
+            HintCode::AccessBlocked,
+            HintSource::Network,
+            Confidence::Strong,
+            RecommendedAction::StopAndReport,
+        );
+        hint.blocking = Some(true);
+        hint.status = Some(status);
+        hint.evidence = vec![format!("http_{status}")];
+        hint
+    }
+
     /// The no-progress watchdog's hint, also carried by the action result
     /// that crossed the threshold. `reason` is a short snake_case cause such
     /// as `consecutive_mismatches` or `stagnant_page`.

@@ -71,6 +71,9 @@ pub enum ErrorCode {
     CopyStalled,
     // Eval.
     EvalException,
+    // Network observation and rules.
+    RequestNotFound,
+    RuleNotFound,
 }
 
 impl ErrorCode {
@@ -131,6 +134,8 @@ impl ErrorCode {
         ErrorCode::HomeNotAllowed,
         ErrorCode::CopyStalled,
         ErrorCode::EvalException,
+        ErrorCode::RequestNotFound,
+        ErrorCode::RuleNotFound,
     ];
 
     /// The stable snake_case string hosts branch on.
@@ -191,6 +196,8 @@ impl ErrorCode {
             ErrorCode::HomeNotAllowed => "home_not_allowed",
             ErrorCode::CopyStalled => "copy_stalled",
             ErrorCode::EvalException => "eval_exception",
+            ErrorCode::RequestNotFound => "request_not_found",
+            ErrorCode::RuleNotFound => "rule_not_found",
         }
     }
 
@@ -252,6 +259,8 @@ impl ErrorCode {
             ErrorCode::HomeNotAllowed => -32061,
             ErrorCode::CopyStalled => -32062,
             ErrorCode::EvalException => -32070,
+            ErrorCode::RequestNotFound => -32071,
+            ErrorCode::RuleNotFound => -32072,
         }
     }
 

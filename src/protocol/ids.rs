@@ -21,6 +21,8 @@ pub enum IdKind {
     Download,
     Connection,
     Broker,
+    Request,
+    Rule,
 }
 
 impl IdKind {
@@ -39,6 +41,8 @@ impl IdKind {
             IdKind::Download => "download:",
             IdKind::Connection => "connection:",
             IdKind::Broker => "broker:",
+            IdKind::Request => "request:",
+            IdKind::Rule => "rule:",
         }
     }
 }

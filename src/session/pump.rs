@@ -53,6 +53,15 @@ impl Sessions {
     }
 }
 
+/// Network events wait this long for more before their batch is journaled: a page load's
+/// requests and responses arrive as one burst and are journaled in one store transaction.
+const NETWORK_BATCH_IDLE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A batch is journaled at this size at the latest, or when its oldest event waited
+/// `NETWORK_BATCH_MAX_AGE` (a page that never stops loading still reports).
+const NETWORK_BATCH_MAX: usize = 2000;
+const NETWORK_BATCH_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub async fn run(
     service: BrowserService,
     live: Live,
@@ -60,23 +69,61 @@ pub async fn run(
     mut janitor: tokio::process::Child,
 ) {
     let mut sessions = Sessions::default();
-    while let Some(event) = events.recv().await {
+    // Network events held for one batch; any other event is journaled at once, after them, so
+    // the journal keeps the browser's order.
+    let mut batch: Vec<Emit> = Vec::new();
+    let mut flush_at: Option<(tokio::time::Instant, tokio::time::Instant)> = None;
+    loop {
+        let next = match flush_at {
+            None => events.recv().await,
+            Some((idle, oldest)) => tokio::select! {
+                event = events.recv() => event,
+                () = tokio::time::sleep_until(idle.min(oldest)) => {
+                    journal(&service, std::mem::take(&mut batch)).await;
+                    flush_at = None;
+                    continue;
+                }
+            },
+        };
+        let Some(event) = next else { break };
         if service
             .live()
             .is_none_or(|now| now.generation != live.generation)
         {
             continue;
         }
-        for emit in on_event(&service, &live.client, &mut sessions, event) {
-            let mut emit = emit;
+        for mut emit in on_event(&service, &live.client, &mut sessions, event) {
             emit.generation = Some(live.generation);
-            if let Err(error) = service.events().emit(emit).await {
+            let network = emit.event_type.starts_with("network.");
+            batch.push(emit);
+            if !network || batch.len() >= NETWORK_BATCH_MAX {
+                journal(&service, std::mem::take(&mut batch)).await;
+                flush_at = None;
+                continue;
+            }
+            let now = tokio::time::Instant::now();
+            let oldest = flush_at.map_or(now + NETWORK_BATCH_MAX_AGE, |(_, oldest)| oldest);
+            flush_at = Some((now + NETWORK_BATCH_IDLE, oldest));
+        }
+    }
+    journal(&service, batch).await;
+    let _ = janitor.wait().await;
+    service.on_lost(&live).await;
+}
+
+/// Journals a burst in one store transaction (`EventSink::emit_all`), then offers each event.
+async fn journal(service: &BrowserService, batch: Vec<Emit>) {
+    if batch.is_empty() {
+        return;
+    }
+    match service.events().emit_all(batch).await {
+        Ok(rows) => {
+            for error in rows.into_iter().filter_map(Result::err) {
                 tracing::debug!(%error, "browser event not journaled (workspace gone)");
             }
         }
+        Err(error) => tracing::warn!(%error, "browser events not journaled"),
     }
-    let _ = janitor.wait().await;
-    service.on_lost(&live).await;
 }
 
 fn on_event(
@@ -114,15 +161,21 @@ fn on_event(
                 .collect()
         }
         (None, Event::AttachedToTarget(attached)) => {
-            let (session, target) = (attached.session_id, attached.target_info.target_id);
+            let (session, target) = (
+                attached.session_id.clone(),
+                attached.target_info.target_id.clone(),
+            );
             super::downloads::on_session_attached(service, &session, &target);
             sessions.tabs.insert(session, target);
-            Vec::new()
+            on_page_attached(service, client, attached)
         }
         (None, Event::DetachedFromTarget(detached)) => {
             // A tab session's OOPIF sessions end with it.
             if let Some(tab) = sessions.tabs.remove(&detached.session_id) {
                 sessions.frames.retain(|_, owner| *owner != tab);
+                if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
+                    handle.withdraw_session(&detached.session_id);
+                }
             }
             super::downloads::on_session_detached(service, client, &detached.session_id)
         }
@@ -211,6 +264,37 @@ fn on_event(
             Some(tab) => super::choosers::on_opened(service, &tab.clone(), session, &opened),
             None => Vec::new(),
         },
+        (Some(session), Event::RequestWillBeSent(sent)) => {
+            match sessions.tab_of(session).cloned() {
+                Some(tab) => {
+                    let tab_session = sessions.tabs.contains_key(session);
+                    super::network::on_request(service, &tab, session, tab_session, sent)
+                }
+                None => Vec::new(),
+            }
+        }
+        (Some(session), Event::ResponseReceived(received)) => match sessions.tab_of(session) {
+            Some(tab) => super::network::on_response(service, tab, session, received),
+            None => Vec::new(),
+        },
+        (Some(session), Event::LoadingFinished(finished)) => {
+            if let Some(tab) = sessions.tab_of(session) {
+                super::network::on_finished(service, tab, session, finished);
+            }
+            Vec::new()
+        }
+        (Some(session), Event::LoadingFailed(failed)) => match sessions.tab_of(session) {
+            Some(tab) => super::network::on_failed(service, tab, session, failed),
+            None => Vec::new(),
+        },
+        (Some(session), Event::RequestPaused(paused)) => {
+            super::fetch::on_paused(service, client, sessions.tab_of(session), session, paused);
+            Vec::new()
+        }
+        (Some(session), Event::AuthRequired(required)) => {
+            super::fetch::on_auth(service, client, sessions.tab_of(session), session, required);
+            Vec::new()
+        }
         (Some(session), Event::FrameNavigated(navigated)) => {
             let is_main = navigated.frame.parent_id.is_none();
             if is_main {
@@ -324,39 +408,61 @@ fn on_child_attached(
     let child = attached.session_id;
     // For an iframe target the target id is the frame id (field notes §2).
     let frame = attached.target_info.target_id.as_str();
-    let (Some(tab), true) = (sessions.tab_of(parent).cloned(), is_iframe) else {
+    let handle = match (sessions.tab_of(parent).cloned(), is_iframe) {
+        (Some(tab), true) => service
+            .with_registry(|registry| registry.handle(&tab))
+            .map(|handle| (tab, handle)),
+        _ => None,
+    };
+    let tracked = handle.filter(|(_, handle)| {
+        let fits = sessions.frames.len() < MAX_FRAME_SESSIONS
+            && handle.frames().attach_child(frame, child.clone());
+        if !fits {
+            tracing::debug!("too many out-of-process frames on one tab; one is not tracked");
+        }
+        fits
+    });
+    let client = client.clone();
+    let Some((tab, handle)) = tracked else {
+        // Auto-attach paused it at its start: it runs untracked.
+        tokio::spawn(async move { resume(&client, &child).await });
         return;
     };
-    let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) else {
-        return;
-    };
-    if sessions.frames.len() >= MAX_FRAME_SESSIONS
-        || !handle.frames().attach_child(frame, child.clone())
-    {
-        tracing::debug!("too many out-of-process frames on one tab; one is not tracked");
+    sessions.frames.insert(child.clone(), tab);
+    tokio::spawn(async move {
+        setup_child(&client, &child, &handle).await;
+        // Whatever the setup achieved, the frame must not stay paused.
+        resume(&client, &child).await;
+    });
+}
+
+/// `Page`, network observation and interception, nested auto-attach and click truth on a fresh
+/// OOPIF session, while it is still paused at its start.
+async fn setup_child(client: &CdpClient, child: &SessionId, handle: &super::TabHandle) {
+    if let Err(error) = client.execute(child, &Enable {}, CHILD_SETUP_TIMEOUT).await {
+        tracing::debug!(%error, "enabling Page on an out-of-process frame session");
         return;
     }
-    sessions.frames.insert(child.clone(), tab);
-    let client = client.clone();
-    tokio::spawn(async move {
-        if let Err(error) = client
-            .execute(&child, &Enable {}, CHILD_SETUP_TIMEOUT)
-            .await
-        {
-            tracing::debug!(%error, "enabling Page on an out-of-process frame session");
-            return;
-        }
-        let auto_attach = SetAutoAttach::iframes();
-        if let Err(error) = client
-            .execute(&child, &auto_attach, CHILD_SETUP_TIMEOUT)
-            .await
-        {
-            tracing::debug!(%error, "auto-attaching under an out-of-process frame session");
-            return;
-        }
-        super::tab::register_click_truth(&client, &child).await;
-        super::choosers::intercept(&client, &child, true).await;
-    });
+    if let Err(error) = super::network::enable(client, child, handle).await {
+        tracing::debug!(%error, "enabling Network on an out-of-process frame session");
+    }
+    let auto_attach = SetAutoAttach::iframes();
+    if let Err(error) = client
+        .execute(child, &auto_attach, CHILD_SETUP_TIMEOUT)
+        .await
+    {
+        tracing::debug!(%error, "auto-attaching under an out-of-process frame session");
+        return;
+    }
+    super::tab::register_click_truth(client, child).await;
+    super::choosers::intercept(client, child, true).await;
+}
+
+async fn resume(client: &CdpClient, child: &SessionId) {
+    let run = crate::cdp::runtime::RunIfWaitingForDebugger {};
+    if let Err(error) = client.execute(child, &run, CHILD_SETUP_TIMEOUT).await {
+        tracing::debug!(%error, "resuming an auto-attached frame session");
+    }
 }
 
 fn with_frames<T: Default>(
@@ -480,6 +586,66 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
     );
     attached.target_id = Some(opaque);
     vec![attached, popup]
+}
+
+/// A page session opened by the browser connection's auto-attach (`SetAutoAttach::pages`):
+/// offered to its tab for the next `TabGuard::session`, so no tab gets a second session. A new
+/// page waits paused at its start: a managed popup is set up first (network observation and
+/// its Workspace's rules before its first request), anything else (a user's new tab, a tab the
+/// Broker is creating) is resumed at once, with nothing enabled. The session of a tab nobody
+/// controls stays idle: it observes nothing.
+fn on_page_attached(
+    service: &BrowserService,
+    client: &CdpClient,
+    attached: AttachedToTarget,
+) -> Vec<Emit> {
+    if attached.target_info.target_type != "page" {
+        return Vec::new();
+    }
+    if !attached.waiting_for_debugger {
+        // An existing page (or the Broker's own explicit attach, then already in use): offered
+        // for the tab's next `TabGuard::session`.
+        if let Some(handle) =
+            service.with_registry(|registry| registry.handle(&attached.target_info.target_id))
+        {
+            handle.offer_session(attached.session_id);
+        }
+        return Vec::new();
+    }
+    // The attach can arrive before `Target.targetCreated`: adopt a popup here if so.
+    let emits = on_created(service, &attached.target_info);
+    let target = attached.target_info.target_id.clone();
+    let (handle, popup) = service.with_registry(|registry| {
+        (
+            registry.handle(&target),
+            registry.managed_by(&target).is_some() && attached.target_info.opener_id.is_some(),
+        )
+    });
+    let session = attached.session_id;
+    let client = client.clone();
+    match (handle, popup) {
+        (Some(handle), true) => {
+            handle.offer_session(session.clone());
+            let service = service.clone();
+            tokio::spawn(async move {
+                super::fetch::refresh_tab(&service, &target).await;
+                let mut guard = handle.acquire().await;
+                if let Err(error) = guard.session(&client).await {
+                    tracing::debug!(%error, "setting up a new popup");
+                }
+                drop(guard);
+                // Whatever the setup achieved, the popup (and its opener) must not stay paused.
+                resume(&client, &session).await;
+            });
+        }
+        (handle, _) => {
+            if let Some(handle) = handle {
+                handle.offer_session(session.clone());
+            }
+            tokio::spawn(async move { resume(&client, &session).await });
+        }
+    }
+    emits
 }
 
 fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {

@@ -200,6 +200,11 @@ impl Registry {
         }
     }
 
+    /// Every tab's target id.
+    pub fn targets(&self) -> Vec<TargetId> {
+        self.tabs.keys().cloned().collect()
+    }
+
     pub fn handle(&self, target: &TargetId) -> Option<TabHandle> {
         self.tabs.get(target).map(|e| e.handle.clone())
     }

@@ -108,6 +108,8 @@ struct Inner {
     owned: Mutex<HashMap<TargetId, Owned>>,
     /// Downloads of controlled sessions (`session::downloads`).
     downloads: super::downloads::Downloads,
+    /// Network rules and HTTP auth credentials per Workspace (`session::fetch`).
+    net: super::fetch::NetControl,
 }
 
 /// Cheap to clone; owned by the Broker and handed to tools.
@@ -138,6 +140,7 @@ impl BrowserService {
                 downloads: super::downloads::Downloads::new(
                     super::downloads::DownloadLimits::from_env(),
                 ),
+                net: super::fetch::NetControl::default(),
             }),
         }
     }
@@ -157,6 +160,17 @@ impl BrowserService {
 
     pub(super) fn downloads(&self) -> &super::downloads::Downloads {
         &self.inner.downloads
+    }
+
+    /// Network rules and credentials of every Workspace.
+    pub fn net(&self) -> &super::fetch::NetControl {
+        &self.inner.net
+    }
+
+    /// The tab behind a Workspace's opaque id, without taking control.
+    pub fn tab_handle(&self, workspace_id: &str, opaque: &str) -> Result<TabHandle, TargetError> {
+        self.with_registry(|registry| registry.resolve(workspace_id, opaque))
+            .map(|(_, handle)| handle)
     }
 
     /// The live connection, if any.
@@ -297,6 +311,12 @@ impl BrowserService {
             }
         }
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
+        // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
+        // the pump set up (a managed popup) or released them (docs/network.md, "Popups").
+        let auto_attach = crate::cdp::target::SetAutoAttach::pages();
+        if let Err(error) = client.execute(None, &auto_attach, INVENTORY_TIMEOUT).await {
+            tracing::warn!(%error, "auto-attaching pages failed; popups are attached late");
+        }
         if restored {
             // Every Observation of the lost connection stopped resolving: say so in the old
             // generation, journaled before the restore.
@@ -613,7 +633,10 @@ impl BrowserService {
                 registry.acquire_control(&target, workspace_id, lease_id)
             });
             match attempt {
-                Ok(()) => return Ok((target, handle)),
+                Ok(()) => {
+                    super::fetch::refresh_tab(self, &target).await;
+                    return Ok((target, handle));
+                }
                 Err(TargetError::ControlledElsewhere {
                     workspace_id: holder_ws,
                     lease_id: holder_lease,
@@ -662,9 +685,17 @@ impl BrowserService {
         lease_id: &str,
         opaque: &str,
     ) -> Result<bool, TargetError> {
-        self.with_registry(|registry| {
+        let released = self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
-            Ok(registry.release_control(&target, workspace_id, lease_id))
+            Ok((
+                registry.release_control(&target, workspace_id, lease_id),
+                target,
+            ))
+        });
+        released.map(|(released, target)| {
+            let service = self.clone();
+            tokio::spawn(async move { super::fetch::refresh_tab(&service, &target).await });
+            released
         })
     }
 
@@ -730,6 +761,8 @@ impl BrowserService {
             registry.forget_workspace(workspace_id);
             (managed, controlled)
         });
+        self.inner.net.forget_workspace(workspace_id);
+        super::fetch::refresh_all(self).await;
         let live = self.live();
         if let Some(live) = &live {
             super::choosers::stop_intercepting(&live.client, &controlled).await;

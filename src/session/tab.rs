@@ -14,8 +14,10 @@
 //! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
 //! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump),
 //! download capture (`session::downloads::enable`), console/request collection
-//! (`activity::enable`, into the tab's `ActivityBook`) and file-chooser interception
-//! (`choosers.rs`, whose `FileChooserBook` sits beside the queue).
+//! (`activity::enable`, into the tab's `ActivityBook`), file-chooser interception
+//! (`choosers.rs`, whose `FileChooserBook` sits beside the queue) and network observation
+//! with the tab's interception (`session::network::enable`). The tab's `NetworkBook` (recent
+//! requests) sits beside the other books.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +56,11 @@ struct TabQueue {
     activity: Mutex<ActivityBook>,
     /// File choosers the tab's sessions reported, and whether its session intercepts them.
     choosers: Mutex<FileChooserBook>,
+    /// Recent requests and interception state (`session::network`, `session::fetch`).
+    network: Mutex<super::network::NetworkBook>,
+    /// A session the browser connection's auto-attach opened for this tab and nobody set up
+    /// yet: the next `TabGuard::session` uses it instead of attaching again.
+    auto_session: Mutex<Option<SessionId>>,
 }
 
 impl TabQueue {
@@ -174,6 +181,8 @@ impl TabHandle {
                 load_changed: Notify::new(),
                 activity: Mutex::new(ActivityBook::default()),
                 choosers: Mutex::new(FileChooserBook::default()),
+                network: Mutex::new(super::network::NetworkBook::default()),
+                auto_session: Mutex::new(None),
             }),
         }
     }
@@ -198,6 +207,25 @@ impl TabHandle {
     /// The tab's file-chooser record; usable without a turn (the pump counts choosers).
     pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
         self.queue.choosers.lock().expect("choosers lock")
+    }
+
+    /// Offers a session auto-attach opened for this tab (the pump); `None` withdraws `session`
+    /// when it detached.
+    pub fn offer_session(&self, session: SessionId) {
+        *self.queue.auto_session.lock().expect("auto session lock") = Some(session);
+    }
+
+    /// Withdraws an offered session that detached.
+    pub fn withdraw_session(&self, session: &SessionId) {
+        let mut offered = self.queue.auto_session.lock().expect("auto session lock");
+        if offered.as_ref() == Some(session) {
+            *offered = None;
+        }
+    }
+
+    /// The tab's recent requests and interception state; usable without a turn.
+    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
+        self.queue.network.lock().expect("network lock")
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -306,14 +334,23 @@ pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
 }
 
 impl TabGuard {
-    /// The flattened CDP session of this tab, attaching and enabling the domains the tools need
-    /// on first use. `Page` is enabled before anything else can run, so a dialog the page opens
+    /// The flattened CDP session of this tab, attaching (or taking the session auto-attach
+    /// offered) and enabling the domains the tools need on first use. `Page` is enabled before anything else can run, so a dialog the page opens
     /// later stays answerable by this session (field notes §0 item 3).
     pub async fn session(&mut self, client: &CdpClient) -> Result<SessionId, CdpError> {
         if let Some(session) = &self.state.session {
             return Ok(session.clone());
         }
-        let session = client.attach_to_target(&self.target, SETUP_TIMEOUT).await?;
+        let offered = self
+            .queue
+            .auto_session
+            .lock()
+            .expect("auto session lock")
+            .take();
+        let session = match offered {
+            Some(session) => session,
+            None => client.attach_to_target(&self.target, SETUP_TIMEOUT).await?,
+        };
         client.execute(&session, &Enable {}, SETUP_TIMEOUT).await?;
         // Load waits follow the lifecycle events; Chromium replays the current document's.
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
@@ -326,6 +363,7 @@ impl TabGuard {
         let intercepting = choosers::intercept(client, &session, true).await;
         self.file_choosers()
             .set_intercepting(intercepting, Some(&session));
+        super::network::enable(client, &session, &self.handle()).await?;
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
@@ -369,6 +407,19 @@ impl TabGuard {
         self.frames().clear_children();
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
         self.activity().session_ended();
+    }
+
+    /// A handle to this tab (for setup that outlives the turn).
+    pub fn handle(&self) -> TabHandle {
+        TabHandle {
+            target: self.target.clone(),
+            queue: self.queue.clone(),
+        }
+    }
+
+    /// The tab's recent requests (the main document's status for hints).
+    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
+        self.queue.network.lock().expect("network lock")
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.

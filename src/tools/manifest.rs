@@ -16,7 +16,7 @@ use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::{
     capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, keys,
-    observe, scroll, tabs, upload, wait,
+    network, observe, scroll, tabs, upload, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -178,6 +178,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(gesture::defs());
         tools.extend(console::defs());
         tools.extend(upload::defs());
+        tools.extend(network::defs());
         tools
     })
 }

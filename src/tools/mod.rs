@@ -23,6 +23,7 @@ mod evidence;
 mod frames;
 mod gesture;
 mod keys;
+mod network;
 mod observation;
 mod observe;
 mod pointer;

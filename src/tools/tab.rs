@@ -468,9 +468,15 @@ pub async fn take_observation(
         }
     }
     let (url, title) = url_and_title(client, guard, &page_context).await?;
+    // The network's `access_blocked` (main document 403/429) applies to the main frame's
+    // Observation; a main frame's id is its tab's target id.
+    let main_document_status = match page_context.frame_id == guard.target.as_str() {
+        true => guard.network().blocked_main_status(),
+        false => None,
+    };
     let state = guard.state();
     let hint_context = HintContext {
-        main_document_status: None,
+        main_document_status,
         previous_auth_surface: state.auth_surface,
     };
     let hints = page::observation_hints(&observation, &hint_context);

@@ -1,0 +1,810 @@
+//! The Fetch controller: network rules and HTTP auth credentials of each Workspace
+//! (`NetControl`, in Broker memory only, ended with the Workspace, never persisted), the one
+//! `Fetch.enable` pattern set of each controlled session (`FetchBook`, beside the tab's
+//! `NetworkBook`), and the answer to every paused request and auth challenge.
+//!
+//! Chromium keeps one pattern set per session and a second `Fetch.enable` replaces the first
+//! (field notes §7), so rules and auth never enable Fetch on their own: this module derives the
+//! session's one mode (`FetchMode`) from the rules and credentials of the Workspaces that
+//! manage or control the tab, and re-applies it when they change. Every `Fetch.requestPaused`
+//! and `Fetch.authRequired` the pump hands over gets exactly one answer, decided from the rules
+//! as they are at that moment: a rule removed, a Lease released or a page closed never leaves
+//! a request paused (a request of a tab nobody controls any more is continued unchanged). A
+//! rejected credential is cancelled on the second challenge for the same request instead of
+//! letting Chromium loop. Passwords live only here and in the one `Fetch.continueWithAuth`
+//! they are sent in: no `Debug` output, result, event or log line carries one.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::service::BrowserService;
+use super::tab::TabHandle;
+use crate::cdp::fetch::{
+    AuthChallengeResponse, AuthRequired, ContinueRequest, ContinueWithAuth, Disable, Enable,
+    FailRequest, FulfillRequest, HeaderEntry, RequestPattern, RequestPaused,
+};
+use crate::cdp::{CdpClient, CdpError, Command, SessionId, TargetId};
+
+/// Rules per Workspace: each paused request is matched against all of them.
+pub const MAX_RULES_PER_WORKSPACE: usize = 64;
+
+/// Longest URL pattern, in characters.
+pub const MAX_PATTERN_CHARS: usize = 1024;
+
+/// Largest mock body, in bytes (before base64).
+pub const MAX_MOCK_BODY_BYTES: usize = 1024 * 1024;
+
+/// Headers one rule may set (request headers, or a mock's response headers).
+pub const MAX_RULE_HEADERS: usize = 32;
+
+/// Longest header name / value a rule may set, in characters.
+pub const MAX_RULE_HEADER_NAME_CHARS: usize = 256;
+pub const MAX_RULE_HEADER_VALUE_CHARS: usize = 8192;
+
+/// Origins with credentials per Workspace.
+pub const MAX_AUTH_ORIGINS: usize = 32;
+
+/// Auth challenges remembered per tab to recognise the second one for a request.
+const MAX_AUTH_ATTEMPTS: usize = 256;
+
+/// Sessions whose applied mode a tab remembers (its own, its OOPIFs', re-attached ones).
+const MAX_FETCH_SESSIONS: usize = 512;
+
+/// How long one answer or `Fetch.enable` may take.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a rule does to a request that matches it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum RuleAction {
+    /// Fail it as blocked by the client.
+    Block,
+    /// Answer it without the network.
+    Mock {
+        status: u16,
+        headers: Vec<(String, String)>,
+        /// Base64 of the body (CDP's form).
+        body_base64: String,
+        body_bytes: usize,
+    },
+    /// Send it with these headers added or overriding the originals (case-insensitive names).
+    Headers { set: Vec<(String, String)> },
+}
+
+impl RuleAction {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RuleAction::Block => "block",
+            RuleAction::Mock { .. } => "mock",
+            RuleAction::Headers { .. } => "headers",
+        }
+    }
+}
+
+/// One rule of a Workspace.
+#[derive(Clone)]
+pub struct Rule {
+    /// Opaque `rule:` id.
+    pub id: String,
+    /// A glob over the whole URL: `*` any run of characters, `?` one character.
+    pub pattern: String,
+    pub action: RuleAction,
+    pub created_at: i64,
+}
+
+/// Credentials for one origin. Never printed.
+#[derive(Clone)]
+pub struct Credential {
+    pub origin: String,
+    pub username: String,
+    password: String,
+}
+
+impl Credential {
+    pub fn new(origin: String, username: String, password: String) -> Credential {
+        Credential {
+            origin,
+            username,
+            password,
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A Workspace at its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlLimit {
+    Rules,
+    AuthOrigins,
+}
+
+#[derive(Default)]
+struct WorkspaceNet {
+    rules: Vec<Rule>,
+    credentials: Vec<Credential>,
+}
+
+/// Rules and credentials of every Workspace.
+#[derive(Default)]
+pub struct NetControl {
+    workspaces: Mutex<HashMap<String, WorkspaceNet>>,
+}
+
+/// The one Fetch pattern set of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FetchMode {
+    /// Fetch disabled: nothing pauses.
+    #[default]
+    Off,
+    /// Every request pauses at the request stage; `auth`: challenges come to the Broker.
+    Intercept { auth: bool },
+}
+
+/// What a paused request gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Continue {
+        headers: Option<Vec<HeaderEntry>>,
+    },
+    Block,
+    Fulfill {
+        status: u16,
+        headers: Vec<HeaderEntry>,
+        body_base64: String,
+    },
+}
+
+impl NetControl {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, WorkspaceNet>) -> T) -> T {
+        f(&mut self.workspaces.lock().expect("net control lock"))
+    }
+
+    pub fn add_rule(&self, workspace_id: &str, rule: Rule) -> Result<(), ControlLimit> {
+        self.with(|all| {
+            let net = all.entry(workspace_id.to_owned()).or_default();
+            if net.rules.len() >= MAX_RULES_PER_WORKSPACE {
+                return Err(ControlLimit::Rules);
+            }
+            net.rules.push(rule);
+            Ok(())
+        })
+    }
+
+    pub fn rules(&self, workspace_id: &str) -> Vec<Rule> {
+        self.with(|all| {
+            all.get(workspace_id)
+                .map(|n| n.rules.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// True when the rule existed.
+    pub fn remove_rule(&self, workspace_id: &str, rule_id: &str) -> bool {
+        self.with(|all| {
+            let Some(net) = all.get_mut(workspace_id) else {
+                return false;
+            };
+            let before = net.rules.len();
+            net.rules.retain(|r| r.id != rule_id);
+            before != net.rules.len()
+        })
+    }
+
+    /// Sets (or replaces) the credential of its origin; true when one was replaced.
+    pub fn set_credential(
+        &self,
+        workspace_id: &str,
+        credential: Credential,
+    ) -> Result<bool, ControlLimit> {
+        self.with(|all| {
+            let net = all.entry(workspace_id.to_owned()).or_default();
+            if let Some(existing) = net
+                .credentials
+                .iter_mut()
+                .find(|c| c.origin == credential.origin)
+            {
+                *existing = credential;
+                return Ok(true);
+            }
+            if net.credentials.len() >= MAX_AUTH_ORIGINS {
+                return Err(ControlLimit::AuthOrigins);
+            }
+            net.credentials.push(credential);
+            Ok(false)
+        })
+    }
+
+    /// Forgets the credential of one origin (or all); how many were forgotten.
+    pub fn clear_credentials(&self, workspace_id: &str, origin: Option<&str>) -> usize {
+        self.with(|all| {
+            let Some(net) = all.get_mut(workspace_id) else {
+                return 0;
+            };
+            let before = net.credentials.len();
+            net.credentials
+                .retain(|c| origin.is_some_and(|origin| c.origin != origin));
+            before - net.credentials.len()
+        })
+    }
+
+    /// Origins with credentials (never the secrets).
+    pub fn credential_origins(&self, workspace_id: &str) -> Vec<(String, String)> {
+        self.with(|all| {
+            all.get(workspace_id)
+                .map(|n| {
+                    n.credentials
+                        .iter()
+                        .map(|c| (c.origin.clone(), c.username.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    }
+
+    /// The Workspace ended: its rules and credentials go with it.
+    pub fn forget_workspace(&self, workspace_id: &str) {
+        self.with(|all| all.remove(workspace_id));
+    }
+
+    /// The mode a session of a tab these Workspaces manage or control needs.
+    pub fn wanted(&self, workspaces: &[String]) -> FetchMode {
+        self.with(|all| {
+            let nets: Vec<&WorkspaceNet> = workspaces.iter().filter_map(|w| all.get(w)).collect();
+            let rules = nets.iter().any(|n| !n.rules.is_empty());
+            let auth = nets.iter().any(|n| !n.credentials.is_empty());
+            match (rules, auth) {
+                (false, false) => FetchMode::Off,
+                _ => FetchMode::Intercept { auth },
+            }
+        })
+    }
+
+    /// The answer for a paused request: the first block or mock rule that matches wins;
+    /// otherwise every matching header rule applies, merged over the original headers.
+    pub fn plan(&self, workspaces: &[String], url: &str, headers: &Map<String, Value>) -> Answer {
+        let rules: Vec<Rule> = self.with(|all| {
+            workspaces
+                .iter()
+                .filter_map(|w| all.get(w))
+                .flat_map(|n| n.rules.iter().cloned())
+                .collect()
+        });
+        plan(&rules, url, headers)
+    }
+
+    fn credential_for(&self, workspaces: &[String], origin: &str) -> Option<Credential> {
+        self.with(|all| {
+            workspaces
+                .iter()
+                .filter_map(|w| all.get(w))
+                .flat_map(|n| n.credentials.iter())
+                .find(|c| c.origin == origin)
+                .cloned()
+        })
+    }
+}
+
+fn plan(rules: &[Rule], url: &str, headers: &Map<String, Value>) -> Answer {
+    let mut set: Vec<(String, String)> = Vec::new();
+    for rule in rules.iter().filter(|r| glob_matches(&r.pattern, url)) {
+        match &rule.action {
+            RuleAction::Block => return Answer::Block,
+            RuleAction::Mock {
+                status,
+                headers,
+                body_base64,
+                ..
+            } => {
+                return Answer::Fulfill {
+                    status: *status,
+                    headers: entries(headers),
+                    body_base64: body_base64.clone(),
+                };
+            }
+            RuleAction::Headers { set: more } => set.extend(more.iter().cloned()),
+        }
+    }
+    if set.is_empty() {
+        return Answer::Continue { headers: None };
+    }
+    Answer::Continue {
+        headers: Some(merge_headers(headers, &set)),
+    }
+}
+
+fn entries(headers: &[(String, String)]) -> Vec<HeaderEntry> {
+    headers
+        .iter()
+        .map(|(name, value)| HeaderEntry {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+/// The original request headers with `set` added, each replacing any header of the same name
+/// (ASCII case-insensitive). `Fetch.continueRequest` replaces the whole header list, so the
+/// originals must be repeated (field notes §7).
+pub fn merge_headers(original: &Map<String, Value>, set: &[(String, String)]) -> Vec<HeaderEntry> {
+    let mut merged: Vec<HeaderEntry> = original
+        .iter()
+        .filter(|(name, _)| !set.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .map(|(name, value)| HeaderEntry {
+            name: name.clone(),
+            value: match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            },
+        })
+        .collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, value) in set.iter().rev() {
+        if seen.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            continue;
+        }
+        seen.push(name);
+        merged.push(HeaderEntry {
+            name: name.clone(),
+            value: value.clone(),
+        });
+    }
+    merged
+}
+
+/// Whether `url` matches the glob `pattern` as a whole: `*` is any run of characters
+/// (also empty), `?` exactly one; everything else is literal.
+pub fn glob_matches(pattern: &str, url: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let text: Vec<char> = url.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, t));
+                p += 1;
+            }
+            Some(c) if *c == '?' || *c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match star {
+                Some((star_p, star_t)) => {
+                    p = star_p + 1;
+                    t = star_t + 1;
+                    star = Some((star_p, star_t + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// Why a URL pattern is refused, if it is.
+pub fn check_pattern(pattern: &str) -> Result<(), &'static str> {
+    if pattern.is_empty() {
+        return Err("the pattern is empty");
+    }
+    if pattern.chars().count() > MAX_PATTERN_CHARS {
+        return Err("the pattern is longer than 1024 characters");
+    }
+    if pattern.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("the pattern contains whitespace or a control character");
+    }
+    if pattern.contains('\\') {
+        return Err("the pattern contains a backslash (only * and ? are special)");
+    }
+    Ok(())
+}
+
+/// Why a header name or value a rule sets is refused, if it is.
+pub fn check_header(name: &str, value: &str) -> Result<(), &'static str> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err("the header name is not an HTTP token");
+    }
+    if name.chars().count() > MAX_RULE_HEADER_NAME_CHARS {
+        return Err("the header name is too long");
+    }
+    if value.chars().count() > MAX_RULE_HEADER_VALUE_CHARS {
+        return Err("the header value is too long");
+    }
+    if value.chars().any(|c| c == '\r' || c == '\n' || c == '\0') {
+        return Err("the header value contains a line break or NUL");
+    }
+    Ok(())
+}
+
+/// Interception state of one tab's sessions.
+#[derive(Default)]
+pub struct FetchBook {
+    /// What this tab's sessions should have, as last derived.
+    wanted: FetchMode,
+    /// What each known session was last told.
+    applied: HashMap<SessionId, FetchMode>,
+    /// Auth challenges already answered with credentials: (session, Fetch request id).
+    auth_attempts: VecDeque<(SessionId, String)>,
+}
+
+impl FetchBook {
+    /// Records a challenge; true when it is the second for the same request.
+    fn challenge_repeated(&mut self, session: &SessionId, request_id: &str) -> bool {
+        let key = (session.clone(), request_id.to_owned());
+        if self.auth_attempts.contains(&key) {
+            return true;
+        }
+        if self.auth_attempts.len() >= MAX_AUTH_ATTEMPTS {
+            self.auth_attempts.pop_front();
+        }
+        self.auth_attempts.push_back(key);
+        false
+    }
+}
+
+fn enable_command(mode: FetchMode) -> Option<Enable> {
+    match mode {
+        FetchMode::Off => None,
+        FetchMode::Intercept { auth } => Some(Enable {
+            patterns: vec![RequestPattern {
+                url_pattern: "*".to_owned(),
+                request_stage: "Request",
+            }],
+            handle_auth_requests: auth,
+        }),
+    }
+}
+
+async fn apply(client: &CdpClient, session: &SessionId, mode: FetchMode) -> Result<(), CdpError> {
+    match enable_command(mode) {
+        Some(enable) => client
+            .execute(session, &enable, ANSWER_TIMEOUT)
+            .await
+            .map(drop),
+        None => client
+            .execute(session, &Disable {}, ANSWER_TIMEOUT)
+            .await
+            .map(drop),
+    }
+}
+
+/// A fresh session of the tab (its own, or an OOPIF's): it gets the tab's current mode before
+/// it is resumed or navigated.
+pub(super) async fn on_session(client: &CdpClient, session: &SessionId, handle: &TabHandle) {
+    let mode = {
+        let mut book = handle.network();
+        let fetch = &mut book.fetch;
+        if fetch.applied.len() >= MAX_FETCH_SESSIONS {
+            fetch.applied.clear();
+        }
+        fetch.applied.insert(session.clone(), fetch.wanted);
+        fetch.wanted
+    };
+    if mode == FetchMode::Off {
+        return;
+    }
+    if let Err(error) = apply(client, session, mode).await {
+        tracing::warn!(%error, "enabling request interception on a session failed");
+    }
+}
+
+/// Derives the tab's mode from the Workspaces that manage or control it now and tells every
+/// known session of the tab whose mode changes, returning once they answered. Call after
+/// rules, credentials or control change.
+pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
+    let (workspaces, handle) = service.with_registry(|registry| {
+        let workspaces: Vec<String> = registry
+            .interested_workspaces(target)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        (workspaces, registry.handle(target))
+    });
+    let Some(handle) = handle else { return };
+    let wanted = service.net().wanted(&workspaces);
+    let changed: Vec<SessionId> = {
+        let mut book = handle.network();
+        let fetch = &mut book.fetch;
+        fetch.wanted = wanted;
+        fetch
+            .applied
+            .iter_mut()
+            .filter(|(_, applied)| **applied != wanted)
+            .map(|(session, applied)| {
+                *applied = wanted;
+                session.clone()
+            })
+            .collect()
+    };
+    if changed.is_empty() {
+        return;
+    }
+    let Some(live) = service.live() else { return };
+    for session in changed {
+        match apply(&live.client, &session, wanted).await {
+            Ok(()) => {}
+            Err(CdpError::SessionClosed { .. }) => {
+                handle.network().fetch.applied.remove(&session);
+            }
+            Err(error) => tracing::debug!(%error, "changing request interception failed"),
+        }
+    }
+}
+
+/// `refresh_tab` for every tab (a Workspace's rules or credentials changed, or it ended).
+pub async fn refresh_all(service: &BrowserService) {
+    let targets = service.with_registry(|registry| registry.targets());
+    for target in targets {
+        refresh_tab(service, &target).await;
+    }
+}
+
+fn interested(
+    service: &BrowserService,
+    tab: Option<&TargetId>,
+) -> (Vec<String>, Option<TabHandle>) {
+    let Some(tab) = tab else {
+        return (Vec::new(), None);
+    };
+    service.with_registry(|registry| {
+        let workspaces = registry
+            .interested_workspaces(tab)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect();
+        (workspaces, registry.handle(tab))
+    })
+}
+
+fn send<C: Command + Send + Sync + 'static>(client: &CdpClient, session: SessionId, command: C) {
+    let client = client.clone();
+    tokio::spawn(async move {
+        if let Err(error) = client.execute(&session, &command, ANSWER_TIMEOUT).await {
+            tracing::debug!(%error, method = C::METHOD, "answering a paused request failed");
+        }
+    });
+}
+
+/// `Fetch.requestPaused` on a session of `tab` (`None`: a session the pump does not know):
+/// exactly one answer, from the rules of the Workspaces interested in the tab now.
+pub(super) fn on_paused(
+    service: &BrowserService,
+    client: &CdpClient,
+    tab: Option<&TargetId>,
+    session: &SessionId,
+    paused: RequestPaused,
+) {
+    let request_id = paused.request_id;
+    if paused.response_status_code.is_some() {
+        // A response-stage pause (never asked for): let it through.
+        send(
+            client,
+            session.clone(),
+            ContinueRequest {
+                request_id,
+                headers: None,
+            },
+        );
+        return;
+    }
+    let (workspaces, _) = interested(service, tab);
+    let answer = match workspaces.is_empty() {
+        true => Answer::Continue { headers: None },
+        false => service
+            .net()
+            .plan(&workspaces, &paused.request.url, &paused.request.headers),
+    };
+    let session = session.clone();
+    match answer {
+        Answer::Continue { headers } => send(
+            client,
+            session,
+            ContinueRequest {
+                request_id,
+                headers,
+            },
+        ),
+        Answer::Block => send(
+            client,
+            session,
+            FailRequest {
+                request_id,
+                error_reason: "BlockedByClient",
+            },
+        ),
+        Answer::Fulfill {
+            status,
+            headers,
+            body_base64,
+        } => send(
+            client,
+            session,
+            FulfillRequest {
+                request_id,
+                response_code: status,
+                response_headers: headers,
+                body: body_base64,
+            },
+        ),
+    }
+}
+
+/// `Fetch.authRequired`: the Workspace's credential for the challenge's origin on the first
+/// challenge of a request, `CancelAuth` on the second (the credential was rejected), and
+/// Chromium's default handling when no Workspace has a credential for the origin.
+pub(super) fn on_auth(
+    service: &BrowserService,
+    client: &CdpClient,
+    tab: Option<&TargetId>,
+    session: &SessionId,
+    required: AuthRequired,
+) {
+    let (workspaces, handle) = interested(service, tab);
+    let challenge = &required.auth_challenge;
+    let credential = match challenge.source.as_deref() {
+        Some("Proxy") => None,
+        _ => service.net().credential_for(&workspaces, &challenge.origin),
+    };
+    let response = match (credential, handle) {
+        (Some(credential), Some(handle)) => {
+            let repeated = handle
+                .network()
+                .fetch
+                .challenge_repeated(session, &required.request_id);
+            match repeated {
+                true => AuthChallengeResponse {
+                    response: "CancelAuth",
+                    username: None,
+                    password: None,
+                },
+                false => AuthChallengeResponse {
+                    response: "ProvideCredentials",
+                    username: Some(credential.username),
+                    password: Some(credential.password),
+                },
+            }
+        }
+        _ => AuthChallengeResponse {
+            response: "Default",
+            username: None,
+            password: None,
+        },
+    };
+    send(
+        client,
+        session.clone(),
+        ContinueWithAuth {
+            request_id: required.request_id,
+            auth_challenge_response: response,
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rule(pattern: &str, action: RuleAction) -> Rule {
+        Rule {
+            id: format!("rule:{pattern}"),
+            pattern: pattern.into(),
+            action,
+            created_at: 0,
+        }
+    }
+
+    #[test]
+    fn globs_match_whole_urls() {
+        let check = |pattern: &str, url: &str, expect: bool| {
+            assert_eq!(glob_matches(pattern, url), expect, "{pattern} ~ {url}");
+        };
+        check("*", "http://a/", true);
+        check("*/api/*", "http://a/api/x?y=1", true);
+        check("*/api/*", "http://a/apix", false);
+        check("http://a/?", "http://a/b", true);
+        check("http://a/?", "http://a/bc", false);
+        check("*.png", "http://a/b.png", true);
+        check("*.png", "http://a/b.png?x", false);
+        check("http://a/*/c*", "http://a/b/x/c/d", true);
+        check("", "", true);
+        assert!(check_pattern("*/api/*").is_ok());
+        assert!(check_pattern("").is_err());
+        assert!(check_pattern("a b").is_err());
+        assert!(check_pattern(&"x".repeat(MAX_PATTERN_CHARS + 1)).is_err());
+        assert!(check_header("X-Test", "1").is_ok());
+        assert!(check_header("X Test", "1").is_err());
+        assert!(check_header("X-Test", "a\r\nb").is_err());
+    }
+
+    #[test]
+    fn block_and_mock_win_header_rules_merge() {
+        let mut original = Map::new();
+        original.insert("Accept".into(), json!("*/*"));
+        original.insert("X-Keep".into(), json!("1"));
+        let headers = rule(
+            "*/api/*",
+            RuleAction::Headers {
+                set: vec![
+                    ("accept".into(), "application/json".into()),
+                    ("X-Added".into(), "yes".into()),
+                ],
+            },
+        );
+        let block = rule("*.png", RuleAction::Block);
+        let rules = vec![headers.clone(), block];
+        assert_eq!(plan(&rules, "http://a/x.png", &original), Answer::Block);
+        assert_eq!(
+            plan(&rules, "http://a/page", &original),
+            Answer::Continue { headers: None }
+        );
+        let Answer::Continue {
+            headers: Some(merged),
+        } = plan(&rules, "http://a/api/1", &original)
+        else {
+            panic!("header rule");
+        };
+        let names: Vec<&str> = merged.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["X-Keep", "X-Added", "accept"]);
+        assert_eq!(merged[2].value, "application/json");
+    }
+
+    #[test]
+    fn modes_follow_rules_and_credentials() {
+        let control = NetControl::default();
+        let a = vec!["workspace:a".to_owned()];
+        assert_eq!(control.wanted(&a), FetchMode::Off);
+        control
+            .add_rule("workspace:a", rule("*", RuleAction::Block))
+            .unwrap();
+        assert_eq!(control.wanted(&a), FetchMode::Intercept { auth: false });
+        control
+            .set_credential(
+                "workspace:a",
+                Credential::new("http://h".into(), "u".into(), "secret-pw".into()),
+            )
+            .unwrap();
+        assert_eq!(control.wanted(&a), FetchMode::Intercept { auth: true });
+        assert_eq!(
+            control.wanted(&["workspace:b".to_owned()]),
+            FetchMode::Off,
+            "another Workspace's rules do not apply"
+        );
+        assert!(control.remove_rule("workspace:a", "rule:*"));
+        assert_eq!(control.wanted(&a), FetchMode::Intercept { auth: true });
+        assert_eq!(control.clear_credentials("workspace:a", None), 1);
+        assert_eq!(control.wanted(&a), FetchMode::Off);
+        for n in 0..MAX_RULES_PER_WORKSPACE {
+            control
+                .add_rule("workspace:a", rule(&format!("{n}"), RuleAction::Block))
+                .unwrap();
+        }
+        assert_eq!(
+            control.add_rule("workspace:a", rule("x", RuleAction::Block)),
+            Err(ControlLimit::Rules)
+        );
+        control.forget_workspace("workspace:a");
+        assert!(control.rules("workspace:a").is_empty());
+    }
+
+    #[test]
+    fn the_second_challenge_of_a_request_is_recognised_and_passwords_never_print() {
+        let mut book = FetchBook::default();
+        let session = SessionId::new("S");
+        assert!(!book.challenge_repeated(&session, "job-1"));
+        assert!(book.challenge_repeated(&session, "job-1"));
+        assert!(!book.challenge_repeated(&session, "job-2"));
+        let credential = Credential::new("http://h".into(), "user".into(), "hunter2".into());
+        assert!(!format!("{credential:?}").contains("hunter2"));
+    }
+}
