@@ -422,7 +422,12 @@ mod tests {
         assert!(!book.network().counting);
         book.counting_started();
         let sent = |id: &str| {
-            Event::decode("Network.requestWillBeSent", json!({"requestId": id})).unwrap()
+            Event::decode(
+                "Network.requestWillBeSent",
+                json!({"requestId": id, "loaderId": "L", "type": "Fetch",
+                       "request": {"url": "http://127.0.0.1/x", "method": "GET"}}),
+            )
+            .unwrap()
         };
         on_event(&mut book, &sent("a"));
         on_event(&mut book, &sent("b"));
