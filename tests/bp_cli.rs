@@ -192,9 +192,17 @@ fn bp_drives_the_shared_browser_between_invocations() {
     assert_eq!(remember["checked"], true, "{clicked}");
     assert_eq!(promo["checked"], false, "{clicked}");
     assert_ne!(clicked["observationId"], observation["observationId"]);
-    // The click's own Observation is now the latest, numbered after the insertion.
-    assert_eq!(element(&clicked, 2)["name"], "Send me offers");
-    assert_eq!(element(&clicked, 4)["name"], "Keep me signed in");
+    // The click's own Observation is now the latest. Refs are stable within the document: the
+    // clicked checkbox keeps its number, the inserted one gets a number never used before.
+    assert_eq!(element(&clicked, 3)["name"], "Keep me signed in");
+    let earlier_max = observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["ref"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(promo["ref"].as_u64().unwrap() > earlier_max, "{clicked}");
 
     // Refs outside the Observation are refused, never resolved to another element.
     fails(home, cwd, &["click", "99"], 1, "stale_ref");
@@ -204,11 +212,15 @@ fn bp_drives_the_shared_browser_between_invocations() {
     assert_eq!(observed["truncated"], true);
     let observed = ok(home, cwd, &["observe"]);
     let email = ref_of(&observed, "Email");
-    assert_eq!(email, "3");
+    // The same number as in the first Observation of this document (stable refs).
+    assert_eq!(email, ref_of(observation, "Email"));
 
     let typed = ok(home, cwd, &["type", &email, "ada@example.com", "--clear"]);
     assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
-    assert_eq!(element(&typed, 3)["value"], "ada@example.com");
+    assert_eq!(
+        element(&typed, email.parse().unwrap())["value"],
+        "ada@example.com"
+    );
 
     let country = typed["elements"]
         .as_array()

@@ -568,7 +568,17 @@ fn print_saved(output: &Output, path: &Path, result: &Value) {
 
 /// `bp events`: the recent events, then (with `--follow`) new ones as they are journaled.
 async fn events(compat: &Compat, output: &Output, follow: bool) -> Result<(), RpcError> {
-    let recent = compat.recent_events(RECENT_EVENTS).await?;
+    // The newest RECENT_EVENTS this Connection may see: events it is not granted (network
+    // events without `network.read`) still take journal sequence numbers, so widen the window
+    // until enough are visible, within a bound.
+    let mut window = RECENT_EVENTS;
+    let mut recent = compat.recent_events(window).await?;
+    while (recent.len() as u64) < RECENT_EVENTS && window < RECENT_EVENTS * 64 {
+        window *= 4;
+        recent = compat.recent_events(window).await?;
+    }
+    let skip = recent.len().saturating_sub(RECENT_EVENTS as usize);
+    let recent = recent.split_off(skip);
     for event in &recent {
         print_event(output, event);
     }

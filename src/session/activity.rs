@@ -4,8 +4,8 @@
 //! (`Network.requestWillBeSent` / `loadingFinished` / `loadingFailed`) with the time of the
 //! last change, for `browser.wait`'s network-idle condition.
 //!
-//! `enable` is the per-session setup (`Runtime.enable`, `Network.enable`), called once when a tab
-//! session attaches; `on_event` is the pump's one entry. The book is plain data behind the tab's
+//! `enable` is the per-session setup (`Runtime.enable`; requests are counted once `session::network`
+//! has enabled `Network`), called once when a tab session attaches; `on_event` is the pump's one entry. The book is plain data behind the tab's
 //! mutex (`TabHandle::activity`); nothing here emits an event (console output is read only
 //! through `browser.console.list`), evaluates script, or keeps a URL, header or body. Every text
 //! kept is page data, bounded here.
@@ -270,8 +270,10 @@ fn bounded(text: &str) -> (String, bool) {
 }
 
 /// The per-session setup of a tab session: `Runtime.enable` (console and exception events;
-/// docs/cdp.md, "Runtime.enable") and `Network.enable` (request events). Collection is best
-/// effort: a failure is logged, and the tools that read it say what they could not see.
+/// docs/cdp.md, "Runtime.enable"). Request events come from the one `Network.enable` of
+/// `session::network::enable`, after which `TabGuard::session` calls `counting_started`.
+/// Collection is best effort: a failure is logged, and the tools that read it say what they
+/// could not see.
 pub async fn enable(
     client: &CdpClient,
     session: &SessionId,
@@ -285,13 +287,6 @@ pub async fn enable(
         .await
     {
         tracing::warn!(%error, "enabling Runtime (console collection) failed");
-    }
-    match client
-        .execute(session, &crate::cdp::network::Enable {}, SETUP_TIMEOUT)
-        .await
-    {
-        Ok(_) => book.lock().expect("activity lock").counting_started(),
-        Err(error) => tracing::warn!(%error, "enabling Network (in-flight requests) failed"),
     }
 }
 

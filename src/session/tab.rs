@@ -364,6 +364,12 @@ impl TabGuard {
         self.file_choosers()
             .set_intercepting(intercepting, Some(&session));
         super::network::enable(client, &session, &self.handle()).await?;
+        // `Network` is on: the activity book counts requests in flight from now on.
+        self.queue
+            .activity
+            .lock()
+            .expect("activity lock")
+            .counting_started();
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         if let Err(error) = client
