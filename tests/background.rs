@@ -60,6 +60,7 @@ fn managed_tabs_are_driven_in_the_background() {
     }
 
     a_popup_hides_a_managed_tab_that_is_still_driven(&mut agent, &mut own, &one);
+    a_tab_the_user_opened_behind_theirs_is_driven_where_it_is(&mut agent, &mut own, &rig);
 }
 
 fn open(agent: &mut Agent, rig: &Rig, fragment: &str) -> Value {
@@ -191,10 +192,9 @@ fn a_popup_hides_a_managed_tab_that_is_still_driven(
         "the popup never came in front of tab one"
     );
     assert!(
-        wait_until(Duration::from_secs(20), || agent
-            .tabs()
-            .iter()
-            .any(|tab| tab["url"].as_str().unwrap_or("").ends_with("/page/help"))),
+        wait_until(Duration::from_secs(20), || agent.tabs().iter().any(|tab| {
+            tab["url"].as_str().unwrap_or("").ends_with("/page/help")
+        })),
         "the popup is not among the Workspace's tabs"
     );
     assert_user_undisturbed(own, "after a managed tab opened a popup");
@@ -207,4 +207,36 @@ fn a_popup_hides_a_managed_tab_that_is_still_driven(
     assert_eq!(brand(agent, own, one), ONE);
     assert_eq!(state(own, "#one").0, "hidden");
     assert_user_undisturbed(own, "after capturing the hidden tab");
+}
+
+/// The user opens a catalogue tab behind their own (as a middle click does): it was never the
+/// front tab, so it never rendered. The agent takes it, searches and captures it twice, and
+/// it stays behind the user's tab.
+fn a_tab_the_user_opened_behind_theirs_is_driven_where_it_is(
+    agent: &mut Agent,
+    own: &mut OwnCdp,
+    rig: &Rig,
+) {
+    let url = rig.fixtures.url("/fixture/background#two-behind");
+    own.call(
+        "Target.createTarget",
+        json!({"url": url, "background": true}),
+    );
+    let mut behind = Value::Null;
+    assert!(wait_until(Duration::from_secs(20), || {
+        behind = agent
+            .tabs()
+            .into_iter()
+            .find(|t| t["url"] == url.as_str() && t["managed"] == false)
+            .map(|t| t["targetId"].clone())
+            .unwrap_or(Value::Null);
+        !behind.is_null()
+    }));
+    assert_eq!(state(own, "#two-behind").0, "hidden");
+    search(agent, &behind, "tablets");
+    // The fragment names no colour: the bar is black.
+    assert_eq!(brand(agent, own, &behind), [0, 0, 0]);
+    assert_eq!(brand(agent, own, &behind), [0, 0, 0]);
+    assert_eq!(state(own, "#two-behind").0, "hidden");
+    assert_user_undisturbed(own, "after driving a tab behind it");
 }
