@@ -172,12 +172,12 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         assert!(!log.contains(never), "{never} was clicked: {log}");
     }
 
-    // A tab that is not in front: another tab opens over it; the click works the same and the
-    // page records that it was hidden when clicked.
-    agent.tool(
-        "browser.open",
-        None,
-        json!({"url": rig.fixtures.url("/page/front")}),
+    // A tab that is not in front: a popup it opens comes in front of it in its window (a new
+    // managed tab would open in a window of its own); the click works the same and the page
+    // records that it was hidden when clicked.
+    OwnCdp::connect(&rig.chromium).evaluate_in_page(
+        "/fixture/click-truth",
+        "window.open('/page/front', '_blank', 'noopener'), true",
     );
     assert!(
         wait_until(Duration::from_secs(10), || {

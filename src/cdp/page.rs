@@ -310,6 +310,32 @@ impl Command for PrintToPdf {
     type Reply = PrintToPdfReply;
 }
 
+/// `Page.startScreencast`: while a screencast runs, a tab that is not the front tab of its
+/// window still produces compositor frames, so `Page.captureScreenshot` is answered (see
+/// docs/cdp.md "Background driving"). The Broker asks for tiny frames and never acks them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartScreencast {
+    pub format: &'static str,
+    pub quality: u64,
+    pub max_width: u64,
+    pub max_height: u64,
+}
+
+impl Command for StartScreencast {
+    const METHOD: &'static str = "Page.startScreencast";
+    type Reply = Empty;
+}
+
+/// `Page.stopScreencast`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StopScreencast {}
+
+impl Command for StopScreencast {
+    const METHOD: &'static str = "Page.stopScreencast";
+    type Reply = Empty;
+}
+
 /// `Page.lifecycleEvent`: `name` (`init`, `commit`, `DOMContentLoaded`, `load`, ...) of one
 /// frame's loader.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

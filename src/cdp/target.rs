@@ -49,6 +49,9 @@ pub struct CreateTarget {
     pub url: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub new_window: bool,
+    /// `false`: the new tab (or window) is not activated; absent: Chromium's default (focused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -306,7 +309,8 @@ impl EventParams for DetachedFromTarget {
 }
 
 impl CdpClient {
-    /// `Target.createTarget`: opens a tab (or a window) and returns its id.
+    /// `Target.createTarget`: opens a tab (or a window) and returns its id, with Chromium's
+    /// default focus (the new tab comes to the front and its window is activated).
     pub async fn create_target(
         &self,
         url: &str,
@@ -316,6 +320,23 @@ impl CdpClient {
         let command = CreateTarget {
             url: url.to_owned(),
             new_window,
+            focus: None,
+        };
+        Ok(self.execute(None, &command, timeout).await?.target_id)
+    }
+
+    /// `Target.createTarget {newWindow: true, focus: false}`: a new window whose only tab is
+    /// its visible front tab, shown without being activated, so the window the user works in
+    /// keeps the focus (docs/cdp.md "Background driving").
+    pub async fn create_background_window(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<TargetId, CdpError> {
+        let command = CreateTarget {
+            url: url.to_owned(),
+            new_window: true,
+            focus: Some(false),
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -427,15 +448,26 @@ mod tests {
         let create = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: false,
+            focus: None,
         };
         assert_eq!(params(&create), json!({"url": "about:blank"}));
         let window = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: true,
+            focus: None,
         };
         assert_eq!(
             params(&window),
             json!({"url": "about:blank", "newWindow": true})
+        );
+        let background = CreateTarget {
+            url: "about:blank".to_owned(),
+            new_window: true,
+            focus: Some(false),
+        };
+        assert_eq!(
+            params(&background),
+            json!({"url": "about:blank", "newWindow": true, "focus": false})
         );
         let attach = AttachToTarget {
             target_id: TargetId::new("T"),

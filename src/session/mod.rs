@@ -7,6 +7,7 @@
 //! it did not create for a Workspace.
 
 pub mod activity;
+pub mod background;
 pub mod bounds;
 mod choosers;
 mod downloads;

@@ -26,7 +26,7 @@ use crate::page::{
     ScriptErrorCode, image_boxes,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::TabGuard;
+use crate::session::{TabGuard, background};
 use crate::version::now_ms;
 
 /// Longest side, in pixels, of a screenshot returned as is. Larger captures default to a preview
@@ -333,7 +333,11 @@ impl Tab<'_> {
             capture_beyond_viewport: options.area != Area::Viewport,
             optimize_for_speed: true,
         };
-        Ok(self.execute(&command).await?.data)
+        // A hidden tab renders no frames of its own: keep it rendering for this capture.
+        let shot = self.execute(&command);
+        let timeout = call_timeout(self.scope);
+        let reply = background::rendering(self.client, &self.session, timeout, shot).await;
+        Ok(reply?.data)
     }
 
     /// The visible viewport and the whole document, in document coordinates, and the device

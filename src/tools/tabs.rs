@@ -71,7 +71,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.open",
-            description: "Open a URL in a new managed tab of this Workspace (the first one opens the Workspace's dedicated window), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
+            description: "Open a URL in a new managed tab of this Workspace, in a window of its own that is shown without being activated (the user's window keeps the focus), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
             capability: "browser.control",
             mutating: true,
             input_schema: object(json!({"url": url_schema()}), &["url"]),
@@ -256,11 +256,13 @@ pub async fn open(
     let client = scope.gate.watch(&live.client);
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     scope.gate.pass().await?;
-    let new_window = !env.browser.has_window(workspace_id);
-    // Create blank, then navigate through the tab's own session: `Page.navigate` answers at
-    // commit, so the load wait below reads the new document, never the initial about:blank.
+    // Every managed tab opens as the front tab of a window of its own, shown without being
+    // activated: the user's window keeps the focus, and the tab renders, so it can be captured
+    // at once (docs/cdp.md "Background driving"). Create blank, then navigate through the
+    // tab's own session: `Page.navigate` answers at commit, so the load wait below reads the
+    // new document, never the initial about:blank.
     let target = client
-        .create_target("about:blank", new_window, CALL_TIMEOUT)
+        .create_background_window("about:blank", CALL_TIMEOUT)
         .await?;
     let opaque = env
         .browser

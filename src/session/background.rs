@@ -1,0 +1,42 @@
+//! Background driving: what the Broker does so that a managed tab can be driven while it is not
+//! the front tab of its window (a popup opened in front of it, a user who switched tabs) and
+//! without ever activating a window or a tab. Today that is one thing: keeping a hidden tab's
+//! compositor producing frames for the length of a screenshot, with a screencast of tiny
+//! frames that nobody acks (a hidden tab's `Page.captureScreenshot` otherwise takes seconds or
+//! is never answered; docs/cdp.md "Background driving").
+//!
+//! It never sends `Target.activateTarget`, `Page.bringToFront` or focus emulation, never
+//! changes what the page sees (`document.visibilityState` stays as it is), and owns no state:
+//! the screencast lives exactly as long as the work it wraps.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::cdp::page::{StartScreencast, StopScreencast};
+use crate::cdp::{CdpClient, SessionId};
+
+/// Smallest frames Chromium encodes for the screencast: they are never read.
+const FRAME_EDGE: u64 = 16;
+
+/// Runs `work` (a screenshot of the tab on `session`) while the tab keeps rendering, also when
+/// it is hidden. Starting or stopping the screencast is best effort: when Chromium refuses it
+/// the work still runs, and its own deadline applies.
+pub async fn rendering<T>(
+    client: &CdpClient,
+    session: &SessionId,
+    timeout: Duration,
+    work: impl Future<Output = T>,
+) -> T {
+    let start = StartScreencast {
+        format: "jpeg",
+        quality: 1,
+        max_width: FRAME_EDGE,
+        max_height: FRAME_EDGE,
+    };
+    let started = client.execute(session, &start, timeout).await.is_ok();
+    let outcome = work.await;
+    if started {
+        let _ = client.execute(session, &StopScreencast {}, timeout).await;
+    }
+    outcome
+}
