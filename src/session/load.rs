@@ -133,6 +133,12 @@ impl LoadBook {
         }
     }
 
+    /// Whether the main frame navigated after `mark` (a new document or a same-document
+    /// navigation) or has a cross-document navigation under way now.
+    pub fn moved_since(&self, mark: &LoadMark) -> bool {
+        self.epoch > mark.epoch || self.pending.is_some()
+    }
+
     /// The phase of the awaited document, once it is the current one.
     pub fn phase_of(&self, awaited: &Awaited) -> Option<LoadPhase> {
         let reached = match awaited {

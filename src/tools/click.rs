@@ -220,6 +220,7 @@ pub async fn click(
         element,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: file_input,
+        load: tab.guard.load_mark(),
     };
     // The click-truth listener of the element's document records what the click does.
     let armed = match &target {
@@ -294,6 +295,7 @@ pub async fn click(
         dialog,
     )
     .await;
+    watch_late_effects(env, scope, &tab.guard, &effects.list, "click");
     let subject = match &before.element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Point { x, y },
