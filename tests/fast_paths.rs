@@ -62,7 +62,10 @@ fn a_navigation_200_ms_after_a_click_is_reported_as_its_effect(rig: &Rig) {
     assert!(
         wait_until(std::time::Duration::from_secs(10), || {
             let landed = observe(&mut agent, &target);
-            landed["url"].as_str().unwrap_or("").ends_with("/page/late-landing")
+            landed["url"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("/page/late-landing")
         }),
         "the tab never reached the late navigation's page"
     );
@@ -94,7 +97,10 @@ fn a_navigation_200_ms_after_a_click_is_reported_as_its_effect(rig: &Rig) {
         .into_iter()
         .filter(|e| e["type"] == "action.late_effect")
         .collect();
-    assert!(late.is_empty(), "a checkbox click has no late effect: {late:?}");
+    assert!(
+        late.is_empty(),
+        "a checkbox click has no late effect: {late:?}"
+    );
 }
 
 fn focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(rig: &Rig) {

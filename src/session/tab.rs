@@ -257,7 +257,11 @@ impl TabHandle {
 
     /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
     /// passed; true when it did. Needs no turn: it only reads what the pump reported.
-    pub async fn wait_navigation_since(&self, mark: &LoadMark, until: tokio::time::Instant) -> bool {
+    pub async fn wait_navigation_since(
+        &self,
+        mark: &LoadMark,
+        until: tokio::time::Instant,
+    ) -> bool {
         wait_load(&self.queue, until, |book| {
             let moved = book.moved_since(mark);
             (moved, moved)

@@ -80,6 +80,10 @@ pub(super) struct Before {
     pub(super) expects_chooser: bool,
     /// The tab's load history before the input: a navigation after it is the action's.
     pub(super) load: LoadMark,
+    /// When the browser acknowledged the action's last input event, if the action noted it:
+    /// the settle window counts from there, so work done since (reading the click-truth record)
+    /// overlaps it. Otherwise the window starts when effects are collected.
+    pub(super) input_done: Option<tokio::time::Instant>,
 }
 
 /// How long an action on a file input waits for the browser to report its (intercepted)
@@ -150,7 +154,7 @@ pub(super) async fn collect_effects(
     let tab = guard.target.clone();
     let mut dialog = dialog_seen;
     if !dialog_seen {
-        let until = tokio::time::Instant::now() + SETTLE;
+        let until = before.input_done.unwrap_or_else(tokio::time::Instant::now) + SETTLE;
         let handle = guard.handle();
         tokio::select! {
             _ = handle.wait_navigation_since(&before.load, until) => {}
@@ -226,7 +230,8 @@ pub(super) fn watch_late_effects(
     let mut want_navigation =
         !reported.contains(&Effect::Navigation) && !reported.contains(&Effect::DocumentChanged);
     let mut want_popup = !reported.contains(&Effect::PopupOpened);
-    let mut want_dialog = !reported.contains(&Effect::DialogOpened) && !browser.with_dialog_on(&tab);
+    let mut want_dialog =
+        !reported.contains(&Effect::DialogOpened) && !browser.with_dialog_on(&tab);
     let announce = {
         let (workspace_id, lease_id) = (scope.workspace_id.to_owned(), scope.lease_id.to_owned());
         let (target_id, command_id) = (scope.target_id.to_owned(), scope.command_id.clone());
@@ -240,7 +245,8 @@ pub(super) fn watch_late_effects(
     };
     tokio::spawn(async move {
         let until = tokio::time::Instant::now() + LATE_WINDOW;
-        while (want_navigation || want_popup || want_dialog) && tokio::time::Instant::now() < until {
+        while (want_navigation || want_popup || want_dialog) && tokio::time::Instant::now() < until
+        {
             let tick = std::cmp::min(until, tokio::time::Instant::now() + LATE_POPUP_POLL);
             let mut found = Vec::new();
             tokio::select! {
@@ -273,7 +279,10 @@ pub(super) fn watch_late_effects(
 
 /// Resolves when a dialog opens on `tab` (true); never resolves otherwise, until the channel
 /// closes (false).
-async fn dialog_on(dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>, tab: &TargetId) -> bool {
+async fn dialog_on(
+    dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
+    tab: &TargetId,
+) -> bool {
     loop {
         match dialogs.recv().await {
             Ok(target) if &target == tab => return true,

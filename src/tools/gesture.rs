@@ -252,6 +252,7 @@ pub async fn hover(
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
         load: tab.guard.load_mark(),
+        input_done: None,
     };
     // Best effort: without the mark the evidence still says whether the element is hovered.
     let marked = tab.run(&ctx, &HoverMark).await.is_ok();
@@ -428,6 +429,7 @@ pub async fn drag(
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
         load: tab.guard.load_mark(),
+        input_done: None,
     };
     let arm = DragArm {
         source: source.clone(),
