@@ -276,16 +276,20 @@ pub async fn click(
         button,
         click_count,
     };
-    tab.mouse(
-        &session,
-        at(MouseEventType::MouseMoved, MouseButton::None, 0),
-    )
-    .await?;
     let mut dialog = false;
     for count in 1..=clicks {
         let pressed = MouseButton::from_name(&button);
-        tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count))
-            .await?;
+        let press = tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count));
+        match count {
+            // The move and the first press are queued together, in that order, on the one
+            // session (as key-down and key-up are): Chromium handles them one after the other
+            // either way; only the wait for the move's acknowledgement goes.
+            1 => {
+                let moved = at(MouseEventType::MouseMoved, MouseButton::None, 0);
+                tokio::try_join!(tab.mouse(&session, moved), press)?;
+            }
+            _ => press.await?,
+        }
         let (input, session2) = (tab.input(), session.clone());
         let release = at(MouseEventType::MouseReleased, pressed, count);
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
