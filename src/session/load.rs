@@ -181,6 +181,31 @@ mod tests {
         assert_eq!(book.settled_phase(), Some(LoadPhase::Complete));
     }
 
+    /// What the settle window and the late watch of an action wait for: a navigation started,
+    /// committed or made within the document after the mark; the replayed `commit` of the
+    /// current document and its own later lifecycle events are none.
+    #[test]
+    fn moved_since_sees_navigations_after_the_mark_only() {
+        let mut book = LoadBook::default();
+        book.on_lifecycle("L1", "commit");
+        let mark = book.mark();
+        book.on_lifecycle("L1", "load");
+        book.on_lifecycle("L1", "commit");
+        assert!(!book.moved_since(&mark));
+        book.on_started_navigating(Some("L2"), false);
+        assert!(book.moved_since(&mark), "a navigation under way");
+        book.on_stopped_loading();
+        assert!(
+            !book.moved_since(&mark),
+            "a 204 or a download never committed"
+        );
+        book.on_within_document();
+        assert!(book.moved_since(&mark), "a same-document navigation");
+        let mark = book.mark();
+        book.on_navigated("L3", false);
+        assert!(book.moved_since(&mark), "a commit without a started event");
+    }
+
     #[test]
     fn a_navigation_is_followed_through_its_phases() {
         let mut book = LoadBook::default();
