@@ -133,6 +133,12 @@ impl LoadBook {
         }
     }
 
+    /// Whether the main frame navigated after `mark` (a new document or a same-document
+    /// navigation) or has a cross-document navigation under way now.
+    pub fn moved_since(&self, mark: &LoadMark) -> bool {
+        self.epoch > mark.epoch || self.pending.is_some()
+    }
+
     /// The phase of the awaited document, once it is the current one.
     pub fn phase_of(&self, awaited: &Awaited) -> Option<LoadPhase> {
         let reached = match awaited {
@@ -173,6 +179,31 @@ mod tests {
         assert_eq!(book.phase_of(&Awaited::AnyNavigation(before.clone())), None);
         assert_eq!(book.phase_of(&Awaited::NewDocument(before)), None);
         assert_eq!(book.settled_phase(), Some(LoadPhase::Complete));
+    }
+
+    /// What the settle window and the late watch of an action wait for: a navigation started,
+    /// committed or made within the document after the mark; the replayed `commit` of the
+    /// current document and its own later lifecycle events are none.
+    #[test]
+    fn moved_since_sees_navigations_after_the_mark_only() {
+        let mut book = LoadBook::default();
+        book.on_lifecycle("L1", "commit");
+        let mark = book.mark();
+        book.on_lifecycle("L1", "load");
+        book.on_lifecycle("L1", "commit");
+        assert!(!book.moved_since(&mark));
+        book.on_started_navigating(Some("L2"), false);
+        assert!(book.moved_since(&mark), "a navigation under way");
+        book.on_stopped_loading();
+        assert!(
+            !book.moved_since(&mark),
+            "a 204 or a download never committed"
+        );
+        book.on_within_document();
+        assert!(book.moved_since(&mark), "a same-document navigation");
+        let mark = book.mark();
+        book.on_navigated("L3", false);
+        assert!(book.moved_since(&mark), "a commit without a started event");
     }
 
     #[test]

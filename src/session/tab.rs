@@ -160,6 +160,28 @@ pub struct ElementSummary {
     pub input_type: Option<String>,
 }
 
+/// Waits until `check` says done on the tab's load book, or `until` passed; woken by the pump on
+/// every change of the book.
+async fn wait_load<T>(
+    queue: &TabQueue,
+    until: tokio::time::Instant,
+    check: impl Fn(&LoadBook) -> (bool, T),
+) -> T {
+    loop {
+        let notified = queue.load_changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let (done, value) = check(&queue.load.lock().expect("load lock"));
+        if done || tokio::time::Instant::now() >= until {
+            return value;
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = tokio::time::sleep_until(until) => {}
+        }
+    }
+}
+
 /// A cheap handle to one tab's actor.
 #[derive(Clone)]
 pub struct TabHandle {
@@ -226,6 +248,25 @@ impl TabHandle {
     /// The tab's recent requests and interception state; usable without a turn.
     pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
         self.queue.network.lock().expect("network lock")
+    }
+
+    /// Where the tab's load history stands now (`TabGuard::load_mark`, without the turn).
+    pub fn load_mark(&self) -> LoadMark {
+        self.queue.load.lock().expect("load lock").mark()
+    }
+
+    /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
+    /// passed; true when it did. Needs no turn: it only reads what the pump reported.
+    pub async fn wait_navigation_since(
+        &self,
+        mark: &LoadMark,
+        until: tokio::time::Instant,
+    ) -> bool {
+        wait_load(&self.queue, until, |book| {
+            let moved = book.moved_since(mark);
+            (moved, moved)
+        })
+        .await
     }
 
     /// A place in this tab's queue, taken in acceptance order.
@@ -510,19 +551,7 @@ impl TabGuard {
         until: tokio::time::Instant,
         check: impl Fn(&LoadBook) -> (bool, T),
     ) -> T {
-        loop {
-            let notified = self.queue.load_changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let (done, value) = check(&self.queue.load.lock().expect("load lock"));
-            if done || tokio::time::Instant::now() >= until {
-                return value;
-            }
-            tokio::select! {
-                () = &mut notified => {}
-                () = tokio::time::sleep_until(until) => {}
-            }
-        }
+        wait_load(&self.queue, until, check).await
     }
 
     /// The URL and title of the tab's current history entry, bounded (`session::bounds`). Read

@@ -23,7 +23,7 @@ use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{self, ElementState, EventHint, RefTarget, StateSnapshot};
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::TabGuard;
+use crate::session::{LoadMark, TabGuard};
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
@@ -78,6 +78,12 @@ pub(super) struct Before {
     pub(super) file_choosers: u64,
     /// The action targets a file input, whose chooser the browser reports a little later.
     pub(super) expects_chooser: bool,
+    /// The tab's load history before the input: a navigation after it is the action's.
+    pub(super) load: LoadMark,
+    /// When the browser acknowledged the action's last input event, if the action noted it:
+    /// the settle window counts from there, so work done since (reading the click-truth record)
+    /// overlaps it. Otherwise the window starts when effects are collected.
+    pub(super) input_done: Option<tokio::time::Instant>,
 }
 
 /// How long an action on a file input waits for the browser to report its (intercepted)
@@ -142,13 +148,21 @@ pub(super) async fn collect_effects(
     dialog_seen: bool,
 ) -> Effects {
     // Late effects of the input (microtask handlers, a navigation commit) get the settle window;
-    // a dialog already open blocks the page, so there is nothing to wait for.
+    // a dialog already open blocks the page, so there is nothing to wait for. The window ends
+    // early when the main frame starts navigating or a dialog opens: there is no need to wait
+    // for what already happened. Effects after it are the late watch's (`watch_late_effects`).
+    let tab = guard.target.clone();
+    let mut dialog = dialog_seen;
     if !dialog_seen {
-        tokio::time::sleep(SETTLE).await;
+        let until = before.input_done.unwrap_or_else(tokio::time::Instant::now) + SETTLE;
+        let handle = guard.handle();
+        tokio::select! {
+            _ = handle.wait_navigation_since(&before.load, until) => {}
+            opened = dialog_on(dialogs, &tab) => dialog = opened,
+        }
     }
     let mut list = Vec::new();
-    let tab = guard.target.clone();
-    let dialog = dialog_seen || drain_dialog(dialogs, &tab);
+    let dialog = dialog || drain_dialog(dialogs, &tab);
     if dialog {
         list.push(Effect::DialogOpened);
         // The page is paused behind the dialog: nothing else can be read until it is answered.
@@ -186,6 +200,97 @@ pub(super) async fn collect_effects(
         list,
         after,
         dialog,
+    }
+}
+
+/// How long after an action's evidence was taken a navigation, popup or dialog of its tab is
+/// still attributed to it (field notes §0 item 10: a `setTimeout` navigation arrived at +203 ms).
+const LATE_WINDOW: Duration = Duration::from_millis(300);
+/// How often the late watch looks at the tab's popup count (navigations and dialogs wake it).
+const LATE_POPUP_POLL: Duration = Duration::from_millis(10);
+
+/// Starts the late watch of an action whose evidence is `reported`: for [`LATE_WINDOW`] after
+/// now, a main-frame navigation, a popup or a dialog of the tab that the evidence does not list
+/// yet is announced as an `action.late_effect` event naming the action's Command (one event per
+/// effect, docs/observation.md "Late effects"). The action's result does not wait for it.
+pub(super) fn watch_late_effects(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    guard: &TabGuard,
+    reported: &[Effect],
+    action: &'static str,
+) {
+    let handle = guard.handle();
+    let tab = guard.target.clone();
+    let mark = handle.load_mark();
+    let browser = env.browser.clone();
+    let events = env.events.clone();
+    let mut dialogs = browser.dialog_signals();
+    let popups = browser.popups_of(&tab);
+    let mut want_navigation =
+        !reported.contains(&Effect::Navigation) && !reported.contains(&Effect::DocumentChanged);
+    let mut want_popup = !reported.contains(&Effect::PopupOpened);
+    let mut want_dialog =
+        !reported.contains(&Effect::DialogOpened) && !browser.with_dialog_on(&tab);
+    let announce = {
+        let (workspace_id, lease_id) = (scope.workspace_id.to_owned(), scope.lease_id.to_owned());
+        let (target_id, command_id) = (scope.target_id.to_owned(), scope.command_id.clone());
+        move |effect: Effect| {
+            let payload = json!({"targetId": target_id, "commandId": command_id, "action": action, "effect": effect.as_str()});
+            let mut emit = Emit::new(&workspace_id, "action.late_effect", payload);
+            emit.lease_id = Some(lease_id.clone());
+            emit.target_id = Some(target_id.clone());
+            emit
+        }
+    };
+    tokio::spawn(async move {
+        let until = tokio::time::Instant::now() + LATE_WINDOW;
+        while (want_navigation || want_popup || want_dialog) && tokio::time::Instant::now() < until
+        {
+            let tick = std::cmp::min(until, tokio::time::Instant::now() + LATE_POPUP_POLL);
+            let mut found = Vec::new();
+            tokio::select! {
+                moved = handle.wait_navigation_since(&mark, tick), if want_navigation => {
+                    if moved {
+                        want_navigation = false;
+                        found.push(Effect::Navigation);
+                    }
+                }
+                opened = dialog_on(&mut dialogs, &tab), if want_dialog => {
+                    if opened {
+                        want_dialog = false;
+                        found.push(Effect::DialogOpened);
+                    }
+                }
+                () = tokio::time::sleep_until(tick), if !want_navigation => {}
+            }
+            if want_popup && browser.popups_of(&tab) > popups {
+                want_popup = false;
+                found.push(Effect::PopupOpened);
+            }
+            for effect in found {
+                if let Err(error) = events.emit(announce(effect)).await {
+                    tracing::debug!(%error, "action.late_effect not journaled");
+                }
+            }
+        }
+    });
+}
+
+/// Resolves when a dialog opens on `tab` (true); never resolves otherwise, until the channel
+/// closes (false).
+async fn dialog_on(
+    dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
+    tab: &TargetId,
+) -> bool {
+    loop {
+        match dialogs.recv().await {
+            Ok(target) if &target == tab => return true,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                return std::future::pending().await;
+            }
+        }
     }
 }
 

@@ -12,11 +12,14 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
-use super::tab::{ControlledTab, MouseStep, SCRIPT_TIMEOUT};
+use super::tab::{ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT};
+use crate::cdp::CdpClient;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
     self, ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState,
+    RefTarget,
 };
+use crate::session::TabGuard;
 
 pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
@@ -161,6 +164,33 @@ fn click_evidence(
     evidence
 }
 
+/// What a click needs from the page before its input: the element's state, the tab's URL (from
+/// the browser's history) and whether the click-truth listener of the element's document is
+/// armed (a coordinate click reads only the URL).
+async fn prepare(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    ctx: &PageContext,
+    target: Option<&RefTarget>,
+    event: ClickEvent,
+) -> Result<(Option<ElementState>, String, bool), ToolError> {
+    let Some(target) = target else {
+        return Ok((None, current_url(client, guard).await, false));
+    };
+    let element = snapshot(client, ctx, target).await?;
+    let url = current_url(client, guard).await;
+    let armed = page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &ArmClick(event),
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .is_ok_and(|armed| armed.armed);
+    Ok((Some(element), url, armed))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ClickParams {
@@ -189,15 +219,28 @@ pub async fn click(
     // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
     // session that takes the input.
     let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
+    let event = match button.as_str() {
+        "left" => ClickEvent::Click,
+        _ => ClickEvent::AuxClick,
+    };
     let mut file_input = false;
+    let mut prepared = None;
     let aimed = match by_ref {
         true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
             Ok((target, summary)) => {
                 file_input =
                     summary.tag == "input" && summary.input_type.as_deref() == Some("file");
-                pointer::actionable(&tab.client, &ctx, &chain, &target, scope.deadline)
+                // The before state and the armed listener are read inside the stability
+                // interval; if more samples followed, they are read again after it.
+                let during = prepare(&tab.client, &mut tab.guard, &ctx, Some(&target), event);
+                pointer::actionable_with(&tab.client, &ctx, &chain, &target, scope.deadline, during)
                     .await
-                    .map(|aim| (aim, Some(target), summary.role))
+                    .map(|(aim, during)| {
+                        if during.last_gap {
+                            prepared = during.output;
+                        }
+                        (aim, Some(target), summary.role)
+                    })
             }
             Err(error) => Err(error),
         },
@@ -210,35 +253,18 @@ pub async fn click(
     };
     pointer::release(&tab.client, &chain).await;
     let (aim, target, kind) = aimed?;
-    let element = match &target {
-        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
-        None => None,
+    let (element, url, armed) = match prepared {
+        Some(prepared) => prepared?,
+        None => prepare(&tab.client, &mut tab.guard, &ctx, target.as_ref(), event).await?,
     };
-    let before = Before {
-        url: current_url(&tab.client, &mut tab.guard).await,
+    let mut before = Before {
+        url,
         popups: env.browser.popups_of(&tab.guard.target),
         element,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: file_input,
-    };
-    // The click-truth listener of the element's document records what the click does.
-    let armed = match &target {
-        Some(_) => {
-            let event = match button.as_str() {
-                "left" => ClickEvent::Click,
-                _ => ClickEvent::AuxClick,
-            };
-            page::run(
-                &tab.client,
-                &ctx.session,
-                ctx.context,
-                &ArmClick(event),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .is_ok_and(|armed| armed.armed)
-        }
-        None => false,
+        load: tab.guard.load_mark(),
+        input_done: None,
     };
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
@@ -250,16 +276,20 @@ pub async fn click(
         button,
         click_count,
     };
-    tab.mouse(
-        &session,
-        at(MouseEventType::MouseMoved, MouseButton::None, 0),
-    )
-    .await?;
     let mut dialog = false;
     for count in 1..=clicks {
         let pressed = MouseButton::from_name(&button);
-        tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count))
-            .await?;
+        let press = tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count));
+        match count {
+            // The move and the first press are queued together, in that order, on the one
+            // session (as key-down and key-up are): Chromium handles them one after the other
+            // either way; only the wait for the move's acknowledgement goes.
+            1 => {
+                let moved = at(MouseEventType::MouseMoved, MouseButton::None, 0);
+                tokio::try_join!(tab.mouse(&session, moved), press)?;
+            }
+            _ => press.await?,
+        }
         let (input, session2) = (tab.input(), session.clone());
         let release = at(MouseEventType::MouseReleased, pressed, count);
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
@@ -270,6 +300,7 @@ pub async fn click(
             break;
         }
     }
+    before.input_done = Some(tokio::time::Instant::now());
     // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
     // complete now. A dialog pauses the page, so nothing can be read until it is answered.
     let record = match (armed, dialog) {
@@ -294,6 +325,7 @@ pub async fn click(
         dialog,
     )
     .await;
+    watch_late_effects(env, scope, &tab.guard, &effects.list, "click");
     let subject = match &before.element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Point { x, y },

@@ -251,6 +251,8 @@ pub async fn hover(
         element,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
+        load: tab.guard.load_mark(),
+        input_done: None,
     };
     // Best effort: without the mark the evidence still says whether the element is hovered.
     let marked = tab.run(&ctx, &HoverMark).await.is_ok();
@@ -426,6 +428,8 @@ pub async fn drag(
         element,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
+        load: tab.guard.load_mark(),
+        input_done: None,
     };
     let arm = DragArm {
         source: source.clone(),

@@ -233,6 +233,8 @@ pub async fn press(
         element,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
+        load: tab.guard.load_mark(),
+        input_done: None,
     };
     let mut dialogs = env.browser.dialog_signals();
     let (input, session) = (tab.input(), ctx.session.clone());

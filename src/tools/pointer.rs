@@ -513,18 +513,8 @@ async fn sample(
 
 /// Waits until the ref's element can take a click at one place (two samples agree and nothing
 /// blocks), then answers where to send it. Until the deadline (less the time the click itself
-/// needs); then `element_not_actionable` with the last reason seen.
-pub async fn actionable(
-    client: &CdpClient,
-    ctx: &PageContext,
-    chain: &Chain,
-    target: &RefTarget,
-    deadline: tokio::time::Instant,
-) -> Result<Aim, ToolError> {
-    actionable_from(client, ctx, chain, target, deadline, ProbeScroll::IfNeeded).await
-}
-
-/// [`actionable`], with the first sample's scrolling given: `ProbeScroll::None` leaves an element
+/// needs); then `element_not_actionable` with the last reason seen. The first sample's scrolling
+/// is given: `ProbeScroll::None` leaves an element
 /// whose click point is already in view where it is (the second end of a drag must not scroll
 /// the first out of view); one out of view is still scrolled in.
 pub async fn actionable_from(
@@ -535,6 +525,56 @@ pub async fn actionable_from(
     deadline: tokio::time::Instant,
     first_scroll: ProbeScroll,
 ) -> Result<Aim, ToolError> {
+    let none: Option<std::future::Ready<()>> = None;
+    let (aim, _) =
+        actionable_during(client, ctx, chain, target, deadline, first_scroll, none).await?;
+    Ok(aim)
+}
+
+/// What [`actionable_with`] ran in the wait: `during`'s output, and whether the wait it ran in was
+/// the last one before the element proved actionable (so nothing but one sample interval
+/// separates it from the click). When false the caller repeats that work.
+pub struct During<T> {
+    pub output: Option<T>,
+    pub last_gap: bool,
+}
+
+/// [`actionable_from`] with the first sample scrolling as needed, running `during` inside the first wait between two samples instead of after
+/// the wait: work that must come before the click but proves nothing about actionability (the
+/// before state, arming click truth) overlaps the stability interval, which is slept in full.
+pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    deadline: tokio::time::Instant,
+    during: F,
+) -> Result<(Aim, During<T>), ToolError> {
+    actionable_during(
+        client,
+        ctx,
+        chain,
+        target,
+        deadline,
+        ProbeScroll::IfNeeded,
+        Some(during),
+    )
+    .await
+}
+
+async fn actionable_during<T, F: std::future::Future<Output = T>>(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    deadline: tokio::time::Instant,
+    first_scroll: ProbeScroll,
+    mut during: Option<F>,
+) -> Result<(Aim, During<T>), ToolError> {
+    let mut ran = During {
+        output: None,
+        last_gap: false,
+    };
     let now = tokio::time::Instant::now();
     let remaining = deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
@@ -554,7 +594,7 @@ pub async fn actionable_from(
         };
         let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
         if current.blocker.is_none() && previous.is_some() && !moved {
-            return Ok(current.aim);
+            return Ok((current.aim, ran));
         }
         // Out of view: scroll it in; covered: centre it (away from a sticky header or footer).
         scroll = match (&current.blocker, current.in_view) {
@@ -571,7 +611,17 @@ pub async fn actionable_from(
             return Err(ToolError::from(blocker.error()));
         }
         previous = Some(current);
-        tokio::time::sleep(interval).await;
+        match during.take() {
+            Some(work) => {
+                let ((), output) = tokio::join!(tokio::time::sleep(interval), work);
+                ran.output = Some(output);
+                ran.last_gap = true;
+            }
+            None => {
+                ran.last_gap = false;
+                tokio::time::sleep(interval).await;
+            }
+        }
     }
 }
 

@@ -157,6 +157,8 @@ pub async fn upload(
         element: None,
         file_choosers: tab.guard.file_choosers().opened(),
         expects_chooser: false,
+        load: tab.guard.load_mark(),
+        input_done: None,
     };
     let mut dialogs = env.browser.dialog_signals();
     let set = SetFileInputFiles {
