@@ -249,7 +249,8 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
             String::new(),
             html(
                 "opener",
-                "<button onclick=\"window.open('/popup/first')\">open popup</button>",
+                "<button onclick=\"window.open('/popup/first')\">open popup</button>\
+                 <a href=\"/popup/blank\" target=\"_blank\">blank link</a>",
             ),
         ),
         r if r.starts_with("/popup/") => (
@@ -851,6 +852,37 @@ fn rules_block_mock_headers_popup_and_user_tab(rig: &Rig, site: &Site) {
         Some("popup"),
         "ruled"
     );
+
+    // A `target="_blank"` link opens a `noopener` popup, which cannot be set up while it is
+    // paused: it is resumed anyway and set up right after, so it loads and can be driven at
+    // once (not after a setup timeout).
+    let observation = observe(&mut agent, &target);
+    let link = find_ref(&observation, "link", "blank link");
+    agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": link}),
+    );
+    wait_events(
+        &mut agent,
+        &mut events,
+        |e| e.iter().filter(|e| e["type"] == "popup.opened").count() == 2,
+        "the second popup.opened",
+    );
+    let blank = events
+        .iter()
+        .filter(|e| e["type"] == "popup.opened")
+        .nth(1)
+        .unwrap()["payload"]["targetId"]
+        .clone();
+    let response = agent.bridge.call(
+        "tools/call",
+        json!({"name": "browser.observe", "arguments": {}, "workspaceId": agent.workspace_id,
+               "leaseId": agent.lease_id, "targetId": blank, "deadlineMs": 6000}),
+    );
+    let observed = response["result"]["result"].clone();
+    assert_eq!(observed["title"], "popup", "{observed}");
+    assert_eq!(site.requests("/popup/blank").len(), 1);
 
     // Removed rules stop applying.
     for rule in [&block, &mock, &headers] {

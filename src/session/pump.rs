@@ -30,6 +30,10 @@ use crate::cdp::target::{AttachedToTarget, SetAutoAttach};
 use crate::cdp::{CdpClient, CdpEvent, Event, SessionId, TargetId, TargetInfo};
 use crate::events::Emit;
 
+/// How long a paused managed popup waits for its setup before it is resumed anyway (a popup
+/// that keeps its opener is set up in a few ms; a `noopener` one cannot be before it runs).
+const PAUSED_POPUP_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// How long the setup calls on a fresh OOPIF session may take.
 const CHILD_SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -629,12 +633,25 @@ fn on_page_attached(
             let service = service.clone();
             tokio::spawn(async move {
                 super::fetch::refresh_tab(&service, &target).await;
-                let mut guard = handle.acquire().await;
-                if let Err(error) = guard.session(&client).await {
-                    tracing::debug!(%error, "setting up a new popup");
+                let setup = async {
+                    let mut guard = handle.acquire().await;
+                    if let Err(error) = guard.session(&client).await {
+                        tracing::debug!(%error, "setting up a new popup");
+                    }
+                };
+                tokio::pin!(setup);
+                // A `noopener` popup (every `target="_blank"` link) answers its renderer's
+                // domains only once it runs (docs/cdp.md, "Popups that turn into downloads"):
+                // past a short patience it is resumed and its setup finishes right after.
+                // Whatever the setup achieves, the popup (and its opener) must not stay paused.
+                if tokio::time::timeout(PAUSED_POPUP_PATIENCE, &mut setup)
+                    .await
+                    .is_err()
+                {
+                    resume(&client, &session).await;
+                    setup.await;
+                    return;
                 }
-                drop(guard);
-                // Whatever the setup achieved, the popup (and its opener) must not stay paused.
                 resume(&client, &session).await;
             });
         }

@@ -15,9 +15,17 @@ function annotationBoxes(options) {
   }
   let refs = options.refs;
   if (refs === null) {
-    // Refs of this Observation in document order (the order its elements were recorded).
-    refs = [];
-    for (let i = 0; i < entry.elements.length && refs.length < options.limit; i++) refs.push(i + 1);
+    // The first refs of this Observation in document order. Refs are stable per document, so
+    // they are neither contiguous nor in document order themselves, and a diff Observation's
+    // map holds its delta before its base: sort the elements by their place in the document
+    // (elements that left it sort last and are reported stale below).
+    const entries = Array.from(entry.elements);
+    entries.sort((a, b) => {
+      if (a[1] === b[1]) return 0;
+      if (!a[1].isConnected || !b[1].isConnected) return a[1].isConnected ? -1 : (b[1].isConnected ? 1 : 0);
+      return a[1].compareDocumentPosition(b[1]) & Node.DOCUMENT_POSITION_FOLLOWING ? -1 : 1;
+    });
+    refs = entries.slice(0, options.limit).map((pair) => pair[0]);
   }
   const view = bpViewport();
   const boxes = [];
