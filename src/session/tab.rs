@@ -288,6 +288,14 @@ impl TabHandle {
     pub async fn acquire(&self) -> TabGuard {
         self.ticket().turn().await
     }
+
+    /// Whether a Command queued after the turn `number` holds the tab now (or held it): what
+    /// happens on the tab from then on may be that Command's doing.
+    pub fn later_turn_started(&self, number: u64) -> bool {
+        let turns = self.queue.turns.lock().expect("turns lock");
+        turns.serving > number && turns.serving < turns.next
+            || turns.serving > number.saturating_add(1)
+    }
 }
 
 /// A place in a tab's queue. Dropping it before its turn gives the place up.
@@ -327,6 +335,7 @@ impl TabTicket {
         let state = queue.state.clone().lock_owned().await;
         TabGuard {
             target: self.handle.target.clone(),
+            number: self.number,
             workspace_id: None,
             state,
             queue,
@@ -345,6 +354,8 @@ impl Drop for TabTicket {
 /// Exclusive use of a tab for one Command; the next ticket is served when it drops.
 pub struct TabGuard {
     pub target: TargetId,
+    /// The ticket number this guard serves (`TabHandle::later_turn_started`).
+    number: u64,
     /// The Workspace whose Command holds the turn: frame-scoped tools run in its selected frame.
     workspace_id: Option<String>,
     state: OwnedMutexGuard<TabState>,
@@ -457,6 +468,11 @@ impl TabGuard {
     }
 
     /// A handle to this tab (for setup that outlives the turn).
+    /// This guard's place in the tab's queue.
+    pub fn turn_number(&self) -> u64 {
+        self.number
+    }
+
     pub fn handle(&self) -> TabHandle {
         TabHandle {
             target: self.target.clone(),
@@ -606,5 +622,25 @@ mod tests {
         let _guard = tokio::time::timeout(Duration::from_secs(1), handle.acquire())
             .await
             .expect("served");
+    }
+
+    #[tokio::test]
+    async fn a_later_turn_is_seen_only_once_it_starts() {
+        let handle = TabHandle::new(TargetId::new("t"));
+        let guard = handle.acquire().await;
+        let mine = guard.turn_number();
+        assert!(!handle.later_turn_started(mine), "still mine");
+        drop(guard);
+        assert!(
+            !handle.later_turn_started(mine),
+            "idle after mine: nobody else acted"
+        );
+        let later = handle.acquire().await;
+        assert!(
+            handle.later_turn_started(mine),
+            "a later Command holds the tab"
+        );
+        drop(later);
+        assert!(handle.later_turn_started(mine), "and it held it");
     }
 }

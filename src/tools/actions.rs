@@ -212,7 +212,8 @@ const LATE_POPUP_POLL: Duration = Duration::from_millis(10);
 /// Starts the late watch of an action whose evidence is `reported`: for [`LATE_WINDOW`] after
 /// now, a main-frame navigation, a popup or a dialog of the tab that the evidence does not list
 /// yet is announced as an `action.late_effect` event naming the action's Command (one event per
-/// effect, docs/observation.md "Late effects"). The action's result does not wait for it.
+/// effect, docs/observation.md "Late effects"). The action's result does not wait for it. The
+/// watch ends early when a later Command takes the tab (its effects are its own).
 pub(super) fn watch_late_effects(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
@@ -221,6 +222,7 @@ pub(super) fn watch_late_effects(
     action: &'static str,
 ) {
     let handle = guard.handle();
+    let turn = guard.turn_number();
     let tab = guard.target.clone();
     let mark = handle.load_mark();
     let browser = env.browser.clone();
@@ -267,6 +269,10 @@ pub(super) fn watch_late_effects(
             if want_popup && browser.popups_of(&tab) > popups {
                 want_popup = false;
                 found.push(Effect::PopupOpened);
+            }
+            // Once a later Command has the tab, what happens may be its doing: stop attributing.
+            if handle.later_turn_started(turn) {
+                break;
             }
             for effect in found {
                 if let Err(error) = events.emit(announce(effect)).await {
