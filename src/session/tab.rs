@@ -257,6 +257,11 @@ impl TabHandle {
 
     /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
     /// passed; true when it did. Needs no turn: it only reads what the pump reported.
+    /// Whether the main frame started or made a navigation since `mark` (no wait).
+    pub fn navigated_since(&self, mark: &LoadMark) -> bool {
+        self.queue.load.lock().expect("load lock").moved_since(mark)
+    }
+
     pub async fn wait_navigation_since(
         &self,
         mark: &LoadMark,

@@ -172,10 +172,18 @@ pub(super) async fn collect_effects(
             dialog,
         };
     }
+    // The window may have ended on a navigation that started but has not committed yet: the
+    // history still shows the old URL until it does, so wait for it to settle first.
+    let started = guard.handle().navigated_since(&before.load);
+    if started {
+        wait_loaded(client, guard).await;
+    }
     let url = current_url(client, guard).await;
     if !url.is_empty() && url != before.url {
         list.push(Effect::Navigation);
-        wait_loaded(client, guard).await;
+        if !started {
+            wait_loaded(client, guard).await;
+        }
     }
     let mut after = None;
     if let (Some(target), Some(element_before)) = (target, &before.element) {
