@@ -402,6 +402,11 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
             .unwrap_or(Value::Null);
         !user_tab.is_null()
     }));
+    // The user's page has run its start-up logging before the Broker ever controls the tab.
+    assert!(wait_until(Duration::from_secs(10), || {
+        own.evaluate_in_page("/fixture/console#user", "document.readyState")["result"]["value"]
+            == "complete"
+    }));
     let before = agent.tool("browser.console.list", Some(&user_tab), json!({}));
     assert_eq!(before["entries"], json!([]), "{before}");
     own.evaluate_in_page(
