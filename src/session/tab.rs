@@ -415,6 +415,18 @@ impl TabGuard {
             .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
             .await?;
         register_click_truth(client, &session).await;
+        // Managed tabs run in unfocused windows (background driving): the page behaves as
+        // focused (focus/blur events, `:focus`, `hasFocus()`) without any window activated.
+        if let Err(error) = client
+            .execute(
+                &session,
+                &crate::cdp::emulation::SetFocusEmulationEnabled { enabled: true },
+                SETUP_TIMEOUT,
+            )
+            .await
+        {
+            tracing::debug!(%error, "focus emulation not enabled");
+        }
         self.state.download_capture = super::downloads::enable(client, &session).await;
         super::activity::enable(client, &session, &self.queue.activity).await;
         let intercepting = choosers::intercept(client, &session, true).await;
