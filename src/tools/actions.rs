@@ -86,6 +86,26 @@ pub(super) struct Before {
     pub(super) input_done: Option<tokio::time::Instant>,
 }
 
+impl Before {
+    /// The tab's state before an action that expects no file chooser: its URL, popups, file
+    /// choosers and load history, with `element` (the target's state, when it has one).
+    pub(super) async fn read(
+        env: &ToolEnv,
+        tab: &mut ControlledTab,
+        element: Option<ElementState>,
+    ) -> Before {
+        Before {
+            url: current_url(&tab.client, &mut tab.guard).await,
+            popups: env.browser.popups_of(&tab.guard.target),
+            element,
+            file_choosers: tab.guard.file_choosers().opened(),
+            expects_chooser: false,
+            load: tab.guard.load_mark(),
+            input_done: None,
+        }
+    }
+}
+
 /// How long an action on a file input waits for the browser to report its (intercepted)
 /// chooser; other actions only get the settle window.
 const CHOOSER_PATIENCE: Duration = Duration::from_secs(2);

@@ -245,15 +245,7 @@ pub async fn hover(
         Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
-    let before = Before {
-        url: current_url(&tab.client, &mut tab.guard).await,
-        popups: env.browser.popups_of(&tab.guard.target),
-        element,
-        file_choosers: tab.guard.file_choosers().opened(),
-        expects_chooser: false,
-        load: tab.guard.load_mark(),
-        input_done: None,
-    };
+    let before = Before::read(env, &mut tab, element).await;
     // Best effort: without the mark the evidence still says whether the element is hovered.
     let marked = tab.run(&ctx, &HoverMark).await.is_ok();
     let mut dialogs = env.browser.dialog_signals();
@@ -422,15 +414,7 @@ pub async fn drag(
         Some(source) => Some(snapshot(&tab.client, &ctx, source).await?),
         None => None,
     };
-    let before = Before {
-        url: current_url(&tab.client, &mut tab.guard).await,
-        popups: env.browser.popups_of(&tab.guard.target),
-        element,
-        file_choosers: tab.guard.file_choosers().opened(),
-        expects_chooser: false,
-        load: tab.guard.load_mark(),
-        input_done: None,
-    };
+    let before = Before::read(env, &mut tab, element).await;
     let arm = DragArm {
         source: source.clone(),
         start: match &from {

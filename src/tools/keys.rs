@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
-    Before, Finished, SETTLE, action_output, collect_effects, current_url, dispatch_final,
-    evidence_schema, finish_with_observation, merged, ref_properties, snapshot,
+    Before, Finished, SETTLE, action_output, collect_effects, dispatch_final, evidence_schema,
+    finish_with_observation, merged, ref_properties, snapshot,
 };
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -227,15 +227,7 @@ pub async fn press(
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Focused(active_before.key.clone()),
     };
-    let before = Before {
-        url: current_url(&tab.client, &mut tab.guard).await,
-        popups: env.browser.popups_of(&tab.guard.target),
-        element,
-        file_choosers: tab.guard.file_choosers().opened(),
-        expects_chooser: false,
-        load: tab.guard.load_mark(),
-        input_done: None,
-    };
+    let before = Before::read(env, &mut tab, element).await;
     let mut dialogs = env.browser.dialog_signals();
     let (input, session) = (tab.input(), ctx.session.clone());
     let events = chord_events(&key, &held);

@@ -151,15 +151,7 @@ pub async fn upload(
                 "the file input left the document",
             ))
         })?;
-    let before = Before {
-        url: current_url(&tab.client, &mut tab.guard).await,
-        popups: env.browser.popups_of(&tab.guard.target),
-        element: None,
-        file_choosers: tab.guard.file_choosers().opened(),
-        expects_chooser: false,
-        load: tab.guard.load_mark(),
-        input_done: None,
-    };
+    let before = Before::read(env, &mut tab, None).await;
     let mut dialogs = env.browser.dialog_signals();
     let set = SetFileInputFiles {
         files: vec![file],
