@@ -2,10 +2,15 @@
 //!
 //! Owns the byte-to-line layer of every wire this crate speaks (the host's stdin/stdout, the local
 //! socket between bridge and Broker): finding line ends, enforcing a maximum line length before the
-//! whole line is buffered, and writing one message per `write_all`. It knows nothing of JSON,
-//! JSON-RPC, method names or sockets; UTF-8 and envelope checks happen one layer up.
+//! whole line is buffered, and writing lines either one per `write_all` or, when several are
+//! queued, batched into one write (`LineWriter`). It knows nothing of JSON, JSON-RPC, method
+//! names or sockets; UTF-8 and envelope checks happen one layer up.
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Bytes of small lines a `LineWriter` collects before it writes them out. A line at least this
+/// long is written from the caller's string, never copied into the batch.
+pub const BATCH_MAX_BYTES: usize = 64 * 1024;
 
 /// Why a line could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +101,14 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
+impl<R: AsyncRead + Unpin> LineReader<BufReader<R>> {
+    /// Whether a complete line is already buffered, so the next `next_line` returns without
+    /// waiting for input. A writer forwarding lines can keep batching while this holds.
+    pub fn has_buffered_line(&self) -> bool {
+        memchr_newline(self.inner.buffer()).is_some()
+    }
+}
+
 fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
@@ -108,6 +121,71 @@ pub async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, line: &str) -> st
     bytes.push(b'\n');
     writer.write_all(&bytes).await?;
     writer.flush().await
+}
+
+/// Writes lines in batches: `queue` collects small lines (writing them out once
+/// `BATCH_MAX_BYTES` are collected), `flush` writes what is collected in one `write_all` and
+/// flushes. A writer that drains its queue before flushing pays one write per batch instead of
+/// one per line, and the reader on the other end still sees whole lines in order.
+pub struct LineWriter<W> {
+    inner: W,
+    batch: Vec<u8>,
+}
+
+impl<W: AsyncWrite + Unpin> LineWriter<W> {
+    pub fn new(inner: W) -> LineWriter<W> {
+        LineWriter {
+            inner,
+            batch: Vec::new(),
+        }
+    }
+
+    /// Queues `line` (its newline added). A long line is written at once, after what was
+    /// collected before it; its newline starts the next batch.
+    pub async fn queue(&mut self, line: &[u8]) -> std::io::Result<()> {
+        if self.batch.len() + line.len() + 1 > BATCH_MAX_BYTES && !self.batch.is_empty() {
+            self.write_batch().await?;
+        }
+        match line.len() >= BATCH_MAX_BYTES {
+            true => self.inner.write_all(line).await?,
+            false => self.batch.extend_from_slice(line),
+        }
+        self.batch.push(b'\n');
+        Ok(())
+    }
+
+    /// Whether lines are queued and not yet written.
+    pub fn has_queued(&self) -> bool {
+        !self.batch.is_empty()
+    }
+
+    /// Writes everything queued and flushes; the caller waits while the reader is slow.
+    pub async fn flush(&mut self) -> std::io::Result<()> {
+        self.write_batch().await?;
+        self.inner.flush().await
+    }
+
+    /// Queues `line` and flushes: one line, one write (as `write_line`).
+    pub async fn write_line(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.queue(line).await?;
+        self.flush().await
+    }
+
+    /// The underlying writer (to shut it down); flush first.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
+    async fn write_batch(&mut self) -> std::io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let written = self.inner.write_all(&self.batch).await;
+        self.batch.clear();
+        // A batch grows to about BATCH_MAX_BYTES plus one line; keep no more between batches.
+        self.batch.shrink_to(BATCH_MAX_BYTES);
+        written
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +251,102 @@ mod tests {
         assert_eq!(reader.next_line().await.unwrap(), Some(b"next".to_vec()));
         assert!(!reader.skip_line().await.unwrap());
         assert_eq!(reader.next_line().await.unwrap(), None);
+    }
+
+    /// Records each `poll_write` call, so a test can count the writes a batch took.
+    #[derive(Default)]
+    struct Recorder {
+        writes: Vec<Vec<u8>>,
+    }
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            bytes: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.writes.push(bytes.to_vec());
+            std::task::Poll::Ready(Ok(bytes.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn queued_lines_go_out_in_one_write_and_long_lines_are_not_copied() {
+        let mut writer = LineWriter::new(Recorder::default());
+        for line in ["a", "bb", "ccc"] {
+            writer.queue(line.as_bytes()).await.unwrap();
+        }
+        assert!(writer.has_queued());
+        assert!(
+            writer.get_mut().writes.is_empty(),
+            "nothing written before flush"
+        );
+        writer.flush().await.unwrap();
+        assert!(!writer.has_queued());
+        assert_eq!(writer.get_mut().writes, [b"a\nbb\nccc\n".to_vec()]);
+
+        // A long line: the small one before it goes first, the long one from its own buffer,
+        // and its newline with what follows.
+        let long = vec![b'x'; BATCH_MAX_BYTES];
+        writer.get_mut().writes.clear();
+        writer.queue(b"small").await.unwrap();
+        writer.queue(&long).await.unwrap();
+        writer.queue(b"after").await.unwrap();
+        writer.flush().await.unwrap();
+        let writes = &writer.get_mut().writes;
+        assert_eq!(
+            writes.len(),
+            3,
+            "{:?}",
+            writes.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        assert_eq!(writes[0], b"small\n");
+        assert_eq!(writes[1], long);
+        assert_eq!(writes[2], b"\nafter\n");
+
+        // Many small lines beyond the batch bound are split into bounded writes, in order.
+        writer.get_mut().writes.clear();
+        let line = vec![b'y'; 1000];
+        for _ in 0..200 {
+            writer.queue(&line).await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        let writes = &writer.get_mut().writes;
+        assert!(writes.iter().all(|w| w.len() <= BATCH_MAX_BYTES));
+        let all: Vec<u8> = writes.concat();
+        assert_eq!(all.len(), 200 * 1001);
+        assert!(
+            all.split(|b| *b == b'\n')
+                .take(200)
+                .all(|l| l == line.as_slice())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_buffered_line_is_seen_before_reading() {
+        let mut reader = LineReader::new(BufReader::new(&b"one\ntwo\nthr"[..]), 64);
+        assert!(!reader.has_buffered_line(), "nothing read yet");
+        assert_eq!(reader.next_line().await.unwrap(), Some(b"one".to_vec()));
+        assert!(reader.has_buffered_line());
+        assert_eq!(reader.next_line().await.unwrap(), Some(b"two".to_vec()));
+        assert!(
+            !reader.has_buffered_line(),
+            "a partial line is not complete"
+        );
     }
 
     #[tokio::test]

@@ -1,7 +1,9 @@
 //! The bridge's main loop: stdin lines in, Broker link, stdout lines out.
 //!
 //! One task reads stdin and forwards; one task reads the Broker link and routes responses and
-//! notifications; one task owns stdout. Responses are never dropped (they are bounded by the
+//! notifications; one task owns stdout. Lines queued at once go out in one write on both the
+//! socket and stdout: the stdin loop batches forwarded lines while stdin holds another complete
+//! line, and the stdout task drains its queues into one write. Responses are never dropped (they are bounded by the
 //! pending caps); notifications go through a small bounded queue and are dropped when the host
 //! reads slowly, as the contract allows (they stay recoverable through `events/poll`).
 
@@ -108,6 +110,16 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
     let (link_closed_tx, mut link_closed_rx) = mpsc::channel::<()>(1);
 
     let code = loop {
+        // Lines forwarded to the Broker are batched while stdin already holds the next one;
+        // before waiting for more input, what is queued goes out in one write.
+        if let BrokerState::Connected(link_writer, _) = &mut broker
+            && link_writer.has_queued()
+            && !stdin.has_buffered_line()
+            && let Err(error) = link_writer.flush().await
+        {
+            tracing::error!(%error, "cannot write to the Broker");
+            break 1;
+        }
         let line = tokio::select! {
             biased;
             _ = link_closed_rx.recv() => {
@@ -191,7 +203,8 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
                             notification_tx.clone(),
                             link_closed_tx.clone(),
                         );
-                        broker = BrokerState::Connected(writer, reader_task);
+                        broker =
+                            BrokerState::Connected(framing::LineWriter::new(writer), reader_task);
                         None
                     }
                     Err(error) => Some(error),
@@ -227,7 +240,7 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             .lock()
             .expect("pending table lock")
             .insert(key, Pending { lane, kind });
-        let mut bytes = match internal::stamped(&method) {
+        let bytes = match internal::stamped(&method) {
             // Lease requests carry when this bridge read them, rebuilt from the classified
             // parts so a host cannot supply the stamp itself.
             true => {
@@ -238,8 +251,14 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
             }
             false => line,
         };
-        bytes.push(b'\n');
-        if let Err(error) = link_writer.write_all(&bytes).await {
+        if let Err(error) = link_writer.queue(&bytes).await {
+            tracing::error!(%error, "cannot write to the Broker");
+            break 1;
+        }
+        drop(bytes);
+        if !matches!(waiter, Waiter::None)
+            && let Err(error) = link_writer.flush().await
+        {
             tracing::error!(%error, "cannot write to the Broker");
             break 1;
         }
@@ -256,11 +275,17 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
                 let _ = rx.await;
                 // Calls still in flight are answered (or, past the bound, told so) before exit.
                 drain_pending(&shared, &response_tx).await;
-                let _ = link_writer.shutdown().await;
+                let _ = link_writer.get_mut().shutdown().await;
                 break 0;
             }
         }
     };
+    // Lines read before the one that ended the loop are still forwarded.
+    if let BrokerState::Connected(link_writer, _) = &mut broker
+        && link_writer.has_queued()
+    {
+        let _ = link_writer.flush().await;
+    }
     if let BrokerState::Connected(_, reader_task) = &broker {
         // Everything owed to the host has been routed; stop listening so stdout can close.
         reader_task.abort();
@@ -281,7 +306,10 @@ enum Waiter {
 enum BrokerState {
     /// Not connected yet, or the last attempt failed with this error.
     NotConnected(Option<RpcError>),
-    Connected(crate::ipc::IpcWriter, tokio::task::JoinHandle<()>),
+    Connected(
+        framing::LineWriter<crate::ipc::IpcWriter>,
+        tokio::task::JoinHandle<()>,
+    ),
 }
 
 fn start_link(
@@ -484,7 +512,7 @@ async fn on_stdin_eof(
             "{{\"jsonrpc\":\"2.0\",\"method\":\"{}\"}}",
             methods::INPUT_CLOSED_NOTIFICATION
         );
-        let _ = framing::write_line(writer, &line).await;
+        let _ = writer.write_line(line.as_bytes()).await;
         drain_pending(shared, response_tx).await;
     }
     0
@@ -503,14 +531,19 @@ async fn fatal(response_tx: &mpsc::UnboundedSender<Outgoing>, error: RpcError) -
     2
 }
 
+/// Lines taken off the queues for one batched stdout write at most.
+const MAX_LINES_PER_WRITE: usize = 256;
+
 async fn write_stdout(
     mut responses: mpsc::UnboundedReceiver<Outgoing>,
     mut notifications: mpsc::Receiver<String>,
 ) {
-    let mut stdout = tokio::io::stdout();
+    let mut stdout = framing::LineWriter::new(tokio::io::stdout());
     let mut notifications_open = true;
+    // Fired once their line (and everything batched with it) reached the pipe.
+    let mut written: Vec<oneshot::Sender<()>> = Vec::new();
     loop {
-        let outgoing = tokio::select! {
+        let first = tokio::select! {
             biased;
             response = responses.recv() => match response {
                 Some(response) => response,
@@ -524,11 +557,35 @@ async fn write_stdout(
                 }
             },
         };
-        if let Err(error) = framing::write_line(&mut stdout, &outgoing.line).await {
+        // What else is queued already goes out in the same write: responses first, then
+        // notifications, as the select above prefers them.
+        let mut next = Some(first);
+        let mut taken = 0;
+        while let Some(outgoing) = next.take() {
+            if let Err(error) = stdout.queue(outgoing.line.as_bytes()).await {
+                tracing::error!(%error, "stdout closed");
+                return;
+            }
+            written.extend(outgoing.written);
+            taken += 1;
+            if taken < MAX_LINES_PER_WRITE {
+                next = match responses.try_recv() {
+                    Ok(response) => Some(response),
+                    Err(_) => match notifications_open.then(|| notifications.try_recv()) {
+                        Some(Ok(line)) => Some(Outgoing {
+                            line,
+                            written: None,
+                        }),
+                        _ => None,
+                    },
+                };
+            }
+        }
+        if let Err(error) = stdout.flush().await {
             tracing::error!(%error, "stdout closed");
             return;
         }
-        if let Some(written) = outgoing.written {
+        for written in written.drain(..) {
             let _ = written.send(());
         }
     }

@@ -1,5 +1,5 @@
 //! What one Connection owes its peer: the response queue, its bounds, and the task that writes
-//! responses and notifications to the socket.
+//! responses and notifications to the socket (whatever is queued at once goes out in one write).
 //!
 //! A call is *owed* from the moment it is admitted until the writer takes its response off the
 //! queue. Owed calls are bounded per lane exactly like a bridge bounds its pending calls (256
@@ -131,12 +131,17 @@ pub fn start_writer(
     (Responses { tx, owed }, task)
 }
 
+/// Lines taken off the queues for one batched write at most, so a flood of notifications
+/// still lets the writer flush and take the next response.
+const MAX_LINES_PER_WRITE: usize = 256;
+
 async fn write_peer(
-    mut writer: IpcWriter,
+    writer: IpcWriter,
     mut responses: mpsc::UnboundedReceiver<Outgoing>,
     mut notifications: mpsc::Receiver<String>,
     owed: Arc<Owed>,
 ) {
+    let mut writer = framing::LineWriter::new(writer);
     let mut notifications_open = true;
     loop {
         let line = tokio::select! {
@@ -153,7 +158,27 @@ async fn write_peer(
                 }
             },
         };
-        if framing::write_line(&mut writer, &line).await.is_err() {
+        if writer.queue(line.as_bytes()).await.is_err() {
+            return;
+        }
+        drop(line);
+        // Whatever else is queued already goes out in the same write: responses first, then
+        // notifications, as the select above prefers them.
+        let mut taken = 1;
+        while taken < MAX_LINES_PER_WRITE {
+            let line = match responses.try_recv() {
+                Ok(outgoing) => owed.settle(outgoing),
+                Err(_) => match notifications_open.then(|| notifications.try_recv()) {
+                    Some(Ok(line)) => line,
+                    _ => break,
+                },
+            };
+            if writer.queue(line.as_bytes()).await.is_err() {
+                return;
+            }
+            taken += 1;
+        }
+        if writer.flush().await.is_err() {
             return;
         }
     }
