@@ -396,15 +396,26 @@ async fn handle(
             return Some(respond(context, &id, &method, params).await);
         }
     };
+    let received = std::time::Instant::now();
     let acceptance = commands::accept(context, session, &params).await;
     drop(unaccepted);
+    tracing::debug!(
+        us = received.elapsed().as_micros() as u64,
+        "tools/call accepted"
+    );
     match acceptance {
         Ok(commands::Acceptance::Accepted(accepted)) => {
             let context = context.clone();
             let responses = responses.clone();
             tokio::spawn(async move {
                 let outcome = commands::run(&context, *accepted).await;
-                responses.answer(lane, to_response(&id, outcome));
+                let response = to_response(&id, outcome);
+                // Time inside the Broker from acceptance to the response line, for profiling.
+                tracing::debug!(
+                    us = received.elapsed().as_micros() as u64,
+                    "tools/call answered"
+                );
+                responses.answer(lane, response);
             });
             None
         }

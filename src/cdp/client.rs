@@ -194,7 +194,11 @@ impl CdpClient {
         if let Some(observer) = &self.observer {
             observer.on_sent(method);
         }
-        answer.await.map_err(|_| CdpError::Disconnected)?
+        let sent = std::time::Instant::now();
+        let outcome = answer.await.map_err(|_| CdpError::Disconnected)?;
+        // Per-call latency for profiling (`BROWSER_PILOT_LOG=debug` on the Broker).
+        tracing::debug!(method, us = sent.elapsed().as_micros() as u64, "cdp call");
+        outcome
     }
 }
 

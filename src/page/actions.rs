@@ -119,6 +119,14 @@ pub struct ClickTarget {
     /// Whether this call's scrolling moved the element.
     #[serde(default)]
     pub scrolled: bool,
+    /// Rendering updates of the document the world has seen (`bpFramesSeen`): more in a later
+    /// sample means a frame lies between the two.
+    #[serde(default)]
+    pub frames: u64,
+    /// `document.timeline.currentTime` (ms): the animation clock, advanced once per rendered
+    /// frame; `None` without an active timeline.
+    #[serde(default)]
+    pub timeline: Option<f64>,
 }
 
 /// One actionability sample of a ref's element: like `ClickPoint`, with a

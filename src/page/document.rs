@@ -175,11 +175,13 @@ impl PageScript for DocumentInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ViewportSize;
 
-/// Width and height of a viewport.
+/// Width and height of a viewport, and whether its document is hidden (`visibilityState`).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct Viewport {
     pub width: f64,
     pub height: f64,
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 impl PageScript for ViewportSize {

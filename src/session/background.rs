@@ -7,7 +7,9 @@
 //!
 //! It never sends `Target.activateTarget`, `Page.bringToFront` or focus emulation, never
 //! changes what the page sees (`document.visibilityState` stays as it is), and owns no state:
-//! the screencast lives exactly as long as the work it wraps.
+//! the screencast lives exactly as long as the work it wraps. Whether a tab is hidden cannot be
+//! read from the page (focus emulation makes a hidden tab report `visible`), so `when_slow`
+//! starts the screencast only once the work has waited longer than a visible tab takes.
 
 use std::future::Future;
 use std::time::Duration;
@@ -39,4 +41,21 @@ pub async fn rendering<T>(
         let _ = client.execute(session, &StopScreencast {}, timeout).await;
     }
     outcome
+}
+
+/// Runs `work` (a screenshot of the tab on `session`) as it is, and starts the screencast of
+/// [`rendering`] only when it has not finished after `patience`: a visible tab is captured
+/// without the screencast's cost, a hidden one after `patience` more. Stopping is best effort.
+pub async fn when_slow<T>(
+    client: &CdpClient,
+    session: &SessionId,
+    timeout: Duration,
+    patience: Duration,
+    work: impl Future<Output = T>,
+) -> T {
+    tokio::pin!(work);
+    if let Ok(outcome) = tokio::time::timeout(patience, &mut work).await {
+        return outcome;
+    }
+    rendering(client, session, timeout, work).await
 }

@@ -48,6 +48,13 @@ pub struct LoadMark {
     loader: Option<String>,
 }
 
+impl LoadMark {
+    /// Whether the mark names a document (the session reported one).
+    pub fn has_document(&self) -> bool {
+        self.loader.is_some()
+    }
+}
+
 /// The main frame's current document and its phase, plus a counter of navigations.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct LoadBook {

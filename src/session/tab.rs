@@ -111,6 +111,9 @@ pub struct TabState {
     pub progress: ProgressMemory,
     /// Whether the session took the download setting (`session::downloads`).
     pub download_capture: super::downloads::Capture,
+    /// The Broker's isolated world of the main frame's current document: the load history
+    /// point it was created at (a navigation since means another document) and its context.
+    pub main_world: Option<(LoadMark, crate::page::ExecutionContextId)>,
 }
 
 /// What the no-progress detector remembers of the last completed actions on this tab. Only
@@ -408,43 +411,48 @@ impl TabGuard {
             Some(session) => session,
             None => client.attach_to_target(&self.target, SETUP_TIMEOUT).await?,
         };
-        client.execute(&session, &Enable {}, SETUP_TIMEOUT).await?;
         // Load waits follow the lifecycle events; Chromium replays the current document's.
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
-        client
-            .set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT)
-            .await?;
-        register_click_truth(client, &session).await;
+        // Every setup call is queued at once, `Page.enable` first: the session handles them in
+        // order, and only the waits for the earlier replies go (a new tab's renderer answers
+        // its first calls slowly).
+        let handle = self.handle();
+        let page = client.execute(&session, &Enable {}, SETUP_TIMEOUT);
+        let lifecycle = client.set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT);
         // Managed tabs run in unfocused windows (background driving): the page behaves as
         // focused (focus/blur events, `:focus`, `hasFocus()`) without any window activated.
-        if let Err(error) = client
-            .execute(
-                &session,
-                &crate::cdp::emulation::SetFocusEmulationEnabled { enabled: true },
-                SETUP_TIMEOUT,
-            )
-            .await
-        {
+        let focus = crate::cdp::emulation::SetFocusEmulationEnabled { enabled: true };
+        let focus = client.execute(&session, &focus, SETUP_TIMEOUT);
+        // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
+        // still work in-process, so a failure is logged rather than fatal.
+        let iframes = SetAutoAttach::iframes();
+        let (page, lifecycle, (), focus, downloads, (), intercepting, network, iframes) = tokio::join!(
+            page,
+            lifecycle,
+            register_click_truth(client, &session),
+            focus,
+            super::downloads::enable(client, &session),
+            super::activity::enable(client, &session, &self.queue.activity),
+            choosers::intercept(client, &session, true),
+            super::network::enable(client, &session, &handle),
+            client.execute(&session, &iframes, SETUP_TIMEOUT),
+        );
+        page?;
+        lifecycle?;
+        if let Err(error) = focus {
             tracing::debug!(%error, "focus emulation not enabled");
         }
-        self.state.download_capture = super::downloads::enable(client, &session).await;
-        super::activity::enable(client, &session, &self.queue.activity).await;
-        let intercepting = choosers::intercept(client, &session, true).await;
+        self.state.download_capture = downloads;
         self.file_choosers()
             .set_intercepting(intercepting, Some(&session));
-        super::network::enable(client, &session, &self.handle()).await?;
+        network?;
         // `Network` is on: the activity book counts requests in flight from now on.
         self.queue
             .activity
             .lock()
             .expect("activity lock")
             .counting_started();
-        // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
-        // still work in-process, so a failure is logged rather than fatal.
-        if let Err(error) = client
-            .execute(&session, &SetAutoAttach::iframes(), SETUP_TIMEOUT)
-            .await
-        {
+        if let Err(error) = iframes {
             tracing::warn!(%error, "auto-attach of out-of-process iframes failed");
         }
         self.state.session = Some(session.clone());
@@ -479,6 +487,7 @@ impl TabGuard {
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();
         self.state.download_capture = super::downloads::Capture::Off;
+        self.state.main_world = None;
         self.frames().clear_children();
         *self.queue.load.lock().expect("load lock") = LoadBook::default();
         self.activity().session_ended();

@@ -84,6 +84,12 @@ pub(super) struct Before {
     /// the settle window counts from there, so work done since (reading the click-truth record)
     /// overlaps it. Otherwise the window starts when effects are collected.
     pub(super) input_done: Option<tokio::time::Instant>,
+    /// The target's state read right after the input, set by an action when it already shows
+    /// the action's expected outcome (a checkbox toggled, the text in the field): the settle
+    /// window is then skipped unless the tab's network moved since `taken`.
+    pub(super) shown: Option<ElementState>,
+    /// When this before state was taken (the action's input came after it).
+    pub(super) taken: tokio::time::Instant,
 }
 
 impl Before {
@@ -102,8 +108,23 @@ impl Before {
             expects_chooser: false,
             load: tab.guard.load_mark(),
             input_done: None,
+            shown: None,
+            taken: tokio::time::Instant::now(),
         }
     }
+
+    /// Whether the settle window can be skipped: the action's expected outcome already shows
+    /// (`shown`) and no request of the tab started or ended since the input, so nothing the
+    /// page was waiting for is pending. Effects later than this are the late watch's.
+    fn settled_early(&self, guard: &TabGuard) -> bool {
+        self.shown.is_some() && network_quiet_since(guard, self.taken)
+    }
+}
+
+/// Whether the tab's network is counted and no request of it started or ended since `since`.
+pub(super) fn network_quiet_since(guard: &TabGuard, since: tokio::time::Instant) -> bool {
+    let network = guard.activity().network();
+    network.counting && network.in_flight == 0 && network.quiet_since <= since
 }
 
 /// How long an action on a file input waits for the browser to report its (intercepted)
@@ -173,7 +194,8 @@ pub(super) async fn collect_effects(
     // for what already happened. Effects after it are the late watch's (`watch_late_effects`).
     let tab = guard.target.clone();
     let mut dialog = dialog_seen;
-    if !dialog_seen {
+    let early = !dialog_seen && before.settled_early(guard);
+    if !dialog_seen && !early {
         let until = before.input_done.unwrap_or_else(tokio::time::Instant::now) + SETTLE;
         let handle = guard.handle();
         tokio::select! {
@@ -206,7 +228,16 @@ pub(super) async fn collect_effects(
         }
     }
     let mut after = None;
-    if let (Some(target), Some(element_before)) = (target, &before.element) {
+    if let (true, Some(state), Some(element_before), false) = (
+        early,
+        &before.shown,
+        &before.element,
+        started || list.contains(&Effect::Navigation),
+    ) {
+        // Read after the input and nothing moved since: the state is the one shown.
+        state_effects(element_before, state, &mut list);
+        after = Some(state.clone());
+    } else if let (Some(target), Some(element_before)) = (target, &before.element) {
         match page_context(client, guard).await {
             Ok(ctx) => match snapshot(client, &ctx, target).await {
                 Ok(state) if state.document_key == element_before.document_key => {

@@ -91,22 +91,7 @@ fn click_evidence(
 ) -> Evidence {
     let after = effects.after.as_ref();
     let left_page = effects.list.iter().any(|e| e.leaves_page());
-    let expected = match kind {
-        "checkbox" | "switch" | "menuitemcheckbox" => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
-        }
-        "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
-        "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
-            Some(after.is_some_and(|a| a.selected == Some(true)))
-        }
-        _ if before.is_some_and(|b| b.pressed.is_some()) => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.pressed != b.pressed)))
-        }
-        _ if before.is_some_and(|b| b.expanded.is_some()) => {
-            Some(after.is_some_and(|a| before.is_some_and(|b| a.expanded != b.expanded)))
-        }
-        _ => None,
-    };
+    let expected = expected_state(kind, before, after);
     let delivery = record.and_then(ClickRecord::delivery);
     let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
     // Effects that are more than the focus a mousedown moves.
@@ -164,6 +149,31 @@ fn click_evidence(
     evidence
 }
 
+/// Whether a semantic control (`kind`) reached the state a click should leave it in: `None` for
+/// elements with no such state (their effects decide).
+fn expected_state(
+    kind: &str,
+    before: Option<&ElementState>,
+    after: Option<&ElementState>,
+) -> Option<bool> {
+    match kind {
+        "checkbox" | "switch" | "menuitemcheckbox" => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
+        }
+        "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
+        "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
+            Some(after.is_some_and(|a| a.selected == Some(true)))
+        }
+        _ if before.is_some_and(|b| b.pressed.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.pressed != b.pressed)))
+        }
+        _ if before.is_some_and(|b| b.expanded.is_some()) => {
+            Some(after.is_some_and(|a| before.is_some_and(|b| a.expanded != b.expanded)))
+        }
+        _ => None,
+    }
+}
+
 /// What a click needs from the page before its input: the element's state, the tab's URL (from
 /// the browser's history) and whether the click-truth listener of the element's document is
 /// armed (a coordinate click reads only the URL).
@@ -177,18 +187,21 @@ async fn prepare(
     let Some(target) = target else {
         return Ok((None, current_url(client, guard).await, false));
     };
-    let element = snapshot(client, ctx, target).await?;
-    let url = current_url(client, guard).await;
-    let armed = page::run(
+    // Three independent reads, queued at once (the page runs its two in order).
+    let arm_click = ArmClick(event);
+    let arm = page::run(
         client,
         &ctx.session,
         ctx.context,
-        &ArmClick(event),
+        &arm_click,
         SCRIPT_TIMEOUT,
-    )
-    .await
-    .is_ok_and(|armed| armed.armed);
-    Ok((Some(element), url, armed))
+    );
+    let (element, url, armed) = tokio::join!(
+        snapshot(client, ctx, target),
+        current_url(client, guard),
+        arm
+    );
+    Ok((Some(element?), url, armed.is_ok_and(|armed| armed.armed)))
 }
 
 #[derive(Deserialize)]
@@ -265,6 +278,8 @@ pub async fn click(
         expects_chooser: file_input,
         load: tab.guard.load_mark(),
         input_done: None,
+        shown: None,
+        taken: tokio::time::Instant::now(),
     };
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
@@ -279,21 +294,28 @@ pub async fn click(
     let mut dialog = false;
     for count in 1..=clicks {
         let pressed = MouseButton::from_name(&button);
-        let press = tab.mouse(&session, at(MouseEventType::MousePressed, pressed, count));
-        match count {
-            // The move and the first press are queued together, in that order, on the one
-            // session (as key-down and key-up are): Chromium handles them one after the other
-            // either way; only the wait for the move's acknowledgement goes.
-            1 => {
-                let moved = at(MouseEventType::MouseMoved, MouseButton::None, 0);
-                tokio::try_join!(tab.mouse(&session, moved), press)?;
-            }
-            _ => press.await?,
-        }
-        let (input, session2) = (tab.input(), session.clone());
+        let press = at(MouseEventType::MousePressed, pressed, count);
         let release = at(MouseEventType::MouseReleased, pressed, count);
+        // The first click's move, then press and release, are queued together, in that order,
+        // on the one session (as key-down and key-up are): Chromium handles them one after the
+        // other either way; only the waits for the earlier acknowledgements go. A dialog opened
+        // by any of them ends the wait.
+        let moved = (count == 1).then(|| at(MouseEventType::MouseMoved, MouseButton::None, 0));
+        let (input, session2) = (tab.input(), session.clone());
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-            input.mouse(&session2, release).await
+            let (press, release) = (
+                input.mouse(&session2, press),
+                input.mouse(&session2, release),
+            );
+            match moved {
+                Some(moved) => {
+                    tokio::try_join!(input.mouse(&session2, moved), press, release)?;
+                }
+                None => {
+                    tokio::try_join!(press, release)?;
+                }
+            }
+            Ok(())
         })
         .await?;
         if dialog {
@@ -303,18 +325,35 @@ pub async fn click(
     before.input_done = Some(tokio::time::Instant::now());
     // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
     // complete now. A dialog pauses the page, so nothing can be read until it is answered.
-    let record = match (armed, dialog) {
-        (true, false) => page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ClickVerdict(target.clone()),
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .ok(),
-        _ => None,
+    // The element's state is read with the record (both queued at once, run in order): when it
+    // already shows the control's expected state, the settle window is not needed.
+    let verdict = async {
+        match (armed, dialog) {
+            (true, false) => page::run(
+                &tab.client,
+                &ctx.session,
+                ctx.context,
+                &ClickVerdict(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .ok(),
+            _ => None,
+        }
     };
+    let state_now = async {
+        match (&target, &before.element, dialog) {
+            (Some(target), Some(_), false) => snapshot(&tab.client, &ctx, target).await.ok(),
+            _ => None,
+        }
+    };
+    let (record, state_now) = tokio::join!(verdict, state_now);
+    before.shown = state_now.filter(|now| {
+        before.element.as_ref().is_some_and(|was| {
+            was.document_key == now.document_key
+                && expected_state(&kind, Some(was), Some(now)) == Some(true)
+        })
+    });
     let effects = collect_effects(
         env,
         &tab.client,

@@ -16,6 +16,8 @@ pub async fn execute(
     def: &ToolDef,
     arguments: Map<String, Value>,
 ) -> Result<Value, RpcError> {
+    let started = std::time::Instant::now();
+    tracing::debug!(tool = def.name, "tool start");
     if def.gate == Gate::Dispatch {
         scope.gate.pass().await?;
     }
@@ -30,6 +32,12 @@ pub async fn execute(
             None => return Err(scope_mismatch(def)),
         },
     };
+    // Per-tool latency inside the Broker, for profiling (`BROWSER_PILOT_LOG=debug`).
+    tracing::debug!(
+        tool = def.name,
+        us = started.elapsed().as_micros() as u64,
+        "tool end"
+    );
     outcome.map_err(RpcError::from)
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::actions::{
     Before, Finished, SETTLE, action_output, collect_effects, dispatch_final, evidence_schema,
-    finish_with_observation, merged, ref_properties, snapshot,
+    finish_with_observation, merged, network_quiet_since, ref_properties, snapshot,
 };
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -675,11 +675,11 @@ pub async fn type_text(
         };
         guarded.step(&mut tab, "caret_to_end", &end).await?;
     }
+    let input_started = tokio::time::Instant::now();
     let typed = match fill {
         true => fill_text(&mut tab, &mut guarded, &text).await?,
         false => type_characters(&mut tab, &mut guarded, &text).await?,
     };
-    tokio::time::sleep(SETTLE).await;
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
         (false, Some(value)) => Some(format!("{value}{text}")),
@@ -690,20 +690,28 @@ pub async fn type_text(
     } else {
         before_length + text_length
     };
-    // The value is judged before any submit: afterwards the document may be gone.
-    let after = match tab.page_context().await {
-        Ok(ctx) => snapshot(&tab.client, &ctx, &target).await.ok(),
-        Err(_) => None,
+    // The value is judged before any submit: afterwards the document may be gone. Read at once,
+    // and again after the settle window unless it already holds the text and the tab's network
+    // stayed quiet (a page that reacts later, e.g. a formatter behind a request, gets the window).
+    let exact_in = |after: &Option<ElementState>| {
+        let after_length = after.as_ref().map(value_length);
+        let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
+        match after {
+            Some(after) if !sensitive && after.value.is_some() => {
+                after.value == expected_value && after_length == Some(expected_length)
+            }
+            Some(_) => after_length == Some(expected_length),
+            None => false,
+        }
     };
+    let mut after = read_state(&mut tab, &target).await;
+    if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
+        tokio::time::sleep(SETTLE).await;
+        after = read_state(&mut tab, &target).await;
+    }
+    let exact = exact_in(&after);
     let after_length = after.as_ref().map(value_length);
     let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
-    let exact = match &after {
-        Some(after) if !sensitive && after.value.is_some() => {
-            after.value == expected_value && after_length == Some(expected_length)
-        }
-        Some(_) => after_length == Some(expected_length),
-        None => false,
-    };
     let mut effects = Vec::new();
     if after
         .as_ref()
@@ -748,6 +756,12 @@ pub async fn type_text(
         frame_id: ctx.frame_id.clone(),
     };
     finish_type(env, &mut tab, scope, finished, &verification, exact).await
+}
+
+/// The typed-into element's state now, if its document still has it.
+async fn read_state(tab: &mut ControlledTab, target: &RefTarget) -> Option<ElementState> {
+    let ctx = tab.page_context().await.ok()?;
+    snapshot(&tab.client, &ctx, target).await.ok()
 }
 
 async fn finish_type(

@@ -5,9 +5,10 @@
 //! where the frame shows it, for same-process and out-of-process frames alike; (2) a hit test in
 //! each parent document at the mapped point, so an overlay above a frame is seen before anything
 //! is sent; (3) the actionability wait before a ref click: attached, visible, stable (the element's
-//! box and every hop's quad unchanged across two samples on a short Broker-side timer, never
-//! `requestAnimationFrame`, which does not run in a background tab), enabled and hit-testable,
-//! until the Command's deadline, else `element_not_actionable` with `context.reason`.
+//! box and every hop's quad unchanged across two samples with a rendered frame between them, as
+//! the page's `requestAnimationFrame` counts it, or, where no frame comes (a hidden tab) or after
+//! a scroll or inside frames, a Broker-side interval), enabled and hit-testable, until the
+//! Command's deadline, else `element_not_actionable` with `context.reason`.
 //!
 //! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
 //! frame's) at the point mapped into that session's root viewport. This file sends no input and
@@ -32,9 +33,15 @@ use crate::page::{
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
-/// Time between two actionability samples: longer than one frame at 60 Hz, so that an element
-/// animated per frame shows that it moves.
+/// Time between two actionability samples when no frame was rendered between them (a hidden
+/// tab renders none): longer than one frame at 60 Hz, so that an element animated per frame
+/// shows that it moves.
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
+/// The smallest step of the animation clock that is another frame (ms): a frame at 240 Hz.
+const MIN_FRAME_STEP_MS: f64 = 4.0;
+/// How soon an element that stood still is looked at again while no frame has been rendered
+/// since the earlier sample (`ClickTarget::frames`): a frame at 60 Hz is at most 16.7 ms away.
+const FRAME_POLL: Duration = Duration::from_millis(3);
 /// The same after something scrolled, or when the element is inside a frame: long enough for
 /// Chromium to produce a frame first (input routed by the browser right after a scroll was lost
 /// while its hit-test data still showed the old position; 20 ms later it arrived; docs/cdp.md).
@@ -425,6 +432,24 @@ struct Sample {
     blocker: Option<Blocker>,
     in_view: bool,
     scrolled: bool,
+    /// The document's frame callbacks seen so far and its animation clock
+    /// (`ClickTarget::frames`, `ClickTarget::timeline`).
+    frames: u64,
+    timeline: Option<f64>,
+}
+
+impl Sample {
+    /// Whether a whole rendered frame lies between `earlier` and this sample: the page's frame
+    /// callbacks ran and its animation clock advanced since.
+    fn frame_after(&self, earlier: &Sample) -> bool {
+        let clock = match (earlier.timeline, self.timeline) {
+            // One frame's callbacks can run a moment after its clock was read (the clock then
+            // reads a hair later within the same frame): only a step of a frame counts.
+            (Some(before), Some(now)) => now - before >= MIN_FRAME_STEP_MS,
+            _ => false,
+        };
+        self.frames > earlier.frames && clock
+    }
 }
 
 impl Sample {
@@ -473,6 +498,8 @@ async fn sample(
                         blocker: Some(Blocker::Hidden),
                         in_view: false,
                         scrolled: false,
+                        frames: 0,
+                        timeline: None,
                     }),
                     Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
                     _ => Err(Failure::Other(ToolError::from(error))),
@@ -508,6 +535,8 @@ async fn sample(
         blocker,
         in_view: point.in_viewport,
         scrolled: point.scrolled,
+        frames: point.frames,
+        timeline: point.timeline,
     })
 }
 
@@ -579,9 +608,11 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     let remaining = deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
     let wait_until = now + remaining.saturating_sub(reserve);
-    let mut previous: Option<Sample> = None;
+    // The last sample that started a wait: when it was taken, and the interval it asks for.
+    let mut previous: Option<(Sample, tokio::time::Instant, Duration)> = None;
     let mut scroll = first_scroll;
     loop {
+        let taken = tokio::time::Instant::now();
         let current = match sample(client, ctx, chain, target, scroll).await {
             Ok(current) => current,
             // Removed while we waited: it will not come back as the same element.
@@ -592,9 +623,27 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             Err(Failure::Stale(error)) => return Err(ToolError::from(error)),
             Err(Failure::Other(error)) => return Err(error),
         };
-        let moved = previous.as_ref().is_some_and(|p| !p.same_place(&current));
-        if current.blocker.is_none() && previous.is_some() && !moved {
-            return Ok((current.aim, ran));
+        let moved = previous
+            .as_ref()
+            .is_some_and(|(p, _, _)| !p.same_place(&current));
+        tracing::debug!(frames = current.frames, timeline = ?current.timeline, rect = ?current.rect, blocked = current.blocker.is_some(), moved, "actionability sample");
+        if current.blocker.is_none()
+            && !moved
+            && let Some((earlier, at, interval)) = &previous
+        {
+            // Stable: the document rendered a frame between the two samples (the element's own
+            // document is the tab's: no frames on the way, whose input routing follows the
+            // browser's hit-test data), or the whole interval passed.
+            let framed = chain.hops.is_empty() && current.frame_after(earlier);
+            if framed || taken.duration_since(*at) >= *interval {
+                return Ok((current.aim, ran));
+            }
+            // The same place, but no frame yet: look again shortly, against the same sample.
+            if tokio::time::Instant::now() + FRAME_POLL > wait_until {
+                return Err(ToolError::from(Blocker::NotStable.error()));
+            }
+            tokio::time::sleep(FRAME_POLL).await;
+            continue;
         }
         // Out of view: scroll it in; covered: centre it (away from a sticky header or footer).
         scroll = match (&current.blocker, current.in_view) {
@@ -610,16 +659,22 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         if tokio::time::Instant::now() + interval > wait_until {
             return Err(ToolError::from(blocker.error()));
         }
-        previous = Some(current);
+        // An actionable element of the tab's own document is looked at again soon (a frame may
+        // come first); anything else after the whole interval.
+        let pause = match current.blocker.is_none() && chain.hops.is_empty() {
+            true => FRAME_POLL,
+            false => interval,
+        };
+        previous = Some((current, tokio::time::Instant::now(), interval));
         match during.take() {
             Some(work) => {
-                let ((), output) = tokio::join!(tokio::time::sleep(interval), work);
+                let ((), output) = tokio::join!(tokio::time::sleep(pause), work);
                 ran.output = Some(output);
                 ran.last_gap = true;
             }
             None => {
                 ran.last_gap = false;
-                tokio::time::sleep(interval).await;
+                tokio::time::sleep(pause).await;
             }
         }
     }

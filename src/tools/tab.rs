@@ -355,7 +355,24 @@ pub async fn page_context(
         return super::frames::frame_context(client, guard, session, selection).await;
     }
     let frame_id = main_frame(client, guard, &session, SCRIPT_TIMEOUT).await?;
-    let context = page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
+    // The world lives as long as its document: reused until the tab's load history moves (a
+    // new document, or a same-document navigation, which merely costs one more creation).
+    let mark = guard.load_mark();
+    let cached = guard
+        .state()
+        .main_world
+        .as_ref()
+        .filter(|(at, _)| *at == mark && mark.has_document())
+        .map(|(_, context)| *context);
+    let context = match cached {
+        Some(context) => context,
+        None => {
+            let context =
+                page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
+            guard.state().main_world = Some((mark, context));
+            context
+        }
+    };
     Ok(PageContext {
         session,
         frame_id,

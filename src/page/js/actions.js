@@ -100,10 +100,33 @@ function clickPoint(options) {
     frame: [window.innerWidth, window.innerHeight],
     disabled: el.matches(':disabled') || el.getAttribute('aria-disabled') === 'true',
     scrolled: scrolled,
+    frames: bpFramesSeen(),
+    timeline: document.timeline.currentTime,
   };
   if (viaLabel) result.viaLabel = true;
   if (!hit) result.occludedBy = hitElement === null ? null : bpDescribe(hitElement);
   return result;
+}
+
+// How many animation-frame callbacks of this document the world has seen
+// since it first asked, watching for the next one. A sample whose count and
+// `document.timeline.currentTime` (the animation clock, which advances once
+// per rendered frame) are both larger than another's has a whole frame
+// between them: CSS animations have advanced and the page's own frame
+// callbacks have run, so an element animated per frame has moved by then.
+// A document that renders nothing (a hidden tab) never counts up; the Broker
+// then falls back to a timed interval.
+function bpFramesSeen() {
+  const state = bpState();
+  if (state.frames === undefined) state.frames = 0;
+  if (!state.frameWatch) {
+    state.frameWatch = true;
+    requestAnimationFrame(() => {
+      state.frames += 1;
+      state.frameWatch = false;
+    });
+  }
+  return state.frames;
 }
 
 // The deepest element at a point of this frame's viewport, through open

@@ -60,7 +60,8 @@ function documentInfo(options) {
   };
 }
 
-// The frame's layout viewport, in its own CSS pixels.
+// The frame's layout viewport, in its own CSS pixels, and whether the
+// document is hidden (a background tab renders no frames of its own).
 function viewportSize(options) {
-  return { width: innerWidth, height: innerHeight };
+  return { width: innerWidth, height: innerHeight, hidden: document.visibilityState === 'hidden' };
 }
