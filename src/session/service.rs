@@ -247,7 +247,12 @@ impl BrowserService {
                 false => Err(ConnectError::AnotherBrowserConnected(live.browser_id)),
             };
         }
+        let started = std::time::Instant::now();
         let candidates = self.candidates().await;
+        tracing::debug!(
+            us = started.elapsed().as_micros() as u64,
+            "connect: candidates"
+        );
         let candidate = candidates
             .iter()
             .find(|c| c.id == browser_id)
@@ -274,6 +279,10 @@ impl BrowserService {
                 return Err(error);
             }
         };
+        tracing::debug!(
+            us = started.elapsed().as_micros() as u64,
+            "connect: janitor up"
+        );
         self.inner
             .authorization
             .lock()
