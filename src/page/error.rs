@@ -94,6 +94,13 @@ pub enum PageError {
 }
 
 impl PageError {
+    /// Whether the call named an execution context that no longer exists (its document went
+    /// away): the script never ran.
+    pub fn context_gone(&self) -> bool {
+        matches!(self, PageError::Cdp(CdpError::Remote { message, .. })
+            if message.contains("Cannot find context with specified id"))
+    }
+
     /// The script's refusal code, if this is a refusal.
     pub fn refusal(&self) -> Option<ScriptErrorCode> {
         match self {

@@ -493,6 +493,16 @@ impl TabGuard {
         self.activity().session_ended();
     }
 
+    /// Whether a cross-document navigation of the main frame has started and not committed.
+    pub fn navigation_under_way(&self) -> bool {
+        self.queue
+            .load
+            .lock()
+            .expect("load lock")
+            .settled_phase()
+            .is_none()
+    }
+
     /// A handle to this tab (for setup that outlives the turn).
     /// This guard's place in the tab's queue.
     pub fn turn_number(&self) -> u64 {

@@ -356,13 +356,16 @@ pub async fn page_context(
     }
     let frame_id = main_frame(client, guard, &session, SCRIPT_TIMEOUT).await?;
     // The world lives as long as its document: reused until the tab's load history moves (a
-    // new document, or a same-document navigation, which merely costs one more creation).
+    // new document, or a same-document navigation, which merely costs one more creation), and
+    // never while a navigation is under way (its commit ends the document). A call that still
+    // finds the context gone never ran (`PageError::context_gone`); see `forget_main_world`.
     let mark = guard.load_mark();
+    let usable = mark.has_document() && !guard.navigation_under_way();
     let cached = guard
         .state()
         .main_world
         .as_ref()
-        .filter(|(at, _)| *at == mark && mark.has_document())
+        .filter(|(at, _)| *at == mark && usable)
         .map(|(_, context)| *context);
     let context = match cached {
         Some(context) => context,
@@ -435,6 +438,11 @@ pub struct TakenObservation {
 /// With `request.since`, the base must be this Workspace's Observation of the same frame and
 /// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
 /// Observation with `diffUnavailable`.
+/// Forgets the main frame's cached isolated world (its document went away under a call).
+pub fn forget_main_world(guard: &mut TabGuard) {
+    guard.state().main_world = None;
+}
+
 pub async fn take_observation(
     client: &CdpClient,
     guard: &mut TabGuard,
@@ -442,7 +450,7 @@ pub async fn take_observation(
     request: &ObservationRequest,
     with_fingerprint: bool,
 ) -> Result<TakenObservation, ToolError> {
-    let page_context = page_context(client, guard).await?;
+    let mut page_context = page_context(client, guard).await?;
     let observation_id = new_id(IdKind::Observation);
     let mut unavailable = None;
     let mut base = None;
@@ -467,14 +475,32 @@ pub async fn take_observation(
         base_key: base.as_ref().map(|record| record.id.clone()),
         compact: request.format == ObservationFormat::Compact,
     };
-    let observation = page::run(
+    let mut observation = page::run(
         client,
         &page_context.session,
         page_context.context,
         &script,
         SCRIPT_TIMEOUT,
     )
-    .await?;
+    .await;
+    // The document went away between the world lookup and the call (a navigation committing):
+    // nothing ran; observe the document that is there now.
+    if observation
+        .as_ref()
+        .is_err_and(page::PageError::context_gone)
+    {
+        forget_main_world(guard);
+        page_context = self::page_context(client, guard).await?;
+        observation = page::run(
+            client,
+            &page_context.session,
+            page_context.context,
+            &script,
+            SCRIPT_TIMEOUT,
+        )
+        .await;
+    }
+    let observation = observation?;
     if let Some(record) = &base {
         if record.document_key != observation.document_key {
             unavailable = Some(DiffUnavailable::OtherDocument);
