@@ -26,8 +26,8 @@ use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, Stroke, chord_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ActiveElementKey, ActiveElementState, ActiveState, ElementState, FocusAndSelectAll,
-    FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
+    self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ElementState,
+    FocusAndSelectAll, FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -287,11 +287,14 @@ struct Guarded<'a> {
     action: &'static str,
     dispatched: u64,
     pin: &'a Pin,
+    /// The focused element read right after the focus call, queued with it (the page ran it
+    /// right after): the first step's check uses it instead of asking again.
+    prechecked: Option<ActiveElement>,
 }
 
 impl Guarded<'_> {
     async fn check(
-        &self,
+        &mut self,
         client: &CdpClient,
         guard: &mut TabGuard,
         step: &str,
@@ -312,15 +315,18 @@ impl Guarded<'_> {
             context: self.pin.context,
             session_root,
         };
-        let active = page::run(
-            client,
-            &ctx.session,
-            ctx.context,
-            &ActiveElementKey,
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .map_err(|_| self.fail(step, "document_changed"))?;
+        let active = match self.prechecked.take() {
+            Some(active) => active,
+            None => page::run(
+                client,
+                &ctx.session,
+                ctx.context,
+                &ActiveElementKey,
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map_err(|_| self.fail(step, "document_changed"))?,
+        };
         if active.document_key != self.pin.document_key {
             return Err(ToolError::from(self.fail(step, "document_changed")));
         }
@@ -599,29 +605,43 @@ pub async fn type_text(
             "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
         )));
     }
-    // A native-setter control is replaced whole; typing appends only when asked to.
-    let focus = match clear || native_type.is_some() {
-        true => {
-            page::run(
-                &tab.client,
-                &ctx.session,
-                ctx.context,
-                &FocusAndSelectAll(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await
+    // A native-setter control is replaced whole; typing appends only when asked to. The first
+    // step's focus check is queued right behind the focus call (the page runs them in order).
+    let run_focus = async {
+        match clear || native_type.is_some() {
+            true => {
+                let focus = FocusAndSelectAll(target.clone());
+                page::run(
+                    &tab.client,
+                    &ctx.session,
+                    ctx.context,
+                    &focus,
+                    SCRIPT_TIMEOUT,
+                )
+                .await
+            }
+            false => {
+                let focus = FocusAtEnd(target.clone());
+                page::run(
+                    &tab.client,
+                    &ctx.session,
+                    ctx.context,
+                    &focus,
+                    SCRIPT_TIMEOUT,
+                )
+                .await
+            }
         }
-        false => {
-            page::run(
-                &tab.client,
-                &ctx.session,
-                ctx.context,
-                &FocusAtEnd(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-        }
-    }?;
+    };
+    let active_now = page::run(
+        &tab.client,
+        &ctx.session,
+        ctx.context,
+        &ActiveElementKey,
+        SCRIPT_TIMEOUT,
+    );
+    let (focus, active_now) = tokio::join!(run_focus, active_now);
+    let focus = focus?;
     if !focus.focused {
         return Err(ToolError::from(
             RpcError::new(
@@ -642,6 +662,7 @@ pub async fn type_text(
         action: "type",
         dispatched: 0,
         pin: &pin,
+        prechecked: active_now.ok(),
     };
     let subject = Subject::Element(before.element_key.clone());
     if let Some(input_type) = native_type {
@@ -901,6 +922,7 @@ pub async fn keyboard(
         action: "keyboard",
         dispatched: 0,
         pin: &pin,
+        prechecked: None,
     };
     let typed = type_characters(&mut tab, &mut guarded, &text).await?;
     tokio::time::sleep(SETTLE).await;

@@ -475,14 +475,18 @@ pub async fn take_observation(
         base_key: base.as_ref().map(|record| record.id.clone()),
         compact: request.format == ObservationFormat::Compact,
     };
-    let mut observation = page::run(
-        client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await;
+    // The elements and the URL and title come from different places (the page's isolated
+    // world, the browser's history): both are asked at once.
+    let (mut observation, mut place) = tokio::join!(
+        page::run(
+            client,
+            &page_context.session,
+            page_context.context,
+            &script,
+            SCRIPT_TIMEOUT,
+        ),
+        url_and_title(client, guard, &page_context)
+    );
     // The document went away between the world lookup and the call (a navigation committing):
     // nothing ran; observe the document that is there now.
     if observation
@@ -491,16 +495,19 @@ pub async fn take_observation(
     {
         forget_main_world(guard);
         page_context = self::page_context(client, guard).await?;
-        observation = page::run(
-            client,
-            &page_context.session,
-            page_context.context,
-            &script,
-            SCRIPT_TIMEOUT,
-        )
-        .await;
+        (observation, place) = tokio::join!(
+            page::run(
+                client,
+                &page_context.session,
+                page_context.context,
+                &script,
+                SCRIPT_TIMEOUT,
+            ),
+            url_and_title(client, guard, &page_context)
+        );
     }
     let observation = observation?;
+    let (url, title) = place?;
     if let Some(record) = &base {
         if record.document_key != observation.document_key {
             unavailable = Some(DiffUnavailable::OtherDocument);
@@ -510,7 +517,6 @@ pub async fn take_observation(
             base = None;
         }
     }
-    let (url, title) = url_and_title(client, guard, &page_context).await?;
     // The network's `access_blocked` (main document 403/429) applies to the main frame's
     // Observation; a main frame's id is its tab's target id.
     let main_document_status = match page_context.frame_id == guard.target.as_str() {
