@@ -88,6 +88,8 @@ pub(super) struct Before {
     /// the action's expected outcome (a checkbox toggled, the text in the field): the settle
     /// window is then skipped unless the tab's network moved since `taken`.
     pub(super) shown: Option<ElementState>,
+    /// The tab's URL read together with `shown`.
+    pub(super) shown_url: Option<String>,
     /// When this before state was taken (the action's input came after it).
     pub(super) taken: tokio::time::Instant,
 }
@@ -109,6 +111,7 @@ impl Before {
             load: tab.guard.load_mark(),
             input_done: None,
             shown: None,
+            shown_url: None,
             taken: tokio::time::Instant::now(),
         }
     }
@@ -220,7 +223,11 @@ pub(super) async fn collect_effects(
     if started {
         wait_loaded(client, guard).await;
     }
-    let url = current_url(client, guard).await;
+    let url = match (early, &before.shown_url, started) {
+        // Read with `shown`, right after the input: no window followed, nothing started since.
+        (true, Some(url), false) => url.clone(),
+        _ => current_url(client, guard).await,
+    };
     if !url.is_empty() && url != before.url {
         list.push(Effect::Navigation);
         if !started {

@@ -279,6 +279,7 @@ pub async fn click(
         load: tab.guard.load_mark(),
         input_done: None,
         shown: None,
+        shown_url: None,
         taken: tokio::time::Instant::now(),
     };
     let mut dialogs = env.browser.dialog_signals();
@@ -347,7 +348,9 @@ pub async fn click(
             _ => None,
         }
     };
-    let (record, state_now) = tokio::join!(verdict, state_now);
+    let (record, state_now, url_now) =
+        tokio::join!(verdict, state_now, current_url(&tab.client, &mut tab.guard));
+    before.shown_url = Some(url_now).filter(|url| !url.is_empty());
     before.shown = state_now.filter(|now| {
         before.element.as_ref().is_some_and(|was| {
             was.document_key == now.document_key
