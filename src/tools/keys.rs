@@ -581,8 +581,6 @@ pub async fn type_text(
             .with_context("path", json!("arguments.clear")),
         ));
     }
-    let before = snapshot(&tab.client, &ctx, &target).await?;
-    let before_length = value_length(&before);
     let text_length = code_points(&text);
     let native_type = summary
         .input_type
@@ -605,8 +603,10 @@ pub async fn type_text(
             "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
         )));
     }
-    // A native-setter control is replaced whole; typing appends only when asked to. The first
-    // step's focus check is queued right behind the focus call (the page runs them in order).
+    // The element's state before, then the focus (a native-setter control is replaced whole;
+    // typing appends only when asked to), then the first step's focus check: queued at once,
+    // run by the page in that order. A stale ref fails all three before anything is focused.
+    let read_before = snapshot(&tab.client, &ctx, &target);
     let run_focus = async {
         match clear || native_type.is_some() {
             true => {
@@ -640,7 +640,9 @@ pub async fn type_text(
         &ActiveElementKey,
         SCRIPT_TIMEOUT,
     );
-    let (focus, active_now) = tokio::join!(run_focus, active_now);
+    let (before, focus, active_now) = tokio::join!(read_before, run_focus, active_now);
+    let before = before?;
+    let before_length = value_length(&before);
     let focus = focus?;
     if !focus.focused {
         return Err(ToolError::from(
