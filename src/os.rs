@@ -173,6 +173,21 @@ pub fn detach(command: &mut std::process::Command) {
     imp::detach(command)
 }
 
+/// Results at least this large are followed by [`return_freed_memory`].
+pub const TRIM_AFTER_BYTES: usize = 1 << 20;
+
+/// Hands freed heap pages back to the OS (glibc keeps them per arena otherwise: after a
+/// 20,000-element Observation the Broker stayed about 50 MiB above its working set). A no-op
+/// where the allocator has no such call.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of the allocator's own arenas; it takes
+    // no pointers and may be called from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(unix)]
 mod imp {
     use std::ffi::{CString, OsStr};

@@ -561,7 +561,9 @@ async fn write_stdout(
         // notifications, as the select above prefers them.
         let mut next = Some(first);
         let mut taken = 0;
+        let mut large = false;
         while let Some(outgoing) = next.take() {
+            large |= outgoing.line.len() >= crate::os::TRIM_AFTER_BYTES;
             if let Err(error) = stdout.queue(outgoing.line.as_bytes()).await {
                 tracing::error!(%error, "stdout closed");
                 return;
@@ -587,6 +589,10 @@ async fn write_stdout(
         }
         for written in written.drain(..) {
             let _ = written.send(());
+        }
+        // A large result passed through: hand its freed buffers back to the OS.
+        if large {
+            crate::os::return_freed_memory();
         }
     }
 }
