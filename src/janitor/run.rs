@@ -356,11 +356,6 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver
             while lines.recv().await.is_some() {}
             return;
         }
-        // A large CDP reply passed through: hand its freed buffers back to the OS.
-        if line.len() >= crate::os::TRIM_AFTER_BYTES {
-            drop(line);
-            crate::os::return_freed_memory();
-        }
     }
     let _ = writer.flush().await;
 }
