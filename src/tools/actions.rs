@@ -18,7 +18,7 @@ use super::evidence::{Effect, Evidence};
 use super::manifest::{object, open_object};
 use super::observe::{observation_schema, observe_input_properties, observe_request};
 use super::progress::{self, Subject};
-use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, TakenObservation, page_context};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{self, ElementState, EventHint, RefTarget, StateSnapshot};
@@ -445,6 +445,19 @@ pub(super) struct Finished<'a> {
     pub(super) subject: Subject,
     /// The frame the action ran in.
     pub(super) frame_id: String,
+    /// The closing Observation when the action already took it (with the `observe` options of
+    /// its arguments, after its last input and settle): used instead of taking another.
+    pub(super) observation: Option<TakenObservation>,
+}
+
+/// The options of an action's closing Observation (its `observe` argument).
+pub(super) fn closing_request(
+    arguments: &Map<String, Value>,
+) -> Result<super::observation::ObservationRequest, ToolError> {
+    match arguments.get("observe").and_then(Value::as_object) {
+        Some(observe) => observe_request(observe),
+        None => Ok(Default::default()),
+    }
 }
 
 pub(super) async fn finish_with_observation(
@@ -459,6 +472,7 @@ pub(super) async fn finish_with_observation(
         dialog_open,
         subject,
         frame_id,
+        observation,
     } = finished;
     let mut fingerprint = None;
     let mut result = match dialog_open {
@@ -472,11 +486,13 @@ pub(super) async fn finish_with_observation(
             result
         }
         false => {
-            let request = match arguments.get("observe").and_then(Value::as_object) {
-                Some(observe) => observe_request(observe)?,
-                None => Default::default(),
+            let taken = match observation {
+                Some(taken) => taken,
+                None => {
+                    let request = closing_request(arguments)?;
+                    tab.observe_with_fingerprint(scope, &request).await?
+                }
             };
-            let taken = tab.observe_with_fingerprint(scope, &request).await?;
             fingerprint = taken.fingerprint;
             taken.result
         }

@@ -382,6 +382,7 @@ pub async fn click(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }

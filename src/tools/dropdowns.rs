@@ -188,6 +188,7 @@ pub async fn dropdown_select(
         dialog_open: false,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }

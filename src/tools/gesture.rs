@@ -289,6 +289,7 @@ pub async fn hover(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }
@@ -498,6 +499,7 @@ pub async fn drag(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }

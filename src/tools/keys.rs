@@ -21,7 +21,7 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
-use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context};
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context, take_observation};
 use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, Stroke, chord_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
@@ -269,6 +269,7 @@ pub async fn press(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }
@@ -545,6 +546,7 @@ async fn type_native(
         dialog_open: false,
         subject: call.subject.clone(),
         frame_id: call.frame_id.clone(),
+        observation: None,
     };
     finish_type(
         call.env,
@@ -727,10 +729,22 @@ pub async fn type_text(
             None => false,
         }
     };
-    let mut after = read_state(&mut tab, &target).await;
+    // Without a submit the closing Observation is asked for with the value (queued behind it):
+    // it is kept when no settle window follows.
+    let request = closing_request(&arguments)?;
+    let (mut after, mut closing) = match (submit, tab.page_context().await) {
+        (false, Ok(ctx)) => {
+            let read = snapshot(&tab.client, &ctx, &target);
+            let observe = take_observation(&tab.client, &mut tab.guard, scope, &request, true);
+            let (after, closing) = tokio::join!(read, observe);
+            (after.ok(), closing.ok())
+        }
+        _ => (read_state(&mut tab, &target).await, None),
+    };
     if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
         tokio::time::sleep(SETTLE).await;
         after = read_state(&mut tab, &target).await;
+        closing = None;
     }
     let exact = exact_in(&after);
     let after_length = after.as_ref().map(value_length);
@@ -777,6 +791,7 @@ pub async fn type_text(
         dialog_open: false,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: closing,
     };
     finish_type(env, &mut tab, scope, finished, &verification, exact).await
 }
@@ -1001,6 +1016,7 @@ pub async fn keyboard(
         dialog_open: false,
         subject: Subject::Focused(active.key),
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }

@@ -200,6 +200,7 @@ pub async fn upload(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
+        observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }
