@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
-    Before, Finished, SETTLE, action_output, collect_effects, dispatch_final, evidence_schema,
-    finish_with_observation, merged, network_quiet_since, ref_properties, snapshot,
+    Before, Finished, SETTLE, action_output, closing_request, collect_effects, dispatch_final,
+    evidence_schema, finish_with_observation, merged, network_quiet_since, ref_properties,
+    snapshot,
 };
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
