@@ -28,7 +28,8 @@ use crate::cdp::input::{Key, Stroke, chord_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ElementState,
-    FocusAndSelectAll, FocusAtEnd, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue, ValueOutcome,
+    FocusAndSelectAll, FocusAtEnd, FocusOutcome, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue,
+    ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -610,32 +611,7 @@ pub async fn type_text(
     // typing appends only when asked to), then the first step's focus check: queued at once,
     // run by the page in that order. A stale ref fails all three before anything is focused.
     let read_before = snapshot(&tab.client, &ctx, &target);
-    let run_focus = async {
-        match clear || native_type.is_some() {
-            true => {
-                let focus = FocusAndSelectAll(target.clone());
-                page::run(
-                    &tab.client,
-                    &ctx.session,
-                    ctx.context,
-                    &focus,
-                    SCRIPT_TIMEOUT,
-                )
-                .await
-            }
-            false => {
-                let focus = FocusAtEnd(target.clone());
-                page::run(
-                    &tab.client,
-                    &ctx.session,
-                    ctx.context,
-                    &focus,
-                    SCRIPT_TIMEOUT,
-                )
-                .await
-            }
-        }
-    };
+    let run_focus = focus_for_typing(&tab.client, &ctx, &target, clear || native_type.is_some());
     let active_now = page::run(
         &tab.client,
         &ctx.session,
@@ -795,6 +771,33 @@ pub async fn type_text(
         observation: closing,
     };
     finish_type(env, &mut tab, scope, finished, &verification, exact).await
+}
+
+/// Focuses the element for typing: its whole content selected (to be replaced), or the caret
+/// after it (to append).
+async fn focus_for_typing(
+    client: &CdpClient,
+    ctx: &PageContext,
+    target: &RefTarget,
+    replace: bool,
+) -> Result<FocusOutcome, crate::page::PageError> {
+    let (session, context) = (&ctx.session, ctx.context);
+    match replace {
+        true => {
+            let focus = FocusAndSelectAll(target.clone());
+            page::run(client, session, context, &focus, SCRIPT_TIMEOUT).await
+        }
+        false => {
+            page::run(
+                client,
+                session,
+                context,
+                &FocusAtEnd(target.clone()),
+                SCRIPT_TIMEOUT,
+            )
+            .await
+        }
+    }
 }
 
 /// The typed-into element's state now, if its document still has it.

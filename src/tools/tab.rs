@@ -438,6 +438,23 @@ pub struct TakenObservation {
 /// With `request.since`, the base must be this Workspace's Observation of the same frame and
 /// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
 /// Observation with `diffUnavailable`.
+/// The Observation script's answer and the document's URL and title. They come from different
+/// places (the page's isolated world, the browser's history), so both are asked at once.
+async fn observe_in(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    ctx: &PageContext,
+    script: &Observe,
+) -> (
+    Result<<Observe as PageScript>::Output, page::PageError>,
+    Result<(String, String), ToolError>,
+) {
+    tokio::join!(
+        page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT),
+        url_and_title(client, guard, ctx)
+    )
+}
+
 /// Forgets the main frame's cached isolated world (its document went away under a call).
 pub fn forget_main_world(guard: &mut TabGuard) {
     guard.state().main_world = None;
@@ -477,16 +494,7 @@ pub async fn take_observation(
     };
     // The elements and the URL and title come from different places (the page's isolated
     // world, the browser's history): both are asked at once.
-    let (mut observation, mut place) = tokio::join!(
-        page::run(
-            client,
-            &page_context.session,
-            page_context.context,
-            &script,
-            SCRIPT_TIMEOUT,
-        ),
-        url_and_title(client, guard, &page_context)
-    );
+    let (mut observation, mut place) = observe_in(client, guard, &page_context, &script).await;
     // The document went away between the world lookup and the call (a navigation committing):
     // nothing ran; observe the document that is there now.
     if observation
@@ -495,16 +503,7 @@ pub async fn take_observation(
     {
         forget_main_world(guard);
         page_context = self::page_context(client, guard).await?;
-        (observation, place) = tokio::join!(
-            page::run(
-                client,
-                &page_context.session,
-                page_context.context,
-                &script,
-                SCRIPT_TIMEOUT,
-            ),
-            url_and_title(client, guard, &page_context)
-        );
+        (observation, place) = observe_in(client, guard, &page_context, &script).await;
     }
     let observation = observation?;
     let (url, title) = place?;
