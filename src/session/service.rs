@@ -301,7 +301,16 @@ impl BrowserService {
             *registry = Registry::default();
         }
         let mut orphans = Vec::new();
-        match client.get_targets(INVENTORY_TIMEOUT).await {
+        // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
+        // the pump set up (a managed popup) or released them (docs/network.md, "Popups"). Asked
+        // for together with the inventory: the attach events wait in the event channel until
+        // the pump runs, after the registry below holds every page.
+        let auto_attach = crate::cdp::target::SetAutoAttach::pages();
+        let (inventory, auto_attached) = tokio::join!(
+            client.get_targets(INVENTORY_TIMEOUT),
+            client.execute(None, &auto_attach, INVENTORY_TIMEOUT)
+        );
+        match inventory {
             Ok(targets) => {
                 {
                     let mut registry = self.inner.registry.lock().expect("registry lock");
@@ -320,10 +329,7 @@ impl BrowserService {
             }
         }
         tokio::spawn(pump::run(self.clone(), live.clone(), events, child));
-        // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
-        // the pump set up (a managed popup) or released them (docs/network.md, "Popups").
-        let auto_attach = crate::cdp::target::SetAutoAttach::pages();
-        if let Err(error) = client.execute(None, &auto_attach, INVENTORY_TIMEOUT).await {
+        if let Err(error) = auto_attached {
             tracing::warn!(%error, "auto-attaching pages failed; popups are attached late");
         }
         if restored {
