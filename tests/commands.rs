@@ -927,9 +927,10 @@ fn poll_all(bridge: &mut Bridge, workspace_id: &Value) -> Vec<Value> {
 const CHURN_CONNECTIONS: usize = 4;
 
 /// Rounds of Lease churn: each journals `CHURN_CONNECTIONS x 64 = 256` `lease.expired` events, so
-/// two rounds (512) exceed what a silent host can be holding: the bridge's 256-line notification
-/// queue plus one page of pipe (about 13 lines), or about 200 lines of a default 64 KiB pipe.
-const CHURN_ROUNDS: usize = 2;
+/// four rounds (1,024) exceed what a silent host can be holding: the bridge's 256-line
+/// notification queue, one batch of up to 256 lines its stdout writer holds while the pipe is
+/// full, and about 200 lines of a default 64 KiB pipe (two rounds, 512, fitted now and then).
+const CHURN_ROUNDS: usize = 4;
 
 #[test]
 fn slow_reader_loses_notifications_but_never_journal_events() {
