@@ -6,9 +6,10 @@
 //! each parent document at the mapped point, so an overlay above a frame is seen before anything
 //! is sent; (3) the actionability wait before a ref click: attached, visible, stable (the element's
 //! box and every hop's quad unchanged across two samples with a rendered frame between them, as
-//! the page's `requestAnimationFrame` counts it, or, where no frame comes (a hidden tab) or after
-//! a scroll or inside frames, a Broker-side interval), enabled and hit-testable, until the
-//! Command's deadline, else `element_not_actionable` with `context.reason`.
+//! the page's `requestAnimationFrame` counts it and its animation clock shows; where no frame
+//! comes at all (a hidden tab), or inside frames, a Broker-side interval), enabled and
+//! hit-testable, until the Command's deadline, else `element_not_actionable` with
+//! `context.reason`.
 //!
 //! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
 //! frame's) at the point mapped into that session's root viewport. This file sends no input and
@@ -37,6 +38,10 @@ use crate::session::TabGuard;
 /// tab renders none): longer than one frame at 60 Hz, so that an element animated per frame
 /// shows that it moves.
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
+/// How long an element of the tab's own document must stand still when the document renders no
+/// frames at all (a hidden tab): well above any frame interval, so that a visible tab whose
+/// renderer is merely slow proves stability by a frame instead.
+const UNRENDERED_INTERVAL: Duration = Duration::from_millis(100);
 /// The smallest step of the animation clock that is another frame (ms): a frame at 240 Hz.
 const MIN_FRAME_STEP_MS: f64 = 4.0;
 /// How soon an element that stood still is looked at again while no frame has been rendered
@@ -610,6 +615,8 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     let wait_until = now + remaining.saturating_sub(reserve);
     // The last sample that started a wait: when it was taken, and the interval it asks for.
     let mut previous: Option<(Sample, tokio::time::Instant, Duration)> = None;
+    // Whether the document rendered a frame since the first sample of this wait.
+    let (mut first_frames, mut rendering) = (None, false);
     let mut scroll = first_scroll;
     loop {
         let taken = tokio::time::Instant::now();
@@ -626,6 +633,8 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         let moved = previous
             .as_ref()
             .is_some_and(|(p, _, _)| !p.same_place(&current));
+        let first_frames = *first_frames.get_or_insert(current.frames);
+        rendering |= current.frames > first_frames;
         tracing::debug!(frames = current.frames, timeline = ?current.timeline, rect = ?current.rect, blocked = current.blocker.is_some(), moved, "actionability sample");
         if current.blocker.is_none()
             && !moved
@@ -633,16 +642,30 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         {
             // Stable: the document rendered a frame between the two samples (the element's own
             // document is the tab's: no frames on the way, whose input routing follows the
-            // browser's hit-test data), or the whole interval passed.
-            let framed = chain.hops.is_empty() && current.frame_after(earlier);
-            if framed || taken.duration_since(*at) >= *interval {
+            // browser's hit-test data), or the whole interval passed. For the tab's own
+            // document the interval stands in only for a document that renders nothing (a
+            // hidden tab): once it rendered a frame in this wait, only a frame proves anything,
+            // since a busy renderer can stall frames (and CSS animations, which follow them)
+            // for longer than the interval.
+            let own_document = chain.hops.is_empty();
+            let framed = own_document && current.frame_after(earlier);
+            let timed = match own_document {
+                true => !rendering && taken.duration_since(*at) >= UNRENDERED_INTERVAL,
+                false => taken.duration_since(*at) >= *interval,
+            };
+            if framed || timed {
                 return Ok((current.aim, ran));
             }
-            // The same place, but no frame yet: look again shortly, against the same sample.
-            if tokio::time::Instant::now() + FRAME_POLL > wait_until {
+            // The same place, but no frame yet: look again shortly, against the same sample
+            // (less often once the document looks like one that renders nothing).
+            let poll = match !rendering && taken.duration_since(*at) >= SAMPLE_INTERVAL {
+                true => SAMPLE_INTERVAL,
+                false => FRAME_POLL,
+            };
+            if tokio::time::Instant::now() + poll > wait_until {
                 return Err(ToolError::from(Blocker::NotStable.error()));
             }
-            tokio::time::sleep(FRAME_POLL).await;
+            tokio::time::sleep(poll).await;
             continue;
         }
         // Out of view: scroll it in; covered: centre it (away from a sticky header or footer).
