@@ -258,13 +258,13 @@ impl TabHandle {
         self.queue.load.lock().expect("load lock").mark()
     }
 
-    /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
-    /// passed; true when it did. Needs no turn: it only reads what the pump reported.
     /// Whether the main frame started or made a navigation since `mark` (no wait).
     pub fn navigated_since(&self, mark: &LoadMark) -> bool {
         self.queue.load.lock().expect("load lock").moved_since(mark)
     }
 
+    /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
+    /// passed; true when it did. Needs no turn: it only reads what the pump reported.
     pub async fn wait_navigation_since(
         &self,
         mark: &LoadMark,
@@ -495,20 +495,16 @@ impl TabGuard {
 
     /// Whether a cross-document navigation of the main frame has started and not committed.
     pub fn navigation_under_way(&self) -> bool {
-        self.queue
-            .load
-            .lock()
-            .expect("load lock")
-            .settled_phase()
-            .is_none()
+        let load = self.queue.load.lock().expect("load lock");
+        load.settled_phase().is_none()
     }
 
-    /// A handle to this tab (for setup that outlives the turn).
     /// This guard's place in the tab's queue.
     pub fn turn_number(&self) -> u64 {
         self.number
     }
 
+    /// A handle to this tab (for setup that outlives the turn).
     pub fn handle(&self) -> TabHandle {
         TabHandle {
             target: self.target.clone(),

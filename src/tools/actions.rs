@@ -102,13 +102,25 @@ impl Before {
         tab: &mut ControlledTab,
         element: Option<ElementState>,
     ) -> Before {
+        let url = current_url(&tab.client, &mut tab.guard).await;
+        Before::new(env, &tab.guard, url, element, false)
+    }
+
+    /// The before state from a URL the action already read (`current_url`), taken now.
+    pub(super) fn new(
+        env: &ToolEnv,
+        guard: &TabGuard,
+        url: String,
+        element: Option<ElementState>,
+        expects_chooser: bool,
+    ) -> Before {
         Before {
-            url: current_url(&tab.client, &mut tab.guard).await,
-            popups: env.browser.popups_of(&tab.guard.target),
+            url,
+            popups: env.browser.popups_of(&guard.target),
             element,
-            file_choosers: tab.guard.file_choosers().opened(),
-            expects_chooser: false,
-            load: tab.guard.load_mark(),
+            file_choosers: guard.file_choosers().opened(),
+            expects_chooser,
+            load: guard.load_mark(),
             input_done: None,
             shown: None,
             shown_url: None,

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, TargetScope, ToolEnv, str_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::{ControlledTab, main_frame};
+use super::tab::{ControlledTab, SCRIPT_TIMEOUT, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
@@ -588,20 +588,22 @@ pub async fn capture(
     let options = CaptureOptions::parse(&arguments)?;
     let mut controlled = ControlledTab::acquire(env, scope).await?;
     let session = controlled.guard.session(&controlled.client).await?;
-    let hidden = match &options.area {
-        Area::Viewport => document_hidden(&mut controlled).await,
-        _ => true,
-    };
-    let tab = Tab {
+    let mut tab = Tab {
         client: &controlled.client,
         session,
         scope,
-        hidden,
+        hidden: true,
     };
     let (region, ratio) = match &options.area {
         Area::Element(selector) => tab.element(&mut controlled.guard, selector).await?,
         Area::Viewport => {
-            let layout = tab.layout().await?;
+            // The page's visibility and the browser's layout metrics, asked at once.
+            let (hidden, layout) = tokio::join!(
+                document_hidden(&controlled.client, &mut controlled.guard),
+                tab.layout()
+            );
+            tab.hidden = hidden;
+            let layout = layout?;
             (layout.viewport, layout.ratio)
         }
         Area::FullPage => {
@@ -662,13 +664,19 @@ pub async fn capture(
 
 /// Whether the tab's document may be hidden: read in the Broker's isolated world (the page
 /// cannot fake it there); anything but a visible answer counts as hidden.
-async fn document_hidden(tab: &mut ControlledTab) -> bool {
-    let Ok(ctx) = tab.page_context().await else {
+async fn document_hidden(client: &CdpClient, guard: &mut TabGuard) -> bool {
+    let Ok(ctx) = super::tab::page_context(client, guard).await else {
         return true;
     };
-    tab.run(&ctx, &ViewportSize)
-        .await
-        .map_or(true, |viewport| viewport.hidden)
+    page::run(
+        client,
+        &ctx.session,
+        ctx.context,
+        &ViewportSize,
+        SCRIPT_TIMEOUT,
+    )
+    .await
+    .map_or(true, |viewport| viewport.hidden)
 }
 
 /// One capture of `region` at `scale`, annotated when asked.

@@ -270,18 +270,7 @@ pub async fn click(
         Some(prepared) => prepared?,
         None => prepare(&tab.client, &mut tab.guard, &ctx, target.as_ref(), event).await?,
     };
-    let mut before = Before {
-        url,
-        popups: env.browser.popups_of(&tab.guard.target),
-        element,
-        file_choosers: tab.guard.file_choosers().opened(),
-        expects_chooser: file_input,
-        load: tab.guard.load_mark(),
-        input_done: None,
-        shown: None,
-        shown_url: None,
-        taken: tokio::time::Instant::now(),
-    };
+    let mut before = Before::new(env, &tab.guard, url, element, file_input);
     let mut dialogs = env.browser.dialog_signals();
     let session = chain.dispatch_session.clone();
     let (x, y) = (aim.x, aim.y);
@@ -304,18 +293,17 @@ pub async fn click(
         let moved = (count == 1).then(|| at(MouseEventType::MouseMoved, MouseButton::None, 0));
         let (input, session2) = (tab.input(), session.clone());
         dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
+            let moved = async {
+                match moved {
+                    Some(moved) => input.mouse(&session2, moved).await,
+                    None => Ok(()),
+                }
+            };
             let (press, release) = (
                 input.mouse(&session2, press),
                 input.mouse(&session2, release),
             );
-            match moved {
-                Some(moved) => {
-                    tokio::try_join!(input.mouse(&session2, moved), press, release)?;
-                }
-                None => {
-                    tokio::try_join!(press, release)?;
-                }
-            }
+            tokio::try_join!(moved, press, release)?;
             Ok(())
         })
         .await?;

@@ -34,9 +34,8 @@ use crate::page::{
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
 
-/// Time between two actionability samples when no frame was rendered between them (a hidden
-/// tab renders none): longer than one frame at 60 Hz, so that an element animated per frame
-/// shows that it moves.
+/// How long to wait before looking again at an element that was not actionable, and how often a
+/// document that renders no frames is sampled: longer than one frame at 60 Hz.
 const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 /// How long an element of the tab's own document must stand still when the document renders no
 /// frames at all (a hidden tab): well above any frame interval, so that a visible tab whose
@@ -575,7 +574,7 @@ pub struct During<T> {
 
 /// [`actionable_from`] with the first sample scrolling as needed, running `during` inside the first wait between two samples instead of after
 /// the wait: work that must come before the click but proves nothing about actionability (the
-/// before state, arming click truth) overlaps the stability interval, which is slept in full.
+/// before state, arming click truth) overlaps the wait for the stability proof.
 pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
     client: &CdpClient,
     ctx: &PageContext,
@@ -633,8 +632,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         let moved = previous
             .as_ref()
             .is_some_and(|(p, _, _)| !p.same_place(&current));
-        let first_frames = *first_frames.get_or_insert(current.frames);
-        rendering |= current.frames > first_frames;
+        rendering |= current.frames > *first_frames.get_or_insert(current.frames);
         tracing::debug!(frames = current.frames, timeline = ?current.timeline, rect = ?current.rect, blocked = current.blocker.is_some(), moved, "actionability sample");
         if current.blocker.is_none()
             && !moved
