@@ -16,6 +16,9 @@ fn fast_actions_keep_late_effects_and_the_keystroke_guard() {
     let rig = Rig::start();
     a_navigation_200_ms_after_a_click_is_reported_as_its_effect(&rig);
     focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(&rig);
+    a_dialog_opened_by_the_fifth_character_stops_the_rest(&rig);
+    a_page_that_stalls_between_keys_still_gets_every_character_once(&rig);
+    a_long_text_types_exactly_through_several_bursts(&rig);
 }
 
 fn open(rig: &Rig) -> (Agent, Value) {
@@ -133,6 +136,84 @@ fn focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(rig: &Rig) {
     assert_eq!(value_of("Code"), "12345", "{after}");
     assert!(
         value_of("Next field").as_str().unwrap_or("").is_empty(),
+        "{after}"
+    );
+}
+
+/// The value of the textbox named `name` in an Observation.
+fn value_in(observation: &Value, name: &str) -> Value {
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["role"] == "textbox" && e["name"].as_str().unwrap_or("").contains(name))
+        .map(|e| e["value"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn a_dialog_opened_by_the_fifth_character_stops_the_rest(rig: &Rig) {
+    let (mut agent, target) = open(rig);
+    let page = observe(&mut agent, &target);
+    let pin = find_ref(&page, "textbox", "PIN");
+    let typed = agent.call(
+        "browser.type",
+        Some(&target),
+        json!({"observationId": page["observationId"], "ref": pin, "text": "1234567890"}),
+    );
+    let error = &typed["error"]["data"];
+    assert_eq!(error["code"], "unknown_outcome", "{typed}");
+    assert_eq!(error["context"]["reason"], "dialog_opened", "{typed}");
+    assert_eq!(error["context"]["dialogOpen"], true, "{typed}");
+    assert_eq!(error["context"]["dispatchedSteps"], 5, "{typed}");
+    assert_eq!(error["remediation"]["action"], "list_dialogs", "{typed}");
+    // Answering the dialog releases the keys it held: the guard stops every one of them.
+    let listed = agent.tool("browser.dialogs.list", None, json!({}));
+    let dialog = &listed["dialogs"][0];
+    assert_eq!(dialog["message"], "PIN complete", "{listed}");
+    agent.tool(
+        "browser.dialogs.respond",
+        None,
+        json!({"dialogId": dialog["dialogId"], "action": "accept"}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let after = observe(&mut agent, &target);
+    assert_eq!(value_in(&after, "PIN"), "12345", "{after}");
+}
+
+fn a_page_that_stalls_between_keys_still_gets_every_character_once(rig: &Rig) {
+    let (mut agent, target) = open(rig);
+    let page = observe(&mut agent, &target);
+    let search = find_ref(&page, "textbox", "Search");
+    let typed = agent.tool(
+        "browser.type",
+        Some(&target),
+        json!({"observationId": page["observationId"], "ref": search, "text": "wireless headphones"}),
+    );
+    let evidence = &typed["evidence"];
+    assert_eq!(evidence["status"], "verified", "{typed}");
+    assert_eq!(evidence["keystrokes"], 19, "{typed}");
+    let after = observe(&mut agent, &target);
+    assert_eq!(value_in(&after, "Search"), "wireless headphones", "{after}");
+}
+
+fn a_long_text_types_exactly_through_several_bursts(rig: &Rig) {
+    let (mut agent, target) = open(rig);
+    let page = observe(&mut agent, &target);
+    let notes = find_ref(&page, "textbox", "Notes");
+    let text = "Leave the parcel at the back door, next to the blue bin. Ring twice!";
+    let typed = agent.tool(
+        "browser.type",
+        Some(&target),
+        json!({"observationId": page["observationId"], "ref": notes, "text": text}),
+    );
+    // The page rewrites every character it gets: all of them, once each, in order.
+    let evidence = &typed["evidence"];
+    assert_eq!(evidence["status"], "mismatch", "{typed}");
+    assert_eq!(evidence["afterLength"], text.chars().count(), "{typed}");
+    let after = observe(&mut agent, &target);
+    assert_eq!(
+        value_in(&after, "Notes"),
+        text.to_uppercase().as_str(),
         "{after}"
     );
 }

@@ -4,11 +4,12 @@
 //! keyboard sends (modifier keydowns, the key, keyups in reverse), a typed character becomes a
 //! keystroke or an editing insertion, and a mouse step gets its `buttons` mask.
 //!
-//! Pure encoding plus the two senders that put a stroke on a session; no tool logic, no
+//! Pure encoding plus the senders that put strokes on a session; no tool logic, no
 //! argument parsing and no evidence (those are `tools/keys.rs`'s and `tools/actions.rs`'s). The
 //! rules are written down in docs/keyboard.md.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -320,14 +321,34 @@ pub async fn send_key_events(
     events: Vec<DispatchKeyEvent>,
     timeout: Duration,
 ) -> Result<(), CdpError> {
-    let mut calls: Vec<_> = events
+    send_key_strokes(client, session, vec![events], timeout, &AtomicU64::new(0)).await
+}
+
+/// Sends several strokes' key events on `session`, all queued at once and in order (a burst:
+/// one round trip for all of them). `answered` counts the strokes, from the first, whose every
+/// event Chromium has answered so far (it answers a key event once the page handled it, so a
+/// dialog the page opens holds the count where it is). Every call is awaited before the first
+/// error is returned.
+pub async fn send_key_strokes(
+    client: &CdpClient,
+    session: &SessionId,
+    strokes: Vec<Vec<DispatchKeyEvent>>,
+    timeout: Duration,
+    answered: &AtomicU64,
+) -> Result<(), CdpError> {
+    let mut calls: Vec<(usize, _)> = strokes
         .iter()
-        .map(|event| Box::pin(client.execute(session, event, timeout)))
+        .enumerate()
+        .flat_map(|(stroke, events)| {
+            events
+                .iter()
+                .map(move |event| (stroke, Box::pin(client.execute(session, event, timeout))))
+        })
         .collect();
     let mut results: Vec<Option<Result<Empty, CdpError>>> = calls.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
         let mut pending = false;
-        for (call, result) in calls.iter_mut().zip(results.iter_mut()) {
+        for ((_, call), result) in calls.iter_mut().zip(results.iter_mut()) {
             if result.is_none() {
                 match call.as_mut().poll(cx) {
                     Poll::Ready(outcome) => *result = Some(outcome),
@@ -335,6 +356,13 @@ pub async fn send_key_events(
                 }
             }
         }
+        // The strokes before the first call still unanswered are answered whole.
+        let done = calls
+            .iter()
+            .zip(results.iter())
+            .find(|(_, result)| result.is_none())
+            .map_or(strokes.len(), |((stroke, _), _)| *stroke);
+        answered.store(done as u64, Ordering::Release);
         if pending {
             Poll::Pending
         } else {

@@ -11,12 +11,14 @@
 //! observation key and a ref); the page refuses unknown or stale refs with a
 //! structured code. Password values never come back, only lengths. No I/O.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::error::PageError;
 use super::observe::{Checked, validate_key};
-use super::script::{CLICK_TRUTH_JS, PageScript, Script, ScriptCall, decode};
+use super::script::{CLICK_TRUTH_JS, KEY_GUARD_JS, PageScript, Script, ScriptCall, decode};
 
 /// Characters of a value in a state snapshot: enough to compare typed text
 /// exactly, bounded so a huge textarea cannot bloat evidence.
@@ -175,11 +177,16 @@ impl PageScript for ClickProbe {
 }
 
 /// The document-start source of the click-truth listener
-/// (`js/clicktruth.js`), for `Page.addScriptToEvaluateOnNewDocument` in
-/// the Broker's isolated world: it runs before any page script of every new
-/// document, so its window capture listener is the first to see a click.
-pub fn click_truth_document_script() -> String {
-    format!("({})(true);", CLICK_TRUTH_JS.trim_end())
+/// (`js/clicktruth.js`) and the keystroke guard (`js/keyguard.js`), for
+/// `Page.addScriptToEvaluateOnNewDocument` in the Broker's isolated world:
+/// it runs before any page script of every new document, so their window
+/// capture listeners are the first to see a click or a key.
+pub fn document_start_script() -> String {
+    format!(
+        "({})(true);\n({})(true);",
+        CLICK_TRUTH_JS.trim_end(),
+        KEY_GUARD_JS.trim_end()
+    )
 }
 
 /// Which trusted event an armed click waits for: `click` for the left
@@ -465,6 +472,79 @@ impl PageScript for ActiveElementKey {
     }
 }
 
+/// Arms the keystroke guard (`js/keyguard.js`) for one burst of key strokes
+/// on the deep active element, if the guard was installed at document start and the
+/// document has no frames. `budget`: how long the burst may take; `gap`: the
+/// longest a key may be held on its way (a dialog holds the keys behind it);
+/// `linger`: after the deadline, how long a key still counts as the burst's
+/// (a later one disarms the guard).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArmKeys {
+    pub budget: Duration,
+    pub gap: Duration,
+    pub linger: Duration,
+}
+
+/// The deep active element when the guard was asked to arm (what
+/// `ActiveElementKey` reads), and whether it is armed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeysArmed {
+    #[serde(flatten)]
+    pub active: ActiveElement,
+    pub armed: bool,
+}
+
+impl PageScript for ArmKeys {
+    type Output = KeysArmed;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::ArmKeys,
+            argument: json!({
+                "budget": self.budget.as_millis() as u64,
+                "gap": self.gap.as_millis() as u64,
+                "linger": self.linger.as_millis() as u64,
+            }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<KeysArmed, PageError> {
+        decode(Script::ArmKeys, json)
+    }
+}
+
+/// Reads and disarms the keystroke guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyRecord;
+
+/// What an armed burst did: characters (key-downs other than modifiers) that
+/// went `passed` the guard, were `stopped` by it, and were `seen` by the
+/// document at all (fewer than were sent: some went elsewhere), and why the
+/// guard began refusing (`focus_changed`, `expired`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeysRecorded {
+    pub armed: bool,
+    pub passed: u64,
+    pub stopped: u64,
+    pub seen: u64,
+    pub refused: Option<String>,
+}
+
+impl PageScript for KeyRecord {
+    type Output = KeysRecorded;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::KeyRecord,
+            argument: json!({}),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<KeysRecorded, PageError> {
+        decode(Script::KeyRecord, json)
+    }
+}
+
 /// The deep active element's state and where its caret or selection is,
 /// for `browser.keyboard`'s before/after comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -732,8 +812,23 @@ mod tests {
             ArmClick(ClickEvent::AuxClick).call().unwrap().argument["type"],
             "auxclick"
         );
-        let source = click_truth_document_script();
+        let source = document_start_script();
         assert!(source.starts_with("(function (early)") && source.ends_with(")(true);"));
+        assert!(
+            source.contains("browser-pilot.click-truth.v1")
+                && source.contains("browser-pilot.key-guard.v1")
+        );
+        let arm = ArmKeys {
+            budget: Duration::from_millis(140),
+            gap: Duration::from_millis(50),
+            linger: Duration::from_secs(1),
+        };
+        let argument = arm.call().unwrap().argument;
+        assert_eq!(argument, json!({"budget": 140, "gap": 50, "linger": 1000}));
+        let armed = arm
+            .parse(r#"{"key":"d:e1","documentKey":"d","tag":"input","editable":true,"armed":true}"#)
+            .unwrap();
+        assert!(armed.armed && armed.active.key.as_deref() == Some("d:e1"));
     }
 
     #[test]

@@ -29,12 +29,13 @@ mod shape;
 mod upload;
 
 pub use actions::{
-    ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, Armed, ClickEvent,
-    ClickPoint, ClickProbe, ClickRecord, ClickTarget, ClickVerdict, Delivery, ElementState,
-    FRAME_POINT_HIT, FocusAndSelectAll, FocusAtEnd, FocusOutcome, FrameHit, ListOptions,
-    ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList,
-    OptionsKind, ProbeScroll, RefTarget, SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption,
-    SelectionOutcome, SetNativeValue, StateSnapshot, ValueOutcome, click_truth_document_script,
+    ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, ArmKeys, Armed,
+    ClickEvent, ClickPoint, ClickProbe, ClickRecord, ClickTarget, ClickVerdict, Delivery,
+    ElementState, FRAME_POINT_HIT, FocusAndSelectAll, FocusAtEnd, FocusOutcome, FrameHit,
+    KeyRecord, KeysArmed, KeysRecorded, ListOptions, ListedOption, NATIVE_VALUE_TYPES,
+    OPTIONS_DEFAULT_LIMIT, OPTIONS_MAX_LIMIT, OptionList, OptionsKind, ProbeScroll, RefTarget,
+    SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome, SetNativeValue,
+    StateSnapshot, ValueOutcome, document_start_script,
 };
 pub use annotate::{
     ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, CssBox, ImageBox, SkipReason, Skipped,

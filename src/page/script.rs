@@ -33,6 +33,8 @@ const UPLOAD_JS: &str = include_str!("js/upload.js");
 const ANNOTATE_JS: &str = include_str!("js/annotate.js");
 /// The click-truth listener installer (one function expression taking `early`).
 pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
+/// The keystroke guard installer (one function expression taking `early`).
+pub(super) const KEY_GUARD_JS: &str = include_str!("js/keyguard.js");
 
 /// Every entry point of the page scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +54,8 @@ pub enum Script {
     ActiveElementState,
     ArmClick,
     ClickVerdict,
+    ArmKeys,
+    KeyRecord,
     ScrollPosition,
     ScrollPage,
     ScrollContainer,
@@ -71,7 +75,7 @@ pub enum Script {
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 30] = [
+    pub const ALL: [Script; 32] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -87,6 +91,8 @@ impl Script {
         Script::ActiveElementState,
         Script::ArmClick,
         Script::ClickVerdict,
+        Script::ArmKeys,
+        Script::KeyRecord,
         Script::ScrollPosition,
         Script::ScrollPage,
         Script::ScrollContainer,
@@ -122,6 +128,8 @@ impl Script {
             Script::ActiveElementState => "activeElementState",
             Script::ArmClick => "armClick",
             Script::ClickVerdict => "clickVerdict",
+            Script::ArmKeys => "armKeys",
+            Script::KeyRecord => "keyRecord",
             Script::ScrollPosition => "scrollPosition",
             Script::ScrollPage => "scrollPage",
             Script::ScrollContainer => "scrollContainer",
@@ -224,9 +232,10 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
          if (globalThis[Symbol.for(BP_VERSION)] === undefined) {{\n\
          Object.defineProperty(globalThis, Symbol.for(BP_VERSION), \
          {{ value: Object.freeze({{ {entries} }}), enumerable: false, configurable: false, writable: false }});\n\
-         }}\n({})(false);\nreturn true;\n}}",
+         }}\n({})(false);\n({})(false);\nreturn true;\n}}",
         LIBRARY_SOURCE.as_str(),
-        CLICK_TRUTH_JS.trim_end()
+        CLICK_TRUTH_JS.trim_end(),
+        KEY_GUARD_JS.trim_end()
     )
 });
 
@@ -398,6 +407,7 @@ mod tests {
             UPLOAD_JS,
             ANNOTATE_JS,
             CLICK_TRUTH_JS,
+            KEY_GUARD_JS,
         ] {
             for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
                 assert!(

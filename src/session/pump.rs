@@ -458,7 +458,7 @@ async fn setup_child(client: &CdpClient, child: &SessionId, handle: &super::TabH
         tracing::debug!(%error, "auto-attaching under an out-of-process frame session");
         return;
     }
-    super::tab::register_click_truth(client, child).await;
+    super::tab::register_document_start(client, child).await;
     super::choosers::intercept(client, child, true).await;
 }
 

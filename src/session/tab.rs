@@ -12,7 +12,7 @@
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
 //! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
-//! document-start listener (`register_click_truth`, also used for OOPIF sessions by the pump),
+//! listener and the keystroke guard at document start (`register_document_start`, also used for OOPIF sessions by the pump),
 //! download capture (`session::downloads::enable`), console/request collection
 //! (`activity::enable`, into the tab's `ActivityBook`), file-chooser interception
 //! (`choosers.rs`, whose `FileChooserBook` sits beside the queue) and network observation
@@ -379,17 +379,18 @@ impl Drop for TabGuard {
 /// How long one setup call of a fresh session may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Registers the click-truth listener (`page::click_truth_document_script`) to run in the
-/// Broker's isolated world of every new document of a tab or OOPIF session, before any page
-/// script. Without it clicks are still judged, from a listener installed later (see
-/// docs/observation.md), so a failure is logged rather than fatal.
-pub async fn register_click_truth(client: &CdpClient, session: &SessionId) {
+/// Registers the click-truth listener and the keystroke guard (`page::document_start_script`)
+/// to run in the Broker's isolated world of every new document of a tab or OOPIF session,
+/// before any page script. Without it clicks are still judged, from a listener installed later
+/// (see docs/observation.md), and typing goes one guarded step per character (docs/keyboard.md),
+/// so a failure is logged rather than fatal.
+pub async fn register_document_start(client: &CdpClient, session: &SessionId) {
     let command = AddScriptToEvaluateOnNewDocument {
-        source: crate::page::click_truth_document_script().to_owned(),
+        source: crate::page::document_start_script().to_owned(),
         world_name: Some(crate::page::WORLD_NAME.to_owned()),
     };
     if let Err(error) = client.execute(session, &command, SETUP_TIMEOUT).await {
-        tracing::warn!(%error, "registering the click-truth listener failed");
+        tracing::warn!(%error, "registering the document-start listeners failed");
     }
 }
 
@@ -429,7 +430,7 @@ impl TabGuard {
         let (page, lifecycle, (), focus, downloads, (), intercepting, network, iframes) = tokio::join!(
             page,
             lifecycle,
-            register_click_truth(client, &session),
+            register_document_start(client, &session),
             focus,
             super::downloads::enable(client, &session),
             super::activity::enable(client, &session, &self.queue.activity),

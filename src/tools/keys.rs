@@ -8,6 +8,8 @@
 //! not click, scroll or select, and it never reads a typed value back into its output: evidence
 //! carries lengths only.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -24,12 +26,12 @@ use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context, take_observation};
 use crate::cdp::input::table::{self, Modifier};
-use crate::cdp::input::{Key, Stroke, chord_events, stroke_for};
+use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ElementState,
-    FocusAndSelectAll, FocusAtEnd, FocusOutcome, NATIVE_VALUE_TYPES, RefTarget, SetNativeValue,
-    ValueOutcome,
+    self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmKeys, ElementState,
+    FocusAndSelectAll, FocusAtEnd, FocusOutcome, KeyRecord, KeysArmed, NATIVE_VALUE_TYPES,
+    RefTarget, SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -293,6 +295,8 @@ struct Guarded<'a> {
     /// The focused element read right after the focus call, queued with it (the page ran it
     /// right after): the first step's check uses it instead of asking again.
     prechecked: Option<ActiveElement>,
+    /// Whether the keystroke guard is armed for the next burst.
+    armed: bool,
 }
 
 impl Guarded<'_> {
@@ -356,6 +360,133 @@ impl Guarded<'_> {
         }
     }
 
+    /// Arms the keystroke guard for the next burst, in the pinned context; the answer is also
+    /// the next step's focus check. Whether it is armed.
+    async fn arm(&mut self, tab: &mut ControlledTab) -> bool {
+        let arm = burst_arm();
+        let armed = page::run(
+            &tab.client,
+            &self.pin.session,
+            self.pin.context,
+            &arm,
+            SCRIPT_TIMEOUT,
+        )
+        .await;
+        self.take_arm(armed)
+    }
+
+    /// Keeps what an `ArmKeys` call answered: the focus check for the next step, and when the
+    /// guard was armed.
+    fn take_arm(&mut self, armed: Result<KeysArmed, page::PageError>) -> bool {
+        let Ok(armed) = armed else {
+            self.armed = false;
+            return false;
+        };
+        self.prechecked = Some(armed.active);
+        self.armed = armed.armed;
+        armed.armed
+    }
+
+    /// Disarms the keystroke guard (a failure before the burst was sent; nothing else).
+    async fn disarm(&mut self, tab: &ControlledTab) {
+        if std::mem::take(&mut self.armed) {
+            let _ = page::run(
+                &tab.client,
+                &self.pin.session,
+                self.pin.context,
+                &KeyRecord,
+                SCRIPT_TIMEOUT,
+            )
+            .await;
+        }
+    }
+
+    /// One burst: `steps` (key strokes, at most `BURST_MAX_STEPS`) sent at once behind the armed
+    /// keystroke guard, which lets a key reach the page only while the pinned element has focus
+    /// (see `js/keyguard.js`). Returns how many steps went through; fewer than `steps` only
+    /// when the guard's deadline or the page's pause stopped the rest (the caller goes on one
+    /// guarded step per character). A focus change, a new document or a dialog ends typing
+    /// with what reached the page counted.
+    async fn burst(
+        &mut self,
+        env: &ToolEnv,
+        tab: &mut ControlledTab,
+        steps: &[TypeStep],
+    ) -> Result<usize, ToolError> {
+        if !self.armed {
+            return Ok(0);
+        }
+        let ctx = match self
+            .check(&tab.client, &mut tab.guard, &steps[0].name)
+            .await
+        {
+            Ok(ctx) => ctx,
+            Err(error) => {
+                self.disarm(tab).await;
+                return Err(error);
+            }
+        };
+        self.armed = false;
+        let strokes: Vec<_> = steps
+            .iter()
+            .map(|step| match &step.stroke {
+                Stroke::Key { key, shift } => stroke_events(key, *shift),
+                Stroke::Insert(_) | Stroke::InsertText(_) => Vec::new(),
+            })
+            .collect();
+        let answered = std::sync::Arc::new(AtomicU64::new(0));
+        let (input, session, counted) = (tab.input(), ctx.session.clone(), answered.clone());
+        let mut dialogs = env.browser.dialog_signals();
+        let send = async move { input.strokes(&session, strokes, &counted).await };
+        let sent_at = tokio::time::Instant::now();
+        let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, send).await;
+        if let Ok(true) = dialog {
+            // The keys behind the dialog reach the page once it is answered, held longer than
+            // the guard allows (answered after this returns), so it stops them.
+            tokio::time::sleep_until(sent_at + 2 * BURST_GAP).await;
+            let held = (answered.load(Ordering::Acquire) as usize).min(steps.len() - 1);
+            self.dispatched += held as u64 + 1;
+            let next = steps
+                .get(held + 1)
+                .map_or("the end", |step| step.name.as_str());
+            return Err(ToolError::from(
+                self.fail(next, "dialog_opened")
+                    .with_context("dialogOpen", json!(true))
+                    .with_remediation(
+                        RemediationAction::ListDialogs,
+                        "A dialog the page opened while typing holds it; list and answer it, then observe the field.",
+                    ),
+            ));
+        }
+        dialog?;
+        let record = page::run(
+            &tab.client,
+            &ctx.session,
+            ctx.context,
+            &KeyRecord,
+            SCRIPT_TIMEOUT,
+        )
+        .await;
+        let sent = steps.len() as u64;
+        let record = match record {
+            Ok(record) if record.armed => record,
+            // The pinned document is gone: where the keys went is not known.
+            _ => {
+                self.dispatched += sent;
+                return Err(ToolError::from(self.fail("the end", "document_changed")));
+            }
+        };
+        let reached = sent - record.stopped.min(sent);
+        self.dispatched += reached;
+        let stopped_at = steps
+            .get(reached as usize)
+            .map_or("the end", |step| step.name.as_str());
+        if record.refused.as_deref() == Some("focus_changed") || record.seen < sent {
+            return Err(ToolError::from(self.fail(stopped_at, "focus_changed")));
+        }
+        Ok(reached as usize)
+    }
+
     /// One guarded step: re-check the pins, send, count it.
     async fn step(
         &mut self,
@@ -377,24 +508,95 @@ struct Typed {
     insertions: u64,
 }
 
-/// Types `text` one guarded step per character.
-async fn type_characters(
+/// One step of typing: its name in failures, and its stroke.
+struct TypeStep {
+    name: String,
+    stroke: Stroke,
+}
+
+/// The most steps one burst sends.
+const BURST_MAX_STEPS: usize = 32;
+
+/// The longest a key of a burst may be held on its way to the page (the guard compares its
+/// arrival with its timeStamp): longer means the page stalled, most likely behind a dialog,
+/// and the rest waits for guarded steps.
+const BURST_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// After a burst's deadline, how long a key still counts as the burst's (one made later
+/// disarms the guard: a guard left armed never stops the user's own typing for long).
+const BURST_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a burst of `steps` may take before the guard stops the rest.
+fn burst_budget(steps: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(60 + 4 * steps as u64)
+}
+
+/// The keystroke guard's arming for one burst.
+fn burst_arm() -> ArmKeys {
+    ArmKeys {
+        budget: burst_budget(BURST_MAX_STEPS),
+        gap: BURST_GAP,
+        linger: BURST_LINGER,
+    }
+}
+
+/// Whether every step is a key stroke other than Enter (a burst carries only those: an
+/// editing insertion sends no key event the guard could stop, and Enter may submit).
+fn burstable(steps: &[TypeStep]) -> bool {
+    steps.iter().all(|step| match &step.stroke {
+        Stroke::Key { key, .. } => key.code != "Enter",
+        Stroke::Insert(_) | Stroke::InsertText(_) => false,
+    })
+}
+
+/// The steps of typing `text`, one per character.
+fn character_steps(text: &str) -> Vec<TypeStep> {
+    text.chars()
+        .enumerate()
+        .map(|(index, ch)| TypeStep {
+            name: format!("type_character:{index}"),
+            stroke: stroke_for(ch),
+        })
+        .collect()
+}
+
+/// Runs `steps`: in bursts behind the keystroke guard while it is armed (`guarded.armed`),
+/// otherwise (and after a burst the guard cut short) one guarded step each.
+async fn run_steps(
+    env: &ToolEnv,
     tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
-    text: &str,
-) -> Result<Typed, ToolError> {
-    let mut typed = Typed::default();
-    for (index, ch) in text.chars().enumerate() {
-        let stroke = stroke_for(ch);
+    steps: &[TypeStep],
+) -> Result<(), ToolError> {
+    let mut next = 0;
+    while next < steps.len() {
+        if guarded.armed {
+            let chunk = &steps[next..steps.len().min(next + BURST_MAX_STEPS)];
+            let through = guarded.burst(env, tab, chunk).await?;
+            next += through;
+            if through == chunk.len() && next < steps.len() {
+                guarded.arm(tab).await;
+            }
+            continue;
+        }
         guarded
-            .step(tab, &format!("type_character:{index}"), &stroke)
+            .step(tab, &steps[next].name, &steps[next].stroke)
             .await?;
-        match stroke {
+        next += 1;
+    }
+    Ok(())
+}
+
+/// How many of `steps` went each way: as key presses, or as editing insertions.
+fn typed_by(steps: &[TypeStep]) -> Typed {
+    let mut typed = Typed::default();
+    for step in steps {
+        match step.stroke {
             Stroke::Key { .. } => typed.keystrokes += 1,
             Stroke::Insert(_) | Stroke::InsertText(_) => typed.insertions += 1,
         }
     }
-    Ok(typed)
+    typed
 }
 
 /// Fill mode: the whole text as one guarded editing insertion (nothing for an empty text).
@@ -610,16 +812,48 @@ pub async fn type_text(
     // The element's state before, then the focus (a native-setter control is replaced whole;
     // typing appends only when asked to), then the first step's focus check: queued at once,
     // run by the page in that order. A stale ref fails all three before anything is focused.
+    // Plain key strokes in the main frame go in bursts behind the keystroke guard, armed in
+    // the same queue (docs/keyboard.md); anything else one guarded step per character.
+    let characters = character_steps(&text);
+    let burst = !fill
+        && native_type.is_none()
+        && tab.guard.frame_selection().is_none()
+        && burstable(&characters);
     let read_before = snapshot(&tab.client, &ctx, &target);
     let run_focus = focus_for_typing(&tab.client, &ctx, &target, clear || native_type.is_some());
-    let active_now = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &ActiveElementKey,
-        SCRIPT_TIMEOUT,
-    );
+    let active_now = async {
+        let (client, session) = (&tab.client, &ctx.session);
+        match burst {
+            true => {
+                let arm = burst_arm();
+                page::run(client, session, ctx.context, &arm, SCRIPT_TIMEOUT).await
+            }
+            false => page::run(
+                client,
+                session,
+                ctx.context,
+                &ActiveElementKey,
+                SCRIPT_TIMEOUT,
+            )
+            .await
+            .map(|active| KeysArmed {
+                active,
+                armed: false,
+            }),
+        }
+    };
     let (before, focus, active_now) = tokio::join!(read_before, run_focus, active_now);
+    if !(before.is_ok() && focus.as_ref().is_ok_and(|f| f.focused)) && burst {
+        // Typing ends here: the guard armed in the same queue is not left waiting.
+        let _ = page::run(
+            &tab.client,
+            &ctx.session,
+            ctx.context,
+            &KeyRecord,
+            SCRIPT_TIMEOUT,
+        )
+        .await;
+    }
     let before = before?;
     let before_length = value_length(&before);
     let focus = focus?;
@@ -643,8 +877,10 @@ pub async fn type_text(
         action: "type",
         dispatched: 0,
         pin: &pin,
-        prechecked: active_now.ok(),
+        prechecked: None,
+        armed: false,
     };
+    guarded.take_arm(active_now);
     let subject = Subject::Element(before.element_key.clone());
     if let Some(input_type) = native_type {
         let call = TypeCall {
@@ -661,26 +897,38 @@ pub async fn type_text(
         };
         return type_native(&call, &mut tab, &mut guarded, input_type).await;
     }
+    let mut steps = Vec::with_capacity(characters.len() + 1);
     if clear && before_length > 0 {
-        let delete = Stroke::Key {
-            key: Key::named(table::DELETE),
-            shift: false,
-        };
-        guarded.step(&mut tab, "delete", &delete).await?;
+        steps.push(TypeStep {
+            name: "delete".to_owned(),
+            stroke: Stroke::Key {
+                key: Key::named(table::DELETE),
+                shift: false,
+            },
+        });
     }
     // Inputs without a selection API (email, number) cannot place the caret from script: End
     // does, as it would for a user.
     if !clear && !focus.caret_at_end && before_length > 0 {
-        let end = Stroke::Key {
-            key: Key::named(table::END),
-            shift: false,
-        };
-        guarded.step(&mut tab, "caret_to_end", &end).await?;
+        steps.push(TypeStep {
+            name: "caret_to_end".to_owned(),
+            stroke: Stroke::Key {
+                key: Key::named(table::END),
+                shift: false,
+            },
+        });
     }
     let input_started = tokio::time::Instant::now();
     let typed = match fill {
-        true => fill_text(&mut tab, &mut guarded, &text).await?,
-        false => type_characters(&mut tab, &mut guarded, &text).await?,
+        true => {
+            run_steps(env, &mut tab, &mut guarded, &steps).await?;
+            fill_text(&mut tab, &mut guarded, &text).await?
+        }
+        false => {
+            steps.extend(characters);
+            run_steps(env, &mut tab, &mut guarded, &steps).await?;
+            typed_by(&steps[steps.len() - text.chars().count()..])
+        }
     };
     let expected_value = match (clear, &before.value) {
         (true, _) => Some(text.clone()),
@@ -944,8 +1192,11 @@ pub async fn keyboard(
         dispatched: 0,
         pin: &pin,
         prechecked: None,
+        armed: false,
     };
-    let typed = type_characters(&mut tab, &mut guarded, &text).await?;
+    let steps = character_steps(&text);
+    run_steps(env, &mut tab, &mut guarded, &steps).await?;
+    let typed = typed_by(&steps);
     tokio::time::sleep(SETTLE).await;
     let expectation = keyboard_expectation(&before, &text);
     // Judged before any submit, on the element typing went to.

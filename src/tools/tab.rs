@@ -280,6 +280,16 @@ impl TabInput {
         input::send_key_events(&self.client, session, events, INPUT_TIMEOUT).await
     }
 
+    /// Several strokes' key events sent at once, in order; see `cdp::input::send_key_strokes`.
+    pub async fn strokes(
+        &self,
+        session: &SessionId,
+        strokes: Vec<Vec<DispatchKeyEvent>>,
+        answered: &std::sync::atomic::AtomicU64,
+    ) -> Result<(), CdpError> {
+        input::send_key_strokes(&self.client, session, strokes, INPUT_TIMEOUT, answered).await
+    }
+
     /// One typing stroke: a key press, or an editing insertion.
     pub async fn stroke(&self, session: &SessionId, stroke: &Stroke) -> Result<(), CdpError> {
         input::send_stroke(&self.client, session, stroke, INPUT_TIMEOUT).await

@@ -212,6 +212,47 @@ function clickVerdict(options) {
   return { armed: true, early: state.early, observed: observed, inside: inside, reached: reached, prevented: prevented };
 }
 
+// The keystroke guard of this world (see keyguard.js), or null.
+function bpKeyGuard() {
+  const state = globalThis[Symbol.for('browser-pilot.key-guard.v1')];
+  return state === undefined ? null : state;
+}
+
+// Arms the keystroke guard for one typing burst on the deep active element,
+// when the guard was installed at document start and the document has no
+// frames (a key typed
+// into a frame never reaches this window, so nothing here could stop it).
+// `budget` (how long the burst may take), `gap` (the longest a key may be
+// held on its way) and `linger` (after the deadline, how long a key still
+// counts as the burst's) are milliseconds. Returns what activeElementKey does,
+// and whether the guard is armed.
+function armKeys(options) {
+  const active = bpDeepActiveElement();
+  const result = activeElementKey(options);
+  result.armed = false;
+  const state = bpKeyGuard();
+  if (state === null) return result;
+  state.armed = null;
+  if (!state.early || window.length > 0 || !active) return result;
+  const now = performance.now();
+  state.armed = {
+    element: active, deadline: now + options.budget, gap: options.gap, linger: options.linger,
+    refused: null, passed: 0, stopped: 0, seen: 0, down: new Set(),
+  };
+  result.armed = true;
+  return result;
+}
+
+// What the armed burst did (characters passed, stopped, seen by this
+// document, and why the guard began refusing), and disarms the guard.
+function keyRecord(options) {
+  const state = bpKeyGuard();
+  const armed = state === null ? null : state.armed;
+  if (armed === null) return { armed: false, passed: 0, stopped: 0, seen: 0, refused: null };
+  state.armed = null;
+  return { armed: true, passed: armed.passed, stopped: armed.stopped, seen: armed.seen, refused: armed.refused };
+}
+
 // The observable state of the element behind a ref, for before/after
 // evidence. Password values are never returned, only their length.
 function stateSnapshot(options) {
