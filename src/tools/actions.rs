@@ -192,6 +192,9 @@ pub(super) struct Effects {
     pub(super) list: Vec<Effect>,
     pub(super) after: Option<ElementState>,
     pub(super) dialog: bool,
+    /// Judged from what was read right after the input, with no settle window and nothing
+    /// started since: an Observation taken with those reads shows the page as judged.
+    pub(super) in_place: bool,
 }
 
 pub(super) async fn collect_effects(
@@ -227,6 +230,7 @@ pub(super) async fn collect_effects(
             list,
             after: None,
             dialog,
+            in_place: false,
         };
     }
     // The window may have ended on a navigation that started but has not committed yet: the
@@ -247,6 +251,7 @@ pub(super) async fn collect_effects(
         }
     }
     let mut after = None;
+    let mut in_place = false;
     if let (true, Some(state), Some(element_before), false) = (
         early,
         &before.shown,
@@ -256,6 +261,7 @@ pub(super) async fn collect_effects(
         // Read after the input and nothing moved since: the state is the one shown.
         state_effects(element_before, state, &mut list);
         after = Some(state.clone());
+        in_place = true;
     } else if let (Some(target), Some(element_before)) = (target, &before.element) {
         match page_context(client, guard).await {
             Ok(ctx) => match snapshot(client, &ctx, target).await {
@@ -278,6 +284,7 @@ pub(super) async fn collect_effects(
         list,
         after,
         dialog,
+        in_place,
     }
 }
 

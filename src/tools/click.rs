@@ -12,7 +12,9 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
-use super::tab::{ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT};
+use super::tab::{
+    ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, take_observation,
+};
 use crate::cdp::CdpClient;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
@@ -336,8 +338,30 @@ pub async fn click(
             _ => None,
         }
     };
-    let (record, state_now, url_now) =
-        tokio::join!(verdict, state_now, current_url(&tab.client, &mut tab.guard));
+    // The closing Observation is asked for with them (run after them) when the page is cheap
+    // to observe: it is kept when the click is judged from these reads alone (`in_place`). Its
+    // history read gives the URL.
+    let request = closing_request(&arguments)?;
+    let prefetch = !dialog && cheap_to_observe(&mut tab.guard);
+    let place_now = async {
+        match prefetch {
+            true => {
+                match take_observation(&tab.client, &mut tab.guard, scope, &request, true).await {
+                    Ok(taken) => {
+                        let url = taken
+                            .result
+                            .get("url")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        (url.unwrap_or_default(), Some(taken))
+                    }
+                    Err(_) => (current_url(&tab.client, &mut tab.guard).await, None),
+                }
+            }
+            false => (current_url(&tab.client, &mut tab.guard).await, None),
+        }
+    };
+    let (record, state_now, (url_now, closing)) = tokio::join!(verdict, state_now, place_now);
     before.shown_url = Some(url_now).filter(|url| !url.is_empty());
     before.shown = state_now.filter(|now| {
         before.element.as_ref().is_some_and(|was| {
@@ -370,7 +394,7 @@ pub async fn click(
         dialog_open: effects.dialog,
         subject,
         frame_id: ctx.frame_id.clone(),
-        observation: None,
+        observation: closing.filter(|_| effects.in_place),
     };
     finish_with_observation(env, &mut tab, scope, finished).await
 }
@@ -389,6 +413,7 @@ mod tests {
             dialog: list.contains(&Effect::DialogOpened),
             list,
             after,
+            in_place: false,
         }
     }
 
@@ -524,6 +549,7 @@ mod tests {
                 list,
                 after: Some(after),
                 dialog: false,
+                in_place: false,
             };
             let evidence = click_evidence(
                 "checkbox",

@@ -514,6 +514,7 @@ mod tests {
             list: Vec::new(),
             after: None,
             dialog: false,
+            in_place: false,
         }
     }
 

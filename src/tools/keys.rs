@@ -24,7 +24,9 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
-use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, page_context, take_observation};
+use super::tab::{
+    ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context, take_observation,
+};
 use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
@@ -954,11 +956,12 @@ pub async fn type_text(
             None => false,
         }
     };
-    // Without a submit the closing Observation is asked for with the value (queued behind it):
-    // it is kept when no settle window follows.
+    // Without a submit the closing Observation is asked for with the value (queued behind it)
+    // when the page is cheap to observe: it is kept when no settle window follows.
     let request = closing_request(&arguments)?;
-    let (mut after, mut closing) = match (submit, tab.page_context().await) {
-        (false, Ok(ctx)) => {
+    let prefetch = !submit && cheap_to_observe(&mut tab.guard);
+    let (mut after, mut closing) = match (prefetch, tab.page_context().await) {
+        (true, Ok(ctx)) => {
             let read = snapshot(&tab.client, &ctx, &target);
             let observe = take_observation(&tab.client, &mut tab.guard, scope, &request, true);
             let (after, closing) = tokio::join!(read, observe);

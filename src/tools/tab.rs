@@ -438,6 +438,20 @@ pub(super) fn base_result(
 
 /// A fresh Observation's result and, when asked for, the no-progress fingerprint of the full
 /// page state (whatever diff, form or budget shaped the result).
+/// Observations of at most this many elements are cheap enough to take speculatively, with an
+/// action's last reads, and throw away when the action turns out to need a settle window.
+const SPECULATIVE_OBSERVATION_ELEMENTS: usize = 2_000;
+
+/// Whether the tab's last Observation was small enough that taking the next one speculatively
+/// costs little (none yet: the first is taken when needed).
+pub fn cheap_to_observe(guard: &mut TabGuard) -> bool {
+    guard
+        .state()
+        .observations
+        .back()
+        .is_some_and(|record| record.view.len() <= SPECULATIVE_OBSERVATION_ELEMENTS)
+}
+
 pub struct TakenObservation {
     pub result: Map<String, Value>,
     pub fingerprint: Option<(u64, u64)>,
