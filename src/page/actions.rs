@@ -400,7 +400,7 @@ pub struct FocusAndSelectAll(pub RefTarget);
 pub struct FocusOutcome {
     pub focused: bool,
     pub selected_all: bool,
-    /// `FocusAtEnd` only: the caret is after the content.
+    /// With the caret put after the content (`PrepareTyping` to append): it is there.
     #[serde(default)]
     pub caret_at_end: bool,
     pub active_element_key: Option<String>,
@@ -413,26 +413,6 @@ impl PageScript for FocusAndSelectAll {
         Ok(ScriptCall {
             script: Script::FocusAndSelectAll,
             argument: self.0.argument()?,
-        })
-    }
-
-    fn parse(&self, json: &str) -> Result<FocusOutcome, PageError> {
-        decode(Script::FocusAndSelectAll, json)
-    }
-}
-
-/// Focus the ref's element and put the caret after its content, so typing
-/// appends (`browser.type` with `clear: false`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FocusAtEnd(pub RefTarget);
-
-impl PageScript for FocusAtEnd {
-    type Output = FocusOutcome;
-
-    fn call(&self) -> Result<ScriptCall, PageError> {
-        Ok(ScriptCall {
-            script: Script::FocusAndSelectAll,
-            argument: with(&self.0, json!({ "atEnd": true }))?,
         })
     }
 
@@ -491,6 +471,8 @@ pub struct ArmKeys {
 pub struct KeysArmed {
     #[serde(flatten)]
     pub active: ActiveElement,
+    /// Absent when nothing was asked to arm.
+    #[serde(default)]
     pub armed: bool,
 }
 
@@ -510,6 +492,52 @@ impl PageScript for ArmKeys {
 
     fn parse(&self, json: &str) -> Result<KeysArmed, PageError> {
         decode(Script::ArmKeys, json)
+    }
+}
+
+/// Everything typing needs before its first key, in one page call
+/// (`prepareTyping`): the element's state, the focus (whole content selected
+/// to be replaced, or the caret after it), then the deep active element,
+/// arming the keystroke guard on it when `arm` is given. A stale ref fails
+/// before anything is focused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrepareTyping {
+    pub target: RefTarget,
+    pub replace: bool,
+    pub arm: Option<ArmKeys>,
+}
+
+/// What `PrepareTyping` found and did.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TypingPrepared {
+    pub before: ElementState,
+    pub focus: FocusOutcome,
+    pub active: KeysArmed,
+}
+
+impl PageScript for PrepareTyping {
+    type Output = TypingPrepared;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let arm = match &self.arm {
+            Some(arm) => arm.call()?.argument,
+            None => Value::Null,
+        };
+        Ok(ScriptCall {
+            script: Script::PrepareTyping,
+            argument: with(
+                &self.target,
+                json!({ "valueMax": SNAPSHOT_VALUE_MAX_CHARS, "atEnd": !self.replace, "arm": arm }),
+            )?,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<TypingPrepared, PageError> {
+        let mut prepared: TypingPrepared = decode(Script::PrepareTyping, json)?;
+        if prepared.before.sensitive {
+            prepared.before.value = None;
+        }
+        Ok(prepared)
     }
 }
 
@@ -829,6 +857,32 @@ mod tests {
             .parse(r#"{"key":"d:e1","documentKey":"d","tag":"input","editable":true,"armed":true}"#)
             .unwrap();
         assert!(armed.armed && armed.active.key.as_deref() == Some("d:e1"));
+        let prepare = PrepareTyping {
+            target: target(),
+            replace: false,
+            arm: Some(arm),
+        };
+        let argument = prepare.call().unwrap().argument;
+        assert_eq!(argument["atEnd"], json!(true));
+        assert_eq!(argument["arm"]["budget"], json!(140));
+        let unarmed = PrepareTyping {
+            target: target(),
+            replace: true,
+            arm: None,
+        };
+        let argument = unarmed.call().unwrap().argument;
+        assert_eq!(
+            (&argument["atEnd"], &argument["arm"]),
+            (&json!(false), &Value::Null)
+        );
+        let prepared = unarmed
+            .parse(r#"{"before":{"documentKey":"d","elementKey":"d:e1","connected":true,"value":"secret","valueLength":6,"sensitive":true,"focused":false},"focus":{"focused":true,"selectedAll":true,"activeElementKey":"d:e1"},"active":{"key":"d:e1","documentKey":"d","tag":"input","editable":true}}"#)
+            .unwrap();
+        assert_eq!(
+            prepared.before.value, None,
+            "a sensitive value is never kept"
+        );
+        assert!(!prepared.active.armed);
     }
 
     #[test]

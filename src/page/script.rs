@@ -56,6 +56,7 @@ pub enum Script {
     ClickVerdict,
     ArmKeys,
     KeyRecord,
+    PrepareTyping,
     ScrollPosition,
     ScrollPage,
     ScrollContainer,
@@ -75,7 +76,7 @@ pub enum Script {
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 32] = [
+    pub const ALL: [Script; 33] = [
         Script::Observe,
         Script::Read,
         Script::Search,
@@ -93,6 +94,7 @@ impl Script {
         Script::ClickVerdict,
         Script::ArmKeys,
         Script::KeyRecord,
+        Script::PrepareTyping,
         Script::ScrollPosition,
         Script::ScrollPage,
         Script::ScrollContainer,
@@ -130,6 +132,7 @@ impl Script {
             Script::ClickVerdict => "clickVerdict",
             Script::ArmKeys => "armKeys",
             Script::KeyRecord => "keyRecord",
+            Script::PrepareTyping => "prepareTyping",
             Script::ScrollPosition => "scrollPosition",
             Script::ScrollPage => "scrollPage",
             Script::ScrollContainer => "scrollContainer",

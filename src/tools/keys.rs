@@ -32,8 +32,8 @@ use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmKeys, ElementState,
-    FocusAndSelectAll, FocusAtEnd, FocusOutcome, KeyRecord, KeysArmed, NATIVE_VALUE_TYPES,
-    RefTarget, SetNativeValue, ValueOutcome,
+    FocusAndSelectAll, KeyRecord, KeysArmed, NATIVE_VALUE_TYPES, PrepareTyping, RefTarget,
+    SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -815,38 +815,24 @@ pub async fn type_text(
     // typing appends only when asked to), then the first step's focus check: queued at once,
     // run by the page in that order. A stale ref fails all three before anything is focused.
     // Plain key strokes in the main frame go in bursts behind the keystroke guard, armed in
-    // the same queue (docs/keyboard.md); anything else one guarded step per character.
+    // the same call (docs/keyboard.md); anything else one guarded step per character.
     let characters = character_steps(&text);
     let burst = !fill
         && native_type.is_none()
         && tab.guard.frame_selection().is_none()
         && burstable(&characters);
-    let read_before = snapshot(&tab.client, &ctx, &target);
-    let run_focus = focus_for_typing(&tab.client, &ctx, &target, clear || native_type.is_some());
-    let active_now = async {
-        let (client, session) = (&tab.client, &ctx.session);
-        match burst {
-            true => {
-                let arm = burst_arm();
-                page::run(client, session, ctx.context, &arm, SCRIPT_TIMEOUT).await
-            }
-            false => page::run(
-                client,
-                session,
-                ctx.context,
-                &ActiveElementKey,
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .map(|active| KeysArmed {
-                active,
-                armed: false,
-            }),
-        }
+    // The element's state before, then the focus (a native-setter control is replaced whole;
+    // typing appends only when asked to), then the first step's focus check: one page call. A
+    // stale ref fails before anything is focused.
+    let prepare = PrepareTyping {
+        target: target.clone(),
+        replace: clear || native_type.is_some(),
+        arm: burst.then(burst_arm),
     };
-    let (before, focus, active_now) = tokio::join!(read_before, run_focus, active_now);
-    if !(before.is_ok() && focus.as_ref().is_ok_and(|f| f.focused)) && burst {
-        // Typing ends here: the guard armed in the same queue is not left waiting.
+    let prepared = tab.run(&ctx, &prepare).await?;
+    let (before, focus) = (prepared.before, prepared.focus);
+    if !focus.focused && prepared.active.armed {
+        // Typing ends here: the guard armed in the same call is not left waiting.
         let _ = page::run(
             &tab.client,
             &ctx.session,
@@ -856,9 +842,7 @@ pub async fn type_text(
         )
         .await;
     }
-    let before = before?;
     let before_length = value_length(&before);
-    let focus = focus?;
     if !focus.focused {
         return Err(ToolError::from(
             RpcError::new(
@@ -882,7 +866,7 @@ pub async fn type_text(
         prechecked: None,
         armed: false,
     };
-    guarded.take_arm(active_now);
+    guarded.take_arm(Ok(prepared.active));
     let subject = Subject::Element(before.element_key.clone());
     if let Some(input_type) = native_type {
         let call = TypeCall {
@@ -1022,33 +1006,6 @@ pub async fn type_text(
         observation: closing,
     };
     finish_type(env, &mut tab, scope, finished, &verification, exact).await
-}
-
-/// Focuses the element for typing: its whole content selected (to be replaced), or the caret
-/// after it (to append).
-async fn focus_for_typing(
-    client: &CdpClient,
-    ctx: &PageContext,
-    target: &RefTarget,
-    replace: bool,
-) -> Result<FocusOutcome, crate::page::PageError> {
-    let (session, context) = (&ctx.session, ctx.context);
-    match replace {
-        true => {
-            let focus = FocusAndSelectAll(target.clone());
-            page::run(client, session, context, &focus, SCRIPT_TIMEOUT).await
-        }
-        false => {
-            page::run(
-                client,
-                session,
-                context,
-                &FocusAtEnd(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-        }
-    }
 }
 
 /// The typed-into element's state now, if its document still has it.

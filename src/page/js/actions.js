@@ -324,6 +324,20 @@ function focusAndSelectAll(options) {
   };
 }
 
+// Everything typing needs before its first key, in one call: the element's
+// state (stateSnapshot), then the focus (focusAndSelectAll, or the caret at
+// the end with `atEnd`), then the deep active element, arming the keystroke
+// guard on it when `arm` is given (armKeys). A stale ref fails before
+// anything is focused.
+function prepareTyping(options) {
+  const before = stateSnapshot(options);
+  if (before.error) return before;
+  const focus = focusAndSelectAll(options);
+  if (focus.error) return focus;
+  const active = options.arm ? armKeys(options.arm) : activeElementKey(options);
+  return { before: before, focus: focus, active: active };
+}
+
 // Collapses the caret to the end of a focused element's content. Inputs
 // without a selection API (email, number) report caretAtEnd false.
 function bpCaretToEnd(el) {
