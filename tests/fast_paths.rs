@@ -16,7 +16,9 @@ fn fast_actions_keep_late_effects_and_the_keystroke_guard() {
     let rig = Rig::start();
     a_navigation_200_ms_after_a_click_is_reported_as_its_effect(&rig);
     focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(&rig);
-    a_dialog_opened_by_the_fifth_character_stops_the_rest(&rig);
+    a_dialog_opened_by_the_fifth_character_stops_the_rest(&rig, "1234567890");
+    // With an emoji the text goes one guarded step per character: the same outcome.
+    a_dialog_opened_by_the_fifth_character_stops_the_rest(&rig, "1234567890🙂");
     a_page_that_stalls_between_keys_still_gets_every_character_once(&rig);
     a_long_text_types_exactly_through_several_bursts(&rig);
 }
@@ -151,20 +153,21 @@ fn value_in(observation: &Value, name: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-fn a_dialog_opened_by_the_fifth_character_stops_the_rest(rig: &Rig) {
+fn a_dialog_opened_by_the_fifth_character_stops_the_rest(rig: &Rig, text: &str) {
     let (mut agent, target) = open(rig);
     let page = observe(&mut agent, &target);
     let pin = find_ref(&page, "textbox", "PIN");
     let typed = agent.call(
         "browser.type",
         Some(&target),
-        json!({"observationId": page["observationId"], "ref": pin, "text": "1234567890"}),
+        json!({"observationId": page["observationId"], "ref": pin, "text": text}),
     );
     let error = &typed["error"]["data"];
     assert_eq!(error["code"], "unknown_outcome", "{typed}");
     assert_eq!(error["context"]["reason"], "dialog_opened", "{typed}");
     assert_eq!(error["context"]["dialogOpen"], true, "{typed}");
     assert_eq!(error["context"]["dispatchedSteps"], 5, "{typed}");
+    assert_eq!(error["context"]["step"], "type_character:4", "{typed}");
     assert_eq!(error["remediation"]["action"], "list_dialogs", "{typed}");
     // Answering the dialog releases the keys it held: the guard stops every one of them.
     let listed = agent.tool("browser.dialogs.list", None, json!({}));

@@ -291,6 +291,7 @@ struct Pin {
 
 /// Step-failure bookkeeping for guarded typing.
 struct Guarded<'a> {
+    env: &'a ToolEnv,
     action: &'static str,
     dispatched: u64,
     pin: &'a Pin,
@@ -411,10 +412,10 @@ impl Guarded<'_> {
     /// with what reached the page counted.
     async fn burst(
         &mut self,
-        env: &ToolEnv,
         tab: &mut ControlledTab,
         steps: &[TypeStep],
     ) -> Result<usize, ToolError> {
+        let env = self.env;
         if !self.armed {
             return Ok(0);
         }
@@ -448,17 +449,7 @@ impl Guarded<'_> {
             tokio::time::sleep_until(sent_at + 2 * BURST_GAP).await;
             let held = (answered.load(Ordering::Acquire) as usize).min(steps.len() - 1);
             self.dispatched += held as u64 + 1;
-            let next = steps
-                .get(held + 1)
-                .map_or("the end", |step| step.name.as_str());
-            return Err(ToolError::from(
-                self.fail(next, "dialog_opened")
-                    .with_context("dialogOpen", json!(true))
-                    .with_remediation(
-                        RemediationAction::ListDialogs,
-                        "A dialog the page opened while typing holds it; list and answer it, then observe the field.",
-                    ),
-            ));
+            return Err(self.dialog_opened(&steps[held].name));
         }
         dialog?;
         let record = page::run(
@@ -489,7 +480,30 @@ impl Guarded<'_> {
         Ok(reached as usize)
     }
 
-    /// One guarded step: re-check the pins, send, count it.
+    /// A dialog the page opened during `step` holds the page (and any key behind it): typing
+    /// ends, with what was dispatched counted (the step itself included).
+    fn dialog_opened(&self, step: &str) -> ToolError {
+        let dispatched = self.dispatched;
+        ToolError::from(
+            RpcError::new(
+                ErrorCode::UnknownOutcome,
+                format!("a dialog opened during {step}; {dispatched} step(s) had been dispatched"),
+            )
+            .with_context("action", json!(self.action))
+            .with_context("step", json!(step))
+            .with_context("reason", json!("dialog_opened"))
+            .with_context("dispatchedSteps", json!(dispatched))
+            .with_context("remainingStepsStopped", json!(true))
+            .with_context("dialogOpen", json!(true))
+            .with_remediation(
+                RemediationAction::ListDialogs,
+                "A dialog the page opened while typing holds it; list and answer it, then observe the field.",
+            ),
+        )
+    }
+
+    /// One guarded step: re-check the pins, send, count it. A dialog the step opened ends
+    /// typing (the step's events are not answered until the dialog is).
     async fn step(
         &mut self,
         tab: &mut ControlledTab,
@@ -497,9 +511,15 @@ impl Guarded<'_> {
         stroke: &Stroke,
     ) -> Result<(), ToolError> {
         let ctx = self.check(&tab.client, &mut tab.guard, step).await?;
-        tab.stroke(&ctx.session, stroke).await?;
+        let (input, session, stroke) = (tab.input(), ctx.session.clone(), stroke.clone());
+        let mut dialogs = self.env.browser.dialog_signals();
+        let send = async move { input.stroke(&session, &stroke).await };
+        let dialog = dispatch_final(self.env, &tab.guard.target, &mut dialogs, send).await?;
         self.dispatched += 1;
-        Ok(())
+        match dialog {
+            true => Err(self.dialog_opened(step)),
+            false => Ok(()),
+        }
     }
 }
 
@@ -565,7 +585,6 @@ fn character_steps(text: &str) -> Vec<TypeStep> {
 /// Runs `steps`: in bursts behind the keystroke guard while it is armed (`guarded.armed`),
 /// otherwise (and after a burst the guard cut short) one guarded step each.
 async fn run_steps(
-    env: &ToolEnv,
     tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
     steps: &[TypeStep],
@@ -574,7 +593,7 @@ async fn run_steps(
     while next < steps.len() {
         if guarded.armed {
             let chunk = &steps[next..steps.len().min(next + BURST_MAX_STEPS)];
-            let through = guarded.burst(env, tab, chunk).await?;
+            let through = guarded.burst(tab, chunk).await?;
             next += through;
             if through == chunk.len() && next < steps.len() {
                 guarded.arm(tab).await;
@@ -860,6 +879,7 @@ pub async fn type_text(
         frame_id: ctx.frame_id.clone(),
     };
     let mut guarded = Guarded {
+        env,
         action: "type",
         dispatched: 0,
         pin: &pin,
@@ -907,12 +927,12 @@ pub async fn type_text(
     let input_started = tokio::time::Instant::now();
     let typed = match fill {
         true => {
-            run_steps(env, &mut tab, &mut guarded, &steps).await?;
+            run_steps(&mut tab, &mut guarded, &steps).await?;
             fill_text(&mut tab, &mut guarded, &text).await?
         }
         false => {
             steps.extend(characters);
-            run_steps(env, &mut tab, &mut guarded, &steps).await?;
+            run_steps(&mut tab, &mut guarded, &steps).await?;
             typed_by(&steps[steps.len() - text.chars().count()..])
         }
     };
@@ -1148,6 +1168,7 @@ pub async fn keyboard(
         frame_id: ctx.frame_id.clone(),
     };
     let mut guarded = Guarded {
+        env,
         action: "keyboard",
         dispatched: 0,
         pin: &pin,
@@ -1155,7 +1176,7 @@ pub async fn keyboard(
         armed: false,
     };
     let steps = character_steps(&text);
-    run_steps(env, &mut tab, &mut guarded, &steps).await?;
+    run_steps(&mut tab, &mut guarded, &steps).await?;
     let typed = typed_by(&steps);
     tokio::time::sleep(SETTLE).await;
     let expectation = keyboard_expectation(&before, &text);

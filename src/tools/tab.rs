@@ -221,11 +221,6 @@ impl ControlledTab {
     pub async fn mouse(&self, session: &SessionId, event: MouseStep) -> Result<(), CdpError> {
         self.input().mouse(session, event).await
     }
-
-    /// One typing stroke on `session`; see [`TabInput::stroke`].
-    pub async fn stroke(&self, session: &SessionId, stroke: &Stroke) -> Result<(), CdpError> {
-        self.input().stroke(session, stroke).await
-    }
 }
 
 /// One mouse event at a point in the dispatch session's viewport.
