@@ -140,6 +140,44 @@ pub struct ClickProbe {
     pub scroll: ProbeScroll,
 }
 
+/// A `ClickProbe`, then, when the element can take a click where it is, the
+/// same again in the page's first frame callback whose animation clock
+/// stepped `min_step_ms` past the first sample's (waited for in the page),
+/// or no second sample when no such frame came within `max_wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClickSettle {
+    pub probe: ClickProbe,
+    pub min_step_ms: f64,
+    pub max_wait: Duration,
+}
+
+/// The two samples of a `ClickSettle`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Settled {
+    pub first: ClickTarget,
+    pub second: Option<ClickTarget>,
+}
+
+impl PageScript for ClickSettle {
+    type Output = Settled;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        let mut argument = self.probe.call()?.argument;
+        if let Some(object) = argument.as_object_mut() {
+            object.insert("minStep".into(), json!(self.min_step_ms));
+            object.insert("maxWait".into(), json!(self.max_wait.as_millis() as u64));
+        }
+        Ok(ScriptCall {
+            script: Script::ClickSettle,
+            argument,
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<Settled, PageError> {
+        decode(Script::ClickSettle, json)
+    }
+}
+
 /// How a `ClickProbe` scrolls before measuring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeScroll {

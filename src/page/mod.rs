@@ -30,12 +30,12 @@ mod upload;
 
 pub use actions::{
     ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmClick, ArmKeys, Armed,
-    ClickEvent, ClickPoint, ClickProbe, ClickRecord, ClickTarget, ClickVerdict, Delivery,
-    ElementState, FRAME_POINT_HIT, FocusAndSelectAll, FocusOutcome, FrameHit, KeyRecord, KeysArmed,
-    KeysRecorded, ListOptions, ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT,
+    ClickEvent, ClickPoint, ClickProbe, ClickRecord, ClickSettle, ClickTarget, ClickVerdict,
+    Delivery, ElementState, FRAME_POINT_HIT, FocusAndSelectAll, FocusOutcome, FrameHit, KeyRecord,
+    KeysArmed, KeysRecorded, ListOptions, ListedOption, NATIVE_VALUE_TYPES, OPTIONS_DEFAULT_LIMIT,
     OPTIONS_MAX_LIMIT, OptionList, OptionsKind, PrepareTyping, ProbeScroll, RefTarget,
     SNAPSHOT_VALUE_MAX_CHARS, SelectOptions, SelectedOption, SelectionOutcome, SetNativeValue,
-    StateSnapshot, TypingPrepared, ValueOutcome, document_start_script,
+    Settled, StateSnapshot, TypingPrepared, ValueOutcome, document_start_script,
 };
 pub use annotate::{
     ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, CssBox, ImageBox, SkipReason, Skipped,

@@ -346,7 +346,7 @@ async fn call_function(
             value: call.argument.clone(),
         }],
         return_by_value,
-        await_promise: Some(false),
+        await_promise: Some(call.script.awaits()),
         silent: true,
         object_group: (!return_by_value).then(|| REF_OBJECT_GROUP.to_owned()),
     };

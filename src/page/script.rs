@@ -45,6 +45,7 @@ pub enum Script {
     Find,
     Resolve,
     ClickPoint,
+    ClickSettle,
     StateSnapshot,
     FocusAndSelectAll,
     ActiveElementKey,
@@ -76,13 +77,14 @@ pub enum Script {
 
 impl Script {
     /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 33] = [
+    pub const ALL: [Script; 34] = [
         Script::Observe,
         Script::Read,
         Script::Search,
         Script::Find,
         Script::Resolve,
         Script::ClickPoint,
+        Script::ClickSettle,
         Script::StateSnapshot,
         Script::FocusAndSelectAll,
         Script::ActiveElementKey,
@@ -121,6 +123,7 @@ impl Script {
             Script::Find => "find",
             Script::Resolve => "resolve",
             Script::ClickPoint => "clickPoint",
+            Script::ClickSettle => "clickSettle",
             Script::StateSnapshot => "stateSnapshot",
             Script::FocusAndSelectAll => "focusAndSelectAll",
             Script::ActiveElementKey => "activeElementKey",
@@ -155,6 +158,11 @@ impl Script {
     /// without `returnByValue`) rather than as JSON text.
     pub fn returns_element(self) -> bool {
         matches!(self, Script::Resolve | Script::PickedFileInput)
+    }
+
+    /// Whether the script answers with a promise (the call awaits it).
+    pub fn awaits(self) -> bool {
+        matches!(self, Script::ClickSettle)
     }
 
     /// Whether the script writes to the page (sets a value, selects options), which makes its
@@ -251,9 +259,13 @@ static STUBS: LazyLock<Vec<String>> = LazyLock::new(|| {
     Script::ALL
         .iter()
         .map(|script| {
-            let call = match script.returns_element() {
-                true => format!("lib.{}(options)", script.entry()),
-                false => format!("JSON.stringify(lib.{}(options))", script.entry()),
+            let call = match (script.returns_element(), script.awaits()) {
+                (true, _) => format!("lib.{}(options)", script.entry()),
+                (false, true) => format!(
+                    "Promise.resolve(lib.{}(options)).then(JSON.stringify)",
+                    script.entry()
+                ),
+                (false, false) => format!("JSON.stringify(lib.{}(options))", script.entry()),
             };
             format!(
                 "function (options) {{ \"use strict\"; const lib = globalThis[Symbol.for({key:?})]; \
@@ -292,7 +304,7 @@ impl ScriptCall {
             "executionContextId": execution_context_id,
             "arguments": [{ "value": self.argument }],
             "returnByValue": return_by_value,
-            "awaitPromise": false,
+            "awaitPromise": self.script.awaits(),
             "silent": true,
         });
         if let Some(group) = object_group {
@@ -374,6 +386,24 @@ mod tests {
         }
         assert!(Script::Observe.declaration().contains("JSON.stringify"));
         assert!(!Script::Resolve.declaration().contains("JSON.stringify"));
+        // A script answering with a promise is awaited, and only that one.
+        assert!(
+            Script::ClickSettle
+                .declaration()
+                .contains(".then(JSON.stringify)")
+        );
+        let call = |script| ScriptCall {
+            script,
+            argument: json!({}),
+        };
+        assert_eq!(
+            call(Script::ClickSettle).call_function_on_params(1, true, None)["awaitPromise"],
+            json!(true)
+        );
+        assert_eq!(
+            call(Script::ClickPoint).call_function_on_params(1, true, None)["awaitPromise"],
+            json!(false)
+        );
     }
 
     #[test]

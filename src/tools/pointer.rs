@@ -28,8 +28,8 @@ use crate::cdp::page::GetFrameTree;
 use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ClickProbe, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad, QuadMap,
-    RefTarget, ScriptErrorCode, ViewportSize,
+    self, ClickProbe, ClickSettle, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad,
+    QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -50,6 +50,9 @@ const FRAME_POLL: Duration = Duration::from_millis(3);
 /// Chromium to produce a frame first (input routed by the browser right after a scroll was lost
 /// while its hit-test data still showed the old position; 20 ms later it arrived; docs/cdp.md).
 const SETTLE_INTERVAL: Duration = Duration::from_millis(50);
+/// How long the page waits for the frame after a first sample (`ClickSettle`) before it answers
+/// without a second one (a document that renders nothing goes on with timed samples).
+const SETTLE_FRAME_WAIT: Duration = Duration::from_millis(50);
 /// Part of the Command's remaining time kept for the click itself, its evidence and the fresh
 /// Observation: the wait ends at the larger of a quarter of the remaining time and this.
 const RESERVED_FOR_ACTION: Duration = Duration::from_millis(250);
@@ -490,26 +493,69 @@ async fn sample(
         target: target.clone(),
         scroll,
     };
-    let point: ClickTarget =
-        match page::run(client, &ctx.session, ctx.context, &probe, SCRIPT_TIMEOUT).await {
-            Ok(point) => point,
-            Err(error) => {
-                return match error.refusal() {
-                    Some(ScriptErrorCode::NotVisible) => Ok(Sample {
-                        aim: Aim { x: 0.0, y: 0.0 },
-                        rect: None,
-                        quads: Vec::new(),
-                        blocker: Some(Blocker::Hidden),
-                        in_view: false,
-                        scrolled: false,
-                        frames: 0,
-                        timeline: None,
-                    }),
-                    Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
-                    _ => Err(Failure::Other(ToolError::from(error))),
-                };
-            }
-        };
+    match page::run(client, &ctx.session, ctx.context, &probe, SCRIPT_TIMEOUT).await {
+        Ok(point) => to_sample(client, chain, point, scroll).await,
+        Err(error) => refused_sample(error),
+    }
+}
+
+/// A first sample and, when the element could take a click there, a second one taken by the
+/// page in the first frame callback a whole frame later (`ClickSettle`): the frame is waited
+/// for in the page instead of polled for. Own document only (no frames on the way).
+async fn settled_samples(
+    client: &CdpClient,
+    ctx: &PageContext,
+    chain: &Chain,
+    target: &RefTarget,
+    scroll: ProbeScroll,
+) -> Result<(Sample, Option<Sample>), Failure> {
+    let settle = ClickSettle {
+        probe: ClickProbe {
+            target: target.clone(),
+            scroll,
+        },
+        min_step_ms: MIN_FRAME_STEP_MS,
+        max_wait: SETTLE_FRAME_WAIT,
+    };
+    match page::run(client, &ctx.session, ctx.context, &settle, SCRIPT_TIMEOUT).await {
+        Ok(settled) => {
+            let first = to_sample(client, chain, settled.first, scroll).await?;
+            let second = match settled.second {
+                Some(point) => Some(to_sample(client, chain, point, ProbeScroll::None).await?),
+                None => None,
+            };
+            Ok((first, second))
+        }
+        Err(error) => refused_sample(error).map(|sample| (sample, None)),
+    }
+}
+
+/// A probe's refusal as a sample: not rendered is a hidden element; a stale ref or anything
+/// else fails the sample.
+fn refused_sample(error: PageError) -> Result<Sample, Failure> {
+    match error.refusal() {
+        Some(ScriptErrorCode::NotVisible) => Ok(Sample {
+            aim: Aim { x: 0.0, y: 0.0 },
+            rect: None,
+            quads: Vec::new(),
+            blocker: Some(Blocker::Hidden),
+            in_view: false,
+            scrolled: false,
+            frames: 0,
+            timeline: None,
+        }),
+        Some(ScriptErrorCode::RefStale) => Err(Failure::Stale(error)),
+        _ => Err(Failure::Other(ToolError::from(error))),
+    }
+}
+
+/// What a probe's answer says about the element, mapped through the frames on the way.
+async fn to_sample(
+    client: &CdpClient,
+    chain: &Chain,
+    point: ClickTarget,
+    scroll: ProbeScroll,
+) -> Result<Sample, Failure> {
     let mut blocker = match (point.in_viewport, point.hit) {
         (false, _) => Some(Blocker::Hidden),
         (true, false) => Some(Blocker::Covered(point.occluded_by.clone())),
@@ -617,9 +663,36 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     // Whether the document rendered a frame since the first sample of this wait.
     let (mut first_frames, mut rendering) = (None, false);
     let mut scroll = first_scroll;
+    // The page's second sample of a settled pair, taken a whole frame after the first.
+    let mut queued: Option<(Sample, tokio::time::Instant)> = None;
     loop {
-        let taken = tokio::time::Instant::now();
-        let current = match sample(client, ctx, chain, target, scroll).await {
+        let mut taken = tokio::time::Instant::now();
+        let probed = match queued.take() {
+            Some((second, at)) => {
+                taken = at;
+                Ok(second)
+            }
+            // The tab's own document: the first sample waits in the page for the frame that
+            // proves stability, with the work meant for the first wait running meanwhile.
+            None if previous.is_none() && chain.hops.is_empty() => {
+                let pair = settled_samples(client, ctx, chain, target, scroll);
+                let pair = match during.take() {
+                    Some(work) => {
+                        let (pair, output) = tokio::join!(pair, work);
+                        ran.output = Some(output);
+                        ran.last_gap = true;
+                        pair
+                    }
+                    None => pair.await,
+                };
+                pair.map(|(first, second)| {
+                    queued = second.map(|second| (second, tokio::time::Instant::now()));
+                    first
+                })
+            }
+            None => sample(client, ctx, chain, target, scroll).await,
+        };
+        let current = match probed {
             Ok(current) => current,
             // Removed while we waited: it will not come back as the same element.
             Err(Failure::Stale(_)) if previous.is_some() => {
@@ -687,6 +760,10 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             false => interval,
         };
         previous = Some((current, tokio::time::Instant::now(), interval));
+        if queued.is_some() {
+            // The page's second sample is already here: judge it at once.
+            continue;
+        }
         match during.take() {
             Some(work) => {
                 let ((), output) = tokio::join!(tokio::time::sleep(pause), work);

@@ -141,6 +141,45 @@ function bpDeepElementFromPoint(x, y) {
   return hitElement;
 }
 
+// clickPoint, then, when the element can take a click where it is (also
+// right after this call scrolled it there), the same again, without
+// scrolling, in the first frame callback whose animation clock stepped
+// `minStep` ms past the first sample's (a whole rendered frame lies between
+// the two),
+// or `second: null` when no such frame came within `maxWait` ms (a document
+// that renders nothing). Resolves a promise: the frame is waited for here,
+// not polled for. A refusal (stale ref, not rendered) is returned as is.
+function clickSettle(options) {
+  const first = clickPoint(options);
+  if (first.error) return first;
+  if (!first.inViewport || !first.hit || first.disabled || first.timeline === null) {
+    return { first: first, second: null };
+  }
+  const again = Object.assign({}, options, { scroll: 'none' });
+  return new Promise(function (resolve) {
+    let done = false;
+    const finish = function (second) {
+      if (done) return;
+      done = true;
+      resolve({ first: first, second: second });
+    };
+    setTimeout(function () { finish(null); }, options.maxWait);
+    const next = function () {
+      requestAnimationFrame(function () {
+        if (done) return;
+        const now = document.timeline.currentTime;
+        if (now === null || now - first.timeline < options.minStep) {
+          next();
+          return;
+        }
+        const second = clickPoint(again);
+        finish(second.error ? null : second);
+      });
+    };
+    next();
+  });
+}
+
 // Whether `node` lies in a <label> whose control is `el`.
 function bpIsLabelOf(el, node) {
   if (node === null || node === undefined || typeof node.closest !== 'function') return false;
