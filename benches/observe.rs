@@ -108,6 +108,7 @@ async fn observe_once(tab: &Tab, key: &str, size: usize) -> (Duration, usize, us
             },
             base_key: None,
             compact: false,
+            state_of: None,
         })
         .await
         .expect("observe");

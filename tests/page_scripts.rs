@@ -43,6 +43,7 @@ async fn observe_with(tab: &Tab, key: &str, options: ObserveOptions) -> PageObse
         options,
         base_key: None,
         compact: false,
+        state_of: None,
     })
     .await
     .unwrap()
@@ -267,6 +268,7 @@ async fn attribute_sets_and_direct_reads_observe_the_same_elements() {
                 options: ObserveOptions::default(),
                 base_key: None,
                 compact: false,
+                state_of: None,
             }))
             .await
             .unwrap();

@@ -152,6 +152,8 @@ pub struct Observe {
     pub base_key: Option<String>,
     /// `maxBytes` bounds the compact text form rather than the JSON objects.
     pub compact: bool,
+    /// An action's element whose state (`StateSnapshot`) the same call reads first.
+    pub state_of: Option<super::actions::RefTarget>,
 }
 
 impl PageScript for Observe {
@@ -179,6 +181,10 @@ impl PageScript for Observe {
                 "signInPhrases": SIGN_IN_PHRASES,
                 "blockedPhrases": BLOCKED_PHRASES,
                 "captchaPatterns": CAPTCHA_PATTERNS,
+                "stateOf": match &self.state_of {
+                    Some(target) => super::actions::StateSnapshot(target.clone()).call()?.argument,
+                    None => Value::Null,
+                },
             }),
         })
     }
@@ -545,6 +551,9 @@ pub struct PageObservation {
     /// returned or not.
     pub candidate_count: u64,
     pub signals: Signals,
+    /// `Observe::state_of`'s answer as the page gave it (a state or a refusal); never sent.
+    #[serde(default)]
+    pub state: Option<Value>,
 }
 
 /// The agent-facing fields of an observation; the Broker adds its ids, url
@@ -663,6 +672,7 @@ mod tests {
             options: ObserveOptions::default(),
             base_key: None,
             compact: false,
+            state_of: None,
         }
     }
 
@@ -691,6 +701,7 @@ mod tests {
             options: ObserveOptions::default(),
             base_key: None,
             compact: false,
+            state_of: None,
         };
         assert!(matches!(
             empty_key.call(),
@@ -798,12 +809,31 @@ mod tests {
             },
             base_key: None,
             compact: false,
+            state_of: None,
         };
         let two = observation(vec![plain(1), plain(2)]);
         assert!(matches!(
             small.parse(&two.to_string()),
             Err(PageError::UnexpectedShape { .. })
         ));
+        // An action's element state rides along, read by the same call; absent unless asked.
+        let reading = Observe {
+            state_of: Some(super::super::actions::RefTarget::new("observation:1", 3)),
+            ..observe()
+        };
+        let argument = reading.call().unwrap().argument;
+        assert_eq!(argument["stateOf"]["ref"], json!(3), "{argument}");
+        assert_eq!(observe().call().unwrap().argument["stateOf"], Value::Null);
+        let mut with_state = observation(vec![plain(1)]);
+        with_state["state"] =
+            json!({"documentKey": "d", "elementKey": "d:e1", "connected": true, "focused": true});
+        assert!(
+            reading
+                .parse(&with_state.to_string())
+                .unwrap()
+                .state
+                .is_some()
+        );
         let bad_role = observation(vec![element(1, "banner", "x", json!({}))]);
         assert!(observe().parse(&bad_role.to_string()).is_err());
         let unknown_field = observation(vec![element(1, "textbox", "x", json!({"secret": 1}))]);

@@ -13,7 +13,8 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{
-    ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, take_observation,
+    ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe,
+    take_observation_reading,
 };
 use crate::cdp::CdpClient;
 use crate::cdp::input::{MouseButton, MouseEventType};
@@ -332,36 +333,38 @@ pub async fn click(
             _ => None,
         }
     };
-    let state_now = async {
-        match (&target, &before.element, dialog) {
-            (Some(target), Some(_), false) => snapshot(&tab.client, &ctx, target).await.ok(),
-            _ => None,
-        }
-    };
-    // The closing Observation is asked for with them (run after them) when the page is cheap
-    // to observe: it is kept when the click is judged from these reads alone (`in_place`). Its
-    // history read gives the URL.
+    // The element's state is read by the closing Observation's own page call (first) when the
+    // page is cheap to observe: that Observation is kept when the click is judged from these
+    // reads alone (`in_place`). Its history read gives the URL.
     let request = closing_request(&arguments)?;
     let prefetch = !dialog && cheap_to_observe(&mut tab.guard);
+    let wanted = match (&target, &before.element, dialog) {
+        (Some(target), Some(_), false) => Some(target),
+        _ => None,
+    };
+    let (client, guard) = (&tab.client, &mut tab.guard);
     let place_now = async {
-        match prefetch {
-            true => {
-                match take_observation(&tab.client, &mut tab.guard, scope, &request, true).await {
-                    Ok(taken) => {
-                        let url = taken
-                            .result
-                            .get("url")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        (url.unwrap_or_default(), Some(taken))
-                    }
-                    Err(_) => (current_url(&tab.client, &mut tab.guard).await, None),
-                }
+        let taken = match prefetch {
+            true => take_observation_reading(client, guard, scope, &request, true, wanted)
+                .await
+                .ok(),
+            false => None,
+        };
+        match taken {
+            Some((taken, state)) => {
+                let url = taken.result.get("url").and_then(Value::as_str);
+                (url.unwrap_or_default().to_owned(), state, Some(taken))
             }
-            false => (current_url(&tab.client, &mut tab.guard).await, None),
+            None => {
+                let state = match wanted {
+                    Some(target) => snapshot(client, &ctx, target).await.ok(),
+                    None => None,
+                };
+                (current_url(client, guard).await, state, None)
+            }
         }
     };
-    let (record, state_now, (url_now, closing)) = tokio::join!(verdict, state_now, place_now);
+    let (record, (url_now, state_now, closing)) = tokio::join!(verdict, place_now);
     before.shown_url = Some(url_now).filter(|url| !url.is_empty());
     before.shown = state_now.filter(|now| {
         before.element.as_ref().is_some_and(|was| {

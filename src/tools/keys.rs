@@ -25,7 +25,8 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{
-    ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context, take_observation,
+    ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context,
+    take_observation_reading,
 };
 use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
@@ -964,14 +965,22 @@ pub async fn type_text(
     // when the page is cheap to observe: it is kept when no settle window follows.
     let request = closing_request(&arguments)?;
     let prefetch = !submit && cheap_to_observe(&mut tab.guard);
-    let (mut after, mut closing) = match (prefetch, tab.page_context().await) {
-        (true, Ok(ctx)) => {
-            let read = snapshot(&tab.client, &ctx, &target);
-            let observe = take_observation(&tab.client, &mut tab.guard, scope, &request, true);
-            let (after, closing) = tokio::join!(read, observe);
-            (after.ok(), closing.ok())
-        }
-        _ => (read_state(&mut tab, &target).await, None),
+    let (mut after, mut closing) = match prefetch {
+        // The value is read by the Observation's own page call, first.
+        true => match take_observation_reading(
+            &tab.client,
+            &mut tab.guard,
+            scope,
+            &request,
+            true,
+            Some(&target),
+        )
+        .await
+        {
+            Ok((closing, after)) => (after, Some(closing)),
+            Err(_) => (read_state(&mut tab, &target).await, None),
+        },
+        false => (read_state(&mut tab, &target).await, None),
     };
     if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
         tokio::time::sleep(SETTLE).await;

@@ -486,6 +486,22 @@ pub async fn take_observation(
     request: &ObservationRequest,
     with_fingerprint: bool,
 ) -> Result<TakenObservation, ToolError> {
+    let (taken, _) =
+        take_observation_reading(client, guard, scope, request, with_fingerprint, None).await?;
+    Ok(taken)
+}
+
+/// [`take_observation`] that also reads the state of an action's element (`state_of`, as
+/// `page::StateSnapshot` does) in the same page call, first: `None` when its document no
+/// longer has it.
+pub async fn take_observation_reading(
+    client: &CdpClient,
+    guard: &mut TabGuard,
+    scope: &TargetScope<'_>,
+    request: &ObservationRequest,
+    with_fingerprint: bool,
+    state_of: Option<&page::RefTarget>,
+) -> Result<(TakenObservation, Option<page::ElementState>), ToolError> {
     let mut page_context = page_context(client, guard).await?;
     let observation_id = new_id(IdKind::Observation);
     let mut unavailable = None;
@@ -510,6 +526,7 @@ pub async fn take_observation(
         options: request.options,
         base_key: base.as_ref().map(|record| record.id.clone()),
         compact: request.format == ObservationFormat::Compact,
+        state_of: state_of.cloned(),
     };
     // The elements and the URL and title come from different places (the page's isolated
     // world, the browser's history): both are asked at once.
@@ -524,8 +541,16 @@ pub async fn take_observation(
         page_context = self::page_context(client, guard).await?;
         (observation, place) = observe_in(client, guard, &page_context, &script).await;
     }
-    let observation = observation?;
+    let mut observation = observation?;
     let (url, title) = place?;
+    // The element's state as the page answered it: a refusal (stale ref, another document) or
+    // an undecodable answer reads as gone.
+    let element_state = match (observation.state.take(), state_of) {
+        (Some(answer), Some(target)) => page::StateSnapshot(target.clone())
+            .parse(&answer.to_string())
+            .ok(),
+        _ => None,
+    };
     if let Some(record) = &base {
         if record.document_key != observation.document_key {
             unavailable = Some(DiffUnavailable::OtherDocument);
@@ -587,10 +612,13 @@ pub async fn take_observation(
     while state.observations.len() > KEPT_OBSERVATIONS {
         state.observations.pop_front();
     }
-    Ok(TakenObservation {
-        result,
-        fingerprint,
-    })
+    Ok((
+        TakenObservation {
+            result,
+            fingerprint,
+        },
+        element_state,
+    ))
 }
 
 /// The `observationId` + `ref` arguments of every ref-taking tool.

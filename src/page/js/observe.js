@@ -22,6 +22,8 @@ function observe(options) {
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
     '[tabindex], [onclick]';
+  // An action's element state, read first (as stateSnapshot), when asked.
+  const stateOf = options.stateOf ? stateSnapshot(options.stateOf) : null;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
 
@@ -568,6 +570,7 @@ function observe(options) {
   const baseMerged = bpRemember(options.observationKey, byRef, options.baseKey);
   return {
     documentKey: bpDocumentKey(),
+    state: stateOf,
     baseMerged: baseMerged,
     elements: elements,
     page: pageMetrics(),
