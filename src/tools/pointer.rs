@@ -667,6 +667,9 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     let mut queued: Option<(Sample, tokio::time::Instant)> = None;
     loop {
         let mut taken = tokio::time::Instant::now();
+        // When the page took this sample, as far as timed rules go: right after the call for
+        // the first of a settled pair (which then waited for a frame), else when it answered.
+        let mut sampled_at = None;
         let probed = match queued.take() {
             Some((second, at)) => {
                 taken = at;
@@ -685,6 +688,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
                     }
                     None => pair.await,
                 };
+                sampled_at = Some(taken);
                 pair.map(|(first, second)| {
                     queued = second.map(|second| (second, tokio::time::Instant::now()));
                     first
@@ -759,7 +763,8 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             true => FRAME_POLL,
             false => interval,
         };
-        previous = Some((current, tokio::time::Instant::now(), interval));
+        let at = sampled_at.unwrap_or_else(tokio::time::Instant::now);
+        previous = Some((current, at, interval));
         if queued.is_some() {
             // The page's second sample is already here: judge it at once.
             continue;
