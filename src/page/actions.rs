@@ -1,7 +1,9 @@
 //! Page-side helpers of the action tools (`js/actions.js`): where to click a
 //! ref and whether it can take a click now (actionability samples), the
 //! click-truth record of what a click really did (`js/clicktruth.js`: its
-//! document-start source, arming and the verdict), the hit test of a point
+//! document-start source, arming and the verdict), the keystroke guard's
+//! arming and record (`js/keyguard.js`, registered with click truth), the
+//! start of typing in one call (`PrepareTyping`), the hit test of a point
 //! against a frame's `<iframe>` element in the parent document, the
 //! ref's observable state before and after, focus and select-all, the
 //! deep active element's identity for guarded typing and its state for

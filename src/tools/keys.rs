@@ -1,7 +1,9 @@
 //! Keyboard and typing tools: `browser.press`, `browser.type` and `browser.keyboard`, their
-//! guarded composite steps (pin, re-check, count what was dispatched) and the typing evidence
-//! (the key encoding sent with `Input.dispatchKeyEvent` and the US layout are `cdp/input.rs`'s).
-//! The rules are written down in docs/keyboard.md.
+//! guarded composite steps (pin, re-check, count what was dispatched), the key bursts that
+//! `browser.type` sends behind the page's keystroke guard (`page/js/keyguard.js`: arm, send at
+//! once, read what reached the page, go on step by step when it cut a burst short) and the
+//! typing evidence (the key encoding sent with `Input.dispatchKeyEvent` and the US layout are
+//! `cdp/input.rs`'s). The rules are written down in docs/keyboard.md.
 //!
 //! Shared action plumbing (ref resolution, effect collection, the dialog-aware final dispatch,
 //! the closing Observation) is `actions.rs`'s and used from there, not copied. This file does
