@@ -110,13 +110,8 @@ fn a_navigation_200_ms_after_a_click_is_reported_as_its_effect(rig: &Rig) {
 
 fn focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(rig: &Rig) {
     let (mut agent, target) = open(rig);
-    let page = observe(&mut agent, &target);
-    let code = find_ref(&page, "textbox", "Code");
-    let typed = agent.call(
-        "browser.type",
-        Some(&target),
-        json!({"observationId": page["observationId"], "ref": code, "text": "12345678901234567890"}),
-    );
+    let arguments = typing(&mut agent, &target, "Code", "12345678901234567890");
+    let typed = agent.call("browser.type", Some(&target), arguments);
     let error = &typed["error"]["data"];
     assert_eq!(error["code"], "unknown_outcome", "{typed}");
     assert_eq!(error["retryable"], false, "{typed}");
@@ -126,20 +121,21 @@ fn focus_stolen_after_the_fifth_of_20_characters_leaves_exactly_5(rig: &Rig) {
     // Read back from the page: five characters in the code field, none in the field that took
     // focus.
     let after = observe(&mut agent, &target);
-    let value_of = |name: &str| -> Value {
-        after["elements"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["role"] == "textbox" && e["name"].as_str().unwrap_or("").contains(name))
-            .map(|e| e["value"].clone())
-            .unwrap_or(Value::Null)
-    };
-    assert_eq!(value_of("Code"), "12345", "{after}");
+    assert_eq!(value_in(&after, "Code"), "12345", "{after}");
     assert!(
-        value_of("Next field").as_str().unwrap_or("").is_empty(),
+        value_in(&after, "Next field")
+            .as_str()
+            .unwrap_or("")
+            .is_empty(),
         "{after}"
     );
+}
+
+/// `browser.type` arguments for the textbox named `field` of a fresh Observation.
+fn typing(agent: &mut Agent, target: &Value, field: &str, text: &str) -> Value {
+    let page = observe(agent, target);
+    let field = find_ref(&page, "textbox", field);
+    json!({"observationId": page["observationId"], "ref": field, "text": text})
 }
 
 /// The value of the textbox named `name` in an Observation.
@@ -155,13 +151,8 @@ fn value_in(observation: &Value, name: &str) -> Value {
 
 fn a_dialog_opened_by_the_fifth_character_stops_the_rest(rig: &Rig, text: &str) {
     let (mut agent, target) = open(rig);
-    let page = observe(&mut agent, &target);
-    let pin = find_ref(&page, "textbox", "PIN");
-    let typed = agent.call(
-        "browser.type",
-        Some(&target),
-        json!({"observationId": page["observationId"], "ref": pin, "text": text}),
-    );
+    let arguments = typing(&mut agent, &target, "PIN", text);
+    let typed = agent.call("browser.type", Some(&target), arguments);
     let error = &typed["error"]["data"];
     assert_eq!(error["code"], "unknown_outcome", "{typed}");
     assert_eq!(error["context"]["reason"], "dialog_opened", "{typed}");
@@ -185,13 +176,8 @@ fn a_dialog_opened_by_the_fifth_character_stops_the_rest(rig: &Rig, text: &str) 
 
 fn a_page_that_stalls_between_keys_still_gets_every_character_once(rig: &Rig) {
     let (mut agent, target) = open(rig);
-    let page = observe(&mut agent, &target);
-    let search = find_ref(&page, "textbox", "Search");
-    let typed = agent.tool(
-        "browser.type",
-        Some(&target),
-        json!({"observationId": page["observationId"], "ref": search, "text": "wireless headphones"}),
-    );
+    let arguments = typing(&mut agent, &target, "Search", "wireless headphones");
+    let typed = agent.tool("browser.type", Some(&target), arguments);
     let evidence = &typed["evidence"];
     assert_eq!(evidence["status"], "verified", "{typed}");
     assert_eq!(evidence["keystrokes"], 19, "{typed}");
@@ -201,14 +187,9 @@ fn a_page_that_stalls_between_keys_still_gets_every_character_once(rig: &Rig) {
 
 fn a_long_text_types_exactly_through_several_bursts(rig: &Rig) {
     let (mut agent, target) = open(rig);
-    let page = observe(&mut agent, &target);
-    let notes = find_ref(&page, "textbox", "Notes");
     let text = "Leave the parcel at the back door, next to the blue bin. Ring twice!";
-    let typed = agent.tool(
-        "browser.type",
-        Some(&target),
-        json!({"observationId": page["observationId"], "ref": notes, "text": text}),
-    );
+    let arguments = typing(&mut agent, &target, "Notes", text);
+    let typed = agent.tool("browser.type", Some(&target), arguments);
     // The page rewrites every character it gets: all of them, once each, in order.
     let evidence = &typed["evidence"];
     assert_eq!(evidence["status"], "mismatch", "{typed}");

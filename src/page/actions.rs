@@ -585,14 +585,13 @@ impl PageScript for PrepareTyping {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KeyRecord;
 
-/// What an armed burst did: characters (key-downs other than modifiers) that
-/// went `passed` the guard, were `stopped` by it, and were `seen` by the
-/// document at all (fewer than were sent: some went elsewhere), and why the
-/// guard began refusing (`focus_changed`, `expired`).
+/// What an armed burst did: characters (key-downs other than modifiers) the
+/// document `seen` at all (fewer than were sent: some went elsewhere) and
+/// those the guard `stopped` (the rest went through), and why the guard
+/// began refusing (`focus_changed`, `expired`, `held`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeysRecorded {
     pub armed: bool,
-    pub passed: u64,
     pub stopped: u64,
     pub seen: u64,
     pub refused: Option<String>,

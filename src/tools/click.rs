@@ -317,8 +317,8 @@ pub async fn click(
     before.input_done = Some(tokio::time::Instant::now());
     // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
     // complete now. A dialog pauses the page, so nothing can be read until it is answered.
-    // The element's state is read with the record (both queued at once, run in order): when it
-    // already shows the control's expected state, the settle window is not needed.
+    // The element's state and the URL are read with the record (queued at once, run in order):
+    // when the control already shows its expected state, the settle window is not needed.
     let verdict = async {
         match (armed, dialog) {
             (true, false) => page::run(
@@ -356,11 +356,14 @@ pub async fn click(
                 (url.unwrap_or_default().to_owned(), state, Some(taken))
             }
             None => {
-                let state = match wanted {
-                    Some(target) => snapshot(client, &ctx, target).await.ok(),
-                    None => None,
+                let state = async {
+                    match wanted {
+                        Some(target) => snapshot(client, &ctx, target).await.ok(),
+                        None => None,
+                    }
                 };
-                (current_url(client, guard).await, state, None)
+                let (url, state) = tokio::join!(current_url(client, guard), state);
+                (url, state, None)
             }
         }
     };

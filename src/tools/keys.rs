@@ -35,8 +35,8 @@ use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
 use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmKeys, ElementState,
-    FocusAndSelectAll, KeyRecord, KeysArmed, NATIVE_VALUE_TYPES, PrepareTyping, RefTarget,
-    SetNativeValue, ValueOutcome,
+    FocusAndSelectAll, KeyRecord, KeysArmed, KeysRecorded, NATIVE_VALUE_TYPES, PrepareTyping,
+    RefTarget, SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
@@ -367,43 +367,34 @@ impl Guarded<'_> {
     }
 
     /// Arms the keystroke guard for the next burst, in the pinned context; the answer is also
-    /// the next step's focus check. Whether it is armed.
-    async fn arm(&mut self, tab: &mut ControlledTab) -> bool {
+    /// the next step's focus check. Not armed when the call failed.
+    async fn arm(&mut self, tab: &mut ControlledTab) {
         let arm = burst_arm();
-        let armed = page::run(
+        match page::run(
             &tab.client,
             &self.pin.session,
             self.pin.context,
             &arm,
             SCRIPT_TIMEOUT,
         )
-        .await;
-        self.take_arm(armed)
+        .await
+        {
+            Ok(armed) => self.take_arm(armed),
+            Err(_) => self.armed = false,
+        }
     }
 
-    /// Keeps what an `ArmKeys` call answered: the focus check for the next step, and when the
-    /// guard was armed.
-    fn take_arm(&mut self, armed: Result<KeysArmed, page::PageError>) -> bool {
-        let Ok(armed) = armed else {
-            self.armed = false;
-            return false;
-        };
+    /// Keeps what an `ArmKeys` call answered: the focus check for the next step, and whether
+    /// the guard is armed.
+    fn take_arm(&mut self, armed: KeysArmed) {
         self.prechecked = Some(armed.active);
         self.armed = armed.armed;
-        armed.armed
     }
 
     /// Disarms the keystroke guard (a failure before the burst was sent; nothing else).
     async fn disarm(&mut self, tab: &ControlledTab) {
         if std::mem::take(&mut self.armed) {
-            let _ = page::run(
-                &tab.client,
-                &self.pin.session,
-                self.pin.context,
-                &KeyRecord,
-                SCRIPT_TIMEOUT,
-            )
-            .await;
+            let _ = key_record(&tab.client, &self.pin.session, self.pin.context).await;
         }
     }
 
@@ -419,9 +410,6 @@ impl Guarded<'_> {
         steps: &[TypeStep],
     ) -> Result<usize, ToolError> {
         let env = self.env;
-        if !self.armed {
-            return Ok(0);
-        }
         let ctx = match self
             .check(&tab.client, &mut tab.guard, &steps[0].name)
             .await
@@ -455,14 +443,7 @@ impl Guarded<'_> {
             return Err(self.dialog_opened(&steps[held].name));
         }
         dialog?;
-        let record = page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &KeyRecord,
-            SCRIPT_TIMEOUT,
-        )
-        .await;
+        let record = key_record(&tab.client, &ctx.session, ctx.context).await;
         let sent = steps.len() as u64;
         let record = match record {
             Ok(record) if record.armed => record,
@@ -565,11 +546,20 @@ fn burst_arm() -> ArmKeys {
     }
 }
 
+/// Reads and disarms the keystroke guard of `context`.
+async fn key_record(
+    client: &CdpClient,
+    session: &SessionId,
+    context: page::ExecutionContextId,
+) -> Result<KeysRecorded, page::PageError> {
+    page::run(client, session, context, &KeyRecord, SCRIPT_TIMEOUT).await
+}
+
 /// Whether every step is a key stroke other than Enter (a burst carries only those: an
 /// editing insertion sends no key event the guard could stop, and Enter may submit).
 fn burstable(steps: &[TypeStep]) -> bool {
     steps.iter().all(|step| match &step.stroke {
-        Stroke::Key { key, .. } => key.code != "Enter",
+        Stroke::Key { key, .. } => key.code != table::ENTER.code,
         Stroke::Insert(_) | Stroke::InsertText(_) => false,
     })
 }
@@ -855,14 +845,7 @@ pub async fn type_text(
     let (before, focus) = (prepared.before, prepared.focus);
     if !focus.focused && prepared.active.armed {
         // Typing ends here: the guard armed in the same call is not left waiting.
-        let _ = page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &KeyRecord,
-            SCRIPT_TIMEOUT,
-        )
-        .await;
+        let _ = key_record(&tab.client, &ctx.session, ctx.context).await;
     }
     let before_length = value_length(&before);
     if !focus.focused {
@@ -889,7 +872,7 @@ pub async fn type_text(
         prechecked: None,
         armed: false,
     };
-    guarded.take_arm(Ok(prepared.active));
+    guarded.take_arm(prepared.active);
     let subject = Subject::Element(before.element_key.clone());
     if let Some(input_type) = native_type {
         let call = TypeCall {
@@ -934,9 +917,10 @@ pub async fn type_text(
             fill_text(&mut tab, &mut guarded, &text).await?
         }
         false => {
+            let typed = typed_by(&characters);
             steps.extend(characters);
             run_steps(&mut tab, &mut guarded, &steps).await?;
-            typed_by(&steps[steps.len() - text.chars().count()..])
+            typed
         }
     };
     let expected_value = match (clear, &before.value) {

@@ -664,17 +664,14 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     let (mut first_frames, mut rendering) = (None, false);
     let mut scroll = first_scroll;
     // The page's second sample of a settled pair, taken a whole frame after the first.
-    let mut queued: Option<(Sample, tokio::time::Instant)> = None;
+    let mut queued: Option<Sample> = None;
     loop {
-        let mut taken = tokio::time::Instant::now();
+        let taken = tokio::time::Instant::now();
         // When the page took this sample, as far as timed rules go: right after the call for
         // the first of a settled pair (which then waited for a frame), else when it answered.
         let mut sampled_at = None;
         let probed = match queued.take() {
-            Some((second, at)) => {
-                taken = at;
-                Ok(second)
-            }
+            Some(second) => Ok(second),
             // The tab's own document: the first sample waits in the page for the frame that
             // proves stability, with the work meant for the first wait running meanwhile.
             None if previous.is_none() && chain.hops.is_empty() => {
@@ -690,7 +687,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
                 };
                 sampled_at = Some(taken);
                 pair.map(|(first, second)| {
-                    queued = second.map(|second| (second, tokio::time::Instant::now()));
+                    queued = second;
                     first
                 })
             }

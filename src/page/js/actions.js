@@ -276,20 +276,20 @@ function armKeys(options) {
   const now = performance.now();
   state.armed = {
     element: active, deadline: now + options.budget, gap: options.gap, linger: options.linger,
-    refused: null, passed: 0, stopped: 0, seen: 0, down: new Set(),
+    refused: null, stopped: 0, seen: 0, down: new Set(),
   };
   result.armed = true;
   return result;
 }
 
-// What the armed burst did (characters passed, stopped, seen by this
+// What the armed burst did (characters stopped and seen by this
 // document, and why the guard began refusing), and disarms the guard.
 function keyRecord(options) {
   const state = bpKeyGuard();
   const armed = state === null ? null : state.armed;
-  if (armed === null) return { armed: false, passed: 0, stopped: 0, seen: 0, refused: null };
+  if (armed === null) return { armed: false, stopped: 0, seen: 0, refused: null };
   state.armed = null;
-  return { armed: true, passed: armed.passed, stopped: armed.stopped, seen: armed.seen, refused: armed.refused };
+  return { armed: true, stopped: armed.stopped, seen: armed.seen, refused: armed.refused };
 }
 
 // The observable state of the element behind a ref, for before/after

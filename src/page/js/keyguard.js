@@ -14,8 +14,8 @@ function (early) {
   // default (the character) prevented, except the key-up of a key whose
   // key-down went through: a stroke goes whole or not at all. A key made well
   // after the deadline is not the burst's: it disarms the guard and passes.
-  // Counts the characters (key-downs other than modifiers) that went through,
-  // that were stopped, and that this document saw at all. Nothing happens
+  // Counts the characters (key-downs other than modifiers) that this document
+  // saw and those it stopped (the rest went through). Nothing happens
   // unless a burst armed it, only `isTrusted` events count, and it lives in
   // the isolated world: the page can neither see nor patch it.
   'use strict';
@@ -59,10 +59,7 @@ function (early) {
       if (character) armed.stopped += 1;
       return;
     }
-    if (event.type === 'keydown') {
-      armed.down.add(event.code);
-      if (character) armed.passed += 1;
-    }
+    if (event.type === 'keydown') armed.down.add(event.code);
   };
   window.addEventListener('keydown', guard, true);
   window.addEventListener('keypress', guard, true);
