@@ -587,13 +587,15 @@ pub struct KeyRecord;
 
 /// What an armed burst did: characters (key-downs other than modifiers) the
 /// document `seen` at all (fewer than were sent: some went elsewhere) and
-/// those the guard `stopped` (the rest went through), and why the guard
-/// began refusing (`focus_changed`, `expired`, `held`).
+/// those the guard `stopped` (the rest went through), the editing insertions
+/// (`beforeinput`) it `blocked`, and why the guard began refusing
+/// (`focus_changed`, `expired`, `held`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeysRecorded {
     pub armed: bool,
     pub stopped: u64,
     pub seen: u64,
+    pub blocked: u64,
     pub refused: Option<String>,
 }
 

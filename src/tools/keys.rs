@@ -78,7 +78,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.type",
-            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). `mode: fill` replaces the whole value with one editing insertion of the text after select-all and delete (no key events; still guarded and verified). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
+            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). `mode: fill` replaces the whole value with one editing insertion of the text over the selected value (no key events; still guarded and verified; an empty text deletes). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
             capability: "action.input",
             mutating: true,
             input_schema: object(
@@ -464,6 +464,24 @@ impl Guarded<'_> {
         Ok(reached as usize)
     }
 
+    /// What the guard's record says of fill's insertion: stopped in the page (nothing was
+    /// inserted anywhere) fails as if refused before it; an unreadable record means the pinned
+    /// document is gone and where the text went is not known.
+    fn judge_insertion(
+        &mut self,
+        record: Result<KeysRecorded, page::PageError>,
+    ) -> Result<(), ToolError> {
+        match record {
+            Ok(record) if record.armed && record.blocked > 0 => {
+                self.dispatched = self.dispatched.saturating_sub(1);
+                let reason = record.refused.as_deref().unwrap_or("focus_changed");
+                Err(ToolError::from(self.fail("insert_text", reason)))
+            }
+            Ok(record) if record.armed => Ok(()),
+            _ => Err(ToolError::from(self.fail("the end", "document_changed"))),
+        }
+    }
+
     /// A dialog the page opened during `step` holds the page (and any key behind it): typing
     /// ends, with what was dispatched counted (the step itself included).
     fn dialog_opened(&self, step: &str) -> ToolError {
@@ -613,21 +631,39 @@ fn typed_by(steps: &[TypeStep]) -> Typed {
     typed
 }
 
-/// Fill mode: the whole text as one guarded editing insertion (nothing for an empty text).
+/// Fill mode: the whole text as one guarded editing insertion over the selected value (nothing
+/// for an empty text). Behind the armed keystroke guard the page refuses the insertion itself
+/// once focus left the element (its `beforeinput` is stopped), so nothing lands elsewhere even
+/// when focus moves between the check and the insertion; unarmed, the focus is checked afresh
+/// right before it. Also answers whether the guard was armed: its record is then read (and the
+/// guard disarmed) with the value, and judged by [`Guarded::judge_insertion`].
 async fn fill_text(
     tab: &mut ControlledTab,
     guarded: &mut Guarded<'_>,
     text: &str,
-) -> Result<Typed, ToolError> {
+) -> Result<(Typed, bool), ToolError> {
     if text.is_empty() {
-        return Ok(Typed::default());
+        return Ok((Typed::default(), false));
+    }
+    let armed = std::mem::take(&mut guarded.armed);
+    if !armed {
+        guarded.prechecked = None;
     }
     let stroke = Stroke::InsertText(text.to_owned());
-    guarded.step(tab, "insert_text", &stroke).await?;
-    Ok(Typed {
+    let dispatched = guarded.dispatched;
+    if let Err(error) = guarded.step(tab, "insert_text", &stroke).await {
+        // Refused before sending: disarmed here. After it only a dialog fails the step; it
+        // holds the page, and the guard disarms itself later.
+        if armed && guarded.dispatched == dispatched {
+            let _ = key_record(&tab.client, &guarded.pin.session, guarded.pin.context).await;
+        }
+        return Err(error);
+    }
+    let typed = Typed {
         keystrokes: 0,
         insertions: 1,
-    })
+    };
+    Ok((typed, armed))
 }
 
 /// The submit step: Enter on the still-focused element.
@@ -829,17 +865,18 @@ pub async fn type_text(
     // Plain key strokes in the main frame go in bursts behind the keystroke guard, armed in
     // the same call (docs/keyboard.md); anything else one guarded step per character.
     let characters = character_steps(&text);
-    let burst = !fill
-        && native_type.is_none()
-        && tab.guard.frame_selection().is_none()
-        && burstable(&characters);
+    let guardable = native_type.is_none() && tab.guard.frame_selection().is_none();
+    let burst = !fill && guardable && burstable(&characters);
+    // Fill's one insertion replaces the selected value (as a paste over it would), behind the
+    // same guard: only an empty fill deletes.
+    let insert = fill && !text.is_empty();
     // The element's state before, then the focus (a native-setter control is replaced whole;
     // typing appends only when asked to), then the first step's focus check: one page call. A
     // stale ref fails before anything is focused.
     let prepare = PrepareTyping {
         target: target.clone(),
         replace: clear || native_type.is_some(),
-        arm: burst.then(burst_arm),
+        arm: (burst || (insert && guardable)).then(burst_arm),
     };
     let prepared = tab.run(&ctx, &prepare).await?;
     let (before, focus) = (prepared.before, prepared.focus);
@@ -890,7 +927,7 @@ pub async fn type_text(
         return type_native(&call, &mut tab, &mut guarded, input_type).await;
     }
     let mut steps = Vec::with_capacity(characters.len() + 1);
-    if clear && before_length > 0 {
+    if clear && before_length > 0 && !insert {
         steps.push(TypeStep {
             name: "delete".to_owned(),
             stroke: Stroke::Key {
@@ -911,7 +948,8 @@ pub async fn type_text(
         });
     }
     let input_started = tokio::time::Instant::now();
-    let typed = match fill {
+    // Whether fill's insertion went behind the armed guard, whose record is still to be read.
+    let (typed, guard_pending) = match fill {
         true => {
             run_steps(&mut tab, &mut guarded, &steps).await?;
             fill_text(&mut tab, &mut guarded, &text).await?
@@ -920,7 +958,7 @@ pub async fn type_text(
             let typed = typed_by(&characters);
             steps.extend(characters);
             run_steps(&mut tab, &mut guarded, &steps).await?;
-            typed
+            (typed, false)
         }
     };
     let expected_value = match (clear, &before.value) {
@@ -951,22 +989,35 @@ pub async fn type_text(
     // when the page is cheap to observe: it is kept when no settle window follows.
     let request = closing_request(&arguments)?;
     let prefetch = !submit && cheap_to_observe(&mut tab.guard);
-    let (mut after, mut closing) = match prefetch {
+    // The guard's record of fill's insertion is asked for first, queued with the reading.
+    let record = async {
+        match guard_pending {
+            true => Some(key_record(&tab.client, &pin.session, pin.context).await),
+            false => None,
+        }
+    };
+    let (record, reading) = match prefetch {
         // The value is read by the Observation's own page call, first.
-        true => match take_observation_reading(
-            &tab.client,
-            &mut tab.guard,
-            scope,
-            &request,
-            true,
-            Some(&target),
-        )
-        .await
-        {
-            Ok((closing, after)) => (after, Some(closing)),
-            Err(_) => (read_state(&mut tab, &target).await, None),
-        },
-        false => (read_state(&mut tab, &target).await, None),
+        true => {
+            let reading = take_observation_reading(
+                &tab.client,
+                &mut tab.guard,
+                scope,
+                &request,
+                true,
+                Some(&target),
+            );
+            let (record, reading) = tokio::join!(record, reading);
+            (record, reading.ok())
+        }
+        false => (record.await, None),
+    };
+    if let Some(record) = record {
+        guarded.judge_insertion(record)?;
+    }
+    let (mut after, mut closing) = match reading {
+        Some((closing, after)) => (after, Some(closing)),
+        None => (read_state(&mut tab, &target).await, None),
     };
     if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
         tokio::time::sleep(SETTLE).await;

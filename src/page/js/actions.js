@@ -276,20 +276,23 @@ function armKeys(options) {
   const now = performance.now();
   state.armed = {
     element: active, deadline: now + options.budget, gap: options.gap, linger: options.linger,
-    refused: null, stopped: 0, seen: 0, down: new Set(),
+    refused: null, stopped: 0, seen: 0, blocked: 0, down: new Set(),
   };
   result.armed = true;
   return result;
 }
 
 // What the armed burst did (characters stopped and seen by this
-// document, and why the guard began refusing), and disarms the guard.
+// document, editing insertions stopped, and why the guard began refusing),
+// and disarms the guard.
 function keyRecord(options) {
   const state = bpKeyGuard();
   const armed = state === null ? null : state.armed;
-  if (armed === null) return { armed: false, stopped: 0, seen: 0, refused: null };
+  if (armed === null) return { armed: false, stopped: 0, seen: 0, blocked: 0, refused: null };
   state.armed = null;
-  return { armed: true, stopped: armed.stopped, seen: armed.seen, refused: armed.refused };
+  return {
+    armed: true, stopped: armed.stopped, seen: armed.seen, blocked: armed.blocked, refused: armed.refused,
+  };
 }
 
 // The observable state of the element behind a ref, for before/after

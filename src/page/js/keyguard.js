@@ -14,6 +14,10 @@ function (early) {
   // default (the character) prevented, except the key-up of a key whose
   // key-down went through: a stroke goes whole or not at all. A key made well
   // after the deadline is not the burst's: it disarms the guard and passes.
+  // The same holds for a trusted `beforeinput` outside a stroke (an editing
+  // insertion such as fill's, which sends no key): stopped, default
+  // prevented, once focus left the element or the guard refused, and counted
+  // in `blocked`.
   // Counts the characters (key-downs other than modifiers) that this document
   // saw and those it stopped (the rest went through). Nothing happens
   // unless a burst armed it, only `isTrusted` events count, and it lives in
@@ -36,6 +40,17 @@ function (early) {
     if (armed === null || !event.isTrusted) return;
     if (event.timeStamp > armed.deadline + armed.linger) {
       state.armed = null;
+      return;
+    }
+    if (event.type === 'beforeinput') {
+      // The edit of a key whose key-down went through belongs to that stroke.
+      if (armed.down.size > 0) return;
+      if (armed.refused === null && focused() !== armed.element) armed.refused = 'focus_changed';
+      if (armed.refused !== null) {
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        armed.blocked += 1;
+      }
       return;
     }
     if (event.type === 'keyup' && armed.down.has(event.code)) {
@@ -64,5 +79,6 @@ function (early) {
   window.addEventListener('keydown', guard, true);
   window.addEventListener('keypress', guard, true);
   window.addEventListener('keyup', guard, true);
+  window.addEventListener('beforeinput', guard, true);
   return true;
 }
