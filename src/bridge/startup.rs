@@ -30,7 +30,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Poll interval while waiting for a spawned Broker's endpoint.
-const STARTUP_POLL: Duration = Duration::from_millis(5);
+/// A failed connect to a missing socket costs microseconds, so it is tried often.
+const STARTUP_POLL: Duration = Duration::from_millis(1);
 
 /// Line limit on the Broker link: the Broker only sends lines the service limits allow, with
 /// headroom for the response envelope around a maximal result.

@@ -436,6 +436,17 @@ async fn respond(
     method: &str,
     params: Map<String, Value>,
 ) -> String {
+    // The tool listing is kept serialized (`commands::tools_list`); everything else answers
+    // through the lifecycle's dispatch.
+    if method == "tools/list" {
+        return match context.session() {
+            Ok(session) => {
+                let result = commands::tools_list(session);
+                format!(r#"{{"id":{id},"jsonrpc":"2.0","result":{result}}}"#)
+            }
+            Err(error) => error.response(id),
+        };
+    }
     to_response(id, lifecycle::dispatch(context, method, params).await)
 }
 

@@ -54,7 +54,6 @@ pub async fn dispatch(
                     close_connection(context).await;
                     Ok(json!({}))
                 }
-                "tools/list" => commands::tools_list(session).await,
                 "tools/call" => match commands::accept(context, session, &params).await? {
                     commands::Acceptance::Answered(answer) => answer,
                     commands::Acceptance::Accepted(accepted) => {

@@ -106,6 +106,7 @@ pub async fn run_broker(home: Home) -> i32 {
         return 1;
     }
     tracing::info!(broker = %broker.broker_id, "broker listening");
+    std::thread::spawn(super::commands::warm_tools_list);
     let sweeper = tokio::spawn(sweep::run(broker.clone()));
     let mut terminate = crate::os::termination_signals();
     let live = Arc::new(tokio::sync::Semaphore::new(MAX_LIVE_CONNECTIONS));
