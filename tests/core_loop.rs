@@ -242,16 +242,19 @@ fn click_evidence_statuses_and_effects() {
         nav["evidence"]
     );
     assert_eq!(nav["title"], "next");
-    // The old Observation's refs are now stale.
-    let (code, _) = agent.tool_err(
+    // The old Observation's refs are now stale: the closing Observation saw the new document,
+    // so the old one's elements are already let go.
+    let (code, error) = agent.tool_err(
         "browser.click",
         Some(&target),
         json!({"observationId": fresh["observationId"], "ref": 1}),
     );
-    assert!(
-        code == "stale_ref" || code == "observation_not_found",
-        "{code}"
+    assert_eq!(code, "stale_ref", "{error}");
+    assert_eq!(
+        error["data"]["context"]["reason"], "document_replaced",
+        "{error}"
     );
+    assert_eq!(error["data"]["remediation"]["action"], "observe", "{error}");
 }
 
 #[test]

@@ -337,10 +337,14 @@ fn read_lines<R: BufRead>(mut reader: R, lines: &mpsc::Sender<String>, max_line_
     }
 }
 
-/// Writes each line plus `\n`, flushing whenever the queue runs empty.
+/// Writes each line plus `\n`, flushing whenever the queue runs empty. Once a large message
+/// (a big Observation's reply) has gone and nothing else waits, the freed heap goes back to the
+/// OS (`os::return_freed_memory`).
 async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver<String>) {
     let mut writer = tokio::io::BufWriter::new(writer);
+    let mut large = false;
     while let Some(line) = lines.recv().await {
+        large |= line.len() >= crate::os::TRIM_AFTER_BYTES;
         let written = async {
             writer.write_all(line.as_bytes()).await?;
             writer.write_all(b"\n").await?;
@@ -350,11 +354,16 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver
             Ok::<(), io::Error>(())
         }
         .await;
+        drop(line);
         if written.is_err() {
             // The Broker closed our stdout; keep draining so senders never
             // block, but write nothing more.
             while lines.recv().await.is_some() {}
             return;
+        }
+        if large && lines.is_empty() {
+            large = false;
+            crate::os::return_freed_memory();
         }
     }
     let _ = writer.flush().await;

@@ -153,6 +153,9 @@ pub struct ObservationRecord {
     /// The elements as the agent has been shown them, in document order: the base of a later
     /// diff (`page::diff`).
     pub view: std::sync::Arc<Vec<crate::page::ObservedElement>>,
+    /// A later Observation of the same frame saw another document: every ref of this one is
+    /// stale, so its `elements` and `view` were let go (`tools::tab::take_observation_reading`).
+    pub replaced: bool,
 }
 
 /// The kind of an observed element, kept for action evidence.

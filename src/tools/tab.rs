@@ -437,6 +437,9 @@ pub(super) fn base_result(
 /// action's last reads, and throw away when the action turns out to need a settle window.
 const SPECULATIVE_OBSERVATION_ELEMENTS: usize = 2_000;
 
+/// Elements of dropped Observation records from which the freed heap is handed back to the OS.
+const FREED_ELEMENTS_TO_TRIM: usize = 2_000;
+
 /// Whether the tab's last Observation was small enough that taking the next one speculatively
 /// costs little (none yet: the first is taken when needed).
 pub fn cheap_to_observe(guard: &mut TabGuard) -> bool {
@@ -601,6 +604,20 @@ pub async fn take_observation_reading(
         None => progress::fingerprint(&result),
     });
     let view = shaped.view.unwrap_or(observation.elements);
+    // Kept Observations of this frame's earlier documents can only answer that their refs are
+    // stale: their elements go now, not once four newer ones pushed them out (after a
+    // 20,000-element page they held tens of MiB).
+    let mut freed = 0;
+    for record in state.observations.iter_mut().filter(|record| {
+        !record.replaced
+            && record.frame_id == page_context.frame_id
+            && record.document_key != observation.document_key
+    }) {
+        freed += record.view.len();
+        record.replaced = true;
+        record.elements = Default::default();
+        record.view = Default::default();
+    }
     state.observations.push_back(ObservationRecord {
         id: observation_id,
         workspace_id: scope.workspace_id.to_owned(),
@@ -608,9 +625,16 @@ pub async fn take_observation_reading(
         document_key: observation.document_key,
         elements: std::sync::Arc::new(shaped.elements),
         view: std::sync::Arc::new(view),
+        replaced: false,
     });
     while state.observations.len() > KEPT_OBSERVATIONS {
-        state.observations.pop_front();
+        freed += state
+            .observations
+            .pop_front()
+            .map_or(0, |record| record.view.len());
+    }
+    if freed >= FREED_ELEMENTS_TO_TRIM {
+        crate::os::return_freed_memory();
     }
     Ok((
         TakenObservation {
@@ -660,6 +684,19 @@ pub fn resolve_ref(
                 "the Observation was taken in another frame or document",
             )
             .with_context("reason", json!("frame_changed")),
+        ));
+    }
+    if record.replaced {
+        return Err(ToolError::from(
+            RpcError::new(
+                ErrorCode::StaleRef,
+                "the Observation's document was replaced (a navigation or reload since)",
+            )
+            .with_context("reason", json!("document_replaced"))
+            .with_remediation(
+                RemediationAction::Observe,
+                "Call browser.observe and use refs from the new Observation.",
+            ),
         ));
     }
     let summary = u32::try_from(element_ref)
