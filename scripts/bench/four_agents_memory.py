@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""RSS of our processes while four agents loop on one Broker.
+
+Reproduces the "Four agents on one Broker" numbers of docs/performance.md: four bridges (four
+Principals, each with its Workspace and Lease) on one Broker and one headless Chromium, each
+looping navigate, observe, click, observe, 10 keystrokes and a screenshot on the harness's
+small page; the RSS of every process running the executable is sampled every 200 ms.
+
+    LOOPS=120 BENCH_PEERS_DIR=../shared/bench-peers python3 scripts/bench/four_agents_memory.py
+
+LOOPS: loops per agent (default 120). BENCH_PEERS_DIR and BROWSER_PILOT as in
+memory_after_heavy_pages.py.
+"""
+import os
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from memory_after_heavy_pages import EXE, rss  # noqa: E402
+import bench  # noqa: E402
+import common  # noqa: E402
+from drivers import browser_pilot as driver_module  # noqa: E402
+from drivers.browser_pilot import BrowserPilot  # noqa: E402
+
+
+def main():
+    BrowserPilot.executable = EXE
+    _server, base = bench.serve_fixtures()
+    chromium = common.Chromium("four-agents")
+    chromium.wait_ready()
+    # One home for every bridge, so all four reach the same Broker.
+    home = tempfile.mkdtemp(prefix="four-agents-home-")
+    own_mkdtemp = tempfile.mkdtemp
+    driver_module.tempfile.mkdtemp = (
+        lambda *a, **k: home if k.get("prefix") == "bp-home-" else own_mkdtemp(*a, **k))
+    drivers = []
+    for index in range(4):
+        driver = BrowserPilot(f"agent{index}", own_mkdtemp(), chromium)
+        driver.start()
+        drivers.append(driver)
+    samples, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            samples.append(rss())
+            time.sleep(0.2)
+
+    def loop(driver, loops):
+        for i in range(loops):
+            driver.navigate(base + f"small.html?agent={driver.tag}&i={i}")
+            observed = driver.snapshot()
+            driver.click(driver.find_ref(observed, "checkbox", "I agree"))
+            observed = driver.snapshot()
+            driver.type(driver.find_ref(observed, "textbox", "Coupon code"), "abcdefghij", keystrokes=True)
+            driver.screenshot()
+
+    loops = int(os.environ.get("LOOPS", "120"))
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    agents = [threading.Thread(target=loop, args=(d, loops)) for d in drivers]
+    started = time.time()
+    try:
+        for agent in agents:
+            agent.start()
+        for agent in agents:
+            agent.join()
+    finally:
+        done.set()
+        sampler.join()
+    print(f"{loops} loops per agent in {time.time() - started:.1f} s, {len(samples)} samples")
+    for share in (0.25, 0.5, 0.75, 1.0):
+        part = samples[:max(1, int(len(samples) * share))]
+        print(f"first {int(share * 100)}%: peak {max(s[0] for s in part)} MiB, last {part[-1]}")
+    for driver in drivers:
+        driver.close()
+    chromium.close()
+
+
+if __name__ == "__main__":
+    main()
