@@ -29,7 +29,7 @@ use crate::page::{
     self, DocumentInfo, ExecutionContextId, HintContext, ObservationFormat, Observe, PageScript,
     RefTarget,
 };
-use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
+use crate::protocol::errors::{ErrorCode, Reason, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::session::bounds::{
     MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
@@ -692,7 +692,7 @@ pub fn resolve_ref(
                 ErrorCode::StaleRef,
                 "the Observation's document was replaced (a navigation or reload since)",
             )
-            .with_context("reason", json!("document_replaced"))
+            .with_reason(Reason::DocumentReplaced)
             .with_remediation(
                 RemediationAction::Observe,
                 "Call browser.observe and use refs from the new Observation.",
