@@ -85,19 +85,12 @@ pub fn warm_tools_list() {
 /// The `tools/list` result for the session's granted capabilities, serialized.
 pub fn tools_list(session: &Session) -> String {
     let granted = &session.negotiated.granted;
-    let entries = listing_entries()
+    let entries: Vec<&str> = listing_entries()
         .iter()
         .filter(|(capability, _)| granted.iter().any(|g| g == capability))
-        .map(|(_, entry)| entry.as_str());
-    let mut listing = String::from(r#"{"tools":["#);
-    for (index, entry) in entries.enumerate() {
-        if index > 0 {
-            listing.push(',');
-        }
-        listing.push_str(entry);
-    }
-    listing.push_str("]}");
-    listing
+        .map(|(_, entry)| entry.as_str())
+        .collect();
+    format!(r#"{{"tools":[{}]}}"#, entries.join(","))
 }
 
 /// A `tools/call` after the in-order acceptance phase.

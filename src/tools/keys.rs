@@ -391,7 +391,8 @@ impl Guarded<'_> {
         self.armed = armed.armed;
     }
 
-    /// Disarms the keystroke guard (a failure before the burst was sent; nothing else).
+    /// Disarms the keystroke guard (a failure before the burst or the insertion was sent; nothing
+    /// else).
     async fn disarm(&mut self, tab: &ControlledTab) {
         if std::mem::take(&mut self.armed) {
             let _ = key_record(&tab.client, &self.pin.session, self.pin.context).await;
@@ -645,8 +646,7 @@ async fn fill_text(
     if text.is_empty() {
         return Ok((Typed::default(), false));
     }
-    let armed = std::mem::take(&mut guarded.armed);
-    if !armed {
+    if !guarded.armed {
         guarded.prechecked = None;
     }
     let stroke = Stroke::InsertText(text.to_owned());
@@ -654,11 +654,12 @@ async fn fill_text(
     if let Err(error) = guarded.step(tab, "insert_text", &stroke).await {
         // Refused before sending: disarmed here. After it only a dialog fails the step; it
         // holds the page, and the guard disarms itself later.
-        if armed && guarded.dispatched == dispatched {
-            let _ = key_record(&tab.client, &guarded.pin.session, guarded.pin.context).await;
+        if guarded.dispatched == dispatched {
+            guarded.disarm(tab).await;
         }
         return Err(error);
     }
+    let armed = std::mem::take(&mut guarded.armed);
     let typed = Typed {
         keystrokes: 0,
         insertions: 1,

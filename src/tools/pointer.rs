@@ -676,15 +676,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             // proves stability, with the work meant for the first wait running meanwhile.
             None if previous.is_none() && chain.hops.is_empty() => {
                 let pair = settled_samples(client, ctx, chain, target, scroll);
-                let pair = match during.take() {
-                    Some(work) => {
-                        let (pair, output) = tokio::join!(pair, work);
-                        ran.output = Some(output);
-                        ran.last_gap = true;
-                        pair
-                    }
-                    None => pair.await,
-                };
+                let pair = alongside(pair, &mut during, &mut ran).await;
                 sampled_at = Some(taken);
                 pair.map(|(first, second)| {
                     queued = second;
@@ -766,16 +758,27 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             // The page's second sample is already here: judge it at once.
             continue;
         }
-        match during.take() {
-            Some(work) => {
-                let ((), output) = tokio::join!(tokio::time::sleep(pause), work);
-                ran.output = Some(output);
-                ran.last_gap = true;
-            }
-            None => {
-                ran.last_gap = false;
-                tokio::time::sleep(pause).await;
-            }
+        alongside(tokio::time::sleep(pause), &mut during, &mut ran).await;
+    }
+}
+
+/// Runs `wait` (a sample or a pause of the actionability wait) and, the first time, `during`
+/// beside it, recording its output and whether this wait ran it (`During::last_gap`).
+async fn alongside<W: std::future::Future, T, F: std::future::Future<Output = T>>(
+    wait: W,
+    during: &mut Option<F>,
+    ran: &mut During<T>,
+) -> W::Output {
+    match during.take() {
+        Some(work) => {
+            let (waited, output) = tokio::join!(wait, work);
+            ran.output = Some(output);
+            ran.last_gap = true;
+            waited
+        }
+        None => {
+            ran.last_gap = false;
+            wait.await
         }
     }
 }

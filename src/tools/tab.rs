@@ -437,7 +437,7 @@ pub(super) fn base_result(
 /// action's last reads, and throw away when the action turns out to need a settle window.
 const SPECULATIVE_OBSERVATION_ELEMENTS: usize = 2_000;
 
-/// Elements of dropped Observation records from which the freed heap is handed back to the OS.
+/// Elements of replaced Observation records from which the freed heap is handed back to the OS.
 const FREED_ELEMENTS_TO_TRIM: usize = 2_000;
 
 /// Whether the tab's last Observation was small enough that taking the next one speculatively
@@ -606,7 +606,9 @@ pub async fn take_observation_reading(
     let view = shaped.view.unwrap_or(observation.elements);
     // Kept Observations of this frame's earlier documents can only answer that their refs are
     // stale: their elements go now, not once four newer ones pushed them out (after a
-    // 20,000-element page they held tens of MiB).
+    // 20,000-element page they held tens of MiB), and the heap they held goes back to the OS
+    // (this call's own response is small then, so the Connection's trim after large ones would
+    // not run).
     let mut freed = 0;
     for record in state.observations.iter_mut().filter(|record| {
         !record.replaced
@@ -628,10 +630,7 @@ pub async fn take_observation_reading(
         replaced: false,
     });
     while state.observations.len() > KEPT_OBSERVATIONS {
-        freed += state
-            .observations
-            .pop_front()
-            .map_or(0, |record| record.view.len());
+        state.observations.pop_front();
     }
     if freed >= FREED_ELEMENTS_TO_TRIM {
         crate::os::return_freed_memory();
