@@ -502,6 +502,9 @@ pub fn command_json(row: &CommandRow) -> Value {
     if let Some(at) = row.completed_at {
         command["completedAt"] = json!(at);
     }
+    if row.result_dropped {
+        command["resultDropped"] = json!(true);
+    }
     command
 }
 
@@ -732,5 +735,41 @@ mod tests {
         assert_eq!(context["dispatched"]["count"], 2);
         assert_eq!(error["data"]["retryable"], false);
         assert_eq!(error["data"]["remediation"]["action"], "inspect_state");
+    }
+
+    fn row(result_json: Option<&str>, error_json: Option<&str>, result_dropped: bool) -> CommandRow {
+        CommandRow {
+            id: "command:1".to_owned(),
+            workspace_id: None,
+            connection_id: "connection:1".to_owned(),
+            method: "browser.click".to_owned(),
+            generation: 1,
+            idempotency_key: None,
+            args_hash: [0; 32],
+            status: CommandStatus::Completed,
+            accepted_at: 1,
+            deadline_at: 2,
+            dispatched_at: Some(1),
+            completed_at: Some(2),
+            mutating: true,
+            cancellation_requested: false,
+            result_json: result_json.map(str::to_owned),
+            error_json: error_json.map(str::to_owned),
+            result_dropped,
+        }
+    }
+
+    #[test]
+    fn a_replay_says_when_the_result_was_dropped_and_keeps_errors() {
+        let kept = replay(&row(Some(r#"{"ok":1}"#), None, false)).unwrap();
+        assert_eq!(kept["result"]["ok"], 1);
+        assert_eq!(kept["command"].get("resultDropped"), None);
+        let dropped = replay(&row(None, None, true)).unwrap();
+        assert_eq!(dropped.get("result"), None);
+        assert_eq!(dropped["command"]["resultDropped"], true);
+        assert_eq!(dropped["command"]["status"], "completed");
+        let failed = r#"{"code":-32020,"message":"m","data":{"code":"unknown_outcome","retryable":false}}"#;
+        let error = replay(&row(None, Some(failed), false)).unwrap_err().to_json();
+        assert_eq!(error["data"]["code"], "unknown_outcome");
     }
 }

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::{Store, column_u64, to_sql_u64};
 use super::error::StoreError;
+use super::limits::StoreLimits;
 use super::model::{CommandRow, CommandStatus, InsertCommand, NewCommand, PrincipalKey};
 use super::principals::{ensure_principal, find_principal};
 use super::workspaces::owns_workspace;
@@ -16,7 +17,7 @@ macro_rules! command_columns {
     () => {
         "command_id, workspace_id, connection_id, method, generation, idempotency_key,
          args_hash, status, accepted_at, deadline_at, dispatched_at, completed_at,
-         mutating, cancellation_requested, result_json, error_json"
+         mutating, cancellation_requested, result_json, error_json, result_dropped"
     };
 }
 
@@ -46,6 +47,7 @@ fn command_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<CommandRow> {
         cancellation_requested: row.get(13)?,
         result_json: row.get(14)?,
         error_json: row.get(15)?,
+        result_dropped: row.get(16)?,
     })
 }
 
@@ -60,7 +62,7 @@ fn find_command(
             command_columns!(),
             ", principal_id FROM commands WHERE command_id = ?1"
         ))?
-        .query_row([id], |row| Ok((row.get(16)?, command_from_row(row)?)))
+        .query_row([id], |row| Ok((row.get(17)?, command_from_row(row)?)))
         .optional()?;
     Ok(found)
 }
@@ -187,7 +189,7 @@ impl Store {
         id: &str,
         now: i64,
     ) -> Result<Option<CommandRow>, StoreError> {
-        let terminal_limit = self.limits().max_terminal_commands_per_principal;
+        let retention = Retention::of(self.limits());
         self.write(|transaction| {
             let Some(principal_id) = find_principal(transaction, principal)? else {
                 return Ok(None);
@@ -205,7 +207,7 @@ impl Store {
                              WHERE command_id = ?1",
                         )?
                         .execute((id, now))?;
-                    prune_terminal(transaction, principal_id, terminal_limit)?;
+                    retention.prune(transaction, principal_id, None)?;
                 }
                 CommandStatus::Dispatched => {
                     transaction
@@ -226,7 +228,8 @@ impl Store {
     /// Makes a Command terminal with `status` and its recorded result or
     /// error, unless it already is (then the row is returned unchanged).
     /// Then prunes the Principal's oldest terminal Commands beyond
-    /// `max_terminal_commands_per_principal`.
+    /// `max_terminal_commands_per_principal` and drops the oldest results
+    /// beyond `max_result_bytes_per_principal` (never this Command's).
     pub fn complete_command(
         &self,
         id: &str,
@@ -240,7 +243,7 @@ impl Store {
                 status: status.as_str(),
             });
         }
-        let terminal_limit = self.limits().max_terminal_commands_per_principal;
+        let retention = Retention::of(self.limits());
         self.write(|transaction| {
             let (principal_id, command) =
                 find_command(transaction, id)?.ok_or(StoreError::CommandNotFound)?;
@@ -258,37 +261,73 @@ impl Store {
                     (id, status.as_str(), result_json, error_json, now),
                     command_from_row,
                 )?;
-            prune_terminal(transaction, principal_id, terminal_limit)?;
+            retention.prune(transaction, principal_id, Some(id))?;
             Ok(completed)
         })
     }
 }
 
-/// Deletes the Principal's terminal Commands beyond the newest `keep`
-/// (ordered by completion time, then acceptance order).
-fn prune_terminal(
-    transaction: &Connection,
-    principal_id: i64,
-    keep: u32,
-) -> Result<(), StoreError> {
-    let cutoff: Option<(i64, i64)> = transaction
-        .prepare_cached(
-            "SELECT completed_at, rowid FROM commands
-             WHERE principal_id = ?1 AND completed_at IS NOT NULL
-             ORDER BY completed_at DESC, rowid DESC LIMIT 1 OFFSET ?2",
-        )?
-        .query_row((principal_id, keep), |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    if let Some((completed_at, rowid)) = cutoff {
-        transaction
-            .prepare_cached(
-                "DELETE FROM commands
-                 WHERE principal_id = ?1 AND completed_at IS NOT NULL
-                   AND (completed_at, rowid) <= (?2, ?3)",
-            )?
-            .execute((principal_id, completed_at, rowid))?;
+/// The bounds on one Principal's terminal Commands, from `StoreLimits`.
+#[derive(Clone, Copy)]
+struct Retention {
+    commands: i64,
+    result_bytes: i64,
+}
+
+impl Retention {
+    fn of(limits: &StoreLimits) -> Retention {
+        Retention {
+            commands: i64::from(limits.max_terminal_commands_per_principal),
+            result_bytes: i64::try_from(limits.max_result_bytes_per_principal).unwrap_or(i64::MAX),
+        }
     }
-    Ok(())
+
+    /// Brings the Principal back within both bounds: deletes its oldest
+    /// terminal Commands (by completion time, then acceptance order) while
+    /// over the count, then drops its oldest results while over the bytes,
+    /// stopping at `keep_result` (the Command just completed). The totals are
+    /// kept by triggers (migration 0002), so each step is an index lookup;
+    /// one completion usually takes one step of each kind.
+    fn prune(
+        self,
+        transaction: &Connection,
+        principal_id: i64,
+        keep_result: Option<&str>,
+    ) -> Result<(), StoreError> {
+        loop {
+            let (commands, result_bytes): (i64, i64) = transaction
+                .prepare_cached(
+                    "SELECT terminal_commands, result_bytes FROM principals
+                     WHERE principal_id = ?1",
+                )?
+                .query_row([principal_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            if commands > self.commands {
+                transaction
+                    .prepare_cached(
+                        "DELETE FROM commands WHERE rowid =
+                           (SELECT rowid FROM commands
+                             WHERE principal_id = ?1 AND completed_at IS NOT NULL
+                             ORDER BY completed_at, rowid LIMIT 1)",
+                    )?
+                    .execute([principal_id])?;
+            } else if result_bytes > self.result_bytes {
+                let dropped = transaction
+                    .prepare_cached(
+                        "UPDATE commands SET result_json = NULL, result_dropped = 1 WHERE rowid =
+                           (SELECT rowid FROM commands
+                             WHERE principal_id = ?1 AND result_json IS NOT NULL
+                             ORDER BY completed_at, rowid LIMIT 1)
+                           AND command_id IS NOT ?2",
+                    )?
+                    .execute((principal_id, keep_result))?;
+                if dropped == 0 {
+                    return Ok(());
+                }
+            } else {
+                return Ok(());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -557,6 +596,96 @@ mod tests {
         // Non-terminal Commands and other Principals' are untouched.
         assert!(store.get_command(&a, "command:open").unwrap().is_some());
         assert!(store.get_command(&b, "command:b").unwrap().is_some());
+    }
+
+    /// Completes a new Command of `owner` in `workspace:1` with `result`.
+    fn completed(store: &Store, id: &str, owner: &PrincipalKey, result: Option<String>) {
+        store.insert_command(&new_command(id, owner, None)).unwrap();
+        store
+            .complete_command(id, CommandStatus::Completed, result, None, 20)
+            .unwrap();
+    }
+
+    /// The Principal's maintained totals beside a count and sum over its rows.
+    fn totals(store: &Store, owner: &PrincipalKey) -> ((i64, i64), (i64, i64)) {
+        store
+            .read(|transaction| {
+                let principal_id = super::find_principal(transaction, owner)?.unwrap();
+                let kept = transaction.query_row(
+                    "SELECT terminal_commands, result_bytes FROM principals
+                     WHERE principal_id = ?1",
+                    [principal_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )?;
+                let counted = transaction.query_row(
+                    "SELECT count(*), ifnull(sum(octet_length(result_json)), 0) FROM commands
+                     WHERE principal_id = ?1 AND completed_at IS NOT NULL",
+                    [principal_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )?;
+                Ok((kept, counted))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn oldest_results_are_dropped_beyond_the_byte_budget_and_their_records_kept() {
+        let store = fixture(StoreLimits {
+            max_result_bytes_per_principal: 100,
+            ..StoreLimits::default()
+        });
+        let (a, b) = (principal("a"), principal("b"));
+        // 40 bytes each, "é" being two: the budget counts bytes, not characters.
+        let result = format!("\"{}é\"", "x".repeat(36));
+        assert_eq!(result.len(), 40);
+        for n in 1..=5 {
+            completed(&store, &format!("command:{n}"), &a, Some(result.clone()));
+        }
+        let failed = NewCommand {
+            args_hash: [9; 32],
+            ..new_command("command:failed", &a, None)
+        };
+        store.insert_command(&failed).unwrap();
+        let error = Some(format!("{{\"message\":\"{}\"}}", "e".repeat(200)));
+        store
+            .complete_command("command:failed", CommandStatus::Completed, None, error.clone(), 20)
+            .unwrap();
+        let b_command = NewCommand {
+            workspace_id: Some("workspace:b".to_owned()),
+            ..new_command("command:b", &b, None)
+        };
+        store.insert_command(&b_command).unwrap();
+        store
+            .complete_command("command:b", CommandStatus::Completed, Some(result.clone()), None, 1)
+            .unwrap();
+        let held = |id: &str| {
+            let row = store.get_command(&a, id).unwrap().expect("record kept");
+            (row.result_json.is_some(), row.result_dropped)
+        };
+        let states: Vec<_> = (1..=5).map(|n| held(&format!("command:{n}"))).collect();
+        assert_eq!(
+            states,
+            [(false, true), (false, true), (false, true), (true, false), (true, false)]
+        );
+        // Errors are neither counted nor dropped; other Principals are untouched.
+        let failed = store.get_command(&a, "command:failed").unwrap().unwrap();
+        assert_eq!((failed.error_json, failed.result_dropped), (error, false));
+        assert!(store.get_command(&b, "command:b").unwrap().unwrap().result_json.is_some());
+        assert_eq!(totals(&store, &a), ((6, 80), (6, 80)));
+
+        // A result larger than the budget drops every older one but is kept itself.
+        completed(&store, "command:huge", &a, Some(format!("\"{}\"", "h".repeat(498))));
+        assert_eq!(held("command:4"), (false, true));
+        assert_eq!(held("command:5"), (false, true));
+        assert_eq!(held("command:huge"), (true, false));
+        assert_eq!(totals(&store, &a), ((7, 500), (7, 500)));
+
+        // Releasing a Workspace deletes its Commands by cascade; the totals follow.
+        completed(&store, "command:other", &a, Some("1".to_owned()));
+        store
+            .release_workspace(&a, "workspace:1", 30)
+            .unwrap();
+        assert_eq!(totals(&store, &a), ((0, 0), (0, 0)));
     }
 
     #[test]

@@ -55,7 +55,10 @@ const DATABASE_NAME_RANDOM_BYTES: usize = 16;
 
 /// The embedded migrations, applied in order; `PRAGMA user_version` is the
 /// number already applied. Append only.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_command_retention.sql"),
+];
 
 /// Numbers Stores within the process, so a writer thread knows whose units it runs.
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);

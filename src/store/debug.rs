@@ -341,7 +341,7 @@ mod tests {
         check(
             &store,
             "PRAGMA user_version",
-            "[\"user_version\"] [[Integer(1)]]",
+            "[\"user_version\"] [[Integer(2)]]",
         );
         check(
             &store,

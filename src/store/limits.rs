@@ -27,6 +27,15 @@ pub const DEFAULT_MAX_TOMBSTONES: u32 = 1_024;
 /// outcomes cover any realistic retry window while bounding stored results.
 pub const DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL: u32 = 1_024;
 
+/// Bytes of Command results kept per Principal beside the count bound. Past
+/// it the oldest results are dropped (their records stay, marked
+/// `result_dropped`, so a late retry is still recognized and never runs
+/// again); the newest Command's result is always kept, however large. 2 MiB
+/// holds a few hundred action results with their closing Observations
+/// (4-7 KB each), which covers a retry window, and bounds what four busy
+/// agents make the Broker hold to a few MiB.
+pub const DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL: u64 = 2 * 1024 * 1024;
+
 /// Every bound the store enforces. `Default` gives the documented defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreLimits {
@@ -40,6 +49,8 @@ pub struct StoreLimits {
     pub max_tombstones: u32,
     /// Terminal Commands kept per Principal.
     pub max_terminal_commands_per_principal: u32,
+    /// Bytes of retained Command results per Principal.
+    pub max_result_bytes_per_principal: u64,
 }
 
 impl Default for StoreLimits {
@@ -50,6 +61,7 @@ impl Default for StoreLimits {
             max_leases_per_connection: DEFAULT_MAX_LEASES_PER_CONNECTION,
             max_tombstones: DEFAULT_MAX_TOMBSTONES,
             max_terminal_commands_per_principal: DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL,
+            max_result_bytes_per_principal: DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL,
         }
     }
 }

@@ -18,7 +18,8 @@
 //! for `events` (no foreign key, for append speed; release deletes the
 //! journal explicitly).
 //!
-//! - `principals(principal_id, client_id, instance_id)`: one row per
+//! - `principals(principal_id, client_id, instance_id, terminal_commands,
+//!   result_bytes)`: one row per
 //!   `client.id + client.instanceId`; dropped once nothing refers to it.
 //! - `connections(connection_id, principal_id, kind, protocol_minor, opened_at)`.
 //! - `workspaces(workspace_key, workspace_id, principal_id, browser_id,
@@ -38,9 +39,12 @@
 //! - `commands(command_id, principal_id, workspace_id, connection_id, method,
 //!   generation, idempotency_key, args_hash, status, accepted_at, deadline_at,
 //!   dispatched_at, completed_at, mutating, cancellation_requested,
-//!   result_json, error_json)`: terminal exactly when `completed_at` is set;
-//!   `(principal, workspace, idempotency_key)` unique; the newest
-//!   `max_terminal_commands_per_principal` terminal rows are kept.
+//!   result_json, error_json, result_dropped)`: terminal exactly when
+//!   `completed_at` is set; `(principal, workspace, idempotency_key)` unique;
+//!   the newest `max_terminal_commands_per_principal` terminal rows are kept,
+//!   and their results within `max_result_bytes_per_principal` (older ones
+//!   dropped, the record marked). `principals.terminal_commands` and
+//!   `result_bytes` are those totals, kept by triggers.
 //! - `artifacts(artifact_id, workspace_id, kind, mime_type, byte_len, sha256,
 //!   created_at, expires_at, retained, sensitivity, file_name)`: metadata only.
 //! - `tombstones(workspace_id, principal_id, released_at)`: the newest
@@ -114,7 +118,8 @@ pub use error::StoreError;
 pub use events::PRUNE_BATCH;
 pub use limits::{
     DEFAULT_EVENT_JOURNAL_SIZE, DEFAULT_MAX_LEASES_PER_CONNECTION,
-    DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL, DEFAULT_MAX_TOMBSTONES,
+    DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL, DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL,
+    DEFAULT_MAX_TOMBSTONES,
     DEFAULT_MAX_WORKSPACES_PER_PRINCIPAL, StoreLimits,
 };
 pub use model::{

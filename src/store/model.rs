@@ -354,6 +354,9 @@ pub struct CommandRow {
     pub result_json: Option<String>,
     /// Recorded JSON-RPC error, serialized JSON text.
     pub error_json: Option<String>,
+    /// Whether `result_json` was dropped under the per-Principal byte budget
+    /// (`StoreLimits::max_result_bytes_per_principal`); the record stays.
+    pub result_dropped: bool,
 }
 
 /// Outcome of `Store::insert_command`.
