@@ -123,7 +123,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let runtime = runtime();
+            // One thread: the stdin loop, the Broker reader and the stdout writer hand lines to
+            // each other with no cross-thread wake-up (the round trip's main cost).
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime starts");
             let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
             // A blocking stdin read may still be parked; do not wait for it.
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));

@@ -1,6 +1,6 @@
 //! Platform code behind one API: default directories, process identity, permissions, file
 //! ownership, directory-relative file operations that never follow a link at the final name,
-//! non-blocking opens, detaching.
+//! non-blocking opens, polled standard input and output, detaching.
 //!
 //! Nothing else in the crate says `#[cfg(unix)]` for these concerns. Owns no policy: callers
 //! decide when to detach, which pid to check, which file to protect, which owner to accept.
@@ -173,6 +173,58 @@ pub fn detach(command: &mut std::process::Command) {
     imp::detach(command)
 }
 
+/// Standard input or output as a non-blocking duplicate registered with the tokio reactor, so
+/// reads and writes run on the runtime thread with no hop through tokio's blocking pool. Made
+/// only for a pipe or a socket (a terminal is shared with the shell, a regular file cannot be
+/// polled); the descriptor's original file status flags (`O_NONBLOCK` belongs to the open file
+/// description, which another process may share) are restored when it is dropped.
+pub struct PolledStdio(imp::PolledStdio);
+
+/// Stdin as [`PolledStdio`], or `None` (not a pipe or socket, or not on this platform). Must
+/// be called inside a tokio runtime.
+pub fn polled_stdin() -> Option<PolledStdio> {
+    imp::polled(&std::io::stdin()).map(PolledStdio)
+}
+
+/// Stdout as [`PolledStdio`], or `None` as for [`polled_stdin`].
+pub fn polled_stdout() -> Option<PolledStdio> {
+    imp::polled(&std::io::stdout()).map(PolledStdio)
+}
+
+impl tokio::io::AsyncRead for PolledStdio {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.get_mut().0.poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for PolledStdio {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.get_mut().0.poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// Results at least this large are followed by [`return_freed_memory`].
 pub const TRIM_AFTER_BYTES: usize = 1 << 20;
 
@@ -201,6 +253,83 @@ mod imp {
     use std::path::{Path, PathBuf};
 
     use super::{EntryKind, FileFacts};
+
+    /// See `super::PolledStdio`.
+    pub struct PolledStdio {
+        fd: tokio::io::unix::AsyncFd<File>,
+        original_flags: libc::c_int,
+    }
+
+    pub fn polled(stdio: &impl std::os::fd::AsFd) -> Option<PolledStdio> {
+        let file = File::from(stdio.as_fd().try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        if !(kind.is_fifo() || kind.is_socket()) {
+            return None;
+        }
+        let raw = file.as_raw_fd();
+        // SAFETY: F_GETFL and F_SETFL on a descriptor `file` owns; neither touches memory.
+        let original_flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+        if original_flags < 0
+            || unsafe { libc::fcntl(raw, libc::F_SETFL, original_flags | libc::O_NONBLOCK) } < 0
+        {
+            return None;
+        }
+        // SAFETY: `file` owns its descriptor (a duplicate made above), so it stays open and
+        // refers to the same description for as long as the `AsyncFd` owns `file`.
+        match unsafe { tokio::io::unix::AsyncFd::register(file) } {
+            Ok(fd) => Some(PolledStdio { fd, original_flags }),
+            Err(error) => {
+                let (file, error) = error.into_parts();
+                tracing::debug!(%error, "stdio cannot be polled");
+                // SAFETY: F_SETFL on the descriptor `file` still owns.
+                unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, original_flags) };
+                None
+            }
+        }
+    }
+
+    impl PolledStdio {
+        pub fn poll_read(
+            &mut self,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            use std::io::Read as _;
+            loop {
+                let mut guard = std::task::ready!(self.fd.poll_read_ready(cx))?;
+                let unfilled = buf.initialize_unfilled();
+                match guard.try_io(|file| file.get_ref().read(unfilled)) {
+                    Ok(Ok(read)) => {
+                        buf.advance(read);
+                        return std::task::Poll::Ready(Ok(()));
+                    }
+                    Ok(Err(error)) => return std::task::Poll::Ready(Err(error)),
+                    Err(_would_block) => continue,
+                }
+            }
+        }
+
+        pub fn poll_write(
+            &mut self,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            use std::io::Write as _;
+            loop {
+                let mut guard = std::task::ready!(self.fd.poll_write_ready(cx))?;
+                if let Ok(result) = guard.try_io(|file| file.get_ref().write(buf)) {
+                    return std::task::Poll::Ready(result);
+                }
+            }
+        }
+    }
+
+    impl Drop for PolledStdio {
+        fn drop(&mut self) {
+            // SAFETY: F_SETFL on the descriptor this value still owns.
+            unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_SETFL, self.original_flags) };
+        }
+    }
 
     fn kind_of(file_type: std::fs::FileType) -> EntryKind {
         match () {
@@ -526,6 +655,31 @@ mod imp {
     use std::path::{Path, PathBuf};
 
     use super::{EntryKind, FileFacts};
+
+    /// Not built on this platform: stdio stays on tokio's blocking pool.
+    pub enum PolledStdio {}
+
+    pub fn polled<T>(_stdio: &T) -> Option<PolledStdio> {
+        None
+    }
+
+    impl PolledStdio {
+        pub fn poll_read(
+            &mut self,
+            _cx: &mut std::task::Context<'_>,
+            _buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            match *self {}
+        }
+
+        pub fn poll_write(
+            &mut self,
+            _cx: &mut std::task::Context<'_>,
+            _buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            match *self {}
+        }
+    }
 
     fn kind_of(file_type: std::fs::FileType) -> EntryKind {
         match () {

@@ -1179,3 +1179,84 @@ fn another_principals_ids_answer_like_unknown_ones() {
         json!({"workspaceId": ws, "leaseId": lease}),
     );
 }
+
+/// Whether `fd`'s open file description has `O_NONBLOCK` set.
+fn nonblocking(fd: &impl std::os::fd::AsRawFd) -> bool {
+    // SAFETY: F_GETFL on a descriptor the caller owns; it touches no memory.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    assert!(flags >= 0, "F_GETFL failed");
+    flags & libc::O_NONBLOCK != 0
+}
+
+#[test]
+fn host_stdio_as_files_or_shared_pipes_works_and_is_left_blocking() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::process::Stdio;
+
+    let home = TestHome::new();
+    let request = |id: u64, method: &str, params: Value| {
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+    };
+    let initialize = initialize_params("com.example.stdio", "i", (1, 1));
+
+    // Regular files cannot be polled: the bridge reads and writes them as blocking stdio.
+    let files = tempfile::tempdir().expect("temp dir");
+    let input = files.path().join("host-input.ndjson");
+    let output = files.path().join("host-output.ndjson");
+    let lines = request(1, "initialize", initialize.clone()) + &request(2, "tools/list", json!({}));
+    std::fs::write(&input, lines).expect("write input");
+    let status = home
+        .command(BIN)
+        .args(["bridge", "--stdio"])
+        .stdin(std::fs::File::open(&input).expect("open input"))
+        .stdout(std::fs::File::create(&output).expect("create output"))
+        .stderr(Stdio::null())
+        .status()
+        .expect("run the bridge");
+    assert!(status.success(), "bridge exit {status:?}");
+    let answered: Vec<Value> = std::fs::read_to_string(&output)
+        .expect("read output")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON line"))
+        .collect();
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    assert_eq!(
+        (&answered[0]["id"], &answered[1]["id"]),
+        (&json!(1), &json!(2))
+    );
+    let tools = answered[1]["result"]["tools"].as_array();
+    assert!(tools.is_some_and(|t| !t.is_empty()), "{}", answered[1]);
+
+    // A pipe whose read end this test keeps open too shares its file description with the
+    // bridge's stdin: polled (non-blocking) while the bridge runs, blocking again after it exits.
+    let (read_end, mut write_end) = std::io::pipe().expect("pipe");
+    let mut child = home
+        .command(BIN)
+        .args(["bridge", "--stdio"])
+        .stdin(read_end.try_clone().expect("clone read end"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the bridge");
+    assert!(!nonblocking(&read_end));
+    write_end
+        .write_all(request(7, "initialize", initialize).as_bytes())
+        .expect("write");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout
+        .read_line(&mut line)
+        .expect("read the initialize response");
+    assert_eq!(serde_json::from_str::<Value>(&line).expect("JSON")["id"], 7);
+    assert!(nonblocking(&read_end), "the bridge polls a piped stdin");
+    drop(write_end);
+    let status = child.wait().expect("bridge exits on EOF");
+    assert!(status.success(), "bridge exit {status:?}");
+    assert!(
+        !nonblocking(&read_end),
+        "the bridge restored the pipe's flags"
+    );
+}

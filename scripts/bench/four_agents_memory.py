@@ -12,6 +12,7 @@ LOOPS: loops per agent (default 120). BENCH_PEERS_DIR and BROWSER_PILOT as in
 memory_after_heavy_pages.py.
 """
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -73,6 +74,14 @@ def main():
     for share in (0.25, 0.5, 0.75, 1.0):
         part = samples[:max(1, int(len(samples) * share))]
         print(f"first {int(share * 100)}%: peak {max(s[0] for s in part)} MiB, last {part[-1]}")
+    # What the Broker's store holds at the end (rows and payload bytes per table).
+    query = ("SELECT (SELECT count(*) FROM events), (SELECT sum(length(payload_json)) FROM events), "
+             "(SELECT count(*) FROM commands), (SELECT sum(length(result_json)) FROM commands), "
+             "(SELECT count(*) FROM artifacts)")
+    held = subprocess.run([EXE, "debug", "sql", query], env={**os.environ, "BROWSER_PILOT_HOME": home},
+                          capture_output=True, text=True)
+    print("store: events, event bytes, commands, result bytes, artifacts:",
+          held.stdout.strip() or held.stderr.strip())
     for driver in drivers:
         driver.close()
     chromium.close()

@@ -7,6 +7,7 @@
 
 mod pump;
 mod startup;
+mod stdio;
 
 pub use pump::run_bridge;
 pub use startup::{BrokerLink, connect_or_start};

@@ -19,6 +19,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use super::startup::{BrokerLink, connect_or_start};
+use super::stdio;
 use crate::framing::{self, FramingError, LineReader};
 use crate::home::Home;
 use crate::protocol::envelope::{self, Inbound};
@@ -103,7 +104,7 @@ pub async fn run_bridge(home: Home, browser_preference: Option<String>) -> i32 {
         max_result_bytes: AtomicU64::new(SERVICE_LIMITS.max_result_bytes),
     });
     let mut stdin = LineReader::new(
-        BufReader::new(tokio::io::stdin()),
+        BufReader::new(stdio::input()),
         SERVICE_LIMITS.max_message_bytes as usize,
     );
     let mut broker = BrokerState::NotConnected(None);
@@ -538,7 +539,7 @@ async fn write_stdout(
     mut responses: mpsc::UnboundedReceiver<Outgoing>,
     mut notifications: mpsc::Receiver<String>,
 ) {
-    let mut stdout = framing::LineWriter::new(tokio::io::stdout());
+    let mut stdout = framing::LineWriter::new(stdio::output());
     let mut notifications_open = true;
     // Fired once their line (and everything batched with it) reached the pipe.
     let mut written: Vec<oneshot::Sender<()>> = Vec::new();

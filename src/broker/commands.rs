@@ -737,7 +737,11 @@ mod tests {
         assert_eq!(error["data"]["remediation"]["action"], "inspect_state");
     }
 
-    fn row(result_json: Option<&str>, error_json: Option<&str>, result_dropped: bool) -> CommandRow {
+    fn row(
+        result_json: Option<&str>,
+        error_json: Option<&str>,
+        result_dropped: bool,
+    ) -> CommandRow {
         CommandRow {
             id: "command:1".to_owned(),
             workspace_id: None,
@@ -768,8 +772,11 @@ mod tests {
         assert_eq!(dropped.get("result"), None);
         assert_eq!(dropped["command"]["resultDropped"], true);
         assert_eq!(dropped["command"]["status"], "completed");
-        let failed = r#"{"code":-32020,"message":"m","data":{"code":"unknown_outcome","retryable":false}}"#;
-        let error = replay(&row(None, Some(failed), false)).unwrap_err().to_json();
+        let failed =
+            r#"{"code":-32020,"message":"m","data":{"code":"unknown_outcome","retryable":false}}"#;
+        let error = replay(&row(None, Some(failed), false))
+            .unwrap_err()
+            .to_json();
         assert_eq!(error["data"]["code"], "unknown_outcome");
     }
 }

@@ -648,7 +648,13 @@ mod tests {
         store.insert_command(&failed).unwrap();
         let error = Some(format!("{{\"message\":\"{}\"}}", "e".repeat(200)));
         store
-            .complete_command("command:failed", CommandStatus::Completed, None, error.clone(), 20)
+            .complete_command(
+                "command:failed",
+                CommandStatus::Completed,
+                None,
+                error.clone(),
+                20,
+            )
             .unwrap();
         let b_command = NewCommand {
             workspace_id: Some("workspace:b".to_owned()),
@@ -656,7 +662,13 @@ mod tests {
         };
         store.insert_command(&b_command).unwrap();
         store
-            .complete_command("command:b", CommandStatus::Completed, Some(result.clone()), None, 1)
+            .complete_command(
+                "command:b",
+                CommandStatus::Completed,
+                Some(result.clone()),
+                None,
+                1,
+            )
             .unwrap();
         let held = |id: &str| {
             let row = store.get_command(&a, id).unwrap().expect("record kept");
@@ -665,16 +677,34 @@ mod tests {
         let states: Vec<_> = (1..=5).map(|n| held(&format!("command:{n}"))).collect();
         assert_eq!(
             states,
-            [(false, true), (false, true), (false, true), (true, false), (true, false)]
+            [
+                (false, true),
+                (false, true),
+                (false, true),
+                (true, false),
+                (true, false)
+            ]
         );
         // Errors are neither counted nor dropped; other Principals are untouched.
         let failed = store.get_command(&a, "command:failed").unwrap().unwrap();
         assert_eq!((failed.error_json, failed.result_dropped), (error, false));
-        assert!(store.get_command(&b, "command:b").unwrap().unwrap().result_json.is_some());
+        assert!(
+            store
+                .get_command(&b, "command:b")
+                .unwrap()
+                .unwrap()
+                .result_json
+                .is_some()
+        );
         assert_eq!(totals(&store, &a), ((6, 80), (6, 80)));
 
         // A result larger than the budget drops every older one but is kept itself.
-        completed(&store, "command:huge", &a, Some(format!("\"{}\"", "h".repeat(498))));
+        completed(
+            &store,
+            "command:huge",
+            &a,
+            Some(format!("\"{}\"", "h".repeat(498))),
+        );
         assert_eq!(held("command:4"), (false, true));
         assert_eq!(held("command:5"), (false, true));
         assert_eq!(held("command:huge"), (true, false));
@@ -682,9 +712,7 @@ mod tests {
 
         // Releasing a Workspace deletes its Commands by cascade; the totals follow.
         completed(&store, "command:other", &a, Some("1".to_owned()));
-        store
-            .release_workspace(&a, "workspace:1", 30)
-            .unwrap();
+        store.release_workspace(&a, "workspace:1", 30).unwrap();
         assert_eq!(totals(&store, &a), ((0, 0), (0, 0)));
     }
 
