@@ -298,8 +298,15 @@ mod imp {
             loop {
                 let mut guard = std::task::ready!(self.fd.poll_read_ready(cx))?;
                 let unfilled = buf.initialize_unfilled();
+                let room = unfilled.len();
                 match guard.try_io(|file| file.get_ref().read(unfilled)) {
                     Ok(Ok(read)) => {
+                        // A short read emptied the pipe: forget the readiness now rather than
+                        // learn it from one more read answering EAGAIN (tokio's sockets do the
+                        // same; an event that arrives later is not cleared).
+                        if read > 0 && read < room {
+                            guard.clear_ready();
+                        }
                         buf.advance(read);
                         return std::task::Poll::Ready(Ok(()));
                     }
