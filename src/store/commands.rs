@@ -302,7 +302,7 @@ impl Retention {
                 )?
                 .query_row([principal_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
             if commands > self.commands {
-                transaction
+                let deleted = transaction
                     .prepare_cached(
                         "DELETE FROM commands WHERE rowid =
                            (SELECT rowid FROM commands
@@ -310,6 +310,11 @@ impl Retention {
                              ORDER BY completed_at, rowid LIMIT 1)",
                     )?
                     .execute([principal_id])?;
+                // Totals that disagreed with the rows must not spin the writer.
+                if deleted == 0 {
+                    tracing::error!(commands, "store: terminal Command total without rows");
+                    return Ok(());
+                }
             } else if result_bytes > self.result_bytes {
                 let dropped = transaction
                     .prepare_cached(
