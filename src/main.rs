@@ -125,10 +125,7 @@ fn main() -> ExitCode {
             };
             // One thread: the stdin loop, the Broker reader and the stdout writer hand lines to
             // each other with no cross-thread wake-up (the round trip's main cost).
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime starts");
+            let runtime = current_thread_runtime();
             let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
             // A blocking stdin read may still be parked; do not wait for it.
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
@@ -258,10 +255,7 @@ fn run_internal(role: &str, rest: &[std::ffi::OsString]) -> i32 {
                 eprintln!("error: the janitor role needs the browser WebSocket URL");
                 return 2;
             };
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime starts");
+            let runtime = current_thread_runtime();
             let code = runtime.block_on(browser_pilot::janitor::run_janitor(ws_url.to_owned()));
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             code
@@ -285,6 +279,14 @@ fn with_home(f: impl FnOnce(Home) -> i32) -> ExitCode {
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts")
+}
+
+/// A runtime on the calling thread, for roles whose tasks only hand lines to each other.
+fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime starts")

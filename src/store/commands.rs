@@ -571,21 +571,11 @@ mod tests {
         store
             .insert_command(&new_command("command:open", &a, None))
             .unwrap();
-        let b_command = NewCommand {
-            workspace_id: Some("workspace:b".to_owned()),
-            ..new_command("command:b", &b, None)
-        };
-        store.insert_command(&b_command).unwrap();
-        store
-            .complete_command("command:b", CommandStatus::Completed, None, None, 1)
-            .unwrap();
+        completed_for_b(&store, None);
         // Completed out of acceptance order: the completion time decides.
         for (n, completed_at) in [(1, 50), (2, 10), (3, 40), (4, 20), (5, 30)] {
             let id = format!("command:{n}");
-            store.insert_command(&new_command(&id, &a, None)).unwrap();
-            store
-                .complete_command(&id, CommandStatus::Completed, None, None, completed_at)
-                .unwrap();
+            complete_new(&store, &new_command(&id, &a, None), None, completed_at);
         }
         let kept: Vec<bool> = [
             "command:1",
@@ -603,12 +593,37 @@ mod tests {
         assert!(store.get_command(&b, "command:b").unwrap().is_some());
     }
 
+    /// Completes a new Command `command` at `completed_at` with `result`.
+    fn complete_new(
+        store: &Store,
+        command: &NewCommand,
+        result: Option<String>,
+        completed_at: i64,
+    ) {
+        store.insert_command(command).unwrap();
+        store
+            .complete_command(
+                &command.id,
+                CommandStatus::Completed,
+                result,
+                None,
+                completed_at,
+            )
+            .unwrap();
+    }
+
     /// Completes a new Command of `owner` in `workspace:1` with `result`.
     fn completed(store: &Store, id: &str, owner: &PrincipalKey, result: Option<String>) {
-        store.insert_command(&new_command(id, owner, None)).unwrap();
-        store
-            .complete_command(id, CommandStatus::Completed, result, None, 20)
-            .unwrap();
+        complete_new(store, &new_command(id, owner, None), result, 20);
+    }
+
+    /// Completes `command:b` of Principal `b` in its own Workspace with `result`.
+    fn completed_for_b(store: &Store, result: Option<String>) {
+        let command = NewCommand {
+            workspace_id: Some("workspace:b".to_owned()),
+            ..new_command("command:b", &principal("b"), None)
+        };
+        complete_new(store, &command, result, 1);
     }
 
     /// The Principal's maintained totals beside a count and sum over its rows.
@@ -661,20 +676,7 @@ mod tests {
                 20,
             )
             .unwrap();
-        let b_command = NewCommand {
-            workspace_id: Some("workspace:b".to_owned()),
-            ..new_command("command:b", &b, None)
-        };
-        store.insert_command(&b_command).unwrap();
-        store
-            .complete_command(
-                "command:b",
-                CommandStatus::Completed,
-                Some(result.clone()),
-                None,
-                1,
-            )
-            .unwrap();
+        completed_for_b(&store, Some(result.clone()));
         let held = |id: &str| {
             let row = store.get_command(&a, id).unwrap().expect("record kept");
             (row.result_json.is_some(), row.result_dropped)
