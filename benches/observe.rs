@@ -108,6 +108,8 @@ async fn observe_once(tab: &Tab, key: &str, size: usize) -> (Duration, usize, us
             },
             base_key: None,
             compact: false,
+            key_record: false,
+            click_verdict: None,
             state_of: None,
         })
         .await

@@ -43,6 +43,8 @@ async fn observe_with(tab: &Tab, key: &str, options: ObserveOptions) -> PageObse
         options,
         base_key: None,
         compact: false,
+        key_record: false,
+        click_verdict: None,
         state_of: None,
     })
     .await
@@ -268,6 +270,8 @@ async fn attribute_sets_and_direct_reads_observe_the_same_elements() {
                 options: ObserveOptions::default(),
                 base_key: None,
                 compact: false,
+                key_record: false,
+                click_verdict: None,
                 state_of: None,
             }))
             .await

@@ -152,7 +152,11 @@ pub struct Observe {
     pub base_key: Option<String>,
     /// `maxBytes` bounds the compact text form rather than the JSON objects.
     pub compact: bool,
-    /// An action's element whose state (`StateSnapshot`) the same call reads first.
+    /// What an action reads in the same call before the walk, in this order: the keystroke
+    /// guard's record (`KeyRecord`), the click-truth verdict (`ClickVerdict`), its element's
+    /// state (`StateSnapshot`). Each disarms or reads as its own script does.
+    pub key_record: bool,
+    pub click_verdict: Option<super::actions::ClickVerdict>,
     pub state_of: Option<super::actions::RefTarget>,
 }
 
@@ -181,6 +185,11 @@ impl PageScript for Observe {
                 "signInPhrases": SIGN_IN_PHRASES,
                 "blockedPhrases": BLOCKED_PHRASES,
                 "captchaPatterns": CAPTCHA_PATTERNS,
+                "keyRecord": self.key_record,
+                "clickVerdict": match &self.click_verdict {
+                    Some(verdict) => verdict.call()?.argument,
+                    None => Value::Null,
+                },
                 "stateOf": match &self.state_of {
                     Some(target) => super::actions::StateSnapshot(target.clone()).call()?.argument,
                     None => Value::Null,
@@ -554,6 +563,11 @@ pub struct PageObservation {
     /// `Observe::state_of`'s answer as the page gave it (a state or a refusal); never sent.
     #[serde(default)]
     pub state: Option<Value>,
+    /// `Observe::key_record`'s and `Observe::click_verdict`'s answers; never sent.
+    #[serde(default)]
+    pub keys: Option<Value>,
+    #[serde(default)]
+    pub click: Option<Value>,
 }
 
 /// The agent-facing fields of an observation; the Broker adds its ids, url
@@ -672,6 +686,8 @@ mod tests {
             options: ObserveOptions::default(),
             base_key: None,
             compact: false,
+            key_record: false,
+            click_verdict: None,
             state_of: None,
         }
     }
@@ -701,6 +717,8 @@ mod tests {
             options: ObserveOptions::default(),
             base_key: None,
             compact: false,
+            key_record: false,
+            click_verdict: None,
             state_of: None,
         };
         assert!(matches!(
@@ -809,6 +827,8 @@ mod tests {
             },
             base_key: None,
             compact: false,
+            key_record: false,
+            click_verdict: None,
             state_of: None,
         };
         let two = observation(vec![plain(1), plain(2)]);
@@ -824,6 +844,28 @@ mod tests {
         let argument = reading.call().unwrap().argument;
         assert_eq!(argument["stateOf"]["ref"], json!(3), "{argument}");
         assert_eq!(observe().call().unwrap().argument["stateOf"], Value::Null);
+        // So do the keystroke guard's record and the click verdict, each only when asked.
+        let plain_call = observe().call().unwrap().argument;
+        assert_eq!(plain_call["keyRecord"], json!(false));
+        assert_eq!(plain_call["clickVerdict"], Value::Null);
+        let records = Observe {
+            key_record: true,
+            click_verdict: Some(super::super::actions::ClickVerdict(Some(
+                super::super::actions::RefTarget::new("observation:1", 4),
+            ))),
+            ..observe()
+        };
+        let argument = records.call().unwrap().argument;
+        assert_eq!(argument["keyRecord"], json!(true));
+        assert_eq!(argument["clickVerdict"]["ref"], json!(4), "{argument}");
+        let coordinates = Observe {
+            click_verdict: Some(super::super::actions::ClickVerdict(None)),
+            ..observe()
+        };
+        assert_eq!(
+            coordinates.call().unwrap().argument["clickVerdict"],
+            json!({})
+        );
         let mut with_state = observation(vec![plain(1)]);
         with_state["state"] =
             json!({"documentKey": "d", "elementKey": "d:e1", "connected": true, "focused": true});

@@ -13,7 +13,7 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{
-    ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe,
+    Along, ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe,
     take_observation_reading,
 };
 use crate::cdp::CdpClient;
@@ -317,25 +317,13 @@ pub async fn click(
     before.input_done = Some(tokio::time::Instant::now());
     // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
     // complete now. A dialog pauses the page, so nothing can be read until it is answered.
-    // The element's state and the URL are read with the record (queued at once, run in order):
-    // when the control already shows its expected state, the settle window is not needed.
-    let verdict = async {
-        match (armed, dialog) {
-            (true, false) => page::run(
-                &tab.client,
-                &ctx.session,
-                ctx.context,
-                &ClickVerdict(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .ok(),
-            _ => None,
-        }
-    };
-    // The element's state is read by the closing Observation's own page call (first) when the
-    // page is cheap to observe: that Observation is kept when the click is judged from these
-    // reads alone (`in_place`). Its history read gives the URL.
+    // The element's state and the URL are read with the record: when the control already shows
+    // its expected state, the settle window is not needed. When the page is cheap to observe,
+    // the record and then the state are read by the closing Observation's own page call, and
+    // that Observation is kept when the click is judged from these reads alone (`in_place`);
+    // its history read gives the URL. Otherwise the record, the URL and the state are queued at
+    // once (run in that order).
+    let read_verdict = armed && !dialog;
     let request = closing_request(&arguments)?;
     let prefetch = !dialog && cheap_to_observe(&mut tab.guard);
     let wanted = match (&target, &before.element, dialog) {
@@ -343,31 +331,50 @@ pub async fn click(
         _ => None,
     };
     let (client, guard) = (&tab.client, &mut tab.guard);
-    let place_now = async {
-        let taken = match prefetch {
-            true => take_observation_reading(client, guard, scope, &request, true, wanted)
+    let taken = match prefetch {
+        true => {
+            let along = Along {
+                click_verdict: read_verdict.then(|| ClickVerdict(target.clone())),
+                state_of: wanted,
+                ..Along::default()
+            };
+            take_observation_reading(client, guard, scope, &request, true, along)
                 .await
-                .ok(),
-            false => None,
-        };
-        match taken {
-            Some((taken, state)) => {
-                let url = taken.result.get("url").and_then(Value::as_str);
-                (url.unwrap_or_default().to_owned(), state, Some(taken))
-            }
-            None => {
-                let state = async {
-                    match wanted {
-                        Some(target) => snapshot(client, &ctx, target).await.ok(),
-                        None => None,
-                    }
-                };
-                let (url, state) = tokio::join!(current_url(client, guard), state);
-                (url, state, None)
-            }
+                .ok()
+        }
+        false => None,
+    };
+    let (record, (url_now, state_now, closing)) = match taken {
+        Some((taken, read)) => {
+            let url = taken.result.get("url").and_then(Value::as_str);
+            let url = url.unwrap_or_default().to_owned();
+            (read.click, (url, read.state, Some(taken)))
+        }
+        None => {
+            let verdict = async {
+                match read_verdict {
+                    true => page::run(
+                        client,
+                        &ctx.session,
+                        ctx.context,
+                        &ClickVerdict(target.clone()),
+                        SCRIPT_TIMEOUT,
+                    )
+                    .await
+                    .ok(),
+                    false => None,
+                }
+            };
+            let state = async {
+                match wanted {
+                    Some(target) => snapshot(client, &ctx, target).await.ok(),
+                    None => None,
+                }
+            };
+            let (record, url, state) = tokio::join!(verdict, current_url(client, guard), state);
+            (record, (url, state, None))
         }
     };
-    let (record, (url_now, state_now, closing)) = tokio::join!(verdict, place_now);
     before.shown_url = Some(url_now).filter(|url| !url.is_empty());
     before.shown = state_now.filter(|now| {
         before.element.as_ref().is_some_and(|was| {

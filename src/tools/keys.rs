@@ -27,7 +27,7 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{
-    ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context,
+    Along, ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context,
     take_observation_reading,
 };
 use crate::cdp::input::table::{self, Modifier};
@@ -468,17 +468,14 @@ impl Guarded<'_> {
     /// What the guard's record says of fill's insertion: stopped in the page (nothing was
     /// inserted anywhere) fails as if refused before it; an unreadable record means the pinned
     /// document is gone and where the text went is not known.
-    fn judge_insertion(
-        &mut self,
-        record: Result<KeysRecorded, page::PageError>,
-    ) -> Result<(), ToolError> {
+    fn judge_insertion(&mut self, record: Option<KeysRecorded>) -> Result<(), ToolError> {
         match record {
-            Ok(record) if record.armed && record.blocked > 0 => {
+            Some(record) if record.armed && record.blocked > 0 => {
                 self.dispatched = self.dispatched.saturating_sub(1);
                 let reason = record.refused.as_deref().unwrap_or("focus_changed");
                 Err(ToolError::from(self.fail("insert_text", reason)))
             }
-            Ok(record) if record.armed => Ok(()),
+            Some(record) if record.armed => Ok(()),
             _ => Err(ToolError::from(self.fail("the end", "document_changed"))),
         }
     }
@@ -990,34 +987,35 @@ pub async fn type_text(
     // when the page is cheap to observe: it is kept when no settle window follows.
     let request = closing_request(&arguments)?;
     let prefetch = !submit && cheap_to_observe(&mut tab.guard);
-    // The guard's record of fill's insertion is asked for first, queued with the reading.
-    let record = async {
-        match guard_pending {
-            true => Some(key_record(&tab.client, &pin.session, pin.context).await),
-            false => None,
-        }
-    };
-    let (record, reading) = match prefetch {
-        // The value is read by the Observation's own page call, first.
+    // The guard's record of fill's insertion and the value are read by the Observation's own
+    // page call, first (in that order); without that call, the record on its own first.
+    let reading = match prefetch {
         true => {
-            let reading = take_observation_reading(
-                &tab.client,
-                &mut tab.guard,
-                scope,
-                &request,
-                true,
-                Some(&target),
-            );
-            let (record, reading) = tokio::join!(record, reading);
-            (record, reading.ok())
+            let along = Along {
+                key_record: guard_pending,
+                state_of: Some(&target),
+                ..Along::default()
+            };
+            take_observation_reading(&tab.client, &mut tab.guard, scope, &request, true, along)
+                .await
+                .ok()
         }
-        false => (record.await, None),
+        false => None,
+    };
+    let record = match (guard_pending, &reading) {
+        (false, _) => None,
+        (true, Some((_, read))) => Some(read.keys.clone()),
+        (true, None) => Some(
+            key_record(&tab.client, &pin.session, pin.context)
+                .await
+                .ok(),
+        ),
     };
     if let Some(record) = record {
         guarded.judge_insertion(record)?;
     }
     let (mut after, mut closing) = match reading {
-        Some((closing, after)) => (after, Some(closing)),
+        Some((closing, read)) => (read.state, Some(closing)),
         None => (read_state(&mut tab, &target).await, None),
     };
     if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {

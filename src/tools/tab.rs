@@ -489,22 +489,47 @@ pub async fn take_observation(
     request: &ObservationRequest,
     with_fingerprint: bool,
 ) -> Result<TakenObservation, ToolError> {
-    let (taken, _) =
-        take_observation_reading(client, guard, scope, request, with_fingerprint, None).await?;
+    let (taken, _) = take_observation_reading(
+        client,
+        guard,
+        scope,
+        request,
+        with_fingerprint,
+        Along::default(),
+    )
+    .await?;
     Ok(taken)
 }
 
-/// [`take_observation`] that also reads the state of an action's element (`state_of`, as
-/// `page::StateSnapshot` does) in the same page call, first: `None` when its document no
-/// longer has it.
+/// What an action reads in its closing Observation's own page call, before the walk and in
+/// this order (each as its own script would, disarming what it reads): the keystroke guard's
+/// record (`page::KeyRecord`), the click-truth verdict (`page::ClickVerdict`) and its element's
+/// state (`page::StateSnapshot`). One page call instead of one each.
+#[derive(Default)]
+pub struct Along<'a> {
+    pub key_record: bool,
+    pub click_verdict: Option<page::ClickVerdict>,
+    pub state_of: Option<&'a page::RefTarget>,
+}
+
+/// What [`Along`] read: `None` where it was not asked for or the answer did not decode (the
+/// state also when the page refused the ref: stale, another document).
+#[derive(Debug, Default)]
+pub struct AlongRead {
+    pub keys: Option<page::KeysRecorded>,
+    pub click: Option<page::ClickRecord>,
+    pub state: Option<page::ElementState>,
+}
+
+/// [`take_observation`] that also reads what `along` asks for in the same page call, first.
 pub async fn take_observation_reading(
     client: &CdpClient,
     guard: &mut TabGuard,
     scope: &TargetScope<'_>,
     request: &ObservationRequest,
     with_fingerprint: bool,
-    state_of: Option<&page::RefTarget>,
-) -> Result<(TakenObservation, Option<page::ElementState>), ToolError> {
+    along: Along<'_>,
+) -> Result<(TakenObservation, AlongRead), ToolError> {
     let mut page_context = page_context(client, guard).await?;
     let observation_id = new_id(IdKind::Observation);
     let mut unavailable = None;
@@ -529,7 +554,9 @@ pub async fn take_observation_reading(
         options: request.options,
         base_key: base.as_ref().map(|record| record.id.clone()),
         compact: request.format == ObservationFormat::Compact,
-        state_of: state_of.cloned(),
+        key_record: along.key_record,
+        click_verdict: along.click_verdict.clone(),
+        state_of: along.state_of.cloned(),
     };
     // The elements and the URL and title come from different places (the page's isolated
     // world, the browser's history): both are asked at once.
@@ -546,13 +573,23 @@ pub async fn take_observation_reading(
     }
     let mut observation = observation?;
     let (url, title) = place?;
-    // The element's state as the page answered it: a refusal (stale ref, another document) or
-    // an undecodable answer reads as gone.
-    let element_state = match (observation.state.take(), state_of) {
-        (Some(answer), Some(target)) => page::StateSnapshot(target.clone())
-            .parse(&answer.to_string())
-            .ok(),
-        _ => None,
+    // What rode along, as the page answered it: a refusal (stale ref, another document) or an
+    // undecodable answer reads as nothing.
+    let read = AlongRead {
+        keys: observation
+            .keys
+            .take()
+            .and_then(|answer| page::KeyRecord.parse(&answer.to_string()).ok()),
+        click: match (observation.click.take(), &along.click_verdict) {
+            (Some(answer), Some(verdict)) => verdict.parse(&answer.to_string()).ok(),
+            _ => None,
+        },
+        state: match (observation.state.take(), along.state_of) {
+            (Some(answer), Some(target)) => page::StateSnapshot(target.clone())
+                .parse(&answer.to_string())
+                .ok(),
+            _ => None,
+        },
     };
     if let Some(record) = &base {
         if record.document_key != observation.document_key {
@@ -640,7 +677,7 @@ pub async fn take_observation_reading(
             result,
             fingerprint,
         },
-        element_state,
+        read,
     ))
 }
 

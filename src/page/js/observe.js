@@ -22,7 +22,11 @@ function observe(options) {
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
     '[tabindex], [onclick]';
-  // An action's element state, read first (as stateSnapshot), when asked.
+  // What an action reads first, when asked, in this order: the keystroke
+  // guard's record (keyRecord, which disarms it), the click-truth verdict
+  // (clickVerdict, which disarms it) and its element's state (stateSnapshot).
+  const keys = options.keyRecord ? keyRecord({}) : null;
+  const click = options.clickVerdict ? clickVerdict(options.clickVerdict) : null;
   const stateOf = options.stateOf ? stateSnapshot(options.stateOf) : null;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
@@ -571,6 +575,8 @@ function observe(options) {
   return {
     documentKey: bpDocumentKey(),
     state: stateOf,
+    keys: keys,
+    click: click,
     baseMerged: baseMerged,
     elements: elements,
     page: pageMetrics(),
