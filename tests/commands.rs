@@ -706,7 +706,7 @@ fn out_of_band_calls_wait_out_a_stopped_broker_and_all_answer() {
         discover_params(json!({"commandId": "oob-known"})),
     );
     let pid = home.broker_pid().expect("broker pid");
-    unsafe_kill(pid, "STOP");
+    stop_process(pid);
     let mut batch = Vec::new();
     for n in 0..10 {
         batch.extend(request_line(

@@ -437,23 +437,32 @@ async fn finish(
     let result_json = result.as_ref().map(Value::to_string);
     let error_json = error.as_ref().map(|e| e.to_json().to_string());
     let id = scope.command_id.clone();
-    let row = broker
-        .store
-        .call(move |store| store.complete_command(&id, status, result_json, error_json, now_ms()))
+    let (lease_id, target_id) = (
+        scope.ids.lease_id().map(str::to_owned),
+        scope.ids.target_id().map(str::to_owned),
+    );
+    // The completion and its `command.status` event are one unit of work on the store's writer.
+    let (row, journaled) = broker
+        .events
+        .call_then_emit(move |store| {
+            let row = store.complete_command(&id, status, result_json, error_json, now_ms())?;
+            let emit = row.workspace_id.as_deref().map(|workspace_id| {
+                let mut emit = Emit::new(
+                    workspace_id,
+                    "command.status",
+                    json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}),
+                );
+                emit.lease_id = lease_id;
+                emit.target_id = target_id;
+                emit.generation = Some(row.generation);
+                emit
+            });
+            Ok((row, emit))
+        })
         .await
         .map_err(from_store)?;
-    if let Some(workspace_id) = &row.workspace_id {
-        let mut emit = Emit::new(
-            workspace_id,
-            "command.status",
-            json!({"commandId": row.id, "status": row.status.as_str(), "method": row.method}),
-        );
-        emit.lease_id = scope.ids.lease_id().map(str::to_owned);
-        emit.target_id = scope.ids.target_id().map(str::to_owned);
-        emit.generation = Some(row.generation);
-        if let Err(error) = broker.events.emit(emit).await {
-            tracing::debug!(%error, "command.status not journaled");
-        }
+    if let Some(Err(error)) = journaled {
+        tracing::debug!(%error, "command.status not journaled");
     }
     replay(&row)
 }

@@ -73,6 +73,39 @@ impl EventSink {
         Ok(row)
     }
 
+    /// Runs `unit` on the store's writer and journals the event it asks for in the same unit of
+    /// work (one writer round trip instead of two, the event committed with what `unit` wrote),
+    /// then offers the event. A failed `unit` journals nothing; the journal's own failure (the
+    /// Workspace gone) leaves `unit`'s writes and comes back beside its value.
+    pub async fn call_then_emit<T, F>(
+        &self,
+        unit: F,
+    ) -> Result<(T, Option<Result<EventRow, StoreError>>), StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<(T, Option<Emit>), StoreError> + Send + 'static,
+    {
+        let current = self.generation();
+        let (value, journaled) = self
+            .store
+            .call(move |store| {
+                let (value, emit) = unit(store)?;
+                let journaled = emit.map(|emit| {
+                    let (event, payload) = new_event(current, emit);
+                    (store.append_event(&event), payload)
+                });
+                Ok((value, journaled))
+            })
+            .await?;
+        let row = journaled.map(|(row, payload)| {
+            if let Ok(row) = &row {
+                self.offer_payload(row, &payload);
+            }
+            row
+        });
+        Ok((value, row))
+    }
+
     /// Journals a burst of events in one store transaction (each event on its own: one whose
     /// Workspace is gone fails alone), then offers every journaled one. One result per event,
     /// in order; the outer error means nothing was journaled.
@@ -96,19 +129,7 @@ impl EventSink {
 
     /// The row to journal, and the payload kept as a value for the notification.
     fn new_event(&self, emit: Emit) -> (NewEvent, Value) {
-        let event = NewEvent {
-            id: new_id(IdKind::Event),
-            workspace_id: emit.workspace_id,
-            timestamp: now_ms(),
-            generation: emit.generation.unwrap_or_else(|| self.generation()),
-            lease_id: emit.lease_id,
-            target_id: emit.target_id,
-            event_type: emit.event_type.to_owned(),
-            payload_version: 1,
-            sensitivity: emit.sensitivity.to_owned(),
-            payload_json: emit.payload.to_string(),
-        };
-        (event, emit.payload)
+        new_event(self.generation(), emit)
     }
 
     /// Offers an already-journaled event as a best-effort notification.
@@ -124,6 +145,24 @@ impl EventSink {
             notification_line(row, payload)
         })
     }
+}
+
+/// The row to journal for `emit` (`current`: the generation when it names none), and the
+/// payload kept as a value for the notification.
+fn new_event(current: u64, emit: Emit) -> (NewEvent, Value) {
+    let event = NewEvent {
+        id: new_id(IdKind::Event),
+        workspace_id: emit.workspace_id,
+        timestamp: now_ms(),
+        generation: emit.generation.unwrap_or(current),
+        lease_id: emit.lease_id,
+        target_id: emit.target_id,
+        event_type: emit.event_type.to_owned(),
+        payload_version: 1,
+        sensitivity: emit.sensitivity.to_owned(),
+        payload_json: emit.payload.to_string(),
+    };
+    (event, emit.payload)
 }
 
 /// The `events/event` notification line: the same bytes as `event_json` inside the envelope
@@ -220,6 +259,64 @@ mod tests {
             payload_version: 1,
             sensitivity: "none".into(),
             payload_json: r#"{"z":1,"a":{"quote":"\"x\"","list":[1,2]}}"#.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_unit_and_the_event_it_asks_for_are_journaled_together() {
+        use crate::store::{EventPoll, NewWorkspace, PrincipalKey, StoreLimits};
+        let store = Store::open(StoreLimits::default()).expect("open store");
+        let principal = PrincipalKey {
+            client_id: "com.example.test".into(),
+            instance_id: "i1".into(),
+        };
+        store
+            .create_workspace(&NewWorkspace {
+                id: "workspace:one".into(),
+                principal: principal.clone(),
+                browser_id: "browser:test".into(),
+                client_key: None,
+                now: 0,
+            })
+            .expect("create workspace");
+        let sink = EventSink::new(
+            store.clone(),
+            Arc::new(Hub::default()),
+            Arc::new(AtomicU64::new(4)),
+        );
+        let asked = |workspace_id: &str| Emit::new(workspace_id, "command.status", json!({"n": 1}));
+
+        // The unit's value comes back with the journaled row (the current generation filled in).
+        let one = asked("workspace:one");
+        let (value, row) = sink
+            .call_then_emit(move |_| Ok((7, Some(one))))
+            .await
+            .unwrap();
+        let row = row.expect("an event was asked for").expect("journaled");
+        assert_eq!((value, row.sequence, row.generation), (7, 1, 4));
+        // No event asked for: nothing journaled.
+        let (_, row) = sink.call_then_emit(|_| Ok(((), None))).await.unwrap();
+        assert!(row.is_none());
+        // A failed unit journals nothing and fails the call.
+        let one = asked("workspace:one");
+        let failed = sink
+            .call_then_emit(move |_| -> Result<((), Option<Emit>), StoreError> {
+                let _asked = one;
+                Err(StoreError::WorkspaceNotFound)
+            })
+            .await;
+        assert!(failed.is_err());
+        // A gone Workspace fails the journal alone; the unit's value still comes back.
+        let gone = asked("workspace:gone");
+        let (value, row) = sink
+            .call_then_emit(move |_| Ok(("kept", Some(gone))))
+            .await
+            .unwrap();
+        assert_eq!(value, "kept");
+        assert!(matches!(row, Some(Err(StoreError::WorkspaceNotFound))));
+        match store.poll_events("workspace:one", 0, 10).unwrap() {
+            EventPoll::Page { events, .. } => assert_eq!(events.len(), 1),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -108,6 +108,29 @@ pub fn unsafe_kill(pid: u32, signal: &str) {
         .status();
 }
 
+/// SIGSTOPs `pid` and returns once every thread of it is stopped (state `T` in
+/// `/proc/PID/task/*/stat`; a signal is acted on by each thread at its next entry to the
+/// kernel, so a busy thread may still run briefly after `kill` returns), or after 5 s.
+pub fn stop_process(pid: u32) {
+    unsafe_kill(pid, "STOP");
+    let all_stopped = || {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return true;
+        };
+        tasks.flatten().all(|task| {
+            std::fs::read_to_string(task.path().join("stat")).map_or(true, |stat| {
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .is_some_and(|state| state == "T" || state == "t")
+            })
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !all_stopped() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 pub fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
