@@ -197,6 +197,77 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
     );
     let log = page_log(&mut agent, &target);
     assert!(log.ends_with(",plain:visible"), "{log}");
+
+    // A page too long for an action to take its closing Observation speculatively (the last
+    // Observation returned more than 2,000 elements): the click's record and fill's guard record
+    // are read by calls of their own, and judge the same.
+    let url = rig.fixtures.url("/fixture/click-truth-long");
+    let long = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
+    let whole = |agent: &mut Agent| {
+        let observation = agent.tool("browser.observe", Some(&long), json!({"limit": 5000}));
+        assert!(
+            observation["elements"].as_array().unwrap().len() > 2_000,
+            "{}",
+            observation["truncated"]
+        );
+        observation
+    };
+    let seen = whole(&mut agent);
+    let plain = clicked(&click(&mut agent, &long, &seen, "Plain", None));
+    assert_eq!(
+        plain["evidence"]["status"], "verified",
+        "{}",
+        plain["evidence"]
+    );
+    assert_eq!(plain["evidence"]["delivery"], "reached");
+    let seen = whole(&mut agent);
+    let trap = clicked(&click(&mut agent, &long, &seen, "Overlay trap", None));
+    assert_eq!(
+        trap["evidence"]["status"], "mismatch",
+        "{}",
+        trap["evidence"]
+    );
+    assert_eq!(trap["evidence"]["delivery"], "intercepted");
+    let seen = whole(&mut agent);
+    let swallowed = clicked(&click(&mut agent, &long, &seen, "Swallowed", None));
+    assert_eq!(
+        swallowed["evidence"]["delivery"], "stopped",
+        "{}",
+        swallowed["evidence"]
+    );
+    assert_eq!(page_log(&mut agent, &long), "plain");
+    let seen = whole(&mut agent);
+    let coupon = find_ref(&seen, "textbox", "Coupon code");
+    let filled = agent.tool(
+        "browser.type",
+        Some(&long),
+        json!({"observationId": seen["observationId"], "ref": coupon, "text": "SPRING \u{1F338}", "mode": "fill"}),
+    );
+    assert_eq!(
+        filled["evidence"]["status"], "verified",
+        "{}",
+        filled["evidence"]
+    );
+    assert_eq!(
+        filled["evidence"]["afterLength"], 8,
+        "{}",
+        filled["evidence"]
+    );
+    assert_eq!(coupon_value(&mut agent, &long), "SPRING \u{1F338}");
+}
+
+/// The coupon field's value on the long page, read back from an Observation.
+fn coupon_value(agent: &mut Agent, target: &Value) -> String {
+    let observation = agent.tool("browser.observe", Some(target), json!({"limit": 20}));
+    let coupon = find_ref(&observation, "textbox", "Coupon code");
+    observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ref"] == coupon)
+        .and_then(|e| e["value"].as_str())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[test]
