@@ -5,7 +5,8 @@
 //! `not_stable`; disabled and covered elements are refused), clicks land inside CSS-transformed
 //! iframes, same-site (in-process) and cross-site (`localhost` vs `127.0.0.1`, out-of-process)
 //! alike, an overlay above a frame is seen, and a tab that is not in front is clicked the same
-//! (also inside a transformed out-of-process frame).
+//! (also inside a transformed out-of-process frame), and on a page too long for a speculative
+//! closing Observation the records are read on their own and judge the same.
 //! Every case checks the page's own record of what was clicked.
 
 mod support;
