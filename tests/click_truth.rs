@@ -213,29 +213,19 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         );
         observation
     };
-    let seen = whole(&mut agent);
-    let plain = clicked(&click(&mut agent, &long, &seen, "Plain", None));
-    assert_eq!(
-        plain["evidence"]["status"], "verified",
-        "{}",
-        plain["evidence"]
-    );
-    assert_eq!(plain["evidence"]["delivery"], "reached");
-    let seen = whole(&mut agent);
-    let trap = clicked(&click(&mut agent, &long, &seen, "Overlay trap", None));
-    assert_eq!(
-        trap["evidence"]["status"], "mismatch",
-        "{}",
-        trap["evidence"]
-    );
-    assert_eq!(trap["evidence"]["delivery"], "intercepted");
-    let seen = whole(&mut agent);
-    let swallowed = clicked(&click(&mut agent, &long, &seen, "Swallowed", None));
-    assert_eq!(
-        swallowed["evidence"]["delivery"], "stopped",
-        "{}",
-        swallowed["evidence"]
-    );
+    for (name, status, delivery) in [
+        ("Plain", "verified", "reached"),
+        ("Overlay trap", "mismatch", "intercepted"),
+        ("Swallowed", "mismatch", "stopped"),
+    ] {
+        let seen = whole(&mut agent);
+        let evidence = clicked(&click(&mut agent, &long, &seen, name, None))["evidence"].clone();
+        assert_eq!(
+            (evidence["status"].as_str(), evidence["delivery"].as_str()),
+            (Some(status), Some(delivery)),
+            "{name}: {evidence}"
+        );
+    }
     assert_eq!(page_log(&mut agent, &long), "plain");
     let seen = whole(&mut agent);
     let coupon = find_ref(&seen, "textbox", "Coupon code");
