@@ -344,11 +344,11 @@ pub async fn click(
         }
         false => None,
     };
-    let (record, (url_now, state_now, closing)) = match taken {
+    let (record, url_now, state_now, closing) = match taken {
         Some((taken, read)) => {
             let url = taken.result.get("url").and_then(Value::as_str);
             let url = url.unwrap_or_default().to_owned();
-            (read.click, (url, read.state, Some(taken)))
+            (read.click, url, read.state, Some(taken))
         }
         None => {
             let verdict = async {
@@ -372,7 +372,7 @@ pub async fn click(
                 }
             };
             let (record, url, state) = tokio::join!(verdict, current_url(client, guard), state);
-            (record, (url, state, None))
+            (record, url, state, None)
         }
     };
     before.shown_url = Some(url_now).filter(|url| !url.is_empty());

@@ -514,7 +514,7 @@ pub struct Along<'a> {
 
 /// What [`Along`] read: `None` where it was not asked for or the answer did not decode (the
 /// state also when the page refused the ref: stale, another document).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AlongRead {
     pub keys: Option<page::KeysRecorded>,
     pub click: Option<page::ClickRecord>,
