@@ -1,8 +1,8 @@
 //! Round trips through the real executable: host pipe -> `browser-pilot bridge --stdio` -> local
 //! socket -> Broker -> in-memory SQLite -> back. Measures what DESIGN.md's "Inside the Broker"
 //! targets name: the `leases/heartbeat` round trip (criterion's mean plus a manual p50/p99 over
-//! 10,000 calls printed to stderr), pipelined throughput (200 calls in one write), and bridge
-//! start to `initialize` result with the Broker already running (warm) and with a fresh home
+//! 10,000 calls printed to stderr), pipelined throughput (200 calls in one write), an
+//! `events/poll` of 100 journaled events, and bridge start to `initialize` result with the Broker already running (warm) and with a fresh home
 //! (cold: the Broker is spawned).
 //!
 //! It speaks only the public NDJSON surface of the built binary (`CARGO_BIN_EXE_browser-pilot`)
@@ -32,6 +32,9 @@ const TEST_MODE_SAMPLE_CALLS: usize = 10;
 /// Calls written in one write for the throughput measurement; below the bridge's cap of 256
 /// pending ordinary calls, so none is refused.
 const PIPELINED_CALLS: usize = 200;
+
+/// Events in the journal `events/poll` pages through: one page at the method's default limit.
+const POLLED_EVENTS: usize = 100;
 
 /// How long the bridge may take to exit after `shutdown`.
 const BRIDGE_EXIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -68,11 +71,17 @@ impl Bridge {
         self.stdin.write_all(bytes).expect("write to the bridge");
     }
 
-    /// The next stdout line, which must be a successful response.
-    fn read_result_line(&mut self) -> &str {
+    /// The next stdout line, whatever it holds.
+    fn read_line(&mut self) -> &str {
         self.line.clear();
         let n = self.stdout.read_line(&mut self.line).expect("read stdout");
         assert!(n > 0, "the bridge closed stdout");
+        &self.line
+    }
+
+    /// The next stdout line, which must be a successful response.
+    fn read_result_line(&mut self) -> &str {
+        self.read_line();
         assert!(
             self.line.contains("\"result\""),
             "not a successful response: {}",
@@ -257,7 +266,57 @@ fn pipelined_throughput(criterion: &mut Criterion, fixture: &mut Fixture) {
     group.finish();
 }
 
-/// (c) Bridge start to `initialize` result with the Broker already running.
+/// (c) `events/poll` of a full page through the bridge: the journal holds the `command.status`
+/// events of `POLLED_EVENTS` `browser.tabs.list` Commands (answered `browser_disconnected`, no
+/// browser is connected), and every poll reads them all from the journal's start.
+fn events_poll_round_trip(criterion: &mut Criterion, fixture: &mut Fixture) {
+    let (workspace_id, lease_id) = (fixture.workspace_id.clone(), fixture.lease_id.clone());
+    let bridge = fixture.bridge();
+    let calls: String = (1..=POLLED_EVENTS)
+        .map(|id| {
+            let request = json!({
+                "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "browser.tabs.list", "arguments": {},
+                           "workspaceId": workspace_id, "leaseId": lease_id},
+            });
+            format!("{request}\n")
+        })
+        .collect();
+    bridge.send(calls.as_bytes());
+    // Their responses, in any order, among the `events/event` notifications of the same events.
+    let mut responses = 0;
+    while responses < POLLED_EVENTS {
+        let line: Value = serde_json::from_str(bridge.read_line()).expect("a JSON line");
+        if line.get("id").is_some() {
+            responses += 1;
+        }
+    }
+    let poll = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "events/poll",
+        "params": {"workspaceId": workspace_id, "cursor": "cursor:0", "limit": POLLED_EVENTS},
+    });
+    let poll = format!("{poll}\n").into_bytes();
+    bridge.send(&poll);
+    let page = loop {
+        let line: Value = serde_json::from_str(bridge.read_line()).expect("a JSON line");
+        if line.get("id").is_some() {
+            break line;
+        }
+    };
+    let events = page["result"]["events"].as_array().map_or(0, Vec::len);
+    assert_eq!(events, POLLED_EVENTS, "the journal holds one page");
+    let mut group = criterion.benchmark_group("bridge");
+    group.throughput(Throughput::Elements(POLLED_EVENTS as u64));
+    group.bench_function("events_poll_100_round_trip", |b| {
+        b.iter(|| {
+            bridge.send(&poll);
+            black_box(bridge.read_result_line().len())
+        });
+    });
+    group.finish();
+}
+
+/// (d) Bridge start to `initialize` result with the Broker already running.
 fn warm_start(criterion: &mut Criterion, fixture: &Fixture) {
     let home = fixture.home.path();
     let initialize = initialize_line().into_bytes();
@@ -280,7 +339,7 @@ fn warm_start(criterion: &mut Criterion, fixture: &Fixture) {
     group.finish();
 }
 
-/// (d) Bridge start to `initialize` result in a fresh home: the bridge takes the startup lock
+/// (e) Bridge start to `initialize` result in a fresh home: the bridge takes the startup lock
 /// and spawns the Broker.
 fn cold_start(criterion: &mut Criterion) {
     let initialize = initialize_line().into_bytes();
@@ -314,6 +373,7 @@ fn main() {
     let mut fixture = Fixture::start();
     heartbeat_round_trip(&mut criterion, &mut fixture);
     pipelined_throughput(&mut criterion, &mut fixture);
+    events_poll_round_trip(&mut criterion, &mut fixture);
     warm_start(&mut criterion, &fixture);
     fixture.stop();
     cold_start(&mut criterion);

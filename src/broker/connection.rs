@@ -440,14 +440,21 @@ async fn respond(
     // through the lifecycle's dispatch.
     if method == "tools/list" {
         return match context.session() {
-            Ok(session) => {
-                let result = commands::tools_list(session);
-                format!(r#"{{"id":{id},"jsonrpc":"2.0","result":{result}}}"#)
-            }
+            Ok(session) => serialized_response(id, &commands::tools_list(session)),
             Err(error) => error.response(id),
         };
     }
-    to_response(id, lifecycle::dispatch(context, method, params).await)
+    match lifecycle::dispatch(context, method, params).await {
+        Ok(lifecycle::Reply::Value(result)) => to_response(id, Ok(result)),
+        Ok(lifecycle::Reply::Json(result)) => serialized_response(id, &result),
+        Err(error) => error.response(id),
+    }
+}
+
+/// The response line around a result that is already JSON text (the members in the order
+/// `to_response`'s sorted map writes them).
+fn serialized_response(id: &Value, result: &str) -> String {
+    format!(r#"{{"id":{id},"jsonrpc":"2.0","result":{result}}}"#)
 }
 
 fn to_response(id: &Value, outcome: Result<Value, RpcError>) -> String {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
 use super::{artifacts, commands};
-use crate::events::{Emit, event_json};
+use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, format_cursor, new_id, parse_cursor};
 use crate::protocol::internal::{PeerRole, RECEIVED_AT_MEMBER};
@@ -41,6 +41,28 @@ pub async fn dispatch(
     context: &ConnectionContext,
     method: &str,
     params: Map<String, Value>,
+) -> Result<Reply, RpcError> {
+    match method {
+        "events/poll" => events_poll(context, context.session()?, &params)
+            .await
+            .map(Reply::Json),
+        _ => dispatch_value(context, method, params)
+            .await
+            .map(Reply::Value),
+    }
+}
+
+/// A method's successful result: a value, or JSON text already written (a page of events,
+/// serialized straight from the journal's rows).
+pub enum Reply {
+    Value(Value),
+    Json(String),
+}
+
+async fn dispatch_value(
+    context: &ConnectionContext,
+    method: &str,
+    params: Map<String, Value>,
 ) -> Result<Value, RpcError> {
     match (context.role, method) {
         (_, "initialize") => initialize(context, &params).await,
@@ -68,7 +90,6 @@ pub async fn dispatch(
                 "leases/create" => leases_create(context, session, &params).await,
                 "leases/heartbeat" => leases_heartbeat(context, session, &params).await,
                 "leases/release" => leases_release(context, session, &params).await,
-                "events/poll" => events_poll(context, session, &params).await,
                 "artifacts/get" => artifacts::get(context, session, &params).await,
                 "artifacts/export" => artifacts::export(context, session, &params).await,
                 "artifacts/import" => artifacts::import(context, session, &params).await,
@@ -427,7 +448,7 @@ async fn events_poll(
     context: &ConnectionContext,
     session: &Session,
     params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
+) -> Result<String, RpcError> {
     session.require("event.read")?;
     let cursor_text = required_str(params, "cursor")?;
     let after = parse_cursor(cursor_text)
@@ -459,15 +480,12 @@ async fn events_poll(
         .iter()
         .any(|c| c == "network.read");
     match poll {
-        EventPoll::Page { events, next_sequence, has_more } => Ok(json!({
-            "events": events
-                .iter()
-                .filter(|row| hears_network || !crate::events::is_network_event(&row.event_type))
-                .map(event_json)
-                .collect::<Vec<_>>(),
-            "nextCursor": format_cursor(next_sequence),
-            "hasMore": has_more,
-        })),
+        EventPoll::Page { events, next_sequence, has_more } => Ok(crate::events::poll_page_json(
+            &events,
+            |row| hears_network || !crate::events::is_network_event(&row.event_type),
+            &format_cursor(next_sequence),
+            has_more,
+        )),
         EventPoll::Expired { earliest, latest } => Err(RpcError::new(ErrorCode::CursorExpired, "the cursor predates the retained journal")
             .with_context("earliestCursor", json!(format_cursor(earliest)))
             .with_context("latestCursor", json!(format_cursor(latest)))

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::hub::Hub;
 use crate::protocol::ids::{IdKind, new_id};
@@ -134,13 +135,12 @@ impl EventSink {
 
     /// Offers an already-journaled event as a best-effort notification.
     pub fn offer(&self, row: &EventRow) -> usize {
-        let payload: Value = serde_json::from_str(&row.payload_json).unwrap_or(Value::Null);
-        self.offer_payload(row, &payload)
+        self.offer_payload(row, stored_payload(row))
     }
 
     /// `offer` with the payload still at hand (no re-parse); the line is built only when a
     /// Connection listens.
-    fn offer_payload(&self, row: &EventRow, payload: &Value) -> usize {
+    fn offer_payload<P: serde::Serialize + ?Sized>(&self, row: &EventRow, payload: &P) -> usize {
         self.hub.offer_with(&row.workspace_id, &row.event_type, || {
             notification_line(row, payload)
         })
@@ -165,86 +165,142 @@ fn new_event(current: u64, emit: Emit) -> (NewEvent, Value) {
     (event, emit.payload)
 }
 
-/// The `events/event` notification line: the same bytes as `event_json` inside the envelope
-/// (serde_json's maps are sorted, so the fields below are in that order), without building
-/// the intermediate map.
-fn notification_line(row: &EventRow, payload: &Value) -> String {
+/// One journaled event in its wire shape, serialized straight from its row: the members in the
+/// order serde_json's sorted maps give them, so the bytes are those of the same event built as
+/// a `Value` (the tests hold the two together). `P` is the payload: the value an emitter still
+/// holds, or the stored text as raw JSON.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireEvent<'a, P> {
+    browser_connection_generation: u64,
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_id: Option<&'a str>,
+    payload: P,
+    payload_version: u32,
+    sensitivity: &'a str,
+    sequence: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_id: Option<&'a str>,
+    timestamp: i64,
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    workspace_id: &'a str,
+}
+
+impl<'a, P: serde::Serialize> WireEvent<'a, P> {
+    fn new(row: &'a EventRow, payload: P) -> WireEvent<'a, P> {
+        WireEvent {
+            browser_connection_generation: row.generation,
+            id: &row.id,
+            lease_id: row.lease_id.as_deref(),
+            payload,
+            payload_version: row.payload_version,
+            sensitivity: &row.sensitivity,
+            sequence: row.sequence,
+            target_id: row.target_id.as_deref(),
+            timestamp: row.timestamp,
+            event_type: &row.event_type,
+            workspace_id: &row.workspace_id,
+        }
+    }
+}
+
+/// A row's stored payload as raw JSON text, not parsed into a value. Every payload is
+/// journaled as serialized JSON (`new_event`); text that is not JSON reads as `null`.
+fn stored_payload(row: &EventRow) -> &RawValue {
+    serde_json::from_str(&row.payload_json).unwrap_or(RawValue::NULL)
+}
+
+/// The `events/event` notification line for a journaled event.
+fn notification_line<P: serde::Serialize + ?Sized>(row: &EventRow, payload: &P) -> String {
     #[derive(serde::Serialize)]
-    struct Line<'a> {
+    struct Line<'a, P> {
         jsonrpc: &'static str,
         method: &'static str,
-        params: Params<'a>,
+        params: Params<'a, P>,
     }
     #[derive(serde::Serialize)]
-    struct Params<'a> {
-        event: Event<'a>,
-    }
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Event<'a> {
-        browser_connection_generation: u64,
-        id: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        lease_id: Option<&'a str>,
-        payload: &'a Value,
-        payload_version: u32,
-        sensitivity: &'a str,
-        sequence: u64,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        target_id: Option<&'a str>,
-        timestamp: i64,
-        #[serde(rename = "type")]
-        event_type: &'a str,
-        workspace_id: &'a str,
+    struct Params<'a, P> {
+        event: WireEvent<'a, P>,
     }
     let line = Line {
         jsonrpc: "2.0",
         method: "events/event",
         params: Params {
-            event: Event {
-                browser_connection_generation: row.generation,
-                id: &row.id,
-                lease_id: row.lease_id.as_deref(),
-                payload,
-                payload_version: row.payload_version,
-                sensitivity: &row.sensitivity,
-                sequence: row.sequence,
-                target_id: row.target_id.as_deref(),
-                timestamp: row.timestamp,
-                event_type: &row.event_type,
-                workspace_id: &row.workspace_id,
-            },
+            event: WireEvent::new(row, payload),
         },
     };
     serde_json::to_string(&line).unwrap_or_default()
 }
 
-/// The wire shape of one journaled event.
-pub fn event_json(row: &EventRow) -> Value {
-    let payload: Value = serde_json::from_str(&row.payload_json).unwrap_or(Value::Null);
-    let mut event = json!({
-        "id": row.id,
-        "sequence": row.sequence,
-        "timestamp": row.timestamp,
-        "workspaceId": row.workspace_id,
-        "browserConnectionGeneration": row.generation,
-        "type": row.event_type,
-        "payloadVersion": row.payload_version,
-        "sensitivity": row.sensitivity,
-        "payload": payload,
-    });
-    if let Some(lease_id) = &row.lease_id {
-        event["leaseId"] = json!(lease_id);
+/// The result of an `events/poll` page as JSON text: the rows that pass `delivered` in their
+/// wire shape, the next cursor and whether more follow, written from the rows with each payload
+/// copied as stored (no value built per event).
+pub fn poll_page_json(
+    rows: &[EventRow],
+    delivered: impl Fn(&EventRow) -> bool,
+    next_cursor: &str,
+    has_more: bool,
+) -> String {
+    struct Events<'a, F>(&'a [EventRow], F);
+    impl<F: Fn(&EventRow) -> bool> serde::Serialize for Events<'_, F> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(
+                self.0
+                    .iter()
+                    .filter(|row| (self.1)(row))
+                    .map(|row| WireEvent::new(row, stored_payload(row))),
+            )
+        }
     }
-    if let Some(target_id) = &row.target_id {
-        event["targetId"] = json!(target_id);
+    #[derive(serde::Serialize)]
+    #[serde(
+        rename_all = "camelCase",
+        bound(serialize = "F: Fn(&EventRow) -> bool")
+    )]
+    struct Page<'a, F> {
+        events: Events<'a, F>,
+        has_more: bool,
+        next_cursor: &'a str,
     }
-    event
+    let page = Page {
+        events: Events(rows, delivered),
+        has_more,
+        next_cursor,
+    };
+    serde_json::to_string(&page).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// The wire shape of one journaled event, built as a value: what the contract describes,
+    /// and what the rows serialized straight (`WireEvent`) must equal byte for byte.
+    fn event_json(row: &EventRow) -> Value {
+        let payload: Value = serde_json::from_str(&row.payload_json).unwrap_or(Value::Null);
+        let mut event = json!({
+            "id": row.id,
+            "sequence": row.sequence,
+            "timestamp": row.timestamp,
+            "workspaceId": row.workspace_id,
+            "browserConnectionGeneration": row.generation,
+            "type": row.event_type,
+            "payloadVersion": row.payload_version,
+            "sensitivity": row.sensitivity,
+            "payload": payload,
+        });
+        if let Some(lease_id) = &row.lease_id {
+            event["leaseId"] = json!(lease_id);
+        }
+        if let Some(target_id) = &row.target_id {
+            event["targetId"] = json!(target_id);
+        }
+        event
+    }
 
     fn row(lease_id: Option<&str>, target_id: Option<&str>) -> EventRow {
         EventRow {
@@ -320,17 +376,84 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_notification_line_is_the_event_json_envelope_byte_for_byte() {
-        for row in [
+    /// Rows as the journal holds them: the payload as `new_event` serializes it (sorted keys),
+    /// with and without Lease and target, escapes and non-ASCII text.
+    fn journaled_rows() -> Vec<EventRow> {
+        let payload =
+            json!({"z": 1, "a": {"quote": "\"x\"", "list": [1, 2.5, null]}, "emoji": "\u{1f600}"});
+        let mut rows = vec![
             row(None, None),
             row(Some("lease:1"), None),
             row(None, Some("target:\u{e9}")),
             row(Some("lease:\"q\""), Some("target:1")),
-        ] {
+        ];
+        for (n, row) in rows.iter_mut().enumerate() {
+            row.sequence = n as u64 + 1;
+            row.payload_json = payload.to_string();
+        }
+        rows
+    }
+
+    #[test]
+    fn the_notification_line_is_the_event_json_envelope_byte_for_byte() {
+        for row in journaled_rows() {
             let payload: Value = serde_json::from_str(&row.payload_json).unwrap();
             let expected = json!({"jsonrpc": "2.0", "method": "events/event", "params": {"event": event_json(&row)}}).to_string();
+            // From the emitter's value, and from the stored text (a journaled event offered).
             assert_eq!(notification_line(&row, &payload), expected);
+            assert_eq!(notification_line(&row, stored_payload(&row)), expected);
         }
+    }
+
+    #[test]
+    fn a_poll_page_is_its_events_in_wire_shape_with_the_cursor() {
+        let mut rows = journaled_rows();
+        rows[1].event_type = "network.request".into();
+        let delivered = |row: &EventRow| row.event_type != "network.request";
+        let page = poll_page_json(&rows, delivered, "cursor:4", true);
+        let events: Vec<Value> = rows
+            .iter()
+            .filter(|row| delivered(row))
+            .map(event_json)
+            .collect();
+        assert_eq!(events.len(), 3);
+        let expected = json!({"events": events, "nextCursor": "cursor:4", "hasMore": false});
+        assert_ne!(
+            page,
+            expected.to_string(),
+            "hasMore must come from the argument"
+        );
+        let expected = json!({"events": events, "nextCursor": "cursor:4", "hasMore": true});
+        assert_eq!(page, expected.to_string());
+        // Nothing delivered, and no rows at all.
+        assert_eq!(
+            poll_page_json(&rows, |_| false, "cursor:4", false),
+            r#"{"events":[],"hasMore":false,"nextCursor":"cursor:4"}"#
+        );
+        assert_eq!(
+            poll_page_json(&[], |_| true, "cursor:0", false),
+            r#"{"events":[],"hasMore":false,"nextCursor":"cursor:0"}"#
+        );
+        // Stored text that is not JSON (never journaled so) reads as a null payload, and
+        // stored text is copied as it is, not re-ordered.
+        let mut odd = row(None, None);
+        odd.payload_json = "{not json".into();
+        let mut unsorted = row(None, None);
+        unsorted.payload_json = r#"{"z":1,"a":2}"#.into();
+        let page: Value = serde_json::from_str(&poll_page_json(
+            &[odd, unsorted],
+            |_| true,
+            "cursor:7",
+            false,
+        ))
+        .unwrap();
+        assert_eq!(page["events"][0]["payload"], Value::Null);
+        assert_eq!(page["events"][1]["payload"], json!({"z": 1, "a": 2}));
+        let mut unsorted = row(None, None);
+        unsorted.payload_json = r#"{"z":1,"a":2}"#.into();
+        assert!(
+            poll_page_json(&[unsorted], |_| true, "cursor:7", false)
+                .contains(r#""payload":{"z":1,"a":2},"#)
+        );
     }
 }
