@@ -480,12 +480,13 @@ async fn events_poll(
         .iter()
         .any(|c| c == "network.read");
     match poll {
-        EventPoll::Page { events, next_sequence, has_more } => Ok(crate::events::poll_page_json(
+        EventPoll::Page { events, next_sequence, has_more } => crate::events::poll_page_json(
             &events,
             |row| hears_network || !crate::events::is_network_event(&row.event_type),
             &format_cursor(next_sequence),
             has_more,
-        )),
+        )
+        .map_err(|_| RpcError::new(ErrorCode::InternalError, "the event page could not be written")),
         EventPoll::Expired { earliest, latest } => Err(RpcError::new(ErrorCode::CursorExpired, "the cursor predates the retained journal")
             .with_context("earliestCursor", json!(format_cursor(earliest)))
             .with_context("latestCursor", json!(format_cursor(latest)))

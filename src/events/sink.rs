@@ -242,7 +242,7 @@ pub fn poll_page_json(
     delivered: impl Fn(&EventRow) -> bool,
     next_cursor: &str,
     has_more: bool,
-) -> String {
+) -> Result<String, serde_json::Error> {
     struct Events<'a, F>(&'a [EventRow], F);
     impl<F: Fn(&EventRow) -> bool> serde::Serialize for Events<'_, F> {
         fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -269,7 +269,7 @@ pub fn poll_page_json(
         has_more,
         next_cursor,
     };
-    serde_json::to_string(&page).unwrap_or_default()
+    serde_json::to_string(&page)
 }
 
 #[cfg(test)]
@@ -410,7 +410,7 @@ mod tests {
         let mut rows = journaled_rows();
         rows[1].event_type = "network.request".into();
         let delivered = |row: &EventRow| row.event_type != "network.request";
-        let page = poll_page_json(&rows, delivered, "cursor:4", true);
+        let page = poll_page_json(&rows, delivered, "cursor:4", true).unwrap();
         let events: Vec<Value> = rows
             .iter()
             .filter(|row| delivered(row))
@@ -427,11 +427,11 @@ mod tests {
         assert_eq!(page, expected.to_string());
         // Nothing delivered, and no rows at all.
         assert_eq!(
-            poll_page_json(&rows, |_| false, "cursor:4", false),
+            poll_page_json(&rows, |_| false, "cursor:4", false).unwrap(),
             r#"{"events":[],"hasMore":false,"nextCursor":"cursor:4"}"#
         );
         assert_eq!(
-            poll_page_json(&[], |_| true, "cursor:0", false),
+            poll_page_json(&[], |_| true, "cursor:0", false).unwrap(),
             r#"{"events":[],"hasMore":false,"nextCursor":"cursor:0"}"#
         );
         // Stored text that is not JSON (never journaled so) reads as a null payload, and
@@ -440,19 +440,15 @@ mod tests {
         odd.payload_json = "{not json".into();
         let mut unsorted = row(None, None);
         unsorted.payload_json = r#"{"z":1,"a":2}"#.into();
-        let page: Value = serde_json::from_str(&poll_page_json(
-            &[odd, unsorted],
-            |_| true,
-            "cursor:7",
-            false,
-        ))
-        .unwrap();
+        let page = poll_page_json(&[odd, unsorted], |_| true, "cursor:7", false).unwrap();
+        let page: Value = serde_json::from_str(&page).unwrap();
         assert_eq!(page["events"][0]["payload"], Value::Null);
         assert_eq!(page["events"][1]["payload"], json!({"z": 1, "a": 2}));
         let mut unsorted = row(None, None);
         unsorted.payload_json = r#"{"z":1,"a":2}"#.into();
         assert!(
             poll_page_json(&[unsorted], |_| true, "cursor:7", false)
+                .unwrap()
                 .contains(r#""payload":{"z":1,"a":2},"#)
         );
     }
