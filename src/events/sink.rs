@@ -65,7 +65,7 @@ impl EventSink {
 
     /// Journals the event through the store's async API, then offers it to the Workspace's Connections.
     pub async fn emit(&self, emit: Emit) -> Result<EventRow, StoreError> {
-        let (event, payload) = self.new_event(emit);
+        let (event, payload) = new_event(self.generation(), emit);
         let row = self
             .store
             .call(move |store| store.append_event(&event))
@@ -114,8 +114,11 @@ impl EventSink {
         &self,
         emits: Vec<Emit>,
     ) -> Result<Vec<Result<EventRow, StoreError>>, StoreError> {
-        let (events, payloads): (Vec<NewEvent>, Vec<Value>) =
-            emits.into_iter().map(|emit| self.new_event(emit)).unzip();
+        let current = self.generation();
+        let (events, payloads): (Vec<NewEvent>, Vec<Value>) = emits
+            .into_iter()
+            .map(|emit| new_event(current, emit))
+            .unzip();
         let rows = self
             .store
             .call(move |store| store.append_each(&events))
@@ -126,11 +129,6 @@ impl EventSink {
             }
         }
         Ok(rows)
-    }
-
-    /// The row to journal, and the payload kept as a value for the notification.
-    fn new_event(&self, emit: Emit) -> (NewEvent, Value) {
-        new_event(self.generation(), emit)
     }
 
     /// Offers an already-journaled event as a best-effort notification.

@@ -18,10 +18,10 @@ use super::evidence::{Effect, Evidence};
 use super::manifest::{object, open_object};
 use super::observe::{observation_schema, observe_input_properties, observe_request};
 use super::progress::{self, Subject};
-use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, TakenObservation, page_context};
+use super::tab::{ControlledTab, PageContext, TakenObservation, page_context};
 use crate::cdp::{CdpClient, CdpError, TargetId};
 use crate::events::Emit;
-use crate::page::{self, ElementState, EventHint, RefTarget, StateSnapshot};
+use crate::page::{ElementState, EventHint, RefTarget, StateSnapshot};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::session::{LoadMark, TabGuard};
 
@@ -168,15 +168,9 @@ pub(super) async fn snapshot(
     ctx: &PageContext,
     target: &RefTarget,
 ) -> Result<ElementState, ToolError> {
-    page::run(
-        client,
-        &ctx.session,
-        ctx.context,
-        &StateSnapshot(target.clone()),
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_err(ToolError::from)
+    ctx.run(client, &StateSnapshot(target.clone()))
+        .await
+        .map_err(ToolError::from)
 }
 
 /// The tab's committed top-level URL, from the browser's history (never the page's world).

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, TargetScope, ToolEnv, str_arg};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT, main_frame};
+use super::tab::{ControlledTab, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
@@ -668,15 +668,9 @@ async fn document_hidden(client: &CdpClient, guard: &mut TabGuard) -> bool {
     let Ok(ctx) = super::tab::page_context(client, guard).await else {
         return true;
     };
-    page::run(
-        client,
-        &ctx.session,
-        ctx.context,
-        &ViewportSize,
-        SCRIPT_TIMEOUT,
-    )
-    .await
-    .map_or(true, |viewport| viewport.hidden)
+    ctx.run(client, &ViewportSize)
+        .await
+        .map_or(true, |viewport| viewport.hidden)
 }
 
 /// One capture of `region` at `scale`, annotated when asked.

@@ -13,14 +13,12 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{
-    Along, ControlledTab, MouseStep, PageContext, SCRIPT_TIMEOUT, cheap_to_observe,
-    take_observation_reading,
+    Along, ControlledTab, MouseStep, PageContext, cheap_to_observe, take_observation_reading,
 };
 use crate::cdp::CdpClient;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
-    self, ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState,
-    RefTarget,
+    ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState, RefTarget,
 };
 use crate::session::TabGuard;
 
@@ -192,13 +190,7 @@ async fn prepare(
     };
     // Three independent reads, queued at once (the page runs its two in order).
     let arm_click = ArmClick(event);
-    let arm = page::run(
-        client,
-        &ctx.session,
-        ctx.context,
-        &arm_click,
-        SCRIPT_TIMEOUT,
-    );
+    let arm = ctx.run(client, &arm_click);
     let (element, url, armed) = tokio::join!(
         snapshot(client, ctx, target),
         current_url(client, guard),
@@ -353,15 +345,7 @@ pub async fn click(
         None => {
             let verdict = async {
                 match read_verdict {
-                    true => page::run(
-                        client,
-                        &ctx.session,
-                        ctx.context,
-                        &ClickVerdict(target.clone()),
-                        SCRIPT_TIMEOUT,
-                    )
-                    .await
-                    .ok(),
+                    true => ctx.run(client, &ClickVerdict(target.clone())).await.ok(),
                     false => None,
                 }
             };

@@ -208,14 +208,8 @@ pub async fn press(
     let target = match arguments.contains_key("observationId") {
         true => {
             let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-            page::run(
-                &tab.client,
-                &ctx.session,
-                ctx.context,
-                &FocusAndSelectAll(target.clone()),
-                SCRIPT_TIMEOUT,
-            )
-            .await?;
+            ctx.run(&tab.client, &FocusAndSelectAll(target.clone()))
+                .await?;
             Some(target)
         }
         false => None,
@@ -224,14 +218,7 @@ pub async fn press(
         Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
-    let active_before = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &ActiveElementKey,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let active_before = ctx.run(&tab.client, &ActiveElementKey).await?;
     let subject = match &element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Focused(active_before.key.clone()),
@@ -259,14 +246,7 @@ pub async fn press(
         && !effects.list.contains(&Effect::FocusChanged);
     if settled_in_place
         && let Ok(ctx) = tab.page_context().await
-        && let Ok(active_after) = page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ActiveElementKey,
-            SCRIPT_TIMEOUT,
-        )
-        .await
+        && let Ok(active_after) = ctx.run(&tab.client, &ActiveElementKey).await
         && active_after.key != active_before.key
     {
         effects.list.push(Effect::FocusChanged);
@@ -330,15 +310,10 @@ impl Guarded<'_> {
         };
         let active = match self.prechecked.take() {
             Some(active) => active,
-            None => page::run(
-                client,
-                &ctx.session,
-                ctx.context,
-                &ActiveElementKey,
-                SCRIPT_TIMEOUT,
-            )
-            .await
-            .map_err(|_| self.fail(step, "document_changed"))?,
+            None => ctx
+                .run(client, &ActiveElementKey)
+                .await
+                .map_err(|_| self.fail(step, "document_changed"))?,
         };
         if active.document_key != self.pin.document_key {
             return Err(ToolError::from(self.fail(step, "document_changed")));
@@ -1180,14 +1155,7 @@ pub async fn keyboard(
     let params: KeyboardParams = decode_params(&arguments)?;
     let text = normalize_line_ends(&params.text);
     let submit = params.submit.unwrap_or(false);
-    let active = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &ActiveElementKey,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let active = ctx.run(&tab.client, &ActiveElementKey).await?;
     if active.key.is_none() || !active.editable {
         return Err(ToolError::from(
             RpcError::new(
@@ -1197,14 +1165,7 @@ pub async fn keyboard(
             .with_context("reason", json!("no_focus")),
         ));
     }
-    let before = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &ActiveElementState,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let before = ctx.run(&tab.client, &ActiveElementState).await?;
     let pin = Pin {
         context: ctx.context,
         document_key: active.document_key.clone(),
@@ -1227,16 +1188,11 @@ pub async fn keyboard(
     let expectation = keyboard_expectation(&before, &text);
     // Judged before any submit, on the element typing went to.
     let after = match tab.page_context().await {
-        Ok(ctx) => page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ActiveElementState,
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        .ok()
-        .and_then(|a| a.state),
+        Ok(ctx) => ctx
+            .run(&tab.client, &ActiveElementState)
+            .await
+            .ok()
+            .and_then(|a| a.state),
         Err(_) => None,
     };
     let before_state = before.state.as_ref();

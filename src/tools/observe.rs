@@ -11,7 +11,7 @@ use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::observation::ObservationRequest;
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT, base_result};
+use super::tab::{ControlledTab, base_result};
 use crate::page::{self, Find, ObservationFormat, ObserveOptions, Read, Search};
 
 fn target_fields() -> Value {
@@ -286,14 +286,7 @@ async fn run_reading<S: page::PageScript>(
 ) -> Result<(S::Output, Map<String, Value>), ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let page_context = tab.page_context().await?;
-    let output = page::run(
-        &tab.client,
-        &page_context.session,
-        page_context.context,
-        script,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let output = page_context.run(&tab.client, script).await?;
     let (url, title) = tab.url_and_title(&page_context).await?;
     Ok((output, base_result(scope, url, title)))
 }

@@ -407,14 +407,7 @@ pub async fn map_point(
     if chain.hops.is_empty() {
         return Ok(Aim { x, y });
     }
-    let viewport = page::run(
-        client,
-        &ctx.session,
-        ctx.context,
-        &ViewportSize,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let viewport = ctx.run(client, &ViewportSize).await?;
     let (width, height) = (viewport.width, viewport.height);
     let mapped = map_through(
         client,
@@ -493,7 +486,7 @@ async fn sample(
         target: target.clone(),
         scroll,
     };
-    match page::run(client, &ctx.session, ctx.context, &probe, SCRIPT_TIMEOUT).await {
+    match ctx.run(client, &probe).await {
         Ok(point) => to_sample(client, chain, point, scroll).await,
         Err(error) => refused_sample(error),
     }
@@ -517,7 +510,7 @@ async fn settled_samples(
         min_step_ms: MIN_FRAME_STEP_MS,
         max_wait: SETTLE_FRAME_WAIT,
     };
-    match page::run(client, &ctx.session, ctx.context, &settle, SCRIPT_TIMEOUT).await {
+    match ctx.run(client, &settle).await {
         Ok(settled) => {
             let first = to_sample(client, chain, settled.first, scroll).await?;
             let second = match settled.second {

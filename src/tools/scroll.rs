@@ -78,14 +78,7 @@ pub async fn scroll(
             element_ref: u64::from(target.element_ref),
             role: summary.role,
         };
-        page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ClickPoint(target),
-            SCRIPT_TIMEOUT,
-        )
-        .await?;
+        ctx.run(&tab.client, &ClickPoint(target)).await?;
         ("ref", None)
     } else if let Some(text) = &params.text {
         let found = page::run(
@@ -114,14 +107,7 @@ pub async fn scroll(
                     dx,
                     dy,
                 };
-                let moved = page::run(
-                    &tab.client,
-                    &ctx.session,
-                    ctx.context,
-                    &script,
-                    SCRIPT_TIMEOUT,
-                )
-                .await?;
+                let moved = ctx.run(&tab.client, &script).await?;
                 let Some(moved) = moved else {
                     return Err(ToolError::from(
                         RpcError::invalid_params("the selector matches no element")

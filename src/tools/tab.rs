@@ -82,6 +82,17 @@ pub struct PageContext {
     pub session_root: bool,
 }
 
+impl PageContext {
+    /// Runs a page script in this context's isolated world, within `SCRIPT_TIMEOUT`.
+    pub async fn run<S: PageScript>(
+        &self,
+        client: &CdpClient,
+        script: &S,
+    ) -> Result<S::Output, page::PageError> {
+        page::run(client, &self.session, self.context, script, SCRIPT_TIMEOUT).await
+    }
+}
+
 /// A tab this Command controls and holds the turn of.
 pub struct ControlledTab {
     /// The Command's CDP handle: every call through it is seen by the dispatch gate's
@@ -116,14 +127,7 @@ impl ControlledTab {
         ctx: &PageContext,
         script: &S,
     ) -> Result<S::Output, ToolError> {
-        Ok(page::run(
-            &self.client,
-            &ctx.session,
-            ctx.context,
-            script,
-            SCRIPT_TIMEOUT,
-        )
-        .await?)
+        Ok(ctx.run(&self.client, script).await?)
     }
 
     /// Takes and records a fresh Observation; see [`take_observation`].
@@ -406,14 +410,7 @@ pub async fn url_and_title(
         max_url_chars: MAX_URL_CHARS,
         max_title_chars: MAX_TITLE_CHARS,
     };
-    let info = page::run(
-        client,
-        &page_context.session,
-        page_context.context,
-        &script,
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let info = page_context.run(client, &script).await?;
     Ok((bound_url(&info.url), bound_title(&info.title)))
 }
 
@@ -455,11 +452,6 @@ pub struct TakenObservation {
     pub fingerprint: Option<(u64, u64)>,
 }
 
-/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
-/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
-/// With `request.since`, the base must be this Workspace's Observation of the same frame and
-/// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
-/// Observation with `diffUnavailable`.
 /// The Observation script's answer and the document's URL and title. They come from different
 /// places (the page's isolated world, the browser's history), so both are asked at once.
 async fn observe_in(
@@ -471,10 +463,7 @@ async fn observe_in(
     Result<<Observe as PageScript>::Output, page::PageError>,
     Result<(String, String), ToolError>,
 ) {
-    tokio::join!(
-        page::run(client, &ctx.session, ctx.context, script, SCRIPT_TIMEOUT),
-        url_and_title(client, guard, ctx)
-    )
+    tokio::join!(ctx.run(client, script), url_and_title(client, guard, ctx))
 }
 
 /// Forgets the main frame's cached isolated world (its document went away under a call).
@@ -482,6 +471,11 @@ pub fn forget_main_world(guard: &mut TabGuard) {
     guard.state().main_world = None;
 }
 
+/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
+/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
+/// With `request.since`, the base must be this Workspace's Observation of the same frame and
+/// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
+/// Observation with `diffUnavailable`.
 pub async fn take_observation(
     client: &CdpClient,
     guard: &mut TabGuard,
