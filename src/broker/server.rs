@@ -30,6 +30,12 @@ pub const MAX_LIVE_CONNECTIONS: usize = 256;
 /// loop waits this long instead of spinning.
 const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// Once it stops accepting, how long the Broker waits for its live Connections to end (to write
+/// what they owe and see their peers close) before it exits anyway. `bp disconnect` reads the
+/// answer to its `broker/shutdown` and closes at once; exiting without this wait could drop
+/// that answer.
+const SHUTDOWN_FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Runs the Broker until `bp disconnect`, SIGTERM/SIGINT, or loss of its endpoint file.
 pub async fn run_broker(home: Home) -> i32 {
     if let Err(error) = home.ensure() {
@@ -136,6 +142,8 @@ pub async fn run_broker(home: Home) -> i32 {
         }
     }
     broker.request_shutdown();
+    let every_permit = MAX_LIVE_CONNECTIONS as u32;
+    let _ = tokio::time::timeout(SHUTDOWN_FLUSH_GRACE, live.acquire_many(every_permit)).await;
     let _ = sweeper.await;
     if let Err(error) = broker.tools.artifacts.purge_all() {
         tracing::error!(%error, "cannot remove artifact bytes at exit");
