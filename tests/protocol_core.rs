@@ -1255,6 +1255,9 @@ fn host_stdio_as_files_or_shared_pipes_works_and_is_left_blocking() {
     // A pipe whose read end this test keeps open too shares its file description with the
     // bridge's stdin: polled (non-blocking) while the bridge runs, blocking again after it exits.
     let (read_end, mut write_end) = std::io::pipe().expect("pipe");
+    // Blocking before the bridge starts (asked before the spawn: once it runs, it may already
+    // have switched the shared description to non-blocking).
+    assert!(!nonblocking(&read_end));
     let mut child = home
         .command(BIN)
         .args(["bridge", "--stdio"])
@@ -1263,7 +1266,6 @@ fn host_stdio_as_files_or_shared_pipes_works_and_is_left_blocking() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the bridge");
-    assert!(!nonblocking(&read_end));
     write_end
         .write_all(request(7, "initialize", initialize).as_bytes())
         .expect("write");
