@@ -286,12 +286,6 @@ fn drag_moves_cards_and_reorders_a_sortable_list(rig: &Rig) {
             "toRef": find_ref(&observation, "clickable", "Locked column")}),
     );
     let evidence = &refused["evidence"];
-    let mut own = OwnCdp::connect(&rig.chromium);
-    eprintln!(
-        "DBG {} {}",
-        own.evaluate_in_page("/fixture/drag", "JSON.stringify(dbg)"),
-        observation
-    );
     assert_eq!(evidence["status"], "unavailable", "{evidence}");
     assert_eq!(evidence["reason"], "no_observable_effect");
     assert_eq!(evidence["dragStarted"], true, "{evidence}");
@@ -403,9 +397,14 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
         !user_tab.is_null()
     }));
     // The user's page has run its start-up logging before the Broker ever controls the tab.
+    // The tab's first document is the initial about:blank, already "complete": the page's own
+    // title tells that the fixture itself has loaded.
     assert!(wait_until(Duration::from_secs(10), || {
-        own.evaluate_in_page("/fixture/console#user", "document.readyState")["result"]["value"]
-            == "complete"
+        own.evaluate_in_page(
+            "/fixture/console#user",
+            "document.readyState === 'complete' && document.title === 'Console'",
+        )["result"]["value"]
+            == true
     }));
     let before = agent.tool("browser.console.list", Some(&user_tab), json!({}));
     assert_eq!(before["entries"], json!([]), "{before}");
@@ -420,7 +419,8 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
     }));
     assert_eq!(
         entries(&after),
-        vec![("log".into(), "after control".into())]
+        vec![("log".into(), "after control".into())],
+        "{after}"
     );
 
     // A managed tab, from its first document on.
