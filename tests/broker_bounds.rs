@@ -291,7 +291,7 @@ fn a_briefly_saturated_accept_queue_is_not_an_unresponsive_broker() {
     let home = TestHome::new();
     let (mut bridge, ws, lease) = bystander(&home);
     let broker = home.broker_pid().expect("a Broker runs");
-    unsafe_kill(broker, "STOP");
+    stop_process(broker);
     let queued = fill_accept_queue(&home_path(&home, "broker.sock"));
     assert!(!queued.is_empty());
     // The queued peers give up; their entries stay queued until the Broker accepts them.

@@ -1061,7 +1061,7 @@ fn concurrent_duplicates_share_one_command() {
         bridge.initialize("com.example.race", "i1");
     }
     let pid = home.broker_pid().expect("broker pid");
-    unsafe_kill(pid, "STOP");
+    stop_process(pid);
     for bridge in &mut bridges {
         let mut batch = Vec::new();
         for n in 0..KEYS {

@@ -897,7 +897,7 @@ fn unresponsive_broker_remediation_names_only_a_verified_pid() {
     let home = TestHome::new();
     let mut first = Host::new(&home, "com.example.a");
     let pid = home.broker_pid().unwrap();
-    unsafe_kill(pid, "STOP");
+    stop_process(pid);
     let mut bridge = home.spawn_bridge();
     let (code, error) = bridge.err(
         "initialize",

@@ -788,7 +788,7 @@ fn pending_call_saturation_is_answered_without_dispatch() {
     bridge.initialize("com.example.a", "i1");
     let ws = bridge.ok("workspaces/create", json!({}))["workspace"]["id"].clone();
     let pid = home.broker_pid().unwrap();
-    unsafe_kill(pid, "STOP");
+    stop_process(pid);
     let mut batch = Vec::new();
     for n in 0..300 {
         batch.extend(json!({"jsonrpc": "2.0", "id": format!("o{n}"), "method": "workspaces/get", "params": {"workspaceId": ws}}).to_string().into_bytes());
@@ -1109,7 +1109,7 @@ fn heartbeats_are_judged_by_when_the_bridge_read_them() {
     // stopped for 4.5 s.
     let kept =
         host.ok("leases/create", json!({"workspaceId": ws, "ttlMs": 3000}))["lease"]["id"].clone();
-    unsafe_kill(broker, "STOP");
+    stop_process(broker);
     let beat = host.request(
         "leases/heartbeat",
         json!({"workspaceId": ws, "leaseId": kept}),
@@ -1126,7 +1126,7 @@ fn heartbeats_are_judged_by_when_the_bridge_read_them() {
     // Late: the Lease's TTL passes while the Broker is stopped, then the heartbeat is sent.
     let late =
         host.ok("leases/create", json!({"workspaceId": ws, "ttlMs": 1000}))["lease"]["id"].clone();
-    unsafe_kill(broker, "STOP");
+    stop_process(broker);
     std::thread::sleep(Duration::from_millis(1500));
     let beat = host.request(
         "leases/heartbeat",
