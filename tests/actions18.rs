@@ -397,15 +397,7 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
         !user_tab.is_null()
     }));
     // The user's page has run its start-up logging before the Broker ever controls the tab.
-    // The tab's first document is the initial about:blank, already "complete": the page's own
-    // title tells that the fixture itself has loaded.
-    assert!(wait_until(Duration::from_secs(10), || {
-        own.evaluate_in_page(
-            "/fixture/console#user",
-            "document.readyState === 'complete' && document.title === 'Console'",
-        )["result"]["value"]
-            == true
-    }));
+    own.wait_for_document("/fixture/console#user", "Console");
     let before = agent.tool("browser.console.list", Some(&user_tab), json!({}));
     assert_eq!(before["entries"], json!([]), "{before}");
     own.evaluate_in_page(

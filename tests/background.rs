@@ -26,6 +26,7 @@ fn managed_tabs_are_driven_in_the_background() {
     let rig = Rig::start();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/mail#user"));
+    own.wait_for_document("/page/mail#user", "mail");
     assert!(
         wait_until(Duration::from_secs(20), || user_state(&mut own)
             == ("visible".to_owned(), true)),
@@ -232,6 +233,7 @@ fn a_tab_the_user_opened_behind_theirs_is_driven_where_it_is(
             .unwrap_or(Value::Null);
         !behind.is_null()
     }));
+    own.wait_for_document("#two-behind", "Catalogue");
     assert_eq!(state(own, "#two-behind").0, "hidden");
     search(agent, &behind, "tablets");
     // The fragment names no colour: the bar is black.

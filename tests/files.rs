@@ -387,18 +387,7 @@ fn user_tab_choosers(rig: &Rig, agent: &mut Agent) {
         }),
         "the user tab is listed"
     );
-    // Listed with its URL while the initial about:blank may still be the document: wait for
-    // the fixture itself before observing it.
-    assert!(
-        support::wait_until(std::time::Duration::from_secs(15), || {
-            cdp.evaluate_in_page(
-                "/fixture/upload#user",
-                "document.readyState === 'complete' && !!document.querySelector('input[type=file]')",
-            )["result"]["value"]
-                == true
-        }),
-        "the user tab's fixture loaded"
-    );
+    cdp.wait_for_document("/fixture/upload#user", "Upload documents");
     let click_resume = |agent: &mut Agent| {
         let observation = observe(agent, &target);
         agent.tool(

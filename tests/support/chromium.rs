@@ -203,6 +203,17 @@ impl OwnCdp {
 
     /// A call on a flattened target session (`None`: the browser connection).
     pub fn call_in(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.try_call_in(session, method, params)
+            .unwrap_or_else(|error| panic!("{method} failed: {error}"))
+    }
+
+    /// A call whose CDP error is the caller's to judge (the whole answer as the error).
+    fn try_call_in(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut request = json!({"id": id, "method": method, "params": params});
@@ -216,8 +227,10 @@ impl OwnCdp {
             };
             let value: Value = serde_json::from_str(text.as_str()).unwrap();
             if value["id"] == json!(id) {
-                assert!(value.get("error").is_none(), "{method} failed: {value}");
-                return value["result"].clone();
+                return match value.get("error") {
+                    None => Ok(value["result"].clone()),
+                    Some(_) => Err(value),
+                };
             }
         }
     }
@@ -241,6 +254,41 @@ impl OwnCdp {
 
     /// Runs script in a page (found by URL suffix) as if the user did it (user gesture).
     pub fn evaluate_in_page(&mut self, url_suffix: &str, expression: &str) -> Value {
+        self.try_evaluate_in_page(url_suffix, expression)
+            .unwrap_or_else(|error| panic!("Runtime.evaluate failed: {error}"))
+    }
+
+    /// Waits (at most 20 s) until the page whose URL ends with `url_suffix` shows its loaded
+    /// document titled `title`. A tab opened with a URL is listed with that URL while its
+    /// initial about:blank, whose readyState is already "complete", may still be the document.
+    pub fn wait_for_document(&mut self, url_suffix: &str, title: &str) {
+        let condition = format!(
+            "document.readyState === 'complete' && document.title === {}",
+            json!(title)
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let listed = self
+                .pages()
+                .iter()
+                .any(|(_, url)| url.ends_with(url_suffix));
+            // An evaluation the page's navigation interrupts is simply asked again.
+            if listed
+                && self
+                    .try_evaluate_in_page(url_suffix, &condition)
+                    .is_ok_and(|answer| answer["result"]["value"] == true)
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no document titled {title:?} at ...{url_suffix}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn try_evaluate_in_page(&mut self, url_suffix: &str, expression: &str) -> Result<Value, Value> {
         let target = self
             .pages()
             .into_iter()
@@ -254,7 +302,7 @@ impl OwnCdp {
             .as_str()
             .unwrap()
             .to_owned();
-        let result = self.call_in(
+        let result = self.try_call_in(
             Some(&session),
             "Runtime.evaluate",
             json!({"expression": expression, "userGesture": true, "returnByValue": true}),
