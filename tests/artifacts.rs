@@ -70,7 +70,7 @@ impl Agent {
         let workspace_id = ws["workspace"]["id"].clone();
         let lease = bridge.ok(
             "leases/create",
-            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+            json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
         );
         Agent {
             bridge,

@@ -156,7 +156,7 @@ fn handoff_between_two_leases_never_steals() {
             .cloned()
             .expect("user tab listed")
     };
-    assert!(wait_until(Duration::from_secs(5), || a
+    assert!(wait_until(Duration::from_secs(15), || a
         .tabs()
         .iter()
         .any(|t| t["url"].as_str().unwrap().ends_with("/page/shared"))));
@@ -219,6 +219,7 @@ fn workspace_release_closes_managed_tabs_and_never_user_tabs() {
     a.connect();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/user"));
+    own.wait_for_document("/page/user", "user");
     let first = a.tool(
         "browser.open",
         None,
@@ -248,7 +249,7 @@ fn workspace_release_closes_managed_tabs_and_never_user_tabs() {
     a.bridge
         .ok("workspaces/release", json!({"workspaceId": a.workspace_id}));
     assert!(
-        wait_until(Duration::from_secs(5), || !own
+        wait_until(Duration::from_secs(15), || !own
             .pages()
             .iter()
             .any(|(_, url)| url.ends_with("/page/managed1"))),
@@ -270,6 +271,7 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
     a.connect();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/user"));
+    own.wait_for_document("/page/user", "user");
     let opener = a.tool(
         "browser.open",
         None,
@@ -289,7 +291,7 @@ fn sigkill_of_the_broker_closes_managed_tabs_but_not_user_tabs() {
     assert_eq!(row["openerTargetId"], opener["targetId"]);
     // A popup of a user tab is listed, not adopted.
     own.evaluate_in_page("/page/user", "window.open('/page/userpopup'); true");
-    assert!(wait_until(Duration::from_secs(5), || a.tabs().iter().any(
+    assert!(wait_until(Duration::from_secs(15), || a.tabs().iter().any(
         |t| t["url"].as_str().unwrap().ends_with("/page/userpopup") && t["managed"] == false
     )));
     let pid = rig.home.broker_pid().unwrap();
@@ -422,13 +424,13 @@ fn cancel_before_dispatch_never_reaches_the_browser_and_late_mutations_are_unkno
     )["targetId"]
         .clone();
     // c1 holds the tab (slow page); c2 queues behind it and is cancelled before dispatch.
-    let slow = json!({"name": "browser.navigate", "arguments": {"action": "goto", "url": rig.fixtures.url("/slow?ms=2500")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "targetId": tab, "commandId": "command:c1", "deadlineMs": 1500});
+    let slow = json!({"name": "browser.navigate", "arguments": {"action": "goto", "url": rig.fixtures.url("/slow?ms=8000")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "targetId": tab, "commandId": "command:c1", "deadlineMs": 4000});
     let queued = json!({"name": "browser.navigate", "arguments": {"action": "goto", "url": rig.fixtures.url("/page/never")}, "workspaceId": a.workspace_id, "leaseId": a.lease_id, "targetId": tab, "commandId": "command:c2"});
     let id1 = a.bridge.request("tools/call", slow);
     let id2 = a.bridge.request("tools/call", queued);
     assert!(wait_until(Duration::from_secs(5), || rig
         .fixtures
-        .hits("/slow?ms=2500")
+        .hits("/slow?ms=8000")
         == 1));
     let got = a.bridge.ok(
         "commands/get",

@@ -12,6 +12,7 @@ mod support;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+use support::TEST_LEASE_TTL_MS;
 use support::rig::{Agent, Rig};
 
 const SIX: [&str; 6] = [
@@ -111,7 +112,7 @@ fn agent_with(rig: &Rig, client: &str, capabilities: Option<&[&str]>) -> (Agent,
     let workspace_id = ws["workspace"]["id"].clone();
     let lease = bridge.ok(
         "leases/create",
-        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
     );
     let agent = Agent {
         bridge,
@@ -498,7 +499,7 @@ fn eval(agent: &mut Agent, site: &CookieSite) {
 
     // A promise that never settles: the deadline passes after the code was sent, so the outcome
     // is unknown (never retryable, never replayed), and the tab stays usable.
-    let params = json!({"name": "browser.eval", "arguments": {"expression": "window.bpPending = (window.bpPending || 0) + 1, new Promise(() => {})"}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 1500});
+    let params = json!({"name": "browser.eval", "arguments": {"expression": "window.bpPending = (window.bpPending || 0) + 1, new Promise(() => {})"}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 4000});
     let response = agent.bridge.call("tools/call", params);
     let error = &response["error"];
     assert_eq!(error["data"]["code"], "unknown_outcome", "{response}");

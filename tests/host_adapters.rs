@@ -400,14 +400,14 @@ fn the_lease_is_renewed_across_a_call_longer_than_its_ttl() {
     let home = shared.home(&[]);
     runtime().block_on(async {
         let lease = LeaseOptions {
-            ttl_ms: Some(1000),
+            ttl_ms: Some(2000),
             client_key: Some("invocation".into()),
         };
         let open = open(&home, &shared, "/page/lease", lease).await;
-        assert_eq!(open.lease.ttl_ms(), 1000);
+        assert_eq!(open.lease.ttl_ms(), 2000);
         let mut call = ToolCall::new(
             "browser.navigate",
-            json!({"action": "goto", "url": shared.fixtures.url("/slow?ms=3500")}),
+            json!({"action": "goto", "url": shared.fixtures.url("/slow?ms=7000")}),
             "long-call",
         )
         .on_target(Some(open.target.clone()));

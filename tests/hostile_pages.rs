@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::rig::{Agent, Rig};
-use support::{initialize_params, wait_until};
+use support::{TEST_LEASE_TTL_MS, initialize_params, wait_until};
 
 /// The marker a cut title or URL ends with (docs/observation.md, "Bounded page strings").
 const MARKER: char = '\u{2026}';
@@ -117,9 +117,16 @@ fn a_spoofing_page_cannot_choose_what_the_broker_reports() {
         "the inventory shows the real next page: {:?} after {clicked}",
         agent.tabs()
     );
-    let observation = agent.tool("browser.observe", Some(&target), json!({}));
+    // The URL changes at commit, the title once the document is parsed.
+    let mut observation = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            observation = agent.tool("browser.observe", Some(&target), json!({}));
+            observation["title"] == "next"
+        }),
+        "{observation}"
+    );
     assert_eq!(observation["url"], next_url);
-    assert_eq!(observation["title"], "next");
     let events = agent.events();
     assert!(
         events
@@ -203,7 +210,7 @@ fn small_limit_agent(rig: &Rig) -> Agent {
     let workspace_id = ws["workspace"]["id"].clone();
     let lease = bridge.ok(
         "leases/create",
-        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
     );
     Agent {
         bridge,

@@ -128,7 +128,7 @@ impl Host {
         let workspace_id = ws["workspace"]["id"].clone();
         let lease = bridge.ok(
             "leases/create",
-            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+            json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
         );
         Host {
             bridge,

@@ -438,13 +438,19 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
     let opened = agent.tool("browser.open", None, json!({"url": site.url("/sub")}));
     let target = opened["targetId"].clone();
     let mut events = Vec::new();
+    let parts = ["/sub", "/style.css", "/app.js", "/img.png", "/api/data"];
+    // Responses are journaled as they come, in no promised order: wait for each of them.
     wait_events(
         &mut agent,
         &mut events,
-        |e| of_type(e, "network.response", "/api/data").len() == 1,
-        "the XHR's response",
+        |e| {
+            parts
+                .iter()
+                .all(|part| !of_type(e, "network.response", part).is_empty())
+        },
+        "every subresource's response",
     );
-    for part in ["/sub", "/style.css", "/app.js", "/img.png", "/api/data"] {
+    for part in parts {
         assert_eq!(
             of_type(&events, "network.request", part).len(),
             1,
@@ -630,13 +636,18 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
         Some(&target),
         json!({"action": "goto", "url": site.url("/assets403")}),
     );
+    let parts = ["/img403.png", "/api/forbidden", "/assets403"];
     wait_events(
         &mut agent,
         &mut events,
-        |e| !of_type(e, "network.response", "/api/forbidden").is_empty(),
-        "the forbidden fetch",
+        |e| {
+            parts
+                .iter()
+                .all(|part| !of_type(e, "network.response", part).is_empty())
+        },
+        "the forbidden image and fetch",
     );
-    for part in ["/img403.png", "/api/forbidden", "/assets403"] {
+    for part in parts {
         let response = of_type(&events, "network.response", part)[0];
         assert!(response["payload"].get("hints").is_none(), "{response}");
     }
@@ -781,10 +792,14 @@ fn rules_block_mock_headers_popup_and_user_tab(rig: &Rig, site: &Site) {
         let text = observation.to_string();
         text.contains("from the rule") && text.contains("x-rule=secret-token-1")
     }));
+    // Both tabs' echoes, and the user tab's image and fetch (each on its own connection, so
+    // logged in no particular order).
     assert!(wait_until(Duration::from_secs(20), || site
         .requests("/echo/ruled")
         .len()
-        >= 2));
+        >= 2
+        && !site.requests("/blocked.png").is_empty()
+        && !site.requests("/mocked/data").is_empty()));
     // The server saw the managed tab's header; the merged request kept the original headers.
     let echoes = site.requests("/echo/ruled");
     let ruled: Vec<&Seen> = echoes
@@ -875,13 +890,19 @@ fn rules_block_mock_headers_popup_and_user_tab(rig: &Rig, site: &Site) {
         .nth(1)
         .unwrap()["payload"]["targetId"]
         .clone();
-    let response = agent.bridge.call(
-        "tools/call",
-        json!({"name": "browser.observe", "arguments": {}, "workspaceId": agent.workspace_id,
-               "leaseId": agent.lease_id, "targetId": blank, "deadlineMs": 6000}),
-    );
-    let observed = response["result"]["result"].clone();
-    assert_eq!(observed["title"], "popup", "{observed}");
+    // popup.opened comes as the tab is made: its page may still be committing, so observe
+    // until it is there, within a bound well short of the setup timeout.
+    let mut observed = Value::Null;
+    let loaded = wait_until(Duration::from_secs(6), || {
+        let response = agent.bridge.call(
+            "tools/call",
+            json!({"name": "browser.observe", "arguments": {}, "workspaceId": agent.workspace_id,
+                   "leaseId": agent.lease_id, "targetId": blank, "deadlineMs": 6000}),
+        );
+        observed = response["result"]["result"].clone();
+        observed["title"] == "popup"
+    });
+    assert!(loaded, "{observed}");
     assert_eq!(site.requests("/popup/blank").len(), 1);
 
     // Removed rules stop applying.

@@ -761,7 +761,7 @@ fn eof_releases_leases_and_shutdown_exits_only_the_bridge() {
     a.close_stdin();
     assert_eq!(a.wait_exit(Duration::from_secs(10)), Some(0));
     assert!(
-        wait_until(Duration::from_secs(2), || count(&home) == 0),
+        wait_until(Duration::from_secs(10), || count(&home) == 0),
         "EOF released the Lease at once"
     );
 

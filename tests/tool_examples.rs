@@ -8,6 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use support::TEST_LEASE_TTL_MS;
 use support::rig::{Agent, Rig};
 
 /// Shortens opaque ids and cuts long arrays so examples stay readable.
@@ -61,7 +62,7 @@ fn agent_with_every_capability(rig: &Rig) -> Agent {
     let workspace_id = ws["workspace"]["id"].clone();
     let lease = bridge.ok(
         "leases/create",
-        json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
     );
     Agent {
         bridge,

@@ -101,6 +101,10 @@ impl Drop for TestHome {
     }
 }
 
+/// The TTL of the Leases test agents hold for a whole scenario: the longest a Lease may have,
+/// since tool calls do not renew it and a scenario on a loaded machine can outlast a minute.
+pub const TEST_LEASE_TTL_MS: i64 = 300_000;
+
 pub fn unsafe_kill(pid: u32, signal: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{signal}"))

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::chromium::{Chromium, Fixtures};
-use super::{Bridge, TestHome, wait_until};
+use super::{Bridge, TEST_LEASE_TTL_MS, TestHome, wait_until};
 
 /// A Broker home that discovers exactly one test-owned Chromium profile.
 pub struct Rig {
@@ -49,7 +49,7 @@ impl Agent {
         let workspace_id = ws["workspace"]["id"].clone();
         let lease = bridge.ok(
             "leases/create",
-            json!({"workspaceId": workspace_id, "ttlMs": 60000}),
+            json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
         );
         Agent {
             bridge,
