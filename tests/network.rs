@@ -402,6 +402,14 @@ fn of_type<'a>(events: &'a [Value], event_type: &str, url_part: &str) -> Vec<&'a
         .collect()
 }
 
+/// Whether a `network.response` of each URL part is among `events` (responses are journaled
+/// as they come, in no promised order).
+fn responded(events: &[Value], parts: &[&str]) -> bool {
+    parts
+        .iter()
+        .all(|part| !of_type(events, "network.response", part).is_empty())
+}
+
 fn list(agent: &mut Agent, target: &Value, arguments: Value) -> Vec<Value> {
     agent.tool("browser.network.list", Some(target), arguments)["requests"]
         .as_array()
@@ -439,15 +447,10 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
     let target = opened["targetId"].clone();
     let mut events = Vec::new();
     let parts = ["/sub", "/style.css", "/app.js", "/img.png", "/api/data"];
-    // Responses are journaled as they come, in no promised order: wait for each of them.
     wait_events(
         &mut agent,
         &mut events,
-        |e| {
-            parts
-                .iter()
-                .all(|part| !of_type(e, "network.response", part).is_empty())
-        },
+        |e| responded(e, &parts),
         "every subresource's response",
     );
     for part in parts {
@@ -640,11 +643,7 @@ fn observation_and_access_blocked(rig: &Rig, site: &Site) {
     wait_events(
         &mut agent,
         &mut events,
-        |e| {
-            parts
-                .iter()
-                .all(|part| !of_type(e, "network.response", part).is_empty())
-        },
+        |e| responded(e, &parts),
         "the forbidden image and fetch",
     );
     for part in parts {
