@@ -10,7 +10,7 @@ use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, Status};
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::progress::Subject;
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
+use super::tab::ControlledTab;
 use crate::page::{self, ListOptions, SelectOptions};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
@@ -94,14 +94,7 @@ pub async fn dropdown_options(
     let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
     let params: OptionsParams = decode_params(&arguments)?;
     let limit = params.limit.unwrap_or(page::OPTIONS_DEFAULT_LIMIT);
-    let list = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &ListOptions { target, limit },
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let list = ctx.run(&tab.client, &ListOptions { target, limit }).await?;
     Ok(serde_json::to_value(list)?)
 }
 
@@ -127,17 +120,15 @@ pub async fn dropdown_select(
         ));
     }
     if !labels.is_empty() {
-        let list = page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ListOptions {
-                target: target.clone(),
-                limit: page::OPTIONS_MAX_LIMIT,
-            },
-            SCRIPT_TIMEOUT,
-        )
-        .await?;
+        let list = ctx
+            .run(
+                &tab.client,
+                &ListOptions {
+                    target: target.clone(),
+                    limit: page::OPTIONS_MAX_LIMIT,
+                },
+            )
+            .await?;
         if list.kind != page::OptionsKind::Native {
             return Err(ToolError::from(
                 RpcError::new(
@@ -159,17 +150,15 @@ pub async fn dropdown_select(
             }
         }
     }
-    let outcome = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &SelectOptions {
-            target,
-            values: values.clone(),
-        },
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let outcome = ctx
+        .run(
+            &tab.client,
+            &SelectOptions {
+                target,
+                values: values.clone(),
+            },
+        )
+        .await?;
     let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
     let verified = values.iter().all(|v| selected.contains(&v.as_str()));
     let status = match verified {

@@ -726,17 +726,15 @@ async fn type_native(
     let ctx = guarded
         .check(&tab.client, &mut tab.guard, "set_value")
         .await?;
-    let outcome = page::run(
-        &tab.client,
-        &ctx.session,
-        ctx.context,
-        &SetNativeValue {
-            target: call.target.clone(),
-            value: call.text.clone(),
-        },
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+    let outcome = ctx
+        .run(
+            &tab.client,
+            &SetNativeValue {
+                target: call.target.clone(),
+                value: call.text.clone(),
+            },
+        )
+        .await?;
     if !outcome.canceled {
         guarded.dispatched += 1;
     }

@@ -13,9 +13,9 @@ use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
-use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
+use super::tab::ControlledTab;
 use crate::page::{
-    self, ClickPoint, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText, ScrollXY,
+    ClickPoint, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText, ScrollXY,
 };
 use crate::protocol::errors::RpcError;
 
@@ -81,16 +81,14 @@ pub async fn scroll(
         ctx.run(&tab.client, &ClickPoint(target)).await?;
         ("ref", None)
     } else if let Some(text) = &params.text {
-        let found = page::run(
-            &tab.client,
-            &ctx.session,
-            ctx.context,
-            &ScrollToText {
-                text: text.to_owned(),
-            },
-            SCRIPT_TIMEOUT,
-        )
-        .await?;
+        let found = ctx
+            .run(
+                &tab.client,
+                &ScrollToText {
+                    text: text.to_owned(),
+                },
+            )
+            .await?;
         if !found {
             return Err(ToolError::from(
                 RpcError::invalid_params("no visible text matches")
@@ -117,14 +115,7 @@ pub async fn scroll(
                 ("container", Some(moved))
             }
             None => {
-                page::run(
-                    &tab.client,
-                    &ctx.session,
-                    ctx.context,
-                    &ScrollPage { dx, dy },
-                    SCRIPT_TIMEOUT,
-                )
-                .await?;
+                ctx.run(&tab.client, &ScrollPage { dx, dy }).await?;
                 ("page", None)
             }
         }
