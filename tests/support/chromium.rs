@@ -266,20 +266,13 @@ impl OwnCdp {
             "document.readyState === 'complete' && document.title === {}",
             json!(title)
         );
+        // A page not yet listed, or an evaluation its navigation interrupted: asked again.
+        // (This file is also a module of test binaries without `support::wait_until`.)
         let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let listed = self
-                .pages()
-                .iter()
-                .any(|(_, url)| url.ends_with(url_suffix));
-            // An evaluation the page's navigation interrupts is simply asked again.
-            if listed
-                && self
-                    .try_evaluate_in_page(url_suffix, &condition)
-                    .is_ok_and(|answer| answer["result"]["value"] == true)
-            {
-                return;
-            }
+        while !self
+            .try_evaluate_in_page(url_suffix, &condition)
+            .is_ok_and(|answer| answer["result"]["value"] == true)
+        {
             assert!(
                 Instant::now() < deadline,
                 "no document titled {title:?} at ...{url_suffix}"
@@ -288,13 +281,15 @@ impl OwnCdp {
         }
     }
 
+    /// The evaluation's answer, or the CDP error (a JSON string when no page is listed).
     fn try_evaluate_in_page(&mut self, url_suffix: &str, expression: &str) -> Result<Value, Value> {
-        let target = self
+        let Some((target, _)) = self
             .pages()
             .into_iter()
             .find(|(_, url)| url.ends_with(url_suffix))
-            .expect("page found")
-            .0;
+        else {
+            return Err(json!(format!("no page at ...{url_suffix}")));
+        };
         let session = self.call(
             "Target.attachToTarget",
             json!({"targetId": target, "flatten": true}),
