@@ -553,6 +553,26 @@ fn dialogs_are_explicit_and_out_of_band_and_popups_are_managed() {
             }),
             "dialog opened event journaled: {seen:?}"
         );
+        if name == "Alert" {
+            // A pending dialog stalls no read: each answers at once with the dialog named,
+            // long before its own generous deadline.
+            for (tool, arguments) in [
+                ("browser.observe", json!({})),
+                ("browser.read", json!({})),
+                ("browser.capture", json!({})),
+            ] {
+                let response = agent.bridge.call(
+                    "tools/call",
+                    json!({"name": tool, "arguments": arguments, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 60000}),
+                );
+                let data = &response["error"]["data"];
+                assert_eq!(data["code"], "dialog_open", "{tool}: {response}");
+                assert_eq!(data["context"]["dialogOpen"], true, "{tool}: {response}");
+                assert_eq!(data["context"]["dialogId"], dialog["dialogId"], "{tool}");
+                assert_eq!(data["context"]["dialogType"], "alert", "{tool}");
+                assert_eq!(data["remediation"]["action"], "list_dialogs", "{tool}");
+            }
+        }
         let mut arguments = json!({"dialogId": dialog["dialogId"], "action": action});
         if let Some(prompt) = prompt {
             arguments["promptText"] = json!(prompt);

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::context::{CallScope, TargetScope, ToolEnv, str_arg};
+use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, main_frame};
@@ -586,6 +587,15 @@ pub async fn capture(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let options = CaptureOptions::parse(&arguments)?;
+    unless_dialog(env, scope, capture_tab(env, scope, options)).await
+}
+
+/// `browser.capture` on a tab no dialog holds.
+async fn capture_tab(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    options: CaptureOptions,
+) -> Result<Value, ToolError> {
     let mut controlled = ControlledTab::acquire(env, scope).await?;
     let session = controlled.guard.session(&controlled.client).await?;
     let mut tab = Tab {
@@ -729,6 +739,15 @@ pub async fn pdf(
         options,
         transfer_mode: "ReturnAsStream",
     };
+    unless_dialog(env, scope, print_tab(env, scope, print)).await
+}
+
+/// `browser.pdf` on a tab no dialog holds.
+async fn print_tab(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    print: PrintToPdf,
+) -> Result<Value, ToolError> {
     let mut controlled = ControlledTab::acquire(env, scope).await?;
     let session = controlled.guard.session(&controlled.client).await?;
     let tab = Tab {

@@ -1,11 +1,15 @@
 //! The out-of-band dialog tools `browser.dialogs.list` and `browser.dialogs.respond`. A dialog
 //! is answered only when asked; nothing here accepts or dismisses one by itself.
+//!
+//! Also the one answer of a reading tool on a tab a dialog holds (`dialog_open`, see
+//! [`unless_dialog`]): while a JavaScript dialog is pending, the page runs no script and paints
+//! no frame, so observe, read, search, find, capture and pdf would wait out their deadline.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::*;
-use super::context::{ToolEnv, WorkspaceScope, decode_params};
+use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use crate::cdp::page::HandleJavaScriptDialog;
@@ -121,4 +125,62 @@ pub async fn dialogs_respond(
         .execute(&dialog.session, &answer, INPUT_TIMEOUT)
         .await?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))
+}
+
+/// `dialog_open` for the dialog pending on the scope's tab, if one is.
+fn dialog_holding(env: &ToolEnv, scope: &TargetScope<'_>) -> Option<ToolError> {
+    let (_, dialog) = env
+        .browser
+        .dialogs_for(scope.workspace_id)
+        .into_iter()
+        .find(|(opaque, _)| opaque == scope.target_id)?;
+    Some(ToolError::from(
+        RpcError::new(
+            ErrorCode::DialogOpen,
+            format!(
+                "a {} dialog holds the page; nothing can be read until it is answered",
+                dialog.dialog_type
+            ),
+        )
+        .with_context("dialogOpen", json!(true))
+        .with_context("dialogId", json!(dialog.id))
+        .with_context("dialogType", json!(dialog.dialog_type))
+        .with_context("targetId", json!(scope.target_id))
+        .with_remediation(
+            RemediationAction::ListDialogs,
+            "Call browser.dialogs.list, answer the dialog with browser.dialogs.respond, then call again.",
+        ),
+    ))
+}
+
+/// Runs a reading tool's `work` on the scope's tab unless a JavaScript dialog holds it: a dialog
+/// already pending answers `dialog_open` at once, one that opens meanwhile ends the work with
+/// it (the page would answer nothing until the dialog is answered).
+pub(super) async fn unless_dialog<T, F>(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    work: F,
+) -> Result<T, ToolError>
+where
+    F: std::future::Future<Output = Result<T, ToolError>>,
+{
+    // Subscribed before the first look, so a dialog opening in between is still signalled.
+    let mut signals = env.browser.dialog_signals();
+    if let Some(error) = dialog_holding(env, scope) {
+        return Err(error);
+    }
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            signal = signals.recv() => match signal {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if let Some(error) = dialog_holding(env, scope) {
+                        return Err(error);
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return work.await,
+            },
+        }
+    }
 }

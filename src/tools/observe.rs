@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::context::{TargetScope, ToolEnv, decode_params};
+use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::observation::ObservationRequest;
@@ -272,23 +273,30 @@ pub async fn observe(
     scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let result = tab.observe(scope, &observe_request(&arguments)?).await?;
-    Ok(Value::Object(result))
+    let request = observe_request(&arguments)?;
+    unless_dialog(env, scope, async {
+        let mut tab = ControlledTab::acquire(env, scope).await?;
+        let result = tab.observe(scope, &request).await?;
+        Ok(Value::Object(result))
+    })
+    .await
 }
 
 /// Runs one reading script in the tab's selected frame and starts the result with the target
-/// fields (workspace, lease, target, url, title).
+/// fields (workspace, lease, target, url, title). A dialog holding the tab answers at once.
 async fn run_reading<S: page::PageScript>(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
     script: &S,
 ) -> Result<(S::Output, Map<String, Value>), ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let page_context = tab.page_context().await?;
-    let output = page_context.run(&tab.client, script).await?;
-    let (url, title) = tab.url_and_title(&page_context).await?;
-    Ok((output, base_result(scope, url, title)))
+    unless_dialog(env, scope, async {
+        let mut tab = ControlledTab::acquire(env, scope).await?;
+        let page_context = tab.page_context().await?;
+        let output = page_context.run(&tab.client, script).await?;
+        let (url, title) = tab.url_and_title(&page_context).await?;
+        Ok((output, base_result(scope, url, title)))
+    })
+    .await
 }
 
 pub async fn read(
