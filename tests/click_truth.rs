@@ -157,12 +157,26 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
     assert_eq!(jitter["context"]["reason"], "not_stable", "{jitter}");
     assert_eq!(jitter["retryable"], true, "waiting longer could help");
 
-    // Disabled and covered: refused, retryable, nothing clicked.
-    let disabled = refused(&click(&mut agent, &target, &moved, "Disabled", Some(1500)));
+    // Disabled and covered: refused, retryable, nothing clicked; within the 5 s wait the docs
+    // name for a ref action (observation.md, "Click evidence"), not the Command's 30 s deadline.
+    const DOCUMENTED_WAIT_MS: u64 = 5000;
+    let disabled = refused(&click(&mut agent, &target, &moved, "Disabled", None));
     assert_eq!(disabled["code"], "element_not_actionable", "{disabled}");
     assert_eq!(disabled["context"]["reason"], "disabled", "{disabled}");
     assert_eq!(disabled["retryable"], true);
-    let covered = refused(&click(&mut agent, &target, &moved, "Covered", Some(1500)));
+    let waited = disabled["context"]["waitedMs"].as_u64().expect("waitedMs");
+    assert!(waited <= DOCUMENTED_WAIT_MS, "{disabled}");
+    // `actionableTimeoutMs` chooses the bound.
+    let asked = json!({"observationId": moved["observationId"], "ref": find_ref(&moved, "button", "Disabled"), "actionableTimeoutMs": 600});
+    let (code, shorter) = agent.tool_err("browser.click", Some(&target), asked);
+    assert_eq!(code, "element_not_actionable", "{shorter}");
+    let waited = shorter["data"]["context"]["waitedMs"]
+        .as_u64()
+        .expect("waitedMs");
+    assert!(waited <= 600, "{shorter}");
+    let covered = refused(&click(&mut agent, &target, &moved, "Covered", None));
+    let waited = covered["context"]["waitedMs"].as_u64().expect("waitedMs");
+    assert!(waited <= DOCUMENTED_WAIT_MS, "{covered}");
     assert_eq!(covered["code"], "element_not_actionable", "{covered}");
     assert_eq!(covered["context"]["reason"], "covered", "{covered}");
     assert_eq!(covered["context"]["occludedBy"], "div#shield", "{covered}");

@@ -26,7 +26,7 @@ pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
     vec![ToolDef {
         name: "browser.click",
-        description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
+        description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits (at most `actionableTimeoutMs`, default 5000) until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason and context.waitedMs. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
         capability: "action.input",
         mutating: true,
         input_schema: {
@@ -41,7 +41,7 @@ pub fn defs() -> Vec<ToolDef> {
                             "clickCount": {"type": "integer", "minimum": 1, "maximum": 2},
                         }),
                     ),
-                    observe.clone(),
+                    merged(observe.clone(), pointer::actionable_property()),
                 ),
                 &[],
             );
@@ -241,7 +241,8 @@ pub async fn click(
                 // The before state and the armed listener are read inside the stability
                 // interval; if more samples followed, they are read again after it.
                 let during = prepare(&tab.client, &mut tab.guard, &ctx, Some(&target), event);
-                pointer::actionable_with(&tab.client, &ctx, &chain, &target, scope.deadline, during)
+                let wait = pointer::ActionableWait::from_arguments(&arguments, scope.deadline);
+                pointer::actionable_with(&tab.client, &ctx, &chain, &target, wait, during)
                     .await
                     .map(|(aim, during)| {
                         if during.last_gap {

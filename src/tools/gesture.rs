@@ -48,7 +48,7 @@ pub fn defs() -> Vec<ToolDef> {
                 ref_properties(),
                 json!({"x": point.clone(), "y": point.clone()}),
             ),
-            observe.clone(),
+            merged(observe.clone(), pointer::actionable_property()),
         ),
         &[],
     );
@@ -65,7 +65,7 @@ pub fn defs() -> Vec<ToolDef> {
                     "steps": {"type": "integer", "minimum": 1, "maximum": 100},
                 }),
             ),
-            observe,
+            merged(observe, pointer::actionable_property()),
         ),
         &[],
     );
@@ -125,7 +125,7 @@ async fn aim(
     ctx: &PageContext,
     chain: &Chain,
     end: &End,
-    deadline: tokio::time::Instant,
+    wait: pointer::ActionableWait,
     scroll: bool,
 ) -> Result<Aim, ToolError> {
     let first = match scroll {
@@ -134,7 +134,7 @@ async fn aim(
     };
     match end {
         End::Ref(target, _) => {
-            pointer::actionable_from(&tab.client, ctx, chain, target, deadline, first).await
+            pointer::actionable_from(&tab.client, ctx, chain, target, wait, first).await
         }
         End::Point(x, y) => pointer::map_point(&tab.client, ctx, chain, (*x, *y)).await,
     }
@@ -148,12 +148,12 @@ async fn aim_both(
     ctx: &PageContext,
     chain: &Chain,
     (from, to): (&End, &End),
-    deadline: tokio::time::Instant,
+    wait: pointer::ActionableWait,
 ) -> Result<(Aim, Aim), ToolError> {
-    let mut from_aim = aim(tab, ctx, chain, from, deadline, true).await?;
+    let mut from_aim = aim(tab, ctx, chain, from, wait, true).await?;
     for _ in 0..MAX_AIM_ROUNDS {
-        let to_aim = aim(tab, ctx, chain, to, deadline, false).await?;
-        let again = aim(tab, ctx, chain, from, deadline, false).await?;
+        let to_aim = aim(tab, ctx, chain, to, wait, false).await?;
+        let again = aim(tab, ctx, chain, from, wait, false).await?;
         if (again.x - from_aim.x).abs() < 0.5 && (again.y - from_aim.y).abs() < 0.5 {
             return Ok((again, to_aim));
         }
@@ -230,9 +230,16 @@ pub async fn hover(
         by_ref,
         (params.x, params.y),
     ) {
-        Ok(end) => aim(&tab, &ctx, &chain, &end, scope.deadline, true)
-            .await
-            .map(|aim| (aim, end)),
+        Ok(end) => aim(
+            &tab,
+            &ctx,
+            &chain,
+            &end,
+            pointer::ActionableWait::from_arguments(&arguments, scope.deadline),
+            true,
+        )
+        .await
+        .map(|aim| (aim, end)),
         Err(error) => Err(error),
     };
     pointer::release(&tab.client, &chain).await;
@@ -401,7 +408,14 @@ pub async fn drag(
             (None, Some((x, y))) => End::Point(x, y),
             (None, None) => return Err(missing_target()),
         };
-        let (from_aim, to_aim) = aim_both(&tab, &ctx, &chain, (&from, &to), scope.deadline).await?;
+        let (from_aim, to_aim) = aim_both(
+            &tab,
+            &ctx,
+            &chain,
+            (&from, &to),
+            pointer::ActionableWait::from_arguments(&arguments, scope.deadline),
+        )
+        .await?;
         Ok::<_, ToolError>((from, from_aim, to, to_aim))
     }
     .await;

@@ -8,8 +8,9 @@
 //! box and every hop's quad unchanged across two samples with a rendered frame between them, as
 //! the page's `requestAnimationFrame` counts it and its animation clock shows; where no frame
 //! comes at all (a hidden tab), or inside frames, a Broker-side interval), enabled and
-//! hit-testable, until the Command's deadline, else `element_not_actionable` with
-//! `context.reason`.
+//! hit-testable, for at most [`ACTIONABLE_WAIT_DEFAULT`] (the call's `actionableTimeoutMs`
+//! chooses another bound; the Command's deadline bounds every wait), else
+//! `element_not_actionable` with `context.reason` and `context.waitedMs`.
 //!
 //! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
 //! frame's) at the point mapped into that session's root viewport. This file sends no input and
@@ -33,6 +34,43 @@ use crate::page::{
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::TabGuard;
+
+/// How long a ref action waits for its element to become actionable when the call does not say:
+/// an agent learns soon that a disabled or covered element will not take the action (Playwright's
+/// MCP server waits as long), while a button that is enabled or uncovered a moment later is still
+/// clicked.
+pub const ACTIONABLE_WAIT_DEFAULT: Duration = Duration::from_secs(5);
+/// The longest `actionableTimeoutMs` a call may ask for (the Command's deadline still applies).
+const ACTIONABLE_WAIT_MAX_MS: u64 = 300_000;
+
+/// The `actionableTimeoutMs` argument of the ref actions (click, hover, drag).
+pub fn actionable_property() -> serde_json::Value {
+    json!({"actionableTimeoutMs": {
+        "type": "integer", "minimum": 0, "maximum": ACTIONABLE_WAIT_MAX_MS,
+        "description": "How long a ref's element may take to become actionable (attached, visible, stable, enabled, not covered) before element_not_actionable; default 5000. The Command's deadlineMs still bounds it.",
+    }})
+}
+
+/// How long an actionability wait may last: until `deadline` (the Command's) and at most `limit`.
+#[derive(Debug, Clone, Copy)]
+pub struct ActionableWait {
+    pub deadline: tokio::time::Instant,
+    pub limit: Duration,
+}
+
+impl ActionableWait {
+    /// The wait a call's arguments ask for (`actionableTimeoutMs`, else the default).
+    pub fn from_arguments(
+        arguments: &serde_json::Map<String, serde_json::Value>,
+        deadline: tokio::time::Instant,
+    ) -> ActionableWait {
+        let limit = arguments
+            .get("actionableTimeoutMs")
+            .and_then(serde_json::Value::as_u64)
+            .map_or(ACTIONABLE_WAIT_DEFAULT, Duration::from_millis);
+        ActionableWait { deadline, limit }
+    }
+}
 
 /// How long to wait before looking again at an element that was not actionable, and how often a
 /// document that renders no frames is sampled: longer than one frame at 60 Hz.
@@ -110,7 +148,7 @@ impl Blocker {
         let (reason, message, retryable) = match &self {
             Blocker::NotStable => (
                 "not_stable",
-                "the element kept moving until the deadline",
+                "the element kept moving until the wait ended",
                 true,
             ),
             Blocker::Covered(_) => ("covered", "another element covers the click point", true),
@@ -594,12 +632,11 @@ pub async fn actionable_from(
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
-    deadline: tokio::time::Instant,
+    wait: ActionableWait,
     first_scroll: ProbeScroll,
 ) -> Result<Aim, ToolError> {
     let none: Option<std::future::Ready<()>> = None;
-    let (aim, _) =
-        actionable_during(client, ctx, chain, target, deadline, first_scroll, none).await?;
+    let (aim, _) = actionable_during(client, ctx, chain, target, wait, first_scroll, none).await?;
     Ok(aim)
 }
 
@@ -619,7 +656,7 @@ pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
-    deadline: tokio::time::Instant,
+    wait: ActionableWait,
     during: F,
 ) -> Result<(Aim, During<T>), ToolError> {
     actionable_during(
@@ -627,7 +664,7 @@ pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
         ctx,
         chain,
         target,
-        deadline,
+        wait,
         ProbeScroll::IfNeeded,
         Some(during),
     )
@@ -639,7 +676,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
-    deadline: tokio::time::Instant,
+    wait: ActionableWait,
     first_scroll: ProbeScroll,
     mut during: Option<F>,
 ) -> Result<(Aim, During<T>), ToolError> {
@@ -648,9 +685,14 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         last_gap: false,
     };
     let now = tokio::time::Instant::now();
-    let remaining = deadline.saturating_duration_since(now);
+    let remaining = wait.deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
-    let wait_until = now + remaining.saturating_sub(reserve);
+    let wait_until = now + remaining.saturating_sub(reserve).min(wait.limit);
+    // A refusal says how long the element was waited for.
+    let refuse = |blocker: Blocker| {
+        let waited = now.elapsed().as_millis() as u64;
+        ToolError::from(blocker.error().with_context("waitedMs", json!(waited)))
+    };
     // The last sample that started a wait: when it was taken, and the interval it asks for.
     let mut previous: Option<(Sample, tokio::time::Instant, Duration)> = None;
     // Whether the document rendered a frame since the first sample of this wait.
@@ -682,7 +724,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
             Ok(current) => current,
             // Removed while we waited: it will not come back as the same element.
             Err(Failure::Stale(_)) if previous.is_some() => {
-                return Err(ToolError::from(Blocker::Detached.error()));
+                return Err(refuse(Blocker::Detached));
             }
             // Gone before the first look: the ref itself is stale (as for every tool).
             Err(Failure::Stale(error)) => return Err(ToolError::from(error)),
@@ -720,7 +762,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
                 false => FRAME_POLL,
             };
             if tokio::time::Instant::now() + poll > wait_until {
-                return Err(ToolError::from(Blocker::NotStable.error()));
+                return Err(refuse(Blocker::NotStable));
             }
             tokio::time::sleep(poll).await;
             continue;
@@ -737,7 +779,7 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
         };
         let blocker = current.blocker.clone().unwrap_or(Blocker::NotStable);
         if tokio::time::Instant::now() + interval > wait_until {
-            return Err(ToolError::from(blocker.error()));
+            return Err(refuse(blocker));
         }
         // An actionable element of the tab's own document is looked at again soon (a frame may
         // come first); anything else after the whole interval.
