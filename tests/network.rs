@@ -39,6 +39,8 @@ const ALL_CAPABILITIES: [&str; 9] = [
 const GOOD_PASSWORD: &str = "pw1-not-in-any-output";
 const WRONG_PASSWORD: &str = "wrong-pw-not-in-any-output";
 const REALM3_PASSWORD: &str = "pw3-server-side-only";
+/// The password of URLs with credentials (`http://user:URL_PASSWORD@host/...`).
+const URL_PASSWORD: &str = "url-pw-not-in-any-output";
 
 /// A valid 1x1 PNG: not UTF-8, so its body must come back as base64.
 fn png_bytes() -> Vec<u8> {
@@ -293,6 +295,42 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
                 ),
             }
         }
+        "/urlcred/page" => match authorized(&basic("user", URL_PASSWORD)) {
+            true => {
+                let credentialed = format!(
+                    "http://user:{URL_PASSWORD}@{}",
+                    headers.get("host").map_or("127.0.0.1", String::as_str)
+                );
+                (
+                    "200 OK",
+                    "text/html",
+                    String::new(),
+                    html(
+                        "credentialed",
+                        &format!(
+                            "<img src=\"{credentialed}/urlcred/img.png\">\
+                             <button onclick=\"window.open('{credentialed}/urlcred/popup')\">open credentialed</button>"
+                        ),
+                    ),
+                )
+            }
+            false => (
+                "401 Unauthorized",
+                "text/html",
+                "WWW-Authenticate: Basic realm=\"url\"\r\n".to_owned(),
+                html("unauthorized", "<h1>unauthorized</h1>"),
+            ),
+        },
+        "/urlcred/redirect" => (
+            "302 Found",
+            "text/html",
+            format!(
+                "Location: http://user:{URL_PASSWORD}@{}/urlcred/page\r\n",
+                headers.get("host").map_or("127.0.0.1", String::as_str)
+            ),
+            Vec::new(),
+        ),
+        "/urlcred/img.png" => ("200 OK", "image/png", String::new(), png_bytes()),
         "/framed" => {
             // A cross-site (out-of-process) frame: `localhost` on the same port.
             let port = headers
@@ -435,6 +473,7 @@ fn network_observation_rules_and_auth_on_controlled_tabs_only() {
     observation_and_access_blocked(&rig, &site);
     rules_block_mock_headers_popup_and_user_tab(&rig, &site);
     http_auth_accepted_rejected_and_cleared(&rig, &site, log.path());
+    url_credentials_reported_nowhere(&rig, &site, log.path());
 }
 
 fn observation_and_access_blocked(rig: &Rig, site: &Site) {
@@ -1115,4 +1154,108 @@ fn http_auth_accepted_rejected_and_cleared(rig: &Rig, site: &Site, log: &std::pa
             "{got}"
         );
     }
+}
+
+/// A tab opened at `http://user:PASSWORD@host/...` (through a redirect whose `Location` carries
+/// the password too), a credentialed image and a credentialed popup: the password is in no tool
+/// result, `tabs.list`, event, network record, `debug sql` dump or Broker log line, while the
+/// server did get it.
+fn url_credentials_reported_nowhere(rig: &Rig, site: &Site, log: &std::path::Path) {
+    let mut agent = agent_with(rig, "com.example.urlcred", &ALL_CAPABILITIES);
+    agent.connect();
+    let credentialed =
+        |path: &str| format!("http://user:{URL_PASSWORD}@127.0.0.1:{}{path}", site.port);
+    let mut output = String::new();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": credentialed("/urlcred/redirect")}),
+    );
+    output.push_str(&opened.to_string());
+    assert_eq!(opened["title"], "credentialed", "{opened}");
+    let target = opened["targetId"].clone();
+    assert!(
+        site.requests("/urlcred/page")
+            .iter()
+            .any(|s| s.headers.get("authorization") == Some(&basic("user", URL_PASSWORD))),
+        "the browser used the URL's credentials"
+    );
+    let navigated = agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": credentialed("/urlcred/page?again")}),
+    );
+    output.push_str(&navigated.to_string());
+    let observation = observe(&mut agent, &target);
+    output.push_str(&observation.to_string());
+    let button = find_ref(&observation, "button", "open credentialed");
+    let clicked = agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": button}),
+    );
+    output.push_str(&clicked.to_string());
+    let mut events = Vec::new();
+    wait_events(
+        &mut agent,
+        &mut events,
+        |e| e.iter().any(|e| e["type"] == "popup.opened") && responded(e, &["/urlcred/page?again"]),
+        "popup.opened and the page's response",
+    );
+    let popup = events.iter().find(|e| e["type"] == "popup.opened").unwrap();
+    let popup_target = popup["payload"]["targetId"].clone();
+    let popup_read = agent.tool("browser.read", Some(&popup_target), json!({}));
+    output.push_str(&popup_read.to_string());
+    let tabs = agent.tabs();
+    output.push_str(&json!(tabs).to_string());
+    for tab in [&target, &popup_target] {
+        for request in list(&mut agent, tab, json!({})) {
+            output.push_str(&request.to_string());
+            let got = agent.tool(
+                "browser.network.get",
+                Some(tab),
+                json!({"requestId": request["requestId"]}),
+            );
+            output.push_str(&got.to_string());
+        }
+    }
+    let journal = agent.bridge.ok(
+        "events/poll",
+        json!({"workspaceId": agent.workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+    output.push_str(&journal.to_string());
+    events.extend(agent.events());
+    output.push_str(&json!(events).to_string());
+    // The URLs were reported, with the password replaced.
+    assert!(
+        output.contains(&format!("user:[redacted]@127.0.0.1:{}/urlcred/", site.port)),
+        "{output}"
+    );
+    let mut dump = String::new();
+    for table in ["events", "commands"] {
+        let (code, out, err) = rig
+            .home
+            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
+        assert_eq!(code, 0, "debug sql {table}: {err}");
+        dump.push_str(&out);
+    }
+    let broker_log = std::fs::read_to_string(log).unwrap_or_default();
+    for (place, text) in [
+        ("output", &output),
+        ("debug sql", &dump),
+        ("Broker log", &broker_log),
+    ] {
+        let leaks: Vec<&str> = text
+            .match_indices(URL_PASSWORD)
+            .map(|(at, _)| &text[at.saturating_sub(160)..(at + 40).min(text.len())])
+            .collect();
+        assert!(
+            leaks.is_empty(),
+            "the {place} holds a URL password: {leaks:#?}"
+        );
+    }
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
 }

@@ -7,4 +7,5 @@ pub mod ids;
 pub mod internal;
 pub mod methods;
 pub mod negotiate;
+pub mod redact;
 pub mod remediation;

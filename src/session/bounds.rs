@@ -3,7 +3,13 @@
 //! Broker sends is cut to a fixed number of characters, and a cut string ends with
 //! `TRUNCATION_MARKER`, so a host can tell a cut value from a real one of that length.
 //!
-//! Pure functions; they decide nothing else about the strings (no escaping, no redaction).
+//! A URL also loses the credentials it carries (`protocol::redact::redact_url`) before it is cut,
+//! so a cut can never leave part of a password behind: these are the choke points through which
+//! every URL that Chromium reports reaches a result, an event or a network record.
+//!
+//! Pure functions; they decide nothing else about the strings (no escaping).
+
+use crate::protocol::redact::redact_url;
 
 /// Longest title in a result or event, in characters (Chromium itself keeps at most 4,096). A
 /// title is for a human or a model to recognise a page; a kilobyte is plenty, and 64 tabs of
@@ -30,14 +36,14 @@ pub fn bound_title(title: &str) -> String {
     bound(title, MAX_TITLE_CHARS)
 }
 
-/// A URL bounded to `MAX_URL_CHARS`.
+/// A URL without its credentials, bounded to `MAX_URL_CHARS`.
 pub fn bound_url(url: &str) -> String {
-    bound(url, MAX_URL_CHARS)
+    bound(&redact_url(url), MAX_URL_CHARS)
 }
 
-/// A URL for an event payload, bounded to `MAX_EVENT_URL_CHARS`.
+/// A URL for an event payload, without its credentials, bounded to `MAX_EVENT_URL_CHARS`.
 pub fn bound_event_url(url: &str) -> String {
-    bound(url, MAX_EVENT_URL_CHARS)
+    bound(&redact_url(url), MAX_EVENT_URL_CHARS)
 }
 
 /// A name or message bounded to `MAX_NAME_CHARS`.

@@ -26,6 +26,7 @@ use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 use crate::events::Emit;
 use crate::page::{EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
+use crate::protocol::redact::redact_url;
 
 /// Requests kept per tab. A page load of a few hundred subresources fits twice; older ones are
 /// forgotten first, and `browser.network.get` of one answers `request_not_found`.
@@ -51,8 +52,8 @@ pub const ACCESS_BLOCKED_STATUSES: [u16; 2] = [403, 429];
 /// values never leave the Broker.
 const REDACTED_HEADERS: [&str; 2] = ["authorization", "proxy-authorization"];
 
-/// What the Broker says instead of a redacted header value.
-pub const REDACTED: &str = "[redacted]";
+/// What the Broker says instead of a redacted header value (the one marker of every redaction).
+pub use crate::protocol::redact::REDACTED;
 
 /// One observed request.
 #[derive(Debug, Clone)]
@@ -231,7 +232,8 @@ fn headers(map: &serde_json::Map<String, Value>) -> (Vec<(String, String)>, bool
         };
         let value = match REDACTED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
             true => REDACTED.to_owned(),
-            false => bound(&value, MAX_HEADER_VALUE_CHARS),
+            // A `Location` or `Referer` may carry a URL with its credentials.
+            false => bound(&redact_url(&value), MAX_HEADER_VALUE_CHARS),
         };
         kept.push((bound(name, MAX_HEADER_NAME_CHARS), value));
     }
