@@ -449,6 +449,49 @@ fn press_scroll_and_dropdowns() {
             .unwrap()
             .contains(&json!("selected_changed"))
     );
+    // Mistakes are refused before anything is selected: invalid_params naming the options,
+    // never unknown_outcome.
+    let bold = find_ref(&fresh, Some("button"), "Bold");
+    for (element, arguments, reason) in [
+        (country, json!({"values": ["xx"]}), "option_not_found"),
+        (country, json!({"labels": ["Atlantis"]}), "option_not_found"),
+        (country, json!({"values": ["fr", "de"]}), "too_many_values"),
+        (bold, json!({"values": ["fr"]}), "not_a_select"),
+    ] {
+        let mut call = json!({"observationId": fresh["observationId"], "ref": element});
+        call.as_object_mut()
+            .unwrap()
+            .extend(arguments.as_object().unwrap().clone());
+        let (code, error) = agent.tool_err("browser.dropdown.select", Some(&target), call);
+        assert_eq!(code, "invalid_params", "{error}");
+        let context = &error["data"]["context"];
+        assert_eq!(context["reason"], reason, "{error}");
+        if element == country {
+            let available = context["available"].as_array().unwrap();
+            assert!(
+                available
+                    .iter()
+                    .any(|o| o["value"] == "fr" && o["label"] == "France"),
+                "{error}"
+            );
+        }
+    }
+    let options = act(
+        &mut agent,
+        &target,
+        "browser.dropdown.options",
+        &fresh,
+        country,
+        json!({}),
+    );
+    let chosen: Vec<&Value> = options["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["selected"] == true)
+        .map(|o| &o["value"])
+        .collect();
+    assert_eq!(chosen, [&json!("de")], "nothing was selected: {options}");
     // Scroll the page, by text match, and a container.
     let down = agent.tool(
         "browser.scroll",

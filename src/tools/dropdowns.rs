@@ -47,7 +47,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.dropdown.select",
-            description: "Select option(s) of a native select by value (or by label) and verify the value change; for custom ARIA listboxes, click the option's ref from a fresh Observation instead.",
+            description: "Select option(s) of a native select by value (or by label) and verify the value change; for custom ARIA listboxes, click the option's ref from a fresh Observation instead. The choice is checked against the options before anything is selected: invalid_params with context.reason option_not_found, option_disabled, too_many_values (a single select takes one) or not_a_select, and context.available (the options, at most 50).",
             capability: "action.input",
             mutating: true,
             input_schema: object(
@@ -98,6 +98,98 @@ pub async fn dropdown_options(
     Ok(serde_json::to_value(list)?)
 }
 
+/// Options named in a refusal, at most (the rest are counted in `availableTotal`).
+const AVAILABLE_IN_ERROR: usize = 50;
+
+/// The refusal of `browser.dropdown.select` on an element that is not a native select: a custom
+/// listbox is selected by clicking its option's ref; anything else takes no selection at all.
+fn not_native(role: &str) -> RpcError {
+    match role {
+        "combobox" | "listbox" => RpcError::new(
+            ErrorCode::ElementNotActionable,
+            "not a native select: click the option's ref from a fresh Observation",
+        )
+        .with_context("reason", json!("custom_listbox")),
+        _ => RpcError::invalid_params(format!(
+            "the ref is a {role}, not a select; browser.dropdown.select needs a native select"
+        ))
+        .with_context("reason", json!("not_a_select"))
+        .with_context("path", json!("arguments.ref")),
+    }
+}
+
+/// A refusal that names the select's options (value, label, disabled), bounded.
+fn refused_choice(list: &page::OptionList, message: String, reason: &str) -> RpcError {
+    let available: Vec<Value> = list
+        .options
+        .iter()
+        .take(AVAILABLE_IN_ERROR)
+        .map(|o| json!({"value": o.value, "label": o.label, "disabled": o.disabled}))
+        .collect();
+    RpcError::invalid_params(message)
+        .with_context("reason", json!(reason))
+        .with_context("multiple", json!(list.multiple))
+        .with_context("available", json!(available))
+        .with_context("availableTotal", json!(list.total))
+}
+
+/// The option values to select: `values` (each an option's value, else its label, as the page
+/// script matches) and the values of the options `labels` name, checked against the select's
+/// options. A select whose options were not all listed leaves an unlisted value to the script.
+fn chosen_values(
+    list: &page::OptionList,
+    mut values: Vec<String>,
+    labels: &[String],
+) -> Result<Vec<String>, RpcError> {
+    let find = |wanted: &str, by_label: bool| {
+        let by_value = (!by_label)
+            .then(|| list.options.iter().find(|o| o.value == wanted))
+            .flatten();
+        by_value.or_else(|| {
+            list.options
+                .iter()
+                .find(|o| o.label.trim() == wanted.trim())
+        })
+    };
+    let asked = values.len() + labels.len();
+    if !list.multiple && asked != 1 {
+        return Err(refused_choice(
+            list,
+            format!("a single select takes exactly one option; {asked} were given"),
+            "too_many_values",
+        ));
+    }
+    let mut chosen = Vec::new();
+    let named = values.drain(..).map(|v| (v, false));
+    for (wanted, by_label) in named.chain(labels.iter().map(|l| (l.clone(), true))) {
+        match find(&wanted, by_label) {
+            Some(option) if option.disabled => {
+                return Err(refused_choice(
+                    list,
+                    format!("the option {wanted:?} is disabled"),
+                    "option_disabled",
+                ));
+            }
+            // The option's own value (a value given by its label is verified by value).
+            Some(option) if by_label || option.value != wanted => chosen.push(option.value.clone()),
+            Some(_) => chosen.push(wanted),
+            None if list.truncated => chosen.push(wanted),
+            None => {
+                let what = match by_label {
+                    true => "labelled",
+                    false => "with value or label",
+                };
+                return Err(refused_choice(
+                    list,
+                    format!("no option {what} {wanted:?}"),
+                    "option_not_found",
+                ));
+            }
+        }
+    }
+    Ok(chosen)
+}
+
 pub async fn dropdown_select(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
@@ -108,7 +200,7 @@ pub async fn dropdown_select(
     let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
     let subject = Subject::RefPosition {
         element_ref: u64::from(target.element_ref),
-        role: summary.role,
+        role: summary.role.clone(),
     };
     let params: SelectParams = decode_params(&arguments)?;
     let mut values = params.values.unwrap_or_default();
@@ -119,37 +211,21 @@ pub async fn dropdown_select(
                 .with_context("path", json!("arguments.values")),
         ));
     }
-    if !labels.is_empty() {
-        let list = ctx
-            .run(
-                &tab.client,
-                &ListOptions {
-                    target: target.clone(),
-                    limit: page::OPTIONS_MAX_LIMIT,
-                },
-            )
-            .await?;
-        if list.kind != page::OptionsKind::Native {
-            return Err(ToolError::from(
-                RpcError::new(
-                    ErrorCode::ElementNotActionable,
-                    "not a native select: click the option's ref from a fresh Observation",
-                )
-                .with_context("reason", json!("custom_listbox")),
-            ));
-        }
-        for label in &labels {
-            match list.options.iter().find(|o| o.label.trim() == label.trim()) {
-                Some(option) => values.push(option.value.clone()),
-                None => {
-                    return Err(ToolError::from(
-                        RpcError::invalid_params(format!("no option labelled {label:?}"))
-                            .with_context("reason", json!("option_not_found")),
-                    ));
-                }
-            }
-        }
+    // Everything the select needs is checked before the page script that writes runs, so a
+    // mistake is the caller's (`invalid_params`), never a mutation of unknown outcome.
+    let list = ctx
+        .run(
+            &tab.client,
+            &ListOptions {
+                target: target.clone(),
+                limit: page::OPTIONS_MAX_LIMIT,
+            },
+        )
+        .await?;
+    if list.kind != page::OptionsKind::Native {
+        return Err(ToolError::from(not_native(&summary.role)));
     }
+    values = chosen_values(&list, values, &labels)?;
     let outcome = ctx
         .run(
             &tab.client,
@@ -180,4 +256,79 @@ pub async fn dropdown_select(
         observation: None,
     };
     finish_with_observation(env, &mut tab, scope, finished).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::{ListedOption, OptionList, OptionsKind};
+
+    fn select(multiple: bool, truncated: bool) -> OptionList {
+        let option = |index, value: &str, label: &str, disabled| ListedOption {
+            index,
+            value: value.into(),
+            label: label.into(),
+            selected: false,
+            disabled,
+        };
+        OptionList {
+            kind: OptionsKind::Native,
+            multiple,
+            options: vec![
+                option(0, "fr", "France", false),
+                option(1, "de", "Germany", false),
+                option(2, "xx", "Closed", true),
+            ],
+            total: 3,
+            truncated,
+            popup_visible: None,
+        }
+    }
+
+    fn check(list: &OptionList, values: &[&str], labels: &[&str]) -> Result<Vec<String>, String> {
+        let values = values.iter().map(|v| v.to_string()).collect();
+        let labels: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        chosen_values(list, values, &labels).map_err(|error| {
+            assert_eq!(error.code, ErrorCode::InvalidParams);
+            let context = error.context.unwrap();
+            assert_eq!(context["availableTotal"], 3);
+            context["reason"].as_str().unwrap().to_owned()
+        })
+    }
+
+    #[test]
+    fn a_selection_is_checked_against_the_options_before_dispatch() {
+        let single = select(false, false);
+        assert_eq!(check(&single, &["de"], &[]), Ok(vec!["de".into()]));
+        assert_eq!(check(&single, &[], &["France"]), Ok(vec!["fr".into()]));
+        // A value given as a label (the page script's fallback) is verified by value.
+        assert_eq!(check(&single, &["Germany"], &[]), Ok(vec!["de".into()]));
+        assert_eq!(check(&single, &["zz"], &[]), Err("option_not_found".into()));
+        assert_eq!(check(&single, &[], &["fr"]), Err("option_not_found".into()));
+        assert_eq!(check(&single, &["xx"], &[]), Err("option_disabled".into()));
+        assert_eq!(
+            check(&single, &["fr", "de"], &[]),
+            Err("too_many_values".into())
+        );
+        assert_eq!(
+            check(&single, &["fr"], &["Germany"]),
+            Err("too_many_values".into())
+        );
+        let multiple = select(true, false);
+        assert_eq!(
+            check(&multiple, &["fr"], &["Germany"]),
+            Ok(vec!["fr".into(), "de".into()])
+        );
+        // Options beyond the listed ones are the page script's to find.
+        assert_eq!(
+            check(&select(false, true), &["zz"], &[]),
+            Ok(vec!["zz".into()])
+        );
+        assert_eq!(
+            not_native("button").code,
+            ErrorCode::InvalidParams,
+            "anything but a listbox takes no selection"
+        );
+        assert_eq!(not_native("combobox").code, ErrorCode::ElementNotActionable);
+    }
 }
