@@ -154,6 +154,14 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         Ok(())
     }
 
+    /// What `queue` of a line of `line_len` bytes writes before it returns: the lines collected
+    /// so far (the batch would overflow), and the line itself (it is long). A caller that must
+    /// know which lines reached the writer asks this first.
+    pub fn writes_on_queue(&self, line_len: usize) -> (bool, bool) {
+        let batch = self.batch.len() + line_len + 1 > BATCH_MAX_BYTES && !self.batch.is_empty();
+        (batch, line_len >= BATCH_MAX_BYTES)
+    }
+
     /// Whether lines are queued and not yet written.
     pub fn has_queued(&self) -> bool {
         !self.batch.is_empty()
@@ -295,6 +303,9 @@ mod tests {
             writer.get_mut().writes.is_empty(),
             "nothing written before flush"
         );
+        assert_eq!(writer.writes_on_queue(1), (false, false));
+        assert_eq!(writer.writes_on_queue(BATCH_MAX_BYTES - 9), (true, false));
+        assert_eq!(writer.writes_on_queue(BATCH_MAX_BYTES), (true, true));
         writer.flush().await.unwrap();
         assert!(!writer.has_queued());
         assert_eq!(writer.get_mut().writes, [b"a\nbb\nccc\n".to_vec()]);

@@ -7,14 +7,17 @@
 //! - `commands/get` and `commands/cancel` written in the same batch right after a queued call
 //!   always find it (100 times), and no cancelled call has an effect;
 //! - a call pending at `shutdown` or stdin EOF is answered, and its Command keeps its outcome;
-//!   a call written right before EOF is accepted before the Connection's Leases are released.
+//!   a call written right before EOF is accepted before the Connection's Leases are released;
+//! - a Broker SIGKILLed while a click is held in the page's handler: the bridge answers the
+//!   click `unknown_outcome` and a pending observe retryable `broker_unavailable`, and a host
+//!   that repeats every retryable answer on a new bridge clicks exactly once.
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::chromium::Chromium;
+use support::chromium::{Chromium, OwnCdp};
 use support::rig::{Agent, Rig};
 use support::{Bridge, unsafe_kill, wait_until};
 
@@ -450,4 +453,110 @@ fn a_call_written_right_before_eof_is_accepted_before_its_lease_is_released() {
         );
         assert_eq!(bridge.wait_exit(WAIT), Some(0));
     }
+}
+
+/// A call of the Broker-loss test, built afresh by whichever session sends it.
+#[derive(Clone, Copy, Debug)]
+enum HostCall {
+    Click,
+    Observe,
+}
+
+/// Sends `call` on the held-click user tab `target` and returns its request id.
+fn send_host_call(agent: &mut Agent, call: HostCall, target: &Value) -> Value {
+    let arguments = match call {
+        HostCall::Click => {
+            let observation = agent.tool("browser.observe", Some(target), json!({}));
+            json!({"observationId": observation["observationId"],
+                   "ref": find_ref(&observation, "Place order")})
+        }
+        HostCall::Observe => json!({}),
+    };
+    let name = match call {
+        HostCall::Click => "browser.click",
+        HostCall::Observe => "browser.observe",
+    };
+    let params = json!({"name": name, "arguments": arguments, "workspaceId": agent.workspace_id,
+                        "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 60000});
+    agent.bridge.request("tools/call", params)
+}
+
+/// This Workspace's id for the user tab showing the held-click fixture.
+fn held_click_tab(agent: &mut Agent) -> Value {
+    let mut found = None;
+    assert!(
+        wait_until(WAIT, || {
+            found = agent.tabs().into_iter().find(|tab| {
+                tab["url"]
+                    .as_str()
+                    .is_some_and(|url| url.ends_with("/fixture/held-click"))
+            });
+            found.is_some()
+        }),
+        "the user tab is never listed"
+    );
+    found.unwrap()["targetId"].clone()
+}
+
+#[test]
+fn broker_killed_mid_click_gives_unknown_outcome_and_a_retrying_host_clicks_once() {
+    let rig = Rig::start();
+    let mut own = OwnCdp::connect(&rig.chromium);
+    // A user tab: the killed Broker's janitor closes only managed tabs, so the page lives on.
+    own.open_user_tab(&rig.fixtures.url("/fixture/held-click"));
+    own.wait_for_document("/fixture/held-click", "Held click");
+    let client = "com.example.broker-loss";
+    let mut agent = Agent::new(&rig, client);
+    agent.connect();
+    let target = held_click_tab(&mut agent);
+
+    let click_id = send_host_call(&mut agent, HostCall::Click, &target);
+    assert!(
+        wait_until(WAIT, || rig.fixtures.hits("/hold/order") == 1),
+        "the click never reached the page"
+    );
+    // The page is held inside its click handler: this observe cannot finish before the kill.
+    let observe_id = send_host_call(&mut agent, HostCall::Observe, &target);
+    let broker = rig.home.broker_pid().expect("a Broker runs");
+    unsafe_kill(broker, "KILL");
+
+    let click = agent.bridge.response(&click_id);
+    let error = &click["error"]["data"];
+    assert_eq!(error["code"], "unknown_outcome", "{click}");
+    assert_eq!(error["retryable"], false, "{click}");
+    assert_eq!(error["context"]["reason"], "broker_lost", "{click}");
+    assert_eq!(error["context"]["tool"], "browser.click", "{click}");
+    assert_eq!(error["remediation"]["action"], "inspect_state", "{click}");
+    let observe = agent.bridge.response(&observe_id);
+    assert_eq!(
+        observe["error"]["data"]["code"], "broker_unavailable",
+        "{observe}"
+    );
+    assert_eq!(observe["error"]["data"]["retryable"], true, "{observe}");
+    assert_eq!(observe["error"]["data"]["context"]["reason"], "broker_lost");
+    assert_eq!(agent.bridge.wait_exit(WAIT), Some(1), "the bridge exits");
+
+    // The page finishes the one click it received.
+    rig.fixtures.release("order");
+    assert!(wait_until(WAIT, || rig.fixtures.hits("/effect/click/1") == 1));
+
+    // The host repeats every call answered `retryable: true` on a new bridge (and a new Broker),
+    // as the adapter library does; the click is not among them.
+    let mut next = Agent::new(&rig, client);
+    next.connect();
+    let target = held_click_tab(&mut next);
+    let mut repeated = Vec::new();
+    for (call, answer) in [(HostCall::Click, &click), (HostCall::Observe, &observe)] {
+        if answer["error"]["data"]["retryable"] == true {
+            let id = send_host_call(&mut next, call, &target);
+            let again = next.bridge.response(&id);
+            assert!(again.get("result").is_some(), "{call:?}: {again}");
+            repeated.push(call);
+        }
+    }
+    assert_eq!(format!("{repeated:?}"), "[Observe]");
+    let clicks = own.evaluate_in_page("/fixture/held-click", "clicks");
+    assert_eq!(clicks["result"]["value"], 1, "the page counted {clicks}");
+    assert_eq!(rig.fixtures.hits_under("/effect/click/"), 1);
+    assert_eq!(rig.fixtures.hits("/hold/order"), 1);
 }
