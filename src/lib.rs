@@ -17,6 +17,7 @@ pub mod framing;
 pub mod home;
 pub mod ipc;
 pub mod janitor;
+pub mod keeper;
 pub mod mcp;
 pub mod os;
 pub mod page;

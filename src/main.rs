@@ -2,7 +2,7 @@
 //!
 //! Public commands: `bridge --stdio`, `mcp`, `debug sql`, `browser launch|stop`, `conformance`,
 //! `--version --json` (the version and protocol data the release manifest repeats).
-//! Private roles (`--browser-pilot-internal=broker|janitor`) are respawns of this same
+//! Private roles (`--browser-pilot-internal=broker|janitor|keeper`) are respawns of this same
 //! executable and are not a Host API.
 
 use std::process::ExitCode;
@@ -257,6 +257,13 @@ fn run_internal(role: &str, rest: &[std::ffi::OsString]) -> i32 {
             };
             let runtime = current_thread_runtime();
             let code = runtime.block_on(browser_pilot::janitor::run_janitor(ws_url.to_owned()));
+            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+            code
+        }
+        "keeper" => {
+            init_tracing("warn");
+            let runtime = current_thread_runtime();
+            let code = runtime.block_on(browser_pilot::keeper::run_keeper(rest.to_vec()));
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             code
         }

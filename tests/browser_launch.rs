@@ -41,11 +41,125 @@ fn profile_dir(home: &Path) -> PathBuf {
     home.join("browser").join("managed-profile")
 }
 
-fn active_port(home: &Path) -> (u16, String) {
-    let text = std::fs::read_to_string(profile_dir(home).join("DevToolsActivePort")).unwrap();
-    let mut lines = text.lines();
-    let port = lines.next().unwrap().parse().unwrap();
-    (port, lines.next().unwrap().to_owned())
+fn keeper_socket(home: &Path) -> PathBuf {
+    home.join("browser").join("keeper.sock")
+}
+
+/// The pid in the profile's `SingletonLock` (`<host>-<pid>`): the browser process.
+fn browser_pid(home: &Path) -> u32 {
+    let target = std::fs::read_link(profile_dir(home).join("SingletonLock")).unwrap();
+    let target = target.to_string_lossy().into_owned();
+    target.rsplit_once('-').unwrap().1.parse().unwrap()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+}
+
+/// `pid` and all its descendants.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        let Some(parent) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        parents.push((child, parent));
+    }
+    let mut tree = vec![pid];
+    let mut at = 0;
+    while at < tree.len() {
+        let parent = tree[at];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        at += 1;
+    }
+    tree
+}
+
+/// The socket inodes the processes hold open.
+fn socket_inodes(pids: &[u32]) -> Vec<u64> {
+    let mut inodes = Vec::new();
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let target = target.to_string_lossy().into_owned();
+            if let Some(inode) = target
+                .strip_prefix("socket:[")
+                .and_then(|rest| rest.strip_suffix(']'))
+                .and_then(|inode| inode.parse().ok())
+            {
+                inodes.push(inode);
+            }
+        }
+    }
+    inodes
+}
+
+/// The listening TCP sockets (port, inode) as uid `nobody` reads them from
+/// `/proc/net/tcp` and `/proc/net/tcp6`: what another local user can find.
+fn listening_as_nobody() -> Vec<(u16, u64)> {
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(["cat", "/proc/net/tcp", "/proc/net/tcp6"])
+        .output()
+        .expect("run setpriv (util-linux)");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut listening = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+        if fields.len() < 10 || fields[3] != "0A" {
+            continue;
+        }
+        let Some(port) = fields[1]
+            .rsplit_once(':')
+            .and_then(|(_, port)| u16::from_str_radix(port, 16).ok())
+        else {
+            continue;
+        };
+        if let Ok(inode) = fields[9].parse() {
+            listening.push((port, inode));
+        }
+    }
+    listening
+}
+
+/// The TCP ports that another uid sees listening and that belong to the
+/// process tree of `pid`.
+fn ports_another_uid_finds(pid: u32) -> Vec<u16> {
+    let inodes = socket_inodes(&process_tree(pid));
+    listening_as_nobody()
+        .into_iter()
+        .filter(|(_, inode)| inodes.contains(inode))
+        .map(|(port, _)| port)
+        .collect()
 }
 
 fn port_is_open(port: u16) -> bool {
@@ -89,28 +203,29 @@ fn launch_is_idempotent_and_stop_closes_the_browser() {
     let id = launched["id"].as_str().unwrap().to_owned();
     assert!(id.starts_with("browser:"), "{id}");
 
-    let (port, path) = active_port(&home);
-    assert_ne!(port, stale_port);
-    assert!(path.starts_with("/devtools/browser/"));
-    assert!(port_is_open(port));
+    // The browser has its keeper's pipe and no port: no DevToolsActivePort, and
+    // the socket is owner-only in an owner-only directory.
+    assert!(!profile_dir(&home).join("DevToolsActivePort").exists());
+    let socket = keeper_socket(&home);
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "socket mode {mode:o}");
     let text = launched.to_string();
-    assert!(
-        !text.contains(&port.to_string()) && !text.contains(&path),
-        "{text}"
-    );
+    assert!(!text.contains("keeper"), "{text}");
     for dir in [home.join("browser"), profile_dir(&home)] {
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "{}", dir.display());
     }
+    let browser = browser_pid(&home);
 
-    // Launch again: same browser, same id, same port.
+    // Launch again: same browser, same id.
     let again = json_stdout(&run(&home, &["browser", "launch", "--headless"]));
     assert_eq!(again["id"], id.as_str());
-    assert_eq!(active_port(&home), (port, path));
+    assert_eq!(browser_pid(&home), browser);
 
     let stopped = json_stdout(&run(&home, &["browser", "stop"]));
     assert_eq!(stopped["stopped"], true);
-    assert!(!port_is_open(port));
+    assert!(!pid_alive(browser), "the browser exited");
+    assert!(!socket.exists(), "the keeper removed its socket");
     let stopped = json_stdout(&run(&home, &["browser", "stop"]));
     assert_eq!(stopped["stopped"], false);
 }
@@ -143,4 +258,80 @@ fn missing_executable_fails_with_the_install_command() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("BROWSER_PILOT_CHROMIUM"), "{stderr}");
     assert!(stderr.contains("apt-get install chromium"), "{stderr}");
+}
+
+#[test]
+fn another_uid_finds_no_debugging_port_of_the_managed_browser() {
+    require_chromium();
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this test reads the machine as uid nobody through setpriv and must run as root"
+    );
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().join("bp-home");
+    let _stop = StopOnDrop(&home);
+    json_stdout(&run(&home, &["browser", "launch", "--headless"]));
+    let browser = browser_pid(&home);
+    assert!(
+        process_tree(browser).len() > 1,
+        "the browser has its helpers"
+    );
+    assert_eq!(
+        ports_another_uid_finds(browser),
+        Vec::<u16>::new(),
+        "the managed browser listens on no TCP port"
+    );
+    assert!(!profile_dir(&home).join("DevToolsActivePort").exists());
+    // Nor can that uid reach the keeper's socket.
+    let reach = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg("stat")
+        .arg(keeper_socket(&home))
+        .output()
+        .unwrap();
+    assert!(!reach.status.success(), "{reach:?}");
+    assert!(
+        String::from_utf8_lossy(&reach.stderr).contains("Permission denied"),
+        "{reach:?}"
+    );
+
+    // The same look finds the port of a browser started with one, as before the keeper.
+    let profile = tempfile::tempdir().unwrap();
+    let chromium =
+        std::env::var_os("BROWSER_PILOT_CHROMIUM").unwrap_or_else(|| "/usr/bin/chromium".into());
+    let mut with_port = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-port=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let active_port = profile.path().join("DevToolsActivePort");
+    let started = std::time::Instant::now();
+    let port = loop {
+        if let Some(port) = std::fs::read_to_string(&active_port)
+            .ok()
+            .and_then(|text| text.lines().next()?.parse::<u16>().ok())
+            .filter(|port| port_is_open(*port))
+        {
+            break port;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the control browser opened its port"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    };
+    let found = ports_another_uid_finds(with_port.id());
+    let _ = with_port.kill();
+    let _ = with_port.wait();
+    assert_eq!(found, vec![port], "the look finds a debugging port");
 }

@@ -4,7 +4,7 @@
 //! the user-data directory stay behind crate-visible getters. This file does
 //! no I/O.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
@@ -28,15 +28,16 @@ pub enum ProcessState {
     Unknown,
 }
 
-/// What the profile's `DevToolsActivePort` says.
+/// What the profile's `DevToolsActivePort` says (for the managed profile: its keeper's
+/// socket).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteDebuggingState {
-    /// The file names a port that accepts TCP connections.
+    /// The file names a port that accepts TCP connections (the keeper answers).
     Enabled,
     /// The file exists but its port is closed or the file is malformed
-    /// (Chromium never deletes it on exit).
+    /// (Chromium never deletes it on exit); the keeper's socket is left but nobody listens.
     Stale,
-    /// No file: remote debugging was never enabled for this profile.
+    /// No file (no keeper socket): remote debugging was never enabled for this profile.
     Disabled,
 }
 
@@ -60,17 +61,24 @@ pub struct Remediation {
     pub url: Option<String>,
 }
 
-/// A recorded debugging endpoint: `ws://127.0.0.1:<port><path>`.
+/// Where the janitor reaches a live browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub port: u16,
-    pub path: String,
+pub enum Endpoint {
+    /// A user's browser: `ws://127.0.0.1:<port><path>` from its `DevToolsActivePort`.
+    Port { port: u16, path: String },
+    /// The managed browser, which has no port: its keeper's owner-only socket.
+    Keeper { socket: PathBuf },
 }
 
 impl Endpoint {
-    /// The browser-level WebSocket URL for the janitor.
-    pub fn ws_url(&self) -> String {
-        format!("ws://127.0.0.1:{}{}", self.port, self.path)
+    /// The janitor's argument: the browser-level WebSocket URL, or `keeper:<socket>`.
+    pub fn janitor_arg(&self) -> String {
+        match self {
+            Endpoint::Port { port, path } => format!("ws://127.0.0.1:{port}{path}"),
+            Endpoint::Keeper { socket } => {
+                format!("{}{}", crate::janitor::KEEPER_SCHEME, socket.display())
+            }
+        }
     }
 }
 
@@ -101,11 +109,6 @@ impl Candidate {
     /// Crate-internal: never serialized.
     pub(crate) fn endpoint(&self) -> Option<&Endpoint> {
         self.endpoint.as_ref()
-    }
-
-    /// The user-data directory. Crate-internal: never serialized.
-    pub(crate) fn user_data_dir(&self) -> &Path {
-        &self.user_data_dir
     }
 
     /// The wire form (camelCase): identity, states and remediation only.

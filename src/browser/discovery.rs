@@ -1,7 +1,9 @@
 //! Passive discovery and deterministic selection of browser candidates.
 //! Discovery reads `DevToolsActivePort` and probes the port with a plain TCP
 //! connect that is closed at once: no WebSocket and no HTTP, so it can never
-//! trigger Chrome's remote-debugging approval prompt (field notes §1). It is
+//! trigger Chrome's remote-debugging approval prompt (field notes §1). The
+//! managed profile has no port: it is found through its keeper's socket
+//! (`keeper::probe`, a connect and hang-up of this user's socket). It is
 //! blocking (file reads plus probes of at most `PROBE_TIMEOUT` each); async
 //! callers wrap it in `spawn_blocking`. It never writes anything.
 
@@ -168,12 +170,16 @@ pub fn select<'a>(cands: &'a [Candidate], preference: Option<&str>) -> Option<&'
 }
 
 fn inspect(source: Source, key: &Path) -> Candidate {
-    let (remote_debugging_state, endpoint) = match read_active_port(&source.dir) {
-        ActivePort::Missing => (RemoteDebuggingState::Disabled, None),
-        ActivePort::Malformed => (RemoteDebuggingState::Stale, None),
-        ActivePort::Found(endpoint) => match probe(endpoint.port) {
-            true => (RemoteDebuggingState::Enabled, Some(endpoint)),
-            false => (RemoteDebuggingState::Stale, None),
+    let (remote_debugging_state, endpoint) = match source.managed {
+        true => keeper_state(&source.dir),
+        false => match read_active_port(&source.dir) {
+            ActivePort::Missing => (RemoteDebuggingState::Disabled, None),
+            ActivePort::Malformed => (RemoteDebuggingState::Stale, None),
+            ActivePort::Found(endpoint @ Endpoint::Port { port, .. }) => match probe(port) {
+                true => (RemoteDebuggingState::Enabled, Some(endpoint)),
+                false => (RemoteDebuggingState::Stale, None),
+            },
+            ActivePort::Found(Endpoint::Keeper { .. }) => (RemoteDebuggingState::Stale, None),
         },
     };
     let process_state = match remote_debugging_state {
@@ -282,6 +288,36 @@ fn read_active_port(dir: &Path) -> ActivePort {
     }
 }
 
+/// The keeper's socket of the managed profile at `profile_dir`
+/// (`<home>/browser/managed-profile` -> `<home>/browser/keeper.sock`).
+pub(super) fn keeper_socket(profile_dir: &Path) -> PathBuf {
+    crate::keeper::socket_path(profile_dir.parent().unwrap_or(profile_dir))
+}
+
+/// The managed profile's state: enabled when its keeper answers.
+fn keeper_state(profile_dir: &Path) -> (RemoteDebuggingState, Option<Endpoint>) {
+    let socket = keeper_socket(profile_dir);
+    if crate::keeper::probe(&socket) {
+        return (
+            RemoteDebuggingState::Enabled,
+            Some(Endpoint::Keeper { socket }),
+        );
+    }
+    match socket.exists() {
+        true => (RemoteDebuggingState::Stale, None),
+        false => (RemoteDebuggingState::Disabled, None),
+    }
+}
+
+/// A live port of the managed profile: only a browser an older version launched with one
+/// (`browser stop` still closes it).
+pub(super) fn managed_port(home: &Path) -> Option<Endpoint> {
+    match read_active_port(&managed_profile_dir(home)) {
+        ActivePort::Found(endpoint @ Endpoint::Port { port, .. }) if probe(port) => Some(endpoint),
+        _ => None,
+    }
+}
+
 /// Removes `<dir>/DevToolsActivePort` if present.
 pub(super) fn remove_active_port(dir: &Path) -> std::io::Result<()> {
     match std::fs::remove_file(dir.join(ACTIVE_PORT_FILE)) {
@@ -297,7 +333,7 @@ fn parse_active_port(text: &str) -> Option<Endpoint> {
     if port == 0 || !path.starts_with("/devtools/browser") || lines.next().is_some() {
         return None;
     }
-    Some(Endpoint {
+    Some(Endpoint::Port {
         port,
         path: path.to_owned(),
     })
@@ -399,7 +435,10 @@ mod tests {
     use super::*;
 
     fn check_port(text: &str, expect: Option<(u16, &str)>) {
-        let got = parse_active_port(text).map(|endpoint| (endpoint.port, endpoint.path));
+        let got = parse_active_port(text).map(|endpoint| match endpoint {
+            Endpoint::Port { port, path } => (port, path),
+            Endpoint::Keeper { .. } => unreachable!("a port file names a port"),
+        });
         let expect = expect.map(|(port, path)| (port, path.to_owned()));
         assert_eq!(got, expect, "input {text:?}");
     }
@@ -482,10 +521,10 @@ mod tests {
         assert_eq!(live.remote_debugging_state, RemoteDebuggingState::Enabled);
         assert_eq!(live.remediation, None);
         assert_eq!(
-            live.endpoint().unwrap().ws_url(),
+            live.endpoint().unwrap().janitor_arg(),
             format!("ws://127.0.0.1:{live_port}/devtools/browser/abc")
         );
-        assert_eq!(live.user_data_dir(), live_dir.as_path());
+        assert_eq!(live.user_data_dir.as_path(), live_dir.as_path());
         assert_eq!(
             (live.product.as_str(), live.channel.as_str()),
             ("chromium", "stable")

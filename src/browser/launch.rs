@@ -1,26 +1,30 @@
 //! `browser-pilot browser launch` and `browser stop` for the Broker-managed
-//! profile `<home>/browser/managed-profile`. Launch finds an executable,
-//! spawns it detached with a fixed flag set and waits for its debugging
-//! port; stop closes it through one WebSocket (via the janitor module, the
-//! only WebSocket owner). Both are blocking CLI functions. This file never
-//! touches a user's own profile.
+//! profile `<home>/browser/managed-profile`. Launch finds an executable and
+//! spawns, detached, the keeper (`keeper`), which starts it with a fixed flag
+//! set on a CDP pipe (never a TCP port) and holds that pipe for the browser's
+//! whole life; launch waits until the keeper's socket answers. Stop asks the
+//! keeper to close the browser (a managed browser an older version started
+//! with a port is closed through one WebSocket, via the janitor module). Both
+//! are blocking CLI functions. This file never touches a user's own profile.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::candidate::{Candidate, ProcessState};
-use super::discovery::{inspect_managed, managed_profile_dir, probe, remove_active_port};
+use super::candidate::{Candidate, Endpoint, ProcessState};
+use super::discovery::{
+    inspect_managed, keeper_socket, managed_port, managed_profile_dir, probe, remove_active_port,
+};
 use super::os;
 
 /// Environment variable naming the Chromium executable when `--executable`
 /// is not given.
 pub const CHROMIUM_ENV: &str = "BROWSER_PILOT_CHROMIUM";
 
-/// How long launch waits for `DevToolsActivePort` and a listening port.
-/// A fresh profile needs ~130 ms here (field notes §1); a cold start on a
-/// slow disk can take seconds.
+/// How long launch waits for the keeper's socket (the keeper binds it once the
+/// browser answered on its pipe). A fresh profile needs ~130 ms here (field
+/// notes §1); a cold start on a slow disk can take seconds.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long stop waits for the port to close and the process to exit after
@@ -30,12 +34,15 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Budget for the one WebSocket that sends `Browser.close`.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Poll interval while waiting for the port to open or close.
+/// The keeper's diagnostics, in `<home>/browser`.
+const KEEPER_LOG: &str = "keeper.log";
+
+/// Poll interval while waiting for the keeper to answer or the browser to exit.
 const POLL_INTERVAL: Duration = Duration::from_millis(25);
 
-/// Flags every managed Chromium gets (DESIGN.md conventions).
-const BASE_FLAGS: [&str; 5] = [
-    "--remote-debugging-port=0",
+/// Flags every managed Chromium gets (DESIGN.md conventions); the keeper adds
+/// `--remote-debugging-pipe`.
+const BASE_FLAGS: [&str; 4] = [
     "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",
@@ -61,15 +68,19 @@ pub enum LaunchError {
         #[source]
         source: std::io::Error,
     },
-    #[error("chromium exited during start-up ({status})")]
-    ExitedEarly { status: String },
+    #[error("cannot find this executable to start the keeper: {0}")]
+    OwnExecutable(#[source] std::io::Error),
+    #[error("chromium exited during start-up ({status}){detail}")]
+    ExitedEarly { status: String, detail: String },
     #[error(
-        "chromium did not open its debugging port within {seconds} s; \
-         if a managed browser is already running without one, run: browser-pilot browser stop"
+        "chromium did not come up within {seconds} s; \
+         if a managed browser is already running without its keeper, run: browser-pilot browser stop"
     )]
     StartTimeout { seconds: u64 },
     #[error("cannot close the managed browser: {0}")]
     Close(#[from] crate::janitor::JanitorError),
+    #[error("cannot close the managed browser: {0}")]
+    Keeper(#[from] crate::keeper::KeeperError),
     #[error("the managed browser did not exit within {seconds} s")]
     StopTimeout { seconds: u64 },
 }
@@ -94,16 +105,24 @@ pub fn launch_cli(
     // Chromium never deletes the file (field notes §0 item 9); a stale one
     // would be mistaken for the new browser's port.
     remove_active_port(&profile_dir).map_err(LaunchError::Profile)?;
+    let log = home.join("browser").join(KEEPER_LOG);
     let mut child = match existing.process_state {
-        // Another launch is starting this profile; wait for its port.
+        // Another launch is starting this profile; wait for its keeper.
         ProcessState::Running => None,
         ProcessState::NotRunning | ProcessState::Unknown => {
-            let mut command = Command::new(&executable);
+            let own = std::env::current_exe().map_err(LaunchError::OwnExecutable)?;
+            // The keeper's diagnostics: stdout and stderr must not be the caller's, which
+            // waits for their end (`mcp --headless` and `bp launch` run this command).
+            let stderr = std::fs::File::create(&log).map_err(LaunchError::Profile)?;
+            let mut command = Command::new(own);
             command
+                .arg(crate::keeper::ROLE_ARG)
+                .arg(home.join("browser"))
+                .arg(&executable)
                 .args(chromium_args(&profile_dir, headless, os::is_root()))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                .stderr(stderr);
             let child = os::spawn_detached(&mut command).map_err(|source| LaunchError::Spawn {
                 path: executable.clone(),
                 source,
@@ -129,6 +148,7 @@ pub fn launch_cli(
         {
             return Err(LaunchError::ExitedEarly {
                 status: status.to_string(),
+                detail: last_line(&log),
             });
         }
         if started.elapsed() >= START_TIMEOUT {
@@ -140,29 +160,58 @@ pub fn launch_cli(
     }
 }
 
-/// Stops the managed browser with `Browser.close` and waits until its port
-/// closes and its process exits. Returns `false` when it was not running.
+/// Stops the managed browser: its keeper closes it (`Browser.close` on the
+/// pipe) and answers once it exited; then this waits until the profile's
+/// process is gone. Returns `false` when it was not running.
 pub fn stop_cli(home: &Path) -> Result<bool, LaunchError> {
-    let candidate = inspect_managed(home);
-    let endpoint = match candidate.endpoint() {
-        Some(endpoint) => endpoint.clone(),
-        None => return Ok(false),
+    let profile_dir = managed_profile_dir(home);
+    let stopped = match crate::keeper::close(&keeper_socket(&profile_dir), STOP_TIMEOUT)? {
+        true => true,
+        false => stop_port_browser(home)?,
     };
-    crate::janitor::close_browser(&endpoint.ws_url(), CLOSE_TIMEOUT)?;
-    let profile_dir = candidate.user_data_dir().to_path_buf();
+    if !stopped {
+        return Ok(false);
+    }
     let started = Instant::now();
-    loop {
-        let port_closed = !probe(endpoint.port);
-        let exited = os::profile_process_state(&profile_dir) != ProcessState::Running;
-        if port_closed && exited {
-            return Ok(true);
-        }
+    while os::profile_process_state(&profile_dir) == ProcessState::Running {
         if started.elapsed() >= STOP_TIMEOUT {
             return Err(LaunchError::StopTimeout {
                 seconds: STOP_TIMEOUT.as_secs(),
             });
         }
         std::thread::sleep(POLL_INTERVAL);
+    }
+    Ok(true)
+}
+
+/// A managed browser an older version started with a debugging port: one
+/// WebSocket sends `Browser.close`, then the port must close.
+fn stop_port_browser(home: &Path) -> Result<bool, LaunchError> {
+    let Some(endpoint) = managed_port(home) else {
+        return Ok(false);
+    };
+    crate::janitor::close_browser(&endpoint.janitor_arg(), CLOSE_TIMEOUT)?;
+    let Endpoint::Port { port, .. } = endpoint else {
+        return Ok(true);
+    };
+    let started = Instant::now();
+    while probe(port) {
+        if started.elapsed() >= STOP_TIMEOUT {
+            return Err(LaunchError::StopTimeout {
+                seconds: STOP_TIMEOUT.as_secs(),
+            });
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    Ok(true)
+}
+
+/// The last non-empty line of the keeper's log, as ": <line>" (bounded).
+fn last_line(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    match text.lines().rev().find(|line| !line.trim().is_empty()) {
+        Some(line) => format!(": {}", line.chars().take(300).collect::<String>()),
+        None => String::new(),
     }
 }
 
@@ -230,6 +279,12 @@ mod tests {
         for flag in BASE_FLAGS {
             assert!(args.iter().any(|a| a == flag), "{flag} missing");
         }
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.starts_with("--remote-debugging-port")),
+            "a managed browser never listens on a port: {args:?}"
+        );
         assert!(args.contains(&"--user-data-dir=/h/browser/managed-profile".to_owned()));
         assert!(args.contains(&"--headless".to_owned()));
         assert!(args.contains(&"--disable-gpu".to_owned()));

@@ -17,6 +17,16 @@ impl Command for Close {
     type Reply = Empty;
 }
 
+/// `Browser.getVersion`: the keeper's first call on the pipe, answered once the browser serves
+/// CDP.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GetVersion {}
+
+impl Command for GetVersion {
+    const METHOD: &'static str = "Browser.getVersion";
+    type Reply = Empty;
+}
+
 /// `Browser.setDownloadBehavior` as the Broker sends it: only ever on a target session and
 /// only with `behavior: "default"`, which redirects nothing. `events_enabled: true` makes that
 /// session report its own downloads (`Browser.downloadWillBegin`/`downloadProgress` with the

@@ -75,6 +75,11 @@ pub(crate) fn target_id<S: Serializer>(id: &TargetId, serializer: S) -> Result<S
     serializer.serialize_str(id.as_str())
 }
 
+/// Serializes a raw session id into params (`SessionId` has no `Serialize`, like `TargetId`).
+pub(crate) fn session_id<S: Serializer>(id: &SessionId, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(id.as_str())
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for the domain files' wire-shape tests.

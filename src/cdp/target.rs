@@ -86,6 +86,31 @@ impl Command for AttachToTarget {
     type Reply = AttachToTargetReply;
 }
 
+/// `Target.attachToBrowserTarget`: a new flattened session on the browser target itself, with
+/// its own Target-domain state (auto-attach, discovery) and its own child sessions. Detaching it
+/// detaches every session attached through it and resumes a page waiting for its debugger
+/// (docs/cdp.md, "The keeper").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttachToBrowserTarget {}
+
+impl Command for AttachToBrowserTarget {
+    const METHOD: &'static str = "Target.attachToBrowserTarget";
+    type Reply = AttachToTargetReply;
+}
+
+/// `Target.detachFromTarget` of one flattened session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetachFromTarget {
+    #[serde(serialize_with = "command::session_id")]
+    pub session_id: SessionId,
+}
+
+impl Command for DetachFromTarget {
+    const METHOD: &'static str = "Target.detachFromTarget";
+    type Reply = Empty;
+}
+
 /// `Target.closeTarget`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

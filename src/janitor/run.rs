@@ -36,7 +36,7 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Lines buffered from stdin towards the socket.
-const STDIN_QUEUE: usize = 256;
+pub(super) const STDIN_QUEUE: usize = 256;
 
 /// Lines buffered from the socket towards stdout.
 const STDOUT_QUEUE: usize = 1024;
@@ -44,12 +44,21 @@ const STDOUT_QUEUE: usize = 1024;
 /// Budget for the WebSocket close handshake at the very end.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
-/// Runs the janitor role against `ws_url` and returns the exit code.
+/// The janitor argument's prefix for a managed browser: `keeper:<socket path>` instead of a
+/// WebSocket URL.
+pub const KEEPER_SCHEME: &str = "keeper:";
+
+/// Runs the janitor role against `ws_url` (or `keeper:<socket>`) and returns the exit code.
 /// Safe to call under any runtime: stdin is read on a plain thread, so
 /// dropping the runtime afterwards does not wait for stdin.
 pub async fn run_janitor(ws_url: String) -> i32 {
     let (stdout_tx, stdout_rx) = mpsc::channel::<String>(STDOUT_QUEUE);
     let writer = tokio::spawn(write_lines(tokio::io::stdout(), stdout_rx));
+    if let Some(socket) = ws_url.strip_prefix(KEEPER_SCHEME) {
+        let code = super::keeper_link::run(socket.into(), stdout_tx).await;
+        let _ = writer.await;
+        return code;
+    }
     let connected = match parse_ws_url(&ws_url) {
         Ok(endpoint) => connect(&endpoint, HANDSHAKE_TIMEOUT).await,
         Err(error) => Err(error),
@@ -269,7 +278,7 @@ fn one_line(text: String) -> Option<String> {
 /// blocked read of stdin cannot be cancelled, and a runtime waits for its
 /// blocking tasks when dropped, which would keep the janitor alive after
 /// the WebSocket closed.
-fn spawn_stdin_reader(lines: mpsc::Sender<String>) {
+pub(super) fn spawn_stdin_reader(lines: mpsc::Sender<String>) {
     let spawned = std::thread::Builder::new()
         .name("janitor-stdin".to_owned())
         .spawn(move || read_lines(std::io::stdin().lock(), &lines, MAX_MESSAGE_BYTES));
@@ -340,7 +349,10 @@ fn read_lines<R: BufRead>(mut reader: R, lines: &mpsc::Sender<String>, max_line_
 /// Writes each line plus `\n`, flushing whenever the queue runs empty. Once a large message
 /// (a big Observation's reply) has gone and nothing else waits, the freed heap goes back to the
 /// OS (`os::return_freed_memory`).
-async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver<String>) {
+pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut lines: mpsc::Receiver<String>,
+) {
     let mut writer = tokio::io::BufWriter::new(writer);
     let mut large = false;
     while let Some(line) = lines.recv().await {
@@ -369,7 +381,7 @@ async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut lines: mpsc::Receiver
     let _ = writer.flush().await;
 }
 
-async fn sleep_until_opt(deadline: Option<Instant>) {
+pub(super) async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,

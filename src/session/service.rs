@@ -262,7 +262,7 @@ impl BrowserService {
                 remediation: candidate.to_json().get("remediation").cloned(),
             });
         };
-        let ws_url = endpoint.ws_url();
+        let ws_url = endpoint.janitor_arg();
         let (client, events, child, janitor) = match self.spawn_janitor(&ws_url).await {
             Ok(parts) => parts,
             Err(error) => {
