@@ -858,3 +858,102 @@ fn reference_python_dispatcher_reports_unknown_outcome_after_transport_loss() {
     assert_eq!(report["read"]["code"], "broker_unavailable", "{report}");
     assert_eq!(report["read"]["retryable"], true);
 }
+
+/// Strict tool hosts (Anthropic's, OpenAI's and Bedrock's tool APIs) refuse `anyOf`/`oneOf`/
+/// `allOf` at the root of an input schema and limit tool names; every property is described so
+/// a model can fill it in. Checked over what `tools/list` (every capability granted) and
+/// `browser-pilot mcp` actually serve; the alternatives the schemas no longer say are refused
+/// in code with `invalid_params`.
+#[test]
+fn served_schemas_are_strict_host_safe() {
+    use browser_pilot::tools::schema::host_problems;
+    let home = TestHome::new();
+    let mut bridge = home.spawn_bridge();
+    let mut params = support::initialize_params("com.example.lint", "i1", (1, 1));
+    let probe = home.spawn_bridge().ok("initialize", params.clone());
+    params["requestedCapabilities"] = probe["capabilities"]["supported"].clone();
+    let extras: Vec<String> = probe["capabilities"]["supported"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("+{}", c.as_str().unwrap()))
+        .collect();
+    bridge.ok("initialize", params);
+    let listed = bridge.ok("tools/list", json!({}))["tools"].clone();
+    let broker_names: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(broker_names.len() >= 30, "{broker_names:?}");
+    for tool in listed.as_array().unwrap() {
+        assert_eq!(
+            host_problems(&tool["inputSchema"]),
+            Vec::<String>::new(),
+            "{}",
+            tool["name"]
+        );
+    }
+    // A click naming neither a ref nor coordinates is refused before it becomes a Command.
+    let ws = bridge.ok("workspaces/create", json!({}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok("leases/create", json!({"workspaceId": workspace_id}));
+    let (code, data) = bridge.err(
+        "tools/call",
+        json!({"name": "browser.click", "workspaceId": workspace_id, "leaseId": lease["lease"]["id"], "targetId": "target:none", "arguments": {"button": "left"}}),
+    );
+    assert_eq!(code, "invalid_params", "{data}");
+
+    let output = tempfile::tempdir().unwrap();
+    let mut command = home.command(BIN);
+    command
+        .args(["mcp", "--capabilities", &extras.join(",")])
+        .arg("--output-dir")
+        .arg(output.path());
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lint", "version": "1"}}),
+    );
+    let served = mcp.ok("tools/list", json!({}))["tools"].clone();
+    assert_eq!(served.as_array().unwrap().len(), broker_names.len());
+    let dotted = |text: &str| {
+        broker_names
+            .iter()
+            .filter(|name| {
+                text.match_indices(name.as_str()).any(|(at, _)| {
+                    !text[at + name.len()..]
+                        .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                })
+            })
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    for tool in served.as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        assert!(
+            (1..=64).contains(&name.len())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{name}"
+        );
+        assert_eq!(
+            host_problems(&tool["inputSchema"]),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        // Descriptions name the MCP tools a host can call, not the Broker's dotted names.
+        let description = tool["description"].as_str().unwrap();
+        assert_eq!(
+            dotted(description),
+            Vec::<String>::new(),
+            "{name}: {description}"
+        );
+        let schema_text = tool["inputSchema"].to_string();
+        assert_eq!(dotted(&schema_text), Vec::<String>::new(), "{name}");
+    }
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+}

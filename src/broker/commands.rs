@@ -159,11 +159,7 @@ pub async fn accept(
         Some(Value::Object(arguments)) => arguments.clone(),
         Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
     };
-    if let Err(violation) = tools::schema::validate(
-        &def.input_schema,
-        &Value::Object(arguments.clone()),
-        "arguments",
-    ) {
+    if let Err(violation) = def.validate_arguments(&Value::Object(arguments.clone())) {
         return Err(
             RpcError::invalid_params(format!("{} {}", violation.path, violation.message))
                 .with_context("path", json!(violation.path)),

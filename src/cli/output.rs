@@ -62,6 +62,8 @@ impl Output {
     /// Prints an error: the message, the code and what to do on stderr; in JSON mode also
     /// `{"error": {code, message, retryable, remediation, context}}` on stdout for scripts.
     pub fn error(&self, error: &RpcError) {
+        let error = &for_bp(error);
+
         match self.json {
             true => {
                 let mut data = error.to_json()["data"].clone();
@@ -174,8 +176,71 @@ pub fn clean(text: &str) -> String {
         .collect()
 }
 
+/// The `bp` command that does what a Broker tool does, for texts that name the tool.
+const BP_COMMANDS: &[(&str, &str)] = &[
+    ("browser.discover", "bp status"),
+    ("browser.connect", "bp connect"),
+    ("browser.open", "bp open"),
+    ("browser.tabs.list", "bp tabs"),
+    ("browser.observe", "bp observe"),
+    ("browser.read", "bp read"),
+    ("browser.search", "bp search"),
+    ("browser.elements.find", "bp find"),
+    ("browser.click", "bp click"),
+    ("browser.type", "bp type"),
+    ("browser.press", "bp press"),
+    ("browser.scroll", "bp scroll"),
+    ("browser.dropdown.select", "bp select"),
+    ("browser.frames.list", "bp frames"),
+    ("browser.frames.select", "bp frame"),
+    ("browser.dialogs.list", "bp dialogs"),
+    ("browser.dialogs.*", "bp dialogs"),
+    ("browser.dialogs.respond", "bp dialog"),
+    ("browser.capture", "bp screenshot"),
+    ("browser.pdf", "bp pdf"),
+];
+
+/// `text` with each Broker tool name that a `bp` command covers spelled as that command
+/// (`browser.observe` -> `` `bp observe` ``, without doubling backticks already there).
+pub fn bp_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("browser.") {
+        let before = rest[..at].chars().next_back();
+        out.push_str(&rest[..at]);
+        let word_len = rest[at..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "._-*".contains(c)))
+            .unwrap_or(rest.len() - at);
+        let word = rest[at..at + word_len].trim_end_matches('.');
+        let boundary = before.is_none_or(|c| !(c.is_ascii_alphanumeric() || "._".contains(c)));
+        match BP_COMMANDS.iter().find(|(tool, _)| *tool == word) {
+            Some((_, command)) if boundary && before == Some('`') => out.push_str(command),
+            Some((_, command)) if boundary => out.push_str(&format!("`{command}`")),
+            _ => out.push_str(word),
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `error` with its message and remediation naming `bp` commands.
+pub fn for_bp(error: &RpcError) -> RpcError {
+    let mut error = error.clone();
+    error.message = bp_text(&error.message);
+    if let Some(Value::String(message)) = error
+        .remediation
+        .as_mut()
+        .and_then(|remediation| remediation.get_mut("message"))
+    {
+        *message = bp_text(message);
+    }
+    error
+}
+
 /// `error: message`, then the code (and whether retrying can help), then what to do.
 pub fn render_error(error: &RpcError, style: &Style) -> String {
+    let error = &for_bp(error);
     let retryable = error.retryable.unwrap_or_else(|| error.code.retryable());
     let mut out = format!(
         "{} {}\n  code: {}{}\n",
@@ -360,6 +425,24 @@ mod tests {
             !text.contains('\u{1b}') && !text.contains('\u{7}'),
             "{text:?}"
         );
+    }
+
+    #[test]
+    fn errors_name_bp_commands() {
+        assert_eq!(
+            bp_text(
+                "Call browser.observe, then `browser.dialogs.list`; browser.control and browser.upload stay."
+            ),
+            "Call `bp observe`, then `bp dialogs`; browser.control and browser.upload stay."
+        );
+        let error = RpcError::new(ErrorCode::StaleRef, "ref 3 of browser.observe is gone")
+            .with_remediation(
+                crate::protocol::errors::RemediationAction::ObserveAgain,
+                "Call browser.observe on this target.",
+            );
+        let text = render_error(&error, &Style { colour: false });
+        assert!(text.contains("ref 3 of `bp observe` is gone"), "{text}");
+        assert!(text.contains("Call `bp observe` on this target."), "{text}");
     }
 
     #[test]

@@ -13,7 +13,8 @@ use tokio::sync::{Mutex, OnceCell, watch};
 
 use super::content::{self, Extras};
 use super::options::McpOptions;
-use super::tools::mcp_name;
+use super::tools::{mcp_error, mcp_name};
+
 use crate::adapter::{
     BridgeSession, ClientIdentity, LaunchSpec, Lease, LeaseOptions, SessionOptions, ToolCall,
     ToolInfo, ToolScope, Workspace, WorkspaceOptions,
@@ -211,7 +212,7 @@ impl Host {
             .await
         {
             Ok(result) => result,
-            Err(error) => content::error(Some(tool), &error),
+            Err(error) => content::error(Some(tool), &mcp_error(error, self.tools())),
         }
     }
 

@@ -160,7 +160,11 @@ impl Server {
                     .await
             }
             ("tools/list", Some(host)) => {
-                let tools: Vec<Value> = host.tools().iter().map(mcp_tool).collect();
+                let tools: Vec<Value> = host
+                    .tools()
+                    .iter()
+                    .map(|tool| mcp_tool(tool, host.tools()))
+                    .collect();
                 self.reply(&id, json!({"tools": tools})).await
             }
             ("tools/call", Some(host)) => {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Effect, Evidence};
-use super::manifest::{object, open_object};
+use super::manifest::{described, object, open_object};
 use super::observe::{observation_schema, observe_input_properties, observe_request};
 use super::progress::{self, Subject};
 use super::tab::{ControlledTab, PageContext, TakenObservation, page_context};
@@ -34,11 +34,19 @@ const NAVIGATION_SETTLE: Duration = Duration::from_secs(5);
 pub(super) const INPUT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The `observe` argument every action accepts (options of the closing Observation).
 pub(super) fn observe_property() -> Value {
-    json!({"observe": object(observe_input_properties(), &[])})
+    json!({"observe": described(object(observe_input_properties(), &[]), "Options of the fresh Observation this action returns.")})
 }
 
 pub(super) fn ref_properties() -> Value {
-    json!({"observationId": {"type": "string", "minLength": 1, "maxLength": 128}, "ref": {"type": "integer", "minimum": 1}})
+    json!({
+        "observationId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Observation the ref belongs to; give with ref."},
+        "ref": {"type": "integer", "minimum": 1, "description": "Element ref from that Observation's element list."},
+    })
+}
+
+/// A viewport coordinate argument (CSS pixels of the selected frame).
+pub(super) fn point_property(description: &str) -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": 100000, "description": description})
 }
 
 pub(super) fn merged(mut base: Value, extra: Value) -> Value {

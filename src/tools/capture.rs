@@ -91,18 +91,22 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "format": {"enum": ["png", "jpeg"]},
-                    "quality": {"type": "integer", "minimum": 0, "maximum": 100},
-                    "fullPage": {"type": "boolean"},
-                    "selector": {"type": "string", "minLength": 1, "maxLength": MAX_SELECTOR_CHARS},
-                    "includeOriginal": {"type": "boolean"},
-                    "annotations": object(
-                        json!({
-                            "observationId": {"type": "string", "minLength": 1, "maxLength": 128},
-                            "refs": {"type": "array", "minItems": 1, "maxItems": ANNOTATION_MAX_REFS, "items": {"type": "integer", "minimum": 1}},
-                        }),
-                        &["observationId"],
+                    "format": {"enum": ["png", "jpeg"], "description": "Image format; default png."},
+                    "quality": {"type": "integer", "minimum": 0, "maximum": 100, "description": "JPEG quality from 0 to 100; jpeg only."},
+                    "fullPage": {"type": "boolean", "description": "Capture the whole scrollable page when true."},
+                    "selector": {"type": "string", "minLength": 1, "maxLength": MAX_SELECTOR_CHARS, "description": "CSS selector of the one element to capture."},
+                    "includeOriginal": {"type": "boolean", "description": "Also keep the full-size image when scaled down."},
+                    "annotations": super::manifest::described(
+                        object(
+                            json!({
+                                "observationId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Observation whose refs are drawn."},
+                                "refs": {"type": "array", "minItems": 1, "maxItems": ANNOTATION_MAX_REFS, "items": {"type": "integer", "minimum": 1}, "description": "Refs to draw; default the first 200."},
+                            }),
+                            &["observationId"],
+                        ),
+                        "Outline these refs of an Observation on the image.",
                     ),
+
                 }),
                 &[],
             ),
@@ -133,10 +137,11 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "landscape": {"type": "boolean"},
-                    "printBackground": {"type": "boolean"},
-                    "scale": {"type": "number", "minimum": 0.1, "maximum": 2},
-                    "pageRanges": {"type": "string", "minLength": 1, "maxLength": MAX_PAGE_RANGES_CHARS},
+                    "landscape": {"type": "boolean", "description": "Landscape paper orientation when true."},
+                    "printBackground": {"type": "boolean", "description": "Print background colours and images when true."},
+                    "scale": {"type": "number", "minimum": 0.1, "maximum": 2, "description": "Rendering scale from 0.1 to 2; default 1."},
+                    "pageRanges": {"type": "string", "minLength": 1, "maxLength": MAX_PAGE_RANGES_CHARS, "description": "Pages to print, such as 1-3,5; default all."},
+
                 }),
                 &[],
             ),

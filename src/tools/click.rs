@@ -26,29 +26,24 @@ pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
     vec![ToolDef {
         name: "browser.click",
-        description: "Click an Observation ref or viewport coordinates of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits (at most `actionableTimeoutMs`, default 5000) until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason and context.waitedMs. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
+        description: "Click an Observation ref (`observationId` and `ref`) or viewport coordinates (`x` and `y`) of the selected frame (transformed frames included); `button` left|right|middle, `clickCount` 2 for a double click. A ref click first waits (at most `actionableTimeoutMs`, default 5000) until its element is attached, visible, stable, enabled and not covered, else element_not_actionable with context.reason and context.waitedMs. Returns evidence {action, status: verified|mismatch|unavailable, kind, effects, delivery} and a fresh Observation; verified only when the click reached the element. A dialog the click opens stays open (see browser.dialogs.*).",
         capability: "action.input",
         mutating: true,
-        input_schema: {
-            let mut schema = object(
+        input_schema: object(
+            merged(
                 merged(
-                    merged(
-                        ref_properties(),
-                        json!({
-                            "x": {"type": "number", "minimum": 0, "maximum": 100000},
-                            "y": {"type": "number", "minimum": 0, "maximum": 100000},
-                            "button": {"enum": ["left", "right", "middle"]},
-                            "clickCount": {"type": "integer", "minimum": 1, "maximum": 2},
-                        }),
-                    ),
-                    merged(observe.clone(), pointer::actionable_property()),
+                    ref_properties(),
+                    json!({
+                        "x": point_property("Viewport x in CSS pixels; give with y."),
+                        "y": point_property("Viewport y in CSS pixels; give with x."),
+                        "button": {"enum": ["left", "right", "middle"], "description": "Mouse button to click with; default left."},
+                        "clickCount": {"type": "integer", "minimum": 1, "maximum": 2, "description": "2 for a double click; default 1."},
+                    }),
                 ),
-                &[],
-            );
-            schema["anyOf"] =
-                json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
-            schema
-        },
+                merged(observe.clone(), pointer::actionable_property()),
+            ),
+            &[],
+        ),
         output_schema: action_output(click_evidence_schema()),
         sensitivity_input: &[],
         sensitivity_output: &["browser_data"],

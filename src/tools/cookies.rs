@@ -37,9 +37,10 @@ pub fn defs() -> Vec<ToolDef> {
         mutating: false,
         input_schema: object(
             json!({
-                "urls": {"type": "array", "minItems": 1, "maxItems": MAX_URLS, "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]}},
-                "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                "urls": {"type": "array", "minItems": 1, "maxItems": MAX_URLS, "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]}, "description": "Only cookies sent to one of these URLs."},
+                "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies whose domain matches this one."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most cookies to return."},
+
             }),
             &[],
         ),

@@ -49,9 +49,10 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: true,
             input_schema: object(
                 json!({
-                    "dialogId": {"type": "string", "minLength": 1, "maxLength": 128},
-                    "action": {"enum": ["accept", "dismiss"]},
-                    "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"]},
+                    "dialogId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Pending dialog id from browser.dialogs.list."},
+                    "action": {"enum": ["accept", "dismiss"], "description": "Accept (OK) or dismiss (Cancel) the dialog."},
+                    "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Text to answer a prompt dialog with."},
+
                 }),
                 &["dialogId", "action"],
             ),

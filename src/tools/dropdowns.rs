@@ -25,7 +25,7 @@ pub fn defs() -> Vec<ToolDef> {
             input_schema: object(
                 merged(
                     ref_properties(),
-                    json!({"limit": {"type": "integer", "minimum": 1, "maximum": page::OPTIONS_MAX_LIMIT}}),
+                    json!({"limit": {"type": "integer", "minimum": 1, "maximum": page::OPTIONS_MAX_LIMIT, "description": "Most options to return."}}),
                 ),
                 &["observationId", "ref"],
             ),
@@ -55,8 +55,9 @@ pub fn defs() -> Vec<ToolDef> {
                     merged(
                         ref_properties(),
                         json!({
-                            "values": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
-                            "labels": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}},
+                            "values": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}, "description": "Option values to select; or give labels."},
+                            "labels": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}, "description": "Visible option labels to select; or give values."},
+
                         }),
                     ),
                     observe.clone(),

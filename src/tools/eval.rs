@@ -37,11 +37,12 @@ pub fn defs() -> Vec<ToolDef> {
         mutating: true,
         input_schema: object(
             json!({
-                "expression": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS, "x-browser-pilot-sensitivity": sources},
-                "function": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS, "x-browser-pilot-sensitivity": sources},
-                "args": {"type": "array", "maxItems": MAX_ARGUMENTS, "x-browser-pilot-sensitivity": sources},
-                "maxChars": {"type": "integer", "minimum": page::EVAL_MIN_MAX_CHARS, "maximum": page::EVAL_MAX_MAX_CHARS},
-                "maxDepth": {"type": "integer", "minimum": 1, "maximum": page::EVAL_MAX_MAX_DEPTH},
+                "expression": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS, "x-browser-pilot-sensitivity": sources, "description": "JavaScript expression to evaluate; or give function."},
+                "function": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS, "x-browser-pilot-sensitivity": sources, "description": "JavaScript function source called with args."},
+                "args": {"type": "array", "maxItems": MAX_ARGUMENTS, "x-browser-pilot-sensitivity": sources, "description": "JSON arguments passed to the function."},
+                "maxChars": {"type": "integer", "minimum": page::EVAL_MIN_MAX_CHARS, "maximum": page::EVAL_MAX_MAX_CHARS, "description": "Most characters of the serialized result."},
+                "maxDepth": {"type": "integer", "minimum": 1, "maximum": page::EVAL_MAX_MAX_DEPTH, "description": "Deepest nesting of the serialized result."},
+
             }),
             &[],
         ),

@@ -99,17 +99,14 @@ pub fn defs() -> Vec<ToolDef> {
             description: "Select the frame (`frameId` from browser.frames.list, or `main: true`) that this Workspace's observe, read, search, elements.find, click, type, press, keyboard, scroll and dropdown calls on this tab run in. Refs of Observations taken in another frame are then rejected (stale_ref, reason frame_changed). Resets the authentication-hint baseline.",
             capability: "observation.read",
             mutating: false,
-            input_schema: {
-                let mut schema = object(
-                    json!({
-                        "frameId": {"type": "string", "minLength": 1, "maxLength": 128},
-                        "main": {"const": true},
-                    }),
-                    &[],
-                );
-                schema["anyOf"] = json!([{"required": ["frameId"]}, {"required": ["main"]}]);
-                schema
-            },
+            input_schema: object(
+                json!({
+                    "frameId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Frame id from browser.frames.list; or give main."},
+                    "main": {"const": true, "description": "true selects the tab's main frame; or give frameId."},
+                }),
+                &[],
+            ),
+
             output_schema: open_object(
                 json!({"targetId": {"type": "string"}, "frame": frame}),
                 &["targetId", "frame"],

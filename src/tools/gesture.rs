@@ -41,36 +41,37 @@ const MAX_AIM_ROUNDS: usize = 3;
 
 pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
-    let point = json!({"type": "number", "minimum": 0, "maximum": 100000});
-    let mut hover_schema = object(
+    let hover_schema = object(
         merged(
             merged(
                 ref_properties(),
-                json!({"x": point.clone(), "y": point.clone()}),
+                json!({
+                    "x": point_property("Viewport x in CSS pixels; give with y."),
+                    "y": point_property("Viewport y in CSS pixels; give with x."),
+                }),
             ),
             merged(observe.clone(), pointer::actionable_property()),
         ),
         &[],
     );
-    hover_schema["anyOf"] =
-        json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
-    let mut drag_schema = object(
+    let drag_schema = object(
         merged(
             merged(
                 ref_properties(),
                 json!({
-                    "x": point.clone(), "y": point.clone(),
-                    "toRef": {"type": "integer", "minimum": 1},
-                    "toX": point.clone(), "toY": point,
-                    "steps": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "x": point_property("Start viewport x in CSS pixels; give with y."),
+                    "y": point_property("Start viewport y in CSS pixels; give with x."),
+                    "toRef": {"type": "integer", "minimum": 1, "description": "Drop target ref of the same Observation."},
+                    "toX": point_property("Drop viewport x in CSS pixels; give with toY."),
+                    "toY": point_property("Drop viewport y in CSS pixels; give with toX."),
+                    "steps": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Mouse moves between the two ends; default 10."},
                 }),
             ),
             merged(observe, pointer::actionable_property()),
         ),
         &[],
     );
-    drag_schema["anyOf"] =
-        json!([{"required": ["observationId", "ref"]}, {"required": ["x", "y"]}]);
+
     vec![
         ToolDef {
             name: "browser.hover",

@@ -24,7 +24,6 @@ use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
-use super::observe::observe_input_properties;
 use super::progress::Subject;
 use super::tab::{
     Along, ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context,
@@ -49,7 +48,7 @@ const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "mont
 
 /// The keyboard tools' definitions, in manifest order (after `browser.click`).
 pub fn defs() -> Vec<ToolDef> {
-    let observe = json!({"observe": object(observe_input_properties(), &[])});
+    let observe = super::actions::observe_property();
     vec![
         ToolDef {
             name: "browser.press",
@@ -61,8 +60,8 @@ pub fn defs() -> Vec<ToolDef> {
                     merged(
                         ref_properties(),
                         json!({
-                            "key": {"type": "string", "minLength": 1, "maxLength": 32},
-                            "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}},
+                            "key": {"type": "string", "minLength": 1, "maxLength": 32, "description": "Key name such as Enter, Tab, ArrowDown, or one character."},
+                            "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}, "description": "Modifier keys held while the key is pressed."},
                         }),
                     ),
                     observe.clone(),
@@ -86,11 +85,11 @@ pub fn defs() -> Vec<ToolDef> {
                     merged(
                         ref_properties(),
                         json!({
-                            "text": {"type": "string", "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
-                            "clear": {"type": "boolean"},
-                            "submit": {"type": "boolean"},
-                            "verification": {"enum": ["best_effort", "require_exact"]},
-                            "mode": {"enum": ["keys", "fill"]},
+                            "text": {"type": "string", "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Text to type into the element."},
+                            "clear": {"type": "boolean", "description": "Clear the element's current value first when true."},
+                            "submit": {"type": "boolean", "description": "Press Enter after typing when true."},
+                            "verification": {"enum": ["best_effort", "require_exact"], "description": "require_exact fails unless the value equals the text."},
+                            "mode": {"enum": ["keys", "fill"], "description": "Type key by key, or fill the value at once."},
                         }),
                     ),
                     observe.clone(),
@@ -112,8 +111,9 @@ pub fn defs() -> Vec<ToolDef> {
             input_schema: object(
                 merged(
                     json!({
-                        "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
-                        "submit": {"type": "boolean"},
+                        "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Text to type into the focused element."},
+                        "submit": {"type": "boolean", "description": "Press Enter after typing when true."},
+
                     }),
                     observe.clone(),
                 ),

@@ -14,6 +14,7 @@ pub use crate::protocol::methods::Lane;
 
 use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
+use super::schema::{self, Violation};
 use super::{
     capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, keys,
     network, observe, scroll, tabs, upload, wait,
@@ -142,6 +143,13 @@ impl ToolDef {
         self.handler.scope()
     }
 
+    /// Checks a call's `arguments` against the input schema, then against the argument groups
+    /// of which the tool needs one ([`alternatives`]); the first violation is `invalid_params`.
+    pub fn validate_arguments(&self, arguments: &Value) -> Result<(), Violation> {
+        schema::validate(&self.input_schema, arguments, "arguments")?;
+        schema::require_one_of(alternatives(self.name), arguments, "arguments")
+    }
+
     /// The `tools/list` entry.
     pub fn to_json(&self) -> Value {
         json!({
@@ -183,6 +191,26 @@ pub fn manifest() -> &'static [ToolDef] {
     })
 }
 
+/// The argument groups of which a tool needs at least one in full, when its schema alone cannot
+/// say so: strict hosts refuse `anyOf`/`oneOf`/`allOf` at the root of an input schema, so the
+/// canonical schemas carry none and the alternatives are checked here (before the Command is
+/// created) and named in the properties' descriptions. Empty for every other tool.
+pub fn alternatives(tool: &str) -> &'static [&'static [&'static str]] {
+    const TARGET: &[&[&str]] = &[&["observationId", "ref"], &["x", "y"]];
+    match tool {
+        "browser.click" | "browser.hover" | "browser.drag" => TARGET,
+        "browser.wait" => &[
+            &["text"],
+            &["textGone"],
+            &["selector"],
+            &["url"],
+            &["networkIdle"],
+        ],
+        "browser.frames.select" => &[&["frameId"], &["main"]],
+        _ => &[],
+    }
+}
+
 pub fn find(name: &str) -> Option<&'static ToolDef> {
     manifest().iter().find(|tool| tool.name == name)
 }
@@ -190,6 +218,12 @@ pub fn find(name: &str) -> Option<&'static ToolDef> {
 /// An object schema with the given properties, none extra.
 pub fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "additionalProperties": false, "properties": properties, "required": required})
+}
+
+/// `schema` with a `description` (for a property built by a helper).
+pub fn described(mut schema: Value, description: &str) -> Value {
+    schema["description"] = json!(description);
+    schema
 }
 
 /// An open object schema (results may gain fields; hosts ignore unknown ones).
@@ -201,7 +235,7 @@ pub fn open_object(properties: Value, required: &[&str]) -> Value {
 mod tests {
     use super::*;
     use crate::protocol::negotiate::CAPABILITIES;
-    use crate::tools::schema::unknown_keywords;
+    use crate::tools::schema::{ROOT_COMBINATORS, host_problems, unknown_keywords};
 
     #[test]
     fn the_bridge_knows_exactly_the_out_of_band_tools() {
@@ -223,6 +257,66 @@ mod tests {
                 tool.name
             );
         }
+    }
+
+    /// Strict hosts (Anthropic's, OpenAI's and Bedrock's tool APIs) refuse a combinator at the
+    /// root of an input schema; every property carries a short description a model can read.
+    #[test]
+    fn every_schema_is_strict_host_safe() {
+        for tool in manifest() {
+            assert_eq!(
+                host_problems(&tool.input_schema),
+                Vec::<String>::new(),
+                "{}",
+                tool.name
+            );
+            for keyword in ROOT_COMBINATORS {
+                assert!(
+                    tool.output_schema.get(*keyword).is_none(),
+                    "{}: {keyword}",
+                    tool.name
+                );
+            }
+            let properties = tool.input_schema["properties"].as_object().unwrap();
+            for (name, property) in properties {
+                let words = property["description"].as_str().unwrap().split_whitespace();
+                assert!(words.count() <= 14, "{}.{name}: keep it short", tool.name);
+            }
+            for group in alternatives(tool.name) {
+                for name in *group {
+                    assert!(properties.contains_key(*name), "{}: {name}", tool.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn alternatives_are_checked_in_code() {
+        let click = find("browser.click").unwrap();
+        assert!(click.validate_arguments(&json!({"x": 1, "y": 2})).is_ok());
+        assert!(
+            click
+                .validate_arguments(&json!({"observationId": "o", "ref": 2}))
+                .is_ok()
+        );
+        let missing = click
+            .validate_arguments(&json!({"button": "left"}))
+            .unwrap_err();
+        assert_eq!(missing.path, "arguments");
+        assert!(missing.message.contains("observationId + ref, or x + y"));
+        let wait = find("browser.wait").unwrap();
+        assert!(wait.validate_arguments(&json!({"idleMs": 10})).is_err());
+        assert!(
+            wait.validate_arguments(&json!({"networkIdle": true}))
+                .is_ok()
+        );
+        let select = find("browser.frames.select").unwrap();
+        assert!(select.validate_arguments(&json!({})).is_err());
+        // The schema still comes first.
+        let bad = click
+            .validate_arguments(&json!({"x": -1, "y": 2}))
+            .unwrap_err();
+        assert_eq!(bad.path, "arguments.x");
     }
 
     #[test]

@@ -97,11 +97,11 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "urlContains": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": browser_data()},
-                    "resourceType": {"type": "string", "minLength": 1, "maxLength": 32},
-                    "status": {"type": "integer", "minimum": 100, "maximum": 599},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
-                    "cursor": {"type": "string", "minLength": 1, "maxLength": 64},
+                    "urlContains": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": browser_data(), "description": "Only requests whose URL contains this text."},
+                    "resourceType": {"type": "string", "minLength": 1, "maxLength": 32, "description": "Only this resource type, such as Document or XHR."},
+                    "status": {"type": "integer", "minimum": 100, "maximum": 599, "description": "Only responses with this HTTP status."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "description": "Most requests to return on this page."},
+                    "cursor": {"type": "string", "minLength": 1, "maxLength": 64, "description": "nextCursor of the previous page, to continue."},
                 }),
                 &[],
             ),
@@ -126,9 +126,9 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "requestId": {"type": "string", "minLength": 1, "maxLength": 128},
-                    "includeBody": {"type": "boolean"},
-                    "maxBodyBytes": {"type": "integer", "minimum": 1, "maximum": MAX_BODY_BYTES},
+                    "requestId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Request id from browser.network.list."},
+                    "includeBody": {"type": "boolean", "description": "Also return the response body when true."},
+                    "maxBodyBytes": {"type": "integer", "minimum": 1, "maximum": MAX_BODY_BYTES, "description": "Most bytes of the body to return."},
                 }),
                 &["requestId"],
             ),
@@ -167,15 +167,15 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: true,
             input_schema: object(
                 json!({
-                    "urlPattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_CHARS, "x-browser-pilot-sensitivity": browser_data()},
-                    "action": {"enum": ["block", "mock", "headers"]},
-                    "status": {"type": "integer", "minimum": 100, "maximum": 599},
+                    "urlPattern": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_CHARS, "x-browser-pilot-sensitivity": browser_data(), "description": "URL glob the rule applies to; * matches anything."},
+                    "action": {"enum": ["block", "mock", "headers"], "description": "Block, answer with a mock, or set request headers."},
+                    "status": {"type": "integer", "minimum": 100, "maximum": 599, "description": "HTTP status of the mock response."},
                     "headers": {"type": "array", "maxItems": MAX_RULE_HEADERS, "items": object(json!({
-                        "name": {"type": "string", "minLength": 1, "maxLength": 256},
-                        "value": {"type": "string", "maxLength": 8192, "x-browser-pilot-sensitivity": ["browser_data", "credential"]},
-                    }), &["name", "value"])},
-                    "body": {"type": "string", "maxLength": MAX_MOCK_BODY_BYTES, "x-browser-pilot-sensitivity": browser_data()},
-                    "bodyBase64": {"type": "string", "maxLength": MAX_MOCK_BODY_BYTES * 4 / 3 + 4, "x-browser-pilot-sensitivity": browser_data()},
+                        "name": {"type": "string", "minLength": 1, "maxLength": 256, "description": "Header name."},
+                        "value": {"type": "string", "maxLength": 8192, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Header value."},
+                    }), &["name", "value"]), "description": "Headers of the mock response or added request headers."},
+                    "body": {"type": "string", "maxLength": MAX_MOCK_BODY_BYTES, "x-browser-pilot-sensitivity": browser_data(), "description": "Mock response body as text."},
+                    "bodyBase64": {"type": "string", "maxLength": MAX_MOCK_BODY_BYTES * 4 / 3 + 4, "x-browser-pilot-sensitivity": browser_data(), "description": "Mock response body as base64 bytes."},
                 }),
                 &["urlPattern", "action"],
             ),
@@ -208,7 +208,7 @@ pub fn defs() -> Vec<ToolDef> {
             capability: "network.control",
             mutating: true,
             input_schema: object(
-                json!({"ruleId": {"type": "string", "minLength": 1, "maxLength": 128}}),
+                json!({"ruleId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Rule id from browser.network.rules.add."}}),
                 &["ruleId"],
             ),
             output_schema: open_object(
@@ -228,9 +228,9 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: true,
             input_schema: object(
                 json!({
-                    "origin": {"type": "string", "minLength": 1, "maxLength": 2048, "x-browser-pilot-sensitivity": browser_data()},
-                    "username": {"type": "string", "maxLength": MAX_USERNAME_CHARS, "x-browser-pilot-sensitivity": ["credential"]},
-                    "password": {"type": "string", "maxLength": MAX_PASSWORD_CHARS, "x-browser-pilot-sensitivity": ["credential"]},
+                    "origin": {"type": "string", "minLength": 1, "maxLength": 2048, "x-browser-pilot-sensitivity": browser_data(), "description": "Origin that asks for HTTP authentication."},
+                    "username": {"type": "string", "maxLength": MAX_USERNAME_CHARS, "x-browser-pilot-sensitivity": ["credential"], "description": "User name to answer the challenge with."},
+                    "password": {"type": "string", "maxLength": MAX_PASSWORD_CHARS, "x-browser-pilot-sensitivity": ["credential"], "description": "Password to answer the challenge with."},
                 }),
                 &["origin", "username", "password"],
             ),
@@ -250,7 +250,7 @@ pub fn defs() -> Vec<ToolDef> {
             capability: "network.control",
             mutating: true,
             input_schema: object(
-                json!({"origin": {"type": "string", "minLength": 1, "maxLength": 2048, "x-browser-pilot-sensitivity": browser_data()}}),
+                json!({"origin": {"type": "string", "minLength": 1, "maxLength": 2048, "x-browser-pilot-sensitivity": browser_data(), "description": "Origin whose stored credentials to forget."}}),
                 &[],
             ),
             output_schema: open_object(json!({"cleared": {"type": "integer"}}), &["cleared"]),

@@ -74,18 +74,18 @@ pub fn observation_schema() -> Value {
 
 pub fn observe_input_properties() -> Value {
     json!({
-        "limit": {"type": "integer", "minimum": 1, "maximum": page::OBSERVE_HARD_MAX_LIMIT},
-        "maxBytes": {"type": "integer", "minimum": page::OBSERVE_MIN_MAX_BYTES, "maximum": page::OBSERVE_MAX_MAX_BYTES},
-        "viewportOnly": {"type": "boolean"},
-        "sinceObservationId": {"type": "string", "minLength": 1, "maxLength": 128},
-        "format": {"enum": ["json", "compact"]},
+        "limit": {"type": "integer", "minimum": 1, "maximum": page::OBSERVE_HARD_MAX_LIMIT, "description": "Most elements to return in this Observation."},
+        "maxBytes": {"type": "integer", "minimum": page::OBSERVE_MIN_MAX_BYTES, "maximum": page::OBSERVE_MAX_MAX_BYTES, "description": "Most bytes of serialized elements to return."},
+        "viewportOnly": {"type": "boolean", "description": "Only elements inside the current viewport when true."},
+        "sinceObservationId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Earlier Observation of this document to diff against."},
+        "format": {"enum": ["json", "compact"], "description": "Element list as JSON objects or compact lines."},
         "maxTokens": max_tokens_property(),
     })
 }
 
 /// `maxTokens` of the reading tools.
 fn max_tokens_property() -> Value {
-    json!({"type": "integer", "minimum": page::MIN_MAX_TOKENS, "maximum": page::MAX_MAX_TOKENS})
+    json!({"type": "integer", "minimum": page::MIN_MAX_TOKENS, "maximum": page::MAX_MAX_TOKENS, "description": "Bound on the result's estimated size in tokens."})
 }
 
 pub fn defs() -> Vec<ToolDef> {
@@ -110,8 +110,8 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
-                    "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS},
+                    "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the element to read; default whole page."},
+                    "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS, "description": "Most characters of text to return."},
                     "maxTokens": max_tokens_property(),
                 }),
                 &[],
@@ -139,9 +139,9 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "query": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]},
-                    "regex": {"type": "boolean"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": page::SEARCH_MAX_LIMIT},
+                    "query": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Text to find in the page's visible text."},
+                    "regex": {"type": "boolean", "description": "Treat the query as a regular expression when true."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": page::SEARCH_MAX_LIMIT, "description": "Most matches to return."},
                     "maxTokens": max_tokens_property(),
                 }),
                 &["query"],
@@ -169,9 +169,10 @@ pub fn defs() -> Vec<ToolDef> {
             mutating: false,
             input_schema: object(
                 json!({
-                    "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
-                    "pierce": {"type": "boolean"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": page::FIND_MAX_LIMIT},
+                    "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the elements to find."},
+                    "pierce": {"type": "boolean", "description": "Also search inside open shadow roots when true."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": page::FIND_MAX_LIMIT, "description": "Most elements to return."},
+
                 }),
                 &["selector"],
             ),

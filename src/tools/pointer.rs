@@ -47,7 +47,7 @@ const ACTIONABLE_WAIT_MAX_MS: u64 = 300_000;
 pub fn actionable_property() -> serde_json::Value {
     json!({"actionableTimeoutMs": {
         "type": "integer", "minimum": 0, "maximum": ACTIONABLE_WAIT_MAX_MS,
-        "description": "How long a ref's element may take to become actionable (attached, visible, stable, enabled, not covered) before element_not_actionable; default 5000. The Command's deadlineMs still bounds it.",
+        "description": "Most ms to wait for the ref's element to become actionable; default 5000.",
     }})
 }
 

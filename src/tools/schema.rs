@@ -185,6 +185,63 @@ fn check_object(
     Ok(())
 }
 
+/// Argument groups of which a call must give at least one in full (`observationId` and `ref`,
+/// or `x` and `y`): what a root `anyOf` of `required` lists would say, checked in code because
+/// strict hosts refuse combinators at the root of an input schema.
+pub fn require_one_of(groups: &[&[&str]], value: &Value, path: &str) -> Result<(), Violation> {
+    let Some(object) = value.as_object() else {
+        return Ok(());
+    };
+    if groups.is_empty()
+        || groups
+            .iter()
+            .any(|group| group.iter().all(|name| object.contains_key(*name)))
+    {
+        return Ok(());
+    }
+    let forms: Vec<String> = groups.iter().map(|group| group.join(" + ")).collect();
+    fail(path, format!("must give one of: {}", forms.join(", or ")))
+}
+
+/// Root keywords strict tool hosts refuse in an input schema.
+pub const ROOT_COMBINATORS: &[&str] = &["anyOf", "oneOf", "allOf", "not"];
+
+/// Why a tool host with a strict schema policy would refuse or misread `schema`: a combinator at
+/// the root, a root that is not an object, or a property (at any depth, through `properties`
+/// and `items`) without a non-empty `description`. Empty when the schema is host-safe.
+pub fn host_problems(schema: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    if schema.get("type") != Some(&Value::String("object".into())) {
+        problems.push("the root is not an object schema".to_owned());
+    }
+    for keyword in ROOT_COMBINATORS {
+        if schema.get(*keyword).is_some() {
+            problems.push(format!("`{keyword}` at the root"));
+        }
+    }
+    undescribed(schema, "", &mut problems);
+    problems
+}
+
+fn undescribed(schema: &Value, path: &str, problems: &mut Vec<String>) {
+    if let Some(Value::Object(properties)) = schema.get("properties") {
+        for (name, property) in properties {
+            let child = format!("{path}.{name}");
+            let described = property
+                .get("description")
+                .and_then(Value::as_str)
+                .is_some_and(|text| !text.trim().is_empty());
+            if !described {
+                problems.push(format!("{child} has no description"));
+            }
+            undescribed(property, &child, problems);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        undescribed(items, &format!("{path}[]"), problems);
+    }
+}
+
 /// Every keyword used anywhere in `schema` that the validator does not know.
 pub fn unknown_keywords(schema: &Value) -> Vec<String> {
     let mut unknown = Vec::new();
@@ -294,6 +351,42 @@ mod tests {
             Err("arguments.target"),
         );
         check_case(&schema, json!("a"), Err("arguments"));
+    }
+
+    #[test]
+    fn one_of_the_groups_must_be_given_in_full() {
+        let groups: &[&[&str]] = &[&["observationId", "ref"], &["x", "y"]];
+        let check =
+            |value: Value| require_one_of(groups, &value, "arguments").map_err(|v| v.message);
+        assert!(check(json!({"observationId": "o", "ref": 1})).is_ok());
+        assert!(check(json!({"x": 1, "y": 2, "button": "left"})).is_ok());
+        let missing = check(json!({"ref": 1, "x": 3})).unwrap_err();
+        assert_eq!(missing, "must give one of: observationId + ref, or x + y");
+        assert!(check(json!({})).is_err());
+        assert!(require_one_of(&[], &json!({}), "arguments").is_ok());
+    }
+
+    #[test]
+    fn host_problems_name_root_combinators_and_undescribed_properties() {
+        let safe = json!({"type": "object", "properties": {
+            "a": {"type": "array", "description": "A list.", "items": {"type": "object", "properties": {"b": {"type": "string", "description": "B."}}}},
+        }});
+        assert!(
+            host_problems(&safe).is_empty(),
+            "{:?}",
+            host_problems(&safe)
+        );
+        let unsafe_schema = json!({"type": "object", "anyOf": [{"required": ["a"]}], "properties": {
+            "a": {"type": "array", "description": " ", "items": {"type": "object", "properties": {"b": {"type": "string"}}}},
+        }});
+        assert_eq!(
+            host_problems(&unsafe_schema),
+            vec![
+                "`anyOf` at the root".to_owned(),
+                ".a has no description".to_owned(),
+                ".a[].b has no description".to_owned()
+            ]
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 const ALLOWED_SCHEMES: &[&str] = &["http:", "https:", "about:", "data:", "file:"];
 
 fn url_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]})
+    json!({"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Absolute http(s) URL to load in the tab."})
 }
 
 fn page_result_schema() -> Value {
@@ -51,7 +51,7 @@ pub fn defs() -> Vec<ToolDef> {
             capability: "browser.control",
             mutating: false,
             input_schema: object(
-                json!({"browserId": {"type": "string", "minLength": 1, "maxLength": 256}}),
+                json!({"browserId": {"type": "string", "minLength": 1, "maxLength": 256, "description": "Candidate id from browser.discover to connect to."}}),
                 &[],
             ),
             output_schema: open_object(
@@ -88,7 +88,7 @@ pub fn defs() -> Vec<ToolDef> {
             capability: "browser.control",
             mutating: true,
             input_schema: object(
-                json!({"action": {"enum": ["back", "forward", "reload", "goto"]}, "url": url_schema()}),
+                json!({"action": {"enum": ["back", "forward", "reload", "goto"], "description": "History step, reload, or goto the given url."}, "url": url_schema()}),
                 &["action"],
             ),
             output_schema: page_result_schema(),

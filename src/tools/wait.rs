@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::manifest::{Gate, Lane, ToolDef, described, object, open_object};
 use super::tab::{ControlledTab, base_result};
 use crate::cdp::CdpError;
 use crate::page::{PageError, ScriptErrorCode, WaitProbe, WaitSeen};
@@ -32,22 +32,19 @@ const MAX_PATTERN_BYTES: usize = 2_048;
 
 pub fn defs() -> Vec<ToolDef> {
     let text = json!({"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"]});
-    let mut input_schema = object(
+    let input_schema = object(
         json!({
-            "text": text.clone(),
-            "textGone": text,
-            "selector": {"type": "string", "minLength": 1, "maxLength": 1024},
-            "state": {"enum": ["visible", "hidden"]},
-            "url": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES, "x-browser-pilot-sensitivity": ["browser_data"]},
-            "networkIdle": {"const": true},
-            "idleMs": {"type": "integer", "minimum": 0, "maximum": 10000},
+            "text": described(text.clone(), "Wait until this text is shown."),
+            "textGone": described(text, "Wait until this text is no longer shown."),
+            "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "Wait for this CSS selector to match visibly, or not."},
+            "state": {"enum": ["visible", "hidden"], "description": "With selector: wait for a visible match, or none."},
+            "url": {"type": "string", "minLength": 1, "maxLength": MAX_PATTERN_BYTES, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Wait until the tab's URL matches this glob."},
+            "networkIdle": {"const": true, "description": "Wait until no request is in flight."},
+            "idleMs": {"type": "integer", "minimum": 0, "maximum": 10000, "description": "With networkIdle: quiet milliseconds required; default 500."},
         }),
         &[],
     );
-    input_schema["anyOf"] = json!([
-        {"required": ["text"]}, {"required": ["textGone"]}, {"required": ["selector"]},
-        {"required": ["url"]}, {"required": ["networkIdle"]},
-    ]);
+
     let state = open_object(
         json!({
             "textFound": {"type": "boolean"},
