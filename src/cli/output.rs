@@ -63,7 +63,6 @@ impl Output {
     /// `{"error": {code, message, retryable, remediation, context}}` on stdout for scripts.
     pub fn error(&self, error: &RpcError) {
         let error = &for_bp(error);
-
         match self.json {
             true => {
                 let mut data = error.to_json()["data"].clone();

@@ -209,7 +209,6 @@ mod tests {
     fn target_tools_get_an_optional_target_and_annotations() {
         let all = [];
         let observe = mcp_tool(&tool("browser.observe", ToolScope::Target, false), &all);
-
         assert_eq!(observe["name"], "browser_observe");
         assert_eq!(
             observe["inputSchema"]["properties"]["targetId"]["type"],

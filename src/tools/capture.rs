@@ -106,7 +106,6 @@ pub fn defs() -> Vec<ToolDef> {
                         ),
                         "Outline these refs of an Observation on the image.",
                     ),
-
                 }),
                 &[],
             ),
@@ -141,7 +140,6 @@ pub fn defs() -> Vec<ToolDef> {
                     "printBackground": {"type": "boolean", "description": "Print background colours and images when true."},
                     "scale": {"type": "number", "minimum": 0.1, "maximum": 2, "description": "Rendering scale from 0.1 to 2; default 1."},
                     "pageRanges": {"type": "string", "minLength": 1, "maxLength": MAX_PAGE_RANGES_CHARS, "description": "Pages to print, such as 1-3,5; default all."},
-
                 }),
                 &[],
             ),

@@ -27,7 +27,6 @@ pub fn defs() -> Vec<ToolDef> {
                 "after": {"type": "integer", "minimum": 0, "description": "Sequence of the last entry already read."},
                 "levels": {"type": "array", "items": {"enum": levels}, "minItems": 1, "maxItems": 6, "description": "Only messages of these levels."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_CONSOLE_ENTRIES, "description": "Most entries to return; default 100."},
-
             }),
             &[],
         ),

@@ -40,7 +40,6 @@ pub fn defs() -> Vec<ToolDef> {
                 "urls": {"type": "array", "minItems": 1, "maxItems": MAX_URLS, "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]}, "description": "Only cookies sent to one of these URLs."},
                 "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies whose domain matches this one."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most cookies to return."},
-
             }),
             &[],
         ),

@@ -52,7 +52,6 @@ pub fn defs() -> Vec<ToolDef> {
                     "dialogId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Pending dialog id from browser.dialogs.list."},
                     "action": {"enum": ["accept", "dismiss"], "description": "Accept (OK) or dismiss (Cancel) the dialog."},
                     "promptText": {"type": "string", "maxLength": 10000, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Text to answer a prompt dialog with."},
-
                 }),
                 &["dialogId", "action"],
             ),

@@ -57,7 +57,6 @@ pub fn defs() -> Vec<ToolDef> {
                         json!({
                             "values": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}, "description": "Option values to select; or give labels."},
                             "labels": {"type": "array", "minItems": 1, "maxItems": 500, "items": {"type": "string", "maxLength": 1000}, "description": "Visible option labels to select; or give values."},
-
                         }),
                     ),
                     observe.clone(),

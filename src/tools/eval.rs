@@ -42,7 +42,6 @@ pub fn defs() -> Vec<ToolDef> {
                 "args": {"type": "array", "maxItems": MAX_ARGUMENTS, "x-browser-pilot-sensitivity": sources, "description": "JSON arguments passed to the function."},
                 "maxChars": {"type": "integer", "minimum": page::EVAL_MIN_MAX_CHARS, "maximum": page::EVAL_MAX_MAX_CHARS, "description": "Most characters of the serialized result."},
                 "maxDepth": {"type": "integer", "minimum": 1, "maximum": page::EVAL_MAX_MAX_DEPTH, "description": "Deepest nesting of the serialized result."},
-
             }),
             &[],
         ),

@@ -106,7 +106,6 @@ pub fn defs() -> Vec<ToolDef> {
                 }),
                 &[],
             ),
-
             output_schema: open_object(
                 json!({"targetId": {"type": "string"}, "frame": frame}),
                 &["targetId", "frame"],

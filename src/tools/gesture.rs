@@ -71,7 +71,6 @@ pub fn defs() -> Vec<ToolDef> {
         ),
         &[],
     );
-
     vec![
         ToolDef {
             name: "browser.hover",

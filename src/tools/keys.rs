@@ -113,7 +113,6 @@ pub fn defs() -> Vec<ToolDef> {
                     json!({
                         "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Text to type into the focused element."},
                         "submit": {"type": "boolean", "description": "Press Enter after typing when true."},
-
                     }),
                     observe.clone(),
                 ),

@@ -172,7 +172,6 @@ pub fn defs() -> Vec<ToolDef> {
                     "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the elements to find."},
                     "pierce": {"type": "boolean", "description": "Also search inside open shadow roots when true."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": page::FIND_MAX_LIMIT, "description": "Most elements to return."},
-
                 }),
                 &["selector"],
             ),

@@ -35,7 +35,6 @@ pub fn defs() -> Vec<ToolDef> {
                         "amount": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "Pixels to scroll; default 600."},
                         "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the container to scroll."},
                         "text": {"type": "string", "minLength": 1, "maxLength": 1024, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Scroll to the first visible match of this text."},
-
                     }),
                 ),
                 observe.clone(),

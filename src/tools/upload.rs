@@ -47,7 +47,6 @@ pub fn defs() -> Vec<ToolDef> {
                     json!({
                         "artifactId": {"type": "string", "minLength": 1, "maxLength": MAX_ARTIFACT_ID_CHARS, "x-browser-pilot-sensitivity": ["user_file"], "description": "Imported upload_input Artifact whose file to select."},
                         "inputIndex": {"type": "integer", "minimum": 0, "maximum": MAX_INPUT_INDEX, "description": "0-based index of the document's file input."},
-
                     }),
                 ),
                 observe_property(),
