@@ -6,7 +6,8 @@
 //! (`failed`, `interrupted`); one past the byte quota (`cancelled`, `quota_exceeded`);
 //! concurrent downloads of two Workspaces kept apart; downloads in an uncontrolled user tab and
 //! in a user tab after `browser.tabs.release` neither captured nor redirected; staging 0700,
-//! Artifact files 0600; staging gone after Workspace release. No CDP guid, browser path or
+//! Artifact files 0600; staging gone after Workspace release; a popup that turns into a
+//! download (both kinds) reported `capture_lost`, its file left to the browser. No CDP guid, browser path or
 //! staging path may appear in any event.
 
 mod support;
@@ -51,6 +52,8 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 <a href="/attach/released.txt?n=600" id="released">Released file</a>
 <a href="/attach/leased.txt?n=700" id="leased">Leased file</a>
 <button type="button" id="burst">Burst of five</button>
+<button type="button" onclick="window.open('/attach/popup.txt?n=800')">Popup download</button>
+<a href="/attach/blank.txt?n=900" target="_blank">Blank download</a>
 <script>
   document.getElementById('burst').addEventListener('click', () => {
     for (let i = 1; i <= 5; i++) {
@@ -356,6 +359,31 @@ fn downloads_are_scoped_artifacts() {
         "a staged copy outlived its Artifact"
     );
 
+    // A popup that turns into a download (`window.open` keeps its opener, a `_blank` link is
+    // `noopener`): Chromium closes the popup, and with it the only session that would report
+    // the finished file, once every byte has arrived. The Broker says so (`capture_lost`)
+    // instead of claiming a cancel that came too late; the file stays the browser's. The
+    // opener's session lives on and still captures (the navigation download below).
+    for (control, role, name, n) in [
+        ("Popup download", "button", "popup.txt", 800),
+        ("Blank download", "link", "blank.txt", 900),
+    ] {
+        a.click(&tab_a, role, control);
+        let (started, ended) = a.lifecycle(name);
+        assert_ne!(
+            started["targetId"], tab_a,
+            "the popup's download: {started}"
+        );
+        assert_eq!(ended["state"], "failed", "{ended}");
+        assert_eq!(ended["reason"], "capture_lost", "{ended}");
+        assert_eq!(ended["receivedBytes"], n);
+        assert_eq!(ended["hints"][0]["recommendedAction"], "inspect_failure");
+        assert!(
+            wait_until(DOWNLOAD_WAIT, || std::fs::read(downloads.join(name))
+                .is_ok_and(|got| got == body_for(name, n))),
+            "{name} is not in the browser's download folder"
+        );
+    }
     // By Content-Disposition navigation: the navigation itself becomes the download.
     let url = format!("http://127.0.0.1:{port}/attach/report.txt?n=5000");
     let (code, error) = a.agent.tool_err(

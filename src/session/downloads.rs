@@ -157,6 +157,12 @@ struct Active {
 }
 
 impl Active {
+    /// Whether the browser announced a length and received all of it: a cancel can no longer
+    /// stop the file from being written.
+    fn fully_received(&self) -> bool {
+        self.total > 0 && self.received >= self.total
+    }
+
     fn in_flight_bytes(&self) -> u64 {
         self.received.max(self.total)
     }
@@ -299,7 +305,10 @@ pub(super) fn on_session_attached(
 
 /// A tab session ended (its tab closed or crashed; the browser dropped its setting): its
 /// downloads in flight are cancelled by guid on the browser connection, reported `cancelled`
-/// (`released`), and its staging directory is removed.
+/// (`released`), and its staging directory is removed. A download whose bytes had all arrived
+/// cannot be cancelled any more and no session is left to report its file (a popup that turned
+/// into a download, closed by Chromium before `completed`): it is reported `failed`
+/// (`capture_lost`), since the browser keeps that file in its own download folder.
 pub(super) fn on_session_detached(
     service: &BrowserService,
     client: &CdpClient,
@@ -314,7 +323,18 @@ pub(super) fn on_session_detached(
     };
     let (taken, _) = downloads.take(|a| a.session == *session, |_, _| false);
     let dirs = staging.map(|(_, d)| d).into_iter().collect();
-    finish_release(service, client, taken, dirs, false)
+    let mut emits = Vec::new();
+    let mut cancellable = Vec::new();
+    for (guid, active) in taken {
+        match active.fully_received() {
+            // Every byte already arrived: the browser finishes it whatever the Broker sends,
+            // and the session that would have reported the file is gone.
+            true => emits.push(active.ended("failed", "capture_lost")),
+            false => cancellable.push((guid, active)),
+        }
+    }
+    emits.extend(finish_release(service, client, cancellable, dirs, false));
+    emits
 }
 
 /// Cancels taken downloads in the browser (on their session while it lives, else on the
@@ -828,6 +848,17 @@ mod tests {
         // No guid, no path: only opaque ids.
         let text = other.payload.to_string();
         assert!(!text.contains("\"S\"") && !text.contains("\"T\""), "{text}");
+    }
+
+    #[test]
+    fn only_a_download_with_every_announced_byte_is_past_cancelling() {
+        let mut download = active(None);
+        assert!(!download.fully_received());
+        download.received = download.total;
+        assert!(download.fully_received());
+        // No announced length: a cancel may still stop it.
+        download.total = 0;
+        assert!(!download.fully_received());
     }
 
     #[test]
