@@ -9,7 +9,7 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::chromium::OwnCdp;
@@ -470,11 +470,88 @@ fn bp_drives_the_shared_browser_between_invocations() {
     let (code, _, _) = bp_in(home, cwd, &["click"], &[]);
     assert_eq!(code, 2);
 
+    failed_open_leaves_no_tab_in_use(&rig, cwd);
     two_bp_processes_on_one_tab(&rig, cwd);
     tty_rendering(&rig);
     status_and_disconnect(&rig, cwd);
     no_browser_ready(cwd);
     generated_docs(cwd);
+}
+
+/// The compatibility Workspace lives while it is used and expires when it is not: with the idle
+/// limit at 20 s, `bp` used every 5 s for 60 s keeps its tab; left unused, the Broker reclaims
+/// it (closing its tab) and the next `bp` says it expired and why.
+#[test]
+fn bp_workspace_lives_while_used_and_expires_when_idle() {
+    let Rig {
+        home,
+        profile,
+        chromium,
+        fixtures,
+    } = Rig::start();
+    let rig = Rig {
+        home: home.with_env("BROWSER_PILOT_WORKSPACE_IDLE_MS", "20000"),
+        profile,
+        chromium,
+        fixtures,
+    };
+    let home = &rig.home;
+    let work = tempfile::tempdir().unwrap();
+    let cwd = work.path();
+    let form = rig.fixtures.url("/fixture/bp-form");
+    ok(home, cwd, &["open", &form]);
+    let mut own = OwnCdp::connect(&rig.chromium);
+    let open_tabs = |own: &mut OwnCdp| own.pages().iter().filter(|(_, url)| *url == form).count();
+    assert_eq!(open_tabs(&mut own), 1);
+
+    let used_since = Instant::now();
+    while used_since.elapsed() < Duration::from_secs(60) {
+        // The pace of a person at work, not a synchronisation.
+        std::thread::sleep(Duration::from_secs(5));
+        let observed = ok(home, cwd, &["observe"]);
+        assert_eq!(observed["url"], form.as_str(), "{observed}");
+    }
+    assert_eq!(open_tabs(&mut own), 1, "a Workspace in use keeps its tab");
+
+    // Unused, it is reclaimed within the limit and a sweep tick; its tab is closed.
+    assert!(
+        wait_until(Duration::from_secs(40), || open_tabs(&mut own) == 0),
+        "the idle Workspace's tab was never closed"
+    );
+    let error = fails(home, cwd, &["observe"], 1, "workspace_not_found");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("expired") && message.contains("20 s"),
+        "{error}"
+    );
+    assert_eq!(error["context"]["reason"], "idle", "{error}");
+    assert_eq!(error["remediation"]["action"], "open_tab", "{error}");
+    // Said once: after that it is an ordinary Workspace with no tab yet.
+    let error = fails(home, cwd, &["observe"], 1, "invalid_params");
+    assert_eq!(error["remediation"]["action"], "open_tab");
+}
+
+/// A `bp open` whose navigation fails (an unsafe port) exits with `navigation_failed`, and the
+/// tab it made is not left "in use by another host": its Lease ended with the invocation.
+fn failed_open_leaves_no_tab_in_use(rig: &Rig, cwd: &Path) {
+    let home = &rig.home;
+    let error = fails(
+        home,
+        cwd,
+        &["open", "http://127.0.0.1:6000/"],
+        1,
+        "navigation_failed",
+    );
+    assert!(
+        error["message"].as_str().unwrap().contains("UNSAFE_PORT"),
+        "{error}"
+    );
+    let tabs = ok(home, cwd, &["tabs"]);
+    let tabs = tabs["tabs"].as_array().unwrap();
+    assert!(!tabs.is_empty());
+    for tab in tabs {
+        assert_eq!(tab["controlledElsewhere"], false, "{tabs:?}");
+    }
 }
 
 /// The second `bp` waits a bounded time for the tab the first one controls, then fails with

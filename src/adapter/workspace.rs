@@ -32,6 +32,9 @@ pub struct Workspace {
     closing: watch::Sender<bool>,
     /// The last fully processed event cursor (see `events.rs`). Memory only.
     pub(super) cursor: std::sync::Mutex<String>,
+    /// `previous` of the create answer: the Workspace this `clientKey` named before the Broker
+    /// reclaimed it as idle (told once, to the first create after the reclaim).
+    previous: Option<Value>,
 }
 
 impl BridgeSession {
@@ -66,6 +69,7 @@ impl BridgeSession {
                     .unwrap_or("cursor:0")
                     .to_owned(),
             ),
+            previous: created.get("previous").filter(|p| p.is_object()).cloned(),
         })
     }
 }
@@ -73,6 +77,12 @@ impl BridgeSession {
 impl Workspace {
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The reclaimed Workspace this one replaced under its `clientKey`, as the Broker described
+    /// it (`id`, `state: "expired"`, `reason`, `releasedAt`, `idleLimitMs`).
+    pub fn previous(&self) -> Option<&Value> {
+        self.previous.as_ref()
     }
 
     pub fn browser_id(&self) -> Option<&str> {

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use super::connection::{ConnectionContext, Session};
 use super::errors::from_store;
-use super::lifecycle::{optional_str, required_str};
+use super::lifecycle::{explain_missing, optional_str, required_str};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
@@ -133,11 +133,13 @@ pub async fn accept(
                 workspace_id.clone(),
                 lease_id.clone(),
             );
-            broker
+            if let Err(error) = broker
                 .store
                 .call_read(move |store| store.check_lease(&connection_id, &ws, &lease, now_ms()))
                 .await
-                .map_err(from_store)?;
+            {
+                return Err(explain_missing(context, session, &workspace_id, error).await);
+            }
             match def.scope() {
                 Scope::Target => ScopeIds::Target {
                     workspace_id,

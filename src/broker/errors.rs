@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::store::StoreError;
+use crate::store::{ReleaseReason, StoreError, TombstoneRow};
 
 pub fn from_store(error: StoreError) -> RpcError {
     match error {
@@ -49,4 +49,33 @@ pub fn from_store(error: StoreError) -> RpcError {
             RpcError::new(ErrorCode::InternalError, "internal store error")
         }
     }
+}
+
+/// The answer for a call naming a Workspace that ended: released by its host, or reclaimed by
+/// the idle sweep after `idle_limit_ms` without a Command, Lease call or poll (and with no
+/// Lease and no live Connection of its Principal).
+pub fn ended_workspace(tombstone: &TombstoneRow, idle_limit_ms: i64) -> RpcError {
+    match tombstone.reason {
+        ReleaseReason::Released => {
+            RpcError::new(ErrorCode::WorkspaceNotFound, "the Workspace was released")
+                .with_context("state", json!("released"))
+        }
+        ReleaseReason::Idle => RpcError::new(
+            ErrorCode::WorkspaceNotFound,
+            format!(
+                "the Workspace expired: nothing used it for {} s (no Command, Lease or poll, \
+                 no live Connection), so the Broker reclaimed it and closed its tabs",
+                idle_limit_ms / 1000
+            ),
+        )
+        .with_context("state", json!("expired"))
+        .with_context("reason", json!("idle"))
+        .with_context("idleLimitMs", json!(idle_limit_ms))
+        .with_remediation(
+            RemediationAction::RebuildState,
+            "Create a new Workspace and open the tabs again; keep a Lease or call at least once \
+             per idle limit to keep a Workspace.",
+        ),
+    }
+    .with_context("releasedAt", json!(tombstone.released_at))
 }

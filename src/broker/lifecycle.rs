@@ -7,7 +7,8 @@
 use serde_json::{Map, Value, json};
 
 use super::connection::{ConnectionContext, Session};
-use super::errors::from_store;
+use super::errors::{ended_workspace, from_store};
+use super::sweep::workspace_idle_limit_ms;
 use super::{artifacts, commands};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
@@ -16,7 +17,8 @@ use crate::protocol::internal::{PeerRole, RECEIVED_AT_MEMBER};
 use crate::protocol::negotiate::{self, CAPABILITIES, SERVICE_LIMITS};
 use crate::store::{
     ConnectionKind, CreateWorkspace, EventPoll, LeaseRow, NewConnection, NewLease, NewWorkspace,
-    PrincipalKey, ReleaseWorkspace, SqlValue, StoreError, WorkspaceLookup, WorkspaceRow,
+    PrincipalKey, ReleaseReason, ReleaseWorkspace, SqlValue, StoreError, WorkspaceLookup,
+    WorkspaceRow,
 };
 use crate::version::{EXECUTABLE_VERSION, SERVICE_VERSION, now_ms};
 
@@ -138,9 +140,7 @@ pub async fn close_connection(context: &ConnectionContext) {
             tracing::debug!(leases = released.len(), "connection closed");
             for lease in &released {
                 let browser = &context.broker.tools.browser;
-                browser
-                    .downloads_lease_ended(&lease.workspace_id, &lease.id)
-                    .await;
+                browser.lease_ended(&lease.workspace_id, &lease.id).await;
             }
         }
         Err(error) => tracing::error!(%error, "cannot close connection"),
@@ -272,15 +272,28 @@ async fn workspaces_create(
         .call(move |store| store.create_workspace(&new_workspace))
         .await
         .map_err(from_store)?;
-    let row = match created {
-        CreateWorkspace::Created(row) | CreateWorkspace::Existing(row) => row,
+    let (row, expired) = match created {
+        CreateWorkspace::Created(row) | CreateWorkspace::Existing(row) => (row, None),
+        CreateWorkspace::Replaced { row, expired } => (row, Some(expired)),
     };
     context
         .broker
         .events
         .hub()
         .add_workspace(&row.id, &session.principal);
-    Ok(workspace_json(&row))
+    let mut result = workspace_json(&row);
+    if let Some(expired) = expired {
+        // Said once, to the first create after the reclaim: the clientKey's previous Workspace
+        // did not simply vanish.
+        result["previous"] = json!({
+            "id": expired.workspace_id,
+            "state": "expired",
+            "reason": "idle",
+            "releasedAt": expired.released_at,
+            "idleLimitMs": workspace_idle_limit_ms(),
+        });
+    }
+    Ok(result)
 }
 
 async fn workspaces_get(
@@ -306,7 +319,7 @@ async fn workspaces_release(
     let outcome = context
         .broker
         .store
-        .call(move |store| store.release_workspace(&principal, &id, now))
+        .call(move |store| store.release_workspace(&principal, &id, now, ReleaseReason::Released))
         .await
         .map_err(from_store)?;
     let released_at = match outcome {
@@ -360,12 +373,16 @@ async fn leases_create(
         client_key: client_key(session, params)?,
         now: now_ms(),
     };
-    let row = context
+    let workspace_id = new_lease.workspace_id.clone();
+    let row = match context
         .broker
         .store
         .call(move |store| store.create_lease(&new_lease))
         .await
-        .map_err(from_store)?;
+    {
+        Ok(row) => row,
+        Err(error) => return Err(explain_missing(context, session, &workspace_id, error).await),
+    };
     context
         .broker
         .events
@@ -438,9 +455,7 @@ async fn leases_release(
         .await;
     let row = ended_lease(context, released).await?;
     let browser = &context.broker.tools.browser;
-    browser
-        .downloads_lease_ended(&row.workspace_id, &row.id)
-        .await;
+    browser.lease_ended(&row.workspace_id, &row.id).await;
     Ok(json!({"lease": {"id": row.id, "workspaceId": row.workspace_id}, "released": true}))
 }
 
@@ -588,15 +603,63 @@ async fn active_workspace(
         .call_read(move |store| store.get_workspace(&principal, &id))
         .await
         .map_err(from_store)?;
-    match lookup {
-        WorkspaceLookup::Active(row) => Ok(row),
-        WorkspaceLookup::Released(tombstone) => Err(RpcError::new(
-            ErrorCode::WorkspaceNotFound,
-            "the Workspace was released",
-        )
-        .with_context("state", json!("released"))
-        .with_context("releasedAt", json!(tombstone.released_at))),
-        WorkspaceLookup::NotFound => Err(from_store(crate::store::StoreError::WorkspaceNotFound)),
+    let row = match lookup {
+        WorkspaceLookup::Active(row) => row,
+        WorkspaceLookup::Released(tombstone) => {
+            return Err(ended_workspace(&tombstone, workspace_idle_limit_ms()));
+        }
+        WorkspaceLookup::NotFound => {
+            return Err(from_store(crate::store::StoreError::WorkspaceNotFound));
+        }
+    };
+    // A poll or a look counts as activity; it writes only when the clock is a second behind,
+    // so polling in a loop costs no write per call.
+    let now = now_ms();
+    if now - row.last_active_at >= ACTIVITY_RESOLUTION_MS {
+        let id = row.id.clone();
+        if let Err(error) = context
+            .broker
+            .store
+            .call(move |store| store.touch_workspace(&id, now))
+            .await
+        {
+            tracing::debug!(%error, "workspace activity not recorded");
+        }
+    }
+    Ok(row)
+}
+
+/// How stale a Workspace's idle clock may be before a read-only call (poll, get) writes it:
+/// the idle limit is minutes (at least seconds), so a second is precise enough and keeps
+/// polling write-free.
+const ACTIVITY_RESOLUTION_MS: i64 = 1_000;
+
+/// A store answer of "no such Workspace or Lease" on a call naming `workspace_id`, turned into
+/// "it was released / it expired, and why" when the Workspace's tombstone is still there.
+pub(super) async fn explain_missing(
+    context: &ConnectionContext,
+    session: &Session,
+    workspace_id: &str,
+    error: StoreError,
+) -> RpcError {
+    if !matches!(
+        error,
+        StoreError::WorkspaceNotFound | StoreError::LeaseNotFound
+    ) {
+        return from_store(error);
+    }
+    let principal = session.principal.clone();
+    let id = workspace_id.to_owned();
+    match context
+        .broker
+        .store
+        .call_read(move |store| store.get_workspace(&principal, &id))
+        .await
+    {
+        Ok(WorkspaceLookup::Released(tombstone)) => {
+            ended_workspace(&tombstone, workspace_idle_limit_ms())
+        }
+        _ => from_store(error),
     }
 }
 
@@ -675,9 +738,7 @@ pub async fn announce_expired(
 ) {
     for lease in &expired {
         let browser = &context_broker.tools.browser;
-        browser
-            .downloads_lease_ended(&lease.workspace_id, &lease.id)
-            .await;
+        browser.lease_ended(&lease.workspace_id, &lease.id).await;
     }
     // One store transaction for the whole sweep, however many Leases ended.
     let emits = expired

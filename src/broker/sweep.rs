@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::lifecycle::{announce_expired, purge_artifacts};
 use super::state::Broker;
+use crate::store::ReleaseReason;
 use crate::version::now_ms;
 
 /// How often expired Leases are reclaimed; with a 1 s minimum TTL this keeps expiry within 10%.
@@ -14,8 +15,26 @@ const LEASE_SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 /// How often idle Workspaces and the home directory are checked.
 const SLOW_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A Workspace with no Lease and no live Connection of its Principal for this long is released.
+/// A Workspace with no Lease and no live Connection of its Principal, and no Command, Lease
+/// call or poll for this long, is released (`BROWSER_PILOT_WORKSPACE_IDLE_MS` overrides it).
 const WORKSPACE_IDLE_RECLAIM_MS: i64 = 10 * 60 * 1000;
+
+/// Smallest and largest `BROWSER_PILOT_WORKSPACE_IDLE_MS`: below 5 s a host polling at a normal
+/// pace could lose its Workspace between two calls; above a day an abandoned one lingers.
+const WORKSPACE_IDLE_RANGE: std::ops::RangeInclusive<i64> = 5_000..=24 * 60 * 60 * 1000;
+
+/// How long a Workspace may go unused before the sweep reclaims it, read once.
+pub fn workspace_idle_limit_ms() -> i64 {
+    static LIMIT: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var("BROWSER_PILOT_WORKSPACE_IDLE_MS")
+            .ok()
+            .and_then(|ms| ms.parse::<i64>().ok())
+            .map_or(WORKSPACE_IDLE_RECLAIM_MS, |ms| {
+                ms.clamp(*WORKSPACE_IDLE_RANGE.start(), *WORKSPACE_IDLE_RANGE.end())
+            })
+    })
+}
 
 /// A gap this long between two Lease sweeps means the Broker itself was stalled (stopped,
 /// swapped out, starved): heartbeats may be waiting unread in its sockets.
@@ -96,7 +115,7 @@ async fn expire_leases(broker: &Arc<Broker>) {
 }
 
 async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
-    let idle_before = now_ms() - WORKSPACE_IDLE_RECLAIM_MS;
+    let idle_before = now_ms() - workspace_idle_limit_ms();
     let idle = match broker
         .store
         .call_read(move |store| store.inactive_workspaces(idle_before))
@@ -113,7 +132,9 @@ async fn reclaim_idle_workspaces(broker: &Arc<Broker>) {
         let principal = workspace.principal.clone();
         match broker
             .store
-            .call(move |store| store.release_workspace(&principal, &id, now_ms()))
+            .call(move |store| {
+                store.release_workspace(&principal, &id, now_ms(), ReleaseReason::Idle)
+            })
             .await
         {
             Ok(_) => {

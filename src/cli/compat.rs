@@ -262,12 +262,27 @@ impl Compat {
         let current = self.current().await?;
         match current.target_id.clone() {
             Some(target) => Ok((target, current)),
-            None => Err(
-                RpcError::invalid_params("there is no current tab").with_remediation(
-                    RemediationAction::OpenTab,
-                    "Open one with `bp open URL` or pick one with `bp tabs` and `bp tab N`.",
-                ),
-            ),
+            None => Err(match self.workspace.previous() {
+                // The Broker reclaimed the previous compatibility Workspace as idle and closed
+                // its tabs: say so, not merely that there is no tab.
+                Some(previous) => RpcError::new(
+                    ErrorCode::WorkspaceNotFound,
+                    format!(
+                        "bp's Workspace expired: nothing used it for {} s, so the Broker \
+                         reclaimed it and closed the tabs bp had opened",
+                        previous["idleLimitMs"].as_i64().unwrap_or_default() / 1000
+                    ),
+                )
+                .with_context("state", json!("expired"))
+                .with_context("reason", previous["reason"].clone())
+                .with_context("idleLimitMs", previous["idleLimitMs"].clone())
+                .with_context("releasedAt", previous["releasedAt"].clone()),
+                None => RpcError::invalid_params("there is no current tab"),
+            }
+            .with_remediation(
+                RemediationAction::OpenTab,
+                "Open one with `bp open URL` or pick one with `bp tabs` and `bp tab N`.",
+            )),
         }
     }
 

@@ -396,6 +396,23 @@ impl Registry {
             .collect()
     }
 
+    /// Ends every control this Lease held (it is gone) and returns those tabs, managed or not,
+    /// so no tab stays "controlled elsewhere" by a Lease nobody holds.
+    pub fn end_lease_control(&mut self, workspace_id: &str, lease_id: &str) -> Vec<TargetId> {
+        let mut ended = Vec::new();
+        for (target, entry) in &mut self.tabs {
+            if entry
+                .controller
+                .as_ref()
+                .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id)
+            {
+                entry.controller = None;
+                ended.push(target.clone());
+            }
+        }
+        ended
+    }
+
     /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
     pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, String)> {
         let Some(entry) = self.tabs.get(target) else {

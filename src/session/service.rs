@@ -693,6 +693,18 @@ impl BrowserService {
             .map(|(_, handle)| handle.ticket())
     }
 
+    /// A Lease ended (released, expired, or its Connection closed): its downloads stop, then
+    /// every tab it controlled is free at once (not "controlled elsewhere" until someone asks
+    /// for it) and the Workspace's network rules stop applying to the user tabs among them.
+    pub async fn lease_ended(&self, workspace_id: &str, lease_id: &str) {
+        self.downloads_lease_ended(workspace_id, lease_id).await;
+        let freed =
+            self.with_registry(|registry| registry.end_lease_control(workspace_id, lease_id));
+        for target in freed {
+            super::fetch::refresh_tab(self, &target).await;
+        }
+    }
+
     /// Hands control of a tab back; true when this Lease held it.
     pub fn release_control(
         &self,

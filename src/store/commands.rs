@@ -10,7 +10,7 @@ use super::error::StoreError;
 use super::limits::StoreLimits;
 use super::model::{CommandRow, CommandStatus, InsertCommand, NewCommand, PrincipalKey};
 use super::principals::{ensure_principal, find_principal};
-use super::workspaces::owns_workspace;
+use super::workspaces::{mark_active, owns_workspace};
 
 /// Columns read by `command_from_row`, in order.
 macro_rules! command_columns {
@@ -91,6 +91,9 @@ impl Store {
                 && !owns_workspace(transaction, principal_id, workspace_id)?
             {
                 return Err(StoreError::WorkspaceNotFound);
+            }
+            if let Some(workspace_id) = &command.workspace_id {
+                mark_active(transaction, workspace_id, command.accepted_at)?;
             }
             if let Some((owner, existing)) = find_command(transaction, &command.id)? {
                 if owner != principal_id || !same_request(&existing, command) {
@@ -339,7 +342,8 @@ impl Retention {
 mod tests {
     use super::super::testing::{outcome, principal, store, store_with, workspace};
     use super::super::{
-        CommandRow, CommandStatus, InsertCommand, NewCommand, PrincipalKey, Store, StoreLimits,
+        CommandRow, CommandStatus, InsertCommand, NewCommand, PrincipalKey, ReleaseReason, Store,
+        StoreLimits,
     };
 
     fn new_command(id: &str, owner: &PrincipalKey, key: Option<&str>) -> NewCommand {
@@ -719,7 +723,9 @@ mod tests {
 
         // Releasing a Workspace deletes its Commands by cascade; the totals follow.
         completed(&store, "command:other", &a, Some("1".to_owned()));
-        store.release_workspace(&a, "workspace:1", 30).unwrap();
+        store
+            .release_workspace(&a, "workspace:1", 30, ReleaseReason::Released)
+            .unwrap();
         assert_eq!(totals(&store, &a), ((0, 0), (0, 0)));
     }
 

@@ -58,6 +58,7 @@ const DATABASE_NAME_RANDOM_BYTES: usize = 16;
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_command_retention.sql"),
+    include_str!("../../migrations/0003_workspace_expiry.sql"),
 ];
 
 /// Numbers Stores within the process, so a writer thread knows whose units it runs.
@@ -415,7 +416,7 @@ mod tests {
 
     use super::super::testing::{connect, event, outcome, principal, store, workspace};
     use super::super::{
-        CommandStatus, EventPoll, NewCommand, NewLease, StoreError, WorkspaceLookup,
+        CommandStatus, EventPoll, NewCommand, NewLease, ReleaseReason, StoreError, WorkspaceLookup,
     };
     use super::{BUSY_TIMEOUT, BusyWait, MIGRATIONS, busy_wait};
 
@@ -619,7 +620,12 @@ mod tests {
                                     )?;
                                     let scratch = format!("workspace:{thread}:scratch:{round}");
                                     workspace(store, &scratch, &owner_);
-                                    store.release_workspace(&owner_, &scratch, 30)?;
+                                    store.release_workspace(
+                                        &owner_,
+                                        &scratch,
+                                        30,
+                                        ReleaseReason::Released,
+                                    )?;
                                     Ok(None)
                                 }),
                             )?;

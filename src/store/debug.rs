@@ -341,7 +341,7 @@ mod tests {
         check(
             &store,
             "PRAGMA user_version",
-            "[\"user_version\"] [[Integer(2)]]",
+            "[\"user_version\"] [[Integer(3)]]",
         );
         check(
             &store,

@@ -224,7 +224,7 @@ fn append_in(
 #[cfg(test)]
 mod tests {
     use super::super::testing::{event, outcome, principal, store, store_with, workspace};
-    use super::super::{EventPoll, Store, StoreLimits};
+    use super::super::{EventPoll, ReleaseReason, Store, StoreLimits};
 
     fn small_journal() -> Store {
         store_with(StoreLimits {
@@ -408,7 +408,9 @@ mod tests {
             "WorkspaceNotFound"
         );
         check(&store, "workspace:1", 0, 10, "page - next=0 done");
-        store.release_workspace(&owner, "workspace:1", 20).unwrap();
+        store
+            .release_workspace(&owner, "workspace:1", 20, ReleaseReason::Released)
+            .unwrap();
         let released = store.append_event(&event("workspace:1", 3));
         assert_eq!(
             outcome(released, |row| row.sequence.to_string()),

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension as _};
 use super::db::Store;
 use super::error::StoreError;
 use super::model::{LeaseRow, NewLease};
+use super::workspaces::mark_active;
 
 /// Columns read by `lease_from_row`, in order.
 macro_rules! lease_columns {
@@ -76,6 +77,7 @@ impl Store {
             if live.is_none() {
                 return Err(StoreError::ConnectionNotFound);
             }
+            mark_active(transaction, &lease.workspace_id, lease.now)?;
             let expires_at = lease.now.saturating_add(lease.ttl_ms);
             if let Some(client_key) = &lease.client_key {
                 let renewed = transaction
@@ -162,6 +164,7 @@ impl Store {
                     (&lease.id, now.saturating_add(lease.ttl_ms)),
                     lease_from_row,
                 )?;
+            mark_active(transaction, workspace_id, now)?;
             Ok(Ok(renewed))
         })
     }
@@ -186,6 +189,8 @@ impl Store {
             transaction
                 .prepare_cached("DELETE FROM leases WHERE lease_id = ?1")?
                 .execute([&lease.id])?;
+            // The idle clock starts when the last Lease goes, not when it was taken.
+            mark_active(transaction, workspace_id, now)?;
             Ok(Ok(lease))
         })
     }

@@ -23,7 +23,8 @@
 //!   `client.id + client.instanceId`; dropped once nothing refers to it.
 //! - `connections(connection_id, principal_id, kind, protocol_minor, opened_at)`.
 //! - `workspaces(workspace_key, workspace_id, principal_id, browser_id,
-//!   client_key, created_at, last_active_at)`; `workspace_key` is a private
+//!   client_key, created_at, last_active_at)`; `last_active_at` is the idle
+//!   clock, moved by Commands, Lease calls and polls; `workspace_key` is a private
 //!   integer that keys the journal; `client_key` unique per Principal among
 //!   active Workspaces.
 //! - `leases(lease_id, workspace_id, connection_id, client_key, ttl_ms,
@@ -47,8 +48,11 @@
 //!   `result_bytes` are those totals, kept by triggers.
 //! - `artifacts(artifact_id, workspace_id, kind, mime_type, byte_len, sha256,
 //!   created_at, expires_at, retained, sensitivity, file_name)`: metadata only.
-//! - `tombstones(workspace_id, principal_id, released_at)`: the newest
-//!   `max_tombstones` releases, for idempotent `workspaces/release`.
+//! - `tombstones(workspace_id, principal_id, released_at, reason, client_key)`:
+//!   the newest `max_tombstones` releases, for idempotent `workspaces/release`
+//!   and to say why a Workspace ended (`released` or `idle`); `client_key` is
+//!   kept until the first create with that key has been told of an idle
+//!   reclaim.
 //!
 //! Every bound in `StoreLimits` is enforced inside the same transaction as
 //! the write it bounds.
@@ -124,6 +128,6 @@ pub use limits::{
 pub use model::{
     ArtifactRow, CommandRow, CommandStatus, ConnectionKind, CreateWorkspace, EventPoll, EventRow,
     InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease, NewWorkspace,
-    PrincipalKey, QueryRows, ReleaseWorkspace, SqlValue, TombstoneRow, WorkspaceLookup,
-    WorkspaceRow,
+    PrincipalKey, QueryRows, ReleaseReason, ReleaseWorkspace, SqlValue, TombstoneRow,
+    WorkspaceLookup, WorkspaceRow,
 };

@@ -86,6 +86,40 @@ pub enum CreateWorkspace {
     Created(WorkspaceRow),
     /// The `clientKey` already named this active Workspace on the same browser.
     Existing(WorkspaceRow),
+    /// A new Workspace was inserted under a `clientKey` whose previous Workspace the idle
+    /// sweep reclaimed; reported once, to the first create after the reclaim.
+    Replaced {
+        /// The new Workspace.
+        row: WorkspaceRow,
+        /// The reclaimed one.
+        expired: TombstoneRow,
+    },
+}
+
+/// Why a Workspace ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseReason {
+    /// `workspaces/release` (or `bp` on the user's word).
+    Released,
+    /// The idle sweep: no Command, Lease or poll for the idle limit.
+    Idle,
+}
+
+impl ReleaseReason {
+    /// The `tombstones.reason` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Released => "released",
+            ReleaseReason::Idle => "idle",
+        }
+    }
+
+    fn parse(text: &str) -> ReleaseReason {
+        match text {
+            "idle" => ReleaseReason::Idle,
+            _ => ReleaseReason::Released,
+        }
+    }
 }
 
 /// A released Workspace remembered for repeated releases.
@@ -95,6 +129,15 @@ pub struct TombstoneRow {
     pub workspace_id: String,
     /// When it was released.
     pub released_at: i64,
+    /// Why.
+    pub reason: ReleaseReason,
+}
+
+impl TombstoneRow {
+    /// Decodes `reason` as stored.
+    pub(super) fn reason_from_column(text: &str) -> ReleaseReason {
+        ReleaseReason::parse(text)
+    }
 }
 
 /// Outcome of `Store::get_workspace`.

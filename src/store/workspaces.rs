@@ -10,8 +10,8 @@ use super::db::{Store, column_u64};
 use super::error::StoreError;
 use super::leases::{lease_columns, lease_from_row};
 use super::model::{
-    CreateWorkspace, NewWorkspace, PrincipalKey, ReleaseWorkspace, TombstoneRow, WorkspaceLookup,
-    WorkspaceRow,
+    CreateWorkspace, NewWorkspace, PrincipalKey, ReleaseReason, ReleaseWorkspace, TombstoneRow,
+    WorkspaceLookup, WorkspaceRow,
 };
 use super::principals::{ensure_principal, find_principal, forget_principal_if_unused};
 
@@ -55,6 +55,22 @@ fn find_workspace(
         .query_row((workspace_id, principal_id), workspace_from_row)
         .optional()?;
     Ok(workspace)
+}
+
+/// Records activity on a Workspace: every Command, Lease call and poll moves its idle clock,
+/// in the transaction that already writes for it. Never moves the clock backwards.
+pub(super) fn mark_active(
+    transaction: &Connection,
+    workspace_id: &str,
+    now: i64,
+) -> Result<(), StoreError> {
+    transaction
+        .prepare_cached(
+            "UPDATE workspaces SET last_active_at = ?2
+             WHERE workspace_id = ?1 AND last_active_at < ?2",
+        )?
+        .execute((workspace_id, now))?;
+    Ok(())
 }
 
 /// Whether `workspace_id` is active and owned by `principal_id`.
@@ -122,7 +138,17 @@ impl Store {
                 ))?;
             let created = find_workspace(transaction, principal_id, &workspace.id)?
                 .ok_or(StoreError::WorkspaceNotFound)?;
-            Ok(CreateWorkspace::Created(created))
+            let expired = match &workspace.client_key {
+                Some(client_key) => take_idle_predecessor(transaction, principal_id, client_key)?,
+                None => None,
+            };
+            Ok(match expired {
+                Some(expired) => CreateWorkspace::Replaced {
+                    row: created,
+                    expired,
+                },
+                None => CreateWorkspace::Created(created),
+            })
         })
     }
 
@@ -168,6 +194,7 @@ impl Store {
         principal: &PrincipalKey,
         id: &str,
         now: i64,
+        reason: ReleaseReason,
     ) -> Result<ReleaseWorkspace, StoreError> {
         self.write(|transaction| {
             let Some(principal_id) = find_principal(transaction, principal)? else {
@@ -196,6 +223,9 @@ impl Store {
                 ))?
                 .query_map([id], artifact_from_row)?
                 .collect::<Result<Vec<_>, _>>()?;
+            let client_key: Option<String> = transaction
+                .prepare_cached("SELECT client_key FROM workspaces WHERE workspace_id = ?1")?
+                .query_row([id], |row| row.get(0))?;
             // The journal has no foreign key (see the migration); Commands
             // go by ON DELETE CASCADE.
             transaction
@@ -209,10 +239,11 @@ impl Store {
                 .execute([id])?;
             transaction
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO tombstones (workspace_id, principal_id, released_at)
-                     VALUES (?1, ?2, ?3)",
+                    "INSERT OR REPLACE INTO tombstones
+                       (workspace_id, principal_id, released_at, reason, client_key)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?
-                .execute((id, principal_id, now))?;
+                .execute((id, principal_id, now, reason.as_str(), client_key))?;
             let pruned = transaction
                 .prepare_cached(
                     "DELETE FROM tombstones WHERE rowid <=
@@ -229,18 +260,19 @@ impl Store {
         })
     }
 
-    /// Sets `last_active_at` of an active Workspace.
+    /// Moves the idle clock of an active Workspace to `now` (never back), for activity that
+    /// writes nothing else (a poll).
     pub fn touch_workspace(&self, id: &str, now: i64) -> Result<(), StoreError> {
         self.write(|transaction| {
-            let changed = transaction
-                .prepare_cached(
-                    "UPDATE workspaces SET last_active_at = ?2 WHERE workspace_id = ?1",
-                )?
-                .execute((id, now))?;
-            match changed {
-                0 => Err(StoreError::WorkspaceNotFound),
-                _ => Ok(()),
+            if transaction
+                .prepare_cached("SELECT 1 FROM workspaces WHERE workspace_id = ?1")?
+                .query_row([id], |_| Ok(()))
+                .optional()?
+                .is_none()
+            {
+                return Err(StoreError::WorkspaceNotFound);
             }
+            mark_active(transaction, id, now)
         })
     }
 
@@ -272,16 +304,42 @@ fn find_tombstone(
 ) -> Result<Option<TombstoneRow>, StoreError> {
     let tombstone = transaction
         .prepare_cached(
-            "SELECT workspace_id, released_at FROM tombstones
+            "SELECT workspace_id, released_at, reason FROM tombstones
              WHERE workspace_id = ?1 AND principal_id = ?2",
         )?
-        .query_row((workspace_id, principal_id), |row| {
-            Ok(TombstoneRow {
-                workspace_id: row.get(0)?,
-                released_at: row.get(1)?,
-            })
-        })
+        .query_row((workspace_id, principal_id), tombstone_from_row)
         .optional()?;
+    Ok(tombstone)
+}
+
+fn tombstone_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<TombstoneRow> {
+    Ok(TombstoneRow {
+        workspace_id: row.get(0)?,
+        released_at: row.get(1)?,
+        reason: TombstoneRow::reason_from_column(&row.get::<_, String>(2)?),
+    })
+}
+
+/// The newest idle-reclaimed Workspace that had `client_key`, unlinked from the key so it is
+/// reported once.
+fn take_idle_predecessor(
+    transaction: &Connection,
+    principal_id: i64,
+    client_key: &str,
+) -> Result<Option<TombstoneRow>, StoreError> {
+    let tombstone = transaction
+        .prepare_cached(
+            "SELECT workspace_id, released_at, reason FROM tombstones
+             WHERE principal_id = ?1 AND client_key = ?2 AND reason = 'idle'
+             ORDER BY rowid DESC LIMIT 1",
+        )?
+        .query_row((principal_id, client_key), tombstone_from_row)
+        .optional()?;
+    transaction
+        .prepare_cached(
+            "UPDATE tombstones SET client_key = NULL WHERE principal_id = ?1 AND client_key = ?2",
+        )?
+        .execute((principal_id, client_key))?;
     Ok(tombstone)
 }
 
@@ -307,14 +365,18 @@ mod tests {
         connect, event, new_workspace, outcome, principal, store, store_with, workspace,
     };
     use super::super::{
-        ArtifactRow, CreateWorkspace, InsertCommand, NewCommand, NewLease, ReleaseWorkspace, Store,
-        StoreLimits, WorkspaceLookup,
+        ArtifactRow, CreateWorkspace, InsertCommand, NewCommand, NewLease, ReleaseReason,
+        ReleaseWorkspace, Store, StoreLimits, WorkspaceLookup,
     };
 
     fn render_create(created: CreateWorkspace) -> String {
         match created {
             CreateWorkspace::Created(row) => format!("created {}", row.id),
             CreateWorkspace::Existing(row) => format!("existing {}", row.id),
+            CreateWorkspace::Replaced { row, expired } => format!(
+                "created {} after {} ({:?} at {})",
+                row.id, expired.workspace_id, expired.reason, expired.released_at
+            ),
         }
     }
 
@@ -340,8 +402,8 @@ mod tests {
             WorkspaceLookup::Active(row) => format!("active {}", row.id),
             WorkspaceLookup::Released(tombstone) => {
                 format!(
-                    "released {} at {}",
-                    tombstone.workspace_id, tombstone.released_at
+                    "released {} at {} ({:?})",
+                    tombstone.workspace_id, tombstone.released_at, tombstone.reason
                 )
             }
             WorkspaceLookup::NotFound => "not found".to_owned(),
@@ -350,7 +412,7 @@ mod tests {
 
     fn check_release(store: &Store, name: &str, id: &str, now: i64, expect: &str) {
         let actual = outcome(
-            store.release_workspace(&principal(name), id, now),
+            store.release_workspace(&principal(name), id, now, ReleaseReason::Released),
             render_release,
         );
         assert_eq!(actual, expect, "release {id} by {name}");
@@ -397,7 +459,9 @@ mod tests {
             assert_eq!(actual, expect);
         }
         // A released Workspace frees its key.
-        store.release_workspace(&a, "workspace:1", 20).unwrap();
+        store
+            .release_workspace(&a, "workspace:1", 20, ReleaseReason::Released)
+            .unwrap();
         assert_eq!(
             create("workspace:6", &a, Some("k"), "browser:b"),
             "created workspace:6"
@@ -419,7 +483,9 @@ mod tests {
             "LimitExceeded { what: \"workspaces_per_principal\", limit: 2 }"
         );
         workspace(&store, "workspace:4", &principal("b"));
-        store.release_workspace(&a, "workspace:1", 20).unwrap();
+        store
+            .release_workspace(&a, "workspace:1", 20, ReleaseReason::Released)
+            .unwrap();
         workspace(&store, "workspace:3", &a);
     }
 
@@ -436,7 +502,12 @@ mod tests {
             "released leases=0 artifacts=0",
         );
         check_release(&store, "a", "workspace:1", 30, "already released at 20");
-        check_get(&store, "a", "workspace:1", "released workspace:1 at 20");
+        check_get(
+            &store,
+            "a",
+            "workspace:1",
+            "released workspace:1 at 20 (Released)",
+        );
         // Another Principal learns nothing.
         check_release(&store, "b", "workspace:1", 30, "not found");
         check_get(&store, "b", "workspace:1", "not found");
@@ -452,7 +523,9 @@ mod tests {
         for n in 1..=3 {
             let id = format!("workspace:{n}");
             workspace(&store, &id, &principal("a"));
-            store.release_workspace(&principal("a"), &id, n).unwrap();
+            store
+                .release_workspace(&principal("a"), &id, n, ReleaseReason::Released)
+                .unwrap();
         }
         check_release(&store, "a", "workspace:1", 9, "not found");
         check_release(&store, "a", "workspace:2", 9, "already released at 2");
@@ -554,7 +627,9 @@ mod tests {
             })
             .unwrap();
 
-        let released = store.release_workspace(&a, "workspace:1", 20).unwrap();
+        let released = store
+            .release_workspace(&a, "workspace:1", 20, ReleaseReason::Released)
+            .unwrap();
         let ReleaseWorkspace::Released {
             released_leases,
             released_artifacts,
@@ -622,5 +697,92 @@ mod tests {
                 .to_owned()),
             "WorkspaceNotFound"
         );
+    }
+
+    #[test]
+    fn activity_moves_the_idle_clock_forward_only() {
+        let store = store();
+        let a = principal("a");
+        workspace(&store, "workspace:1", &a);
+        connect(&store, "connection:a", &a);
+        let last_active = |store: &Store| match store.get_workspace(&a, "workspace:1").unwrap() {
+            WorkspaceLookup::Active(row) => row.last_active_at,
+            other => panic!("{other:?}"),
+        };
+        let lease = store
+            .create_lease(&NewLease {
+                id: "lease:1".to_owned(),
+                workspace_id: "workspace:1".to_owned(),
+                connection_id: "connection:a".to_owned(),
+                principal: a.clone(),
+                ttl_ms: 1_000,
+                client_key: None,
+                now: 20,
+            })
+            .unwrap();
+        assert_eq!(last_active(&store), 20);
+        store
+            .heartbeat_lease("connection:a", "workspace:1", &lease.id, 30, 30)
+            .unwrap();
+        assert_eq!(last_active(&store), 30);
+        store
+            .insert_command(&NewCommand {
+                id: "command:1".to_owned(),
+                principal: a.clone(),
+                workspace_id: Some("workspace:1".to_owned()),
+                connection_id: "connection:a".to_owned(),
+                method: "browser.observe".to_owned(),
+                generation: 1,
+                idempotency_key: None,
+                args_hash: [0; 32],
+                accepted_at: 40,
+                deadline_at: 100,
+                mutating: false,
+            })
+            .unwrap();
+        assert_eq!(last_active(&store), 40);
+        store.touch_workspace("workspace:1", 35).unwrap();
+        assert_eq!(last_active(&store), 40);
+        store
+            .release_lease("connection:a", "workspace:1", &lease.id, 50, 50)
+            .unwrap();
+        assert_eq!(last_active(&store), 50);
+    }
+
+    #[test]
+    fn an_idle_reclaim_is_told_once_to_its_client_key_and_by_id() {
+        let store = store();
+        let a = principal("a");
+        let create = |id: &str| {
+            outcome(
+                store.create_workspace(&new_workspace(id, &a, Some("bp:x"))),
+                render_create,
+            )
+        };
+        assert_eq!(create("workspace:1"), "created workspace:1");
+        store
+            .release_workspace(&a, "workspace:1", 20, ReleaseReason::Idle)
+            .unwrap();
+        check_get(
+            &store,
+            "a",
+            "workspace:1",
+            "released workspace:1 at 20 (Idle)",
+        );
+        assert_eq!(
+            create("workspace:2"),
+            "created workspace:2 after workspace:1 (Idle at 20)"
+        );
+        assert_eq!(create("workspace:3"), "existing workspace:2");
+        store
+            .release_workspace(&a, "workspace:2", 30, ReleaseReason::Released)
+            .unwrap();
+        check_get(
+            &store,
+            "a",
+            "workspace:2",
+            "released workspace:2 at 30 (Released)",
+        );
+        assert_eq!(create("workspace:4"), "created workspace:4");
     }
 }
