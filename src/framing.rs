@@ -49,8 +49,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 
     /// The next line without its `\n` (a trailing `\r` is kept: JSON treats it as white space).
     /// `Ok(None)` at end of input; a final line without a newline is still returned.
+    ///
+    /// Cancel-safe: a call dropped midway (a `select!` branch that lost) keeps the part of the
+    /// line it had read, and the next call continues it.
     pub async fn next_line(&mut self) -> Result<Option<Vec<u8>>, FramingError> {
-        self.buf.clear();
         loop {
             let available = self.inner.fill_buf().await?;
             if available.is_empty() {
@@ -199,7 +201,7 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::BufReader;
+    use tokio::io::{AsyncWriteExt, BufReader};
 
     async fn lines(input: &[u8], max: usize) -> Vec<Result<Vec<u8>, String>> {
         let mut reader = LineReader::new(BufReader::with_capacity(7, input), max);
@@ -238,6 +240,20 @@ mod tests {
         assert_eq!(
             lines(&over, 10).await,
             vec![Err("line exceeds the 10-byte limit".into())]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_read_keeps_the_part_it_had_read() {
+        let (mut tx, rx) = tokio::io::duplex(64);
+        let mut reader = LineReader::new(BufReader::new(rx), 64);
+        tx.write_all(b"{\"half\":").await.unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_millis(50), reader.next_line());
+        assert!(first.await.is_err(), "no complete line yet");
+        tx.write_all(b"1}\n").await.unwrap();
+        assert_eq!(
+            reader.next_line().await.unwrap(),
+            Some(b"{\"half\":1}".to_vec())
         );
     }
 

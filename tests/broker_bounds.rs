@@ -1,6 +1,8 @@
 //! The Broker bounds its own peers, not only the bridge: raw local-socket peers that send a huge
 //! handshake, a huge line, or open more Connections than the cap are refused or contained, and
-//! the bridges beside them keep working. A role claimed in the handshake grants nothing.
+//! the bridges beside them keep working. A role claimed in the handshake grants nothing. A peer
+//! that completes the handshake but does not initialize in time is closed, and a peer that goes
+//! on after `shutdown` gets a structured answer.
 
 mod support;
 
@@ -385,4 +387,72 @@ fn a_peer_that_never_reads_is_refused_then_closed() {
 
 fn ws_placeholder() -> &'static str {
     "workspace:00000000000000000000000000000000"
+}
+
+/// The initialize deadline a test Broker uses (`BROWSER_PILOT_INITIALIZE_TIMEOUT_MS`).
+const TEST_INITIALIZE_TIMEOUT_MS: &str = "1500";
+
+#[test]
+fn a_peer_that_does_not_initialize_in_time_is_closed() {
+    let home = TestHome::new().with_env(
+        "BROWSER_PILOT_INITIALIZE_TIMEOUT_MS",
+        TEST_INITIALIZE_TIMEOUT_MS,
+    );
+    let (mut bridge, ws, lease) = bystander(&home);
+    // Handshaken first, and initialized: its deadline passes before the idle peer's.
+    let mut initialized = RawPeer::connect(&home);
+    assert!(initialized.hello("bridge").get("welcome").is_some());
+    let init = initialized.call(
+        1,
+        "initialize",
+        initialize_params("com.example.prompt", "i1", (1, 1)),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    for role in ["bridge", "cli"] {
+        let mut idle = RawPeer::connect(&home);
+        assert!(idle.hello(role).get("welcome").is_some());
+        assert_eq!(idle.line(), None, "{role}: the idle peer is closed");
+    }
+    let listed = initialized.call(2, "tools/list", json!({}));
+    assert!(listed.get("result").is_some(), "{listed}");
+    still_fine(&mut bridge, &ws, &lease);
+}
+
+#[test]
+fn a_peer_that_goes_on_after_shutdown_gets_a_structured_answer() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+    let mut peer = RawPeer::connect(&home);
+    assert!(peer.hello("bridge").get("welcome").is_some());
+    let init = peer.call(
+        1,
+        "initialize",
+        initialize_params("com.example.after", "i1", (1, 1)),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    let workspace = peer.call(2, "workspaces/create", json!({}));
+    let workspace_id = workspace["result"]["workspace"]["id"].clone();
+    assert_eq!(peer.call(3, "shutdown", json!({}))["result"], json!({}));
+    let calls = [
+        ("workspaces/create", json!({})),
+        ("workspaces/get", json!({"workspaceId": workspace_id})),
+        ("tools/list", json!({})),
+        (
+            "commands/get",
+            json!({"commandId": "command:x", "workspaceId": workspace_id}),
+        ),
+        ("shutdown", json!({})),
+    ];
+    for (id, (method, params)) in (4..).zip(calls) {
+        let answer = peer.call(id, method, params);
+        assert_eq!(answer["id"], id, "{answer}");
+        let data = &answer["error"]["data"];
+        assert_eq!(data["code"], "not_initialized", "{method}: {answer}");
+        assert_eq!(
+            data["context"]["reason"], "connection_shut_down",
+            "{answer}"
+        );
+        assert_eq!(data["retryable"], false, "{answer}");
+    }
+    still_fine(&mut bridge, &ws, &lease);
 }

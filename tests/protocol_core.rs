@@ -70,6 +70,13 @@ fn malformed_input_matrix_is_fatal_for_that_bridge_only() {
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":[]}\n".to_vec(),
             "invalid_request",
         ),
+        ("blank line", b"\n".to_vec(), "parse_error"),
+        ("white-space-only line", b" \t \r\n".to_vec(), "parse_error"),
+        (
+            "leading BOM",
+            b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n".to_vec(),
+            "parse_error",
+        ),
     ];
     for (name, bytes, want) in cases {
         let mut bridge = home.spawn_bridge();
@@ -81,6 +88,15 @@ fn malformed_input_matrix_is_fatal_for_that_bridge_only() {
         assert_eq!(message["id"], Value::Null, "{name}: {message}");
         assert_eq!(error_code(&message), want, "{name}: {message}");
         assert_eq!(message["error"]["data"]["retryable"], false, "{name}");
+        let reason = match name {
+            "blank line" | "white-space-only line" => json!("blank_line"),
+            "leading BOM" => json!("bom"),
+            _ => Value::Null,
+        };
+        assert_eq!(
+            message["error"]["data"]["context"]["reason"], reason,
+            "{name}: {message}"
+        );
         let code = bridge
             .wait_exit(Duration::from_secs(10))
             .unwrap_or_else(|| panic!("{name}: bridge did not exit"));

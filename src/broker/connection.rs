@@ -8,7 +8,9 @@
 //! out-of-band requests (`commands/get`, `commands/cancel`, dialog tools) run beside them once
 //! the lines before them are accepted, so only their execution and response overtake.
 //! Responses are never dropped; notifications go through a bounded queue. When the peer closes
-//! its side, the Connection's Leases are released immediately. This file knows no tool or
+//! its side, the Connection's Leases are released immediately. A peer that does not initialize
+//! within `INITIALIZE_TIMEOUT` of its handshake is closed, and requests after `shutdown` are
+//! answered `not_initialized`. This file knows no tool or
 //! store semantics beyond which lines create Commands.
 
 use std::collections::BTreeSet;
@@ -33,6 +35,34 @@ use crate::version::{IPC_VERSION, SERVICE_VERSION};
 
 /// A peer must send its handshake this quickly after connecting.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A peer that completed the handshake must have an initialized Connection this soon, or it is
+/// closed: idle peers cannot hold the live-Connection slots.
+pub const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Test knob lowering (or raising) `INITIALIZE_TIMEOUT`, in milliseconds.
+const INITIALIZE_TIMEOUT_ENV: &str = "BROWSER_PILOT_INITIALIZE_TIMEOUT_MS";
+
+/// Bounds of `BROWSER_PILOT_INITIALIZE_TIMEOUT_MS`.
+const INITIALIZE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 100..=600_000;
+
+/// `INITIALIZE_TIMEOUT`, or `BROWSER_PILOT_INITIALIZE_TIMEOUT_MS` clamped to its range; read once
+/// per Broker.
+fn initialize_timeout() -> Duration {
+    static TIMEOUT: OnceLock<Duration> = OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        std::env::var(INITIALIZE_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|ms| {
+                Duration::from_millis(ms.clamp(
+                    *INITIALIZE_TIMEOUT_RANGE_MS.start(),
+                    *INITIALIZE_TIMEOUT_RANGE_MS.end(),
+                ))
+            })
+            .unwrap_or(INITIALIZE_TIMEOUT)
+    })
+}
 
 /// Largest handshake line: a `Hello` is a few hundred bytes; 16 KiB leaves room for long
 /// version strings without letting a raw peer make the Broker buffer more.
@@ -253,8 +283,25 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     // Set once the bridge announced the end of its input (a graceful close, done in order by
     // the worker).
     let mut input_closed = false;
+    let initialize_by = tokio::time::Instant::now() + initialize_timeout();
+    let mut awaiting_initialize = true;
     loop {
-        let line = match reader.next_line().await {
+        let next = match awaiting_initialize {
+            // `next_line` is cancel-safe: a line in progress when the timer fires is kept.
+            true => tokio::select! {
+                line = reader.next_line() => line,
+                _ = tokio::time::sleep_until(initialize_by) => {
+                    if context.session.get().is_some() {
+                        awaiting_initialize = false;
+                        continue;
+                    }
+                    tracing::debug!("the peer did not initialize in time; closing");
+                    break;
+                }
+            },
+            false => reader.next_line().await,
+        };
+        let line = match next {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(error) => {
@@ -369,6 +416,19 @@ async fn handle(
         unaccepted,
         ..
     } = request;
+    // After `shutdown` (or the input-closed notice) the Connection has no session: a direct
+    // socket peer that goes on is told so.
+    if context.closed.load(std::sync::atomic::Ordering::SeqCst) {
+        drop(unaccepted);
+        return Some(
+            RpcError::new(
+                ErrorCode::NotInitialized,
+                "this Connection was shut down; open a new Connection and initialize it",
+            )
+            .with_context("reason", json!("connection_shut_down"))
+            .response(&id),
+        );
+    }
     // artifacts/import: checked in input order here, the copy runs beside later calls, so a
     // slow client file system holds up only this call.
     if method == "artifacts/import"

@@ -1,7 +1,9 @@
 //! Classifying one inbound line as a JSON-RPC 2.0 request or notification.
 //!
 //! Owns the envelope rules of the contract: UTF-8, one JSON object, `jsonrpc: "2.0"`, a string
-//! `method`, an id that is a non-empty string or a safe integer, `params` an object when present.
+//! `method`, an id that is a non-empty string or a safe integer, `params` an object when present;
+//! a blank (or white-space-only) line and a line starting with a byte order mark are errors
+//! whose `context.reason` names them.
 //! A failure here is fatal for the bridge (the caller answers with `id: null` and exits). Method
 //! semantics and parameter shapes are decided elsewhere.
 
@@ -11,6 +13,9 @@ use super::errors::{ErrorCode, RpcError};
 
 /// The largest integer id a JavaScript host can represent exactly: 2^53 - 1.
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// The UTF-8 byte order mark; the framing is plain UTF-8 without one.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A well-formed inbound message.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +41,24 @@ impl Inbound {
 
 /// Decodes and checks one line. Every error returned is an envelope error (fatal for a bridge).
 pub fn classify(line: &[u8]) -> Result<Inbound, RpcError> {
+    // Named causes for input that is never a message, so a host sees what it wrote wrong.
+    if line.starts_with(UTF8_BOM) {
+        return Err(RpcError::new(
+            ErrorCode::ParseError,
+            "a line starts with a byte order mark",
+        )
+        .with_context("reason", serde_json::json!("bom")));
+    }
+    if line
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        return Err(RpcError::new(
+            ErrorCode::ParseError,
+            "a blank line is not a message (one JSON object per line)",
+        )
+        .with_context("reason", serde_json::json!("blank_line")));
+    }
     let text = std::str::from_utf8(line)
         .map_err(|_| RpcError::new(ErrorCode::ParseError, "input is not valid UTF-8"))?;
     let value: Value = serde_json::from_str(text)
@@ -220,6 +243,23 @@ mod tests {
                 "{valid}"
             );
         }
+    }
+
+    #[test]
+    fn blank_lines_and_a_bom_are_named() {
+        let reason = |line: &[u8]| {
+            let error = classify(line).unwrap_err();
+            assert_eq!(error.code, ErrorCode::ParseError);
+            error.context.unwrap()["reason"].clone()
+        };
+        for blank in [&b""[..], b" ", b" \t\r"] {
+            assert_eq!(reason(blank), "blank_line");
+        }
+        assert_eq!(
+            reason(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"),
+            "bom"
+        );
+        assert_eq!(reason(b"\xEF\xBB\xBF"), "bom");
     }
 
     #[test]
