@@ -3,7 +3,8 @@
 //! downloads by link (`download` attribute), by `Content-Disposition` navigation and by script
 //! (a blob and an anchor's `download`), each `completed` as a `download` Artifact readable
 //! through `artifacts/get` while the browser's own copy is gone; a response the server cuts off
-//! (`failed`, `interrupted`); one past the byte quota (`cancelled`, `quota_exceeded`);
+//! (`failed`, `interrupted`); one past the byte quota (`cancelled`, `quota_exceeded`), and one
+//! of unannounced length stopped near the quota;
 //! concurrent downloads of two Workspaces kept apart; downloads in an uncontrolled user tab and
 //! in a user tab after `browser.tabs.release` neither captured nor redirected; staging 0700,
 //! Artifact files 0600; staging gone after Workspace release; a popup that turns into a
@@ -45,6 +46,7 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 </script>
 <a href="/cut">Cut off</a>
 <a href="/slow/big.bin?n=1048576">Too big</a>
+<a href="/stream/unsized.bin?n=8388608">Too big, no length</a>
 <a href="/slow/conc-a.bin?n=40000">Concurrent A</a>
 <a href="/slow/conc-b.bin?n=40000">Concurrent B</a>
 <a href="/slow/closing.bin?n=400000">Long download</a>
@@ -74,7 +76,7 @@ fn body_for(name: &str, n: usize) -> Vec<u8> {
 
 /// A fixture server for downloads: `/links` (any query) the page above, `/file/NAME` a plain
 /// text file, `/attach/NAME?n=N` an attachment, `/slow/NAME?n=N` an attachment sent in 8 KiB
-/// steps 30 ms apart, `/cut` an attachment of announced 256 KiB cut off after 100 KiB.
+/// steps 30 ms apart, `/stream/NAME?n=N` one without a length sent in 16 KiB steps 20 ms apart, `/cut` an attachment of announced 256 KiB cut off after 100 KiB.
 fn serve_downloads() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -137,6 +139,21 @@ fn serve_one(mut stream: TcpStream) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(30));
+        }
+    } else if let Some(name) = route.strip_prefix("/stream/") {
+        // No Content-Length: the browser learns the size only as bytes arrive.
+        let _ = stream.write_all(
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"{name}\"\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        for chunk in body_for(name, n).chunks(16 * 1024) {
+            if stream
+                .write_all(chunk)
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     } else if route == "/cut" {
         let _ = stream
@@ -419,6 +436,19 @@ fn downloads_are_scoped_artifacts() {
     assert_eq!(ended["totalBytes"], 1_048_576);
     assert_eq!(ended["hints"][0]["reason"], "quota_exceeded");
     assert!(!downloads.join("big.bin").exists());
+
+    // Past the quota with no announced length: stopped near the quota, not long after it.
+    a.click(&tab_a, "link", "Too big, no length");
+    let (_, ended) = a.lifecycle("unsized.bin");
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert_eq!(ended["reason"], "quota_exceeded");
+    assert_eq!(ended["totalBytes"], 0, "no length was announced");
+    let received = ended["receivedBytes"].as_u64().unwrap();
+    assert!(
+        received <= (QUOTA + QUOTA / 4) as u64,
+        "{received} bytes received for a quota of {QUOTA}"
+    );
+    assert!(!downloads.join("unsized.bin").exists());
 
     // Five downloads begun at once in one session: four run, the fifth is over the quota.
     a.click(&tab_a, "button", "Burst of five");
