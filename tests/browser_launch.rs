@@ -216,6 +216,7 @@ fn launch_is_idempotent_and_stop_closes_the_browser() {
         assert_eq!(mode, 0o700, "{}", dir.display());
     }
     let browser = browser_pid(&home);
+    assert!(home.join("browser").join("launch.json").exists());
 
     // Launch again: same browser, same id.
     let again = json_stdout(&run(&home, &["browser", "launch", "--headless"]));
@@ -226,6 +227,10 @@ fn launch_is_idempotent_and_stop_closes_the_browser() {
     assert_eq!(stopped["stopped"], true);
     assert!(!pid_alive(browser), "the browser exited");
     assert!(!socket.exists(), "the keeper removed its socket");
+    assert!(
+        !home.join("browser").join("launch.json").exists(),
+        "a stopped browser is not relaunched by browser.connect"
+    );
     let stopped = json_stdout(&run(&home, &["browser", "stop"]));
     assert_eq!(stopped["stopped"], false);
 }

@@ -11,9 +11,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::chromium::OwnCdp;
+use support::chromium::{Fixtures, OwnCdp};
 use support::rig::{Agent, Rig};
-use support::{pid_alive, unsafe_kill, wait_until};
+use support::{BIN, TestHome, pid_alive, unsafe_kill, wait_until};
 
 /// The Broker's janitor child: the process whose parent is the Broker and whose command line
 /// carries the private role argument.
@@ -209,4 +209,80 @@ fn a_navigation_in_flight_when_the_janitor_dies_is_unknown_outcome() {
     let (code, error) = agent.tool_err("browser.tabs.list", None, json!({}));
     assert_eq!(code, "browser_disconnected", "{error}");
     assert_eq!(error["data"]["retryable"], true);
+}
+
+/// Stops the home's managed browser even when an assertion failed midway.
+struct StopManaged<'a>(&'a TestHome);
+
+impl Drop for StopManaged<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(BIN, &["browser", "stop"]);
+    }
+}
+
+/// The managed browser's pid, from its profile's `SingletonLock` (`<host>-<pid>`).
+fn managed_browser_pid(home: &TestHome) -> u32 {
+    let lock = home
+        .path()
+        .join("browser")
+        .join("managed-profile")
+        .join("SingletonLock");
+    let target = std::fs::read_link(lock).unwrap();
+    let target = target.to_string_lossy().into_owned();
+    target.rsplit_once('-').unwrap().1.parse().unwrap()
+}
+
+#[test]
+fn the_managed_browser_outlives_its_janitor_and_is_relaunched_after_its_death() {
+    // Only the managed profile is discovered: the browser the keeper holds on its pipe.
+    let home = TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "");
+    let fixtures = Fixtures::start();
+    let _stop = StopManaged(&home);
+    let (code, out, err) = home.run(BIN, &["browser", "launch", "--headless"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let browser = managed_browser_pid(&home);
+    let mut agent = Agent::with_home(&home, "com.example.keeper");
+    let connected = agent.connect();
+    let first = connected["browserConnectionGeneration"].as_u64().unwrap();
+    let url = fixtures.url("/page/kept-through-the-keeper");
+    agent.tool("browser.open", None, json!({"url": url}));
+
+    // The janitor dies: the browser and the tab live on; the next connect goes through the
+    // keeper again, in a newer generation, and finds the tab as the Workspace's own.
+    let broker = home.broker_pid().expect("broker pid");
+    unsafe_kill(
+        janitor_pid(broker).expect("the Broker's janitor runs"),
+        "KILL",
+    );
+    let lost = agent.wait_event("connection.lost");
+    assert_eq!(lost["payload"]["generation"], first);
+    assert!(pid_alive(browser), "a janitor death never ends the browser");
+    let again = agent.connect();
+    let second = again["browserConnectionGeneration"].as_u64().unwrap();
+    assert!(second > first, "{again}");
+    let restored = agent.wait_event("connection.restored");
+    assert_eq!(restored["payload"]["generation"], second);
+    let tabs = agent.tabs();
+    let tab = tabs
+        .iter()
+        .find(|t| t["url"] == url)
+        .unwrap_or_else(|| panic!("the tab is still there: {tabs:?}"));
+    assert_eq!(tab["managed"], true, "{tab}");
+    let observation = agent.tool("browser.observe", Some(&tab["targetId"]), json!({}));
+    assert_eq!(observation["title"], "kept-through-the-keeper");
+
+    // The browser dies: the loss is journaled, and browser.connect launches the managed
+    // profile again.
+    unsafe_kill(browser, "KILL");
+    let lost = agent.wait_event("connection.lost");
+    assert_eq!(lost["payload"]["generation"], second);
+    let relaunched = agent.connect();
+    let third = relaunched["browserConnectionGeneration"].as_u64().unwrap();
+    assert!(third > second, "{relaunched}");
+    let new_browser = managed_browser_pid(&home);
+    assert_ne!(new_browser, browser);
+    assert!(pid_alive(new_browser));
+    let url = fixtures.url("/page/after-the-relaunch");
+    agent.tool("browser.open", None, json!({"url": url}));
+    assert!(agent.tabs().iter().any(|t| t["url"] == url));
 }

@@ -34,6 +34,11 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Budget for the one WebSocket that sends `Browser.close`.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How the managed browser was last launched, in `<home>/browser`: what
+/// `browser.connect` relaunches it with after it died. `browser stop`
+/// removes it, so a stopped browser stays stopped.
+const LAUNCH_RECORD: &str = "launch.json";
+
 /// The keeper's diagnostics, in `<home>/browser`.
 const KEEPER_LOG: &str = "keeper.log";
 
@@ -134,6 +139,7 @@ pub fn launch_cli(
     loop {
         let candidate = inspect_managed(home);
         if candidate.endpoint().is_some() {
+            write_record(home, headless, &executable);
             if let Some(child) = child {
                 // Reap the browser when it exits, without blocking anyone.
                 std::thread::spawn(move || {
@@ -165,6 +171,12 @@ pub fn launch_cli(
 /// process is gone. Returns `false` when it was not running.
 pub fn stop_cli(home: &Path) -> Result<bool, LaunchError> {
     let profile_dir = managed_profile_dir(home);
+    match std::fs::remove_file(home.join("browser").join(LAUNCH_RECORD)) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            tracing::warn!(%error, "cannot remove the managed browser's launch record");
+        }
+        _ => {}
+    }
     let stopped = match crate::keeper::close(&keeper_socket(&profile_dir), STOP_TIMEOUT)? {
         true => true,
         false => stop_port_browser(home)?,
@@ -204,6 +216,36 @@ fn stop_port_browser(home: &Path) -> Result<bool, LaunchError> {
         std::thread::sleep(POLL_INTERVAL);
     }
     Ok(true)
+}
+
+/// Launches the managed browser again as it was last launched, when it was
+/// launched and not stopped since (it died). `Ok(None)`: nothing to relaunch.
+/// Blocking.
+pub fn relaunch(home: &Path) -> Result<Option<Candidate>, LaunchError> {
+    let Ok(text) = std::fs::read_to_string(home.join("browser").join(LAUNCH_RECORD)) else {
+        return Ok(None);
+    };
+    let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    let (Some(headless), Some(executable)) = (
+        record["headless"].as_bool(),
+        record["executable"].as_str().map(PathBuf::from),
+    ) else {
+        return Ok(None);
+    };
+    launch_cli(home, headless, Some(executable)).map(Some)
+}
+
+fn write_record(home: &Path, headless: bool, executable: &Path) {
+    let record = serde_json::json!({
+        "headless": headless,
+        "executable": executable.to_string_lossy(),
+    });
+    if let Err(error) = std::fs::write(home.join("browser").join(LAUNCH_RECORD), record.to_string())
+    {
+        tracing::warn!(%error, "cannot record how the managed browser was launched");
+    }
 }
 
 /// The last non-empty line of the keeper's log, as ": <line>" (bounded).

@@ -17,4 +17,4 @@ pub use candidate::{
 pub use discovery::{
     DISCOVERY_DIRS_ENV, DiscoveryConfig, PROBE_TIMEOUT, discover, managed_profile_dir, select,
 };
-pub use launch::{CHROMIUM_ENV, LaunchError, launch_cli, stop_cli};
+pub use launch::{CHROMIUM_ENV, LaunchError, launch_cli, relaunch, stop_cli};

@@ -253,10 +253,18 @@ impl BrowserService {
             us = started.elapsed().as_micros() as u64,
             "connect: candidates"
         );
-        let candidate = candidates
+        let mut candidate = candidates
             .iter()
             .find(|c| c.id == browser_id)
             .ok_or_else(|| ConnectError::UnknownBrowser(browser_id.to_owned()))?;
+        // The managed browser died (it was launched and not stopped since): launch it again.
+        let relaunched = match candidate.managed && candidate.endpoint().is_none() {
+            true => self.relaunch_managed().await,
+            false => None,
+        };
+        if let Some(relaunched) = relaunched.as_ref().filter(|c| c.id == browser_id) {
+            candidate = relaunched;
+        }
         let Some(endpoint) = candidate.endpoint() else {
             return Err(ConnectError::NotReady {
                 remediation: candidate.to_json().get("remediation").cloned(),
@@ -356,6 +364,20 @@ impl BrowserService {
             reused: false,
             restored,
         })
+    }
+
+    /// Relaunches the managed browser as it was last launched (`browser::relaunch`, off the
+    /// tokio workers); `None` when it was never launched, was stopped, or did not come up.
+    async fn relaunch_managed(&self) -> Option<Candidate> {
+        let home = self.inner.home.root().to_owned();
+        match tokio::task::spawn_blocking(move || browser::relaunch(&home)).await {
+            Ok(Ok(relaunched)) => relaunched,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "relaunching the managed browser failed");
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     async fn spawn_janitor(

@@ -43,7 +43,12 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(rig: &Rig, client: &str) -> Agent {
-        let mut bridge = rig.home.spawn_bridge();
+        Agent::with_home(&rig.home, client)
+    }
+
+    /// An agent of a home without a test-owned Chromium (the Broker-managed one, say).
+    pub fn with_home(home: &TestHome, client: &str) -> Agent {
+        let mut bridge = home.spawn_bridge();
         bridge.initialize(client, "i1");
         let ws = bridge.ok("workspaces/create", json!({}));
         let workspace_id = ws["workspace"]["id"].clone();
