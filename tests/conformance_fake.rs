@@ -204,9 +204,9 @@ fn main_binary_takes_the_command_right_after_the_separator() {
 }
 
 #[test]
-fn fake_without_browser_tools_skips_browser_checks() {
+fn fake_without_browser_tools_fails_rather_than_skips() {
     let run = run_fake("no_browser_tools", &[]);
-    assert_eq!(run.status, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.status, 1, "stderr: {}", run.stderr);
     for name in [
         "initialize",
         "tools_list",
@@ -216,19 +216,24 @@ fn fake_without_browser_tools_skips_browser_checks() {
     ] {
         assert_status(&run, name, "passed");
     }
-    for name in ["managed_target", "observation", "screenshot_artifact"] {
-        assert_status(&run, name, "skipped");
-    }
+    assert_status(&run, "managed_target", "failed");
+    let failure = &check(&run, "managed_target")["error"];
+    assert_eq!(failure["code"], "tool_not_advertised", "{}", run.stdout);
     assert!(
-        check(&run, "managed_target")["reason"]
+        failure["message"]
             .as_str()
-            .is_some_and(|reason| reason.contains("browser.open"))
+            .is_some_and(|message| message.contains("browser.open")),
+        "{failure}"
     );
-    assert_eq!(
-        check(&run, "observation")["reason"],
-        "depends on skipped managed_target"
-    );
-    assert_eq!(run.report["counts"]["skipped"], 3);
+    for name in ["observation", "screenshot_artifact"] {
+        assert_status(&run, name, "skipped");
+        assert_eq!(
+            check(&run, name)["reason"],
+            "depends on failed managed_target"
+        );
+    }
+    assert_eq!(run.report["passed"], false);
+    assert_eq!(run.report["counts"]["failed"], 1);
 }
 
 #[test]
@@ -460,6 +465,16 @@ fn unwritable_report_path_exits_two() {
     );
     assert_eq!(run.status, 2, "{}", run.stderr);
     assert!(run.stderr.contains("--report"));
+    // Checked before anything runs: no bridge was started and no report printed.
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(!run.stderr.contains("conformance "), "{}", run.stderr);
+    // A directory is no report file either, whatever the run would have found.
+    let run = run_fake(
+        "tabs_without_target",
+        &["--report", dir.path().to_str().expect("UTF-8 temp path")],
+    );
+    assert_eq!(run.status, 2, "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
 #[cfg(unix)]

@@ -140,11 +140,12 @@ fn remediation_text(remediation: &Remediation) -> String {
     }
 }
 
-/// How a check that did not fail ended.
+/// How a check that did not fail ended. A check never skips itself: a tool the suite needs
+/// that is not advertised fails it (`tool_not_advertised`); only the suite skips checks whose
+/// prerequisite did not pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Passed,
-    Skipped(String),
 }
 
 /// What `initialize` told the runner.
@@ -479,13 +480,26 @@ pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failu
     Ok(Outcome::Passed)
 }
 
+/// Fails unless `tools/list` advertised every one of `names`: a conforming executable offers
+/// the browser tools the suite exercises.
+fn require_tools(session: &Session, names: &[&str]) -> Result<(), Failure> {
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| !session.has_tool(name))
+        .collect();
+    match missing.is_empty() {
+        true => Ok(()),
+        false => Err(Failure::new(
+            RunnerCode::ToolNotAdvertised,
+            format!("tools/list does not advertise {}", missing.join(", ")),
+        )),
+    }
+}
+
 /// Opens one managed `about:blank` target and finds it in the inventory.
 pub fn managed_target(session: &mut Session) -> Result<Outcome, Failure> {
-    if !session.has_tool("browser.open") || !session.has_tool("browser.tabs.list") {
-        return Ok(Outcome::Skipped(
-            "browser.open and browser.tabs.list are not both advertised".to_owned(),
-        ));
-    }
+    require_tools(session, &["browser.open", "browser.tabs.list"])?;
     let negotiated = session.negotiated.clone().unwrap_or_default();
     if !negotiated.any_browser_ready {
         let message = match (&negotiated.remediation, negotiated.n_candidates) {
@@ -530,11 +544,7 @@ pub fn managed_target(session: &mut Session) -> Result<Outcome, Failure> {
 
 /// One bounded Observation of the managed target.
 pub fn observation(session: &mut Session) -> Result<Outcome, Failure> {
-    if !session.has_tool("browser.observe") {
-        return Ok(Outcome::Skipped(
-            "browser.observe is not advertised".to_owned(),
-        ));
-    }
+    require_tools(session, &["browser.observe"])?;
     let target_id = session.target_id()?;
     let observed = session.call_tool(
         "browser.observe",
@@ -556,11 +566,7 @@ pub fn observation(session: &mut Session) -> Result<Outcome, Failure> {
 
 /// A screenshot Artifact: protected access, release, and no access after.
 pub fn screenshot_artifact(session: &mut Session) -> Result<Outcome, Failure> {
-    if !session.has_tool("browser.capture") {
-        return Ok(Outcome::Skipped(
-            "browser.capture is not advertised".to_owned(),
-        ));
-    }
+    require_tools(session, &["browser.capture"])?;
     let target_id = session.target_id()?;
     let captured = session.call_tool("browser.capture", json!({}), Some(target_id))?;
     let doc = Doc::new("browser.capture.result", &captured);

@@ -1,8 +1,8 @@
 //! The runner's command line: parses arguments with clap, resolves the bridge
 //! command (the exact one after `--`, or this installation's own
 //! `browser-pilot bridge --stdio`), runs the suite, prints the report to
-//! stdout (and `--report`), a summary to stderr, and maps the verdict to the
-//! documented exit codes.
+//! stdout (and `--report`, whose path is checked before anything runs), a
+//! summary to stderr, and maps the verdict to the documented exit codes.
 //!
 //! It must not run checks itself or spawn the bridge through a shell.
 
@@ -17,7 +17,7 @@ use clap::error::ErrorKind;
 use super::report::{RUNNER_NAME, Status};
 use super::suite::{self, LAUNCH_BROWSER, Plan};
 
-/// Exit status: every check passed or was skipped.
+/// Exit status: every check passed.
 pub const EXIT_PASSED: i32 = 0;
 
 /// Exit status: at least one check failed.
@@ -103,6 +103,20 @@ pub fn run_cli(args: Vec<OsString>) -> i32 {
             };
         }
     };
+    // An unusable report path is a usage error, found before the bridge is started.
+    if let Some(path) = &parsed.report
+        && let Err(error) = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+    {
+        eprintln!(
+            "{RUNNER_NAME}: cannot write --report file: {}",
+            error.kind()
+        );
+        return EXIT_INVALID_ARGUMENTS;
+    }
     let (program, args) = match bridge_command(parsed.command) {
         Ok(command) => command,
         Err(error) => {
@@ -148,7 +162,11 @@ pub fn run_cli(args: Vec<OsString>) -> i32 {
             "{RUNNER_NAME}: cannot write --report file: {}",
             error.kind()
         );
-        return EXIT_INVALID_ARGUMENTS;
+        // A conformance failure is still reported as one.
+        return match report.passed() {
+            true => EXIT_INVALID_ARGUMENTS,
+            false => EXIT_FAILED,
+        };
     }
     match report.passed() {
         true => EXIT_PASSED,

@@ -47,6 +47,8 @@ pub enum RunnerCode {
     BrowserNotReady,
     /// A `tools/call` result's `command.status` is not `completed`.
     CommandNotCompleted,
+    /// `tools/list` does not advertise a browser tool the suite exercises.
+    ToolNotAdvertised,
     /// `browser.tabs.list` lacks the target `browser.open` returned.
     TargetNotListed,
     /// `browser.tabs.list` lists that target without `managed: true`.
@@ -86,7 +88,7 @@ pub enum RunnerCode {
 impl RunnerCode {
     /// Every code, for the documentation test.
     #[cfg(test)]
-    pub const ALL: [RunnerCode; 37] = [
+    pub const ALL: [RunnerCode; 38] = [
         RunnerCode::Timeout,
         RunnerCode::BridgeExited,
         RunnerCode::BridgeDidNotExit,
@@ -107,6 +109,7 @@ impl RunnerCode {
         RunnerCode::WorkspaceMismatch,
         RunnerCode::BrowserNotReady,
         RunnerCode::CommandNotCompleted,
+        RunnerCode::ToolNotAdvertised,
         RunnerCode::TargetNotListed,
         RunnerCode::TargetNotManaged,
         RunnerCode::ObservationUnbounded,
@@ -149,6 +152,7 @@ impl RunnerCode {
             RunnerCode::WorkspaceMismatch => "workspace_mismatch",
             RunnerCode::BrowserNotReady => "browser_not_ready",
             RunnerCode::CommandNotCompleted => "command_not_completed",
+            RunnerCode::ToolNotAdvertised => "tool_not_advertised",
             RunnerCode::TargetNotListed => "target_not_listed",
             RunnerCode::TargetNotManaged => "target_not_managed",
             RunnerCode::ObservationUnbounded => "observation_unbounded",

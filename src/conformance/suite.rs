@@ -328,10 +328,6 @@ fn run_checks(session: &mut Session) -> (Vec<CheckResult>, bool) {
                 error: None,
                 reason: None,
             },
-            Ok(Outcome::Skipped(reason)) => CheckResult {
-                duration,
-                ..skipped(spec.name, reason)
-            },
             Err(failure) => {
                 if failure.fatal {
                     bridge_lost_at = Some(spec.name);
