@@ -69,8 +69,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BrowserCommand {
-    /// Start Chromium on the Broker-owned profile with remote debugging on an ephemeral port,
-    /// and print the discovery candidate it became.
+    /// Start Chromium on the Broker-owned profile, on a CDP pipe held by a private keeper
+    /// process (no debugging port), and print the discovery candidate it became.
     Launch {
         #[arg(long)]
         headless: bool,
