@@ -247,6 +247,27 @@ fn the_managed_browser_outlives_its_janitor_and_is_relaunched_after_its_death() 
     let url = fixtures.url("/page/kept-through-the-keeper");
     agent.tool("browser.open", None, json!({"url": url}));
 
+    // The keeper serves one client: a second janitor is refused and the first one carries on.
+    let socket = home.path().join("browser").join("keeper.sock");
+    let mut second = std::process::Command::new(BIN)
+        .arg("--browser-pilot-internal=janitor")
+        .arg(format!("keeper:{}", socket.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(second.stdout.take().unwrap()),
+        &mut first_line,
+    )
+    .unwrap();
+    let status: Value = serde_json::from_str(&first_line).unwrap();
+    assert_eq!(status["janitor"], "failed", "{first_line}");
+    assert_eq!(status["reason"], "refused", "{first_line}");
+    assert_eq!(second.wait().unwrap().code(), Some(1));
+    assert!(agent.tabs().iter().any(|t| t["url"] == url));
+
     // The janitor dies: the browser and the tab live on; the next connect goes through the
     // keeper again, in a newer generation, and finds the tab as the Workspace's own.
     let broker = home.broker_pid().expect("broker pid");
