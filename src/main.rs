@@ -52,9 +52,14 @@ enum Command {
         /// Launch the Broker-managed headless Chromium when no browser is ready.
         #[arg(long)]
         headless: bool,
-        /// Where PDFs and downloads are exported (default: a private temporary directory).
+        /// Where PDFs, full-size screenshots and the downloads you export are written (default:
+        /// a private temporary directory). Must be yours and not writable by others.
         #[arg(long)]
         output_dir: Option<std::path::PathBuf>,
+        /// Lets the browser_file_import tool copy regular files under this absolute directory
+        /// (repeatable; symlinks resolved) for browser_upload. Off when not given.
+        #[arg(long = "upload-dir", value_name = "DIR")]
+        upload_dir: Vec<std::path::PathBuf>,
         /// Comma-separated capabilities to request (default: the contract's six); `+name,...` adds
         /// extras such as `+page.eval` to the six.
         #[arg(long)]
@@ -146,6 +151,7 @@ fn main() -> ExitCode {
             browser,
             headless,
             output_dir,
+            upload_dir,
             capabilities,
         } => {
             init_tracing("warn");
@@ -154,6 +160,7 @@ fn main() -> ExitCode {
                 browser,
                 headless,
                 output_dir,
+                &upload_dir,
                 capabilities.as_deref(),
                 &cwd,
             ) {

@@ -917,7 +917,8 @@ fn served_schemas_are_strict_host_safe() {
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lint", "version": "1"}}),
     );
     let served = mcp.ok("tools/list", json!({}))["tools"].clone();
-    assert_eq!(served.as_array().unwrap().len(), broker_names.len());
+    // Every Broker tool, plus the server's own download export (no --upload-dir: no import).
+    assert_eq!(served.as_array().unwrap().len(), broker_names.len() + 1);
     let dotted = |text: &str| {
         broker_names
             .iter()
@@ -954,6 +955,173 @@ fn served_schemas_are_strict_host_safe() {
         let schema_text = tool["inputSchema"].to_string();
         assert_eq!(dotted(&schema_text), Vec::<String>::new(), "{name}");
     }
+    mcp.close_stdin();
+    assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+}
+
+/// What `browser-pilot mcp` says when it refuses its flags: exit 2 and the reason on stderr.
+fn mcp_refuses(home: &TestHome, args: &[&std::ffi::OsStr]) -> String {
+    let mut command = home.command(BIN);
+    command
+        .arg("mcp")
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{args:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Pages cannot write into the host's project: a completed download is announced and kept as
+/// an Artifact; only a call naming it writes it, as `download-<id>-<name>`, within the
+/// session's budget. The output directory and upload directories must be the user's own, not a
+/// symlink, not writable by others. Imports read only regular files under `--upload-dir`,
+/// symlinks resolved.
+#[cfg(unix)]
+#[test]
+fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let shared = shared();
+    let home = shared.home(&[]);
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch.path().join("out");
+    let uploads = scratch.path().join("uploads");
+    for dir in [&output, &uploads] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    // Refused directories: a symlink, one owned by another user, one others can write into.
+    let link = scratch.path().join("link");
+    symlink(&output, &link).unwrap();
+    let foreign = scratch.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let chowned = Command::new("chown")
+        .args(["65534:65534"])
+        .arg(&foreign)
+        .status()
+        .is_ok_and(|s| s.success());
+    let open = scratch.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let said = mcp_refuses(&home, &["--output-dir".as_ref(), link.as_os_str()]);
+    assert!(said.contains("symlink"), "{said}");
+    let said = mcp_refuses(&home, &["--output-dir".as_ref(), open.as_os_str()]);
+    assert!(said.contains("writable by other users"), "{said}");
+    let said = mcp_refuses(&home, &["--upload-dir".as_ref(), link.as_os_str()]);
+    assert!(said.contains("symlink"), "{said}");
+    if chowned {
+        let said = mcp_refuses(&home, &["--output-dir".as_ref(), foreign.as_os_str()]);
+        assert!(said.contains("owned by another user"), "{said}");
+    }
+
+    std::fs::write(uploads.join("cv.txt"), "my cv").unwrap();
+    std::fs::write(scratch.path().join("secret.txt"), "secret").unwrap();
+    symlink(
+        scratch.path().join("secret.txt"),
+        uploads.join("escape.txt"),
+    )
+    .unwrap();
+    let mut command = home.command(BIN);
+    command
+        .arg("mcp")
+        .arg("--output-dir")
+        .arg(&output)
+        .arg("--upload-dir")
+        .arg(&uploads);
+    let mut mcp = support::Bridge::spawn(command);
+    mcp.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "files", "version": "1"}}),
+    );
+    let tools = mcp.ok("tools/list", json!({}));
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"browser_file_import") && names.contains(&"browser_download_export"),
+        "{names:?}"
+    );
+    let mut call = |name: &str, arguments: Value| {
+        mcp.ok("tools/call", json!({"name": name, "arguments": arguments}))
+    };
+    let opened = call(
+        "browser_open",
+        json!({"url": shared.fixtures.url("/fixture/mcp-download")}),
+    );
+    assert_eq!(opened["isError"], false, "{opened}");
+
+    // Imports: outside the upload directory, or a symlink out of it, are refused.
+    for refused in [
+        scratch.path().join("secret.txt"),
+        uploads.join("escape.txt"),
+    ] {
+        let answer = call(
+            "browser_file_import",
+            json!({"path": refused.to_str().unwrap()}),
+        );
+        assert_eq!(answer["isError"], true, "{answer}");
+        assert_eq!(
+            answer["_meta"]["browser-pilot/error"]["code"], "path_not_allowed",
+            "{answer}"
+        );
+    }
+    let imported = call(
+        "browser_file_import",
+        json!({"path": uploads.join("cv.txt").to_str().unwrap(), "mimeType": "text/plain"}),
+    );
+    assert_eq!(imported["isError"], false, "{imported}");
+    assert_eq!(
+        imported["structuredContent"]["artifact"]["kind"],
+        "upload_input"
+    );
+    assert_eq!(imported["structuredContent"]["artifact"]["byteLength"], 5);
+
+    // The page's download is announced, not written.
+    let clicked = call("browser_click", json!({"x": 40, "y": 40}));
+    assert_eq!(clicked["isError"], false, "{clicked}");
+    let mut notice = clicked["_meta"]["browser-pilot/downloads"].clone();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            if notice.is_null() {
+                notice = call("browser_tabs_list", json!({}))["_meta"]["browser-pilot/downloads"]
+                    .clone();
+            }
+            !notice.is_null()
+        }),
+        "no download notice"
+    );
+    assert_eq!(notice[0]["fileName"], "conftest.py", "{notice}");
+    assert_eq!(std::fs::read_dir(&output).unwrap().count(), 0);
+
+    // Asked for by id: written under a name that shadows nothing, once.
+    let artifact_id = notice[0]["artifactId"].as_str().unwrap().to_owned();
+    let exported = call(
+        "browser_download_export",
+        json!({"artifactId": artifact_id}),
+    );
+    assert_eq!(exported["isError"], false, "{exported}");
+    let name = exported["structuredContent"]["fileName"].as_str().unwrap();
+    assert!(
+        name.starts_with("download-") && name.ends_with("-conftest.py"),
+        "{name}"
+    );
+    let written: Vec<String> = std::fs::read_dir(&output)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written, vec![name.to_owned()]);
+    assert_eq!(
+        std::fs::read_to_string(output.join(name)).unwrap(),
+        "import os\n"
+    );
+    let again = call(
+        "browser_download_export",
+        json!({"artifactId": artifact_id}),
+    );
+    assert_eq!(again["isError"], true, "{again}");
     mcp.close_stdin();
     assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
 }

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::files::EXPORT_TOOL;
 use crate::adapter::{ExportedFile, ImageData, ToolInfo};
 use crate::protocol::errors::RpcError;
 
@@ -15,6 +16,7 @@ use crate::protocol::errors::RpcError;
 pub const META_SENSITIVITY: &str = "browser-pilot/sensitivity";
 pub const META_ERROR: &str = "browser-pilot/error";
 pub const META_COMMAND: &str = "browser-pilot/command";
+pub const META_DOWNLOADS: &str = "browser-pilot/downloads";
 
 /// What a successful call produced besides its result.
 #[derive(Debug, Default)]
@@ -23,6 +25,9 @@ pub struct Extras {
     pub files: Vec<ExportedFile>,
     /// Descriptors' own runtime sensitivity (images, files, downloads).
     pub artifact_sensitivity: Vec<String>,
+    /// Completed downloads seen since the last call (`{artifactId, fileName, mimeType,
+    /// byteLength}`), kept as Artifacts until the host exports one.
+    pub downloads: Vec<Value>,
 }
 
 /// A successful `tools/call` result.
@@ -54,6 +59,14 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
             "size": file.byte_length,
         }));
     }
+    for download in &extras.downloads {
+        content.push(json!({"type": "text", "text": format!(
+            "download completed: {} ({} bytes, artifactId {}). It is kept in protected storage, not written to disk; call {EXPORT_TOOL} with this artifactId to save it to the output directory.",
+            download["fileName"].as_str().unwrap_or("unnamed"),
+            download["byteLength"],
+            download["artifactId"].as_str().unwrap_or(""),
+        )}));
+    }
     for class in extras.artifact_sensitivity {
         if !sensitivity.contains(&class) {
             sensitivity.push(class);
@@ -67,6 +80,9 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
         META_SENSITIVITY.into(),
         json!({"output": sensitivity, "fields": fields}),
     );
+    if !extras.downloads.is_empty() {
+        meta.insert(META_DOWNLOADS.into(), Value::Array(extras.downloads));
+    }
     if command.is_object() {
         meta.insert(
             META_COMMAND.into(),

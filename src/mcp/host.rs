@@ -2,9 +2,12 @@
 //! the session's default tab, and each MCP tool call turned into a Broker Command.
 //!
 //! Owns the session's in-memory state (Workspace, Lease, default `targetId`, event cursor via
-//! the adapter) and what to do with Artifacts and events. It speaks to the Broker only through
-//! `crate::adapter`; it knows nothing of MCP framing (that is `server.rs`) and writes no state
-//! to disk, only the exports the user's `--output-dir` receives.
+//! the adapter, the completed downloads) and what to do with Artifacts and events: images
+//! become image content, PDFs and full-size originals are exported, downloads are only
+//! announced and stay Artifacts until the host exports one by name (`files.rs`). It speaks to
+//! the Broker only through `crate::adapter`; it knows nothing of MCP framing (that is
+//! `server.rs`) and writes no state to disk, only the exports the user's `--output-dir`
+//! receives.
 
 use std::sync::Arc;
 
@@ -12,8 +15,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, OnceCell, watch};
 
 use super::content::{self, Extras};
+use super::files::{self, Downloads, EXPORT_TOOL, IMPORT_TOOL};
 use super::options::McpOptions;
-use super::tools::{mcp_error, mcp_name};
+use super::tools::{mcp_error, mcp_name, mcp_tool};
 
 use crate::adapter::{
     BridgeSession, ClientIdentity, LaunchSpec, Lease, LeaseOptions, SessionOptions, ToolCall,
@@ -102,6 +106,8 @@ pub struct Host {
     current_target: std::sync::Mutex<Option<String>>,
     /// One event follower at a time, so events are processed once and in order.
     events: Mutex<()>,
+    /// Completed downloads the host may export, and the export budget spent.
+    downloads: std::sync::Mutex<Downloads>,
 }
 
 impl Host {
@@ -142,6 +148,7 @@ impl Host {
             scope: OnceCell::new(),
             current_target: std::sync::Mutex::new(None),
             events: Mutex::new(()),
+            downloads: std::sync::Mutex::new(Downloads::default()),
         })
     }
 
@@ -157,7 +164,42 @@ impl Host {
     }
 
     pub fn knows_tool(&self, name: &str) -> bool {
-        self.tool_by_mcp_name(name).is_some()
+        self.tool_by_mcp_name(name).is_some() || self.file_tools().contains(&name)
+    }
+
+    /// The server's own file tools this session offers: the import only with `--upload-dir`
+    /// and `browser.upload` granted; the download export when downloads can be seen (events)
+    /// and exported (Artifacts).
+    fn file_tools(&self) -> Vec<&'static str> {
+        let artifacts = self.session.granted("artifact.read");
+        let mut names = Vec::new();
+        let upload = self
+            .tools()
+            .iter()
+            .any(|tool| tool.name == "browser.upload");
+        if artifacts && upload && !self.options.upload_dirs.is_empty() {
+            names.push(IMPORT_TOOL);
+        }
+        if artifacts && self.session.granted("event.read") {
+            names.push(EXPORT_TOOL);
+        }
+        names
+    }
+
+    /// The MCP `tools/list`: every Broker tool, then the server's own file tools.
+    pub fn tool_list(&self) -> Vec<Value> {
+        let mut list: Vec<Value> = self
+            .tools()
+            .iter()
+            .map(|tool| mcp_tool(tool, self.tools()))
+            .collect();
+        for name in self.file_tools() {
+            list.push(match name {
+                IMPORT_TOOL => files::import_tool(),
+                _ => files::export_tool(),
+            });
+        }
+        list
     }
 
     /// The Workspace and Lease, created once; the session's browser connection is requested
@@ -203,6 +245,18 @@ impl Host {
         turn: Turn,
         cancelled: watch::Receiver<bool>,
     ) -> Value {
+        if self.file_tools().contains(&name) {
+            turn.wait().await;
+            let outcome = match name {
+                IMPORT_TOOL => self.import_file(arguments).await,
+                _ => self.export_download(arguments).await,
+            };
+            drop(turn);
+            return match outcome {
+                Ok((result, extras)) => content::success(None, &Value::Null, &result, extras),
+                Err(error) => content::error(None, &mcp_error(error, self.tools())),
+            };
+        }
         let Some(tool) = self.tool_by_mcp_name(name) else {
             let error = RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}"));
             return content::error(None, &error);
@@ -291,13 +345,85 @@ impl Host {
         let mut extras = Extras::default();
         self.convert_artifacts(scope, &lease, tool, &outcome.result, &mut extras)
             .await?;
-        self.follow_events(scope, &lease, &mut extras).await;
+        self.follow_events(scope, &mut extras).await;
         Ok(content::success(
             Some(tool),
             &outcome.command,
             &outcome.result,
             extras,
         ))
+    }
+
+    /// `browser_file_import`: a regular file under an upload directory, symlinks resolved,
+    /// copied into protected storage by `artifacts/import`.
+    async fn import_file(&self, arguments: Value) -> Result<(Value, Extras), RpcError> {
+        let path = arguments["path"]
+            .as_str()
+            .ok_or_else(|| RpcError::invalid_params("\"path\" must be a string"))?;
+        let resolved = files::importable(path, &self.options.upload_dirs)?;
+        let scope = self.scope(false).await?;
+        let lease = self.lease(scope, None).await?;
+        let mut params = json!({
+            "workspaceId": scope.workspace.id(),
+            "leaseId": lease.id(),
+            "path": resolved.to_string_lossy(),
+        });
+        if let Some(mime) = arguments["mimeType"].as_str() {
+            params["mimeType"] = json!(mime);
+        }
+        let imported = self.session.request("artifacts/import", params).await?;
+        let extras = Extras {
+            artifact_sensitivity: vec!["user_file".to_owned()],
+            ..Extras::default()
+        };
+        Ok((json!({"artifact": imported["artifact"]}), extras))
+    }
+
+    /// `browser_download_export`: one completed download of this session, named by the host,
+    /// into `--output-dir` under its safe name, within the session's budget.
+    async fn export_download(&self, arguments: Value) -> Result<(Value, Extras), RpcError> {
+        let artifact_id = arguments["artifactId"]
+            .as_str()
+            .ok_or_else(|| RpcError::invalid_params("\"artifactId\" must be a string"))?;
+        let scope = self.scope(false).await?;
+        let lease = self.lease(scope, None).await?;
+        let (original, descriptor) = {
+            let mut book = self.downloads.lock().expect("downloads lock");
+            let original = book.peek(artifact_id);
+            (original, book.take(artifact_id)?)
+        };
+        let exported = match files::prepare_output_dir(&self.options.output_dir) {
+            Ok(()) => {
+                scope
+                    .workspace
+                    .export_file(&lease, &descriptor, &self.options.output_dir)
+                    .await
+            }
+            Err(error) => Err(error),
+        };
+        let file = match exported {
+            Ok(file) => file,
+            Err(error) => {
+                if let Some(original) = original {
+                    let mut book = self.downloads.lock().expect("downloads lock");
+                    book.refund(&descriptor, original);
+                }
+                return Err(error);
+            }
+        };
+        let name = file
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let result =
+            json!({"artifactId": artifact_id, "fileName": name, "byteLength": file.byte_length});
+        let mut extras = Extras::default();
+        if let Some(class) = descriptor["sensitivity"].as_str() {
+            extras.artifact_sensitivity.push(class.to_owned());
+        }
+        extras.files.push(file);
+        Ok((result, extras))
     }
 
     /// The session's usable Lease: the current one, or a new one when it lapsed (or when the
@@ -373,6 +499,7 @@ impl Host {
                 extras.images.push(image);
             }
             false => {
+                files::prepare_output_dir(&self.options.output_dir)?;
                 let file = scope
                     .workspace
                     .export_file(lease, descriptor, &self.options.output_dir)
@@ -384,6 +511,7 @@ impl Host {
         if tool.name == "browser.capture"
             && let Some(original) = result.get("original").filter(|d| d.is_object())
         {
+            files::prepare_output_dir(&self.options.output_dir)?;
             let file = scope
                 .workspace
                 .export_file(lease, original, &self.options.output_dir)
@@ -394,9 +522,9 @@ impl Host {
     }
 
     /// Polls the journal, processes every event, then acknowledges: completed downloads are
-    /// exported, a reconnect or a detached default tab forgets the default tab. After
+    /// remembered and announced (never exported unasked), a reconnect or a detached default tab forgets the default tab. After
     /// `cursor_expired` the default tab is forgotten (rebuild) and the cursor reset.
-    async fn follow_events(&self, scope: &Scope, lease: &Lease, extras: &mut Extras) {
+    async fn follow_events(&self, scope: &Scope, extras: &mut Extras) {
         if !self.session.granted("event.read") {
             return;
         }
@@ -417,7 +545,7 @@ impl Host {
                 }
             };
             for event in &batch.events {
-                self.on_event(scope, lease, event, extras).await;
+                self.on_event(event, extras);
             }
             scope.workspace.acknowledge_events(&batch.next_cursor);
             if !batch.has_more {
@@ -426,7 +554,7 @@ impl Host {
         }
     }
 
-    async fn on_event(&self, scope: &Scope, lease: &Lease, event: &Value, extras: &mut Extras) {
+    fn on_event(&self, event: &Value, extras: &mut Extras) {
         let payload = &event["payload"];
         match event["type"].as_str().unwrap_or("") {
             "connection.restored" | "connection.lost" => self.set_current_target(None),
@@ -441,21 +569,13 @@ impl Host {
                     .get("artifact")
                     .or_else(|| payload.get("descriptor"))
                     .filter(|d| d.is_object());
-                if let Some(descriptor) = descriptor {
-                    match scope
-                        .workspace
-                        .export_file(lease, descriptor, &self.options.output_dir)
-                        .await
-                    {
-                        Ok(file) => {
-                            if let Some(class) = descriptor["sensitivity"].as_str() {
-                                extras.artifact_sensitivity.push(class.to_owned());
-                            }
-                            extras.files.push(file);
-                        }
-                        Err(error) => tracing::warn!(%error, "download export failed"),
-                    }
-                }
+                let notice = descriptor.and_then(|descriptor| {
+                    self.downloads
+                        .lock()
+                        .expect("downloads lock")
+                        .record(descriptor)
+                });
+                extras.downloads.extend(notice);
             }
             _ => {}
         }

@@ -3,12 +3,13 @@
 //! `browser-pilot bridge --stdio`.
 //!
 //! One MCP session is one Workspace with one renewable Lease. Tools are the Broker's manifest as
-//! `tools/list` reports it. This module never imports the Broker's internals (`broker`,
+//! `tools/list` reports it, plus the server's own file tools (`files`). This module never imports the Broker's internals (`broker`,
 //! `store`, `session`, `tools`) and never writes state to disk. Files: `options` (flags),
 //! `server` (MCP wire and loop), `host` (the session on the adapter), `tools` (tool mapping),
-//! `content` (result shapes). Mapping table: `docs/adapters.md`.
+//! `content` (result shapes), `files` (the server's own import and download-export tools). Mapping table: `docs/adapters.md`.
 
 mod content;
+mod files;
 mod host;
 mod options;
 mod server;

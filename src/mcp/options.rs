@@ -1,7 +1,8 @@
 //! The flags of `browser-pilot mcp` as one value, with the rules between them.
 //!
-//! Owns parsing and checking only (capability names, an absolute output directory); it starts
-//! nothing and reads no file.
+//! Owns parsing and checking only (capability names; the output and upload directories: absolute,
+//! owned by this user, not writable by others, not a symlink); it starts nothing and writes no
+//! file.
 
 use std::path::{Path, PathBuf};
 
@@ -14,8 +15,12 @@ pub struct McpOptions {
     pub browser: Option<String>,
     /// `--headless`: start the Broker-managed headless Chromium when no candidate is ready.
     pub headless: bool,
-    /// `--output-dir`: where PDFs and downloads are exported (absolute).
+    /// `--output-dir`: where PDFs, full-size originals and the downloads the host asks for are
+    /// exported (absolute).
     pub output_dir: PathBuf,
+    /// `--upload-dir` (repeatable): directories whose regular files the import tool may copy
+    /// into protected storage for `browser_upload`, symlinks resolved. Empty: no import tool.
+    pub upload_dirs: Vec<PathBuf>,
     /// `--capabilities`: what to request in `initialize`. Default: the contract's six, so an MCP
     /// host sees no network-data, network-control or eval tool unless its user names them.
     pub capabilities: Vec<String>,
@@ -24,23 +29,49 @@ pub struct McpOptions {
 impl McpOptions {
     /// From the raw flag values. A relative output directory is taken relative to `cwd`; the
     /// default is a fresh, unpredictably named directory under the system temporary directory,
-    /// created owner-only when the first file is exported.
+    /// created owner-only when the first file is exported. An existing output directory and
+    /// every upload directory must pass [`check_private_dir`]; upload directories must be
+    /// absolute and are kept with their symlinks resolved.
     pub fn new(
         browser: Option<String>,
         headless: bool,
         output_dir: Option<PathBuf>,
+        upload_dirs: &[PathBuf],
         capabilities: Option<&str>,
         cwd: &Path,
     ) -> Result<McpOptions, String> {
         let output_dir = match output_dir {
-            Some(dir) if dir.is_absolute() => dir,
-            Some(dir) => cwd.join(dir),
+            Some(dir) => {
+                let dir = match dir.is_absolute() {
+                    true => dir,
+                    false => cwd.join(dir),
+                };
+                match check_private_dir(&dir) {
+                    Ok(()) | Err(DirProblem::Missing) => dir,
+                    Err(problem) => {
+                        return Err(format!("--output-dir {}: {problem}", dir.display()));
+                    }
+                }
+            }
             // Unpredictable, so nobody can plant a directory or symlink there in advance.
             None => std::env::temp_dir().join(format!(
                 "browser-pilot-mcp-{}",
                 crate::adapter::random_hex(8)
             )),
         };
+        let mut uploads = Vec::new();
+        for dir in upload_dirs {
+            if !dir.is_absolute() {
+                return Err(format!(
+                    "--upload-dir {}: the directory must be an absolute path",
+                    dir.display()
+                ));
+            }
+            check_private_dir(dir)
+                .and_then(|()| dir.canonicalize().map_err(DirProblem::Unreadable))
+                .map(|resolved| uploads.push(resolved))
+                .map_err(|problem| format!("--upload-dir {}: {problem}", dir.display()))?;
+        }
         let capabilities = match capabilities {
             None => DEFAULT_CAPABILITIES
                 .iter()
@@ -52,9 +83,62 @@ impl McpOptions {
             browser,
             headless,
             output_dir,
+            upload_dirs: uploads,
             capabilities,
         })
     }
+}
+
+/// Why a directory given for the host's files is refused.
+#[derive(Debug)]
+pub enum DirProblem {
+    Missing,
+    Symlink,
+    NotADirectory,
+    ForeignOwner,
+    OpenToOthers,
+    Unreadable(std::io::Error),
+}
+
+impl std::fmt::Display for DirProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DirProblem::Missing => f.write_str("the directory does not exist"),
+            DirProblem::Symlink => f.write_str("the directory is a symlink; give its real path"),
+            DirProblem::NotADirectory => f.write_str("not a directory"),
+            DirProblem::ForeignOwner => f.write_str("the directory is owned by another user"),
+            DirProblem::OpenToOthers => {
+                f.write_str("the directory is writable by other users (chmod go-w)")
+            }
+            DirProblem::Unreadable(error) => write!(f, "cannot inspect the directory: {error}"),
+        }
+    }
+}
+
+/// The rules `artifacts/export` applies to its destination, for a directory that receives or
+/// hands out the host's files: the name itself is not a symlink (never followed), it is a
+/// directory, this user owns it, and neither group nor others may write into it (so nobody
+/// else can plant a name there).
+pub fn check_private_dir(dir: &Path) -> Result<(), DirProblem> {
+    let facts = match crate::os::file_facts(dir, false) {
+        Ok(facts) => facts,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(DirProblem::Missing);
+        }
+        Err(error) => return Err(DirProblem::Unreadable(error)),
+    };
+    match facts.kind {
+        crate::os::EntryKind::Directory => {}
+        crate::os::EntryKind::Symlink => return Err(DirProblem::Symlink),
+        _ => return Err(DirProblem::NotADirectory),
+    }
+    if cfg!(unix) && facts.uid != crate::os::effective_uid() {
+        return Err(DirProblem::ForeignOwner);
+    }
+    if facts.mode & 0o022 != 0 {
+        return Err(DirProblem::OpenToOthers);
+    }
+    Ok(())
 }
 
 /// A comma-separated list of capability names, each known to this executable: exactly these
@@ -100,13 +184,14 @@ mod tests {
     #[test]
     fn flags() {
         let cwd = Path::new("/work/here");
-        let options = McpOptions::new(None, false, Some("out".into()), None, cwd).unwrap();
+        let options = McpOptions::new(None, false, Some("out".into()), &[], None, cwd).unwrap();
         assert_eq!(options.output_dir, Path::new("/work/here/out"));
         assert_eq!(options.capabilities, DEFAULT_CAPABILITIES);
         let options = McpOptions::new(
             None,
             true,
             Some("/abs".into()),
+            &[],
             Some("observation.read, browser.control,observation.read"),
             cwd,
         )
@@ -116,15 +201,61 @@ mod tests {
             options.capabilities,
             vec!["observation.read", "browser.control"]
         );
-        assert!(McpOptions::new(None, false, None, Some("eval.everything"), cwd).is_err());
-        assert!(McpOptions::new(None, false, None, Some(" , "), cwd).is_err());
+        assert!(McpOptions::new(None, false, None, &[], Some("eval.everything"), cwd).is_err());
+        assert!(McpOptions::new(None, false, None, &[], Some(" , "), cwd).is_err());
         // `+name` adds an extra to the six defaults; mixing the two forms is refused.
-        let options =
-            McpOptions::new(None, false, None, Some("+page.eval, +network.read"), cwd).unwrap();
+        let options = McpOptions::new(
+            None,
+            false,
+            None,
+            &[],
+            Some("+page.eval, +network.read"),
+            cwd,
+        )
+        .unwrap();
         let mut want: Vec<&str> = DEFAULT_CAPABILITIES.to_vec();
         want.extend(["page.eval", "network.read"]);
         assert_eq!(options.capabilities, want);
-        assert!(McpOptions::new(None, false, None, Some("+page.eval,event.read"), cwd).is_err());
-        assert!(McpOptions::new(None, false, None, Some("+made.up"), cwd).is_err());
+        assert!(
+            McpOptions::new(None, false, None, &[], Some("+page.eval,event.read"), cwd).is_err()
+        );
+        assert!(McpOptions::new(None, false, None, &[], Some("+made.up"), cwd).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn host_directories_are_private_real_directories() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = tempfile::tempdir().unwrap();
+        let cwd = scratch.path();
+        let own = cwd.join("own");
+        std::fs::create_dir(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let options = McpOptions::new(
+            None,
+            false,
+            Some(own.clone()),
+            std::slice::from_ref(&own),
+            None,
+            cwd,
+        )
+        .unwrap();
+        assert_eq!(options.upload_dirs, vec![own.canonicalize().unwrap()]);
+        let link = cwd.join("link");
+        std::os::unix::fs::symlink(&own, &link).unwrap();
+        let open = cwd.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        for refused in [&link, &open] {
+            let as_output = McpOptions::new(None, false, Some(refused.clone()), &[], None, cwd);
+            assert!(as_output.is_err(), "{}", refused.display());
+            let as_upload =
+                McpOptions::new(None, false, None, std::slice::from_ref(refused), None, cwd);
+            assert!(as_upload.is_err(), "{}", refused.display());
+        }
+        // A missing output directory is created later; a missing or relative upload one is not.
+        assert!(McpOptions::new(None, false, Some(cwd.join("later")), &[], None, cwd).is_ok());
+        assert!(McpOptions::new(None, false, None, &[cwd.join("none")], None, cwd).is_err());
+        assert!(McpOptions::new(None, false, None, &["own".into()], None, cwd).is_err());
     }
 }

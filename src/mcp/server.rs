@@ -18,7 +18,6 @@ use tokio::sync::{mpsc, watch};
 
 use super::host::{Host, Sequencer};
 use super::options::McpOptions;
-use super::tools::mcp_tool;
 use crate::framing::{LineReader, write_line};
 
 /// MCP revisions this server speaks, newest first. The newest is what the pinned official
@@ -160,11 +159,7 @@ impl Server {
                     .await
             }
             ("tools/list", Some(host)) => {
-                let tools: Vec<Value> = host
-                    .tools()
-                    .iter()
-                    .map(|tool| mcp_tool(tool, host.tools()))
-                    .collect();
+                let tools = host.tool_list();
                 self.reply(&id, json!({"tools": tools})).await
             }
             ("tools/call", Some(host)) => {
