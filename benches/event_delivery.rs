@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use browser_pilot::events::{Emit, EventSink, Hub};
-use browser_pilot::store::{NewEvent, NewWorkspace, PrincipalKey, Store, StoreLimits};
+use browser_pilot::store::{
+    EventVisibility, NewEvent, NewWorkspace, PrincipalKey, Store, StoreLimits,
+};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
 use tokio::runtime::Runtime;
@@ -213,6 +215,7 @@ fn emit_throughput(c: &mut Criterion) {
                 payload_version: 1,
                 sensitivity: "none".into(),
                 payload_json: json!({"leaseId": "lease:bench", "n": n}).to_string(),
+                visibility: EventVisibility::EventRead,
             };
             std::hint::black_box(store.append_event(&event).expect("append"))
         });

@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use browser_pilot::store::{
-    ConnectionKind, EventPoll, NewConnection, NewEvent, NewWorkspace, PrincipalKey, Store,
-    StoreLimits,
+    ConnectionKind, EventPoll, EventVisibility, NewConnection, NewEvent, NewWorkspace,
+    PrincipalKey, Store, StoreLimits,
 };
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::runtime::Runtime;
@@ -42,6 +42,7 @@ fn event(n: u64) -> NewEvent {
         sensitivity: "browser_data".to_owned(),
         payload_json: r#"{"requestId":"request:1","method":"GET","url":"https://example.com/app.js","status":200}"#
             .to_owned(),
+        visibility: EventVisibility::NetworkRead,
     }
 }
 
@@ -109,7 +110,7 @@ fn poll_middle_of_full_journal(c: &mut Criterion) {
     // drop stays outside the timed section.
     group.bench_function("poll_100_middle", |b| {
         b.iter_with_large_drop(|| {
-            let poll = store.poll_events("workspace:bench", black_box(cursor), POLL_PAGE);
+            let poll = store.poll_events("workspace:bench", black_box(cursor), POLL_PAGE, true);
             match poll.expect("poll") {
                 EventPoll::Page { events, .. } => events,
                 other => panic!("unexpected {other:?}"),
@@ -179,7 +180,7 @@ fn journal_sizes(c: &mut Criterion) {
             &size,
             |b, _| b.iter_custom(|iters| pipelined_appends(&runtime, &store, &mut n, iters)),
         );
-        let head = match store.poll_events("workspace:bench", i64::MAX.unsigned_abs(), 0) {
+        let head = match store.poll_events("workspace:bench", i64::MAX.unsigned_abs(), 0, true) {
             Ok(EventPoll::Future { latest }) => latest,
             other => panic!("unexpected {other:?}"),
         };
@@ -187,7 +188,7 @@ fn journal_sizes(c: &mut Criterion) {
         group.throughput(Throughput::Elements(u64::from(POLL_PAGE)));
         group.bench_with_input(BenchmarkId::new("poll_100", size), &size, |b, _| {
             b.iter_with_large_drop(|| {
-                match store.poll_events("workspace:bench", black_box(cursor), POLL_PAGE) {
+                match store.poll_events("workspace:bench", black_box(cursor), POLL_PAGE, true) {
                     Ok(EventPoll::Page { events, .. }) => events,
                     other => panic!("unexpected {other:?}"),
                 }
@@ -204,7 +205,7 @@ fn journal_sizes(c: &mut Criterion) {
                         for _ in 0..iters {
                             let poll = store
                                 .call_read(move |store| {
-                                    store.poll_events("workspace:bench", cursor, POLL_PAGE)
+                                    store.poll_events("workspace:bench", cursor, POLL_PAGE, true)
                                 })
                                 .await;
                             match poll {

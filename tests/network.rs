@@ -168,6 +168,16 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
                  <script>fetch('/api/data?x=1').then(r => r.text()).then(t => { document.getElementById('out').textContent = 'api ' + t; });</script>",
             ),
         ),
+        "/busy" => (
+            "200 OK",
+            "text/html",
+            String::new(),
+            html(
+                "busy",
+                "<script>Promise.all(Array.from({length: 40}, (_, i) => fetch('/echo/busy-' + i)))\
+                 .then(() => { document.title = 'busy done'; });</script>",
+            ),
+        ),
         "/style.css" => (
             "200 OK",
             "text/css",
@@ -463,6 +473,77 @@ fn hint<'a>(hints: &'a Value, code: &str) -> Option<&'a Value> {
     hints
         .as_array()
         .and_then(|hints| hints.iter().find(|h| h["code"] == code))
+}
+
+/// Network events have their own retention budget: on a page that makes 40 requests, with the
+/// journal at 16 events, a Connection without `network.read` still polls every event it may see
+/// from the Workspace's first, while the `network.read` Connection's old cursor has expired.
+#[test]
+fn network_events_never_push_out_what_a_host_without_network_read_sees() {
+    let profile = tempfile::tempdir().unwrap();
+    let chromium = Chromium::start(profile.path());
+    let home = TestHome::new()
+        .with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            profile.path().to_str().unwrap(),
+        )
+        .with_env("BROWSER_PILOT_EVENT_JOURNAL_SIZE", "16");
+    let rig = Rig {
+        home,
+        profile,
+        chromium,
+        fixtures: support::chromium::Fixtures::start(),
+    };
+    let site = Site::start();
+    let mut agent = agent_with(&rig, "com.example.journal", &ALL_CAPABILITIES);
+    let mut plain = rig.home.spawn_bridge();
+    let init = plain.initialize("com.example.journal", "i1");
+    assert_eq!(init["limits"]["service"]["eventJournalSize"], 16);
+    agent.connect();
+    agent.tool("browser.open", None, json!({"url": site.url("/busy")}));
+    let head = |bridge: &mut support::Bridge| -> u64 {
+        let got = bridge.ok("workspaces/get", json!({"workspaceId": agent.workspace_id}));
+        got["eventCursor"].as_str().unwrap()["cursor:".len()..]
+            .parse()
+            .unwrap()
+    };
+    // 40 requests and their responses are journaled: far beyond the journal size.
+    assert!(
+        wait_until(Duration::from_secs(20), || (0..40)
+            .all(|i| !site.requests(&format!("/echo/busy-{i}")).is_empty())
+            && head(&mut plain) >= 80),
+        "the page's requests were never all journaled"
+    );
+    let (code, _) = agent.bridge.err(
+        "events/poll",
+        json!({"workspaceId": agent.workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+    assert_eq!(
+        code, "cursor_expired",
+        "network.read sees the network budget"
+    );
+
+    let polled = plain.ok(
+        "events/poll",
+        json!({"workspaceId": agent.workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+    let events = polled["events"].as_array().unwrap();
+    assert_eq!(events[0]["sequence"], 1, "{events:#?}");
+    assert!(
+        events.len() < 16
+            && events
+                .iter()
+                .all(|e| !e["type"].as_str().unwrap().starts_with("network.")),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "command.status"
+            && e["payload"]["method"] == "browser.open"
+            && e["payload"]["status"] == "completed"),
+        "{events:#?}"
+    );
+    assert_eq!(polled["hasMore"], false);
+    assert_eq!(polled["nextCursor"], format!("cursor:{}", head(&mut plain)));
 }
 
 #[test]

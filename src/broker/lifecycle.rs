@@ -481,19 +481,22 @@ async fn events_poll(
     };
     let row = active_workspace(context, session, params).await?;
     let workspace_id = row.id;
-    let poll = context
-        .broker
-        .store
-        .call_read(move |store| store.poll_events(&workspace_id, after, limit as u32))
-        .await
-        .map_err(from_store)?;
     // Network events are journaled for everyone but delivered only with `network.read`; the
-    // cursor still moves past them.
+    // cursor still moves past them, and only events this Connection may see decide whether
+    // its cursor expired.
     let hears_network = session
         .negotiated
         .granted
         .iter()
         .any(|c| c == "network.read");
+    let poll = context
+        .broker
+        .store
+        .call_read(move |store| {
+            store.poll_events(&workspace_id, after, limit as u32, hears_network)
+        })
+        .await
+        .map_err(from_store)?;
     match poll {
         EventPoll::Page { events, next_sequence, has_more } => crate::events::poll_page_json(
             &events,

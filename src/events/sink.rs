@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use super::hub::Hub;
 use crate::protocol::ids::{IdKind, new_id};
-use crate::store::{EventRow, NewEvent, Store, StoreError};
+use crate::store::{EventRow, EventVisibility, NewEvent, Store, StoreError};
 use crate::version::now_ms;
 
 /// An event about to be journaled.
@@ -159,6 +159,10 @@ fn new_event(current: u64, emit: Emit) -> (NewEvent, Value) {
         payload_version: 1,
         sensitivity: emit.sensitivity.to_owned(),
         payload_json: emit.payload.to_string(),
+        visibility: match super::hub::is_network_event(emit.event_type) {
+            true => EventVisibility::NetworkRead,
+            false => EventVisibility::EventRead,
+        },
     };
     (event, emit.payload)
 }
@@ -368,7 +372,7 @@ mod tests {
             .unwrap();
         assert_eq!(value, "kept");
         assert!(matches!(row, Some(Err(StoreError::WorkspaceNotFound))));
-        match store.poll_events("workspace:one", 0, 10).unwrap() {
+        match store.poll_events("workspace:one", 0, 10, true).unwrap() {
             EventPoll::Page { events, .. } => assert_eq!(events.len(), 1),
             other => panic!("{other:?}"),
         }

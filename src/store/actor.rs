@@ -363,7 +363,7 @@ mod tests {
     }
 
     fn journal_len(store: &crate::store::Store, workspace_id: &str) -> usize {
-        match store.poll_events(workspace_id, 0, 1_000) {
+        match store.poll_events(workspace_id, 0, 1_000, true) {
             Ok(EventPoll::Page { events, .. }) => events.len(),
             other => panic!("poll {workspace_id}: {other:?}"),
         }
@@ -541,7 +541,7 @@ mod tests {
             .collect();
         assert_eq!(rendered, ["1", "WorkspaceNotFound", "2"]);
         // What a call committed is visible to the readers once it returned.
-        let seen = within(store.call_read(|store| store.poll_events("workspace:a", 0, 10)))
+        let seen = within(store.call_read(|store| store.poll_events("workspace:a", 0, 10, true)))
             .await
             .expect("poll");
         assert!(

@@ -59,6 +59,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_command_retention.sql"),
     include_str!("../../migrations/0003_workspace_expiry.sql"),
+    include_str!("../../migrations/0004_journal_classes.sql"),
 ];
 
 /// Numbers Stores within the process, so a writer thread knows whose units it runs.
@@ -587,7 +588,7 @@ mod tests {
                             run(
                                 false,
                                 Box::new(|store| {
-                                    store.poll_events("workspace:shared", 0, 50)?;
+                                    store.poll_events("workspace:shared", 0, 50, true)?;
                                     Ok(None)
                                 }),
                             )?;
@@ -673,7 +674,7 @@ mod tests {
         assert_eq!(failures, Vec::<String>::new());
 
         let total = u64::try_from(THREADS * ROUNDS).unwrap_or_default();
-        let poll = store.poll_events("workspace:shared", total - 1, 10);
+        let poll = store.poll_events("workspace:shared", total - 1, 10, true);
         let rendered = outcome(poll, |poll| match poll {
             EventPoll::Page {
                 events, has_more, ..

@@ -341,7 +341,7 @@ mod tests {
         check(
             &store,
             "PRAGMA user_version",
-            "[\"user_version\"] [[Integer(3)]]",
+            "[\"user_version\"] [[Integer(4)]]",
         );
         check(
             &store,
@@ -373,7 +373,7 @@ mod tests {
             "[\"event_type\", \"payload_json\"] [[Text(\"navigation\"), Text(\"{\\\"n\\\":1}\")]]",
         );
         let columns = store.query_readonly("PRAGMA table_info(events)").unwrap();
-        assert_eq!(columns.rows.len(), 11);
+        assert_eq!(columns.rows.len(), 13);
         assert_eq!(
             columns.rows[0][1],
             SqlValue::Text("workspace_key".to_owned())

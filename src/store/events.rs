@@ -3,11 +3,20 @@
 //! `events` table; it does not fan out notifications or parse cursors (that
 //! is `events/` and the broker).
 //!
+//! One sequence orders a Workspace's whole journal, but each visibility class
+//! (`EventVisibility`: events every `event.read` host sees, and network events
+//! only `network.read` hosts see) keeps its own newest `event_journal_size`
+//! events, counted by a dense per-class `ordinal`. So a burst of network
+//! events never pushes out what a host without `network.read` may see, and a
+//! cursor is expired for a poller only when an event of a class it sees,
+//! after the cursor, is no longer retained. Old events of a class are
+//! deleted in batches of `PRUNE_BATCH`; until then polls treat the surplus as
+//! already gone, so each class shows exactly its newest `event_journal_size`
+//! events (`workspaces.pruned_<class>` remembers the highest sequence deleted).
+//!
 //! The journal head is `max(sequence)`: the newest event is never dropped
 //! (the journal size is at least 1), so no separate counter row has to be
-//! rewritten on every append. Old events are deleted in batches of
-//! `PRUNE_BATCH`; until then polls treat the surplus as already gone, so
-//! the visible journal is exactly the newest `event_journal_size` events.
+//! rewritten on every append.
 
 use rusqlite::{Connection, OptionalExtension as _};
 
@@ -15,11 +24,11 @@ use super::db::{Store, column_u32, column_u64, in_savepoint, to_sql_u64};
 use super::error::StoreError;
 use super::model::{EventPoll, EventRow, NewEvent};
 
-/// Appends between two deletions of old events. A run of 64 adjacent rows
-/// sits on a few pages, so deleting it costs little more than deleting one
-/// row; this removes most of the per-append delete cost while the surplus
+/// Appends of a class between two deletions of its old events. A run of 64
+/// rows sits on a few pages, so deleting it costs little more than deleting
+/// one row; this removes most of the per-append delete cost while the surplus
 /// stays below one percent of the default journal (at most
-/// `event_journal_size + 63` rows are stored).
+/// `event_journal_size + 63` rows of each class are stored).
 pub const PRUNE_BATCH: i64 = 64;
 
 /// Columns read by `event_from_row`, in order.
@@ -28,6 +37,14 @@ macro_rules! event_columns {
         "sequence, event_id, timestamp, generation, lease_id, target_id, event_type,
          payload_version, sensitivity, payload_json"
     };
+}
+
+/// What a poll reads first: the Workspace's journal key and head, and per class (0, 1) the
+/// highest sequence pruned and the newest ordinal.
+struct JournalHead {
+    workspace_key: i64,
+    latest: i64,
+    classes: [(i64, i64); 2],
 }
 
 /// Maps a row of `workspace_id`'s journal (which stores only its key).
@@ -89,41 +106,70 @@ impl Store {
         })
     }
 
-    /// Reads up to `limit` events after the cursor `after_sequence`, from one
-    /// snapshot. `Expired` if events right after the cursor were dropped,
-    /// `Future` if the cursor is past the head.
+    /// Reads up to `limit` events after the cursor `after_sequence` that a
+    /// poller sees (network events only when `sees_network`), from one
+    /// snapshot. `Expired` if an event of a class it sees, after the cursor,
+    /// was dropped; `Future` if the cursor is past the head. Hidden events are
+    /// skipped: the next cursor moves past them.
     pub fn poll_events(
         &self,
         workspace_id: &str,
         after_sequence: u64,
         limit: u32,
+        sees_network: bool,
     ) -> Result<EventPoll, StoreError> {
         let after = to_sql_u64(after_sequence, "event cursor")?;
         let journal_size = i64::from(self.limits().event_journal_size);
         self.read(|transaction| {
-            let head: Option<(i64, Option<i64>, Option<i64>)> = transaction
+            let head: Option<JournalHead> = transaction
                 .prepare_cached(
                     "SELECT w.workspace_key,
-                            (SELECT min(sequence) FROM events WHERE workspace_key = w.workspace_key),
-                            (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+                            (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key),
+                            w.pruned_0,
+                            (SELECT max(ordinal) FROM events
+                              WHERE workspace_key = w.workspace_key AND class = 0),
+                            w.pruned_1,
+                            (SELECT max(ordinal) FROM events
+                              WHERE workspace_key = w.workspace_key AND class = 1)
                      FROM workspaces AS w WHERE w.workspace_id = ?1",
                 )?
                 .query_row([workspace_id], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    Ok(JournalHead {
+                        workspace_key: row.get(0)?,
+                        latest: row.get::<_, Option<i64>>(1)?.unwrap_or(0),
+                        classes: [
+                            (row.get(2)?, row.get::<_, Option<i64>>(3)?.unwrap_or(0)),
+                            (row.get(4)?, row.get::<_, Option<i64>>(5)?.unwrap_or(0)),
+                        ],
+                    })
                 })
                 .optional()?;
-            let Some((workspace_key, earliest_stored, latest)) = head else {
+            let Some(head) = head else {
                 return Err(StoreError::WorkspaceNotFound);
             };
-            let latest = latest.unwrap_or(0);
+            let (workspace_key, latest) = (head.workspace_key, head.latest);
             let latest_sequence = latest.unsigned_abs();
-            // The oldest cursor from which no visible event is missing:
-            // neither pruned nor beyond the journal size (surplus not yet
-            // pruned is invisible).
-            let oldest_valid = match earliest_stored {
-                Some(earliest) => (earliest - 1).max(latest - journal_size),
-                None => latest,
-            };
+            // The oldest cursor from which no event this poller sees is missing: per class it
+            // sees, the sequence of its newest event beyond the budget (pruned, or surplus not
+            // yet pruned and so already invisible).
+            let mut oldest_valid = 0;
+            for (class, (pruned, newest_ordinal)) in head.classes.into_iter().enumerate() {
+                if class == 1 && !sees_network {
+                    continue;
+                }
+                let beyond = newest_ordinal - journal_size;
+                if beyond <= 0 {
+                    continue;
+                }
+                let boundary: Option<i64> = transaction
+                    .prepare_cached(
+                        "SELECT sequence FROM events
+                         WHERE workspace_key = ?1 AND class = ?2 AND ordinal = ?3",
+                    )?
+                    .query_row((workspace_key, class as i64, beyond), |row| row.get(0))
+                    .optional()?;
+                oldest_valid = oldest_valid.max(boundary.unwrap_or(pruned));
+            }
             if after > latest {
                 return Ok(EventPoll::Future {
                     latest: latest_sequence,
@@ -142,16 +188,19 @@ impl Store {
                         "SELECT ",
                         event_columns!(),
                         " FROM events WHERE workspace_key = ?1 AND sequence > ?2
+                           AND (class = 0 OR ?4)
                          ORDER BY sequence LIMIT ?3"
                     ))?
-                    .query_map((workspace_key, after, limit), |row| {
+                    .query_map((workspace_key, after, limit, sees_network), |row| {
                         event_from_row(row, workspace_id)
                     })?
                     .collect::<Result<Vec<_>, _>>()?,
             };
+            // A short page read everything up to the head, hidden events included.
             let next_sequence = match events.last() {
-                Some(event) => event.sequence,
-                None => after_sequence,
+                Some(event) if events.len() == limit as usize => event.sequence,
+                _ if limit == 0 => after_sequence,
+                _ => latest_sequence,
             };
             Ok(EventPoll::Page {
                 events,
@@ -168,24 +217,33 @@ fn append_in(
     journal_size: u32,
 ) -> Result<EventRow, StoreError> {
     let generation = to_sql_u64(event.generation, "event generation")?;
-    let head: Option<(i64, Option<i64>)> = transaction
+    let class = event.visibility.class();
+    let head: Option<(i64, Option<i64>, Option<i64>)> = transaction
         .prepare_cached(
             "SELECT w.workspace_key,
-                    (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key)
+                    (SELECT max(sequence) FROM events WHERE workspace_key = w.workspace_key),
+                    (SELECT max(ordinal) FROM events
+                      WHERE workspace_key = w.workspace_key AND class = ?2)
              FROM workspaces AS w WHERE w.workspace_id = ?1",
         )?
-        .query_row([&event.workspace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row((&event.workspace_id, class), |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
         .optional()?;
-    let (workspace_key, sequence) = match head {
-        Some((workspace_key, latest)) => (workspace_key, latest.unwrap_or(0) + 1),
+    let (workspace_key, sequence, ordinal) = match head {
+        Some((workspace_key, latest, ordinal)) => (
+            workspace_key,
+            latest.unwrap_or(0) + 1,
+            ordinal.unwrap_or(0) + 1,
+        ),
         None => return Err(StoreError::WorkspaceNotFound),
     };
     transaction
         .prepare_cached(
             "INSERT INTO events (workspace_key, sequence, event_id, timestamp, generation,
                                  lease_id, target_id, event_type, payload_version,
-                                 sensitivity, payload_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                 sensitivity, payload_json, class, ordinal)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         )?
         .execute((
             workspace_key,
@@ -199,12 +257,12 @@ fn append_in(
             event.payload_version,
             &event.sensitivity,
             &event.payload_json,
+            class,
+            ordinal,
         ))?;
-    let horizon = sequence - i64::from(journal_size);
-    if horizon > 0 && sequence % PRUNE_BATCH == 0 {
-        transaction
-            .prepare_cached("DELETE FROM events WHERE workspace_key = ?1 AND sequence <= ?2")?
-            .execute((workspace_key, horizon))?;
+    let horizon = ordinal - i64::from(journal_size);
+    if horizon > 0 && ordinal % PRUNE_BATCH == 0 {
+        prune_class(transaction, workspace_key, class, horizon)?;
     }
     Ok(EventRow {
         sequence: sequence.unsigned_abs(),
@@ -221,10 +279,42 @@ fn append_in(
     })
 }
 
+/// Drops a class's events up to `horizon` (an ordinal) and records the highest
+/// sequence dropped, which is where that class's valid cursors begin.
+fn prune_class(
+    transaction: &Connection,
+    workspace_key: i64,
+    class: i64,
+    horizon: i64,
+) -> Result<(), StoreError> {
+    let dropped_through: Option<i64> = transaction
+        .prepare_cached(
+            "SELECT max(sequence) FROM events
+             WHERE workspace_key = ?1 AND class = ?2 AND ordinal <= ?3",
+        )?
+        .query_row((workspace_key, class, horizon), |row| row.get(0))?;
+    let Some(dropped_through) = dropped_through else {
+        return Ok(());
+    };
+    transaction
+        .prepare_cached(
+            "DELETE FROM events WHERE workspace_key = ?1 AND class = ?2 AND ordinal <= ?3",
+        )?
+        .execute((workspace_key, class, horizon))?;
+    let update = match class {
+        0 => "UPDATE workspaces SET pruned_0 = max(pruned_0, ?2) WHERE workspace_key = ?1",
+        _ => "UPDATE workspaces SET pruned_1 = max(pruned_1, ?2) WHERE workspace_key = ?1",
+    };
+    transaction
+        .prepare_cached(update)?
+        .execute((workspace_key, dropped_through))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::{event, outcome, principal, store, store_with, workspace};
-    use super::super::{EventPoll, ReleaseReason, Store, StoreLimits};
+    use super::super::{EventPoll, EventVisibility, NewEvent, ReleaseReason, Store, StoreLimits};
 
     fn small_journal() -> Store {
         store_with(StoreLimits {
@@ -262,7 +352,7 @@ mod tests {
     }
 
     fn check(store: &Store, workspace_id: &str, after: u64, limit: u32, expect: &str) {
-        let actual = outcome(store.poll_events(workspace_id, after, limit), render);
+        let actual = outcome(store.poll_events(workspace_id, after, limit, true), render);
         assert_eq!(actual, expect, "poll after {after} limit {limit}");
     }
 
@@ -375,7 +465,7 @@ mod tests {
         new.lease_id = Some("lease:1".to_owned());
         new.generation = 9;
         let appended = store.append_event(&new).unwrap();
-        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10).unwrap()
+        let EventPoll::Page { events, .. } = store.poll_events("workspace:1", 0, 10, true).unwrap()
         else {
             panic!("expected a page");
         };
@@ -415,6 +505,50 @@ mod tests {
         assert_eq!(
             outcome(released, |row| row.sequence.to_string()),
             "WorkspaceNotFound"
+        );
+    }
+
+    #[test]
+    fn each_visibility_class_keeps_its_own_budget() {
+        let store = small_journal();
+        workspace(&store, "workspace:1", &principal("a"));
+        let network = |n| NewEvent {
+            event_type: "network.response".to_owned(),
+            visibility: EventVisibility::NetworkRead,
+            ..event("workspace:1", n)
+        };
+        // Sequences 1..=3 are shared events; then 200 network events (pruned several times);
+        // then one more shared event at 204.
+        for n in 1..=3 {
+            store.append_event(&event("workspace:1", n)).unwrap();
+        }
+        for n in 4..=203 {
+            store.append_event(&network(n)).unwrap();
+        }
+        store.append_event(&event("workspace:1", 204)).unwrap();
+        let poll = |after, sees_network| {
+            outcome(
+                store.poll_events("workspace:1", after, 100, sees_network),
+                render,
+            )
+        };
+        // Without network.read nothing it may see was lost: all four shared events, one
+        // sequence order (so it sees 3 then 204), and the cursor ends at the head.
+        assert_eq!(poll(0, false), "page 1,2,3,204 next=204 done");
+        assert_eq!(poll(3, false), "page 204 next=204 done");
+        // With network.read, the network class's budget (5) decides: 199..=203 are kept.
+        assert_eq!(poll(0, true), "expired earliest=198 latest=204");
+        assert_eq!(
+            poll(198, true),
+            "page 199,200,201,202,203,204 next=204 done"
+        );
+        // Each class stores at most its budget plus a prune batch.
+        let stored = store
+            .query_readonly("SELECT class, count(*) FROM events GROUP BY class ORDER BY class")
+            .unwrap();
+        assert_eq!(
+            format!("{:?}", stored.rows),
+            "[[Integer(0), Integer(4)], [Integer(1), Integer(13)]]"
         );
     }
 }

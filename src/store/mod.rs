@@ -32,11 +32,15 @@
 //!   `(connection_id, workspace_id, client_key)` unique.
 //! - `events(workspace_key, sequence, event_id, timestamp, generation,
 //!   lease_id, target_id, event_type, payload_version, sensitivity,
-//!   payload_json)`, unique `(workspace_key, sequence)`, a rowid table so
-//!   appends take SQLite's right-edge path: sequences are dense and start at
-//!   1; `max(sequence)` is the journal head (the newest event is never
-//!   dropped); only the newest `event_journal_size` are visible, and older
-//!   rows are deleted every `PRUNE_BATCH` appends.
+//!   payload_json, class, ordinal)`, unique `(workspace_key, sequence)`, a
+//!   rowid table so appends take SQLite's right-edge path: sequences are
+//!   dense per Workspace and start at 1; `max(sequence)` is the journal head
+//!   (the newest event is never dropped). `class` is the visibility class (0
+//!   shared, 1 network) and `ordinal` dense per Workspace and class (index
+//!   `(workspace_key, class, ordinal)`): only the newest
+//!   `event_journal_size` of each class are visible, older rows of a class
+//!   are deleted every `PRUNE_BATCH` of its appends, and
+//!   `workspaces.pruned_0|1` keep the highest sequence deleted per class.
 //! - `commands(command_id, principal_id, workspace_id, connection_id, method,
 //!   generation, idempotency_key, args_hash, status, accepted_at, deadline_at,
 //!   dispatched_at, completed_at, mutating, cancellation_requested,
@@ -127,7 +131,7 @@ pub use limits::{
 };
 pub use model::{
     ArtifactRow, CommandRow, CommandStatus, ConnectionKind, CreateWorkspace, EventPoll, EventRow,
-    InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease, NewWorkspace,
-    PrincipalKey, QueryRows, ReleaseReason, ReleaseWorkspace, SqlValue, TombstoneRow,
+    EventVisibility, InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease,
+    NewWorkspace, PrincipalKey, QueryRows, ReleaseReason, ReleaseWorkspace, SqlValue, TombstoneRow,
     WorkspaceLookup, WorkspaceRow,
 };

@@ -232,6 +232,28 @@ pub struct NewEvent {
     pub sensitivity: String,
     /// The payload, already serialized JSON text.
     pub payload_json: String,
+    /// Who may see it; each class has its own retention budget.
+    pub visibility: EventVisibility,
+}
+
+/// Which hosts may see an event. Each class of a Workspace's journal keeps its own newest
+/// `event_journal_size` events, so events one host may not see never push out ones it may.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventVisibility {
+    /// Every host granted `event.read`.
+    EventRead,
+    /// Only hosts also granted `network.read` (network events).
+    NetworkRead,
+}
+
+impl EventVisibility {
+    /// The `events.class` value.
+    pub(super) fn class(self) -> i64 {
+        match self {
+            EventVisibility::EventRead => 0,
+            EventVisibility::NetworkRead => 1,
+        }
+    }
 }
 
 /// A journaled event: `NewEvent` plus its sequence.

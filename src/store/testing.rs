@@ -3,8 +3,8 @@
 //! compiled into the library.
 
 use super::{
-    ConnectionKind, CreateWorkspace, NewConnection, NewEvent, NewWorkspace, PrincipalKey, Store,
-    StoreLimits, WorkspaceRow,
+    ConnectionKind, CreateWorkspace, EventVisibility, NewConnection, NewEvent, NewWorkspace,
+    PrincipalKey, Store, StoreLimits, WorkspaceRow,
 };
 
 pub(super) fn store() -> Store {
@@ -70,6 +70,7 @@ pub(super) fn event(workspace_id: &str, n: u64) -> NewEvent {
         payload_version: 1,
         sensitivity: "browser_data".to_owned(),
         payload_json: format!("{{\"n\":{n}}}"),
+        visibility: EventVisibility::EventRead,
     }
 }
 

@@ -641,7 +641,7 @@ mod tests {
         assert_eq!(released_leases[0].id, "lease:1");
         assert_eq!(released_artifacts[0].id, "artifact:1");
         assert_eq!(
-            outcome(store.poll_events("workspace:1", 0, 10), |_| "page"
+            outcome(store.poll_events("workspace:1", 0, 10, true), |_| "page"
                 .to_owned()),
             "WorkspaceNotFound"
         );
