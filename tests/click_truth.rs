@@ -88,6 +88,15 @@ fn clicks_are_verified_only_when_they_reach_an_actionable_target() {
         plain["evidence"]
     );
     assert_eq!(plain["evidence"]["delivery"], "reached");
+    // Its handler wrote the page's log: that is the effect seen, not the focus it took.
+    assert!(
+        plain["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("content_changed")),
+        "{}",
+        plain["evidence"]
+    );
     assert_eq!(page_log(&mut agent, &target), "plain:visible");
 
     // An interstitial appears on pointerdown: the release lands on it, the button never gets

@@ -196,7 +196,8 @@ fn click_evidence_statuses_and_effects() {
         "{}",
         stubborn["evidence"]
     );
-    // A plain button with no effect: unavailable + no_observable_effect. A focus change may show.
+    // A plain button with no effect: unavailable + no_observable_effect, though the click
+    // reached it and focus moved to it (focus alone proves nothing).
     let fresh = stubborn.clone();
     let noop = act(
         &mut agent,
@@ -206,9 +207,13 @@ fn click_evidence_statuses_and_effects() {
         find_ref(&fresh, None, "Does nothing"),
         json!({}),
     );
-    let status = noop["evidence"]["status"].as_str().unwrap();
-    assert!(
-        status == "unavailable" || noop["evidence"]["effects"] == json!(["focus_changed"]),
+    assert_eq!(
+        noop["evidence"]["status"], "unavailable",
+        "{}",
+        noop["evidence"]
+    );
+    assert_eq!(
+        noop["evidence"]["reason"], "no_observable_effect",
         "{}",
         noop["evidence"]
     );
@@ -227,6 +232,23 @@ fn click_evidence_statuses_and_effects() {
     assert_eq!(code, "observation_not_found");
     // Navigation by a link click.
     let fresh = observe(&mut agent, &target);
+    // A ref the Observation never listed says so and what to do.
+    let (code, error) = agent.tool_err(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": fresh["observationId"], "ref": 99999}),
+    );
+    assert_eq!(code, "stale_ref", "{error}");
+    let data = &error["data"];
+    assert_eq!(
+        data["context"]["reason"], "ref_not_in_observation",
+        "{error}"
+    );
+    assert!(
+        data["context"]["highestRef"].as_u64().unwrap() >= 1,
+        "{error}"
+    );
+    assert_eq!(data["remediation"]["action"], "observe", "{error}");
     let nav = act(
         &mut agent,
         &target,

@@ -450,6 +450,72 @@ fn keys_carry_the_us_layout_and_chords_hold_their_modifiers(rig: &Rig) {
     );
     let shortcuts = page_json(&mut own, CHORDS_PAGE, "JSON.stringify(window.shortcuts)");
     assert_eq!(shortcuts, json!(["select-none"]));
+    // Control+A, the letter in either case: the A key with Control, no Shift (the page's
+    // Control+Shift+A shortcut does not fire).
+    agent.tool(
+        "browser.press",
+        Some(&target),
+        json!({"key": "A", "modifiers": ["Control"]}),
+    );
+    assert_eq!(
+        key_events(&take_key_log(&mut own)),
+        vec![
+            "keydown Control ControlLeft 17 C",
+            "keydown a KeyA 65 C",
+            "keyup a KeyA 65 C",
+            "keyup Control ControlLeft 17",
+        ]
+    );
+    let shortcuts = page_json(&mut own, CHORDS_PAGE, "JSON.stringify(window.shortcuts)");
+    assert_eq!(shortcuts, json!(["select-none"]));
+    // Editing keys on the focused field are effects: its value (Backspace, Delete) or its caret
+    // and selection (Home, Shift+End), never no_observable_effect.
+    on_ref(
+        &mut agent,
+        &target,
+        "browser.type",
+        "Full name",
+        json!({"text": "abc"}),
+    );
+    for (key, modifiers, effect, value, selection) in [
+        ("Backspace", json!([]), "value_changed", "ab", [2, 2]),
+        ("Home", json!([]), "selection_changed", "ab", [0, 0]),
+        (
+            "Shift+End",
+            json!(["Shift"]),
+            "selection_changed",
+            "ab",
+            [0, 2],
+        ),
+        ("Delete", json!([]), "value_changed", "", [0, 0]),
+    ] {
+        let name = key.rsplit('+').next().unwrap();
+        let pressed = agent.tool(
+            "browser.press",
+            Some(&target),
+            json!({"key": name, "modifiers": modifiers}),
+        );
+        let evidence = &pressed["evidence"];
+        assert_eq!(evidence["status"], "verified", "{key}: {evidence}");
+        assert!(
+            evidence["effects"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(effect)),
+            "{key}: {evidence}"
+        );
+        let field = page_json(
+            &mut own,
+            CHORDS_PAGE,
+            "JSON.stringify((e => [e.id, e.value, e.selectionStart, e.selectionEnd])(document.activeElement))",
+        );
+        assert_eq!(
+            field,
+            json!(["name", value, selection[0], selection[1]]),
+            "{key}"
+        );
+    }
+    take_key_log(&mut own);
     // A key that is neither named nor on the US layout is refused before anything is sent.
     let (code, error) = agent.tool_err("browser.press", Some(&target), json!({"key": "é"}));
     assert_eq!(code, "invalid_params", "{error}");

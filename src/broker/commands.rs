@@ -411,10 +411,11 @@ async fn finish(
 ) -> Result<Value, RpcError> {
     let broker = &context.broker;
     let sent = scope.gate.mutations_sent();
-    let (status, mut result, mut error) =
+    let (mut status, mut result, mut error) =
         settle(def.mutating, scope.gate.passed(), sent.as_ref(), outcome);
-    if cfg!(debug_assertions)
-        && let Some(value) = &result
+    // In every build: a result that slipped its schema is a bug, and after a mutation it leaves
+    // the outcome unknown (settled like any failure after the first mutation).
+    if let Some(value) = &result
         && let Err(violation) = tools::schema::validate(&def.output_schema, value, "result")
     {
         tracing::error!(
@@ -422,14 +423,15 @@ async fn finish(
             ?violation,
             "result violates the output schema"
         );
-        error = Some(RpcError::new(
+        let slip = RpcError::new(
             ErrorCode::InternalError,
             format!(
                 "{} result violates its schema at {}: {}",
                 def.name, violation.path, violation.message
             ),
-        ));
-        result = None;
+        );
+        let failed = Outcome::Finished(Err(slip));
+        (status, result, error) = settle(def.mutating, true, sent.as_ref(), failed);
     }
     let error = error.map(|e| e.with_context("commandId", json!(scope.command_id)));
     let result_json = result.as_ref().map(Value::to_string);

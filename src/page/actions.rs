@@ -275,7 +275,9 @@ pub struct ClickVerdict(pub Option<RefTarget>);
 
 /// What the armed clicks did: trusted clicks `observed` in the document,
 /// `inside` the element (or its label), `reached` their target (not stopped
-/// on the way), and whether the first that reached it was `prevented`.
+/// on the way), whether the first that reached it was `prevented`, and how many
+/// DOM `mutations` the document made from arming to the verdict (inline style
+/// writes not counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClickRecord {
     pub armed: bool,
@@ -284,6 +286,8 @@ pub struct ClickRecord {
     pub inside: u32,
     pub reached: u32,
     pub prevented: bool,
+    #[serde(default)]
+    pub mutations: u32,
 }
 
 /// How a click met its element, from the click-truth record.
@@ -854,6 +858,7 @@ mod tests {
     #[test]
     fn click_records_tell_how_a_click_met_its_element() {
         let record = |observed, inside, reached| ClickRecord {
+            mutations: 0,
             armed: true,
             early: true,
             observed,
@@ -866,6 +871,7 @@ mod tests {
         assert_eq!(record(1, 0, 0).delivery(), Some(Delivery::Intercepted));
         assert_eq!(record(0, 0, 0).delivery(), Some(Delivery::NotObserved));
         let unarmed = ClickRecord {
+            mutations: 0,
             armed: false,
             ..record(0, 0, 0)
         };

@@ -53,6 +53,12 @@ impl LoadMark {
     pub fn has_document(&self) -> bool {
         self.loader.is_some()
     }
+
+    /// Whether both marks name the same main-frame document (loader): a same-document
+    /// navigation keeps it, a committed new document does not.
+    pub fn same_loader(&self, other: &LoadMark) -> bool {
+        self.loader == other.loader
+    }
 }
 
 /// The main frame's current document and its phase, plus a counter of navigations.

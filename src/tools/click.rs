@@ -75,7 +75,7 @@ fn checked_json(checked: Option<Checked>) -> Value {
 /// Click evidence. A ref click is `verified` only when its click reached the element: the
 /// click-truth record (`record`) saw a trusted click aimed inside the element reach its target,
 /// and then a semantic control must also reach its expected state, and anything else must show
-/// an observable effect. A click that landed elsewhere or was stopped on its way is a
+/// an observable effect other than focus (which any mousedown moves). A click that landed elsewhere or was stopped on its way is a
 /// `mismatch`, one whose default the page prevented with no other effect too; no trusted click
 /// at all is `unavailable`. Without a readable record (the click navigated, replaced the
 /// document or opened a dialog) the effects decide as before, but focus alone proves nothing.
@@ -86,22 +86,36 @@ fn click_evidence(
     record: Option<&ClickRecord>,
 ) -> Evidence {
     let after = effects.after.as_ref();
-    let left_page = effects.list.iter().any(|e| e.leaves_page());
-    let expected = expected_state(kind, before, after);
     let delivery = record.and_then(ClickRecord::delivery);
+    // The document changed under the click (text, nodes, attributes): an effect of its own.
+    let mut list = effects.list.clone();
+    if delivery == Some(Delivery::Reached)
+        && record.is_some_and(|r| r.mutations > 0)
+        && !list.contains(&Effect::ContentChanged)
+    {
+        list.push(Effect::ContentChanged);
+    }
+    let left_page = list.iter().any(|e| e.leaves_page());
+    let expected = expected_state(kind, before, after);
     let prevented = record.is_some_and(|r| r.prevented) && delivery == Some(Delivery::Reached);
     // Effects that are more than the focus a mousedown moves.
-    let effected = effects.list.iter().any(|e| *e != Effect::FocusChanged);
-    let by_effects = match (expected, effects.list.is_empty()) {
+    let effected = list.iter().any(|e| *e != Effect::FocusChanged);
+    // A prevented default with nothing but the page's content changing is how pages refuse
+    // (a validation message): still not the click's effect.
+    let beyond_content = list
+        .iter()
+        .any(|e| !matches!(e, Effect::FocusChanged | Effect::ContentChanged));
+    let by_effects = match (expected, list.is_empty()) {
         (Some(true), _) => (Status::Verified, None),
         (Some(false), _) if left_page => (Status::Verified, None),
         (Some(false), _) if prevented => (Status::Mismatch, Some(EvidenceReason::DefaultPrevented)),
         (Some(false), _) => (Status::Mismatch, None),
-        (None, _) if prevented && !effected => {
+        (None, _) if prevented && !beyond_content => {
             (Status::Mismatch, Some(EvidenceReason::DefaultPrevented))
         }
-        (None, false) => (Status::Verified, None),
-        (None, true) => (
+        // Focus follows any mousedown on a focusable element: a dead button shows it too.
+        (None, _) if effected => (Status::Verified, None),
+        (None, _) => (
             Status::Unavailable,
             Some(EvidenceReason::NoObservableEffect),
         ),
@@ -115,13 +129,13 @@ fn click_evidence(
         }
         // No record: the page left (navigation, new document, dialog, popup) or it could not be
         // read. Focus moving is no proof that the click reached the element.
-        None if expected.is_none() && !effected && !effects.list.is_empty() => (
+        None if expected.is_none() && !effected && !list.is_empty() => (
             Status::Unavailable,
             Some(EvidenceReason::NoObservableEffect),
         ),
         None => by_effects,
     };
-    let mut evidence = Evidence::new(Action::Click, status, kind, effects.list.clone());
+    let mut evidence = Evidence::new(Action::Click, status, kind, list);
     evidence.reason = reason;
     evidence.set("delivery", delivery.map_or("unknown", Delivery::as_str));
     if prevented {
@@ -157,6 +171,8 @@ fn expected_state(
             Some(after.is_some_and(|a| before.is_some_and(|b| a.checked != b.checked)))
         }
         "radio" | "menuitemradio" => Some(after.is_some_and(|a| a.checked == Some(Checked::True))),
+        // A text field's click is for the caret: it must hold focus afterwards.
+        "textbox" | "searchbox" | "spinbutton" => Some(after.is_some_and(|a| a.focused)),
         "tab" | "option" | "treeitem" if after.is_some_and(|a| a.selected.is_some()) => {
             Some(after.is_some_and(|a| a.selected == Some(true)))
         }
@@ -412,6 +428,7 @@ mod tests {
 
     fn record(observed: u32, inside: u32, reached: u32, prevented: bool) -> ClickRecord {
         ClickRecord {
+            mutations: 0,
             armed: true,
             early: true,
             observed,
@@ -443,9 +460,43 @@ mod tests {
     fn a_click_is_verified_only_when_it_reached_its_element() {
         let focus = effects(&["focus_changed"], None);
         let reached = Some(record(1, 1, 1, false));
+        // Delivered, but only focus moved: a dead button, not a verified click.
         assert_eq!(
             judged("button", &focus, None, reached),
-            ("verified".into(), None, "reached".into())
+            (
+                "unavailable".into(),
+                Some("no_observable_effect".into()),
+                "reached".into()
+            )
+        );
+        assert_eq!(
+            judged(
+                "button",
+                &effects(&["focus_changed", "value_changed"], None),
+                None,
+                reached
+            )
+            .0,
+            "verified"
+        );
+        // The document changed under a click that reached the button: content_changed.
+        let changed = ClickRecord {
+            mutations: 2,
+            ..record(1, 1, 1, false)
+        };
+        let evidence = click_evidence("button", &focus, None, Some(&changed)).to_json();
+        assert_eq!(evidence["status"], "verified");
+        assert_eq!(
+            evidence["effects"],
+            json!(["focus_changed", "content_changed"])
+        );
+        let elsewhere = ClickRecord {
+            mutations: 2,
+            ..record(1, 0, 0, false)
+        };
+        assert_eq!(
+            judged("button", &focus, None, Some(elsewhere)).0,
+            "mismatch"
         );
         assert_eq!(
             judged("button", &effects(&[], None), None, reached),
@@ -518,6 +569,7 @@ mod tests {
             "verified"
         );
         let unarmed = ClickRecord {
+            mutations: 0,
             armed: false,
             ..record(0, 0, 0, false)
         };

@@ -76,11 +76,16 @@ pub enum Effect {
     FileChooserOpened,
     /// The file selection of a file input changed.
     FilesChanged,
+    /// The focused text control's caret or selection moved (Home, Shift+End, ...).
+    SelectionChanged,
+    /// The document changed under a click that reached its element (nodes, text, attributes
+    /// other than inline styles).
+    ContentChanged,
 }
 
 impl Effect {
     /// Every effect, in the order of the evidence schema's enum.
-    pub const ALL: [Effect; 17] = [
+    pub const ALL: [Effect; 19] = [
         Effect::CheckedChanged,
         Effect::SelectedChanged,
         Effect::PressedChanged,
@@ -98,6 +103,8 @@ impl Effect {
         Effect::TargetChanged,
         Effect::FileChooserOpened,
         Effect::FilesChanged,
+        Effect::SelectionChanged,
+        Effect::ContentChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -119,6 +126,8 @@ impl Effect {
             Effect::TargetChanged => "target_changed",
             Effect::FileChooserOpened => "file_chooser_opened",
             Effect::FilesChanged => "files_changed",
+            Effect::SelectionChanged => "selection_changed",
+            Effect::ContentChanged => "content_changed",
         }
     }
 

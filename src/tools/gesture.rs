@@ -76,7 +76,8 @@ pub fn defs() -> Vec<ToolDef> {
             name: "browser.hover",
             description: "Move the mouse over an Observation ref (after the same actionability wait as browser.click) or viewport coordinates of the selected frame, without clicking. Returns evidence {action: hover, status, hovered (the element matches :hover), appearedCount, appeared: [{tag, role, name}] (elements that became visible, outermost first, at most 10)} and a fresh Observation; verified only when the ref's element is hovered afterwards.",
             capability: "action.input",
-            mutating: false,
+            // Input events are mutations: a failure after the first one is unknown_outcome.
+            mutating: true,
             input_schema: hover_schema,
             output_schema: action_output(evidence_schema("hover")),
             sensitivity_input: &[],

@@ -133,9 +133,16 @@ pub fn defs() -> Vec<ToolDef> {
 fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>), ToolError> {
     let name = if name == "Space" { " " } else { name };
     let shift_held = requested.contains(&table::SHIFT);
+    // In a shortcut (Control, Alt or Meta held) a letter names its key, whatever its case:
+    // Control+A is Control and the A key, never Control+Shift+A.
+    let shortcut = requested.iter().any(|m| *m != table::SHIFT);
     let mut chars = name.chars();
     let key = match (table::named_key(name), chars.next(), chars.next()) {
         (Some(named), _, _) => Some((Key::named(named), false)),
+        (None, Some(ch), None) if shortcut && ch.is_ascii_alphabetic() => {
+            table::printable_key(ch.to_ascii_lowercase())
+                .map(|(key, _)| (Key::printable(key, shift_held), shift_held))
+        }
         (None, Some(ch), None) => table::printable_key(ch).map(|(key, shifted)| {
             // With Shift held a key types its shifted character, as on a real keyboard.
             let shifted = shifted || (shift_held && key.plain != key.shifted);
@@ -217,7 +224,11 @@ pub async fn press(
         Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
         None => None,
     };
-    let active_before = ctx.run(&tab.client, &ActiveElementKey).await?;
+    let (active_before, field_before) = tokio::join!(
+        ctx.run(&tab.client, &ActiveElementKey),
+        ctx.run(&tab.client, &ActiveElementState)
+    );
+    let active_before = active_before?;
     let subject = match &element {
         Some(element) => Subject::Element(element.element_key.clone()),
         None => Subject::Focused(active_before.key.clone()),
@@ -243,12 +254,21 @@ pub async fn press(
     let settled_in_place = !effects.dialog
         && !effects.list.contains(&Effect::Navigation)
         && !effects.list.contains(&Effect::FocusChanged);
-    if settled_in_place
-        && let Ok(ctx) = tab.page_context().await
-        && let Ok(active_after) = ctx.run(&tab.client, &ActiveElementKey).await
-        && active_after.key != active_before.key
-    {
-        effects.list.push(Effect::FocusChanged);
+    if settled_in_place && let Ok(ctx) = tab.page_context().await {
+        let (active_after, field_after) = tokio::join!(
+            ctx.run(&tab.client, &ActiveElementKey),
+            ctx.run(&tab.client, &ActiveElementState)
+        );
+        match active_after {
+            Ok(after) if after.key != active_before.key => effects.list.push(Effect::FocusChanged),
+            // Still the same focused control: what the key did to its value or caret.
+            Ok(_) => {
+                if let (Ok(before), Ok(after)) = (&field_before, &field_after) {
+                    field_effects(before, after, &mut effects.list);
+                }
+            }
+            Err(_) => {}
+        }
     }
     let evidence = Evidence::by_any_effect(Action::Press, "key", effects.list.clone());
     let finished = Finished {
@@ -262,6 +282,29 @@ pub async fn press(
     finish_with_observation(env, &mut tab, scope, finished).await
 }
 
+/// What a key did to the focused text control it left focused: its value (Backspace, Delete)
+/// and its caret or selection (Home, Shift+End), added to `list` unless already there.
+fn field_effects(before: &ActiveState, after: &ActiveState, list: &mut Vec<Effect>) {
+    let (Some(was), Some(now)) = (&before.state, &after.state) else {
+        return;
+    };
+    if was.element_key != now.element_key || was.document_key != now.document_key {
+        return;
+    }
+    let mut add = |effect| {
+        if !list.contains(&effect) {
+            list.push(effect);
+        }
+    };
+    if was.value != now.value || was.value_length != now.value_length {
+        add(Effect::ValueChanged);
+    }
+    let selection = |s: &ActiveState| (s.selection_start, s.selection_end, s.selected_length);
+    if selection(before) != selection(after) {
+        add(Effect::SelectionChanged);
+    }
+}
+
 /// What a guarded composite action pins and re-checks between steps.
 struct Pin {
     context: crate::page::ExecutionContextId,
@@ -269,6 +312,16 @@ struct Pin {
     active_key: Option<String>,
     session: SessionId,
     frame_id: String,
+    /// The main frame's loader when the pinned frame is the main frame: a new document
+    /// committed there (`loader_changed`) ends typing before a key can reach it.
+    loader: Option<crate::session::LoadMark>,
+}
+
+impl Pin {
+    /// The tab's current loader, when `ctx` is the main frame.
+    fn loader_of(guard: &mut TabGuard, ctx: &PageContext) -> Option<crate::session::LoadMark> {
+        super::tab::is_main_frame(guard, &ctx.frame_id).then(|| guard.load_mark())
+    }
 }
 
 /// Step-failure bookkeeping for guarded typing.
@@ -301,6 +354,11 @@ impl Guarded<'_> {
         let session_root =
             super::frames::repin(guard, &session, &self.pin.session, &self.pin.frame_id)
                 .map_err(|reason| self.fail(step, reason))?;
+        if let Some(pinned) = &self.pin.loader
+            && !guard.load_mark().same_loader(pinned)
+        {
+            return Err(ToolError::from(self.fail(step, "loader_changed")));
+        }
         let ctx = PageContext {
             session: self.pin.session.clone(),
             frame_id: self.pin.frame_id.clone(),
@@ -870,6 +928,7 @@ pub async fn type_text(
         active_key: focus.active_element_key.clone(),
         session: ctx.session.clone(),
         frame_id: ctx.frame_id.clone(),
+        loader: Pin::loader_of(&mut tab.guard, &ctx),
     };
     let mut guarded = Guarded {
         env,
@@ -1169,6 +1228,7 @@ pub async fn keyboard(
         active_key: active.key.clone(),
         session: ctx.session.clone(),
         frame_id: ctx.frame_id.clone(),
+        loader: Pin::loader_of(&mut tab.guard, &ctx),
     };
     let mut guarded = Guarded {
         env,
@@ -1308,6 +1368,22 @@ mod tests {
         );
         assert_eq!(events[2].code, "KeyA");
         assert!(events[2].text.is_none(), "a shortcut types nothing");
+        // In a shortcut a letter is its key, whatever its case: Control+A holds no Shift.
+        for name in ["a", "A"] {
+            let (key, held) = press_chord(name, &[control]).unwrap();
+            assert_eq!(
+                kinds_and_keys(&chord_events(&key, &held)),
+                owned(&[
+                    ("rawKeyDown", "Control", 2),
+                    ("rawKeyDown", "a", 2),
+                    ("keyUp", "a", 2),
+                    ("keyUp", "Control", 0),
+                ]),
+                "Control+{name}"
+            );
+        }
+        let (key, held) = press_chord("A", &[control, table::SHIFT]).unwrap();
+        assert_eq!((key.key.as_str(), held.len()), ("A", 2));
         // An uppercase letter alone is Shift and its key; a modifier alone is itself.
         let (key, held) = press_chord("A", &[]).unwrap();
         assert_eq!((key.key.as_str(), held), ("A", vec![table::SHIFT]));
@@ -1390,6 +1466,47 @@ mod tests {
             selected_values: None,
             focused: true,
         }
+    }
+
+    #[test]
+    fn a_key_that_edits_or_moves_the_caret_has_an_effect() {
+        let field = |value: &str, start: u64, end: u64| ActiveState {
+            state: Some(state(Some(value), value.chars().count() as u64, false)),
+            selection_start: Some(start),
+            selection_end: Some(end),
+            selected_length: None,
+        };
+        let effects_of = |before: &ActiveState, after: &ActiveState| {
+            let mut list = Vec::new();
+            field_effects(before, after, &mut list);
+            list
+        };
+        let typed = field("abc", 3, 3);
+        // Backspace: value and caret; Home: caret; Shift+End: selection; a dead key: nothing.
+        assert_eq!(
+            effects_of(&typed, &field("ab", 2, 2)),
+            [Effect::ValueChanged, Effect::SelectionChanged]
+        );
+        assert_eq!(
+            effects_of(&typed, &field("abc", 0, 0)),
+            [Effect::SelectionChanged]
+        );
+        assert_eq!(
+            effects_of(&field("abc", 0, 0), &field("abc", 0, 3)),
+            [Effect::SelectionChanged]
+        );
+        assert!(effects_of(&typed, &typed).is_empty());
+        // Another element (focus moved), or none: judged elsewhere.
+        let mut other = field("ab", 2, 2);
+        other.state.as_mut().unwrap().element_key = "d:e2".into();
+        assert!(effects_of(&typed, &other).is_empty());
+        let nothing = ActiveState {
+            state: None,
+            selection_start: None,
+            selection_end: None,
+            selected_length: None,
+        };
+        assert!(effects_of(&typed, &nothing).is_empty());
     }
 
     #[test]

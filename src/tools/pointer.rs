@@ -40,6 +40,9 @@ use crate::session::TabGuard;
 /// MCP server waits as long), while a button that is enabled or uncovered a moment later is still
 /// clicked.
 pub const ACTIONABLE_WAIT_DEFAULT: Duration = Duration::from_secs(5);
+/// Kept from the actionability bound for the look that finds the wait over (a sample is a page
+/// round trip), so the refusal comes within the bound.
+const LAST_LOOK: Duration = Duration::from_millis(250);
 /// The longest `actionableTimeoutMs` a call may ask for (the Command's deadline still applies).
 const ACTIONABLE_WAIT_MAX_MS: u64 = 300_000;
 
@@ -687,7 +690,10 @@ async fn actionable_during<T, F: std::future::Future<Output = T>>(
     let now = tokio::time::Instant::now();
     let remaining = wait.deadline.saturating_duration_since(now);
     let reserve = std::cmp::max(remaining / 4, RESERVED_FOR_ACTION);
-    let wait_until = now + remaining.saturating_sub(reserve).min(wait.limit);
+    let wait_until = now
+        + remaining
+            .saturating_sub(reserve)
+            .min(wait.limit.saturating_sub(LAST_LOOK));
     // A refusal says how long the element was waited for.
     let refuse = |blocker: Blocker| {
         let waited = now.elapsed().as_millis() as u64;

@@ -713,7 +713,11 @@ pub fn resolve_ref(
                 ErrorCode::StaleRef,
                 "the Observation was taken in another frame or document",
             )
-            .with_context("reason", json!("frame_changed")),
+            .with_context("reason", json!("frame_changed"))
+            .with_remediation(
+                RemediationAction::Observe,
+                "Call browser.observe in the selected frame and use refs from the new Observation.",
+            ),
         ));
     }
     if record.replaced {
@@ -734,9 +738,23 @@ pub fn resolve_ref(
         .and_then(|r| record.elements.get(&r))
         .cloned();
     let Some(summary) = summary else {
+        let highest = record.elements.keys().max().copied().unwrap_or(0);
         return Err(ToolError::from(
-            RpcError::new(ErrorCode::StaleRef, "the ref is outside the Observation")
-                .with_context("ref", json!(element_ref)),
+            RpcError::new(
+                ErrorCode::StaleRef,
+                format!(
+                    "ref {element_ref} is not one of the {} element(s) of Observation {observation_id} (its highest ref is {highest})",
+                    record.elements.len()
+                ),
+            )
+            .with_context("reason", json!("ref_not_in_observation"))
+            .with_context("ref", json!(element_ref))
+            .with_context("observationId", json!(observation_id))
+            .with_context("highestRef", json!(highest))
+            .with_remediation(
+                RemediationAction::Observe,
+                "Use a ref listed in that Observation's elements, or call browser.observe and use refs from the new Observation.",
+            ),
         ));
     };
     Ok((RefTarget::new(observation_id, element_ref as u32), summary))

@@ -198,6 +198,17 @@ function bpReleaseClicks(state) {
     if (entry.release !== null) entry.release();
   }
   state.clicks = [];
+  if (state.watch) {
+    state.watch.disconnect();
+    state.watch = null;
+  }
+}
+
+// Whether a DOM mutation is something the page did: nodes added or removed,
+// text changed, or an attribute other than an inline style (animations write
+// styles on every frame) changed.
+function bpPageMutation(record) {
+  return record.type !== 'attributes' || record.attributeName !== 'style';
 }
 
 // Starts recording the trusted clicks of one action (`type`: click or
@@ -208,6 +219,13 @@ function armClick(options) {
   if (state === null) return { armed: false, early: false };
   bpReleaseClicks(state);
   state.armed = { type: options.type === 'auxclick' ? 'auxclick' : 'click' };
+  // The document's own changes from now until the verdict: what the click
+  // did beyond the clicked element's state (a counter, a message, a list).
+  state.mutations = 0;
+  state.watch = new MutationObserver((records) => {
+    state.mutations += records.filter(bpPageMutation).length;
+  });
+  state.watch.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
   return { armed: true, early: state.early };
 }
 
@@ -220,7 +238,7 @@ function armClick(options) {
 function clickVerdict(options) {
   const state = bpClickTruth();
   if (state === null || state.armed === null) {
-    return { armed: false, early: state !== null && state.early, observed: 0, inside: 0, reached: 0, prevented: false };
+    return { armed: false, early: state !== null && state.early, observed: 0, inside: 0, reached: 0, prevented: false, mutations: 0 };
   }
   let el = null;
   if (typeof options.observationKey === 'string') {
@@ -247,8 +265,10 @@ function clickVerdict(options) {
     }
   }
   const observed = clicks.length;
+  let mutations = state.mutations || 0;
+  if (state.watch) mutations += state.watch.takeRecords().filter(bpPageMutation).length;
   bpReleaseClicks(state);
-  return { armed: true, early: state.early, observed: observed, inside: inside, reached: reached, prevented: prevented };
+  return { armed: true, early: state.early, observed: observed, inside: inside, reached: reached, prevented: prevented, mutations: mutations };
 }
 
 // The keystroke guard of this world (see keyguard.js), or null.
