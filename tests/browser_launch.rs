@@ -216,7 +216,11 @@ fn launch_is_idempotent_and_stop_closes_the_browser() {
         assert_eq!(mode, 0o700, "{}", dir.display());
     }
     let browser = browser_pid(&home);
-    assert!(home.join("browser").join("launch.json").exists());
+    for file in ["launch.json", "keeper.log"] {
+        let path = home.join("browser").join(file);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
 
     // Launch again: same browser, same id.
     let again = json_stdout(&run(&home, &["browser", "launch", "--headless"]));

@@ -118,7 +118,7 @@ pub fn launch_cli(
             let own = std::env::current_exe().map_err(LaunchError::OwnExecutable)?;
             // The keeper's diagnostics: stdout and stderr must not be the caller's, which
             // waits for their end (`mcp --headless` and `bp launch` run this command).
-            let stderr = std::fs::File::create(&log).map_err(LaunchError::Profile)?;
+            let stderr = os::create_private_file(&log).map_err(LaunchError::Profile)?;
             let mut command = Command::new(own);
             command
                 .arg(crate::keeper::ROLE_ARG)
@@ -242,8 +242,9 @@ fn write_record(home: &Path, headless: bool, executable: &Path) {
         "headless": headless,
         "executable": executable.to_string_lossy(),
     });
-    if let Err(error) = std::fs::write(home.join("browser").join(LAUNCH_RECORD), record.to_string())
-    {
+    let written = os::create_private_file(&home.join("browser").join(LAUNCH_RECORD))
+        .and_then(|mut file| std::io::Write::write_all(&mut file, record.to_string().as_bytes()));
+    if let Err(error) = written {
         tracing::warn!(%error, "cannot record how the managed browser was launched");
     }
 }

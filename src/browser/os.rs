@@ -1,7 +1,7 @@
 //! Everything platform-specific about browsers, with the same API on every
 //! platform: default user-data directories, whether a profile's process is
 //! running, detached spawning, root detection, executable search paths and
-//! owner-only directories. Nothing else in the crate's browser code says
+//! owner-only directories and files. Nothing else in the crate's browser code says
 //! `#[cfg(...)]`. No discovery policy lives here.
 
 use std::io;
@@ -55,6 +55,11 @@ pub(super) fn is_executable(path: &Path) -> bool {
 /// `path` itself owner-only if it already existed.
 pub(super) fn create_private_dir_all(path: &Path) -> io::Result<()> {
     imp::create_private_dir_all(path)
+}
+
+/// Creates (or truncates) the file at `path`, owner-only (0600 on Unix).
+pub(super) fn create_private_file(path: &Path) -> io::Result<std::fs::File> {
+    imp::create_private_file(path)
 }
 
 #[cfg(unix)]
@@ -224,6 +229,18 @@ mod imp {
         }
     }
 
+    pub(super) fn create_private_file(path: &Path) -> io::Result<std::fs::File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+
     pub(super) fn create_private_dir_all(path: &Path) -> io::Result<()> {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -302,6 +319,11 @@ mod imp {
 
     pub(super) fn is_executable(path: &Path) -> bool {
         path.is_file()
+    }
+
+    pub(super) fn create_private_file(path: &Path) -> io::Result<std::fs::File> {
+        // %LOCALAPPDATA% is already per-user.
+        std::fs::File::create(path)
     }
 
     pub(super) fn create_private_dir_all(path: &Path) -> io::Result<()> {
