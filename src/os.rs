@@ -116,6 +116,12 @@ pub fn is_symlink_loop(error: &std::io::Error) -> bool {
     imp::is_symlink_loop(error)
 }
 
+/// Whether an open file lives on a kernel pseudo file system (procfs, sysfs, debugfs, ...):
+/// its "regular files" report a size that is not their content and change as they are read.
+pub fn is_pseudo_file(file: &File) -> bool {
+    imp::is_pseudo_file(file)
+}
+
 /// Whether an I/O error says this process ran out of descriptors or memory (`EMFILE`,
 /// `ENFILE`, `ENOMEM`, `ENOBUFS`): a condition of the caller, not of the file.
 pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
@@ -545,6 +551,44 @@ mod imp {
         error.raw_os_error() == Some(libc::ELOOP)
     }
 
+    /// `statfs` magic numbers of the kernel's pseudo file systems (linux/magic.h): proc,
+    /// sysfs, debugfs, tracefs, securityfs, cgroup v1 and v2, configfs, efivarfs, bpf, pstore.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    const PSEUDO_FS_MAGICS: &[u64] = &[
+        0x9fa0,
+        0x6265_6572,
+        0x6462_6720,
+        0x7472_6163,
+        0x7363_6673,
+        0x0027_e0eb,
+        0x6367_7270,
+        0x6265_6570,
+        0xde5e_81e4,
+        0xcafe_4a11,
+        0x6165_676c,
+    ];
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub fn is_pseudo_file(file: &File) -> bool {
+        let mut facts = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+        // SAFETY: a valid open fd and a buffer of the size fstatfs writes.
+        let status = unsafe { libc::fstatfs(file.as_raw_fd(), facts.as_mut_ptr()) };
+        if status != 0 {
+            return false;
+        }
+        // SAFETY: fstatfs succeeded, so it filled the buffer.
+        let facts = unsafe { facts.assume_init() };
+        // `f_type` is signed and of the platform's word size: compare its low 32 bits.
+        let magic = facts.f_type as u64 & 0xffff_ffff;
+        PSEUDO_FS_MAGICS.contains(&magic)
+    }
+
+    /// Elsewhere the /proc of another Unix is not the Linux one; nothing is known as pseudo.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pub fn is_pseudo_file(_file: &File) -> bool {
+        false
+    }
+
     pub fn is_resource_exhaustion(error: &std::io::Error) -> bool {
         matches!(
             error.raw_os_error(),
@@ -780,6 +824,10 @@ mod imp {
     }
 
     pub fn is_symlink_loop(_error: &std::io::Error) -> bool {
+        false
+    }
+
+    pub fn is_pseudo_file(_file: &File) -> bool {
         false
     }
 

@@ -1,8 +1,9 @@
 //! Process tests of Artifacts against a real headless Chromium: `browser.capture` (viewport,
 //! full page, element, previews), `browser.pdf`, and the `artifacts/*` methods (get, export,
 //! import, retain, release), their permissions, isolation between Workspaces and clients, and
-//! byte cleanup on release, expiry, Workspace release and Broker exit. Every response except
-//! `artifacts/get` is checked for the protected path.
+//! byte cleanup on release, expiry, Workspace release and Broker exit; imports refusing kernel
+//! pseudo-files and files changed while copied, and dropping bidirectional controls from names.
+//! Every response except `artifacts/get` is checked for the protected path.
 
 mod support;
 
@@ -487,6 +488,64 @@ fn export_import_retain_and_release() {
         agent.import(&source, json!({"mimeType": "pdf"})),
         Err("invalid_params".into())
     );
+
+    // Kernel pseudo-files are regular files whose size is not their content: refused.
+    for pseudo in ["/proc/self/status", "/proc/self/environ", "/proc/cpuinfo"] {
+        let params =
+            json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "path": pseudo});
+        let (code, error) = agent.err("artifacts/import", params);
+        assert_eq!(code, "path_not_allowed", "{pseudo}: {error}");
+        assert!(
+            error["data"]["context"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("pseudo-file"),
+            "{error}"
+        );
+    }
+    // Bidirectional controls are dropped from the name (`invoice<RLO>fdp.txt` would read as
+    // `invoicetxt.pdf`).
+    let spoofed = client.path().join("invoice\u{202E}fdp.txt");
+    std::fs::write(&spoofed, b"spoof").unwrap();
+    assert_eq!(
+        agent.import(&spoofed, json!({})).unwrap()["fileName"],
+        "invoicefdp.txt"
+    );
+    // A file cut short and grown again while it is copied never becomes a partial Artifact:
+    // the import is refused, or it holds the file whole at one of its two sizes.
+    const BIG: u64 = 48 * 1024 * 1024;
+    const SMALL: u64 = 1024 * 1024;
+    let changing = client.path().join("changing.bin");
+    std::fs::write(&changing, vec![7u8; BIG as usize]).unwrap();
+    for _ in 0..3 {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let (done, changing) = (done.clone(), changing.clone());
+            std::thread::spawn(move || {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&changing)
+                    .unwrap();
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    file.set_len(SMALL).unwrap();
+                    file.set_len(BIG).unwrap();
+                }
+            })
+        };
+        let imported = agent.import(&changing, json!({}));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        flipper.join().unwrap();
+        match imported {
+            Err(code) => assert_eq!(code, "path_not_allowed"),
+            Ok(artifact) => {
+                let len = artifact["byteLength"].as_u64().unwrap();
+                assert!(
+                    len == SMALL || len == BIG,
+                    "a partial Artifact of {len} bytes"
+                );
+            }
+        }
+    }
 
     // Export: absolute paths only, no overwrite unless asked.
     let target = client.path().join("copy.pdf");

@@ -89,8 +89,16 @@ pub fn is_valid_mime(text: &str) -> bool {
         && matches!(text.split_once('/'), Some((kind, sub)) if token(kind) && token(sub))
 }
 
+/// Characters that reorder the text around them (Unicode bidirectional controls): a name such
+/// as `invoice\u{202E}fdp.exe` would show as `invoiceexe.pdf` to whoever reads it.
+const BIDI_CONTROLS: &[char] = &[
+    '\u{061C}', '\u{200E}', '\u{200F}', '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}',
+    '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+];
+
 /// The last component of `path`, made safe as a file name of its own: no separators, no
-/// control characters, not `.`/`..`, at most [`MAX_FILE_NAME_BYTES`].
+/// control characters, no bidirectional controls (dropped), not `.`/`..`, at most
+/// [`MAX_FILE_NAME_BYTES`].
 pub fn sanitize_file_name(path: &Path) -> String {
     let raw = path
         .file_name()
@@ -98,6 +106,7 @@ pub fn sanitize_file_name(path: &Path) -> String {
         .unwrap_or_default();
     let mut name: String = raw
         .chars()
+        .filter(|c| !BIDI_CONTROLS.contains(c))
         .map(|c| match c.is_control() || matches!(c, '/' | '\\' | ':') {
             true => '_',
             false => c,
@@ -213,6 +222,29 @@ pub fn copy_hashing(
     Ok((total, hex(context.finish().as_ref())))
 }
 
+/// The size and modification time of an open file, to tell whether it changed meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileState {
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl FileState {
+    pub fn of(metadata: &std::fs::Metadata) -> FileState {
+        FileState {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+        }
+    }
+}
+
+/// Whether a copy holds the whole file as it was opened: exactly as many bytes as its size
+/// then, and the file unchanged (size, modification time) after the copy. A file truncated,
+/// extended or rewritten while it was read fails this, and its copy is not kept.
+pub fn copy_is_whole(opened: FileState, copied: u64, after: FileState) -> bool {
+    copied == opened.len && after == opened
+}
+
 /// SHA-256 of in-memory bytes, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(ring::digest::digest(&SHA256, bytes).as_ref())
@@ -266,9 +298,27 @@ mod tests {
         check("/home/u/resume.pdf", "resume.pdf");
         check("/tmp/a\nb:c.txt", "a_b_c.txt");
         check("/tmp/..", FALLBACK_FILE_NAME);
+        check("/tmp/invoice\u{202E}fdp.exe", "invoicefdp.exe");
+        check("/tmp/\u{2067}a\u{2069}\u{200F}.txt", "a.txt");
+        check("/tmp/\u{202E}.", FALLBACK_FILE_NAME);
         check("/", FALLBACK_FILE_NAME);
         let long = format!("/tmp/{}.txt", "é".repeat(200));
         assert!(sanitize_file_name(Path::new(&long)).len() <= MAX_FILE_NAME_BYTES);
+    }
+
+    #[test]
+    fn only_an_unchanged_file_copied_whole_is_whole() {
+        let at = |secs: u64| Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        let state = |len: u64, modified| FileState { len, modified };
+        let opened = state(100, at(5));
+        assert!(copy_is_whole(opened, 100, opened));
+        // Truncated while read: fewer bytes, and a new size.
+        assert!(!copy_is_whole(opened, 40, state(40, at(6))));
+        // Truncated and written back to the same size: a new modification time.
+        assert!(!copy_is_whole(opened, 100, state(100, at(6))));
+        // Grown while read, or a pseudo-file whose size is not its content.
+        assert!(!copy_is_whole(opened, 150, state(150, at(6))));
+        assert!(!copy_is_whole(state(0, None), 812, state(0, None)));
     }
 
     #[test]

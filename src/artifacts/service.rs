@@ -456,7 +456,13 @@ impl Inner {
         let mut input = os::open_read_nonblocking(source).map_err(client("open"))?;
         let opened = input.metadata().map_err(client("inspect"))?;
         check_import_kind(opened.is_dir(), opened.is_file())?;
+        if os::is_pseudo_file(&input) {
+            return Err(ArtifactError::PathNotAllowed {
+                reason: "the path is a kernel pseudo-file (/proc, /sys, ...), not stored data",
+            });
+        }
         self.check_size(opened.len())?;
+        let opened = files::FileState::of(&opened);
         let file_name = files::sanitize_file_name(source);
         let id = new_id(IdKind::Artifact);
         let final_path = self.artifact_path(workspace_id, &id, &mime_type, Some(&file_name));
@@ -479,6 +485,15 @@ impl Inner {
                     CopyError::Read(source_error) => client("read")(source_error),
                     CopyError::Write(write_error) => storage("write artifact bytes")(write_error),
                 })
+            })
+            .and_then(|(byte_len, sha256)| {
+                let after = input.metadata().map_err(client("inspect"))?;
+                match files::copy_is_whole(opened, byte_len, files::FileState::of(&after)) {
+                    true => Ok((byte_len, sha256)),
+                    false => Err(ArtifactError::PathNotAllowed {
+                        reason: "the file changed while it was copied",
+                    }),
+                }
             });
         let (byte_len, sha256) = match copied {
             Ok(copied) if progress.begin_finish() => copied,
