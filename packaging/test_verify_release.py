@@ -39,12 +39,15 @@ def write_tree(root, files):
     for name, data in files.items():
         path = os.path.join(root, *name.split("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        for directory in (root, os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+            os.chmod(directory, 0o755)
         with open(path, "wb") as handle:
             handle.write(data)
         os.chmod(path, 0o644)
     with open(os.path.join(root, "SHA256SUMS"), "w", encoding="utf-8") as handle:
         for name, data in sorted(files.items()):
             handle.write(f"{sha256(data)}  {name}\n")
+    os.chmod(os.path.join(root, "SHA256SUMS"), 0o644)
 
 
 def write_archive(path, files):
