@@ -815,7 +815,7 @@ import json, os, subprocess, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 from dispatcher import Dispatcher
 executable, url, slow, out = sys.argv[2:6]
-d = Dispatcher(executable, "kill-scope", out)
+d = Dispatcher(executable, "kill-scope", out, "install:kill-scenario")
 d.browser("k1", "browser.connect")
 d.browser("k2", "browser.open", {"url": url})
 outcome = {}
@@ -1124,4 +1124,81 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
     assert_eq!(again["isError"], true, "{again}");
     mcp.close_stdin();
     assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
+}
+
+/// A restarted Python dispatcher of the same host instance repeats a tool-use id.
+const PYTHON_RESTART_SCENARIO: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from dispatcher import Dispatcher
+executable, url, out = sys.argv[2:5]
+first = Dispatcher(executable, "restart-scope", out, "install:stable-python-host")
+first.browser("toolu_connect", "browser.connect")
+opened = first.browser("toolu_open", "browser.open", {"url": url})
+second = Dispatcher(executable, "restart-scope", out, "install:stable-python-host")
+again = second.browser("toolu_open", "browser.open", {"url": url})
+second.close()
+first.close()
+print(json.dumps({"first": opened["details"].get("targetId"), "again": again["details"].get("targetId"),
+                  "ids": [first.identity("toolu_open"), second.identity("toolu_open")]}))
+"#;
+
+#[test]
+fn reference_adapters_answer_a_repeated_tool_use_id_from_the_record_after_a_restart() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let output = tempfile::tempdir().unwrap();
+    let spec = launch_spec(&home);
+    let url = shared.fixtures.url("/page/restart-rust");
+    let (opened, again) = runtime().block_on(async {
+        let start = || {
+            tool_runtime::ToolRuntime::start(
+                &spec,
+                "restart-scope",
+                "install:stable-rust-host",
+                output.path().to_owned(),
+            )
+        };
+        let first = start().await.expect("first runtime");
+        let connected = first
+            .execute("toolu_connect", "browser_connect", json!({}))
+            .await;
+        assert!(!connected.is_error, "{}", connected.details);
+        let opened = first
+            .execute("toolu_open", "browser_open", json!({"url": url}))
+            .await;
+        // The host restarts: another process of the same instance and work scope.
+        let second = start().await.expect("second runtime");
+        let again = second
+            .execute("toolu_open", "browser_open", json!({"url": url}))
+            .await;
+        second.close().await.expect("release");
+        let _ = first.close().await;
+        (opened, again)
+    });
+    assert!(!opened.is_error && !again.is_error, "{}", again.details);
+    assert_eq!(
+        opened.details["targetId"], again.details["targetId"],
+        "the recorded outcome"
+    );
+    assert_eq!(shared.fixtures.hits("/page/restart-rust"), 1, "opened once");
+
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/adapters");
+    let run = home
+        .command("python3")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-c", PYTHON_RESTART_SCENARIO])
+        .arg(&examples)
+        .arg(BIN)
+        .arg(shared.fixtures.url("/page/restart-python"))
+        .arg(output.path())
+        .output()
+        .expect("python3 is required: sudo apt-get install -y python3");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "scenario failed:\n{stderr}");
+    let report: Value = serde_json::from_slice(&run.stdout).expect("one JSON line");
+    assert_eq!(report["ids"][0], report["ids"][1], "{report}");
+    assert!(report["first"].is_string(), "{report}");
+    assert_eq!(report["first"], report["again"], "{report}");
+    assert_eq!(shared.fixtures.hits("/page/restart-python"), 1);
 }

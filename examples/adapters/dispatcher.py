@@ -11,8 +11,11 @@ only:
 - negotiates protocol 1.1 and limits, discovers tools at runtime from ``tools/list``;
 - maps the host's work scope to a Workspace (``clientKey``) and its active invocation to a Lease
   renewed by its own thread at a third of the TTL;
-- host tool-call ids become ``commandId`` + ``idempotencyKey``; transport loss after a mutating
-  call was written is returned as non-retryable ``unknown_outcome``;
+- host tool-call ids become ``commandId`` + ``idempotencyKey``, derived from the host's stable
+  ``instanceId`` and the call id alone (no per-process salt: the host's tool-use ids are unique
+  across its restarts, so a call a restarted host repeats returns its recorded outcome instead
+  of running again); transport loss after a mutating call was written is returned as
+  non-retryable ``unknown_outcome``;
 - events: ``poll_events`` -> process -> ``acknowledge_events(next_cursor)``; ``cursor_expired``
   -> rebuild, then ``reset_event_cursor`` from ``workspaces/get``;
 - image Artifacts are read from their protected path and released; other files are exported
@@ -172,9 +175,10 @@ class LeaseKeeper(threading.Thread):
 class Dispatcher:
     """The host's single ``browser`` tool over one Workspace and Lease."""
 
-    def __init__(self, executable, work_scope, output_dir):
-        instance = "install:" + os.urandom(8).hex()
-        self.nonce = os.urandom(6).hex()
+    def __init__(self, executable, work_scope, output_dir, instance_id):
+        """``instance_id`` is the host's stable instance (the same after a restart)."""
+        instance = instance_id
+        self.scope = "i" + hashlib.sha256(instance.encode()).hexdigest()[:12]
         self.bridge = Bridge(executable, {"id": "com.example.dispatcher", "name": "Dispatcher",
                                           "version": "1.0.0", "instanceId": instance})
         self.output_dir = output_dir
@@ -242,7 +246,7 @@ class Dispatcher:
         call = str(tool_call_id)
         if len(call) > 128 or not all(c.isalnum() or c in "-_.:" for c in call):
             call = "h" + hashlib.sha256(call.encode()).hexdigest()[:32]
-        return f"command:{self.nonce}-{call}", f"host:{self.nonce}:{call}"
+        return f"command:{self.scope}-{call}", f"host:{self.scope}:{call}"
 
     # Artifacts ---------------------------------------------------------------------------
 
@@ -326,8 +330,11 @@ class Dispatcher:
         return error
 
 
-def run_turn(executable, url, output_dir):
-    dispatcher = Dispatcher(executable, "reference-dispatch", output_dir)
+def run_turn(executable, url, output_dir, instance_id=None):
+    # This scripted turn numbers its calls from t1 in every run, so unless told otherwise it is
+    # a new host instance each time; a real host passes its persistent instanceId.
+    instance = instance_id or "install:" + os.urandom(8).hex()
+    dispatcher = Dispatcher(executable, "reference-dispatch", output_dir, instance)
     steps = {}
 
     def step(key, call_id, name, arguments=None, target_id=None):
@@ -364,8 +371,9 @@ def main():
     parser.add_argument("--executable", required=True)
     parser.add_argument("--url", required=True)
     parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--instance-id", help="the host's stable instanceId (default: a new one)")
     args = parser.parse_args()
-    print(json.dumps(run_turn(args.executable, args.url, args.output_dir)))
+    print(json.dumps(run_turn(args.executable, args.url, args.output_dir, args.instance_id)))
 
 
 if __name__ == "__main__":

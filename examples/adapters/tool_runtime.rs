@@ -2,7 +2,10 @@
 //! each Broker tool becomes one host tool, built on `browser_pilot::adapter`.
 //!
 //! The host's work scope is one Workspace (found again by `clientKey`), its active invocation
-//! one renewable Lease, and every host tool-call id becomes the Command's identity. Images come
+//! one renewable Lease, and every host tool-call id becomes the Command's identity. The host's
+//! tool-use ids are unique across its restarts, so identities derive from its stable
+//! `instanceId` and the call id alone, with no per-process salt: a call repeated by a restarted
+//! host returns its recorded outcome instead of running again. Images come
 //! back as the host's native image content, other files are exported into a host-owned
 //! directory; both are released from protected storage. Events are followed by cursor and
 //! acknowledged only after processing. Nothing is written to disk but the exports.
@@ -14,8 +17,8 @@
 use std::path::PathBuf;
 
 use browser_pilot::adapter::{
-    BridgeSession, ClientIdentity, LaunchSpec, Lease, LeaseOptions, SessionOptions, ToolCall,
-    ToolInfo, ToolScope, Workspace, WorkspaceOptions,
+    BridgeSession, ClientIdentity, CommandIdScope, LaunchSpec, Lease, LeaseOptions, SessionOptions,
+    ToolCall, ToolInfo, ToolScope, Workspace, WorkspaceOptions, random_hex,
 };
 use browser_pilot::protocol::errors::{ErrorCode, RpcError};
 use serde_json::{Value, json};
@@ -54,18 +57,23 @@ pub struct ToolRuntime {
 
 impl ToolRuntime {
     /// Launch, negotiate, discover tools, and map the work scope to a Workspace + Lease.
+    /// `instance_id` is the host's stable instance (the same after a restart).
     pub async fn start(
         spec: &LaunchSpec,
         work_scope: &str,
+        instance_id: &str,
         output_dir: PathBuf,
     ) -> Result<ToolRuntime, RpcError> {
-        let identity = ClientIdentity::ephemeral(
+        let identity = ClientIdentity::stable(
             "com.example.tool-runtime",
             "Tool runtime reference adapter",
-            "install",
+            instance_id,
         );
-        let (session, _notifications) =
-            BridgeSession::launch(spec, &identity, &SessionOptions::default()).await?;
+        let options = SessionOptions {
+            command_ids: CommandIdScope::Instance,
+            ..SessionOptions::default()
+        };
+        let (session, _notifications) = BridgeSession::launch(spec, &identity, &options).await?;
         let tools = session
             .tools()
             .iter()
@@ -229,7 +237,10 @@ pub async fn run_turn(
     url: &str,
     output_dir: PathBuf,
 ) -> Result<Value, RpcError> {
-    let runtime = ToolRuntime::start(spec, "reference-turn", output_dir).await?;
+    // This scripted turn numbers its calls from 1 in every run, so it is a new host instance
+    // each time; a real host passes its persistent instanceId and its unique tool-use ids.
+    let instance = format!("install:{}", random_hex(8));
+    let runtime = ToolRuntime::start(spec, "reference-turn", &instance, output_dir).await?;
     let tool_names: Vec<String> = runtime.tools().iter().map(|t| t.name.clone()).collect();
     let mut steps = serde_json::Map::new();
     let connect = runtime

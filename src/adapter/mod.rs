@@ -27,7 +27,7 @@ pub use launch::LaunchSpec;
 pub use lease::{Lease, LeaseOptions, LeaseStatus, renew_every};
 pub use rpc::{CallError, NOTIFICATION_QUEUE, Reply, RpcClient};
 pub use session::{
-    BridgeSession, ClientIdentity, Initialized, Notifications, PendingTool, SessionOptions,
-    ToolCall, ToolInfo, ToolOutcome, ToolScope, random_hex,
+    BridgeSession, ClientIdentity, CommandIdScope, Initialized, Notifications, PendingTool,
+    SessionOptions, ToolCall, ToolInfo, ToolOutcome, ToolScope, random_hex,
 };
 pub use workspace::{Workspace, WorkspaceOptions};

@@ -43,6 +43,17 @@ impl ClientIdentity {
             instance_id: format!("{prefix}:{}", random_hex(8)),
         }
     }
+
+    /// The host's own stable `instanceId` (for example its installation id), the same in
+    /// every process of that host instance.
+    pub fn stable(id: &str, name: &str, instance_id: &str) -> ClientIdentity {
+        ClientIdentity {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instance_id: instance_id.to_owned(),
+        }
+    }
 }
 
 /// What to ask for in `initialize`. The default requests the contract's six capabilities and
@@ -53,6 +64,20 @@ pub struct SessionOptions {
     pub capabilities: Vec<String>,
     pub max_message_bytes: u64,
     pub max_result_bytes: u64,
+    pub command_ids: CommandIdScope,
+}
+
+/// What a host call id is unique within, and so what its Command identity is derived from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommandIdScope {
+    /// The host's call ids restart with each process (MCP request ids, `bp`): each session
+    /// salts them with its own random value, so a new session never meets an old Command.
+    #[default]
+    Session,
+    /// The host supplies call ids unique across restarts (tool-use ids) and a stable
+    /// `instanceId`: identities come from the two alone, with no per-process salt, so a call
+    /// repeated after a restart finds its recorded Command instead of running again.
+    Instance,
 }
 
 impl Default for SessionOptions {
@@ -64,6 +89,7 @@ impl Default for SessionOptions {
                 .collect(),
             max_message_bytes: SERVICE_LIMITS.max_message_bytes,
             max_result_bytes: SERVICE_LIMITS.max_result_bytes,
+            command_ids: CommandIdScope::Session,
         }
     }
 }
@@ -202,7 +228,8 @@ struct Inner {
     child: Mutex<Option<tokio::process::Child>>,
     initialized: Initialized,
     tools: Vec<ToolInfo>,
-    /// Distinguishes this session's Command identities from any other's.
+    /// Prefixes this session's Command identities: a random salt, or the digest of the
+    /// client's `instanceId` (`CommandIdScope`).
     nonce: String,
 }
 
@@ -278,7 +305,10 @@ impl BridgeSession {
                 child: Mutex::new(Some(launched.child)),
                 initialized,
                 tools,
-                nonce: random_hex(6),
+                nonce: match options.command_ids {
+                    CommandIdScope::Session => random_hex(6),
+                    CommandIdScope::Instance => instance_scope(&client.instance_id),
+                },
             }),
         };
         Ok((session, notifications))
@@ -455,6 +485,12 @@ fn command_identity(nonce: &str, host_call_id: &str) -> (String, String) {
     )
 }
 
+/// The stable prefix of Command identities for an `instanceId`: short, and the same in every
+/// process of that instance.
+fn instance_scope(instance_id: &str) -> String {
+    format!("i{}", &sha256_hex(instance_id.as_bytes())[..12])
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
     digest.as_ref()[..16]
@@ -547,5 +583,19 @@ mod tests {
         let tool = ToolInfo::from_json(&json!({"name": "browser.discover", "scope": "connection", "mutating": false, "sensitivity": {"input": [], "output": ["browser_data"]}})).unwrap();
         assert!(!tool.mutating);
         assert_eq!(tool.sensitivity_output, vec!["browser_data"]);
+    }
+
+    #[test]
+    fn instance_scoped_identities_need_no_salt() {
+        let scope = instance_scope("install:01J");
+        assert_eq!(
+            scope,
+            instance_scope("install:01J"),
+            "stable across processes"
+        );
+        assert_ne!(scope, instance_scope("install:01K"));
+        let (command, key) = command_identity(&scope, "toolu_01");
+        assert_eq!(command, format!("command:{scope}-toolu_01"));
+        assert_eq!(key, format!("host:{scope}:toolu_01"));
     }
 }
