@@ -3,7 +3,8 @@
 //! filters, bounds), `browser.eval` (an expression, a function with arguments, a promise, a
 //! throw and a rejection, a 50 MB string and a large array bounded in the page, a cycle, an
 //! eval whose outcome is unknown), and least privilege (an omitted `requestedCapabilities`
-//! grants the six; a Connection without an extra neither sees its tools nor can call them).
+//! grants the six; a Connection without an extra neither sees its tools nor can call them, nor
+//! read their recorded results with `commands/get` or `debug sql`).
 //! It also holds `browser.type`'s fill mode (one editing insertion, verified against fields
 //! that rewrite their value), to share the binary's one Chromium and one Broker.
 
@@ -174,7 +175,79 @@ fn data_tools_against_real_pages() {
     agent.connect();
     cookies(&mut agent, &site);
     eval(&mut agent, &site);
+    gated_results_stay_gated(&mut agent, &rig);
     fill_mode(&mut agent, &rig);
+}
+
+/// A second Connection of the same client without `network.read` and `page.eval` learns the
+/// Command ids from `command.status` events, but `commands/get` gives it status and times, not
+/// the cookie values or eval values; `debug sql` shows no result at all.
+fn gated_results_stay_gated(agent: &mut Agent, rig: &Rig) {
+    let mut second = rig.home.spawn_bridge();
+    second.initialize("com.example.data", "i1");
+    let journal = second.ok(
+        "events/poll",
+        json!({"workspaceId": agent.workspace_id, "cursor": "cursor:0", "limit": 1000}),
+    );
+    let completed = |method: &str| -> Vec<Value> {
+        journal["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["type"] == "command.status"
+                    && e["payload"]["method"] == method
+                    && e["payload"]["status"] == "completed"
+            })
+            .map(|e| e["payload"]["commandId"].clone())
+            .collect()
+    };
+    let cookie_lists = completed("browser.cookies.list");
+    let evals = completed("browser.eval");
+    assert!(!cookie_lists.is_empty() && !evals.is_empty(), "{journal}");
+    let mut withheld = std::collections::HashSet::new();
+    for (id, capability) in cookie_lists
+        .iter()
+        .map(|id| (id, "network.read"))
+        .chain(evals.iter().map(|id| (id, "page.eval")))
+    {
+        let got = second.ok("commands/get", json!({"commandId": id}));
+        assert_eq!(got["command"]["status"], "completed", "{got}");
+        assert!(got["command"]["completedAt"].is_i64(), "{got}");
+        assert!(got.get("result").is_none(), "{got}");
+        if got.get("error").is_some() {
+            // A recorded error is still returned (unknown_outcome recovery relies on it).
+            continue;
+        }
+        withheld.insert(capability);
+        assert_eq!(got["context"]["reason"], "capability_withheld", "{got}");
+        assert_eq!(got["context"]["capability"], capability, "{got}");
+        assert!(!got.to_string().contains("s3cret-session-value"), "{got}");
+    }
+    assert_eq!(
+        withheld.len(),
+        2,
+        "both capabilities' results were withheld"
+    );
+    // The Connection that holds the capability still reads the result.
+    let own = agent
+        .bridge
+        .ok("commands/get", json!({"commandId": cookie_lists[0]}));
+    assert!(
+        own["result"].to_string().contains("s3cret-session-value"),
+        "{own}"
+    );
+    let (code, out, err) = rig.home.run(
+        env!("CARGO_BIN_EXE_browser-pilot"),
+        &[
+            "debug",
+            "sql",
+            "SELECT method, status, result_json FROM commands WHERE method = 'browser.cookies.list'",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("completed"), "{out}");
+    assert!(!out.contains("s3cret-session-value"), "{out}");
 }
 
 /// An omitted list grants the six and lists all nine as supported; without an extra its tools

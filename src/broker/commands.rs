@@ -546,12 +546,31 @@ pub async fn commands_get(
     let row = owned_command(context, session, params).await?;
     let mut response = json!({"command": command_json(&row)});
     if let Some(result) = &row.result_json {
-        response["result"] = serde_json::from_str(result).unwrap_or(Value::Null);
+        // The Principal owns the record, but this Connection may lack the capability the
+        // tool needs (another Connection of the same client asked for `network.read` or
+        // `page.eval`): status, times and error still answer, the result does not.
+        match withheld_capability(session, &row.method) {
+            Some(capability) => {
+                response["context"] =
+                    json!({"reason": "capability_withheld", "capability": capability});
+            }
+            None => response["result"] = serde_json::from_str(result).unwrap_or(Value::Null),
+        }
     }
     if let Some(error) = &row.error_json {
         response["error"] = serde_json::from_str(error).unwrap_or(Value::Null);
     }
     Ok(response)
+}
+
+/// The capability a recorded Command's tool needs that this Connection was not granted, if
+/// any: its result is then not this Connection's to read.
+fn withheld_capability(session: &Session, method: &str) -> Option<&'static str> {
+    let capability = tools::find(method)?.capability;
+    match session.require(capability) {
+        Ok(()) => None,
+        Err(_) => Some(capability),
+    }
 }
 
 /// `commands/cancel`: prevents dispatch while accepted; afterwards only records the request.

@@ -3,7 +3,8 @@
 //! down three ways (`PRAGMA query_only`, an authorizer that refuses every
 //! write, DDL, ATTACH/DETACH, transaction and value-setting PRAGMA, and
 //! `Statement::readonly`). Owns that connection's policy; it never runs
-//! typed store SQL and never formats output for humans.
+//! typed store SQL and never formats output for humans. Command results read
+//! as NULL (`HIDDEN_COLUMNS`): they may hold capability-gated data.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -88,6 +89,7 @@ impl DebugConnection {
         let slot = Arc::clone(&last_refusal);
         connection.authorizer(Some(move |context: AuthContext<'_>| {
             match judge(context.action) {
+                Ok(()) if hides(context.action) => Authorization::Ignore,
                 Ok(()) => Authorization::Allow,
                 Err(reason) => {
                     // Keep the first refusal: later ones follow from it.
@@ -196,6 +198,21 @@ fn sql_value(value: ValueRef<'_>) -> SqlValue {
         ValueRef::Real(real) => SqlValue::Real(real),
         ValueRef::Text(text) => SqlValue::Text(String::from_utf8_lossy(text).into_owned()),
         ValueRef::Blob(blob) => SqlValue::Blob(blob.to_vec()),
+    }
+}
+
+/// Columns a debug query reads as NULL: Command results can carry what only a capability
+/// grants (cookie values, response bodies, eval values), and `debug sql` answers any process
+/// of the user, whatever its capabilities. Status, times and errors stay readable.
+const HIDDEN_COLUMNS: &[(&str, &str)] = &[("commands", "result_json")];
+
+fn hides(action: AuthAction<'_>) -> bool {
+    match action {
+        AuthAction::Read {
+            table_name,
+            column_name,
+        } => HIDDEN_COLUMNS.contains(&(table_name, column_name)),
+        _ => false,
     }
 }
 
