@@ -110,6 +110,9 @@ struct Keeper {
     clients: u64,
     client_events: mpsc::Sender<ClientEvent>,
     started: bool,
+    /// A browser message the client's full queue could not take yet: the pipe is not read
+    /// until it is delivered (backpressure), while the loop still serves exits and `close`.
+    stalled: Option<String>,
 }
 
 async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), String> {
@@ -132,6 +135,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
         clients: 0,
         client_events: client_tx,
         started: false,
+        stalled: None,
     };
 
     // The socket is bound only once the browser answers on its pipe: a live socket means a
@@ -182,12 +186,14 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
     let greeters = Arc::new(Semaphore::new(MAX_GREETERS));
 
     loop {
+        let stalled_out = keeper.stalled_sender();
         tokio::select! {
             status = child.wait() => {
                 tracing::debug!(status = %describe(status), "the browser exited");
                 break;
             }
-            message = from_browser.recv() => match message {
+            permit = reserve(stalled_out), if keeper.stalled.is_some() => keeper.unstall(permit).await,
+            message = from_browser.recv(), if keeper.stalled.is_none() => match message {
                 Some(message) => keeper.on_browser(message).await,
                 None => {
                     let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
@@ -265,8 +271,10 @@ impl Keeper {
                 let Some(line) = line.and_then(one_line) else {
                     return;
                 };
-                if out.send(line).await.is_err() {
-                    self.client_gone().await;
+                match out.try_send(line) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(line)) => self.stalled = Some(line),
+                    Err(mpsc::error::TrySendError::Closed(_)) => self.client_gone().await,
                 }
             }
             Inbound::Root(root) => self.on_root(root).await,
@@ -399,8 +407,31 @@ impl Keeper {
         }
     }
 
+    /// The client's queue while a message waits for room in it.
+    fn stalled_sender(&self) -> Option<mpsc::Sender<String>> {
+        match (&self.stalled, &self.link) {
+            (Some(_), Link::Attached { out, .. }) => Some(out.clone()),
+            _ => None,
+        }
+    }
+
+    /// Room in the client's queue (or its end): the stalled message goes on.
+    async fn unstall(&mut self, permit: Option<mpsc::OwnedPermit<String>>) {
+        let Some(line) = self.stalled.take() else {
+            return;
+        };
+        match permit {
+            Some(permit) => {
+                permit.send(line);
+            }
+            None => self.client_gone().await,
+        }
+    }
+
     /// Closes the client's connection and forgets it.
     fn drop_client(&mut self) -> Option<SessionId> {
+        // What the client's queue could not take is the client's, not the next one's.
+        self.stalled = None;
         match std::mem::replace(&mut self.link, Link::Idle) {
             Link::Attached {
                 session, reader, ..
@@ -430,6 +461,11 @@ impl Keeper {
             .await;
         }
     }
+}
+
+/// Room for one message in `out`; `None` when there is no client or it is gone.
+async fn reserve(out: Option<mpsc::Sender<String>>) -> Option<mpsc::OwnedPermit<String>> {
+    out?.reserve_owned().await.ok()
 }
 
 /// Answers `busy` and closes the connection, without holding up the loop.
