@@ -3,7 +3,8 @@
 //! `readyState`, `history` and `querySelector` still has its real URL and title reported and
 //! loads normally; a megabyte title and a 300,000-character URL stay bounded (with a marker)
 //! even at a 64 KiB negotiated result limit; password fields marked only by `autocomplete`
-//! never have their values returned.
+//! never have their values returned; a page that keeps reloading itself gets observe and read
+//! answered with a result or a retryable `document_changed`, never raw protocol text.
 
 mod support;
 
@@ -290,4 +291,44 @@ fn a_megabyte_title_stays_bounded_at_a_64_kib_limit() {
             assert_bounded(url, 2048, &format!("{} url", event["type"]));
         }
     }
+}
+
+/// observe and read on a page that reloads itself every 40 ms: each answers a result or a
+/// structured, retryable `document_changed`, never `internal_error` with the browser's own
+/// protocol text.
+#[test]
+fn a_page_that_keeps_replacing_its_document_gets_structured_answers() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.replacing");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/replacing")}),
+    );
+    let target = opened["targetId"].clone();
+    let mut changed = 0;
+    for _ in 0..6 {
+        for tool in ["browser.observe", "browser.read"] {
+            let params = json!({"name": tool, "arguments": {}, "workspaceId": agent.workspace_id,
+                "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 10000});
+            let response = agent.bridge.call("tools/call", params);
+            let Some(error) = response.get("error") else {
+                continue;
+            };
+            let data = &error["data"];
+            assert_eq!(data["code"], "document_changed", "{tool}: {response}");
+            assert_eq!(data["retryable"], true, "{tool}: {response}");
+            assert_eq!(data["context"]["reason"], "document_changed", "{tool}");
+            assert!(
+                !error["message"].as_str().unwrap().contains("Runtime."),
+                "{tool}: {response}"
+            );
+            changed += 1;
+        }
+    }
+    assert!(
+        changed > 0,
+        "the page never replaced its document under a call"
+    );
 }

@@ -57,6 +57,7 @@ pub enum ErrorCode {
     VerificationFailed,
     FrameNotFound,
     DialogOpen,
+    DocumentChanged,
     // Artifacts.
     ArtifactNotFound,
     ArtifactExpired,
@@ -124,6 +125,7 @@ impl ErrorCode {
         ErrorCode::VerificationFailed,
         ErrorCode::FrameNotFound,
         ErrorCode::DialogOpen,
+        ErrorCode::DocumentChanged,
         ErrorCode::ArtifactNotFound,
         ErrorCode::ArtifactExpired,
         ErrorCode::ArtifactTooLarge,
@@ -175,6 +177,7 @@ impl ErrorCode {
             ErrorCode::VerificationFailed => "verification_failed",
             ErrorCode::FrameNotFound => "frame_not_found",
             ErrorCode::DialogOpen => "dialog_open",
+            ErrorCode::DocumentChanged => "document_changed",
             ErrorCode::ElementNotActionable => "element_not_actionable",
             ErrorCode::ActionNotVerified => "action_not_verified",
             ErrorCode::StaleRef => "stale_ref",
@@ -238,6 +241,7 @@ impl ErrorCode {
             ErrorCode::ToolNotFound => -32601,
             ErrorCode::FrameNotFound => -32048,
             ErrorCode::DialogOpen => -32049,
+            ErrorCode::DocumentChanged => -32058,
             ErrorCode::VerificationFailed => -32047,
             ErrorCode::ElementNotActionable => -32046,
             ErrorCode::ActionNotVerified => -32045,
@@ -280,6 +284,7 @@ impl ErrorCode {
                 | ErrorCode::InternalError
                 | ErrorCode::DeadlineExceeded
                 | ErrorCode::ActionNotVerified
+                | ErrorCode::DocumentChanged
                 | ErrorCode::AuthorizationTimeout
                 | ErrorCode::BrowserNotReady
         )

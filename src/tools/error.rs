@@ -118,6 +118,7 @@ fn cdp(error: CdpError) -> RpcError {
             ErrorCode::DeadlineExceeded,
             format!("the browser did not answer {method} in time"),
         ),
+        CdpError::Remote { message, .. } if document_gone(&message) => document_changed(),
         other => RpcError::new(
             ErrorCode::InternalError,
             format!("browser call failed: {other}"),
@@ -142,6 +143,33 @@ fn connect(error: ConnectError) -> RpcError {
             .with_remediation(RemediationAction::ApproveInBrowser, "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
         ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
     }
+}
+
+/// What Chromium answers a call into a document that went away under it (the page navigated
+/// or reloaded meanwhile): the call did not run there.
+fn document_gone(message: &str) -> bool {
+    const GONE: [&str; 5] = [
+        "Cannot find context with specified id",
+        "Execution context was destroyed",
+        "Inspected target navigated or closed",
+        "Cannot find default execution context",
+        // Page.captureScreenshot between two documents.
+        "Not attached to an active page",
+    ];
+    GONE.iter().any(|gone| message.contains(gone))
+}
+
+/// The page replaced its document while a call read or aimed at it: retryable.
+fn document_changed() -> RpcError {
+    RpcError::new(
+        ErrorCode::DocumentChanged,
+        "the page replaced its document during the call; call again",
+    )
+    .with_reason(Reason::DocumentChanged)
+    .with_remediation(
+        RemediationAction::Observe,
+        "Call again; refs of earlier Observations belong to the old document, so observe first.",
+    )
 }
 
 /// Page-script failures.
@@ -186,6 +214,7 @@ fn page(error: PageError) -> RpcError {
             }
         },
         PageError::Cdp(error) => cdp(error),
+        PageError::ScriptThrew { text, .. } if document_gone(&text) => document_changed(),
         // A script that threw in the page's context (often: the document was replaced mid-call).
         other => RpcError::new(ErrorCode::InternalError, other.to_string()),
     }
@@ -293,6 +322,34 @@ mod tests {
             .and_then(|r| r["action"].as_str())
             .map(str::to_owned);
         (rpc.code, action)
+    }
+
+    #[test]
+    fn a_call_into_a_replaced_document_is_document_changed() {
+        let gone = CdpError::Remote {
+            method: "Runtime.callFunctionOn".into(),
+            code: -32000,
+            message: "Cannot find context with specified id".into(),
+        };
+        let rpc = RpcError::from(ToolError::from(PageError::Cdp(gone)));
+        assert_eq!(rpc.code, ErrorCode::DocumentChanged);
+        assert!(ErrorCode::DocumentChanged.retryable());
+        assert_eq!(rpc.context.unwrap()["reason"], "document_changed");
+        assert!(
+            !rpc.message.contains("callFunctionOn"),
+            "no raw protocol text"
+        );
+        let threw = PageError::ScriptThrew {
+            script: "observe",
+            text: "Error: Execution context was destroyed.".into(),
+        };
+        assert_eq!(code(threw).0, ErrorCode::DocumentChanged);
+        let other = CdpError::Remote {
+            method: "m".into(),
+            code: -32000,
+            message: "something else".into(),
+        };
+        assert_eq!(code(other).0, ErrorCode::InternalError);
     }
 
     #[test]
