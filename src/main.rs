@@ -137,7 +137,9 @@ fn main() -> ExitCode {
             exit(code)
         }
         Command::Browser { command } => {
-            init_tracing("warn");
+            if let Err(code) = init_cli_tracing("warn") {
+                return code;
+            }
             with_home(|home| run_browser_command(&home, command))
         }
         // Normally dispatched verbatim before parsing (above); this arm is reached only when
@@ -154,7 +156,9 @@ fn main() -> ExitCode {
             upload_dir,
             capabilities,
         } => {
-            init_tracing("warn");
+            if let Err(code) = init_cli_tracing("warn") {
+                return code;
+            }
             let cwd = std::env::current_dir().unwrap_or_default();
             let options = match browser_pilot::mcp::McpOptions::new(
                 browser,
@@ -178,7 +182,9 @@ fn main() -> ExitCode {
         Command::Debug {
             command: DebugCommand::Sql { query },
         } => {
-            init_tracing("warn");
+            if let Err(code) = init_cli_tracing("warn") {
+                return code;
+            }
             with_home(|home| runtime().block_on(browser_pilot::cli::debug_sql(&home, &query)))
         }
     }
@@ -312,13 +318,29 @@ fn exit(code: i32) -> ExitCode {
 
 /// Diagnostics go to stderr only; stdout is protocol. `BROWSER_PILOT_LOG` sets the level.
 fn init_tracing(default_level: &str) {
-    let level = std::env::var("BROWSER_PILOT_LOG").unwrap_or_else(|_| default_level.to_owned());
-    let level = level
-        .parse::<tracing::Level>()
-        .unwrap_or(tracing::Level::WARN);
+    let default = default_level.parse().unwrap_or(tracing::Level::WARN);
+    let (level, refused) = match browser_pilot::cli::log_level(default) {
+        Ok(level) => (level, None),
+        Err(message) => (default, Some(message)),
+    };
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .with_ansi(false)
         .try_init();
+    if let Some(message) = refused {
+        tracing::warn!("{message}; using {default}");
+    }
+}
+
+/// For the subcommands a person runs: a `BROWSER_PILOT_LOG` that names no level is a usage
+/// error (exit 2) before anything starts; then diagnostics as [`init_tracing`].
+fn init_cli_tracing(default_level: &str) -> Result<(), ExitCode> {
+    let default = default_level.parse().unwrap_or(tracing::Level::WARN);
+    if let Err(message) = browser_pilot::cli::log_level(default) {
+        eprintln!("error: {message}");
+        return Err(ExitCode::from(2));
+    }
+    init_tracing(default_level);
+    Ok(())
 }

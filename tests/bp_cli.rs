@@ -470,12 +470,87 @@ fn bp_drives_the_shared_browser_between_invocations() {
     let (code, _, _) = bp_in(home, cwd, &["click"], &[]);
     assert_eq!(code, 2);
 
+    full_size_screenshot(&rig, cwd);
     failed_open_leaves_no_tab_in_use(&rig, cwd);
     two_bp_processes_on_one_tab(&rig, cwd);
     tty_rendering(&rig);
     status_and_disconnect(&rig, cwd);
     no_browser_ready(cwd);
     generated_docs(cwd);
+    bad_log_level(&rig, cwd);
+    launch_twice_and_without_display(cwd);
+}
+
+/// `bp screenshot --full` of a page taller than the 1600 px preview saves the full-size image.
+fn full_size_screenshot(rig: &Rig, cwd: &Path) {
+    let home = &rig.home;
+    ok(home, cwd, &["open", &rig.fixtures.url("/gen?n=1000")]);
+    let shot = ok(home, cwd, &["screenshot", "tall.png", "--full"]);
+    let png = std::fs::read(cwd.join("tall.png")).unwrap();
+    assert_eq!(&png[12..16], b"IHDR");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert!(
+        height > 1600,
+        "the page is not tall enough to test: {height}"
+    );
+    assert_eq!(
+        (json!(width), json!(height)),
+        (shot["width"].clone(), shot["height"].clone())
+    );
+    assert_ne!(shot["artifact"]["kind"], "preview", "{shot}");
+}
+
+/// `bp` and the subcommands a person runs refuse a `BROWSER_PILOT_LOG` that names no level
+/// (exit 2); the bridge warns and goes on with its default.
+fn bad_log_level(rig: &Rig, cwd: &Path) {
+    let (code, lines, stderr) = bp_in(
+        &rig.home,
+        cwd,
+        &["status"],
+        &[("BROWSER_PILOT_LOG", "loud")],
+    );
+    assert_eq!(code, 2, "{lines:?} {stderr}");
+    assert!(stderr.contains("BROWSER_PILOT_LOG"), "{stderr}");
+    let stopped = rig
+        .home
+        .command(support::BIN)
+        .args(["browser", "stop"])
+        .env("BROWSER_PILOT_LOG", "loud")
+        .output()
+        .unwrap();
+    assert_eq!(stopped.status.code(), Some(2));
+    let mut command = rig.home.command(support::BIN);
+    command
+        .args(["bridge", "--stdio"])
+        .env("BROWSER_PILOT_LOG", "loud");
+    let mut bridge = support::Bridge::spawn(command);
+    let initialized = bridge.initialize("com.example.loud", "i1");
+    assert_eq!(initialized["protocol"]["major"], 1, "{initialized}");
+    bridge.close_stdin();
+    assert_eq!(bridge.wait_exit(Duration::from_secs(20)), Some(0));
+}
+
+/// A second `bp launch` says the managed Chromium is already running; a windowed launch where
+/// there is no display says to use `--headless`.
+fn launch_twice_and_without_display(cwd: &Path) {
+    let home = TestHome::new();
+    let first = ok(&home, cwd, &["launch", "--headless"]);
+    assert_eq!(first["alreadyRunning"], false, "{first}");
+    let second = ok(&home, cwd, &["launch", "--headless"]);
+    assert_eq!(second["alreadyRunning"], true, "{second}");
+    ok(&home, cwd, &["stop"]);
+    let mut command = home.command(BP);
+    command
+        .current_dir(cwd)
+        .args(["launch"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .stdin(Stdio::null());
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(5));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bp launch --headless"), "{stderr}");
 }
 
 /// The compatibility Workspace lives while it is used and expires when it is not: with the idle
@@ -745,6 +820,22 @@ fn generated_docs(cwd: &Path) {
         man.contains(".TH bp") && man.contains("disconnect"),
         "{man}"
     );
+    // `bp man DIR` writes every page bp.1 links to.
+    let pages = tempfile::tempdir().unwrap();
+    run(&["man", pages.path().to_str().unwrap()]);
+    let top = std::fs::read_to_string(pages.path().join("bp.1")).unwrap();
+    let linked: Vec<&str> = top
+        .split("bp\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name))
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase()))
+        .collect();
+    assert!(linked.contains(&"open") && linked.len() > 20, "{linked:?}");
+    for name in linked {
+        let page = std::fs::read_to_string(pages.path().join(format!("bp-{name}.1")))
+            .unwrap_or_else(|_| panic!("bp.1 links bp-{name}(1), which was not written"));
+        assert!(page.contains(&format!(".TH bp-{name} 1")), "{page}");
+    }
     let help = run(&["--help"]);
     assert!(help.contains("Exit codes: 0 ok"), "{help}");
     for missing in ["upload", "cookies", "network", "eval", "downloads"] {

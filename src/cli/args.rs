@@ -213,9 +213,14 @@ pub enum Command {
     /// Print a shell completion script.
     #[command(after_help = "Example: bp completions bash > /etc/bash_completion.d/bp")]
     Completions { shell: Shell },
-    /// Print the man page (roff).
-    #[command(after_help = "Example: bp man > bp.1 && man ./bp.1")]
-    Man,
+    /// Print the man page (roff), or write it and one page per command (bp-open.1 ...) into DIR.
+    #[command(
+        after_help = "Examples: bp man > bp.1 && man ./bp.1\n          bp man ~/.local/share/man/man1"
+    )]
+    Man {
+        /// Write bp.1 and every bp-COMMAND.1 it links to here (created when missing).
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,6 +268,25 @@ pub fn man_page() -> Vec<u8> {
     let page = clap_mangen::Man::new(Cli::command());
     page.render(&mut out).expect("rendering into memory");
     out
+}
+
+/// `bp.1` and the `bp-COMMAND.1` page of every command it links to, as (file name, roff).
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    let mut pages = vec![("bp.1".to_owned(), man_page())];
+    let mut root = Cli::command();
+    // Built, so clap's own `help` command (which bp.1 links too) is among them.
+    root.build();
+    for sub in root.get_subcommands() {
+        let name = format!("bp-{}", sub.get_name());
+        // The page's NAME is the linked name; clap names take a static string.
+        let named: &'static str = Box::leak(name.clone().into_boxed_str());
+        let mut out = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(named).version(env!("CARGO_PKG_VERSION")))
+            .render(&mut out)
+            .expect("rendering into memory");
+        pages.push((format!("{name}.1"), out));
+    }
+    pages
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ pub async fn status(home: &Home, output: &Output) -> i32 {
 }
 
 /// `browser.discover` on a short bridge session of its own (no Workspace).
-async fn discover(home: &Home) -> Option<Value> {
+pub(super) async fn discover(home: &Home) -> Option<Value> {
     let spec = LaunchSpec::new(compat::sibling_executable().ok()?);
     let identity = ClientIdentity {
         id: compat::CLIENT_ID.to_owned(),

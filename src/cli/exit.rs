@@ -1,6 +1,7 @@
 //! `bp`'s documented exit codes and the one mapping from a `data.code` to them.
 //!
-//! Owns the numbers only (docs/cli.md lists them); it never prints.
+//! Owns the numbers (docs/cli.md lists them) and the reading of `BROWSER_PILOT_LOG`; it never
+//! prints.
 
 use crate::protocol::errors::ErrorCode;
 
@@ -30,6 +31,22 @@ pub fn for_code(code: ErrorCode) -> i32 {
         // Invalid parameters reach the Broker only after clap accepted the arguments, so they
         // are the tool's verdict on this page (a ref out of range, no current tab).
         _ => TOOL_ERROR,
+    }
+}
+
+/// The diagnostics level `BROWSER_PILOT_LOG` names (`error`, `warn`, `info`, `debug`, `trace`,
+/// any case), `default` when it is unset or empty. A value that names no level is an error the
+/// caller reports: `bp` and the CLI subcommands exit [`USAGE`]; the bridge, the Broker and the
+/// janitor, which no person reads at once, warn once and use `default`.
+pub fn log_level(default: tracing::Level) -> Result<tracing::Level, String> {
+    match std::env::var("BROWSER_PILOT_LOG") {
+        Err(_) => Ok(default),
+        Ok(value) if value.trim().is_empty() => Ok(default),
+        Ok(value) => value.trim().parse::<tracing::Level>().map_err(|_| {
+            format!(
+                "BROWSER_PILOT_LOG={value:?} is not a level: use error, warn, info, debug or trace"
+            )
+        }),
     }
 }
 

@@ -18,7 +18,8 @@ mod output;
 mod run;
 mod table;
 
-pub use args::{Cli, Command, EXIT_CODES, Shell, completions, man_page};
+pub use args::{Cli, Command, EXIT_CODES, Shell, completions, man_page, man_pages};
 pub use commands::{debug_sql, disconnect, status};
 pub use compat::{CLIENT_ID, instance_id};
+pub use exit::log_level;
 pub use run::run;

@@ -28,17 +28,22 @@ const RECENT_EVENTS: u64 = 50;
 /// Runs one parsed command line and returns the exit code.
 pub fn run(cli: Cli) -> i32 {
     let output = Output::choose(cli.output);
+    if let Err(message) = exit::log_level(tracing::Level::WARN) {
+        output.error(&RpcError::invalid_params(message));
+        return exit::USAGE;
+    }
     match &cli.command {
         Command::Completions { shell } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&super::args::completions(*shell));
             return exit::OK;
         }
-        Command::Man => {
+        Command::Man { dir: None } => {
             use std::io::Write;
             let _ = std::io::stdout().write_all(&super::args::man_page());
             return exit::OK;
         }
+        Command::Man { dir: Some(dir) } => return write_man_pages(dir, &output),
         _ => {}
     }
     let home = match Home::from_env() {
@@ -452,12 +457,28 @@ async fn run_tool_command(
         }
         Command::Screenshot { file, full } => {
             let (target, _) = compat.current_target().await?;
+            // The full-size image is saved, never the 1600 px preview a tall page gets.
             let captured = compat
-                .tool("browser.capture", json!({"fullPage": full}), Some(&target))
+                .tool(
+                    "browser.capture",
+                    json!({"fullPage": full, "includeOriginal": true}),
+                    Some(&target),
+                )
                 .await?;
-            let saved =
-                save_artifact(compat, &captured.result["artifact"], file.as_deref()).await?;
-            print_saved(output, &saved, &captured.result);
+            let mut result = captured.result;
+            if let Some(original) = result.get("original").filter(|o| o.is_object()).cloned() {
+                if let Some(preview) = result["artifact"]["id"].as_str() {
+                    let _ = compat
+                        .workspace
+                        .release_artifact(&compat.lease, preview)
+                        .await;
+                }
+                result["width"] = original["width"].clone();
+                result["height"] = original["height"].clone();
+                result["artifact"] = original;
+            }
+            let saved = save_artifact(compat, &result["artifact"], file.as_deref()).await?;
+            print_saved(output, &saved, &result);
         }
         Command::Pdf { file } => {
             let (target, _) = compat.current_target().await?;
@@ -471,7 +492,7 @@ async fn run_tool_command(
         | Command::Launch { .. }
         | Command::Stop
         | Command::Completions { .. }
-        | Command::Man => unreachable!("handled before a session is opened"),
+        | Command::Man { .. } => unreachable!("handled before a session is opened"),
     }
     Ok(())
 }
@@ -778,6 +799,14 @@ async fn launch(home: &Home, output: &Output, headless: bool, executable: Option
         args.push("--executable".into());
         args.push(executable.display().to_string());
     }
+    // Launching is idempotent; say so when the managed Chromium was already up.
+    let already_running = commands::discover(home).await.is_some_and(|found| {
+        found["browsers"].as_array().is_some_and(|browsers| {
+            browsers
+                .iter()
+                .any(|b| b["managed"] == true && b["processState"] == "running")
+        })
+    });
     let launched = {
         let _spinner = output.spinner("starting Chromium");
         run_sibling(&args).await
@@ -785,7 +814,7 @@ async fn launch(home: &Home, output: &Output, headless: bool, executable: Option
     let candidate = match launched {
         Ok(stdout) => serde_json::from_str::<Value>(stdout.trim()).unwrap_or(Value::Null),
         Err(error) => {
-            output.error(&error);
+            output.error(&without_display_hint(error, headless));
             return exit::NO_BROWSER;
         }
     };
@@ -803,14 +832,63 @@ async fn launch(home: &Home, output: &Output, headless: bool, executable: Option
     match connected {
         Ok(connected) => {
             output.print(
-                &json!({"browser": candidate, "connection": connected.result}),
-                |style| format!("{} {browser_id} and connected\n", style.green("launched")),
+                &json!({"browser": candidate, "connection": connected.result, "alreadyRunning": already_running}),
+                |style| match already_running {
+                    true => format!(
+                        "the managed Chromium is already running ({browser_id}); connected\n"
+                    ),
+                    false => format!("{} {browser_id} and connected\n", style.green("launched")),
+                },
             );
             exit::OK
         }
         Err(error) => {
             output.error(&error);
             exit::for_code(error.code)
+        }
+    }
+}
+
+/// A windowed launch that failed where there is no display to open a window on: the way out
+/// is `--headless` (Chromium's own words stay in the message).
+fn without_display_hint(error: RpcError, headless: bool) -> RpcError {
+    let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .all(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()));
+    match !headless && no_display && cfg!(target_os = "linux") {
+        true => error.with_remediation(
+            RemediationAction::UseHeadlessBrowser,
+            "There is no display (DISPLAY and WAYLAND_DISPLAY are unset): run `bp launch --headless`.",
+        ),
+        false => error,
+    }
+}
+
+/// `bp man DIR`: bp.1 and every page it links to, each a new or replaced regular file.
+fn write_man_pages(dir: &Path, output: &Output) -> i32 {
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        super::args::man_pages()
+            .into_iter()
+            .map(|(name, roff)| {
+                let path = dir.join(name);
+                std::fs::write(&path, roff).map(|()| path)
+            })
+            .collect::<std::io::Result<Vec<PathBuf>>>()
+    });
+    match written {
+        Ok(paths) => {
+            let value = json!({"dir": dir, "pages": paths});
+            output.print(&value, |_| {
+                format!("wrote {} man pages into {}\n", paths.len(), dir.display())
+            });
+            exit::OK
+        }
+        Err(error) => {
+            output.error(&RpcError::invalid_params(format!(
+                "cannot write the man pages into {}: {error}",
+                dir.display()
+            )));
+            exit::USAGE
         }
     }
 }

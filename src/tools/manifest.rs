@@ -290,6 +290,45 @@ mod tests {
         }
     }
 
+    /// A tool's sensitivity lists name every class any of its fields carries, so a host that
+    /// reads only the tool-level lists (`tools/list` `sensitivity`) misses none.
+    #[test]
+    fn tool_sensitivity_covers_every_field() {
+        fn classes(schema: &Value, out: &mut Vec<String>) {
+            match schema {
+                Value::Object(object) => {
+                    if let Some(Value::Array(found)) = object.get("x-browser-pilot-sensitivity") {
+                        out.extend(found.iter().filter_map(Value::as_str).map(str::to_owned));
+                    }
+                    object.values().for_each(|v| classes(v, out));
+                }
+                Value::Array(items) => items.iter().for_each(|v| classes(v, out)),
+                _ => {}
+            }
+        }
+        for tool in manifest() {
+            for (schema, listed, side) in [
+                (&tool.input_schema, tool.sensitivity_input, "input"),
+                (&tool.output_schema, tool.sensitivity_output, "output"),
+            ] {
+                let mut found = Vec::new();
+                classes(schema, &mut found);
+                for class in found {
+                    assert!(
+                        listed.contains(&class.as_str()),
+                        "{} {side}: a field carries {class} but the tool does not list it",
+                        tool.name
+                    );
+                }
+            }
+        }
+        let upload = find("browser.upload").unwrap();
+        assert_eq!(
+            upload.input_schema["properties"]["artifactId"]["x-browser-pilot-sensitivity"],
+            json!(["user_file"])
+        );
+    }
+
     #[test]
     fn alternatives_are_checked_in_code() {
         let click = find("browser.click").unwrap();
