@@ -5,7 +5,8 @@
 //! in both (observe, type, click, wait) and captures both. Throughout, the user's tab stays
 //! `visible` and focused, and each screenshot shows the brand colour of its own tab. A link
 //! that opens a help popup in front of a managed tab hides that tab; it is still observed and
-//! captured where it is, and the user's tab keeps the focus.
+//! captured where it is, and the user's tab keeps the focus. A tab the user opened behind
+//! theirs, driven and handed back, reports its true visibility (`hidden`) again.
 
 mod support;
 
@@ -234,7 +235,8 @@ fn a_tab_the_user_opened_behind_theirs_is_driven_where_it_is(
         !behind.is_null()
     }));
     own.wait_for_document("#two-behind", "Catalogue");
-    assert_eq!(state(own, "#two-behind").0, "hidden");
+    let untouched = state(own, "#two-behind");
+    assert_eq!(untouched.0, "hidden");
     search(agent, &behind, "tablets");
     // The fragment names no colour: the bar is black.
     assert_eq!(brand(agent, own, &behind), [0, 0, 0]);
@@ -242,4 +244,25 @@ fn a_tab_the_user_opened_behind_theirs_is_driven_where_it_is(
     // Once controlled, focus emulation lets that page behave as focused and visible; it is
     // still not brought in front: the user's tab keeps the front and the focus.
     assert_user_undisturbed(own, "after driving a tab behind it");
+    assert_eq!(state(own, "#two-behind"), ("visible".to_owned(), true));
+
+    // Handed back, the page reports its true visibility again, as before it was controlled:
+    // behind the user's tab, hidden. (Its `hasFocus()` is then Chromium's own: the agent's
+    // input may have focused the page within its window.) Controlled once more, it is emulated
+    // as visible again.
+    agent.tool("browser.tabs.release", Some(&behind), json!({}));
+    assert!(
+        wait_until(Duration::from_secs(10), || state(own, "#two-behind").0
+            == untouched.0),
+        "the released tab reports {:?}, not {untouched:?}",
+        state(own, "#two-behind")
+    );
+    agent.tool("browser.observe", Some(&behind), json!({}));
+    assert!(
+        wait_until(Duration::from_secs(10), || state(own, "#two-behind")
+            == ("visible".to_owned(), true)),
+        "the retaken tab is not emulated again: {:?}",
+        state(own, "#two-behind")
+    );
+    assert_user_undisturbed(own, "after handing a tab back and taking it again");
 }

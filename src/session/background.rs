@@ -5,17 +5,25 @@
 //! frames that nobody acks (a hidden tab's `Page.captureScreenshot` otherwise takes seconds or
 //! is never answered; docs/cdp.md "Background driving").
 //!
-//! It never sends `Target.activateTarget`, `Page.bringToFront` or focus emulation, never
-//! changes what the page sees (`document.visibilityState` stays as it is), and owns no state:
-//! the screencast lives exactly as long as the work it wraps. Whether a tab is hidden cannot be
+//! It never sends `Target.activateTarget` or `Page.bringToFront`, and owns no state: the
+//! screencast lives exactly as long as the work it wraps. Whether a tab is hidden cannot be
 //! read from the page (focus emulation makes a hidden tab report `visible`), so `when_slow`
 //! starts the screencast only once the work has waited longer than a visible tab takes.
+//!
+//! It also owns the per-session emulation a controlled tab runs under (`emulate`: focus
+//! emulation, so a page in an unfocused window behaves as focused) and its hand-back
+//! (`hand_back`): when a tab is released (`browser.tabs.release`, the controlling Lease ending,
+//! the Workspace released) the page sees its true focus and visibility again, and `emulate`
+//! runs again when a Lease controls it once more. The release path is the one of download
+//! capture (`downloads::release_tab` and `downloads::on_control` call these two), so a new
+//! per-session emulation adds its setting to `emulate` and its restore to `hand_back`.
 
 use std::future::Future;
 use std::time::Duration;
 
+use crate::cdp::emulation::SetFocusEmulationEnabled;
 use crate::cdp::page::{StartScreencast, StopScreencast};
-use crate::cdp::{CdpClient, SessionId};
+use crate::cdp::{CdpClient, CdpError, SessionId};
 
 /// Smallest frames Chromium encodes for the screencast: they are never read.
 const FRAME_EDGE: u64 = 16;
@@ -58,4 +66,24 @@ pub async fn when_slow<T>(
         return outcome;
     }
     rendering(client, session, timeout, work).await
+}
+
+/// Turns on the emulation a controlled tab runs under: the page behaves as focused (focus and
+/// blur events, `:focus`, `hasFocus()`) without any window being activated.
+pub async fn emulate(
+    client: &CdpClient,
+    session: &SessionId,
+    timeout: Duration,
+) -> Result<(), CdpError> {
+    let focus = SetFocusEmulationEnabled { enabled: true };
+    client.execute(session, &focus, timeout).await.map(|_| ())
+}
+
+/// Undoes [`emulate`] on a tab handed back: the page reports its true focus and visibility
+/// again. Best effort (the session may be gone with its tab, which ends the emulation too).
+pub async fn hand_back(client: &CdpClient, session: &SessionId, timeout: Duration) {
+    let focus = SetFocusEmulationEnabled { enabled: false };
+    if let Err(error) = client.execute(session, &focus, timeout).await {
+        tracing::debug!(%error, "ending focus emulation of a released tab");
+    }
 }

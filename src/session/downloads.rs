@@ -619,7 +619,8 @@ async fn remove_browser_file(file: PathBuf) {
 }
 
 /// Before a Command runs on a controlled tab: a session whose setting was restored on an
-/// earlier release gets it again, and a session that refused it tells this Workspace once.
+/// earlier release gets it again (with the emulation of `background::emulate`), and a session
+/// that refused it tells this Workspace once.
 pub async fn on_control(
     service: &BrowserService,
     client: &CdpClient,
@@ -632,6 +633,10 @@ pub async fn on_control(
     };
     let downloads = service.downloads();
     let restored = downloads.book().restored.remove(&session);
+    if restored && let Err(error) = super::background::emulate(client, &session, CALL_TIMEOUT).await
+    {
+        tracing::debug!(%error, "focus emulation not enabled again");
+    }
     if restored || guard.state().download_capture == Capture::Off {
         guard.state().download_capture = enable(client, &session).await;
     }
@@ -652,8 +657,9 @@ pub async fn on_control(
     }
 }
 
-/// Restores the setting on every session of `target`, cancels its downloads in flight that
-/// `which` selects (`cancelled`, `released`) and removes its staging.
+/// Restores the setting on every session of `target` (and hands back its emulation,
+/// `background::hand_back`), cancels its downloads in flight that `which` selects (`cancelled`,
+/// `released`) and removes its staging.
 async fn release_tab(
     service: &BrowserService,
     client: &CdpClient,
@@ -664,6 +670,7 @@ async fn release_tab(
     let sessions = downloads.sessions_of(target);
     for session in &sessions {
         downloads.book().restored.insert(session.clone());
+        super::background::hand_back(client, session, CALL_TIMEOUT).await;
         if let Err(error) = client
             .execute(session, &SetDownloadBehavior::restore(), CALL_TIMEOUT)
             .await

@@ -425,8 +425,7 @@ impl TabGuard {
         let lifecycle = client.set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT);
         // Managed tabs run in unfocused windows (background driving): the page behaves as
         // focused (focus/blur events, `:focus`, `hasFocus()`) without any window activated.
-        let focus = crate::cdp::emulation::SetFocusEmulationEnabled { enabled: true };
-        let focus = client.execute(&session, &focus, SETUP_TIMEOUT);
+        let focus = super::background::emulate(client, &session, SETUP_TIMEOUT);
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         let iframes = SetAutoAttach::iframes();
