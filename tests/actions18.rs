@@ -415,6 +415,37 @@ fn console_keeps_messages_and_exceptions_since_control_bounded(rig: &Rig) {
         "{after}"
     );
 
+    // Handed back and taken by another client: none of what the page logged under the first
+    // client's control is returned to the second, only what it logs from then on.
+    agent.tool("browser.tabs.release", Some(&user_tab), json!({}));
+    let mut other = Agent::new(rig, "com.example.console-b");
+    other.connect();
+    let theirs = other
+        .tabs()
+        .into_iter()
+        .find(|t| {
+            t["url"]
+                .as_str()
+                .unwrap()
+                .ends_with("/fixture/console#user")
+        })
+        .map(|t| t["targetId"].clone())
+        .expect("the user tab is listed for the second client");
+    let handed = other.tool("browser.console.list", Some(&theirs), json!({}));
+    assert_eq!(handed["entries"], json!([]), "{handed}");
+    own.evaluate_in_page("/fixture/console#user", "console.log('for b'); true");
+    let mut seen_by_b = Value::Null;
+    assert!(wait_until(Duration::from_secs(10), || {
+        seen_by_b = other.tool("browser.console.list", Some(&theirs), json!({}));
+        !seen_by_b["entries"].as_array().unwrap().is_empty()
+    }));
+    assert_eq!(
+        entries(&seen_by_b),
+        vec![("log".into(), "for b".into())],
+        "{seen_by_b}"
+    );
+    other.tool("browser.tabs.release", Some(&theirs), json!({}));
+
     // A managed tab, from its first document on.
     let opened = agent.tool(
         "browser.open",

@@ -141,6 +141,14 @@ impl ActivityBook {
         self.last_network_change = Instant::now();
     }
 
+    /// A user tab passed to another Workspace's control: what the page logged before belongs
+    /// to the previous controller, so it goes, and replays of it (a later `Runtime.enable`) are
+    /// not kept either. Sequences keep counting up.
+    pub fn hand_over(&mut self, now_ms: i64) {
+        self.entries.clear();
+        self.since_ms = Some(now_ms);
+    }
+
     /// `Network.enable` succeeded: requests are counted from now on.
     pub fn counting_started(&mut self) {
         self.counting = true;

@@ -42,6 +42,9 @@ struct TabEntry {
     /// The Workspace that created the tab (or whose managed tab opened it as a popup).
     managed_by: Option<String>,
     controller: Option<Controller>,
+    /// The Workspace that last controlled this user tab: what the page logged under one
+    /// Workspace's control is never shown to the next (`acquire_control` says so).
+    last_workspace: Option<String>,
 }
 
 /// One row of `browser.tabs.list`, as seen by one Lease.
@@ -115,6 +118,7 @@ impl Registry {
                         opener: info.opener_id.clone(),
                         managed_by: adopted.clone(),
                         controller: None,
+                        last_workspace: None,
                     },
                 );
                 adopted
@@ -213,16 +217,18 @@ impl Registry {
         self.tabs.get(target).and_then(|e| e.managed_by.as_deref())
     }
 
-    /// Takes control for a Lease if the tab is free or already its own.
+    /// Takes control for a Lease if the tab is free or already its own. `Ok(true)` when a
+    /// user tab passed from another Workspace's control to this one: the caller clears what
+    /// the page logged before (console history belongs to whoever controlled the tab).
     pub fn acquire_control(
         &mut self,
         target: &TargetId,
         workspace_id: &str,
         lease_id: &str,
-    ) -> Result<(), TargetError> {
+    ) -> Result<bool, TargetError> {
         let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
         match &entry.controller {
-            Some(c) if c.workspace_id == workspace_id && c.lease_id == lease_id => Ok(()),
+            Some(c) if c.workspace_id == workspace_id && c.lease_id == lease_id => Ok(false),
             Some(c) => Err(TargetError::ControlledElsewhere {
                 workspace_id: c.workspace_id.clone(),
                 lease_id: c.lease_id.clone(),
@@ -232,7 +238,11 @@ impl Registry {
                     workspace_id: workspace_id.to_owned(),
                     lease_id: lease_id.to_owned(),
                 });
-                Ok(())
+                if entry.managed_by.is_some() {
+                    return Ok(false);
+                }
+                let previous = entry.last_workspace.replace(workspace_id.to_owned());
+                Ok(previous.is_some_and(|w| w != workspace_id))
             }
         }
     }
@@ -530,18 +540,26 @@ mod tests {
         assert_eq!(target, TargetId::new("user"));
 
         // One controller at a time; release hands it over.
-        registry
-            .acquire_control(&target, "workspace:a", "lease:a")
-            .unwrap();
+        assert_eq!(
+            registry.acquire_control(&target, "workspace:a", "lease:a"),
+            Ok(false)
+        );
         assert!(matches!(
             registry.acquire_control(&target, "workspace:b", "lease:b"),
             Err(TargetError::ControlledElsewhere { .. })
         ));
         assert!(!registry.release_control(&target, "workspace:b", "lease:b"));
         assert!(registry.release_control(&target, "workspace:a", "lease:a"));
-        registry
-            .acquire_control(&target, "workspace:b", "lease:b")
-            .unwrap();
+        // Handed over to another Workspace: its console history must not follow.
+        assert_eq!(
+            registry.acquire_control(&target, "workspace:b", "lease:b"),
+            Ok(true)
+        );
+        assert!(registry.release_control(&target, "workspace:b", "lease:b"));
+        assert_eq!(
+            registry.acquire_control(&target, "workspace:b", "lease:b2"),
+            Ok(false)
+        );
 
         let known = registry.remove(&target);
         assert_eq!(known.len(), 2);

@@ -670,7 +670,10 @@ impl BrowserService {
                 registry.acquire_control(&target, workspace_id, lease_id)
             });
             match attempt {
-                Ok(()) => {
+                Ok(handed_over) => {
+                    if handed_over {
+                        handle.activity().hand_over(now_ms());
+                    }
                     super::fetch::refresh_tab(self, &target).await;
                     return Ok((target, handle));
                 }
