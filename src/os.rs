@@ -140,6 +140,15 @@ pub fn default_home() -> Option<PathBuf> {
     imp::default_home()
 }
 
+/// Runs `create` with the process's file-creation mask tightened to owner-only, so what it
+/// creates (a socket file, which cannot be opened with a mode) is never visible with a looser
+/// mode, not even for the moment before a chmod. The mask is process-wide: a file another thread
+/// creates meanwhile is made stricter, never looser, and every file the crate creates is
+/// owner-only anyway.
+pub fn create_owner_only<T>(create: impl FnOnce() -> T) -> T {
+    imp::create_owner_only(create)
+}
+
 /// Sets owner-only permissions: 0700 for directories, 0600 for files.
 pub fn set_owner_only(path: &Path, is_dir: bool) -> std::io::Result<()> {
     imp::set_owner_only(path, is_dir)
@@ -630,6 +639,15 @@ mod imp {
         }
     }
 
+    pub fn create_owner_only<T>(create: impl FnOnce() -> T) -> T {
+        // SAFETY: umask only swaps the process's creation mask and cannot fail.
+        let previous = unsafe { libc::umask(0o077) };
+        let created = create();
+        // SAFETY: as above; puts back the mask read before.
+        unsafe { libc::umask(previous) };
+        created
+    }
+
     pub fn set_owner_only(path: &Path, is_dir: bool) -> std::io::Result<()> {
         let mode = if is_dir { 0o700 } else { 0o600 };
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -844,6 +862,11 @@ mod imp {
         std::env::var_os("LOCALAPPDATA").map(|p| PathBuf::from(p).join("browser-pilot"))
     }
 
+    pub fn create_owner_only<T>(create: impl FnOnce() -> T) -> T {
+        // Named pipes have no mode bits; their security descriptor is the creator's default.
+        create()
+    }
+
     pub fn set_owner_only(_path: &Path, _is_dir: bool) -> std::io::Result<()> {
         // %LOCALAPPDATA% is already private to the user; ACL tightening is not implemented.
         Ok(())
@@ -883,5 +906,24 @@ mod imp {
         const DETACHED_PROCESS: u32 = 0x0000_0008;
         const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
         command.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_socket_created_owner_only_is_never_looser() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.sock");
+        let listener = super::create_owner_only(|| std::os::unix::net::UnixListener::bind(&path))
+            .expect("bind");
+        let mode = std::fs::metadata(&path)
+            .expect("socket")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "socket mode {mode:o}");
+        drop(listener);
     }
 }

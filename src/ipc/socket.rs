@@ -146,14 +146,17 @@ pub struct IpcListener {
     listener: Listener,
 }
 
-/// Binds the endpoint and makes the socket file owner-only. The caller (the Broker, under the
+/// Binds the endpoint with an owner-only socket file (created so, never loosened first: a peer
+/// may connect, and a test may look, the moment it exists). The caller (the Broker, under the
 /// startup lock) has already removed any stale file.
 pub fn listen(path: &Path) -> std::io::Result<IpcListener> {
     let name = path.to_fs_name::<GenericFilePath>()?;
-    let listener = ListenerOptions::new()
-        .name(name)
-        .reclaim_name(false)
-        .create_tokio()?;
+    let listener = os::create_owner_only(|| {
+        ListenerOptions::new()
+            .name(name)
+            .reclaim_name(false)
+            .create_tokio()
+    })?;
     if cfg!(unix) {
         os::set_owner_only(path, false)?;
     }
