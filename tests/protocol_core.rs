@@ -603,6 +603,14 @@ fn workspace_lifecycle_and_principal_isolation() {
         json!({"clientKey": "task-1", "browserId": "browser:other"}),
     );
     assert_eq!(code, "client_key_conflict");
+    // A key first used with an explicit browser: a retry without browserId is the same call.
+    let pinned = a.ok(
+        "workspaces/create",
+        json!({"clientKey": "task-2", "browserId": "browser:pinned"}),
+    );
+    let retried = a.ok("workspaces/create", json!({"clientKey": "task-2"}));
+    assert_eq!(retried["workspace"]["id"], pinned["workspace"]["id"]);
+    assert_eq!(retried["workspace"]["browserId"], "browser:pinned");
     let got = a.ok("workspaces/get", json!({"workspaceId": id}));
     assert_eq!(got["workspace"]["id"], id);
     assert_eq!(got["eventCursor"], "cursor:0");

@@ -249,8 +249,23 @@ async fn workspaces_create(
 ) -> Result<Value, RpcError> {
     session.require("workspace.manage")?;
     let client_key = client_key(session, params)?;
+    // A retry that names the key but no browser is the same request as the first call, whatever
+    // browser the Broker would pick now.
+    let keyed_browser = match &client_key {
+        Some(key) if optional_str(params, "browserId")?.is_none() => {
+            let (principal, key) = (session.principal.clone(), key.clone());
+            context
+                .broker
+                .store
+                .call_read(move |store| store.client_key_browser(&principal, &key))
+                .await
+                .map_err(from_store)?
+        }
+        _ => None,
+    };
     let browser_id = match optional_str(params, "browserId")? {
         Some(id) => id.to_owned(),
+        None if keyed_browser.is_some() => keyed_browser.unwrap_or_default(),
         None => context
             .broker
             .tools

@@ -152,6 +152,27 @@ impl Store {
         })
     }
 
+    /// The browser of `principal`'s active Workspace named by `client_key`, if any: a retry of
+    /// a create that gives the key but no `browserId` binds to the same browser as the first.
+    pub fn client_key_browser(
+        &self,
+        principal: &PrincipalKey,
+        client_key: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.read(|transaction| {
+            let Some(principal_id) = find_principal(transaction, principal)? else {
+                return Ok(None);
+            };
+            let browser_id = transaction
+                .prepare_cached(
+                    "SELECT browser_id FROM workspaces WHERE principal_id = ?1 AND client_key = ?2",
+                )?
+                .query_row((principal_id, client_key), |row| row.get(0))
+                .optional()?;
+            Ok(browser_id)
+        })
+    }
+
     /// Ids of the active Workspaces bound to a browser.
     pub fn workspaces_for_browser(&self, browser_id: &str) -> Result<Vec<String>, StoreError> {
         self.read(|transaction| {
@@ -784,5 +805,23 @@ mod tests {
             "released workspace:2 at 30 (Released)",
         );
         assert_eq!(create("workspace:4"), "created workspace:4");
+    }
+
+    #[test]
+    fn client_key_browser_names_the_first_calls_browser() {
+        let store = store();
+        let a = principal("a");
+        assert_eq!(store.client_key_browser(&a, "k").unwrap(), None);
+        store
+            .create_workspace(&new_workspace("workspace:1", &a, Some("k")))
+            .unwrap();
+        assert_eq!(
+            store.client_key_browser(&a, "k").unwrap().as_deref(),
+            Some("browser:a")
+        );
+        assert_eq!(
+            store.client_key_browser(&principal("b"), "k").unwrap(),
+            None
+        );
     }
 }
