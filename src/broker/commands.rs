@@ -413,9 +413,12 @@ async fn finish(
     let sent = scope.gate.mutations_sent();
     let (mut status, mut result, mut error) =
         settle(def.mutating, scope.gate.passed(), sent.as_ref(), outcome);
-    // In every build: a result that slipped its schema is a bug, and after a mutation it leaves
-    // the outcome unknown (settled like any failure after the first mutation).
-    if let Some(value) = &result
+    // A result that slipped its schema is a bug; after a mutation it leaves the outcome unknown
+    // (settled like any failure after the first mutation), so mutating tools are checked in
+    // every build. Debug builds check every tool; release builds spare the reading tools (a
+    // complete Observation can be megabytes) the walk, as their slip changes no outcome.
+    if (def.mutating || cfg!(debug_assertions))
+        && let Some(value) = &result
         && let Err(violation) = tools::schema::validate(&def.output_schema, value, "result")
     {
         tracing::error!(
