@@ -577,12 +577,12 @@ fn client_path_mistakes_are_invalid_params_not_internal_errors() {
         "path_not_allowed",
         Some("a component of the path is not a directory"),
     );
-    // A pseudo-file that is "regular" by type but fails every read.
+    // A pseudo-file that is "regular" by type but fails every read: refused for what it is.
     let import = host.import("/proc/self/mem").unwrap_err();
     assert_refused(
         &import,
         "path_not_allowed",
-        Some("the file system reported an I/O error for this path"),
+        Some("the path is a kernel pseudo-file (/proc, /sys, ...), not stored data"),
     );
     let import = host.import(&format!("{}/", file.display())).unwrap_err();
     assert_eq!(import.1["data"]["retryable"], false, "{}", import.1);
