@@ -551,6 +551,8 @@ fn launch_twice_and_without_display(cwd: &Path) {
     assert_eq!(output.status.code(), Some(5));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("bp launch --headless"), "{stderr}");
+    // Chromium's own reason, quoted from its start-up output.
+    assert!(stderr.contains("Missing X server or $DISPLAY"), "{stderr}");
 }
 
 /// The compatibility Workspace lives while it is used and expires when it is not: with the idle

@@ -120,6 +120,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
     let started = spawn::start(executable, args)
         .map_err(|error| format!("cannot start {}: {error}", executable.display()))?;
     let mut child = started.child;
+    let stderr_tail = tokio::spawn(read_stderr(started.stderr));
     let (pipe_tx, pipe_rx) = mpsc::channel::<Vec<u8>>(QUEUE);
     tokio::spawn(write_pipe(started.input, pipe_rx));
     let (browser_tx, mut from_browser) = mpsc::channel::<String>(QUEUE);
@@ -148,14 +149,16 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
     while !keeper.started {
         tokio::select! {
             status = child.wait() => {
-                return Err(format!("the browser exited during start-up ({})", describe(status)));
+                return Err(format!("the browser exited during start-up ({}){}", describe(status),
+                    said(stderr_tail).await));
             }
             message = from_browser.recv() => match message {
                 Some(message) => keeper.on_browser(message).await,
                 None => {
                     let status = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-                    return Err(format!("the browser closed its pipe during start-up ({})",
-                        status.map(describe).unwrap_or_else(|_| "still running".to_owned())));
+                    return Err(format!("the browser closed its pipe during start-up ({}){}",
+                        status.map(describe).unwrap_or_else(|_| "still running".to_owned()),
+                        said(stderr_tail).await));
                 }
             },
             () = &mut deadline => {
@@ -234,6 +237,72 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
         let _ = tokio::time::timeout(HELLO_TIMEOUT, closer.writer.flush()).await;
     }
     Ok(())
+}
+
+/// The bytes of the browser's stderr kept for a start-up failure to quote: its first output,
+/// where Chromium says why it gives up ("Missing X server or $DISPLAY") before the noise of
+/// its helper processes going down.
+const STDERR_KEPT_BYTES: usize = 4096;
+
+/// The lines a start-up failure quotes.
+const QUOTED_LINES: usize = 2;
+
+/// Reads the browser's stderr until it closes (a full pipe would stall the browser), keeping
+/// only its first [`STDERR_KEPT_BYTES`]; answers those once the browser closed it.
+async fn read_stderr(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = STDERR_KEPT_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// What the browser said before it failed to start, as `": reason; reason"`, or nothing when
+/// it said nothing before [`EXIT_GRACE`].
+async fn said(stderr: tokio::task::JoinHandle<Vec<u8>>) -> String {
+    let bytes = match tokio::time::timeout(EXIT_GRACE, stderr).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => return String::new(),
+    };
+    quote_reasons(&String::from_utf8_lossy(&bytes))
+}
+
+/// The first `ERROR`/`FATAL` log lines of Chromium's output without their `[pid:tid:time:LEVEL:
+/// file:line]` prefix (the reasons come first, the helpers' broken pipes after); else its last
+/// non-empty line.
+fn quote_reasons(text: &str) -> String {
+    let reasons: Vec<&str> = text
+        .lines()
+        .filter_map(|line| {
+            let (prefix, message) = line.trim().strip_prefix('[')?.split_once("] ")?;
+            (prefix.contains(":ERROR:") || prefix.contains(":FATAL:")).then_some(message.trim())
+        })
+        .filter(|message| !message.is_empty())
+        .take(QUOTED_LINES)
+        .collect();
+    let quoted = match reasons.is_empty() {
+        true => text
+            .lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty())
+            .into_iter()
+            .collect(),
+        false => reasons,
+    };
+    match quoted.is_empty() {
+        true => String::new(),
+        false => format!(
+            ": {}",
+            quoted.join("; ").chars().take(400).collect::<String>()
+        ),
+    }
 }
 
 fn describe(status: std::io::Result<std::process::ExitStatus>) -> String {
@@ -594,4 +663,26 @@ fn one_line(text: String) -> Option<String> {
     serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .map(|value| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quote_reasons;
+
+    #[test]
+    fn a_start_up_failure_quotes_chromiums_reasons_first() {
+        let check = |text: &str, expect: &str| assert_eq!(quote_reasons(text), expect, "{text}");
+        check(
+            "/usr/bin/chromium: 9: [: 1: unexpected operator\n\
+             [5538:5538:1205/064814.619245:ERROR:ui/ozone/platform/x11/ozone_platform_x11.cc:257] Missing X server or $DISPLAY\n\
+             [5538:5538:1205/064814.619292:ERROR:ui/aura/env.cc:253] The platform failed to initialize.  Exiting.\n\
+             [5560:5560:0100/000000.706498:ERROR:content/zygote/zygote_linux.cc:662] write: Broken pipe (32)\n",
+            ": Missing X server or $DISPLAY; The platform failed to initialize.  Exiting.",
+        );
+        check(
+            "[1:1:0100/000000.1:WARNING:x.cc:1] not a reason\nplain last words\n\n",
+            ": plain last words",
+        );
+        check("", "");
+    }
 }

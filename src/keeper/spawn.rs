@@ -17,6 +17,8 @@ pub(super) struct Started {
     pub(super) input: tokio::net::unix::pipe::Sender,
     /// Out of the browser (its fd 4).
     pub(super) output: tokio::net::unix::pipe::Receiver,
+    /// The browser's diagnostics, which the keeper must read for the browser's whole life.
+    pub(super) stderr: tokio::process::ChildStderr,
 }
 
 /// The arguments the browser gets: the pipe flag, then `args` without any
@@ -74,7 +76,7 @@ pub(super) fn start(executable: &Path, args: &[OsString]) -> io::Result<Started>
         .args(browser_args(args))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);
     // SAFETY: between fork and exec only dup2 runs, which is async-signal-safe; the new
     // descriptors 3 and 4 are not close-on-exec, the sources (10 and up) are.
@@ -86,11 +88,13 @@ pub(super) fn start(executable: &Path, args: &[OsString]) -> io::Result<Started>
             Ok(())
         });
     }
-    let child = command.spawn()?;
+    let mut child = command.spawn()?;
     // The browser's ends live on in the browser only.
     drop((browser_reads, browser_writes));
+    let stderr = child.stderr.take().expect("stderr was piped");
     Ok(Started {
         child,
+        stderr,
         input: tokio::net::unix::pipe::Sender::from_owned_fd(keeper_writes)?,
         output: tokio::net::unix::pipe::Receiver::from_owned_fd(keeper_reads)?,
     })
