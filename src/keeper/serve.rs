@@ -120,6 +120,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
     let started = spawn::start(executable, args)
         .map_err(|error| format!("cannot start {}: {error}", executable.display()))?;
     let mut child = started.child;
+    let browser_pid = child.id();
     let stderr_tail = tokio::spawn(read_stderr(started.stderr));
     let (pipe_tx, pipe_rx) = mpsc::channel::<Vec<u8>>(QUEUE);
     tokio::spawn(write_pipe(started.input, pipe_rx));
@@ -150,7 +151,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
         tokio::select! {
             status = child.wait() => {
                 return Err(format!("the browser exited during start-up ({}){}", describe(status),
-                    said(stderr_tail).await));
+                    said(stderr_tail, browser_pid).await));
             }
             message = from_browser.recv() => match message {
                 Some(message) => keeper.on_browser(message).await,
@@ -158,7 +159,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
                     let status = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
                     return Err(format!("the browser closed its pipe during start-up ({}){}",
                         status.map(describe).unwrap_or_else(|_| "still running".to_owned()),
-                        said(stderr_tail).await));
+                        said(stderr_tail, browser_pid).await));
                 }
             },
             () = &mut deadline => {
@@ -266,36 +267,49 @@ async fn read_stderr(mut stderr: tokio::process::ChildStderr) -> Vec<u8> {
 
 /// What the browser said before it failed to start, as `": reason; reason"`, or nothing when
 /// it said nothing before [`EXIT_GRACE`].
-async fn said(stderr: tokio::task::JoinHandle<Vec<u8>>) -> String {
+async fn said(stderr: tokio::task::JoinHandle<Vec<u8>>, browser_pid: Option<u32>) -> String {
     let bytes = match tokio::time::timeout(EXIT_GRACE, stderr).await {
         Ok(Ok(bytes)) => bytes,
         _ => return String::new(),
     };
-    quote_reasons(&String::from_utf8_lossy(&bytes))
+    quote_reasons(&String::from_utf8_lossy(&bytes), browser_pid)
 }
 
-/// The first `ERROR`/`FATAL` log lines of Chromium's output without their `[pid:tid:time:LEVEL:
-/// file:line]` prefix (the reasons come first, the helpers' broken pipes after); else its last
-/// non-empty line.
-fn quote_reasons(text: &str) -> String {
-    let reasons: Vec<&str> = text
+/// The reasons in Chromium's `[pid:tid:time:LEVEL:file:line] message` log lines: the `ERROR`
+/// and `FATAL` messages of the browser process's main thread, in order (other threads, such as
+/// a D-Bus client, and the helper processes going down interleave their own errors); else any
+/// `ERROR`/`FATAL` message; else the last non-empty line.
+fn quote_reasons(text: &str, browser_pid: Option<u32>) -> String {
+    let errors: Vec<(&str, &str)> = text
         .lines()
         .filter_map(|line| {
             let (prefix, message) = line.trim().strip_prefix('[')?.split_once("] ")?;
-            (prefix.contains(":ERROR:") || prefix.contains(":FATAL:")).then_some(message.trim())
+            let message = message.trim();
+            let serious = prefix.contains(":ERROR:") || prefix.contains(":FATAL:");
+            (serious && !message.is_empty()).then_some((prefix, message))
         })
-        .filter(|message| !message.is_empty())
+        .collect();
+    let main_thread = |prefix: &str| {
+        let mut ids = prefix.split(':');
+        let (pid, tid) = (ids.next(), ids.next());
+        pid == tid && pid.and_then(|p| p.parse::<u32>().ok()) == browser_pid
+    };
+    let mut quoted: Vec<&str> = errors
+        .iter()
+        .filter(|(prefix, _)| main_thread(prefix))
+        .map(|(_, message)| *message)
         .take(QUOTED_LINES)
         .collect();
-    let quoted = match reasons.is_empty() {
-        true => text
-            .lines()
-            .map(str::trim)
-            .rfind(|line| !line.is_empty())
-            .into_iter()
-            .collect(),
-        false => reasons,
-    };
+    if quoted.is_empty() {
+        quoted = errors
+            .iter()
+            .map(|(_, message)| *message)
+            .take(QUOTED_LINES)
+            .collect();
+    }
+    if quoted.is_empty() {
+        quoted.extend(text.lines().map(str::trim).rfind(|line| !line.is_empty()));
+    }
     match quoted.is_empty() {
         true => String::new(),
         false => format!(
@@ -671,13 +685,23 @@ mod tests {
 
     #[test]
     fn a_start_up_failure_quotes_chromiums_reasons_first() {
-        let check = |text: &str, expect: &str| assert_eq!(quote_reasons(text), expect, "{text}");
-        check(
-            "/usr/bin/chromium: 9: [: 1: unexpected operator\n\
+        let check = |text: &str, expect: &str| {
+            assert_eq!(quote_reasons(text, Some(5538)), expect, "{text}")
+        };
+        // The browser's main thread says why; a D-Bus thread and the zygote interleave.
+        let start_up = "/usr/bin/chromium: 9: [: 1: unexpected operator\n\
+             [5538:5570:1205/064814.620795:ERROR:dbus/bus.cc:405] Failed to connect to the bus\n\
              [5538:5538:1205/064814.619245:ERROR:ui/ozone/platform/x11/ozone_platform_x11.cc:257] Missing X server or $DISPLAY\n\
-             [5538:5538:1205/064814.619292:ERROR:ui/aura/env.cc:253] The platform failed to initialize.  Exiting.\n\
-             [5560:5560:0100/000000.706498:ERROR:content/zygote/zygote_linux.cc:662] write: Broken pipe (32)\n",
+             [5560:5560:0100/000000.706498:ERROR:content/zygote/zygote_linux.cc:662] write: Broken pipe (32)\n\
+             [5538:5538:1205/064814.619292:ERROR:ui/aura/env.cc:253] The platform failed to initialize.  Exiting.\n";
+        check(
+            start_up,
             ": Missing X server or $DISPLAY; The platform failed to initialize.  Exiting.",
+        );
+        // Another pid: any error, in order.
+        assert_eq!(
+            quote_reasons(start_up, Some(1)),
+            ": Failed to connect to the bus; Missing X server or $DISPLAY"
         );
         check(
             "[1:1:0100/000000.1:WARNING:x.cc:1] not a reason\nplain last words\n\n",
