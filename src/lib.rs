@@ -14,6 +14,7 @@ pub mod cli;
 pub mod conformance;
 pub mod events;
 pub mod framing;
+pub mod hex;
 pub mod home;
 pub mod ipc;
 pub mod janitor;

@@ -5,8 +5,6 @@
 //! can tell "same version, other install" apart, and `bp disconnect` refuses to stop a Broker
 //! that another installation started.
 
-use ring::digest::{SHA256, digest};
-
 /// The version of this executable.
 pub const EXECUTABLE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -28,11 +26,7 @@ pub fn installation_id() -> String {
         material.push('|');
         material.push_str(&dir.to_string_lossy());
     }
-    let hash = digest(&SHA256, material.as_bytes());
-    hash.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::sha256(material.as_bytes())[..16].to_owned()
 }
 
 /// Milliseconds since the Unix epoch.

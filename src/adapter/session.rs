@@ -491,12 +491,9 @@ fn instance_scope(instance_id: &str) -> String {
     format!("i{}", &sha256_hex(instance_id.as_bytes())[..12])
 }
 
+/// The first 128 bits of the SHA-256 of `bytes`, in hex.
 fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    digest.as_ref()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::sha256(bytes)[..32].to_owned()
 }
 
 /// Random hex from the system's secure generator (`ring`), for instance ids and nonces.
@@ -506,7 +503,7 @@ pub fn random_hex(bytes: usize) -> String {
     ring::rand::SystemRandom::new()
         .fill(&mut buf)
         .expect("system random");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&buf)
 }
 
 #[cfg(test)]

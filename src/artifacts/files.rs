@@ -121,11 +121,6 @@ pub fn sanitize_file_name(path: &Path) -> String {
     }
 }
 
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Checks the syntax of a client path before anything touches the file system: absolute, no
 /// NUL character, no component or total length the OS would refuse. A mistake here is the
 /// client's (`BadPath`, mapped to `invalid_params`), never a retryable storage failure.
@@ -165,7 +160,10 @@ pub fn export_temp_name() -> OsString {
     SystemRandom::new()
         .fill(&mut bytes)
         .expect("the system random source works");
-    OsString::from(format!(".browser-pilot-export-{}.tmp", hex(&bytes)))
+    OsString::from(format!(
+        ".browser-pilot-export-{}.tmp",
+        crate::hex::encode(&bytes)
+    ))
 }
 
 /// The temporary sibling a protected file is written to before it is renamed into place.
@@ -219,7 +217,7 @@ pub fn copy_hashing(
         sink.write_all(&buffer[..read]).map_err(CopyError::Write)?;
         on_progress(total);
     }
-    Ok((total, hex(context.finish().as_ref())))
+    Ok((total, crate::hex::encode(context.finish().as_ref())))
 }
 
 /// The size and modification time of an open file, to tell whether it changed meanwhile.
@@ -243,11 +241,6 @@ impl FileState {
 /// extended or rewritten while it was read fails this, and its copy is not kept.
 pub fn copy_is_whole(opened: FileState, copied: u64, after: FileState) -> bool {
     copied == opened.len && after == opened
-}
-
-/// SHA-256 of in-memory bytes, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(ring::digest::digest(&SHA256, bytes).as_ref())
 }
 
 /// Whether `path` is `root` or lies below it, comparing canonical forms so symlinks and `..`
@@ -333,7 +326,7 @@ mod tests {
             hash,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-        assert_eq!(hash, sha256_hex(b"abc"));
+        assert_eq!(hash, crate::hex::sha256(b"abc"));
         let mut sink = File::create(dir.path().join("out2")).unwrap();
         assert!(matches!(
             copy_hashing(&mut &b"abcd"[..], &mut sink, 3, |_| {}),

@@ -362,7 +362,7 @@ impl Inner {
             temp,
             final_path,
             byte_len: bytes.len() as u64,
-            sha256: files::sha256_hex(bytes),
+            sha256: crate::hex::sha256(bytes),
         };
         self.commit(new, written, now)
     }
@@ -1197,7 +1197,7 @@ mod tests {
             assert_eq!((created.width, created.height), (Some(640), Some(480)));
             assert_eq!(created.expires_at, NOW + DEFAULT_TTL);
             assert_eq!(created.byte_len, bytes.len() as u64);
-            assert_eq!(created.sha256, files::sha256_hex(&bytes));
+            assert_eq!(created.sha256, crate::hex::sha256(&bytes));
             let descriptor = created.to_json();
             assert_eq!(descriptor["kind"], "screenshot");
             assert_eq!(descriptor["width"], 640);

@@ -599,7 +599,7 @@ async fn debug_sql(
         SqlValue::Integer(i) => json!(i),
         SqlValue::Real(r) => json!(r),
         SqlValue::Text(t) => json!(t),
-        SqlValue::Blob(b) => json!(b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+        SqlValue::Blob(b) => json!(crate::hex::encode(b)),
     };
     Ok(json!({
         "columns": rows.columns,

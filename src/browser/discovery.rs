@@ -348,11 +348,7 @@ pub(super) fn probe(port: u16) -> bool {
 /// `browser:<slug>-<8 hex>`; the hash is over the stable path so the id
 /// survives restarts and does not reveal the path.
 fn candidate_id(product: &str, channel: &str, key: &Path) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, key.as_os_str().as_encoded_bytes());
-    let hex: String = digest.as_ref()[..4]
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
+    let hex = &crate::hex::sha256(key.as_os_str().as_encoded_bytes())[..8];
     match channel {
         "stable" => format!("browser:{product}-{hex}"),
         _ => format!("browser:{product}-{channel}-{hex}"),

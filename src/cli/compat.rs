@@ -55,15 +55,8 @@ const LEAVING_TOOLS: &[&str] = &["browser.tabs.close", "browser.tabs.release"];
 /// and has its own Broker), so every invocation is the same Principal and finds the same
 /// Workspace.
 pub fn instance_id(home: &Home) -> String {
-    let digest = ring::digest::digest(
-        &ring::digest::SHA256,
-        home.root().as_os_str().as_encoded_bytes(),
-    );
-    let hex: String = digest.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("cli:{hex}")
+    let hex = crate::hex::sha256(home.root().as_os_str().as_encoded_bytes());
+    format!("cli:{}", &hex[..16])
 }
 
 /// The `browser-pilot` executable beside this `bp`.

@@ -53,14 +53,7 @@ pub fn new_id(kind: IdKind) -> String {
     SystemRandom::new()
         .fill(&mut bytes)
         .expect("the system random source is available");
-    let mut id = String::with_capacity(kind.prefix().len() + 32);
-    id.push_str(kind.prefix());
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for byte in bytes {
-        id.push(char::from(HEX[usize::from(byte >> 4)]));
-        id.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    id
+    format!("{}{}", kind.prefix(), crate::hex::encode(&bytes))
 }
 
 /// `cursor:N`, where N is the sequence of the last event the holder has processed.

@@ -385,13 +385,7 @@ fn random_hex() -> Result<String, StoreError> {
     SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| StoreError::Random)?;
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(DATABASE_NAME_RANDOM_BYTES * 2);
-    for byte in bytes {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    Ok(hex)
+    Ok(crate::hex::encode(&bytes))
 }
 
 /// Converts a `u64` for storage in an SQLite INTEGER.
