@@ -1,7 +1,7 @@
 //! Pixel dimensions read from PNG and JPEG headers, so a capture reports the size of the image
 //! it actually stored rather than the size it asked for.
 
-use super::base64;
+use super::encoding;
 
 /// PNG files start with these eight bytes.
 pub const PNG_SIGNATURE: &[u8; 8] = b"\x89PNG\r\n\x1a\n";
@@ -23,7 +23,7 @@ pub fn dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
 pub fn dimensions_base64(text: &str) -> Option<(u32, u32)> {
     // A cut inside the text holds no padding, so the prefix is valid base64 on its own.
     let cut = text.len().min(HEADER_PREFIX_CHARS) / 4 * 4;
-    dimensions(&base64::decode(text.get(..cut)?)?)
+    dimensions(&encoding::decode(text.get(..cut)?)?)
 }
 
 fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {

@@ -7,17 +7,17 @@
 //! builds a protected path. It never speaks CDP and never sees a JSON-RPC envelope: tools and the
 //! Broker hand it bytes or client paths and map its typed errors to agent-visible codes.
 
-mod base64;
 mod bounded;
 mod descriptor;
+mod encoding;
 mod error;
 mod files;
 mod image;
 mod limits;
 mod service;
 
-pub use base64::decode as decode_base64;
 pub use descriptor::{Artifact, ArtifactKind, NewArtifact};
+pub use encoding::decode as decode_base64;
 pub use error::ArtifactError;
 pub use image::{dimensions, dimensions_base64};
 pub use limits::{

@@ -15,9 +15,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::base64;
 use super::bounded::{CLIENT_COPY_BOUNDS, Copies, Progress};
 use super::descriptor::{Artifact, ArtifactKind, Extras, NewArtifact};
+use super::encoding;
 use super::error::{ArtifactError, storage};
 use super::files::{self, CopyError};
 use super::image;
@@ -108,9 +108,9 @@ impl Artifacts {
         now: i64,
     ) -> Result<Artifact, ArtifactError> {
         self.blocking(move |inner| {
-            let len = base64::decoded_len(&data).ok_or(ArtifactError::BadEncoding)? as u64;
+            let len = encoding::decoded_len(&data).ok_or(ArtifactError::BadEncoding)? as u64;
             inner.check_size(len)?;
-            let bytes = base64::decode(&data).ok_or(ArtifactError::BadEncoding)?;
+            let bytes = encoding::decode(&data).ok_or(ArtifactError::BadEncoding)?;
             drop(data);
             inner.create(new, &bytes, now)
         })

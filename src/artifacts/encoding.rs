@@ -25,9 +25,8 @@ pub fn decoded_len(text: &str) -> Option<usize> {
 }
 
 /// Decodes padded standard base64; `None` on any byte outside the alphabet, misplaced padding or
-/// a length that is not a multiple of four. Unused low bits of the last sextet are ignored, as
-/// they always were here (the browser never sets them; rejecting them would change nothing but
-/// the failure mode).
+/// a length that is not a multiple of four. Unused low bits of the last sextet are ignored (the
+/// browser never sets them; rejecting them would change nothing but the failure mode).
 pub fn decode(text: &str) -> Option<Vec<u8>> {
     ENGINE.decode(text).ok()
 }
@@ -54,7 +53,7 @@ mod tests {
         check("Zm9vYmFy", Some(b"foobar"));
         check("iVBORw0KGgo=", Some(b"\x89PNG\r\n\x1a\n"));
         check("+/+/", Some(&[0xfb, 0xff, 0xbf]));
-        // Unused trailing bits were always ignored.
+        // Unused trailing bits are ignored.
         check("Zh==", Some(b"f"));
         check("Zm9=", Some(b"fo"));
         for bad in [
