@@ -1,6 +1,7 @@
 //! Process tests of the advisory watchdogs against a real headless Chromium: the no-progress
 //! detector (`watchdog.no_progress` and the `repeated_action` hint on the threshold result) on
-//! the `stuck` fixture, and `watchdog.navigation_stalled` on a page whose body never finishes.
+//! the `stuck` fixture, `watchdog.navigation_stalled` on a page whose body never finishes, and
+//! `watchdog.dialog_unhandled` for an alert nobody answers.
 
 mod support;
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::rig::{Agent, Rig};
+use support::wait_until;
 
 /// The stall bound the navigation test gives the Broker (the operator knob; default 30 s): short
 /// enough for a quick test, long enough for the first load of a new window on a loaded machine.
@@ -350,4 +352,103 @@ fn a_navigation_that_never_becomes_interactive_is_stalled_and_unknown() {
     let again = agent.wait_event("watchdog.navigation_stalled");
     assert_eq!(again["payload"]["url"], server.url("/again"));
     assert_eq!(again["targetId"], opened);
+}
+
+/// The contract's bound for `watchdog.dialog_unhandled` (docs/watchdogs.md): 15 s pending.
+const DIALOG_UNHANDLED_MS: u64 = 15_000;
+
+/// Clicks the form fixture's Alert button; returns the `dialogId` the click opened.
+fn open_alert(agent: &mut Agent, target: &Value) -> Value {
+    let observation = observe(agent, target);
+    let result = click(agent, target, &observation, "Alert");
+    assert!(
+        result["evidence"]["effects"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("dialog_opened")),
+        "{result}"
+    );
+    let listed = agent.tool("browser.dialogs.list", None, json!({}));
+    let dialogs = listed["dialogs"].as_array().unwrap();
+    assert_eq!(dialogs.len(), 1, "{listed}");
+    dialogs[0]["dialogId"].clone()
+}
+
+/// An alert answered at once raises nothing; one left pending is reported once, after the
+/// contract's 15 s, and stays open: the watchdog neither accepts nor dismisses it.
+#[test]
+fn an_unanswered_dialog_is_reported_once_and_left_open() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "com.example.watchdogs");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/form")}),
+    );
+    let target = opened["targetId"].clone();
+    agent.events();
+
+    let answered = open_alert(&mut agent, &target);
+    agent.tool(
+        "browser.dialogs.respond",
+        None,
+        json!({"dialogId": answered, "action": "accept"}),
+    );
+    let pending = open_alert(&mut agent, &target);
+    assert_ne!(pending, answered);
+
+    let mut seen = Vec::new();
+    let reported = |seen: &[Value]| {
+        seen.iter()
+            .filter(|e| e["type"] == "watchdog.dialog_unhandled")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(Duration::from_secs(45), || {
+            seen.extend(agent.events());
+            !reported(&seen).is_empty()
+        }),
+        "no watchdog.dialog_unhandled: {seen:?}"
+    );
+    // The answered dialog's timer (started first) ran out before the pending one's: had it
+    // reported, its event would be here too.
+    let watchdogs = reported(&seen);
+    assert_eq!(watchdogs.len(), 1, "{watchdogs:?}");
+    let event = &watchdogs[0];
+    assert_eq!(event["payload"]["dialogId"], pending, "{event}");
+    assert_eq!(event["payload"]["targetId"], target, "{event}");
+    assert_eq!(
+        event["payload"]["pendingMs"], DIALOG_UNHANDLED_MS,
+        "{event}"
+    );
+    assert_eq!(event["targetId"], target, "{event}");
+    let mut keys: Vec<&str> = event["payload"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["dialogId", "pendingMs", "targetId"], "{event}");
+    assert!(
+        !event.to_string().contains("Hello there"),
+        "no page text: {event}"
+    );
+
+    // Advisory only: the dialog is still pending, and answering it is still the host's call.
+    let listed = agent.tool("browser.dialogs.list", None, json!({}));
+    assert_eq!(listed["dialogs"][0]["dialogId"], pending, "{listed}");
+    agent.tool(
+        "browser.dialogs.respond",
+        None,
+        json!({"dialogId": pending, "action": "dismiss"}),
+    );
+    let listed = agent.tool("browser.dialogs.list", None, json!({}));
+    assert_eq!(listed["dialogs"], json!([]), "{listed}");
+    assert!(
+        reported(&agent.events()).is_empty(),
+        "reported once, not again when answered"
+    );
 }
