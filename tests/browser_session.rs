@@ -4,6 +4,10 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -523,5 +527,156 @@ fn a_new_workspace_binds_to_the_live_connection_not_an_idle_candidate() {
     assert_eq!(
         ws["workspace"]["browserId"], real,
         "bound to the live connection, not the idle decoy"
+    );
+}
+
+/// A loopback port that discovery takes for a browser's debugging endpoint (a profile directory
+/// whose `DevToolsActivePort` names it). Each WebSocket upgrade request is counted and then
+/// either answered with `answer` or held open unanswered, as Chrome holds it while its approval
+/// prompt waits. Discovery's TCP probe sends no request and is not counted.
+struct Decoy {
+    profile: tempfile::TempDir,
+    upgrades: Arc<AtomicUsize>,
+}
+
+impl Decoy {
+    fn start(answer: Option<&'static str>) -> Decoy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let profile = tempfile::tempdir().unwrap();
+        std::fs::write(
+            profile.path().join("DevToolsActivePort"),
+            format!("{port}\n/devtools/browser/decoy\n"),
+        )
+        .unwrap();
+        let upgrades = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&upgrades);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut request = String::new();
+                    loop {
+                        let mut line = String::new();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line.trim().is_empty() => break,
+                            Ok(_) => request.push_str(&line),
+                        }
+                    }
+                    if request.starts_with("GET ") {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                    match answer {
+                        Some(answer) => {
+                            let _ = (&stream).write_all(answer.as_bytes());
+                        }
+                        // Unanswered until the client gives up and closes.
+                        None => {
+                            while matches!(reader.read_line(&mut String::new()), Ok(n) if n > 0) {}
+                        }
+                    }
+                });
+            }
+        });
+        Decoy { profile, upgrades }
+    }
+
+    fn upgrades(&self) -> usize {
+        self.upgrades.load(Ordering::SeqCst)
+    }
+}
+
+/// A home that discovers `decoy` and the rig's Chromium, with the handshake budget shortened so
+/// an unanswered upgrade is `authorization_timeout` in a few seconds.
+fn home_with_decoy(rig: &Rig, decoy: &Decoy) -> TestHome {
+    let dirs = std::env::join_paths([decoy.profile.path(), rig.profile.path()]).unwrap();
+    TestHome::new()
+        .with_env("BROWSER_PILOT_DISCOVERY_DIRS", dirs.to_str().unwrap())
+        .with_env("BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS", "2000")
+}
+
+/// The candidate ids of `agent`'s discovery: (the decoy, the real browser), by listing order.
+fn decoy_and_real(agent: &mut Agent) -> (Value, Value) {
+    let browsers = agent.tool("browser.discover", None, json!({}))["browsers"].clone();
+    let ids: Vec<Value> = browsers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["state"] == "ready")
+        .map(|b| b["id"].clone())
+        .collect();
+    assert_eq!(ids.len(), 2, "{browsers}");
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// Sends `browser.connect` on every agent before reading any answer; returns the responses.
+fn connect_together(agents: &mut [Agent], browser_id: &Value) -> Vec<Value> {
+    let ids: Vec<Value> = agents
+        .iter_mut()
+        .map(|agent| {
+            agent.bridge.request(
+                "tools/call",
+                json!({"name": "browser.connect", "arguments": {"browserId": browser_id}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id}),
+            )
+        })
+        .collect();
+    agents
+        .iter_mut()
+        .zip(ids)
+        .map(|(agent, id)| agent.bridge.response(&id))
+        .collect()
+}
+
+/// Concurrent `browser.connect` calls for one browser share one in-flight attempt: one upgrade
+/// request (one approval prompt) and its outcome for all of them when it fails, one connection
+/// and one generation when it succeeds. A later call makes a new attempt.
+#[test]
+fn concurrent_connects_share_one_attempt() {
+    let mut rig = Rig::start();
+    let decoy = Decoy::start(None);
+    rig.home = home_with_decoy(&rig, &decoy);
+    let mut agents: Vec<Agent> = (0..3)
+        .map(|i| Agent::new(&rig, &format!("com.example.connect{i}")))
+        .collect();
+    let (decoy_id, real_id) = decoy_and_real(&mut agents[0]);
+
+    for response in connect_together(&mut agents, &decoy_id) {
+        assert_eq!(
+            response["error"]["data"]["code"], "authorization_timeout",
+            "{response}"
+        );
+    }
+    assert_eq!(decoy.upgrades(), 1, "three callers, one attempt");
+    let (code, _) = agents[0].tool_err("browser.connect", None, json!({"browserId": decoy_id}));
+    assert_eq!(code, "authorization_timeout");
+    assert_eq!(
+        decoy.upgrades(),
+        2,
+        "a call after the shared one tries again"
+    );
+
+    let connected: Vec<Value> = connect_together(&mut agents, &real_id)
+        .into_iter()
+        .map(|response| {
+            assert_eq!(
+                response["result"]["command"]["status"], "completed",
+                "{response}"
+            );
+            response["result"]["result"].clone()
+        })
+        .collect();
+    let generation = &connected[0]["browserConnectionGeneration"];
+    assert!(
+        connected
+            .iter()
+            .all(|c| c["browserConnectionGeneration"] == *generation && c["browserId"] == real_id),
+        "{connected:?}"
+    );
+    let made = connected.iter().filter(|c| c["reused"] == false).count();
+    assert_eq!(
+        made, 1,
+        "one connection made, the others reused it: {connected:?}"
     );
 }

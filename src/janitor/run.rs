@@ -30,6 +30,29 @@ use crate::cdp::pipe::JanitorLine;
 /// user decides; others settled on minutes (field notes §1).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// Operator knob shortening the WebSocket handshake budget, in milliseconds (docs/cdp.md): a
+/// browser that neither accepts nor refuses within it is `authorization_timeout`.
+const HANDSHAKE_TIMEOUT_ENV: &str = "BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS";
+
+/// Bounds of `BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS`: under a second a loaded machine's
+/// handshake would fail; above `HANDSHAKE_TIMEOUT` the Broker's own wait for the janitor's first
+/// line would end first.
+const HANDSHAKE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=180_000;
+
+/// `HANDSHAKE_TIMEOUT`, or `BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS` clamped to its range.
+fn ws_handshake_timeout() -> Duration {
+    match std::env::var(HANDSHAKE_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(ms) => Duration::from_millis(ms.clamp(
+            *HANDSHAKE_TIMEOUT_RANGE_MS.start(),
+            *HANDSHAKE_TIMEOUT_RANGE_MS.end(),
+        )),
+        None => HANDSHAKE_TIMEOUT,
+    }
+}
+
 /// Overall budget for closing managed targets after the Broker is gone.
 /// `Target.closeTarget` answers in ~6 ms; a wedged renderer must not keep
 /// the janitor alive.
@@ -60,7 +83,7 @@ pub async fn run_janitor(ws_url: String) -> i32 {
         return code;
     }
     let connected = match parse_ws_url(&ws_url) {
-        Ok(endpoint) => connect(&endpoint, HANDSHAKE_TIMEOUT).await,
+        Ok(endpoint) => connect(&endpoint, ws_handshake_timeout()).await,
         Err(error) => Err(error),
     };
     let code = match connected {

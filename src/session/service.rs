@@ -81,6 +81,13 @@ pub enum ConnectError {
     Failed(String),
 }
 
+/// A failed connection attempt, numbered by `Inner::attempts_ended`.
+struct Failure {
+    ended: u64,
+    browser_id: String,
+    error: ConnectError,
+}
+
 /// The live connection: the CDP client over the janitor and its generation.
 #[derive(Clone)]
 pub struct Live {
@@ -100,6 +107,10 @@ struct Inner {
     generation: Arc<AtomicU64>,
     /// Serializes connects so concurrent `browser.connect` calls share one attempt.
     connect_lock: tokio::sync::Mutex<()>,
+    /// Connection attempts that ran to an outcome, and the last one that failed: shared with
+    /// the callers that waited for it.
+    attempts_ended: AtomicU64,
+    last_failure: Mutex<Option<Failure>>,
     live: RwLock<Option<Live>>,
     registry: Mutex<Registry>,
     /// Authorization outcome per browser id, overlaid on passive discovery.
@@ -133,6 +144,8 @@ impl BrowserService {
                 events,
                 generation,
                 connect_lock: tokio::sync::Mutex::new(()),
+                attempts_ended: AtomicU64::new(0),
+                last_failure: Mutex::new(None),
                 live: RwLock::new(None),
                 registry: Mutex::new(Registry::default()),
                 authorization: Mutex::new(HashMap::new()),
@@ -233,8 +246,11 @@ impl BrowserService {
     }
 
     /// Connects to a browser, or reuses the live connection to it. Concurrent callers share one
-    /// attempt: they wait on the same lock and then find the connection made.
+    /// attempt: they wait on the same lock, then find the connection made, or, when the attempt
+    /// that was in flight while they waited failed, get its failure (one WebSocket attempt,
+    /// so at most one approval prompt, however many callers).
     pub async fn connect(&self, browser_id: &str) -> Result<Connected, ConnectError> {
+        let queued_after = self.inner.attempts_ended.load(Ordering::SeqCst);
         let _attempt = self.inner.connect_lock.lock().await;
         if let Some(live) = self.live() {
             return match live.browser_id == browser_id {
@@ -247,6 +263,31 @@ impl BrowserService {
                 false => Err(ConnectError::AnotherBrowserConnected(live.browser_id)),
             };
         }
+        let shared = self
+            .inner
+            .last_failure
+            .lock()
+            .expect("failure lock")
+            .as_ref()
+            .filter(|failure| failure.ended > queued_after && failure.browser_id == browser_id)
+            .map(|failure| failure.error.clone());
+        if let Some(error) = shared {
+            return Err(error);
+        }
+        let outcome = self.attempt(browser_id).await;
+        let ended = self.inner.attempts_ended.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Err(error) = &outcome {
+            *self.inner.last_failure.lock().expect("failure lock") = Some(Failure {
+                ended,
+                browser_id: browser_id.to_owned(),
+                error: error.clone(),
+            });
+        }
+        outcome
+    }
+
+    /// One connection attempt (under the connect lock, with no live connection).
+    async fn attempt(&self, browser_id: &str) -> Result<Connected, ConnectError> {
         let started = std::time::Instant::now();
         let candidates = self.candidates().await;
         tracing::debug!(
