@@ -9,7 +9,9 @@
 //! in a user tab after `browser.tabs.release` neither captured nor redirected; staging 0700,
 //! Artifact files 0600; staging gone after Workspace release; a popup that turns into a
 //! download (both kinds) reported `capture_lost`, its file left to the browser. No CDP guid, browser path or
-//! staging path may appear in any event.
+//! staging path may appear in any event. And a session that refuses capture (Chromium 156 never
+//! does: the fault knob makes the Broker ask in a form Chromium refuses) is `capture_unavailable`,
+//! told once per tab session.
 
 mod support;
 
@@ -296,8 +298,9 @@ fn user_click(cdp: &mut OwnCdp, tag: &str, id: &str) {
 fn downloads_are_scoped_artifacts() {
     // Chromium writes downloads to `$HOME/Downloads`: a directory this test owns.
     let browser_home = tempfile::tempdir().unwrap();
-    // SAFETY: set before this binary's only test starts any other thread that reads the
-    // environment; Chromium and the Broker inherit it.
+    // SAFETY: std serializes `set_var` with the environment reads of `Command` and `env::var`,
+    // the only ones the tests of this binary make; Chromium and the Broker inherit it. The other
+    // test starts no download, so which `HOME` its Chromium got does not matter.
     unsafe { std::env::set_var("HOME", browser_home.path()) };
     let downloads = browser_home.path().join("Downloads");
     let profile = tempfile::tempdir().unwrap();
@@ -688,5 +691,66 @@ fn downloads_are_scoped_artifacts() {
     assert!(
         leftover.is_empty(),
         "staging left after release: {leftover:?}"
+    );
+}
+
+/// A tab session whose download setting Chromium refuses is `capture_unavailable` for the
+/// Workspace that controls it: once per session however many Commands run there, setup state
+/// only (no download id, no hint). Chromium 156 accepts the real setting, so the Broker's fault
+/// knob asks with a form Chromium refuses; the refusal, and everything after it, are real.
+#[test]
+fn a_session_that_refuses_capture_is_capture_unavailable_once() {
+    let mut rig = Rig::start();
+    rig.home.env.push((
+        "BROWSER_PILOT_TEST_REFUSE_DOWNLOAD_CAPTURE".into(),
+        "1".into(),
+    ));
+    let mut watcher = Watcher::new(Agent::new(&rig, "com.example.refused"));
+    watcher.agent.connect();
+    let url = rig.fixtures.url("/fixture/form");
+    let mut tabs = Vec::new();
+    for _ in 0..2 {
+        let target = watcher
+            .agent
+            .tool("browser.open", None, json!({"url": url}))["targetId"]
+            .clone();
+        for _ in 0..2 {
+            watcher
+                .agent
+                .tool("browser.observe", Some(&target), json!({}));
+        }
+        tabs.push(target);
+    }
+    let told = |watcher: &Watcher| {
+        watcher
+            .downloads()
+            .into_iter()
+            .filter(|e| e["payload"]["state"] == "capture_unavailable")
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            watcher.poll();
+            told(&watcher).len() >= 2
+        }),
+        "{:?}",
+        watcher.downloads()
+    );
+    let told = told(&watcher);
+    assert_eq!(told.len(), 2, "once per tab session: {told:?}");
+    for (event, target) in told.iter().zip(&tabs) {
+        assert_eq!(
+            event["payload"],
+            json!({"state": "capture_unavailable", "targetId": target, "reason": "session_refused"}),
+            "{event}"
+        );
+        assert_eq!(event["targetId"], *target, "{event}");
+        assert_eq!(event["leaseId"], watcher.agent.lease_id, "{event}");
+    }
+    assert_eq!(
+        watcher.downloads().len(),
+        2,
+        "no download claimed to start: {:?}",
+        watcher.downloads()
     );
 }

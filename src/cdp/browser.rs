@@ -48,6 +48,15 @@ impl SetDownloadBehavior {
         }
     }
 
+    /// A form Chromium refuses (`allow` without a `downloadPath`: invalid params). Only the
+    /// `BROWSER_PILOT_TEST_REFUSE_DOWNLOAD_CAPTURE` fault knob sends it (`session::downloads`).
+    pub fn refused() -> SetDownloadBehavior {
+        SetDownloadBehavior {
+            behavior: "allow",
+            events_enabled: true,
+        }
+    }
+
     /// Back to the browser's defaults for this session.
     pub fn restore() -> SetDownloadBehavior {
         SetDownloadBehavior {
@@ -135,6 +144,10 @@ mod tests {
         assert_eq!(
             params(&SetDownloadBehavior::restore()),
             json!({"behavior": "default", "eventsEnabled": false})
+        );
+        assert_eq!(
+            params(&SetDownloadBehavior::refused()),
+            json!({"behavior": "allow", "eventsEnabled": true})
         );
         assert_eq!(
             params(&CancelDownload { guid: "g".into() }),

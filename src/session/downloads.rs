@@ -107,11 +107,26 @@ impl Capture {
     }
 }
 
+/// Fault knob for the process test of `capture_unavailable`: with
+/// `BROWSER_PILOT_TEST_REFUSE_DOWNLOAD_CAPTURE=1` every session is asked with a form Chromium
+/// refuses, so the refusal path runs against a real browser (Chromium 156 never refuses the
+/// real request). Read once per Broker.
+fn refusal_injected() -> bool {
+    static INJECTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INJECTED.get_or_init(|| {
+        std::env::var("BROWSER_PILOT_TEST_REFUSE_DOWNLOAD_CAPTURE").is_ok_and(|v| v.trim() == "1")
+    })
+}
+
 /// Turns on download events for a freshly attached controlled tab session.
 pub async fn enable(client: &CdpClient, session: &SessionId) -> Capture {
+    let request = match refusal_injected() {
+        true => SetDownloadBehavior::refused(),
+        false => SetDownloadBehavior::observe(),
+    };
     Capture::after(
         client
-            .execute(session, &SetDownloadBehavior::observe(), CALL_TIMEOUT)
+            .execute(session, &request, CALL_TIMEOUT)
             .await
             .map(|_| ()),
     )
