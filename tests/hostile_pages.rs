@@ -293,9 +293,10 @@ fn a_megabyte_title_stays_bounded_at_a_64_kib_limit() {
     }
 }
 
-/// observe and read on a page that reloads itself every 40 ms: each answers a result or a
-/// structured, retryable `document_changed`, never `internal_error` with the browser's own
-/// protocol text.
+/// observe, read and capture on a page that reloads itself every 40 ms: each answers a result
+/// or a structured, retryable `document_changed`, never `internal_error` with the browser's own
+/// protocol text, and never waits out its deadline (a capture whose document went away used to
+/// hold the call until `deadline_exceeded`).
 #[test]
 fn a_page_that_keeps_replacing_its_document_gets_structured_answers() {
     let rig = Rig::start();
@@ -309,7 +310,7 @@ fn a_page_that_keeps_replacing_its_document_gets_structured_answers() {
     let target = opened["targetId"].clone();
     let mut changed = 0;
     for _ in 0..6 {
-        for tool in ["browser.observe", "browser.read"] {
+        for tool in ["browser.observe", "browser.read", "browser.capture"] {
             let params = json!({"name": tool, "arguments": {}, "workspaceId": agent.workspace_id,
                 "leaseId": agent.lease_id, "targetId": target, "deadlineMs": 10000});
             let response = agent.bridge.call("tools/call", params);

@@ -27,7 +27,7 @@ use crate::page::{
     ScriptErrorCode, ViewportSize, image_boxes,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::{TabGuard, background};
+use crate::session::{Awaited, LoadMark, LoadPhase, TabGuard, background};
 use crate::version::now_ms;
 
 /// Longest side, in pixels, of a screenshot returned as is. Larger captures default to a preview
@@ -601,6 +601,7 @@ async fn capture_tab(
 ) -> Result<Value, ToolError> {
     let mut controlled = ControlledTab::acquire(env, scope).await?;
     let session = controlled.guard.session(&controlled.client).await?;
+    let mark = controlled.guard.load_mark();
     let mut tab = Tab {
         client: &controlled.client,
         session,
@@ -636,7 +637,11 @@ async fn capture_tab(
         }
         None => None,
     };
-    let shoot = |scale| shoot(&tab, &options, region, annotated.as_ref(), scale);
+    let guard = &controlled.guard;
+    let shoot = |scale| {
+        let shot = shoot(&tab, &options, region, annotated.as_ref(), scale);
+        unless_replaced(guard, &mark, scope.deadline, shot)
+    };
     let store =
         |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
     let (shown, original) = match preview_scale(region.width.max(region.height) * ratio) {
@@ -684,6 +689,26 @@ async fn document_hidden(client: &CdpClient, guard: &mut TabGuard) -> bool {
     ctx.run(client, &ViewportSize)
         .await
         .map_or(true, |viewport| viewport.hidden)
+}
+
+/// Runs one capture unless the main frame commits a new document first (since `mark`, taken
+/// before the region was measured): Chromium never answers a screenshot whose document went away
+/// under it, so without this a page that keeps replacing its document held the call to its
+/// deadline. The answer is the retryable `document_changed` that observe and read give.
+async fn unless_replaced<T>(
+    guard: &TabGuard,
+    mark: &LoadMark,
+    until: tokio::time::Instant,
+    work: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    let replaced = Awaited::NewDocument(mark.clone());
+    tokio::select! {
+        biased;
+        outcome = work => outcome,
+        Some(_) = guard.wait_for_phase(&replaced, LoadPhase::Loading, until) => {
+            Err(ToolError::from(super::error::document_changed()))
+        }
+    }
 }
 
 /// One capture of `region` at `scale`, annotated when asked.

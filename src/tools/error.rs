@@ -160,7 +160,7 @@ fn document_gone(message: &str) -> bool {
 }
 
 /// The page replaced its document while a call read or aimed at it: retryable.
-fn document_changed() -> RpcError {
+pub(super) fn document_changed() -> RpcError {
     RpcError::new(
         ErrorCode::DocumentChanged,
         "the page replaced its document during the call; call again",
