@@ -4,9 +4,9 @@
 //! `access_blocked` for a 403/429 main document but not for a 403 image or fetch, block, mock
 //! and header rules seen by the server and removed again, never applied to an uncontrolled user
 //! tab, a popup's first request observed and ruled, a page still usable after a rule is removed
-//! mid-load, Basic auth accepted, rejected without a loop and unanswered after `clear`, no
-//! network events for a Connection without `network.read`, and no password in the journal,
-//! results or a `debug sql` dump.
+//! mid-load, Basic auth accepted, rejected without a loop and unanswered after `clear`, an
+//! internationalised origin matched in its punycode form, no network events for a Connection
+//! without `network.read`, and no password in the journal, results or a `debug sql` dump.
 
 mod support;
 
@@ -554,6 +554,7 @@ fn network_observation_rules_and_auth_on_controlled_tabs_only() {
     observation_and_access_blocked(&rig, &site);
     rules_block_mock_headers_popup_and_user_tab(&rig, &site);
     http_auth_accepted_rejected_and_cleared(&rig, &site, log.path());
+    internationalised_auth_origin_matches_the_punycode_challenge(&rig, &site);
     url_credentials_reported_nowhere(&rig, &site, log.path());
 }
 
@@ -1235,6 +1236,46 @@ fn http_auth_accepted_rejected_and_cleared(rig: &Rig, site: &Site, log: &std::pa
             "{got}"
         );
     }
+}
+
+/// An origin given with an internationalised host (`bücher.localhost`, which Chromium resolves
+/// to loopback) is stored in the punycode form Chromium reports in its challenge, so the
+/// credential is sent.
+fn internationalised_auth_origin_matches_the_punycode_challenge(rig: &Rig, site: &Site) {
+    let mut agent = agent_with(rig, "com.example.idn", &ALL_CAPABILITIES);
+    agent.connect();
+    let punycode = format!("xn--bcher-kva.localhost:{}", site.port);
+    let set = agent.tool(
+        "browser.auth.set",
+        None,
+        json!({"origin": format!("http://Bücher.localhost:{}/", site.port), "username": "user", "password": GOOD_PASSWORD}),
+    );
+    assert_eq!(
+        set,
+        json!({"origin": format!("http://{punycode}"), "replaced": false})
+    );
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": format!("http://bücher.localhost:{}/realm1/page", site.port)}),
+    );
+    assert_eq!(opened["title"], "welcome", "{opened}");
+    let seen: Vec<Seen> = site
+        .requests("/realm1/page")
+        .into_iter()
+        .filter(|s| s.headers.get("host") == Some(&punycode))
+        .collect();
+    assert!(!seen.is_empty() && seen.len() <= 2, "{seen:?}");
+    assert_eq!(
+        seen.last().unwrap().headers.get("authorization"),
+        Some(&basic("user", GOOD_PASSWORD))
+    );
+    let cleared = agent.tool(
+        "browser.auth.clear",
+        None,
+        json!({"origin": format!("http://bücher.localhost:{}", site.port)}),
+    );
+    assert_eq!(cleared["cleared"], 1);
 }
 
 /// A tab opened at `http://user:PASSWORD@host/...` (through a redirect whose `Location` carries

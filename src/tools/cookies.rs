@@ -99,35 +99,25 @@ struct CookieUrl {
 }
 
 impl CookieUrl {
-    /// Splits `scheme://[userinfo@]host[:port]/path?query#fragment`; `None` unless http(s) with
-    /// a host.
-    fn parse(url: &str) -> Option<CookieUrl> {
-        let (scheme, rest) = url.split_once("://")?;
-        let secure = match scheme.to_ascii_lowercase().as_str() {
+    /// The URL standard's parse of `scheme://[userinfo@]host[:port]/path?query#fragment` (the
+    /// `url` crate, as the browser parses it: the host lower-case and an internationalised name
+    /// in punycode, as cookie domains are stored); `None` unless http(s) with a host.
+    fn parse(text: &str) -> Option<CookieUrl> {
+        let (_, rest) = text.split_once("://")?;
+        if rest.starts_with(['/', '\\']) {
+            return None;
+        }
+        let url = url::Url::parse(text).ok()?;
+        let secure = match url.scheme() {
             "https" => true,
             "http" => false,
             _ => return None,
         };
-        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, tail) = rest.split_at(end);
-        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let host = match host_port.strip_prefix('[') {
-            // An IPv6 literal keeps its brackets, as cookie domains spell it.
-            Some(v6) => format!("[{}]", v6.split_once(']')?.0),
-            None => host_port.split(':').next().unwrap_or_default().to_owned(),
-        };
-        if host.is_empty() || host == "[]" {
-            return None;
-        }
-        let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
-        let path = match &tail[..path_end] {
-            "" => "/".to_owned(),
-            path => path.to_owned(),
-        };
+        let host = url.host_str().filter(|host| !host.is_empty())?;
         Some(CookieUrl {
             secure,
-            host: host.to_ascii_lowercase(),
-            path,
+            host: host.to_owned(),
+            path: url.path().to_owned(),
         })
     }
 
@@ -330,6 +320,10 @@ mod tests {
         check("example.com", None);
         check("http:///path", None);
         check("file:///etc/passwd", None);
+        check(
+            "http://Bücher.example/Straße",
+            Some((false, "xn--bcher-kva.example", "/Stra%C3%9Fe")),
+        );
     }
 
     #[test]

@@ -628,54 +628,34 @@ pub async fn rules_remove(
     Ok(json!({"ruleId": params.rule_id, "removed": true}))
 }
 
-/// `scheme://host[:port]` in the form Chromium reports challenge origins: lower-case, no
-/// default port, no path.
+/// `scheme://host[:port]` in the form Chromium reports challenge origins: the URL standard's
+/// parse (the `url` crate), so the host is lower-case and an internationalised name is in its
+/// punycode form, with no default port and no path.
 pub fn normalize_origin(origin: &str) -> Result<String, &'static str> {
-    let (scheme, rest) = origin
+    let (_, rest) = origin
         .split_once("://")
         .ok_or("the origin is not scheme://host[:port]")?;
-    let scheme = scheme.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "http" => "80",
-        "https" => "443",
-        _ => return Err("the origin's scheme is not http or https"),
-    };
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.is_empty()
-        || rest.contains(['/', '?', '#', '@'])
-        || rest.chars().any(char::is_whitespace)
+    if rest.starts_with(['/', '\\']) || origin.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err("the origin is not scheme://host[:port]");
+    }
+    let url = url::Url::parse(origin).map_err(|error| match error {
+        url::ParseError::EmptyHost => "the origin has no host",
+        url::ParseError::InvalidPort => "the origin's port is not a number",
+        _ => "the origin is not scheme://host[:port]",
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("the origin's scheme is not http or https");
+    }
+    if url.path() != "/"
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
     {
         return Err("the origin has no host, or a path, query, fragment or user info");
     }
-    let host_port = rest.to_ascii_lowercase();
-    let (host, port) = match host_port.strip_prefix('[') {
-        // An IPv6 literal: `[addr]` or `[addr]:port`.
-        Some(inner) => {
-            let (_, after) = inner
-                .split_once(']')
-                .ok_or("the origin's IPv6 host is not closed")?;
-            let host_len = host_port.len() - after.len();
-            match after.strip_prefix(':') {
-                Some(port) => (&host_port[..host_len], Some(port)),
-                None if after.is_empty() => (host_port.as_str(), None),
-                None => return Err("the origin has text after its IPv6 host"),
-            }
-        }
-        None => match host_port.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (host_port.as_str(), None),
-        },
-    };
-    if port.is_some_and(|port| port.is_empty() || !port.chars().all(|c| c.is_ascii_digit())) {
-        return Err("the origin's port is not a number");
-    }
-    if host.is_empty() {
-        return Err("the origin has no host");
-    }
-    Ok(match port {
-        Some(port) if port != default_port => format!("{scheme}://{host}:{port}"),
-        _ => format!("{scheme}://{host}"),
-    })
+    Ok(url.origin().ascii_serialization())
 }
 
 #[derive(Deserialize)]
@@ -770,6 +750,16 @@ mod tests {
         check("example.com", Err(()));
         check("http://user@example.com", Err(()));
         check("http://example.com:x", Err(()));
+        check("http://example.com:65536", Err(()));
+        check("http://:80", Err(()));
+        check("http:///example.com", Err(()));
+        check("http://example.com?q", Err(()));
+        check("http://example.com#f", Err(()));
+        check(
+            "http://Bücher.example:8080/",
+            Ok("http://xn--bcher-kva.example:8080"),
+        );
+        check("https://ÉCOLE.example", Ok("https://xn--cole-9oa.example"));
     }
 
     #[test]
