@@ -4,53 +4,48 @@
 //! the named Workspace; Artifacts of another Workspace or client are `artifact_not_found`. The
 //! bytes are handled by `artifacts/` (reached through the tool environment); this file only
 //! checks, calls and shapes. `artifacts/get` is the only response that carries a protected path.
+//! `artifacts/import` is checked in input order and copies beside later calls (`Reply::Later`),
+//! so a slow client file system holds up only that call.
 
 use std::path::PathBuf;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::connection::{ConnectionContext, Session};
-use super::errors::from_store;
-use super::lifecycle::{optional_str, required_str};
+use super::methods::Reply;
+use super::params::{ArtifactExport, ArtifactImport, ArtifactRef};
 use crate::protocol::errors::RpcError;
 use crate::tools::artifact_error;
 use crate::version::now_ms;
 
-/// `{workspaceId, leaseId}` after checking the capability and the caller's Lease.
+/// Checks the caller's Lease on the Workspace (the capability is the method table's).
 async fn authorize(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
-) -> Result<String, RpcError> {
-    session.require("artifact.read")?;
-    let workspace_id = required_str(params, "workspaceId")?.to_owned();
-    let lease_id = required_str(params, "leaseId")?.to_owned();
-    let (connection_id, ws) = (session.connection_id.clone(), workspace_id.clone());
+    workspace_id: &str,
+    lease_id: String,
+) -> Result<(), RpcError> {
+    let (connection_id, ws) = (session.connection_id.clone(), workspace_id.to_owned());
     context
         .broker
         .store
         .call_read(move |store| store.check_lease(&connection_id, &ws, &lease_id, now_ms()))
-        .await
-        .map_err(from_store)?;
-    Ok(workspace_id)
-}
-
-fn client_path(params: &Map<String, Value>) -> Result<PathBuf, RpcError> {
-    Ok(PathBuf::from(required_str(params, "path")?))
+        .await?;
+    Ok(())
 }
 
 pub async fn get(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: ArtifactRef,
 ) -> Result<Value, RpcError> {
-    let workspace_id = authorize(context, session, params).await?;
-    let id = required_str(params, "artifactId")?;
+    let workspace_id = params.workspace_id;
+    authorize(context, session, &workspace_id, params.lease_id).await?;
     let (artifact, path) = context
         .broker
         .tools
         .artifacts
-        .get(&workspace_id, id, now_ms())
+        .get(&workspace_id, &params.artifact_id, now_ms())
         .await
         .map_err(artifact_error)?;
     Ok(json!({"artifact": artifact.to_json(), "path": path.to_string_lossy()}))
@@ -59,21 +54,23 @@ pub async fn get(
 pub async fn export(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: ArtifactExport,
 ) -> Result<Value, RpcError> {
-    let workspace_id = authorize(context, session, params).await?;
-    let id = required_str(params, "artifactId")?;
-    let destination = client_path(params)?;
-    let overwrite = match params.get("overwrite") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(overwrite)) => *overwrite,
-        Some(_) => return Err(RpcError::invalid_params("\"overwrite\" must be a boolean")),
-    };
+    let workspace_id = params.workspace_id;
+    authorize(context, session, &workspace_id, params.lease_id).await?;
+    let destination = PathBuf::from(params.path);
+    let overwrite = params.overwrite.unwrap_or(false);
     let artifact = context
         .broker
         .tools
         .artifacts
-        .export(&workspace_id, id, destination.clone(), overwrite, now_ms())
+        .export(
+            &workspace_id,
+            &params.artifact_id,
+            destination.clone(),
+            overwrite,
+            now_ms(),
+        )
         .await
         .map_err(artifact_error)?;
     Ok(json!({
@@ -83,67 +80,41 @@ pub async fn export(
     }))
 }
 
+/// Checks the Lease in input order; the copy (bounded in bytes and time by `artifacts/`) is
+/// the `Reply::Later`.
 pub async fn import(
-    context: &ConnectionContext,
+    context: &std::sync::Arc<ConnectionContext>,
     session: &Session,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
-    accept_import(context, session, params)
-        .await?
-        .run(context)
-        .await
-}
-
-/// An `artifacts/import` whose capability, Lease and parameters were checked in input order.
-/// Its copy may then run beside the Connection's later calls (`run`), so a slow or stuck
-/// client file holds up only this call.
-pub struct AcceptedImport {
-    workspace_id: String,
-    source: PathBuf,
-    mime_type: Option<String>,
-}
-
-pub async fn accept_import(
-    context: &ConnectionContext,
-    session: &Session,
-    params: &Map<String, Value>,
-) -> Result<AcceptedImport, RpcError> {
-    let workspace_id = authorize(context, session, params).await?;
-    let source = client_path(params)?;
-    let mime_type = optional_str(params, "mimeType")?.map(str::to_owned);
-    Ok(AcceptedImport {
-        workspace_id,
-        source,
-        mime_type,
-    })
-}
-
-impl AcceptedImport {
-    /// Copies the file in (bounded in bytes and time by `artifacts/`).
-    pub async fn run(self, context: &ConnectionContext) -> Result<Value, RpcError> {
+    params: ArtifactImport,
+) -> Result<Reply, RpcError> {
+    let workspace_id = params.workspace_id;
+    authorize(context, session, &workspace_id, params.lease_id).await?;
+    let (source, mime_type) = (PathBuf::from(params.path), params.mime_type);
+    let context = context.clone();
+    Ok(Reply::Later(Box::pin(async move {
         let artifact = context
             .broker
             .tools
             .artifacts
-            .import(&self.workspace_id, self.source, self.mime_type, now_ms())
+            .import(&workspace_id, source, mime_type, now_ms())
             .await
             .map_err(artifact_error)?;
         Ok(json!({"artifact": artifact.to_json()}))
-    }
+    })))
 }
 
 pub async fn retain(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: ArtifactRef,
 ) -> Result<Value, RpcError> {
-    let workspace_id = authorize(context, session, params).await?;
-    let id = required_str(params, "artifactId")?;
+    let workspace_id = params.workspace_id;
+    authorize(context, session, &workspace_id, params.lease_id).await?;
     let artifact = context
         .broker
         .tools
         .artifacts
-        .retain(&workspace_id, id, now_ms())
+        .retain(&workspace_id, &params.artifact_id, now_ms())
         .await
         .map_err(artifact_error)?;
     Ok(json!({"artifact": artifact.to_json()}))
@@ -152,15 +123,15 @@ pub async fn retain(
 pub async fn release(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: ArtifactRef,
 ) -> Result<Value, RpcError> {
-    let workspace_id = authorize(context, session, params).await?;
-    let id = required_str(params, "artifactId")?;
+    let workspace_id = params.workspace_id;
+    authorize(context, session, &workspace_id, params.lease_id).await?;
     let artifact = context
         .broker
         .tools
         .artifacts
-        .release(&workspace_id, id)
+        .release(&workspace_id, &params.artifact_id)
         .await
         .map_err(artifact_error)?;
     Ok(

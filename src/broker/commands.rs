@@ -20,8 +20,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::connection::{ConnectionContext, Session};
-use super::errors::from_store;
-use super::lifecycle::{explain_missing, optional_str, required_str};
+use super::methods::Reply;
+use super::params::{CommandRef, Raw, ToolCall, needed};
+use super::workspaces::explain_missing;
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
@@ -82,8 +83,54 @@ pub fn warm_tools_list() {
     listing_entries();
 }
 
+/// `tools/list`: the kept listing, filtered by the session's capabilities.
+pub async fn list(_: &ConnectionContext, session: &Session, _: Raw) -> Result<Reply, RpcError> {
+    Ok(Reply::Json(tools_list(session)))
+}
+
+/// The bridge's own request: every tool's `mutating` flag, nothing else (the bridge answers a
+/// call lost with its Broker by it). Any Connection, initialized or not: a bridge asks as soon
+/// as it connects.
+pub async fn flags(_: &ConnectionContext, _: Raw) -> Result<Value, RpcError> {
+    let tools: Map<String, Value> = tools::manifest()
+        .iter()
+        .map(|tool| (tool.name.to_owned(), Value::Bool(tool.mutating)))
+        .collect();
+    Ok(json!({"tools": tools}))
+}
+
+/// `tools/call`: accepted (recorded) in input order, then run beside the Connection's later
+/// calls; a retry of a recorded Command is answered at once.
+pub async fn call(
+    context: &std::sync::Arc<ConnectionContext>,
+    session: &Session,
+    params: ToolCall,
+) -> Result<Reply, RpcError> {
+    let received = std::time::Instant::now();
+    let acceptance = accept(context, session, params).await;
+    tracing::debug!(
+        us = received.elapsed().as_micros() as u64,
+        "tools/call accepted"
+    );
+    match acceptance? {
+        Acceptance::Answered(answer) => answer.map(Reply::Value),
+        Acceptance::Accepted(accepted) => {
+            let context = context.clone();
+            Ok(Reply::Later(Box::pin(async move {
+                let outcome = run(&context, *accepted).await;
+                // Time inside the Broker from acceptance to the outcome, for profiling.
+                tracing::debug!(
+                    us = received.elapsed().as_micros() as u64,
+                    "tools/call answered"
+                );
+                outcome
+            })))
+        }
+    }
+}
+
 /// The `tools/list` result for the session's granted capabilities, serialized.
-pub fn tools_list(session: &Session) -> String {
+fn tools_list(session: &Session) -> String {
     let granted = &session.negotiated.granted;
     let entries: Vec<&str> = listing_entries()
         .iter()
@@ -111,12 +158,12 @@ pub struct Accepted {
 /// The in-order part of `tools/call`: validation, the Command record and the tab-queue place.
 /// The Connection runs this for each ordinary request in input order, then runs the accepted
 /// Command concurrently, so a slow tool does not hold up the Connection.
-pub async fn accept(
+async fn accept(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: ToolCall,
 ) -> Result<Acceptance, RpcError> {
-    let name = required_str(params, "name")?;
+    let name = params.name.as_str();
     let def = tools::find(name).ok_or_else(|| {
         RpcError::new(ErrorCode::ToolNotFound, format!("no tool named {name:?}"))
             .with_context("name", json!(name))
@@ -126,8 +173,8 @@ pub async fn accept(
     let ids = match def.scope() {
         Scope::Connection => ScopeIds::Connection,
         Scope::Workspace | Scope::Target => {
-            let workspace_id = required_str(params, "workspaceId")?.to_owned();
-            let lease_id = required_str(params, "leaseId")?.to_owned();
+            let workspace_id = needed(params.workspace_id, "workspaceId")?;
+            let lease_id = needed(params.lease_id, "leaseId")?;
             let (connection_id, ws, lease) = (
                 session.connection_id.clone(),
                 workspace_id.clone(),
@@ -144,31 +191,27 @@ pub async fn accept(
                 Scope::Target => ScopeIds::Target {
                     workspace_id,
                     lease_id,
-                    target_id: required_str(params, "targetId")?.to_owned(),
+                    target_id: needed(params.target_id, "targetId")?,
                 },
                 _ => ScopeIds::Workspace {
                     workspace_id,
                     lease_id,
-                    target_id: optional_str(params, "targetId")?.map(str::to_owned),
+                    target_id: params.target_id,
                 },
             }
         }
     };
     let workspace_id = ids.workspace_id().map(str::to_owned);
     let target_id = ids.target_id().map(str::to_owned);
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
-        Some(_) => return Err(RpcError::invalid_params("\"arguments\" must be an object")),
-    };
+    let arguments = params.arguments.unwrap_or_default();
     if let Err(violation) = def.validate_arguments(&Value::Object(arguments.clone())) {
         return Err(
             RpcError::invalid_params(format!("{} {}", violation.path, violation.message))
                 .with_context("path", json!(violation.path)),
         );
     }
-    let command_id = match optional_str(params, "commandId")? {
-        Some(id) if id.chars().count() <= MAX_KEY_CHARS => id.to_owned(),
+    let command_id = match params.command_id {
+        Some(id) if id.chars().count() <= MAX_KEY_CHARS => id,
         Some(_) => {
             return Err(RpcError::invalid_params(format!(
                 "\"commandId\" is longer than {MAX_KEY_CHARS} characters"
@@ -176,8 +219,8 @@ pub async fn accept(
         }
         None => new_id(IdKind::Command),
     };
-    let idempotency_key = match optional_str(params, "idempotencyKey")? {
-        Some(key) if key.chars().count() <= MAX_KEY_CHARS => Some(key.to_owned()),
+    let idempotency_key = match params.idempotency_key {
+        Some(key) if key.chars().count() <= MAX_KEY_CHARS => Some(key),
         Some(_) => {
             return Err(RpcError::invalid_params(format!(
                 "\"idempotencyKey\" is longer than {MAX_KEY_CHARS} characters"
@@ -185,16 +228,14 @@ pub async fn accept(
         }
         None => None,
     };
-    let deadline_ms = match params.get("deadlineMs") {
-        None | Some(Value::Null) => DEFAULT_DEADLINE_MS,
-        Some(value) => match value.as_u64() {
-            Some(ms) if (1..=MAX_DEADLINE_MS).contains(&ms) => ms,
-            _ => {
-                return Err(RpcError::invalid_params(format!(
-                    "\"deadlineMs\" must be an integer from 1 through {MAX_DEADLINE_MS}"
-                )));
-            }
-        },
+    let deadline_ms = match params.deadline_ms {
+        None => DEFAULT_DEADLINE_MS,
+        Some(ms) if (1..=MAX_DEADLINE_MS).contains(&ms) => ms,
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "\"deadlineMs\" must be an integer from 1 through {MAX_DEADLINE_MS}"
+            )));
+        }
     };
     let accepted_at = now_ms();
     let new_command = NewCommand {
@@ -221,7 +262,7 @@ pub async fn accept(
             "this idempotencyKey or commandId was already used with different arguments",
         )
         .with_remediation(RemediationAction::UseNewKey, "Use a fresh idempotencyKey/commandId for a different call; reuse one only to retry the same call."),
-        other => from_store(other),
+        other => other.into(),
     })?;
     let row = match inserted {
         InsertCommand::Duplicate(row) => return Ok(Acceptance::Answered(replay(&row))),
@@ -462,8 +503,7 @@ async fn finish(
             });
             Ok((row, emit))
         })
-        .await
-        .map_err(from_store)?;
+        .await?;
     if let Some(Err(error)) = journaled {
         tracing::debug!(%error, "command.status not journaled");
     }
@@ -541,10 +581,10 @@ fn arguments_hash(
 }
 
 /// `commands/get`: authorized by Principal ownership, not by the original Lease.
-pub async fn commands_get(
+pub async fn get(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: CommandRef,
 ) -> Result<Value, RpcError> {
     let row = owned_command(context, session, params).await?;
     let mut response = json!({"command": command_json(&row)});
@@ -577,10 +617,10 @@ fn withheld_capability(session: &Session, method: &str) -> Option<&'static str> 
 }
 
 /// `commands/cancel`: prevents dispatch while accepted; afterwards only records the request.
-pub async fn commands_cancel(
+pub async fn cancel(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: CommandRef,
 ) -> Result<Value, RpcError> {
     let row = owned_command(context, session, params).await?;
     let principal = session.principal.clone();
@@ -589,8 +629,7 @@ pub async fn commands_cancel(
         .broker
         .store
         .call(move |store| store.request_cancel(&principal, &id, now_ms()))
-        .await
-        .map_err(from_store)?
+        .await?
         .ok_or_else(command_not_found)?;
     context.broker.running.cancel(&updated.id);
     Ok(json!({"command": command_json(&updated)}))
@@ -599,17 +638,18 @@ pub async fn commands_cancel(
 async fn owned_command(
     context: &ConnectionContext,
     session: &Session,
-    params: &Map<String, Value>,
+    params: CommandRef,
 ) -> Result<CommandRow, RpcError> {
-    let id = required_str(params, "commandId")?.to_owned();
-    let workspace_id = optional_str(params, "workspaceId")?.map(str::to_owned);
+    let CommandRef {
+        command_id: id,
+        workspace_id,
+    } = params;
     let principal = session.principal.clone();
     let row = context
         .broker
         .store
         .call_read(move |store| store.get_command(&principal, &id))
-        .await
-        .map_err(from_store)?;
+        .await?;
     match row {
         Some(row) if workspace_id.is_none() || row.workspace_id == workspace_id => Ok(row),
         _ => Err(command_not_found()),

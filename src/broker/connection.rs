@@ -20,15 +20,16 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
+use super::initialize::{close_connection, lose_connection};
+use super::methods::{self, Reply};
 use super::responses::{self, Admission, Responses};
 use super::state::Broker;
-use super::{artifacts, commands, lifecycle};
 use crate::framing::{self, LineReader};
 use crate::ipc::{IpcReader, IpcWriter};
 use crate::protocol::envelope::{self, Inbound};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{self, Hello, HelloReply, PeerRole, Refusal, Welcome};
-use crate::protocol::methods::{self, Lane};
+use crate::protocol::methods::{INPUT_CLOSED_NOTIFICATION, Lane};
 use crate::protocol::negotiate::{Negotiated, SERVICE_LIMITS};
 use crate::store::PrincipalKey;
 use crate::version::{IPC_VERSION, SERVICE_VERSION};
@@ -272,7 +273,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
                     }
                     Ordinary::InputClosed(position) => {
                         order.earlier_accepted(position).await;
-                        lifecycle::close_connection(&context).await;
+                        close_connection(&context).await;
                     }
                 }
             }
@@ -325,7 +326,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
                 (id, method, params)
             }
             Ok(Inbound::Notification { method, .. }) => {
-                if method == methods::INPUT_CLOSED_NOTIFICATION {
+                if method == INPUT_CLOSED_NOTIFICATION {
                     input_closed = true;
                     position += 1;
                     let _ = ordinary_tx.send(Ordinary::InputClosed(position));
@@ -378,7 +379,7 @@ pub async fn serve(broker: Arc<Broker>, reader: IpcReader, mut writer: IpcWriter
     // Socket closed. A graceful close is still queued behind the lines before it (or done); a
     // peer that vanished (a killed bridge) leaves its Leases to expire by TTL.
     if !input_closed {
-        lifecycle::lose_connection(&context).await;
+        lose_connection(&context).await;
     }
     drop(ordinary_tx);
     let _ = ordinary_worker.await;
@@ -400,9 +401,10 @@ fn take_stamp(line: &[u8], params: &mut Map<String, Value>) {
     }
 }
 
-/// Handles one request whose earlier lines are all accepted. A `tools/call` is accepted here
-/// (its Command recorded, then its mark dropped) and run on its own task, which sends the
-/// response itself: `None`. Anything else is answered here, in the caller's order.
+/// Handles one request whose earlier lines are all accepted, through the method table. A
+/// `tools/call` is accepted here (its Command recorded, then its mark dropped) and run on its
+/// own task, like an `artifacts/import`'s copy (`Reply::Later`), which sends the response
+/// itself: `None`. Anything else is answered here, in the caller's order.
 async fn handle(
     context: &Arc<ConnectionContext>,
     responses: &Responses,
@@ -429,52 +431,15 @@ async fn handle(
             .response(&id),
         );
     }
-    // artifacts/import: checked in input order here, the copy runs beside later calls, so a
-    // slow client file system holds up only this call.
-    if method == "artifacts/import"
-        && let Ok(session) = context.session()
-    {
-        let acceptance = artifacts::accept_import(context, session, &params).await;
-        drop(unaccepted);
-        return match acceptance {
-            Ok(accepted) => {
-                let context = context.clone();
-                let responses = responses.clone();
-                tokio::spawn(async move {
-                    let outcome = accepted.run(&context).await;
-                    responses.answer(lane, to_response(&id, outcome));
-                });
-                None
-            }
-            Err(error) => Some(error.response(&id)),
-        };
-    }
-    let session = match (method.as_str(), context.session()) {
-        ("tools/call", Ok(session)) => session,
-        _ => {
-            drop(unaccepted);
-            return Some(respond(context, &id, &method, params).await);
-        }
-    };
-    let received = std::time::Instant::now();
-    let acceptance = commands::accept(context, session, &params).await;
+    let outcome = methods::dispatch(context, &method, params).await;
     drop(unaccepted);
-    tracing::debug!(
-        us = received.elapsed().as_micros() as u64,
-        "tools/call accepted"
-    );
-    match acceptance {
-        Ok(commands::Acceptance::Accepted(accepted)) => {
-            let context = context.clone();
+    match outcome {
+        Ok(Reply::Value(result)) => Some(to_response(&id, Ok(result))),
+        Ok(Reply::Json(result)) => Some(serialized_response(&id, &result)),
+        Ok(Reply::Later(rest)) => {
             let responses = responses.clone();
             tokio::spawn(async move {
-                let outcome = commands::run(&context, *accepted).await;
-                let response = to_response(&id, outcome);
-                // Time inside the Broker from acceptance to the response line, for profiling.
-                tracing::debug!(
-                    us = received.elapsed().as_micros() as u64,
-                    "tools/call answered"
-                );
+                let response = to_response(&id, rest.await);
                 // A large result (a 20,000-element Observation) leaves megabytes of freed heap
                 // behind: handed back to the OS once it is answered.
                 let large = response.len() >= crate::os::TRIM_AFTER_BYTES;
@@ -485,29 +450,7 @@ async fn handle(
             });
             None
         }
-        Ok(commands::Acceptance::Answered(answer)) => Some(to_response(&id, answer)),
         Err(error) => Some(error.response(&id)),
-    }
-}
-
-async fn respond(
-    context: &ConnectionContext,
-    id: &Value,
-    method: &str,
-    params: Map<String, Value>,
-) -> String {
-    // The tool listing is kept serialized (`commands::tools_list`); everything else answers
-    // through the lifecycle's dispatch.
-    if method == "tools/list" {
-        return match context.session() {
-            Ok(session) => serialized_response(id, &commands::tools_list(session)),
-            Err(error) => error.response(id),
-        };
-    }
-    match lifecycle::dispatch(context, method, params).await {
-        Ok(lifecycle::Reply::Value(result)) => to_response(id, Ok(result)),
-        Ok(lifecycle::Reply::Json(result)) => serialized_response(id, &result),
-        Err(error) => error.response(id),
     }
 }
 

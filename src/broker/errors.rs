@@ -1,12 +1,14 @@
-//! The one mapping from module errors to the agent-visible code table.
+//! The one mapping from store errors to the agent-visible code table (`From<StoreError> for
+//! RpcError`, so a handler's `?` converts), and the answer for an ended Workspace.
 
 use serde_json::json;
 
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::store::{ReleaseReason, StoreError, TombstoneRow};
 
-pub fn from_store(error: StoreError) -> RpcError {
-    match error {
+impl From<StoreError> for RpcError {
+    fn from(error: StoreError) -> RpcError {
+        match error {
         StoreError::WorkspaceNotFound => RpcError::new(
             ErrorCode::WorkspaceNotFound,
             "no active Workspace with this id for this client",
@@ -48,6 +50,7 @@ pub fn from_store(error: StoreError) -> RpcError {
             tracing::error!(error = %other, "store failure");
             RpcError::new(ErrorCode::InternalError, "internal store error")
         }
+    }
     }
 }
 

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::lifecycle::{announce_expired, purge_artifacts};
+use super::leases::announce_expired;
 use super::state::Broker;
+use super::workspaces::purge_artifacts;
 use crate::store::ReleaseReason;
 use crate::version::now_ms;
 

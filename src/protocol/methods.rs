@@ -35,6 +35,11 @@ pub const OUT_OF_BAND_TOOLS: &[&str] = &["browser.dialogs.list", "browser.dialog
 /// Broker releases the Connection's Leases immediately.
 pub const INPUT_CLOSED_NOTIFICATION: &str = "$/bridge/inputClosed";
 
+/// The bridge's own request, sent (with this id) right after it connects and never forwarded
+/// from a host: which tools mutate, as `{"tools": {name: mutating}}`. A Broker that does not
+/// know it answers an error, and every tool then counts as mutating.
+pub const TOOL_FLAGS_METHOD: &str = "$/bridge/toolFlags";
+
 /// At most this many ordinary calls may be pending per bridge (contract), and per Connection
 /// in the Broker.
 pub const MAX_PENDING_ORDINARY: usize = 256;
