@@ -6,7 +6,9 @@
 //! tab, a popup's first request observed and ruled, a page still usable after a rule is removed
 //! mid-load, Basic auth accepted, rejected without a loop and unanswered after `clear`, an
 //! internationalised origin matched in its punycode form, no network events for a Connection
-//! without `network.read`, and no password in the journal, results or a `debug sql` dump.
+//! without `network.read`, and no password in the journal, results or a `debug sql` dump; a
+//! Workspace's rules stop applying to a user tab as soon as the Lease that controlled it ends
+//! (released, or its bridge gone).
 
 mod support;
 
@@ -1379,5 +1381,132 @@ fn url_credentials_reported_nowhere(rig: &Rig, site: &Site, log: &std::path::Pat
     agent.bridge.ok(
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
+    );
+}
+
+/// The user reloads their tab at `/ruled?user` (a script timer, so the evaluation returns
+/// first); returns the request its `/echo/ruled` fetch made to the server.
+fn user_reload(own: &mut OwnCdp, site: &Site) -> Seen {
+    let before = site.requests("/echo/ruled").len();
+    own.evaluate_in_page(
+        "/ruled?user",
+        "setTimeout(() => location.reload(), 0); true",
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || site
+            .requests("/echo/ruled")
+            .len()
+            > before),
+        "the reloaded page's fetch never reached the server"
+    );
+    site.requests("/echo/ruled").pop().unwrap()
+}
+
+/// Whether a user reload of the tab went out ruled (the block rule held its image back and the
+/// header rule added `X-Rule`) or as the page asked (its image fetched, no header).
+fn reload_is_ruled(own: &mut OwnCdp, site: &Site) -> bool {
+    let echo = user_reload(own, site);
+    let ruled = echo.headers.get("x-rule").map(String::as_str) == Some("lease");
+    // The image's fate, once the page settled it: loaded (1 px wide) or blocked (0).
+    let mut width = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            width = own.evaluate_in_page(
+                "/ruled?user",
+                "document.readyState === 'complete' && document.images[0].complete ? document.images[0].naturalWidth : null",
+            )["result"]["value"]
+                .clone();
+            !width.is_null()
+        }),
+        "the image never settled"
+    );
+    let blocked = width == 0;
+    assert_eq!(
+        ruled, blocked,
+        "both rules or neither: {echo:?}, width {width}"
+    );
+    ruled
+}
+
+/// A Workspace's rules apply to a user tab only while one of its Leases controls the tab: not
+/// before, and not after the Lease ends, whether it is released or its bridge goes away (the
+/// tab is refreshed when the Lease ends, not when the Workspace is reclaimed).
+#[test]
+fn rules_stop_applying_to_a_user_tab_when_its_lease_ends() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let rig = start_rig(log.path());
+    let site = Site::start();
+    let mut agent = agent_with(&rig, "com.example.leased-rules", &ALL_CAPABILITIES);
+    agent.connect();
+    agent.tool(
+        "browser.network.rules.add",
+        None,
+        json!({"urlPattern": "*/blocked.png*", "action": "block"}),
+    );
+    agent.tool(
+        "browser.network.rules.add",
+        None,
+        json!({"urlPattern": "*/echo/*", "action": "headers", "headers": [{"name": "X-Rule", "value": "lease"}]}),
+    );
+    let mut own = OwnCdp::connect(&rig.chromium);
+    own.open_user_tab(&site.url("/ruled?user"));
+    own.wait_for_document("/ruled?user", "ruled");
+    assert!(
+        !reload_is_ruled(&mut own, &site),
+        "nobody controls the tab yet"
+    );
+
+    // Controlled through a Lease: ruled, even when the user reloads it.
+    let user_tab = |agent: &mut Agent| {
+        agent
+            .tabs()
+            .into_iter()
+            .find(|t| t["url"].as_str().unwrap_or("").ends_with("/ruled?user"))
+            .expect("the user tab is listed")["targetId"]
+            .clone()
+    };
+    let target = user_tab(&mut agent);
+    agent.tool("browser.observe", Some(&target), json!({}));
+    assert!(reload_is_ruled(&mut own, &site), "controlled: ruled");
+
+    // The Lease is released, the Workspace and its rules stay: the tab is no longer ruled.
+    let id = (agent.workspace_id.clone(), agent.lease_id.clone());
+    agent.bridge.ok(
+        "leases/release",
+        json!({"workspaceId": id.0, "leaseId": id.1}),
+    );
+    let listed = agent.bridge.call(
+        "tools/call",
+        json!({"name": "browser.network.rules.list", "arguments": {}, "workspaceId": id.0}),
+    );
+    assert!(
+        listed.get("error").is_some(),
+        "no Lease, no tool call: {listed}"
+    );
+    assert!(!reload_is_ruled(&mut own, &site), "released: not ruled");
+
+    // A new Lease takes control again; then its bridge goes away (end of input).
+    let lease = agent.bridge.ok(
+        "leases/create",
+        json!({"workspaceId": id.0, "ttlMs": 120000}),
+    );
+    agent.lease_id = lease["lease"]["id"].clone();
+    agent.tool("browser.observe", Some(&target), json!({}));
+    assert_eq!(
+        agent.tool("browser.network.rules.list", None, json!({}))["rules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(reload_is_ruled(&mut own, &site), "controlled again: ruled");
+    agent.bridge.close_stdin();
+    assert!(agent.bridge.wait_exit(Duration::from_secs(10)).is_some());
+    // The Broker ends the Lease when it sees the Connection close, just after the bridge exits.
+    assert!(
+        wait_until(Duration::from_secs(20), || !reload_is_ruled(
+            &mut own, &site
+        )),
+        "rules still applied after the controlling bridge went away"
     );
 }
