@@ -5,7 +5,9 @@
 //! - a module imports only the modules the edge table in `docs/architecture.md` allows;
 //! - CDP method and event names appear as string literals only under `src/cdp/`;
 //! - JavaScript sent to a page comes only from `src/page/js/`, and only the `PageScript` runner
-//!   (`src/page/run.rs`) sends `Runtime.evaluate` / `Runtime.callFunctionOn` outside `src/cdp/`.
+//!   (`src/page/run.rs`) sends `Runtime.evaluate` / `Runtime.callFunctionOn` outside `src/cdp/`;
+//! - only the action pipeline (`src/tools/act.rs`) runs the dialog race and the late-effect
+//!   watch, so no action tool repeats the pipeline's steps.
 //!
 //! The last two are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
 //! `JS_LITERALS` list the files that still hold such literals and how many; a file may not gain
@@ -51,6 +53,13 @@ const CDP_DOMAINS: &[&str] = &[
 /// the `PageScript` runner. (The one main-world path, `CdpClient::evaluate`, lives in `src/cdp/`
 /// for the later `browser.eval`.)
 const SCRIPT_RUNNERS: &[&str] = &["src/page/run.rs"];
+
+/// The action pipeline's steps that no action tool takes itself: the dialog race around an
+/// input and the late-effect watch after the evidence.
+const PIPELINE_STEPS: &[&str] = &["dispatch_final", "watch_late_effects"];
+
+/// The one file that takes them.
+const PIPELINE_HOME: &str = "src/tools/act.rs";
 
 /// Fragments that mark a string literal as JavaScript source.
 const JS_MARKERS: &[&str] = &[
@@ -296,6 +305,16 @@ fn violations(sources: &[Source], edge_doc: &str, allowances: &Allowances) -> Ve
                 }
             }
         }
+        if source.path != PIPELINE_HOME {
+            for step in PIPELINE_STEPS {
+                if names(&lexed.code, step) {
+                    problems.push(format!(
+                        "{}: takes the action pipeline's step {step}: only {PIPELINE_HOME} does (implement ActionTool)",
+                        source.path
+                    ));
+                }
+            }
+        }
         let in_js = JS_HOMES.iter().any(|home| source.path.starts_with(home));
         for (_, literal) in &lexed.literals {
             if !in_cdp && is_cdp_name(literal) {
@@ -470,6 +489,24 @@ fn each_rule_reports_a_tree_that_breaks_it() {
         "//! x\nfn f() { let c = CallFunctionOn { x: 1 }; let e = EvaluateLater; }\n",
     )];
     assert_eq!(violations(&runner_may, doc, &NONE), Vec::<String>::new());
+
+    let pipeline_step = [
+        file(
+            "src/tools/h.rs",
+            "//! x\nasync fn f() { let d = dispatch_final(e, t, s, f).await; watch_late_effects(e, s, g, l, a); }\n",
+        ),
+        file(
+            "src/tools/act.rs",
+            "//! x\nasync fn dispatch_final() {}\nfn watch_late_effects() {}\nfn g() { dispatch_final(); }\n",
+        ),
+    ];
+    assert_eq!(
+        violations(&pipeline_step, doc, &NONE),
+        [
+            "src/tools/h.rs: takes the action pipeline's step dispatch_final: only src/tools/act.rs does (implement ActionTool)",
+            "src/tools/h.rs: takes the action pipeline's step watch_late_effects: only src/tools/act.rs does (implement ActionTool)",
+        ]
+    );
 
     let forbidden_edge = [file("src/store/c.rs", "//! x\nuse crate::tools::Thing;\n")];
     assert_eq!(

@@ -1,10 +1,12 @@
 //! `browser.click`: aim (pointer.rs), arm the click-truth listener, press and release, then
 //! judge the click from its record and the page's observable effects (`click_evidence`).
-//! Shared action plumbing is `actions.rs`'s; this file holds only the click.
+//! The pipeline around them is `act.rs`'s; this file holds only the click's aim, dispatch and
+//! evidence rule.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
 use super::actions::*;
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -13,10 +15,10 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{
-    Along, ControlledTab, MouseStep, PageContext, cheap_to_observe, take_observation_reading,
+    Along, MouseStep, PageContext, TakenObservation, cheap_to_observe, take_observation_reading,
 };
-use crate::cdp::CdpClient;
 use crate::cdp::input::{MouseButton, MouseEventType};
+use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState, RefTarget,
 };
@@ -228,184 +230,240 @@ pub async fn click(
     scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
     let params: ClickParams = decode_params(&arguments)?;
-    let button = params.button.unwrap_or_else(|| "left".to_owned());
-    let clicks = params.click_count.unwrap_or(1);
-    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
-    // The page scripts measure in the selected frame; the point is mapped through every frame's
-    // <iframe> (transforms included) for the parents' hit tests and into the viewport of the
-    // session that takes the input.
-    let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
-    let event = match button.as_str() {
-        "left" => ClickEvent::Click,
-        _ => ClickEvent::AuxClick,
+    act::run(env, scope, &arguments, Click { params }).await
+}
+
+/// `browser.click` in the action pipeline.
+struct Click {
+    params: ClickParams,
+}
+
+/// Where the click goes and whether its element's click-truth listener is armed.
+struct ClickAim {
+    aim: pointer::Aim,
+    /// The session that takes the input (the element frame's).
+    session: SessionId,
+    armed: bool,
+}
+
+/// What the click read after its input: the click-truth record, and the closing Observation
+/// when it was taken with that read.
+struct ClickRead {
+    record: Option<ClickRecord>,
+    closing: Option<TakenObservation>,
+}
+
+impl ActionTool for Click {
+    type Aim = ClickAim;
+    type Read = ClickRead;
+    const ACTION: Action = Action::Click;
+    const STEPS: Steps = Steps {
+        effects: true,
+        late_watch: true,
     };
-    let mut file_input = false;
-    let mut prepared = None;
-    let aimed = match by_ref {
-        true => match tab.resolve_ref(scope, &ctx.frame_id, &arguments) {
-            Ok((target, summary)) => {
-                file_input =
-                    summary.tag == "input" && summary.input_type.as_deref() == Some("file");
-                // The before state and the armed listener are read inside the stability
-                // interval; if more samples followed, they are read again after it.
-                let during = prepare(&tab.client, &mut tab.guard, &ctx, Some(&target), event);
-                let wait = pointer::ActionableWait::from_arguments(&arguments, scope.deadline);
-                pointer::actionable_with(&tab.client, &ctx, &chain, &target, wait, during)
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<ClickAim>, ToolError> {
+        let (tab, ctx, scope, arguments) = (&mut act.tab, &act.ctx, act.scope, act.arguments);
+        let button = self.params.button.as_deref().unwrap_or("left");
+        let by_ref = self.params.observation_id.is_some() || self.params.element_ref.is_some();
+        // The page scripts measure in the selected frame; the point is mapped through every
+        // frame's <iframe> (transforms included) for the parents' hit tests and into the
+        // viewport of the session that takes the input.
+        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let event = match button {
+            "left" => ClickEvent::Click,
+            _ => ClickEvent::AuxClick,
+        };
+        let mut file_input = false;
+        let mut prepared = None;
+        let aimed = match by_ref {
+            true => match tab.resolve_ref(scope, &ctx.frame_id, arguments) {
+                Ok((target, summary)) => {
+                    file_input =
+                        summary.tag == "input" && summary.input_type.as_deref() == Some("file");
+                    // The before state and the armed listener are read inside the stability
+                    // interval; if more samples followed, they are read again after it.
+                    let during = prepare(&tab.client, &mut tab.guard, ctx, Some(&target), event);
+                    let wait = pointer::ActionableWait::from_arguments(arguments, scope.deadline);
+                    pointer::actionable_with(&tab.client, ctx, &chain, &target, wait, during)
+                        .await
+                        .map(|(aim, during)| {
+                            if during.last_gap {
+                                prepared = during.output;
+                            }
+                            (aim, Some(target), summary.role)
+                        })
+                }
+                Err(error) => Err(error),
+            },
+            false => {
+                let (x, y) = (self.params.x.unwrap_or(0.0), self.params.y.unwrap_or(0.0));
+                pointer::map_point(&tab.client, ctx, &chain, (x, y))
                     .await
-                    .map(|(aim, during)| {
-                        if during.last_gap {
-                            prepared = during.output;
-                        }
-                        (aim, Some(target), summary.role)
-                    })
+                    .map(|aim| (aim, None, "coordinates".to_owned()))
             }
-            Err(error) => Err(error),
-        },
-        false => {
-            let (x, y) = (params.x.unwrap_or(0.0), params.y.unwrap_or(0.0));
-            pointer::map_point(&tab.client, &ctx, &chain, (x, y))
-                .await
-                .map(|aim| (aim, None, "coordinates".to_owned()))
-        }
-    };
-    pointer::release(&tab.client, &chain).await;
-    let (aim, target, kind) = aimed?;
-    let (element, url, armed) = match prepared {
-        Some(prepared) => prepared?,
-        None => prepare(&tab.client, &mut tab.guard, &ctx, target.as_ref(), event).await?,
-    };
-    let mut before = Before::new(env, &tab.guard, url, element, file_input);
-    let mut dialogs = env.browser.dialog_signals();
-    let session = chain.dispatch_session.clone();
-    let (x, y) = (aim.x, aim.y);
-    let at = |kind, button, click_count| MouseStep {
-        kind,
-        x,
-        y,
-        button,
-        click_count,
-    };
-    let mut dialog = false;
-    for count in 1..=clicks {
-        let pressed = MouseButton::from_name(&button);
-        let press = at(MouseEventType::MousePressed, pressed, count);
-        let release = at(MouseEventType::MouseReleased, pressed, count);
-        // The first click's move, then press and release, are queued together, in that order,
-        // on the one session (as key-down and key-up are): Chromium handles them one after the
-        // other either way; only the waits for the earlier acknowledgements go. A dialog opened
-        // by any of them ends the wait.
-        let moved = (count == 1).then(|| at(MouseEventType::MouseMoved, MouseButton::None, 0));
-        let (input, session2) = (tab.input(), session.clone());
-        dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-            let moved = async {
-                match moved {
-                    Some(moved) => input.mouse(&session2, moved).await,
-                    None => Ok(()),
-                }
-            };
-            let (press, release) = (
-                input.mouse(&session2, press),
-                input.mouse(&session2, release),
-            );
-            tokio::try_join!(moved, press, release)?;
-            Ok(())
+        };
+        pointer::release(&tab.client, &chain).await;
+        let (aim, target, kind) = aimed?;
+        let (element, url, armed) = match prepared {
+            Some(prepared) => prepared?,
+            None => prepare(&tab.client, &mut tab.guard, ctx, target.as_ref(), event).await?,
+        };
+        let subject = match &element {
+            Some(element) => Subject::Element(element.element_key.clone()),
+            None => Subject::Point { x: aim.x, y: aim.y },
+        };
+        Ok(Aimed {
+            kind,
+            subject,
+            target,
+            element,
+            url: Some(url),
+            expects_chooser: file_input,
+            own: ClickAim {
+                aim,
+                session: chain.dispatch_session.clone(),
+                armed,
+            },
         })
-        .await?;
-        if dialog {
-            break;
-        }
     }
-    before.input_done = Some(tokio::time::Instant::now());
-    // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record is
-    // complete now. A dialog pauses the page, so nothing can be read until it is answered.
-    // The element's state and the URL are read with the record: when the control already shows
-    // its expected state, the settle window is not needed. When the page is cheap to observe,
-    // the record and then the state are read by the closing Observation's own page call, and
-    // that Observation is kept when the click is judged from these reads alone (`in_place`);
-    // its history read gives the URL. Otherwise the record, the URL and the state are queued at
-    // once (run in that order).
-    let read_verdict = armed && !dialog;
-    let request = closing_request(&arguments)?;
-    let prefetch = !dialog && cheap_to_observe(&mut tab.guard);
-    let wanted = match (&target, &before.element, dialog) {
-        (Some(target), Some(_), false) => Some(target),
-        _ => None,
-    };
-    let (client, guard) = (&tab.client, &mut tab.guard);
-    let taken = match prefetch {
-        true => {
-            let along = Along {
-                click_verdict: read_verdict.then(|| ClickVerdict(target.clone())),
-                state_of: wanted,
-                ..Along::default()
-            };
-            take_observation_reading(client, guard, scope, &request, true, along)
-                .await
-                .ok()
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<ClickAim>,
+    ) -> Result<ClickRead, ToolError> {
+        let button = self.params.button.as_deref().unwrap_or("left");
+        let clicks = self.params.click_count.unwrap_or(1);
+        let session = aimed.own.session.clone();
+        let (x, y) = (aimed.own.aim.x, aimed.own.aim.y);
+        let at = |kind, button, click_count| MouseStep {
+            kind,
+            x,
+            y,
+            button,
+            click_count,
+        };
+        let mut dialog = false;
+        for count in 1..=clicks {
+            let pressed = MouseButton::from_name(button);
+            let press = at(MouseEventType::MousePressed, pressed, count);
+            let release = at(MouseEventType::MouseReleased, pressed, count);
+            // The first click's move, then press and release, are queued together, in that
+            // order, on the one session (as key-down and key-up are): Chromium handles them one
+            // after the other either way; only the waits for the earlier acknowledgements go.
+            // A dialog opened by any of them ends the wait.
+            let moved = (count == 1).then(|| at(MouseEventType::MouseMoved, MouseButton::None, 0));
+            let (input, session) = (act.tab.input(), session.clone());
+            dialog = act
+                .race(async move {
+                    let moved = async {
+                        match moved {
+                            Some(moved) => input.mouse(&session, moved).await,
+                            None => Ok(()),
+                        }
+                    };
+                    let (press, release) =
+                        (input.mouse(&session, press), input.mouse(&session, release));
+                    tokio::try_join!(moved, press, release)?;
+                    Ok(())
+                })
+                .await?;
+            if dialog {
+                break;
+            }
         }
-        false => None,
-    };
-    let (record, url_now, state_now, closing) = match taken {
-        Some((taken, read)) => {
-            let url = taken.result.get("url").and_then(Value::as_str);
-            let url = url.unwrap_or_default().to_owned();
-            (read.click, url, read.state, Some(taken))
+        let input_done = tokio::time::Instant::now();
+        // `mouseReleased` is acknowledged after the page's synchronous handlers ran: the record
+        // is complete now. A dialog pauses the page, so nothing can be read until it is
+        // answered. The element's state and the URL are read with the record: when the control
+        // already shows its expected state, the settle window is not needed. When the page is
+        // cheap to observe, the record and then the state are read by the closing
+        // Observation's own page call, and that Observation is kept when the click is judged
+        // from these reads alone (`in_place`); its history read gives the URL. Otherwise the
+        // record, the URL and the state are queued at once (run in that order).
+        let read_verdict = aimed.own.armed && !dialog;
+        let request = closing_request(act.arguments)?;
+        let prefetch = !dialog && cheap_to_observe(&mut act.tab.guard);
+        let target = &aimed.target;
+        let wanted = match (target, &aimed.element, dialog) {
+            (Some(target), Some(_), false) => Some(target),
+            _ => None,
+        };
+        let (ctx, scope) = (&act.ctx, act.scope);
+        let (client, guard) = (&act.tab.client, &mut act.tab.guard);
+        let taken = match prefetch {
+            true => {
+                let along = Along {
+                    click_verdict: read_verdict.then(|| ClickVerdict(target.clone())),
+                    state_of: wanted,
+                    ..Along::default()
+                };
+                take_observation_reading(client, guard, scope, &request, true, along)
+                    .await
+                    .ok()
+            }
+            false => None,
+        };
+        let (record, url_now, state_now, closing) = match taken {
+            Some((taken, read)) => {
+                let url = taken.result.get("url").and_then(Value::as_str);
+                let url = url.unwrap_or_default().to_owned();
+                (read.click, url, read.state, Some(taken))
+            }
+            None => {
+                let verdict = async {
+                    match read_verdict {
+                        true => ctx.run(client, &ClickVerdict(target.clone())).await.ok(),
+                        false => None,
+                    }
+                };
+                let state = async {
+                    match wanted {
+                        Some(target) => snapshot(client, ctx, target).await.ok(),
+                        None => None,
+                    }
+                };
+                let (record, url, state) = tokio::join!(verdict, current_url(client, guard), state);
+                (record, url, state, None)
+            }
+        };
+        let kind = &aimed.kind;
+        let was = aimed.element.as_ref();
+        if let Some(before) = act.before_mut() {
+            before.input_done = Some(input_done);
+            before.shown_url = Some(url_now).filter(|url| !url.is_empty());
+            before.shown = state_now.filter(|now| {
+                was.is_some_and(|was| {
+                    was.document_key == now.document_key
+                        && expected_state(kind, Some(was), Some(now)) == Some(true)
+                })
+            });
         }
-        None => {
-            let verdict = async {
-                match read_verdict {
-                    true => ctx.run(client, &ClickVerdict(target.clone())).await.ok(),
-                    false => None,
-                }
-            };
-            let state = async {
-                match wanted {
-                    Some(target) => snapshot(client, &ctx, target).await.ok(),
-                    None => None,
-                }
-            };
-            let (record, url, state) = tokio::join!(verdict, current_url(client, guard), state);
-            (record, url, state, None)
-        }
-    };
-    before.shown_url = Some(url_now).filter(|url| !url.is_empty());
-    before.shown = state_now.filter(|now| {
-        before.element.as_ref().is_some_and(|was| {
-            was.document_key == now.document_key
-                && expected_state(&kind, Some(was), Some(now)) == Some(true)
+        Ok(ClickRead { record, closing })
+    }
+
+    fn judge(
+        &self,
+        aimed: &Aimed<ClickAim>,
+        read: ClickRead,
+        effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        let evidence = match &aimed.target {
+            Some(_) => click_evidence(
+                &aimed.kind,
+                effects,
+                aimed.element.as_ref(),
+                read.record.as_ref(),
+            ),
+            None => Evidence::by_any_effect(Action::Click, "coordinates", effects.list.clone()),
+        };
+        Ok(Judged {
+            evidence,
+            observation: read.closing.filter(|_| effects.in_place),
         })
-    });
-    let effects = collect_effects(
-        env,
-        &tab.client,
-        &mut tab.guard,
-        &before,
-        target.as_ref(),
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    watch_late_effects(env, scope, &tab.guard, &effects.list, "click");
-    let subject = match &before.element {
-        Some(element) => Subject::Element(element.element_key.clone()),
-        None => Subject::Point { x, y },
-    };
-    let evidence = match target {
-        Some(_) => click_evidence(&kind, &effects, before.element.as_ref(), record.as_ref()),
-        None => Evidence::by_any_effect(Action::Click, "coordinates", effects.list.clone()),
-    };
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: closing.filter(|_| effects.in_place),
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+    }
 }
 
 #[cfg(test)]

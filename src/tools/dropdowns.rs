@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
 use super::actions::*;
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -11,7 +12,7 @@ use super::evidence::{Action, Effect, Evidence, Status};
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::progress::Subject;
 use super::tab::ControlledTab;
-use crate::page::{self, ListOptions, SelectOptions};
+use crate::page::{self, ListOptions, RefTarget, SelectOptions, SelectionOutcome};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
 pub fn defs() -> Vec<ToolDef> {
@@ -195,46 +196,89 @@ pub async fn dropdown_select(
     scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-    let subject = Subject::RefPosition {
-        element_ref: u64::from(target.element_ref),
-        role: summary.role.clone(),
-    };
     let params: SelectParams = decode_params(&arguments)?;
-    let mut values = params.values.unwrap_or_default();
-    let labels = params.labels.unwrap_or_default();
-    if values.is_empty() && labels.is_empty() {
-        return Err(ToolError::from(
-            RpcError::invalid_params("give \"values\" or \"labels\"")
-                .with_context("path", json!("arguments.values")),
-        ));
+    act::run(env, scope, &arguments, Select { params }).await
+}
+
+/// `browser.dropdown.select` in the action pipeline: a page script is its input, so it reads
+/// no before state of the tab and collects no effects beyond the select's own.
+struct Select {
+    params: SelectParams,
+}
+
+/// The select and the option values to select, checked against its options.
+struct SelectAim {
+    target: RefTarget,
+    values: Vec<String>,
+}
+
+impl ActionTool for Select {
+    type Aim = SelectAim;
+    type Read = SelectionOutcome;
+    const ACTION: Action = Action::Select;
+    const STEPS: Steps = Steps {
+        effects: false,
+        late_watch: false,
+    };
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<SelectAim>, ToolError> {
+        let (tab, ctx) = (&mut act.tab, &act.ctx);
+        let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+        let subject = Subject::RefPosition {
+            element_ref: u64::from(target.element_ref),
+            role: summary.role.clone(),
+        };
+        let values = self.params.values.take().unwrap_or_default();
+        let labels = self.params.labels.take().unwrap_or_default();
+        if values.is_empty() && labels.is_empty() {
+            return Err(ToolError::from(
+                RpcError::invalid_params("give \"values\" or \"labels\"")
+                    .with_context("path", json!("arguments.values")),
+            ));
+        }
+        // Everything the select needs is checked before the page script that writes runs, so a
+        // mistake is the caller's (`invalid_params`), never a mutation of unknown outcome.
+        let list = ListOptions {
+            target: target.clone(),
+            limit: page::OPTIONS_MAX_LIMIT,
+        };
+        let list = ctx.run(&tab.client, &list).await?;
+        if list.kind != page::OptionsKind::Native {
+            return Err(ToolError::from(not_native(&summary.role)));
+        }
+        let values = chosen_values(&list, values, &labels)?;
+        Ok(Aimed::at(
+            "native_select",
+            subject,
+            SelectAim { target, values },
+        ))
     }
-    // Everything the select needs is checked before the page script that writes runs, so a
-    // mistake is the caller's (`invalid_params`), never a mutation of unknown outcome.
-    let list = ctx
-        .run(
-            &tab.client,
-            &ListOptions {
-                target: target.clone(),
-                limit: page::OPTIONS_MAX_LIMIT,
-            },
-        )
-        .await?;
-    if list.kind != page::OptionsKind::Native {
-        return Err(ToolError::from(not_native(&summary.role)));
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<SelectAim>,
+    ) -> Result<SelectionOutcome, ToolError> {
+        let script = SelectOptions {
+            target: aimed.own.target.clone(),
+            values: aimed.own.values.clone(),
+        };
+        Ok(act.ctx.run(&act.tab.client, &script).await?)
     }
-    values = chosen_values(&list, values, &labels)?;
-    let outcome = ctx
-        .run(
-            &tab.client,
-            &SelectOptions {
-                target,
-                values: values.clone(),
-            },
-        )
-        .await?;
+
+    fn judge(
+        &self,
+        aimed: &Aimed<SelectAim>,
+        outcome: SelectionOutcome,
+        _effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        Ok(select_evidence(&aimed.own.values, &outcome).into())
+    }
+}
+
+/// Select evidence: `verified` when every chosen value is selected afterwards; the options
+/// selected then, and whether the selection changed.
+fn select_evidence(values: &[String], outcome: &SelectionOutcome) -> Evidence {
     let selected: Vec<&str> = outcome.selected.iter().map(|o| o.value.as_str()).collect();
     let verified = values.iter().all(|v| selected.contains(&v.as_str()));
     let status = match verified {
@@ -247,15 +291,7 @@ pub async fn dropdown_select(
     };
     let mut evidence = Evidence::new(Action::Select, status, "native_select", effects);
     evidence.set("selected", &outcome.selected);
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+    evidence
 }
 
 #[cfg(test)]
@@ -330,5 +366,42 @@ mod tests {
             "anything but a listbox takes no selection"
         );
         assert_eq!(not_native("combobox").code, ErrorCode::ElementNotActionable);
+    }
+
+    #[test]
+    fn a_selection_is_verified_when_every_chosen_value_is_selected() {
+        let outcome = |changed, selected: &[&str]| SelectionOutcome {
+            changed,
+            selected: selected
+                .iter()
+                .map(|v| page::SelectedOption {
+                    value: (*v).into(),
+                    label: v.to_uppercase(),
+                })
+                .collect(),
+        };
+        let check = |values: &[&str], outcome: SelectionOutcome, expect: Value| {
+            let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let evidence = select_evidence(&values, &outcome).to_json();
+            let got = json!({"status": evidence["status"], "effects": evidence["effects"], "selected": evidence["selected"].as_array().map(Vec::len)});
+            assert_eq!(got, expect, "{values:?}");
+        };
+        check(
+            &["fr"],
+            outcome(true, &["fr"]),
+            json!({"status": "verified", "effects": ["selected_changed", "value_changed"], "selected": 1}),
+        );
+        // Already selected: verified, nothing changed.
+        check(
+            &["fr"],
+            outcome(false, &["fr"]),
+            json!({"status": "verified", "effects": [], "selected": 1}),
+        );
+        // The page put something else back.
+        check(
+            &["fr", "de"],
+            outcome(true, &["fr"]),
+            json!({"status": "mismatch", "effects": ["selected_changed", "value_changed"], "selected": 1}),
+        );
     }
 }

@@ -5,13 +5,15 @@
 //! `:hover` afterwards and which elements became visible (`page::HoverMark` / `HoverReport`).
 //! Drag evidence: what the HTML5 drag events showed in the Broker's isolated world and whether
 //! the dragged element moved or the target's content changed (`page::DragArm` / `DragVerdict`).
-//! Shared action plumbing is `actions.rs`'s; this file decides only these two evidences.
+//! The pipeline around them is `act.rs`'s; this file holds their aims, dispatches and evidence
+//! rules.
 
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
 use super::actions::*;
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -20,6 +22,7 @@ use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer::{self, Aim, Chain};
 use super::progress::Subject;
 use super::tab::{ControlledTab, MouseStep, PageContext};
+use crate::cdp::SessionId;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
     DragArm, DragRecord, DragVerdict, HoverMark, HoverReport, Hovered, ProbeScroll, RefTarget,
@@ -218,88 +221,119 @@ pub async fn hover(
     scope: &TargetScope<'_>,
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
     let params: HoverParams = decode_params(&arguments)?;
-    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
-    let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
-    let aimed = match resolve(
-        &mut tab,
-        scope,
-        &ctx,
-        &arguments,
-        by_ref,
-        (params.x, params.y),
-    ) {
-        Ok(end) => aim(
-            &tab,
-            &ctx,
-            &chain,
-            &end,
-            pointer::ActionableWait::from_arguments(&arguments, scope.deadline),
-            true,
-        )
-        .await
-        .map(|aim| (aim, end)),
-        Err(error) => Err(error),
+    act::run(env, scope, &arguments, Hover { params }).await
+}
+
+/// `browser.hover` in the action pipeline.
+struct Hover {
+    params: HoverParams,
+}
+
+/// Where the pointer goes, and whether the page marked what is visible before it moves.
+struct HoverAim {
+    aim: Aim,
+    session: SessionId,
+    marked: bool,
+}
+
+impl ActionTool for Hover {
+    type Aim = HoverAim;
+    /// The page's report of what the hover showed.
+    type Read = Option<Hovered>;
+    const ACTION: Action = Action::Hover;
+    const STEPS: Steps = Steps {
+        effects: true,
+        late_watch: false,
     };
-    pointer::release(&tab.client, &chain).await;
-    let (aim, end) = aimed?;
-    let (target, kind) = match &end {
-        End::Ref(target, summary) => (Some(target.clone()), summary.role.clone()),
-        End::Point(..) => (None, "coordinates".to_owned()),
-    };
-    let element = match &target {
-        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
-        None => None,
-    };
-    let before = Before::read(env, &mut tab, element).await;
-    // Best effort: without the mark the evidence still says whether the element is hovered.
-    let marked = tab.run(&ctx, &HoverMark).await.is_ok();
-    let mut dialogs = env.browser.dialog_signals();
-    let (input, session) = (tab.input(), chain.dispatch_session.clone());
-    let step = MouseStep {
-        kind: MouseEventType::MouseMoved,
-        x: aim.x,
-        y: aim.y,
-        button: MouseButton::None,
-        click_count: 0,
-    };
-    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        input.mouse(&session, step).await
-    })
-    .await?;
-    if !dialog {
-        tokio::time::sleep(HOVER_SETTLE).await;
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<HoverAim>, ToolError> {
+        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let tab = &mut act.tab;
+        let by_ref = self.params.observation_id.is_some() || self.params.element_ref.is_some();
+        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let point = (self.params.x, self.params.y);
+        let aimed = match resolve(tab, scope, ctx, arguments, by_ref, point) {
+            Ok(end) => aim(
+                tab,
+                ctx,
+                &chain,
+                &end,
+                pointer::ActionableWait::from_arguments(arguments, scope.deadline),
+                true,
+            )
+            .await
+            .map(|aim| (aim, end)),
+            Err(error) => Err(error),
+        };
+        pointer::release(&tab.client, &chain).await;
+        let (aim, end) = aimed?;
+        let (target, kind) = match end {
+            End::Ref(target, summary) => (Some(target), summary.role),
+            End::Point(..) => (None, "coordinates".to_owned()),
+        };
+        let element = match &target {
+            Some(target) => Some(snapshot(&tab.client, ctx, target).await?),
+            None => None,
+        };
+        let subject = match &element {
+            Some(element) => Subject::Element(element.element_key.clone()),
+            None => Subject::Point { x: aim.x, y: aim.y },
+        };
+        let session = chain.dispatch_session.clone();
+        let own = HoverAim {
+            aim,
+            session,
+            marked: false,
+        };
+        let mut aimed = Aimed::at(kind, subject, own);
+        (aimed.target, aimed.element) = (target, element);
+        Ok(aimed)
     }
-    let report = match (marked || target.is_some(), dialog) {
-        (true, false) => tab.run(&ctx, &HoverReport(target.clone())).await.ok(),
-        _ => None,
-    };
-    let effects = collect_effects(
-        env,
-        &tab.client,
-        &mut tab.guard,
-        &before,
-        target.as_ref(),
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    let subject = match &before.element {
-        Some(element) => Subject::Element(element.element_key.clone()),
-        None => Subject::Point { x: aim.x, y: aim.y },
-    };
-    let evidence = hover_evidence(&kind, &effects, report.as_ref());
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+
+    async fn arm(&mut self, act: &mut Act<'_>, aimed: &mut Aimed<HoverAim>) {
+        // Best effort: without the mark the evidence still says whether the element is hovered.
+        aimed.own.marked = act.tab.run(&act.ctx, &HoverMark).await.is_ok();
+    }
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<HoverAim>,
+    ) -> Result<Option<Hovered>, ToolError> {
+        let (input, session) = (act.tab.input(), aimed.own.session.clone());
+        let step = MouseStep {
+            kind: MouseEventType::MouseMoved,
+            x: aimed.own.aim.x,
+            y: aimed.own.aim.y,
+            button: MouseButton::None,
+            click_count: 0,
+        };
+        let dialog = act
+            .race(async move { input.mouse(&session, step).await })
+            .await?;
+        if !dialog {
+            tokio::time::sleep(HOVER_SETTLE).await;
+        }
+        let target = &aimed.target;
+        Ok(match (aimed.own.marked || target.is_some(), dialog) {
+            (true, false) => act
+                .tab
+                .run(&act.ctx, &HoverReport(target.clone()))
+                .await
+                .ok(),
+            _ => None,
+        })
+    }
+
+    fn judge(
+        &self,
+        aimed: &Aimed<HoverAim>,
+        report: Option<Hovered>,
+        effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        Ok(hover_evidence(&aimed.kind, effects, report.as_ref()).into())
+    }
 }
 
 #[derive(Deserialize)]
@@ -387,136 +421,174 @@ pub async fn drag(
                 .with_context("path", json!("arguments.observationId")),
         ));
     }
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let by_ref = params.element_ref.is_some();
-    let chain = pointer::chain(&tab.client, &mut tab.guard, &ctx).await?;
-    let aimed = async {
-        let from = resolve(
-            &mut tab,
-            scope,
-            &ctx,
-            &arguments,
-            by_ref,
-            (params.x, params.y),
-        )?;
-        let to = match (params.to_ref, to_point) {
-            (Some(to_ref), _) => {
-                let mut to_arguments = arguments.clone();
-                to_arguments.insert("ref".into(), json!(to_ref));
-                resolve(&mut tab, scope, &ctx, &to_arguments, true, (None, None))?
-            }
-            (None, Some((x, y))) => End::Point(x, y),
-            (None, None) => return Err(missing_target()),
+    act::run(env, scope, &arguments, Drag { params, to_point }).await
+}
+
+/// `browser.drag` in the action pipeline.
+struct Drag {
+    params: DragParams,
+    to_point: Option<(f64, f64)>,
+}
+
+/// Both ends of a drag, where they are in the dispatch session's viewport, and whether the
+/// page-side drag record is armed.
+struct DragAim {
+    from: End,
+    from_aim: Aim,
+    to: End,
+    to_aim: Aim,
+    session: SessionId,
+    armed: bool,
+}
+
+impl ActionTool for Drag {
+    type Aim = DragAim;
+    /// The page's drag record.
+    type Read = Option<DragRecord>;
+    const ACTION: Action = Action::Drag;
+    const STEPS: Steps = Steps {
+        effects: true,
+        late_watch: false,
+    };
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<DragAim>, ToolError> {
+        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let tab = &mut act.tab;
+        let params = &self.params;
+        let by_ref = params.element_ref.is_some();
+        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let aimed = async {
+            let from = resolve(tab, scope, ctx, arguments, by_ref, (params.x, params.y))?;
+            let to = match (params.to_ref, self.to_point) {
+                (Some(to_ref), _) => {
+                    let mut to_arguments = arguments.clone();
+                    to_arguments.insert("ref".into(), json!(to_ref));
+                    resolve(tab, scope, ctx, &to_arguments, true, (None, None))?
+                }
+                (None, Some((x, y))) => End::Point(x, y),
+                (None, None) => return Err(missing_target()),
+            };
+            let wait = pointer::ActionableWait::from_arguments(arguments, scope.deadline);
+            let (from_aim, to_aim) = aim_both(tab, ctx, &chain, (&from, &to), wait).await?;
+            Ok::<_, ToolError>((from, from_aim, to, to_aim))
+        }
+        .await;
+        pointer::release(&tab.client, &chain).await;
+        let (from, from_aim, to, to_aim) = aimed?;
+        let (source, kind) = match &from {
+            End::Ref(target, summary) => (Some(target.clone()), summary.role.clone()),
+            End::Point(..) => (None, "coordinates".to_owned()),
         };
-        let (from_aim, to_aim) = aim_both(
-            &tab,
-            &ctx,
-            &chain,
-            (&from, &to),
-            pointer::ActionableWait::from_arguments(&arguments, scope.deadline),
+        let element = match &source {
+            Some(source) => Some(snapshot(&tab.client, ctx, source).await?),
+            None => None,
+        };
+        let subject = match &element {
+            Some(element) => Subject::Element(element.element_key.clone()),
+            None => Subject::Point {
+                x: from_aim.x,
+                y: from_aim.y,
+            },
+        };
+        let own = DragAim {
+            from,
+            from_aim,
+            to,
+            to_aim,
+            session: chain.dispatch_session.clone(),
+            armed: false,
+        };
+        // The effects compare no element: the drag's record judges the source and target.
+        let mut aimed = Aimed::at(kind, subject, own);
+        aimed.element = element;
+        Ok(aimed)
+    }
+
+    async fn arm(&mut self, act: &mut Act<'_>, aimed: &mut Aimed<DragAim>) {
+        let own = &aimed.own;
+        let arm = DragArm {
+            source: match &own.from {
+                End::Ref(target, _) => Some(target.clone()),
+                End::Point(..) => None,
+            },
+            start: match &own.from {
+                End::Point(x, y) => Some((*x, *y)),
+                End::Ref(..) => None,
+            },
+            target: match &own.to {
+                End::Ref(target, _) => Some(target.clone()),
+                End::Point(..) => None,
+            },
+        };
+        // Best effort: without the record only navigation, popups and dialogs can be judged.
+        aimed.own.armed = act.tab.run(&act.ctx, &arm).await.is_ok();
+    }
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<DragAim>,
+    ) -> Result<Option<DragRecord>, ToolError> {
+        let own = &aimed.own;
+        let session = own.session.clone();
+        let at = |kind, (x, y): (f64, f64), button, click_count| MouseStep {
+            kind,
+            x,
+            y,
+            button,
+            click_count,
+        };
+        let (start, end) = (
+            (own.from_aim.x, own.from_aim.y),
+            (own.to_aim.x, own.to_aim.y),
+        );
+        let tab = &act.tab;
+        tab.mouse(
+            &session,
+            at(MouseEventType::MouseMoved, start, MouseButton::None, 0),
         )
         .await?;
-        Ok::<_, ToolError>((from, from_aim, to, to_aim))
+        tab.mouse(
+            &session,
+            at(MouseEventType::MousePressed, start, MouseButton::Left, 1),
+        )
+        .await?;
+        let steps = self.params.steps.unwrap_or(DEFAULT_STEPS).max(1);
+        let input = tab.input();
+        for step in 1..=steps {
+            let t = step as f64 / steps as f64;
+            let point = (
+                start.0 + (end.0 - start.0) * t,
+                start.1 + (end.1 - start.1) * t,
+            );
+            tokio::time::sleep(STEP_INTERVAL).await;
+            input.held_move(&session, point, MouseButton::Left).await?;
+        }
+        let release = at(MouseEventType::MouseReleased, end, MouseButton::Left, 1);
+        let input = tab.input();
+        let dialog = act
+            .race(async move { input.mouse(&session, release).await })
+            .await?;
+        // HTML5 drop and dragend are dispatched from the browser's drag session after the
+        // release is acknowledged: give them the settle window before reading the record.
+        if !dialog {
+            tokio::time::sleep(SETTLE).await;
+        }
+        Ok(match (aimed.own.armed, dialog) {
+            (true, false) => act.tab.run(&act.ctx, &DragVerdict).await.ok(),
+            _ => None,
+        })
     }
-    .await;
-    pointer::release(&tab.client, &chain).await;
-    let (from, from_aim, to, to_aim) = aimed?;
-    let (source, kind) = match &from {
-        End::Ref(target, summary) => (Some(target.clone()), summary.role.clone()),
-        End::Point(..) => (None, "coordinates".to_owned()),
-    };
-    let element = match &source {
-        Some(source) => Some(snapshot(&tab.client, &ctx, source).await?),
-        None => None,
-    };
-    let before = Before::read(env, &mut tab, element).await;
-    let arm = DragArm {
-        source: source.clone(),
-        start: match &from {
-            End::Point(x, y) => Some((*x, *y)),
-            End::Ref(..) => None,
-        },
-        target: match &to {
-            End::Ref(target, _) => Some(target.clone()),
-            End::Point(..) => None,
-        },
-    };
-    // Best effort: without the record only navigation, popups and dialogs can be judged.
-    let armed = tab.run(&ctx, &arm).await.is_ok();
-    let mut dialogs = env.browser.dialog_signals();
-    let session = chain.dispatch_session.clone();
-    let at = |kind, (x, y): (f64, f64), button, click_count| MouseStep {
-        kind,
-        x,
-        y,
-        button,
-        click_count,
-    };
-    let (start, end) = ((from_aim.x, from_aim.y), (to_aim.x, to_aim.y));
-    tab.mouse(
-        &session,
-        at(MouseEventType::MouseMoved, start, MouseButton::None, 0),
-    )
-    .await?;
-    tab.mouse(
-        &session,
-        at(MouseEventType::MousePressed, start, MouseButton::Left, 1),
-    )
-    .await?;
-    let steps = params.steps.unwrap_or(DEFAULT_STEPS).max(1);
-    let input = tab.input();
-    for step in 1..=steps {
-        let t = step as f64 / steps as f64;
-        let point = (
-            start.0 + (end.0 - start.0) * t,
-            start.1 + (end.1 - start.1) * t,
-        );
-        tokio::time::sleep(STEP_INTERVAL).await;
-        input.held_move(&session, point, MouseButton::Left).await?;
+
+    fn judge(
+        &self,
+        aimed: &Aimed<DragAim>,
+        record: Option<DragRecord>,
+        effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        let record = record.as_ref().filter(|r| r.armed);
+        Ok(drag_evidence(&aimed.kind, effects, record).into())
     }
-    let release = at(MouseEventType::MouseReleased, end, MouseButton::Left, 1);
-    let (input, session2) = (tab.input(), session.clone());
-    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        input.mouse(&session2, release).await
-    })
-    .await?;
-    // HTML5 drop and dragend are dispatched from the browser's drag session after the release
-    // is acknowledged: give them the settle window before reading the record.
-    if !dialog {
-        tokio::time::sleep(SETTLE).await;
-    }
-    let record = match (armed, dialog) {
-        (true, false) => tab.run(&ctx, &DragVerdict).await.ok(),
-        _ => None,
-    };
-    let effects = collect_effects(
-        env,
-        &tab.client,
-        &mut tab.guard,
-        &before,
-        None,
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    let subject = match &before.element {
-        Some(element) => Subject::Element(element.element_key.clone()),
-        None => Subject::Point {
-            x: from_aim.x,
-            y: from_aim.y,
-        },
-    };
-    let evidence = drag_evidence(&kind, &effects, record.as_ref().filter(|r| r.armed));
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
 }
 
 #[cfg(test)]

@@ -1,131 +1,54 @@
-//! Keyboard and typing tools: `browser.press`, `browser.type` and `browser.keyboard`, their
-//! guarded composite steps (pin, re-check, count what was dispatched), the key bursts that
-//! `browser.type` sends behind the page's keystroke guard (`page/js/keyguard.js`: arm, send at
-//! once, read what reached the page, go on step by step when it cut a burst short) and the
-//! typing evidence (the key encoding sent with `Input.dispatchKeyEvent` and the US layout are
-//! `cdp/input.rs`'s). The rules are written down in docs/keyboard.md.
-//!
-//! Shared action plumbing (ref resolution, effect collection, the dialog-aware final dispatch,
-//! the closing Observation) is `actions.rs`'s and used from there, not copied. This file does
-//! not click, scroll or select, and it never reads a typed value back into its output: evidence
-//! carries lengths only.
-
-use std::sync::atomic::{AtomicU64, Ordering};
+//! `browser.press`: one key, with modifiers held around it, on the focused element or on an
+//! Observation ref after focusing it. Its aim (the chord from the US layout, the ref focused,
+//! the focused element and its field state before), its dispatch (the chord's key events behind
+//! the dialog race) and its evidence (any effect, with what the key did to the field it left
+//! focused) run in the action pipeline (`act.rs`). The key encoding and the US layout are
+//! `cdp/input.rs`'s; typing text is `typing.rs`'s. The rules are written down in
+//! docs/keyboard.md.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::actions::{
-    Before, Finished, SETTLE, action_output, closing_request, collect_effects, dispatch_final,
-    evidence_schema, finish_with_observation, merged, network_quiet_since, ref_properties,
-    snapshot,
-};
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::actions::{action_output, evidence_schema, merged, ref_properties, snapshot};
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
-use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
+use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
-use super::tab::{
-    Along, ControlledTab, PageContext, SCRIPT_TIMEOUT, cheap_to_observe, page_context,
-    take_observation_reading,
-};
 use crate::cdp::input::table::{self, Modifier};
-use crate::cdp::input::{Key, Stroke, chord_events, stroke_events, stroke_for};
-use crate::cdp::{CdpClient, SessionId};
-use crate::page::{
-    self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmKeys, ElementState,
-    FocusAndSelectAll, KeyRecord, KeysArmed, KeysRecorded, NATIVE_VALUE_TYPES, PrepareTyping,
-    RefTarget, SetNativeValue, ValueOutcome,
-};
-use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::TabGuard;
+use crate::cdp::input::{Key, chord_events};
+use crate::page::{ActiveElementKey, ActiveElementState, ActiveState, FocusAndSelectAll};
+use crate::protocol::errors::{RemediationAction, RpcError};
 
-/// Longest text `browser.type` / `browser.keyboard` accept.
-const MAX_TYPE_CHARS: usize = 10_000;
-/// Native-setter input types in which Enter submits the form (Chromium opens the picker of a
-/// color input and ignores Enter in a range input).
-const IMPLICIT_SUBMIT_TYPES: &[&str] = &["date", "time", "datetime-local", "month", "week"];
-
-/// The keyboard tools' definitions, in manifest order (after `browser.click`).
+/// `browser.press`'s definition (after `browser.click` in the manifest; `typing.rs` follows).
 pub fn defs() -> Vec<ToolDef> {
     let observe = super::actions::observe_property();
-    vec![
-        ToolDef {
-            name: "browser.press",
-            description: "Press one key (a named key such as Enter, Tab, Escape, ArrowDown, F5, or one US-layout character), with optional `modifiers` held around it (Shift+Tab, Control+Shift+A), on the focused element, or on an Observation ref after focusing it. An unknown key fails with invalid_params (reason unknown_key). Returns effects, or status unavailable with reason no_observable_effect, and a fresh Observation.",
-            capability: "action.input",
-            mutating: true,
-            input_schema: object(
+    vec![ToolDef {
+        name: "browser.press",
+        description: "Press one key (a named key such as Enter, Tab, Escape, ArrowDown, F5, or one US-layout character), with optional `modifiers` held around it (Shift+Tab, Control+Shift+A), on the focused element, or on an Observation ref after focusing it. An unknown key fails with invalid_params (reason unknown_key). Returns effects, or status unavailable with reason no_observable_effect, and a fresh Observation.",
+        capability: "action.input",
+        mutating: true,
+        input_schema: object(
+            merged(
                 merged(
-                    merged(
-                        ref_properties(),
-                        json!({
-                            "key": {"type": "string", "minLength": 1, "maxLength": 32, "description": "Key name such as Enter, Tab, ArrowDown, or one character."},
-                            "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}, "description": "Modifier keys held while the key is pressed."},
-                        }),
-                    ),
-                    observe.clone(),
-                ),
-                &["key"],
-            ),
-            output_schema: action_output(evidence_schema("press")),
-            sensitivity_input: &[],
-            sensitivity_output: &["browser_data"],
-            lane: Lane::Ordinary,
-            gate: Gate::InTool,
-            handler: handler!(Target: press),
-        },
-        ToolDef {
-            name: "browser.type",
-            description: "Type text into an Observation ref as a guarded composite action: focus, select-all and delete (unless clear: false), one US-layout keystroke per character (Shift held for shifted characters; characters with no US key, such as emoji, as one text insertion each), optional Enter (submit). `mode: fill` replaces the whole value with one editing insertion of the text over the selected value (no key events; still guarded and verified; an empty text deletes). Target, session, document and the focused element are pinned and re-checked between steps; a change before the first mutation fails with action_not_verified, after it with unknown_outcome. Date/time/color/range inputs use the native value setter (beforeinput, input; change when the edit is committed by blur or submit). Evidence compares the value as the browser normalises it and reports lengths in Unicode code points, never a password value.",
-            capability: "action.input",
-            mutating: true,
-            input_schema: object(
-                merged(
-                    merged(
-                        ref_properties(),
-                        json!({
-                            "text": {"type": "string", "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Text to type into the element."},
-                            "clear": {"type": "boolean", "description": "Clear the element's current value first when true."},
-                            "submit": {"type": "boolean", "description": "Press Enter after typing when true."},
-                            "verification": {"enum": ["best_effort", "require_exact"], "description": "require_exact fails unless the value equals the text."},
-                            "mode": {"enum": ["keys", "fill"], "description": "Type key by key, or fill the value at once."},
-                        }),
-                    ),
-                    observe.clone(),
-                ),
-                &["observationId", "ref", "text"],
-            ),
-            output_schema: action_output(evidence_schema("type")),
-            sensitivity_input: &["browser_data", "credential"],
-            sensitivity_output: &["browser_data"],
-            lane: Lane::Ordinary,
-            gate: Gate::InTool,
-            handler: handler!(Target: type_text),
-        },
-        ToolDef {
-            name: "browser.keyboard",
-            description: "Type text into the element that has focus now, at its caret, keystrokes and insertions as in browser.type, guarded like browser.type (the focused element is pinned and re-checked between characters). Evidence compares the resulting value: keys the page cancelled are a mismatch.",
-            capability: "action.input",
-            mutating: true,
-            input_schema: object(
-                merged(
+                    ref_properties(),
                     json!({
-                        "text": {"type": "string", "minLength": 1, "maxLength": MAX_TYPE_CHARS, "x-browser-pilot-sensitivity": ["browser_data", "credential"], "description": "Text to type into the focused element."},
-                        "submit": {"type": "boolean", "description": "Press Enter after typing when true."},
+                        "key": {"type": "string", "minLength": 1, "maxLength": 32, "description": "Key name such as Enter, Tab, ArrowDown, or one character."},
+                        "modifiers": {"type": "array", "maxItems": 4, "items": {"enum": ["Alt", "Control", "Meta", "Shift"]}, "description": "Modifier keys held while the key is pressed."},
                     }),
-                    observe.clone(),
                 ),
-                &["text"],
+                observe.clone(),
             ),
-            output_schema: action_output(evidence_schema("keyboard")),
-            sensitivity_input: &["browser_data", "credential"],
-            sensitivity_output: &["browser_data"],
-            lane: Lane::Ordinary,
-            gate: Gate::InTool,
-            handler: handler!(Target: keyboard),
-        },
-    ]
+            &["key"],
+        ),
+        output_schema: action_output(evidence_schema("press")),
+        sensitivity_input: &[],
+        sensitivity_output: &["browser_data"],
+        lane: Lane::Ordinary,
+        gate: Gate::InTool,
+        handler: handler!(Target: press),
+    }]
 }
 
 /// What `browser.press` was asked for: the key and the modifiers to hold, in order (Shift added
@@ -180,23 +103,6 @@ struct PressParams {
     modifiers: Vec<String>,
 }
 
-#[derive(Deserialize)]
-struct TypeParams {
-    text: String,
-    clear: Option<bool>,
-    submit: Option<bool>,
-    /// `best_effort` or `require_exact` (the schema's enum).
-    verification: Option<String>,
-    /// `keys` (the default) or `fill` (the schema's enum).
-    mode: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct KeyboardParams {
-    text: String,
-    submit: Option<bool>,
-}
-
 pub async fn press(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
@@ -209,77 +115,113 @@ pub async fn press(
         .filter_map(|name| table::modifier(name))
         .collect();
     let (key, held) = press_chord(&params.key, &modifiers)?;
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let target = match arguments.contains_key("observationId") {
-        true => {
-            let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-            ctx.run(&tab.client, &FocusAndSelectAll(target.clone()))
-                .await?;
-            Some(target)
-        }
-        false => None,
+    act::run(env, scope, &arguments, Press { key, held }).await
+}
+
+/// `browser.press` in the action pipeline: the chord, checked before the tab is taken.
+struct Press {
+    key: Key,
+    held: Vec<Modifier>,
+}
+
+/// The focused element before the key: its key, and its field state (value, selection).
+struct PressAim {
+    active_key: Option<String>,
+    field: Option<ActiveState>,
+}
+
+impl ActionTool for Press {
+    type Aim = PressAim;
+    type Read = ();
+    const ACTION: Action = Action::Press;
+    const STEPS: Steps = Steps {
+        effects: true,
+        late_watch: false,
     };
-    let element = match &target {
-        Some(target) => Some(snapshot(&tab.client, &ctx, target).await?),
-        None => None,
-    };
-    let (active_before, field_before) = tokio::join!(
-        ctx.run(&tab.client, &ActiveElementKey),
-        ctx.run(&tab.client, &ActiveElementState)
-    );
-    let active_before = active_before?;
-    let subject = match &element {
-        Some(element) => Subject::Element(element.element_key.clone()),
-        None => Subject::Focused(active_before.key.clone()),
-    };
-    let before = Before::read(env, &mut tab, element).await;
-    let mut dialogs = env.browser.dialog_signals();
-    let (input, session) = (tab.input(), ctx.session.clone());
-    let events = chord_events(&key, &held);
-    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        input.keys(&session, events).await
-    })
-    .await?;
-    let mut effects = collect_effects(
-        env,
-        &tab.client,
-        &mut tab.guard,
-        &before,
-        target.as_ref(),
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    let settled_in_place = !effects.dialog
-        && !effects.list.contains(&Effect::Navigation)
-        && !effects.list.contains(&Effect::FocusChanged);
-    if settled_in_place && let Ok(ctx) = tab.page_context().await {
-        let (active_after, field_after) = tokio::join!(
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<PressAim>, ToolError> {
+        let (tab, ctx) = (&mut act.tab, &act.ctx);
+        let target = match act.arguments.contains_key("observationId") {
+            true => {
+                let (target, _) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+                ctx.run(&tab.client, &FocusAndSelectAll(target.clone()))
+                    .await?;
+                Some(target)
+            }
+            false => None,
+        };
+        let element = match &target {
+            Some(target) => Some(snapshot(&tab.client, ctx, target).await?),
+            None => None,
+        };
+        let (active_before, field_before) = tokio::join!(
             ctx.run(&tab.client, &ActiveElementKey),
             ctx.run(&tab.client, &ActiveElementState)
         );
-        match active_after {
-            Ok(after) if after.key != active_before.key => effects.list.push(Effect::FocusChanged),
-            // Still the same focused control: what the key did to its value or caret.
-            Ok(_) => {
-                if let (Ok(before), Ok(after)) = (&field_before, &field_after) {
-                    field_effects(before, after, &mut effects.list);
+        let active_before = active_before?;
+        let subject = match &element {
+            Some(element) => Subject::Element(element.element_key.clone()),
+            None => Subject::Focused(active_before.key.clone()),
+        };
+        let own = PressAim {
+            active_key: active_before.key,
+            field: field_before.ok(),
+        };
+        let mut aimed = Aimed::at("key", subject, own);
+        (aimed.target, aimed.element) = (target, element);
+        Ok(aimed)
+    }
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        _aimed: &mut Aimed<PressAim>,
+    ) -> Result<(), ToolError> {
+        let (input, session) = (act.tab.input(), act.ctx.session.clone());
+        let events = chord_events(&self.key, &self.held);
+        act.race(async move { input.keys(&session, events).await })
+            .await?;
+        Ok(())
+    }
+
+    async fn after_effects(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &Aimed<PressAim>,
+        effects: &mut Effects,
+    ) {
+        let settled_in_place = !effects.dialog
+            && !effects.list.contains(&Effect::Navigation)
+            && !effects.list.contains(&Effect::FocusChanged);
+        let tab = &mut act.tab;
+        if settled_in_place && let Ok(ctx) = tab.page_context().await {
+            let (active_after, field_after) = tokio::join!(
+                ctx.run(&tab.client, &ActiveElementKey),
+                ctx.run(&tab.client, &ActiveElementState)
+            );
+            match active_after {
+                Ok(after) if after.key != aimed.own.active_key => {
+                    effects.list.push(Effect::FocusChanged)
                 }
+                // Still the same focused control: what the key did to its value or caret.
+                Ok(_) => {
+                    if let (Some(before), Ok(after)) = (&aimed.own.field, &field_after) {
+                        field_effects(before, after, &mut effects.list);
+                    }
+                }
+                Err(_) => {}
             }
-            Err(_) => {}
         }
     }
-    let evidence = Evidence::by_any_effect(Action::Press, "key", effects.list.clone());
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+
+    fn judge(
+        &self,
+        _aimed: &Aimed<PressAim>,
+        _read: (),
+        effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        Ok(Evidence::by_any_effect(Action::Press, "key", effects.list.clone()).into())
+    }
 }
 
 /// What a key did to the focused text control it left focused: its value (Backspace, Delete)
@@ -305,1020 +247,12 @@ fn field_effects(before: &ActiveState, after: &ActiveState, list: &mut Vec<Effec
     }
 }
 
-/// What a guarded composite action pins and re-checks between steps.
-struct Pin {
-    context: crate::page::ExecutionContextId,
-    document_key: String,
-    active_key: Option<String>,
-    session: SessionId,
-    frame_id: String,
-    /// The main frame's loader when the pinned frame is the main frame: a new document
-    /// committed there (`loader_changed`) ends typing before a key can reach it.
-    loader: Option<crate::session::LoadMark>,
-}
-
-impl Pin {
-    /// The tab's current loader, when `ctx` is the main frame.
-    fn loader_of(guard: &mut TabGuard, ctx: &PageContext) -> Option<crate::session::LoadMark> {
-        super::tab::is_main_frame(guard, &ctx.frame_id).then(|| guard.load_mark())
-    }
-}
-
-/// Step-failure bookkeeping for guarded typing.
-struct Guarded<'a> {
-    env: &'a ToolEnv,
-    action: &'static str,
-    dispatched: u64,
-    pin: &'a Pin,
-    /// The focused element read right after the focus call, queued with it (the page ran it
-    /// right after): the first step's check uses it instead of asking again.
-    prechecked: Option<ActiveElement>,
-    /// Whether the keystroke guard is armed for the next burst.
-    armed: bool,
-}
-
-impl Guarded<'_> {
-    async fn check(
-        &mut self,
-        client: &CdpClient,
-        guard: &mut TabGuard,
-        step: &str,
-    ) -> Result<PageContext, ToolError> {
-        // The pinned isolated-world context dies with its document, so a call into it is the
-        // document check; a different session means the tab was re-attached.
-        let session = guard
-            .session(client)
-            .await
-            .map_err(|_| self.fail(step, "target_changed"))?;
-        // The pinned session is the tab's, or that of the out-of-process frame selected.
-        let session_root =
-            super::frames::repin(guard, &session, &self.pin.session, &self.pin.frame_id)
-                .map_err(|reason| self.fail(step, reason))?;
-        if let Some(pinned) = &self.pin.loader
-            && !guard.load_mark().same_loader(pinned)
-        {
-            return Err(ToolError::from(self.fail(step, "loader_changed")));
-        }
-        let ctx = PageContext {
-            session: self.pin.session.clone(),
-            frame_id: self.pin.frame_id.clone(),
-            context: self.pin.context,
-            session_root,
-        };
-        let active = match self.prechecked.take() {
-            Some(active) => active,
-            None => ctx
-                .run(client, &ActiveElementKey)
-                .await
-                .map_err(|_| self.fail(step, "document_changed"))?,
-        };
-        if active.document_key != self.pin.document_key {
-            return Err(ToolError::from(self.fail(step, "document_changed")));
-        }
-        if active.key != self.pin.active_key {
-            return Err(ToolError::from(self.fail(step, "focus_changed")));
-        }
-        Ok(ctx)
-    }
-
-    fn fail(&self, step: &str, reason: &str) -> RpcError {
-        match self.dispatched {
-            0 => RpcError::new(ErrorCode::ActionNotVerified, format!("{reason} before {step}; nothing was changed"))
-                .with_context("action", json!(self.action))
-                .with_context("step", json!(step))
-                .with_context("reason", json!(reason))
-                .with_remediation(RemediationAction::Observe, "Observe the page and decide whether to try again."),
-            dispatched => RpcError::new(ErrorCode::UnknownOutcome, format!("{reason} before {step}; {dispatched} step(s) had already run"))
-                .with_context("action", json!(self.action))
-                .with_context("step", json!(step))
-                .with_context("reason", json!(reason))
-                .with_context("dispatchedSteps", json!(dispatched))
-                .with_context("remainingStepsStopped", json!(true))
-                .with_remediation(RemediationAction::InspectState, "Observe the page and decide from its current state; never replay the whole input automatically."),
-        }
-    }
-
-    /// Arms the keystroke guard for the next burst, in the pinned context; the answer is also
-    /// the next step's focus check. Not armed when the call failed.
-    async fn arm(&mut self, tab: &mut ControlledTab) {
-        let arm = burst_arm();
-        match page::run(
-            &tab.client,
-            &self.pin.session,
-            self.pin.context,
-            &arm,
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        {
-            Ok(armed) => self.take_arm(armed),
-            Err(_) => self.armed = false,
-        }
-    }
-
-    /// Keeps what an `ArmKeys` call answered: the focus check for the next step, and whether
-    /// the guard is armed.
-    fn take_arm(&mut self, armed: KeysArmed) {
-        self.prechecked = Some(armed.active);
-        self.armed = armed.armed;
-    }
-
-    /// Disarms the keystroke guard (a failure before the burst or the insertion was sent; nothing
-    /// else).
-    async fn disarm(&mut self, tab: &ControlledTab) {
-        if std::mem::take(&mut self.armed) {
-            let _ = key_record(&tab.client, &self.pin.session, self.pin.context).await;
-        }
-    }
-
-    /// One burst: `steps` (key strokes, at most `BURST_MAX_STEPS`) sent at once behind the armed
-    /// keystroke guard, which lets a key reach the page only while the pinned element has focus
-    /// (see `js/keyguard.js`). Returns how many steps went through; fewer than `steps` only
-    /// when the guard's deadline or the page's pause stopped the rest (the caller goes on one
-    /// guarded step per character). A focus change, a new document or a dialog ends typing
-    /// with what reached the page counted.
-    async fn burst(
-        &mut self,
-        tab: &mut ControlledTab,
-        steps: &[TypeStep],
-    ) -> Result<usize, ToolError> {
-        let env = self.env;
-        let ctx = match self
-            .check(&tab.client, &mut tab.guard, &steps[0].name)
-            .await
-        {
-            Ok(ctx) => ctx,
-            Err(error) => {
-                self.disarm(tab).await;
-                return Err(error);
-            }
-        };
-        self.armed = false;
-        let strokes: Vec<_> = steps
-            .iter()
-            .map(|step| match &step.stroke {
-                Stroke::Key { key, shift } => stroke_events(key, *shift),
-                Stroke::Insert(_) | Stroke::InsertText(_) => Vec::new(),
-            })
-            .collect();
-        let answered = std::sync::Arc::new(AtomicU64::new(0));
-        let (input, session, counted) = (tab.input(), ctx.session.clone(), answered.clone());
-        let mut dialogs = env.browser.dialog_signals();
-        let send = async move { input.strokes(&session, strokes, &counted).await };
-        let sent_at = tokio::time::Instant::now();
-        let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, send).await;
-        if let Ok(true) = dialog {
-            // The keys behind the dialog reach the page once it is answered, held longer than
-            // the guard allows (answered after this returns), so it stops them.
-            tokio::time::sleep_until(sent_at + 2 * BURST_GAP).await;
-            let held = (answered.load(Ordering::Acquire) as usize).min(steps.len() - 1);
-            self.dispatched += held as u64 + 1;
-            return Err(self.dialog_opened(&steps[held].name));
-        }
-        dialog?;
-        let record = key_record(&tab.client, &ctx.session, ctx.context).await;
-        let sent = steps.len() as u64;
-        let record = match record {
-            Ok(record) if record.armed => record,
-            // The pinned document is gone: where the keys went is not known.
-            _ => {
-                self.dispatched += sent;
-                return Err(ToolError::from(self.fail("the end", "document_changed")));
-            }
-        };
-        let reached = sent - record.stopped.min(sent);
-        self.dispatched += reached;
-        let stopped_at = steps
-            .get(reached as usize)
-            .map_or("the end", |step| step.name.as_str());
-        if record.refused.as_deref() == Some("focus_changed") || record.seen < sent {
-            return Err(ToolError::from(self.fail(stopped_at, "focus_changed")));
-        }
-        Ok(reached as usize)
-    }
-
-    /// What the guard's record says of fill's insertion: stopped in the page (nothing was
-    /// inserted anywhere) fails as if refused before it; an unreadable record means the pinned
-    /// document is gone and where the text went is not known.
-    fn judge_insertion(&mut self, record: Option<KeysRecorded>) -> Result<(), ToolError> {
-        match record {
-            Some(record) if record.armed && record.blocked > 0 => {
-                self.dispatched = self.dispatched.saturating_sub(1);
-                let reason = record.refused.as_deref().unwrap_or("focus_changed");
-                Err(ToolError::from(self.fail("insert_text", reason)))
-            }
-            Some(record) if record.armed => Ok(()),
-            _ => Err(ToolError::from(self.fail("the end", "document_changed"))),
-        }
-    }
-
-    /// A dialog the page opened during `step` holds the page (and any key behind it): typing
-    /// ends, with what was dispatched counted (the step itself included).
-    fn dialog_opened(&self, step: &str) -> ToolError {
-        let dispatched = self.dispatched;
-        ToolError::from(
-            RpcError::new(
-                ErrorCode::UnknownOutcome,
-                format!("a dialog opened during {step}; {dispatched} step(s) had been dispatched"),
-            )
-            .with_context("action", json!(self.action))
-            .with_context("step", json!(step))
-            .with_context("reason", json!("dialog_opened"))
-            .with_context("dispatchedSteps", json!(dispatched))
-            .with_context("remainingStepsStopped", json!(true))
-            .with_context("dialogOpen", json!(true))
-            .with_remediation(
-                RemediationAction::ListDialogs,
-                "A dialog the page opened while typing holds it; list and answer it, then observe the field.",
-            ),
-        )
-    }
-
-    /// One guarded step: re-check the pins, send, count it. A dialog the step opened ends
-    /// typing (the step's events are not answered until the dialog is).
-    async fn step(
-        &mut self,
-        tab: &mut ControlledTab,
-        step: &str,
-        stroke: &Stroke,
-    ) -> Result<(), ToolError> {
-        let ctx = self.check(&tab.client, &mut tab.guard, step).await?;
-        let (input, session, stroke) = (tab.input(), ctx.session.clone(), stroke.clone());
-        let mut dialogs = self.env.browser.dialog_signals();
-        let send = async move { input.stroke(&session, &stroke).await };
-        let dialog = dispatch_final(self.env, &tab.guard.target, &mut dialogs, send).await?;
-        self.dispatched += 1;
-        match dialog {
-            true => Err(self.dialog_opened(step)),
-            false => Ok(()),
-        }
-    }
-}
-
-/// How many typed characters went each way: as key presses, or as editing insertions.
-#[derive(Debug, Default, Clone, Copy)]
-struct Typed {
-    keystrokes: u64,
-    insertions: u64,
-}
-
-/// One step of typing: its name in failures, and its stroke.
-struct TypeStep {
-    name: String,
-    stroke: Stroke,
-}
-
-/// The most steps one burst sends.
-const BURST_MAX_STEPS: usize = 32;
-
-/// The longest a key of a burst may be held on its way to the page (the guard compares its
-/// arrival with its timeStamp): longer means the page stalled, most likely behind a dialog,
-/// and the rest waits for guarded steps.
-const BURST_GAP: std::time::Duration = std::time::Duration::from_millis(50);
-
-/// After a burst's deadline, how long a key still counts as the burst's (one made later
-/// disarms the guard: a guard left armed never stops the user's own typing for long).
-const BURST_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// How long a burst of `steps` may take before the guard stops the rest.
-fn burst_budget(steps: usize) -> std::time::Duration {
-    std::time::Duration::from_millis(60 + 4 * steps as u64)
-}
-
-/// The keystroke guard's arming for one burst.
-fn burst_arm() -> ArmKeys {
-    ArmKeys {
-        budget: burst_budget(BURST_MAX_STEPS),
-        gap: BURST_GAP,
-        linger: BURST_LINGER,
-    }
-}
-
-/// Reads and disarms the keystroke guard of `context`.
-async fn key_record(
-    client: &CdpClient,
-    session: &SessionId,
-    context: page::ExecutionContextId,
-) -> Result<KeysRecorded, page::PageError> {
-    page::run(client, session, context, &KeyRecord, SCRIPT_TIMEOUT).await
-}
-
-/// Whether every step is a key stroke other than Enter (a burst carries only those: an
-/// editing insertion sends no key event the guard could stop, and Enter may submit).
-fn burstable(steps: &[TypeStep]) -> bool {
-    steps.iter().all(|step| match &step.stroke {
-        Stroke::Key { key, .. } => key.code != table::ENTER.code,
-        Stroke::Insert(_) | Stroke::InsertText(_) => false,
-    })
-}
-
-/// The steps of typing `text`, one per character.
-fn character_steps(text: &str) -> Vec<TypeStep> {
-    text.chars()
-        .enumerate()
-        .map(|(index, ch)| TypeStep {
-            name: format!("type_character:{index}"),
-            stroke: stroke_for(ch),
-        })
-        .collect()
-}
-
-/// Runs `steps`: in bursts behind the keystroke guard while it is armed (`guarded.armed`),
-/// otherwise (and after a burst the guard cut short) one guarded step each.
-async fn run_steps(
-    tab: &mut ControlledTab,
-    guarded: &mut Guarded<'_>,
-    steps: &[TypeStep],
-) -> Result<(), ToolError> {
-    let mut next = 0;
-    while next < steps.len() {
-        if guarded.armed {
-            let chunk = &steps[next..steps.len().min(next + BURST_MAX_STEPS)];
-            let through = guarded.burst(tab, chunk).await?;
-            next += through;
-            if through == chunk.len() && next < steps.len() {
-                guarded.arm(tab).await;
-            }
-            continue;
-        }
-        guarded
-            .step(tab, &steps[next].name, &steps[next].stroke)
-            .await?;
-        next += 1;
-    }
-    Ok(())
-}
-
-/// How many of `steps` went each way: as key presses, or as editing insertions.
-fn typed_by(steps: &[TypeStep]) -> Typed {
-    let mut typed = Typed::default();
-    for step in steps {
-        match step.stroke {
-            Stroke::Key { .. } => typed.keystrokes += 1,
-            Stroke::Insert(_) | Stroke::InsertText(_) => typed.insertions += 1,
-        }
-    }
-    typed
-}
-
-/// Fill mode: the whole text as one guarded editing insertion over the selected value (nothing
-/// for an empty text). Behind the armed keystroke guard the page refuses the insertion itself
-/// once focus left the element (its `beforeinput` is stopped), so nothing lands elsewhere even
-/// when focus moves between the check and the insertion; unarmed, the focus is checked afresh
-/// right before it. Also answers whether the guard was armed: its record is then read (and the
-/// guard disarmed) with the value, and judged by [`Guarded::judge_insertion`].
-async fn fill_text(
-    tab: &mut ControlledTab,
-    guarded: &mut Guarded<'_>,
-    text: &str,
-) -> Result<(Typed, bool), ToolError> {
-    if text.is_empty() {
-        return Ok((Typed::default(), false));
-    }
-    if !guarded.armed {
-        guarded.prechecked = None;
-    }
-    let stroke = Stroke::InsertText(text.to_owned());
-    let dispatched = guarded.dispatched;
-    if let Err(error) = guarded.step(tab, "insert_text", &stroke).await {
-        // Refused before sending: disarmed here. After it only a dialog fails the step; it
-        // holds the page, and the guard disarms itself later.
-        if guarded.dispatched == dispatched {
-            guarded.disarm(tab).await;
-        }
-        return Err(error);
-    }
-    let armed = std::mem::take(&mut guarded.armed);
-    let typed = Typed {
-        keystrokes: 0,
-        insertions: 1,
-    };
-    Ok((typed, armed))
-}
-
-/// The submit step: Enter on the still-focused element.
-async fn submit_step(tab: &mut ControlledTab, guarded: &mut Guarded<'_>) -> Result<(), ToolError> {
-    let enter = Stroke::Key {
-        key: Key::named(table::ENTER),
-        shift: false,
-    };
-    guarded.step(tab, "submit", &enter).await?;
-    tokio::time::sleep(SETTLE).await;
-    Ok(())
-}
-
-/// Line ends as one `\n` each: each is one Enter, and a textarea's value spells them so.
-fn normalize_line_ends(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n")
-}
-
-/// A length in evidence: Unicode code points, the unit the page scripts count in too.
-fn code_points(text: &str) -> u64 {
-    text.chars().count() as u64
-}
-
-fn value_length(state: &ElementState) -> u64 {
-    state
-        .value_length
-        .or(state.value.as_deref().map(code_points))
-        .unwrap_or(0)
-}
-
-/// Whether a native-setter value landed: the page did not cancel it, the request was a value
-/// of the input's type, and the field now holds it as the browser spells it (a range compares
-/// as a number: `5.0` is `5`; a clamped or stepped range value did not land).
-fn native_value_landed(input_type: &str, outcome: &ValueOutcome) -> bool {
-    if outcome.canceled || !outcome.valid {
-        return false;
-    }
-    match input_type {
-        "range" => match (
-            outcome.after.trim().parse::<f64>(),
-            outcome.normalized.trim().parse::<f64>(),
-        ) {
-            (Ok(after), Ok(wanted)) => after == wanted,
-            _ => false,
-        },
-        _ => outcome.after == outcome.normalized,
-    }
-}
-
-/// Whether the document the action typed into is still there after a submit.
-async fn document_after_submit(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    target: Option<&RefTarget>,
-) -> bool {
-    let Ok(ctx) = page_context(client, guard).await else {
-        return false;
-    };
-    match target {
-        Some(target) => snapshot(client, &ctx, target).await.is_ok(),
-        None => true,
-    }
-}
-
-/// One `browser.type` call, as its steps need it.
-struct TypeCall<'a> {
-    env: &'a ToolEnv,
-    scope: &'a TargetScope<'a>,
-    arguments: &'a Map<String, Value>,
-    target: &'a RefTarget,
-    text: String,
-    kind: String,
-    verification: String,
-    submit: bool,
-    subject: Subject,
-    frame_id: String,
-}
-
-/// `browser.type` on a date/time/colour/range input: the native value setter as one guarded
-/// step (see docs/keyboard.md for its events), judged after the browser's normalisation.
-async fn type_native(
-    call: &TypeCall<'_>,
-    tab: &mut ControlledTab,
-    guarded: &mut Guarded<'_>,
-    input_type: &str,
-) -> Result<Value, ToolError> {
-    let ctx = guarded
-        .check(&tab.client, &mut tab.guard, "set_value")
-        .await?;
-    let outcome = ctx
-        .run(
-            &tab.client,
-            &SetNativeValue {
-                target: call.target.clone(),
-                value: call.text.clone(),
-            },
-        )
-        .await?;
-    if !outcome.canceled {
-        guarded.dispatched += 1;
-    }
-    let matches = native_value_landed(input_type, &outcome);
-    let expected = match outcome.valid {
-        true => code_points(&outcome.normalized),
-        false => code_points(&call.text),
-    };
-    let mut effects = match outcome.before != outcome.after {
-        true => vec![Effect::ValueChanged],
-        false => vec![],
-    };
-    if call.submit {
-        submit_step(tab, guarded).await?;
-        if !document_after_submit(&tab.client, &mut tab.guard, Some(call.target)).await {
-            effects.push(Effect::DocumentChanged);
-        }
-    }
-    let status = match matches {
-        true => Status::Verified,
-        false => Status::Mismatch,
-    };
-    let mut evidence = Evidence::new(Action::Type, status, call.kind.clone(), effects);
-    evidence.set("sensitive", false);
-    evidence.set("beforeLength", code_points(&outcome.before));
-    evidence.set("expectedLength", expected);
-    evidence.set("afterLength", code_points(&outcome.after));
-    evidence.set("verification", &call.verification);
-    evidence.set("method", "native_setter");
-    evidence.set("canceled", outcome.canceled);
-    let finished = Finished {
-        arguments: call.arguments,
-        evidence,
-        dialog_open: false,
-        subject: call.subject.clone(),
-        frame_id: call.frame_id.clone(),
-        observation: None,
-    };
-    finish_type(
-        call.env,
-        tab,
-        call.scope,
-        finished,
-        &call.verification,
-        matches,
-    )
-    .await
-}
-
-pub async fn type_text(
-    env: &ToolEnv,
-    scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
-) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-    let params: TypeParams = decode_params(&arguments)?;
-    let text = normalize_line_ends(&params.text);
-    let clear = params.clear.unwrap_or(true);
-    let submit = params.submit.unwrap_or(false);
-    let verification = params
-        .verification
-        .unwrap_or_else(|| "best_effort".to_owned());
-    let fill = params.mode.as_deref() == Some("fill");
-    if fill && !clear {
-        return Err(ToolError::from(
-            RpcError::invalid_params(
-                "arguments.clear: fill mode replaces the whole value; clear: false needs mode keys",
-            )
-            .with_context("path", json!("arguments.clear")),
-        ));
-    }
-    let text_length = code_points(&text);
-    let native_type = summary
-        .input_type
-        .as_deref()
-        .filter(|t| NATIVE_VALUE_TYPES.contains(t));
-    let kind = match (&summary.input_type, summary.tag.as_str()) {
-        (Some(input_type), _) => format!("input:{input_type}"),
-        (None, "textarea") => "textarea".to_owned(),
-        (None, "input") => "input".to_owned(),
-        (None, _) => "contenteditable".to_owned(),
-    };
-    if submit && native_type.is_some_and(|t| !IMPLICIT_SUBMIT_TYPES.contains(&t)) {
-        return Err(ToolError::from(RpcError::invalid_params(
-            "Enter does not submit a form from a color or range input",
-        )
-        .with_context("path", json!("arguments.submit"))
-        .with_context("reason", json!("submit_not_supported"))
-        .with_remediation(
-            RemediationAction::SubmitSeparately,
-            "Type without submit, then click the form's submit button (or press Enter in one of its text fields).",
-        )));
-    }
-    // The element's state before, then the focus (a native-setter control is replaced whole;
-    // typing appends only when asked to), then the first step's focus check: queued at once,
-    // run by the page in that order. A stale ref fails all three before anything is focused.
-    // Plain key strokes in the main frame go in bursts behind the keystroke guard, armed in
-    // the same call (docs/keyboard.md); anything else one guarded step per character.
-    let characters = character_steps(&text);
-    let guardable = native_type.is_none() && tab.guard.frame_selection().is_none();
-    let burst = !fill && guardable && burstable(&characters);
-    // Fill's one insertion replaces the selected value (as a paste over it would), behind the
-    // same guard: only an empty fill deletes.
-    let insert = fill && !text.is_empty();
-    // The element's state before, then the focus (a native-setter control is replaced whole;
-    // typing appends only when asked to), then the first step's focus check: one page call. A
-    // stale ref fails before anything is focused.
-    let prepare = PrepareTyping {
-        target: target.clone(),
-        replace: clear || native_type.is_some(),
-        arm: (burst || (insert && guardable)).then(burst_arm),
-    };
-    let prepared = tab.run(&ctx, &prepare).await?;
-    let (before, focus) = (prepared.before, prepared.focus);
-    if !focus.focused && prepared.active.armed {
-        // Typing ends here: the guard armed in the same call is not left waiting.
-        let _ = key_record(&tab.client, &ctx.session, ctx.context).await;
-    }
-    let before_length = value_length(&before);
-    if !focus.focused {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::ElementNotActionable,
-                "the element did not take focus",
-            )
-            .with_context("reason", json!("not_focusable")),
-        ));
-    }
-    let pin = Pin {
-        context: ctx.context,
-        document_key: before.document_key.clone(),
-        active_key: focus.active_element_key.clone(),
-        session: ctx.session.clone(),
-        frame_id: ctx.frame_id.clone(),
-        loader: Pin::loader_of(&mut tab.guard, &ctx),
-    };
-    let mut guarded = Guarded {
-        env,
-        action: "type",
-        dispatched: 0,
-        pin: &pin,
-        prechecked: None,
-        armed: false,
-    };
-    guarded.take_arm(prepared.active);
-    let subject = Subject::Element(before.element_key.clone());
-    if let Some(input_type) = native_type {
-        let call = TypeCall {
-            env,
-            scope,
-            arguments: &arguments,
-            target: &target,
-            text,
-            kind,
-            verification,
-            submit,
-            subject,
-            frame_id: ctx.frame_id.clone(),
-        };
-        return type_native(&call, &mut tab, &mut guarded, input_type).await;
-    }
-    let mut steps = Vec::with_capacity(characters.len() + 1);
-    if clear && before_length > 0 && !insert {
-        steps.push(TypeStep {
-            name: "delete".to_owned(),
-            stroke: Stroke::Key {
-                key: Key::named(table::DELETE),
-                shift: false,
-            },
-        });
-    }
-    // Inputs without a selection API (email, number) cannot place the caret from script: End
-    // does, as it would for a user.
-    if !clear && !focus.caret_at_end && before_length > 0 {
-        steps.push(TypeStep {
-            name: "caret_to_end".to_owned(),
-            stroke: Stroke::Key {
-                key: Key::named(table::END),
-                shift: false,
-            },
-        });
-    }
-    let input_started = tokio::time::Instant::now();
-    // Whether fill's insertion went behind the armed guard, whose record is still to be read.
-    let (typed, guard_pending) = match fill {
-        true => {
-            run_steps(&mut tab, &mut guarded, &steps).await?;
-            fill_text(&mut tab, &mut guarded, &text).await?
-        }
-        false => {
-            let typed = typed_by(&characters);
-            steps.extend(characters);
-            run_steps(&mut tab, &mut guarded, &steps).await?;
-            (typed, false)
-        }
-    };
-    let expected_value = match (clear, &before.value) {
-        (true, _) => Some(text.clone()),
-        (false, Some(value)) => Some(format!("{value}{text}")),
-        (false, None) => None,
-    };
-    let expected_length = if clear {
-        text_length
-    } else {
-        before_length + text_length
-    };
-    // The value is judged before any submit: afterwards the document may be gone. Read at once,
-    // and again after the settle window unless it already holds the text and the tab's network
-    // stayed quiet (a page that reacts later, e.g. a formatter behind a request, gets the window).
-    let exact_in = |after: &Option<ElementState>| {
-        let after_length = after.as_ref().map(value_length);
-        let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
-        match after {
-            Some(after) if !sensitive && after.value.is_some() => {
-                after.value == expected_value && after_length == Some(expected_length)
-            }
-            Some(_) => after_length == Some(expected_length),
-            None => false,
-        }
-    };
-    // Without a submit the closing Observation is asked for with the value (queued behind it)
-    // when the page is cheap to observe: it is kept when no settle window follows.
-    let request = closing_request(&arguments)?;
-    let prefetch = !submit && cheap_to_observe(&mut tab.guard);
-    // The guard's record of fill's insertion and the value are read by the Observation's own
-    // page call, first (in that order); without that call, the record on its own first.
-    let reading = match prefetch {
-        true => {
-            let along = Along {
-                key_record: guard_pending,
-                state_of: Some(&target),
-                ..Along::default()
-            };
-            take_observation_reading(&tab.client, &mut tab.guard, scope, &request, true, along)
-                .await
-                .ok()
-        }
-        false => None,
-    };
-    let record = match (guard_pending, &reading) {
-        (false, _) => None,
-        (true, Some((_, read))) => Some(read.keys.clone()),
-        (true, None) => Some(
-            key_record(&tab.client, &pin.session, pin.context)
-                .await
-                .ok(),
-        ),
-    };
-    if let Some(record) = record {
-        guarded.judge_insertion(record)?;
-    }
-    let (mut after, mut closing) = match reading {
-        Some((closing, read)) => (read.state, Some(closing)),
-        None => (read_state(&mut tab, &target).await, None),
-    };
-    if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
-        tokio::time::sleep(SETTLE).await;
-        after = read_state(&mut tab, &target).await;
-        closing = None;
-    }
-    let exact = exact_in(&after);
-    let after_length = after.as_ref().map(value_length);
-    let sensitive = before.sensitive || after.as_ref().is_some_and(|a| a.sensitive);
-    let mut effects = Vec::new();
-    if after
-        .as_ref()
-        .is_some_and(|a| a.value != before.value || a.value_length != before.value_length)
-    {
-        effects.push(Effect::ValueChanged);
-    }
-    let status = match (&after, exact) {
-        (None, _) => {
-            effects.push(Effect::DocumentChanged);
-            Status::Unavailable
-        }
-        (Some(_), true) => Status::Verified,
-        (Some(_), false) => Status::Mismatch,
-    };
-    if submit {
-        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&mut tab, &mut guarded).await?;
-        if !document_after_submit(&tab.client, &mut tab.guard, Some(&target)).await {
-            effects.push(Effect::DocumentChanged);
-        }
-    }
-    let mut evidence = Evidence::new(Action::Type, status, kind, effects);
-    evidence.set("sensitive", sensitive);
-    evidence.set("beforeLength", before_length);
-    evidence.set("expectedLength", expected_length);
-    evidence.set("verification", &verification);
-    evidence.set("method", if fill { "insert" } else { "keys" });
-    evidence.set("keystrokes", typed.keystrokes);
-    evidence.set("insertions", typed.insertions);
-    if let Some(after_length) = after_length {
-        evidence.set("afterLength", after_length);
-    }
-    if status == Status::Unavailable {
-        evidence.reason = Some(EvidenceReason::DocumentChanged);
-    }
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: closing,
-    };
-    finish_type(env, &mut tab, scope, finished, &verification, exact).await
-}
-
-/// The typed-into element's state now, if its document still has it.
-async fn read_state(tab: &mut ControlledTab, target: &RefTarget) -> Option<ElementState> {
-    let ctx = tab.page_context().await.ok()?;
-    snapshot(&tab.client, &ctx, target).await.ok()
-}
-
-async fn finish_type(
-    env: &ToolEnv,
-    tab: &mut ControlledTab,
-    scope: &TargetScope<'_>,
-    finished: Finished<'_>,
-    verification: &str,
-    exact: bool,
-) -> Result<Value, ToolError> {
-    if verification == "require_exact" && !exact {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::VerificationFailed,
-                "the field's value after typing is not the expected one",
-            )
-            .with_context("evidence", finished.evidence.to_json())
-            .with_remediation(
-                RemediationAction::Observe,
-                "Observe the field: the page may have rewritten, sanitized or rejected the input.",
-            ),
-        ));
-    }
-    finish_with_observation(env, tab, scope, finished).await
-}
-
-/// What `browser.keyboard` should leave in the focused element, from its state before: the
-/// value with the selection (or caret) replaced by the text when the value and the selection
-/// are known; otherwise only the length.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Expectation {
-    value: Option<String>,
-    length: Option<u64>,
-    /// No caret position is known (inputs without a selection API): the text must appear and
-    /// the length grow by exactly the typed length.
-    contains: bool,
-}
-
-fn keyboard_expectation(before: &ActiveState, text: &str) -> Expectation {
-    let typed = code_points(text);
-    let Some(state) = &before.state else {
-        return Expectation {
-            value: None,
-            length: None,
-            contains: false,
-        };
-    };
-    let length = value_length(state);
-    match (before.selection_start, before.selection_end) {
-        (Some(start), Some(end)) if start <= end && end <= length => {
-            let value = state.value.as_ref().map(|value| {
-                let prefix: String = value.chars().take(start as usize).collect();
-                let suffix: String = value.chars().skip(end as usize).collect();
-                format!("{prefix}{text}{suffix}")
-            });
-            Expectation {
-                value,
-                length: Some(length - (end - start) + typed),
-                contains: false,
-            }
-        }
-        _ => match before.selected_length {
-            Some(selected) if selected <= length => Expectation {
-                value: None,
-                length: Some(length - selected + typed),
-                contains: true,
-            },
-            _ => Expectation {
-                value: None,
-                length: Some(length + typed),
-                contains: true,
-            },
-        },
-    }
-}
-
-/// Whether the focused element now holds what the keyboard should have left there.
-fn keyboard_landed(expectation: &Expectation, after: &ElementState, text: &str) -> bool {
-    let length = value_length(after);
-    if expectation
-        .length
-        .is_some_and(|expected| expected != length)
-    {
-        return false;
-    }
-    match (&expectation.value, &after.value) {
-        (Some(expected), Some(value)) => expected == value,
-        (None, Some(value)) if expectation.contains => value.contains(text),
-        (_, None) => after.sensitive && expectation.length.is_some(),
-        (None, Some(_)) => expectation.length.is_some(),
-    }
-}
-
-pub async fn keyboard(
-    env: &ToolEnv,
-    scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
-) -> Result<Value, ToolError> {
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let params: KeyboardParams = decode_params(&arguments)?;
-    let text = normalize_line_ends(&params.text);
-    let submit = params.submit.unwrap_or(false);
-    let active = ctx.run(&tab.client, &ActiveElementKey).await?;
-    if active.key.is_none() || !active.editable {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::ElementNotActionable,
-                "no editable element has focus",
-            )
-            .with_context("reason", json!("no_focus")),
-        ));
-    }
-    let before = ctx.run(&tab.client, &ActiveElementState).await?;
-    let pin = Pin {
-        context: ctx.context,
-        document_key: active.document_key.clone(),
-        active_key: active.key.clone(),
-        session: ctx.session.clone(),
-        frame_id: ctx.frame_id.clone(),
-        loader: Pin::loader_of(&mut tab.guard, &ctx),
-    };
-    let mut guarded = Guarded {
-        env,
-        action: "keyboard",
-        dispatched: 0,
-        pin: &pin,
-        prechecked: None,
-        armed: false,
-    };
-    let steps = character_steps(&text);
-    run_steps(&mut tab, &mut guarded, &steps).await?;
-    let typed = typed_by(&steps);
-    tokio::time::sleep(SETTLE).await;
-    let expectation = keyboard_expectation(&before, &text);
-    // Judged before any submit, on the element typing went to.
-    let after = match tab.page_context().await {
-        Ok(ctx) => ctx
-            .run(&tab.client, &ActiveElementState)
-            .await
-            .ok()
-            .and_then(|a| a.state),
-        Err(_) => None,
-    };
-    let before_state = before.state.as_ref();
-    let same_element = |after: &ElementState| {
-        before_state.is_some_and(|b| {
-            b.element_key == after.element_key && b.document_key == after.document_key
-        })
-    };
-    let after = after.filter(|a| same_element(a));
-    let sensitive = before_state.is_some_and(|s| s.sensitive);
-    let mut effects = Vec::new();
-    let (status, reason) = match (&after, before_state) {
-        (Some(after), Some(before)) => {
-            if after.value != before.value || after.value_length != before.value_length {
-                effects.push(Effect::ValueChanged);
-            }
-            match keyboard_landed(&expectation, after, &text) {
-                true => (Status::Verified, None),
-                false => (Status::Mismatch, None),
-            }
-        }
-        _ => {
-            effects.push(Effect::FocusChanged);
-            (Status::Unavailable, Some(EvidenceReason::FocusChanged))
-        }
-    };
-    if submit {
-        // The guard refuses (unknown_outcome) when the document or focus is gone by now.
-        submit_step(&mut tab, &mut guarded).await?;
-        if !document_after_submit(&tab.client, &mut tab.guard, None).await {
-            effects.push(Effect::DocumentChanged);
-        }
-    }
-    let mut evidence = Evidence::new(
-        Action::Keyboard,
-        status,
-        active.tag.unwrap_or_default(),
-        effects,
-    );
-    evidence.reason = reason;
-    evidence.set("sensitive", sensitive);
-    evidence.set("typedLength", code_points(&text));
-    evidence.set("dispatchedSteps", guarded.dispatched);
-    evidence.set("keystrokes", typed.keystrokes);
-    evidence.set("insertions", typed.insertions);
-    if let Some(state) = before_state {
-        evidence.set("beforeLength", value_length(state));
-    }
-    if let Some(expected) = expectation.length {
-        evidence.set("expectedLength", expected);
-    }
-    if let Some(after) = &after {
-        evidence.set("afterLength", value_length(after));
-    }
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject: Subject::Focused(active.key),
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cdp::input::DispatchKeyEvent;
+    use crate::page::ElementState;
+    use crate::protocol::errors::ErrorCode;
 
     fn kinds_and_keys(events: &[DispatchKeyEvent]) -> Vec<(String, String, u64)> {
         events
@@ -1412,45 +346,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn line_ends_and_lengths() {
-        assert_eq!(normalize_line_ends("a\r\nb\rc\n"), "a\nb\nc\n");
-        assert_eq!(code_points("👋 hello 🌍"), 9);
-        assert_eq!(code_points("#AbCd00"), 7);
-    }
-
-    fn outcome(after: &str, normalized: &str, valid: bool) -> ValueOutcome {
-        ValueOutcome {
-            before: String::new(),
-            after: after.to_owned(),
-            canceled: false,
-            normalized: normalized.to_owned(),
-            valid,
-        }
-    }
-
-    #[test]
-    fn native_values_compare_after_the_browsers_normalisation() {
-        assert!(native_value_landed(
-            "color",
-            &outcome("#abcd00", "#abcd00", true)
-        ));
-        assert!(!native_value_landed(
-            "color",
-            &outcome("#000000", "#000000", false)
-        ));
-        assert!(native_value_landed("range", &outcome("5", "5.0", true)));
-        assert!(!native_value_landed("range", &outcome("100", "150", true)));
-        assert!(native_value_landed(
-            "datetime-local",
-            &outcome("2026-11-30T10:00", "2026-11-30T10:00", true)
-        ));
-        assert!(!native_value_landed("date", &outcome("", "", false)));
-        let mut canceled = outcome("2026-11-30", "2026-11-30", true);
-        canceled.canceled = true;
-        assert!(!native_value_landed("date", &canceled));
-    }
-
     fn state(value: Option<&str>, length: u64, sensitive: bool) -> ElementState {
         ElementState {
             document_key: "d".to_owned(),
@@ -1507,67 +402,5 @@ mod tests {
             selected_length: None,
         };
         assert!(effects_of(&typed, &nothing).is_empty());
-    }
-
-    #[test]
-    fn keyboard_expects_the_text_at_the_caret() {
-        let before = ActiveState {
-            state: Some(state(Some("ac"), 2, false)),
-            selection_start: Some(1),
-            selection_end: Some(1),
-            selected_length: None,
-        };
-        let expectation = keyboard_expectation(&before, "👋b");
-        assert_eq!(expectation.value.as_deref(), Some("a👋bc"));
-        assert_eq!(expectation.length, Some(4));
-        assert!(keyboard_landed(
-            &expectation,
-            &state(Some("a👋bc"), 4, false),
-            "👋b"
-        ));
-        // A page that cancelled the keydown of "b".
-        assert!(!keyboard_landed(
-            &expectation,
-            &state(Some("a👋c"), 3, false),
-            "👋b"
-        ));
-        // A selection is replaced.
-        let selected = ActiveState {
-            state: Some(state(Some("hello"), 5, false)),
-            selection_start: Some(0),
-            selection_end: Some(5),
-            selected_length: None,
-        };
-        assert_eq!(
-            keyboard_expectation(&selected, "x").value.as_deref(),
-            Some("x")
-        );
-        // A password: lengths only.
-        let password = ActiveState {
-            state: Some(state(None, 3, true)),
-            selection_start: Some(3),
-            selection_end: Some(3),
-            selected_length: None,
-        };
-        let expectation = keyboard_expectation(&password, "ab");
-        assert_eq!((expectation.value, expectation.length), (None, Some(5)));
-        // No caret known (an email input): the text must appear and the length grow by it.
-        let email = ActiveState {
-            state: Some(state(Some("old"), 3, false)),
-            selection_start: None,
-            selection_end: None,
-            selected_length: None,
-        };
-        let expectation = keyboard_expectation(&email, "@x");
-        assert!(keyboard_landed(
-            &expectation,
-            &state(Some("old@x"), 5, false),
-            "@x"
-        ));
-        assert!(!keyboard_landed(
-            &expectation,
-            &state(Some("oldx"), 4, false),
-            "@x"
-        ));
     }
 }

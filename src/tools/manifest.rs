@@ -17,7 +17,7 @@ use super::error::ToolError;
 use super::schema::{self, Violation};
 use super::{
     capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, keys,
-    network, observe, scroll, tabs, upload, wait,
+    network, observe, scroll, tabs, typing, upload, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -175,6 +175,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(observe::defs());
         tools.extend(click::defs());
         tools.extend(keys::defs());
+        tools.extend(typing::defs());
         tools.extend(scroll::defs());
         tools.extend(dropdowns::defs());
         tools.extend(dialogs::defs());

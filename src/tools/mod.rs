@@ -6,6 +6,7 @@
 
 #[macro_use]
 mod manifest;
+mod act;
 mod actions;
 mod capture;
 mod click;
@@ -32,6 +33,7 @@ pub mod schema;
 mod scroll;
 mod tab;
 mod tabs;
+mod typing;
 mod upload;
 mod wait;
 

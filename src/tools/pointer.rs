@@ -14,7 +14,8 @@
 //!
 //! Input then goes to the session hosting the element's frame (the tab's, or an out-of-process
 //! frame's) at the point mapped into that session's root viewport. This file sends no input and
-//! judges no evidence (`actions.rs` does both); raw CDP frame and session ids never leave it.
+//! judges no evidence (the action pipeline `act.rs` and the tools do); raw CDP frame and session
+//! ids never leave it.
 
 use std::time::Duration;
 

@@ -7,17 +7,22 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
 use super::actions::*;
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
-use super::tab::ControlledTab;
 use crate::page::{
-    ClickPoint, ScrollContainer, ScrollPage, ScrollPosition, ScrollToText, ScrollXY,
+    ClickPoint, ContainerScroll, RefTarget, ScrollContainer, ScrollPage, ScrollPosition,
+    ScrollToText, ScrollXY,
 };
 use crate::protocol::errors::RpcError;
+
+/// How long a scroll waits before reading the position after (smooth scrolling and scroll
+/// handlers move it a little later).
+const SCROLL_SETTLE: Duration = Duration::from_millis(30);
 
 pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
@@ -67,62 +72,127 @@ pub async fn scroll(
     arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let params: ScrollParams = decode_params(&arguments)?;
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    // Read in the selected frame: that is the document the scroll moves.
-    let before = position(tab.run(&ctx, &ScrollPosition).await?);
-    let mut subject = Subject::Page;
-    let (mode, container_moved) = if params.observation_id.is_some() {
-        let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-        subject = Subject::RefPosition {
-            element_ref: u64::from(target.element_ref),
-            role: summary.role,
-        };
-        ctx.run(&tab.client, &ClickPoint(target)).await?;
-        ("ref", None)
-    } else if let Some(text) = &params.text {
-        let found = ctx
-            .run(
-                &tab.client,
-                &ScrollToText {
-                    text: text.to_owned(),
-                },
-            )
-            .await?;
-        if !found {
-            return Err(ToolError::from(
-                RpcError::invalid_params("no visible text matches")
-                    .with_context("reason", json!("no_match")),
-            ));
+    act::run(env, scope, &arguments, Scroll { params }).await
+}
+
+/// `browser.scroll` in the action pipeline: a page script is its input, so it reads no before
+/// state of the tab and collects no effects beyond its positions.
+struct Scroll {
+    params: ScrollParams,
+}
+
+/// The position before, and the ref to scroll into view (ref mode).
+struct ScrollAim {
+    before: (i64, i64),
+    target: Option<RefTarget>,
+}
+
+/// The positions after: the document's, and the container's when one was scrolled.
+struct ScrollRead {
+    after: (i64, i64),
+    container: Option<ContainerScroll>,
+}
+
+impl ActionTool for Scroll {
+    type Aim = ScrollAim;
+    type Read = ScrollRead;
+    const ACTION: Action = Action::Scroll;
+    const STEPS: Steps = Steps {
+        effects: false,
+        late_watch: false,
+    };
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<ScrollAim>, ToolError> {
+        let (tab, ctx) = (&mut act.tab, &act.ctx);
+        // Read in the selected frame: that is the document the scroll moves.
+        let before = position(tab.run(ctx, &ScrollPosition).await?);
+        let params = &self.params;
+        if params.observation_id.is_some() {
+            let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+            let subject = Subject::RefPosition {
+                element_ref: u64::from(target.element_ref),
+                role: summary.role,
+            };
+            let own = ScrollAim {
+                before,
+                target: Some(target),
+            };
+            return Ok(Aimed::at("ref", subject, own));
         }
-        ("text", None)
-    } else {
-        let (dx, dy) = scroll_delta(&params);
-        match &params.selector {
-            Some(selector) => {
+        let mode = match (&params.text, &params.selector) {
+            (Some(_), _) => "text",
+            (None, Some(_)) => "container",
+            (None, None) => "page",
+        };
+        let own = ScrollAim {
+            before,
+            target: None,
+        };
+        Ok(Aimed::at(mode, Subject::Page, own))
+    }
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<ScrollAim>,
+    ) -> Result<ScrollRead, ToolError> {
+        let (tab, ctx, params) = (&act.tab, &act.ctx, &self.params);
+        let mut container = None;
+        match (&aimed.own.target, &params.text, &params.selector) {
+            (Some(target), _, _) => {
+                ctx.run(&tab.client, &ClickPoint(target.clone())).await?;
+            }
+            (None, Some(text), _) => {
+                let script = ScrollToText {
+                    text: text.to_owned(),
+                };
+                if !ctx.run(&tab.client, &script).await? {
+                    return Err(ToolError::from(
+                        RpcError::invalid_params("no visible text matches")
+                            .with_context("reason", json!("no_match")),
+                    ));
+                }
+            }
+            (None, None, Some(selector)) => {
+                let (dx, dy) = scroll_delta(params);
                 let script = ScrollContainer {
                     selector: selector.to_owned(),
                     dx,
                     dy,
                 };
-                let moved = ctx.run(&tab.client, &script).await?;
-                let Some(moved) = moved else {
+                let Some(moved) = ctx.run(&tab.client, &script).await? else {
                     return Err(ToolError::from(
                         RpcError::invalid_params("the selector matches no element")
                             .with_context("reason", json!("no_match")),
                     ));
                 };
-                ("container", Some(moved))
+                container = Some(moved);
             }
-            None => {
+            (None, None, None) => {
+                let (dx, dy) = scroll_delta(params);
                 ctx.run(&tab.client, &ScrollPage { dx, dy }).await?;
-                ("page", None)
             }
         }
-    };
-    tokio::time::sleep(Duration::from_millis(30)).await;
-    let after = position(tab.run(&ctx, &ScrollPosition).await?);
-    let moved = match &container_moved {
+        tokio::time::sleep(SCROLL_SETTLE).await;
+        let after = position(tab.run(ctx, &ScrollPosition).await?);
+        Ok(ScrollRead { after, container })
+    }
+
+    fn judge(
+        &self,
+        aimed: &Aimed<ScrollAim>,
+        read: ScrollRead,
+        _effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        Ok(scroll_evidence(&aimed.kind, aimed.own.before, read).into())
+    }
+}
+
+/// Scroll evidence: `verified` when the scrolled container (or else the document) moved, with
+/// the positions before and after.
+fn scroll_evidence(mode: &str, before: (i64, i64), read: ScrollRead) -> Evidence {
+    let after = read.after;
+    let moved = match &read.container {
         Some(container) => container.moved,
         None => after != before,
     };
@@ -133,7 +203,7 @@ pub async fn scroll(
     let mut evidence = Evidence::by_any_effect(Action::Scroll, mode, effects);
     evidence.set("before", json!({"x": before.0, "y": before.1}));
     evidence.set("after", json!({"x": after.0, "y": after.1}));
-    if let Some(container) = container_moved {
+    if let Some(container) = read.container {
         evidence.set(
             "container",
             json!({
@@ -143,15 +213,7 @@ pub async fn scroll(
             }),
         );
     }
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: false,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+    evidence
 }
 
 /// The document's scroll position as whole CSS pixels.
@@ -176,5 +238,56 @@ fn scroll_delta(params: &ScrollParams) -> (i64, i64) {
         "left" => (-page, 0),
         "right" => (page, 0),
         _ => (0, page),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(before: (i64, i64), after: (i64, i64), container: Option<bool>, expect: Value) {
+        let xy = |y| ScrollXY { x: 0.0, y };
+        let container = container.map(|moved| ContainerScroll {
+            moved,
+            before: xy(0.0),
+            after: xy(if moved { 40.0 } else { 0.0 }),
+        });
+        let mode = match container {
+            Some(_) => "container",
+            None => "page",
+        };
+        let evidence = scroll_evidence(mode, before, ScrollRead { after, container }).to_json();
+        let got = json!({"status": evidence["status"], "effects": evidence["effects"], "container": evidence.get("container").map(|c| c["after"].clone())});
+        assert_eq!(got, expect, "{before:?} -> {after:?}");
+    }
+
+    #[test]
+    fn a_scroll_is_verified_when_what_it_scrolled_moved() {
+        let none = Value::Null;
+        check(
+            (0, 0),
+            (0, 600),
+            None,
+            json!({"status": "verified", "effects": ["scrolled"], "container": none}),
+        );
+        check(
+            (0, 0),
+            (0, 0),
+            None,
+            json!({"status": "unavailable", "effects": [], "container": none}),
+        );
+        // A container judges by its own position, whatever the document did.
+        check(
+            (0, 0),
+            (0, 0),
+            Some(true),
+            json!({"status": "verified", "effects": ["scrolled"], "container": {"x": 0, "y": 40}}),
+        );
+        check(
+            (0, 0),
+            (0, 10),
+            Some(false),
+            json!({"status": "unavailable", "effects": [], "container": {"x": 0, "y": 0}}),
+        );
     }
 }

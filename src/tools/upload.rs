@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
 use super::actions::*;
 use super::context::{TargetScope, ToolEnv, decode_params};
 use super::error::ToolError;
@@ -125,84 +126,128 @@ pub async fn upload(
             )));
         }
     };
-    let mut tab = ControlledTab::acquire(env, scope).await?;
-    let ctx = tab.page_context().await?;
-    let (choice, subject) = match (by_ref, params.input_index) {
-        (true, _) => {
-            let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-            let subject = Subject::RefPosition {
-                element_ref: u64::from(target.element_ref),
-                role: summary.role,
-            };
-            (FileInputChoice::Ref(target), subject)
-        }
-        (false, Some(index)) => (FileInputChoice::Index(index), Subject::Page),
-        (false, None) => match chooser_input(&mut tab, &ctx).await {
-            Some(index) => (FileInputChoice::Index(index), Subject::Page),
-            None => (FileInputChoice::Only, Subject::Page),
-        },
+    let upload = Upload {
+        params,
+        by_ref,
+        file,
+        expected_name,
     };
-    let picked = tab.run(&ctx, &PickFileInput(choice)).await?;
-    let element = page::picked_file_input(&tab.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT)
-        .await?
-        .ok_or_else(|| {
-            ToolError::from(RpcError::new(
-                ErrorCode::StaleRef,
-                "the file input left the document",
-            ))
-        })?;
-    let before = Before::read(env, &mut tab, None).await;
-    let mut dialogs = env.browser.dialog_signals();
-    let set = SetFileInputFiles {
-        files: vec![file],
-        object_id: element.as_str().to_owned(),
+    act::run(env, scope, &arguments, upload).await
+}
+
+/// `browser.upload` in the action pipeline, with its Artifact already checked.
+struct Upload {
+    params: UploadParams,
+    by_ref: bool,
+    /// The protected path of the imported file.
+    file: String,
+    expected_name: String,
+}
+
+/// The file input picked, as the page reported it before the upload, and its element handle.
+struct UploadAim {
+    multiple: bool,
+    file_count: u32,
+    element: page::RemoteObjectId,
+}
+
+impl ActionTool for Upload {
+    type Aim = UploadAim;
+    /// The read-back: `None` when a dialog blocks the page, `Some(None)` when it failed.
+    type Read = Option<Option<Readback>>;
+    const ACTION: Action = Action::Upload;
+    const STEPS: Steps = Steps {
+        effects: true,
+        late_watch: false,
     };
-    let (client, session) = (tab.client.clone(), ctx.session.clone());
-    let dialog = dispatch_final(env, &tab.guard.target, &mut dialogs, async move {
-        client
-            .execute(&session, &set, INPUT_TIMEOUT)
-            .await
-            .map(|_| ())
-    })
-    .await?;
-    if !dialog {
-        // The element handle is not needed any more (best effort).
-        let release = ReleaseObjectGroup {
-            object_group: page::REF_OBJECT_GROUP.to_owned(),
+
+    async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<UploadAim>, ToolError> {
+        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let tab = &mut act.tab;
+        let (choice, subject) = match (self.by_ref, self.params.input_index) {
+            (true, _) => {
+                let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, arguments)?;
+                let subject = Subject::RefPosition {
+                    element_ref: u64::from(target.element_ref),
+                    role: summary.role,
+                };
+                (FileInputChoice::Ref(target), subject)
+            }
+            (false, Some(index)) => (FileInputChoice::Index(index), Subject::Page),
+            (false, None) => match chooser_input(tab, ctx).await {
+                Some(index) => (FileInputChoice::Index(index), Subject::Page),
+                None => (FileInputChoice::Only, Subject::Page),
+            },
         };
-        let _ = tab
-            .client
-            .execute(&ctx.session, &release, SCRIPT_TIMEOUT)
-            .await;
+        let picked = tab.run(ctx, &PickFileInput(choice)).await?;
+        let element =
+            page::picked_file_input(&tab.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT)
+                .await?
+                .ok_or_else(|| {
+                    ToolError::from(RpcError::new(
+                        ErrorCode::StaleRef,
+                        "the file input left the document",
+                    ))
+                })?;
+        let own = UploadAim {
+            multiple: picked.multiple,
+            file_count: picked.file_count,
+            element,
+        };
+        Ok(Aimed::at("file_input", subject, own))
     }
-    let readback = match dialog {
-        true => None,
-        false => {
-            tokio::time::sleep(UPLOAD_SETTLE).await;
-            let script = UploadReadback { expected_name };
-            Some(tab.run(&ctx, &script).await.ok())
+
+    async fn dispatch(
+        &mut self,
+        act: &mut Act<'_>,
+        aimed: &mut Aimed<UploadAim>,
+    ) -> Result<Option<Option<Readback>>, ToolError> {
+        let set = SetFileInputFiles {
+            files: vec![self.file.clone()],
+            object_id: aimed.own.element.as_str().to_owned(),
+        };
+        let (client, session) = (act.tab.client.clone(), act.ctx.session.clone());
+        let dialog = act
+            .race(async move {
+                client
+                    .execute(&session, &set, INPUT_TIMEOUT)
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
+        let (tab, ctx) = (&act.tab, &act.ctx);
+        if !dialog {
+            // The element handle is not needed any more (best effort).
+            let release = ReleaseObjectGroup {
+                object_group: page::REF_OBJECT_GROUP.to_owned(),
+            };
+            let _ = tab
+                .client
+                .execute(&ctx.session, &release, SCRIPT_TIMEOUT)
+                .await;
         }
-    };
-    let effects = collect_effects(
-        env,
-        &tab.client,
-        &mut tab.guard,
-        &before,
-        None,
-        &mut dialogs,
-        dialog,
-    )
-    .await;
-    let evidence = upload_evidence(picked.multiple, picked.file_count, readback, effects.list);
-    let finished = Finished {
-        arguments: &arguments,
-        evidence,
-        dialog_open: effects.dialog,
-        subject,
-        frame_id: ctx.frame_id.clone(),
-        observation: None,
-    };
-    finish_with_observation(env, &mut tab, scope, finished).await
+        Ok(match dialog {
+            true => None,
+            false => {
+                tokio::time::sleep(UPLOAD_SETTLE).await;
+                let script = UploadReadback {
+                    expected_name: self.expected_name.clone(),
+                };
+                Some(tab.run(ctx, &script).await.ok())
+            }
+        })
+    }
+
+    fn judge(
+        &self,
+        aimed: &Aimed<UploadAim>,
+        readback: Option<Option<Readback>>,
+        effects: &Effects,
+    ) -> Result<Judged, ToolError> {
+        let own = &aimed.own;
+        let list = effects.list.clone();
+        Ok(upload_evidence(own.multiple, own.file_count, readback, list).into())
+    }
 }
 
 /// The input of the tab's latest intercepted file chooser, as its index among the file inputs
