@@ -6,69 +6,57 @@
 
 use crate::cdp::CdpError;
 
-/// A structured refusal from a page script. Every code a script in `js/`
-/// can return is listed here; an unknown one is an `UnexpectedShape`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScriptErrorCode {
-    /// No observation with that key in this world: evicted (only the last
-    /// few are kept) or the document, and with it the world, was replaced.
-    ObservationUnknown,
-    /// The ref is outside the observation's range.
-    RefUnknown,
-    /// The element of the ref was removed or belongs to another document.
-    RefStale,
-    /// The element is not rendered, hidden, or has an empty box.
-    NotVisible,
-    InvalidSelector,
-    InvalidRegex,
-    /// The selector of `read` matched nothing.
-    NoMatch,
-    /// The helper does not apply to this kind of element.
-    UnsupportedElement,
-    /// The control is disabled or read-only.
-    NotEditable,
-    InvalidArgument,
-    OptionNotFound,
-    OptionDisabled,
+/// Declares [`ScriptErrorCode`] from its table: one row per code, with the snake_case word the
+/// scripts spell it as.
+macro_rules! script_error_codes {
+    ($($(#[doc = $doc:literal])* $variant:ident $name:literal;)*) => {
+        /// A structured refusal from a page script. Every code a script in `js/`
+        /// can return is listed here; an unknown one is an `UnexpectedShape`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ScriptErrorCode {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl ScriptErrorCode {
+            /// The snake_case code as the scripts spell it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ScriptErrorCode::$variant => $name,)*
+                }
+            }
+
+            /// Parses a script's code; `None` for a code this crate does not know.
+            pub fn parse(code: &str) -> Option<ScriptErrorCode> {
+                match code {
+                    $($name => Some(ScriptErrorCode::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
 }
 
-impl ScriptErrorCode {
-    /// The snake_case code as the scripts spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScriptErrorCode::ObservationUnknown => "observation_unknown",
-            ScriptErrorCode::RefUnknown => "ref_unknown",
-            ScriptErrorCode::RefStale => "ref_stale",
-            ScriptErrorCode::NotVisible => "not_visible",
-            ScriptErrorCode::InvalidSelector => "invalid_selector",
-            ScriptErrorCode::InvalidRegex => "invalid_regex",
-            ScriptErrorCode::NoMatch => "no_match",
-            ScriptErrorCode::UnsupportedElement => "unsupported_element",
-            ScriptErrorCode::NotEditable => "not_editable",
-            ScriptErrorCode::InvalidArgument => "invalid_argument",
-            ScriptErrorCode::OptionNotFound => "option_not_found",
-            ScriptErrorCode::OptionDisabled => "option_disabled",
-        }
-    }
-
-    /// Parses a script's code; `None` for a code this crate does not know.
-    pub fn parse(code: &str) -> Option<ScriptErrorCode> {
-        const ALL: [ScriptErrorCode; 12] = [
-            ScriptErrorCode::ObservationUnknown,
-            ScriptErrorCode::RefUnknown,
-            ScriptErrorCode::RefStale,
-            ScriptErrorCode::NotVisible,
-            ScriptErrorCode::InvalidSelector,
-            ScriptErrorCode::InvalidRegex,
-            ScriptErrorCode::NoMatch,
-            ScriptErrorCode::UnsupportedElement,
-            ScriptErrorCode::NotEditable,
-            ScriptErrorCode::InvalidArgument,
-            ScriptErrorCode::OptionNotFound,
-            ScriptErrorCode::OptionDisabled,
-        ];
-        ALL.into_iter().find(|known| known.as_str() == code)
-    }
+script_error_codes! {
+    /// No observation with that key in this world: evicted (only the last
+    /// few are kept) or the document, and with it the world, was replaced.
+    ObservationUnknown "observation_unknown";
+    /// The ref is outside the observation's range.
+    RefUnknown "ref_unknown";
+    /// The element of the ref was removed or belongs to another document.
+    RefStale "ref_stale";
+    /// The element is not rendered, hidden, or has an empty box.
+    NotVisible "not_visible";
+    InvalidSelector "invalid_selector";
+    InvalidRegex "invalid_regex";
+    /// The selector of `read` matched nothing.
+    NoMatch "no_match";
+    /// The helper does not apply to this kind of element.
+    UnsupportedElement "unsupported_element";
+    /// The control is disabled or read-only.
+    NotEditable "not_editable";
+    InvalidArgument "invalid_argument";
+    OptionNotFound "option_not_found";
+    OptionDisabled "option_disabled";
 }
 
 /// Errors of building, running or decoding a page script.

@@ -36,139 +36,103 @@ pub(super) const CLICK_TRUTH_JS: &str = include_str!("js/clicktruth.js");
 /// The keystroke guard installer (one function expression taking `early`).
 pub(super) const KEY_GUARD_JS: &str = include_str!("js/keyguard.js");
 
-/// Every entry point of the page scripts.
+/// How a script's stub hands back the entry's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Script {
-    Observe,
-    Read,
-    Search,
-    Find,
-    Resolve,
-    ClickPoint,
-    ClickSettle,
-    StateSnapshot,
-    FocusAndSelectAll,
-    ActiveElementKey,
-    SetNativeValue,
-    SelectOptions,
-    ListOptions,
-    ActiveElementState,
-    ArmClick,
-    ClickVerdict,
-    ArmKeys,
-    KeyRecord,
-    PrepareTyping,
-    ScrollPosition,
-    ScrollPage,
-    ScrollContainer,
-    ScrollToText,
-    DocumentInfo,
-    ViewportSize,
-    WaitProbe,
-    HoverMark,
-    HoverReport,
-    DragArm,
-    DragVerdict,
-    PickFileInput,
-    PickedFileInput,
-    UploadReadback,
-    AnnotationBoxes,
+enum Returns {
+    /// As JSON text (`JSON.stringify` of the value).
+    Json,
+    /// As JSON text of the value a promise settles to; the call awaits it.
+    Promise,
+    /// As is: an element, for `Runtime.callFunctionOn` without `returnByValue`.
+    Element,
+}
+
+/// Declares [`Script`] from its table: one row per entry point, with the entry function's name
+/// in its `.js` file, how its value comes back and whether it writes to the page.
+macro_rules! scripts {
+    ($($variant:ident $entry:literal $returns:ident $writes:literal;)*) => {
+        /// Every entry point of the page scripts.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Script {
+            $($variant,)*
+        }
+
+        impl Script {
+            /// Every script, in declaration order (indexes `STUBS`).
+            pub const ALL: [Script; [$(Script::$variant),*].len()] = [$(Script::$variant),*];
+
+            /// The entry function's name in its `.js` file.
+            pub fn entry(self) -> &'static str {
+                match self {
+                    $(Script::$variant => $entry,)*
+                }
+            }
+
+            fn returns(self) -> Returns {
+                match self {
+                    $(Script::$variant => Returns::$returns,)*
+                }
+            }
+
+            /// Whether the script writes to the page (sets a value, selects options), which
+            /// makes its call a browser mutation of the Command running it.
+            pub fn writes_page(self) -> bool {
+                match self {
+                    $(Script::$variant => $writes,)*
+                }
+            }
+        }
+    };
+}
+
+scripts! {
+    // variant         entry                returns   writes the page
+    Observe            "observe"            Json      false;
+    Read               "read"               Json      false;
+    Search             "search"             Json      false;
+    Find               "find"               Json      false;
+    Resolve            "resolve"            Element   false;
+    ClickPoint         "clickPoint"         Json      false;
+    ClickSettle        "clickSettle"        Promise   false;
+    StateSnapshot      "stateSnapshot"      Json      false;
+    FocusAndSelectAll  "focusAndSelectAll"  Json      false;
+    ActiveElementKey   "activeElementKey"   Json      false;
+    SetNativeValue     "setNativeValue"     Json      true;
+    SelectOptions      "selectOptions"      Json      true;
+    ListOptions        "listOptions"        Json      false;
+    ActiveElementState "activeElementState" Json      false;
+    ArmClick           "armClick"           Json      false;
+    ClickVerdict       "clickVerdict"       Json      false;
+    ArmKeys            "armKeys"            Json      false;
+    KeyRecord          "keyRecord"          Json      false;
+    PrepareTyping      "prepareTyping"      Json      false;
+    ScrollPosition     "scrollPosition"     Json      false;
+    ScrollPage         "scrollPage"         Json      false;
+    ScrollContainer    "scrollContainer"    Json      false;
+    ScrollToText       "scrollToText"       Json      false;
+    DocumentInfo       "documentInfo"       Json      false;
+    ViewportSize       "viewportSize"       Json      false;
+    WaitProbe          "waitProbe"          Json      false;
+    HoverMark          "hoverMark"          Json      false;
+    HoverReport        "hoverReport"        Json      false;
+    DragArm            "dragArm"            Json      false;
+    DragVerdict        "dragVerdict"        Json      false;
+    PickFileInput      "pickFileInput"      Json      false;
+    PickedFileInput    "pickedFileInput"    Element   false;
+    UploadReadback     "uploadReadback"     Json      false;
+    AnnotationBoxes    "annotationBoxes"    Json      false;
 }
 
 impl Script {
-    /// Every script, in declaration order (indexes `STUBS`).
-    pub const ALL: [Script; 34] = [
-        Script::Observe,
-        Script::Read,
-        Script::Search,
-        Script::Find,
-        Script::Resolve,
-        Script::ClickPoint,
-        Script::ClickSettle,
-        Script::StateSnapshot,
-        Script::FocusAndSelectAll,
-        Script::ActiveElementKey,
-        Script::SetNativeValue,
-        Script::SelectOptions,
-        Script::ListOptions,
-        Script::ActiveElementState,
-        Script::ArmClick,
-        Script::ClickVerdict,
-        Script::ArmKeys,
-        Script::KeyRecord,
-        Script::PrepareTyping,
-        Script::ScrollPosition,
-        Script::ScrollPage,
-        Script::ScrollContainer,
-        Script::ScrollToText,
-        Script::DocumentInfo,
-        Script::ViewportSize,
-        Script::WaitProbe,
-        Script::HoverMark,
-        Script::HoverReport,
-        Script::DragArm,
-        Script::DragVerdict,
-        Script::PickFileInput,
-        Script::PickedFileInput,
-        Script::UploadReadback,
-        Script::AnnotationBoxes,
-    ];
-
-    /// The entry function's name in its `.js` file.
-    pub fn entry(self) -> &'static str {
-        match self {
-            Script::Observe => "observe",
-            Script::Read => "read",
-            Script::Search => "search",
-            Script::Find => "find",
-            Script::Resolve => "resolve",
-            Script::ClickPoint => "clickPoint",
-            Script::ClickSettle => "clickSettle",
-            Script::StateSnapshot => "stateSnapshot",
-            Script::FocusAndSelectAll => "focusAndSelectAll",
-            Script::ActiveElementKey => "activeElementKey",
-            Script::SetNativeValue => "setNativeValue",
-            Script::SelectOptions => "selectOptions",
-            Script::ListOptions => "listOptions",
-            Script::ActiveElementState => "activeElementState",
-            Script::ArmClick => "armClick",
-            Script::ClickVerdict => "clickVerdict",
-            Script::ArmKeys => "armKeys",
-            Script::KeyRecord => "keyRecord",
-            Script::PrepareTyping => "prepareTyping",
-            Script::ScrollPosition => "scrollPosition",
-            Script::ScrollPage => "scrollPage",
-            Script::ScrollContainer => "scrollContainer",
-            Script::ScrollToText => "scrollToText",
-            Script::DocumentInfo => "documentInfo",
-            Script::ViewportSize => "viewportSize",
-            Script::WaitProbe => "waitProbe",
-            Script::HoverMark => "hoverMark",
-            Script::HoverReport => "hoverReport",
-            Script::DragArm => "dragArm",
-            Script::DragVerdict => "dragVerdict",
-            Script::PickFileInput => "pickFileInput",
-            Script::PickedFileInput => "pickedFileInput",
-            Script::UploadReadback => "uploadReadback",
-            Script::AnnotationBoxes => "annotationBoxes",
-        }
-    }
-
     /// Whether the stub returns the entry's value as is (an element for `Runtime.callFunctionOn`
     /// without `returnByValue`) rather than as JSON text.
     pub fn returns_element(self) -> bool {
-        matches!(self, Script::Resolve | Script::PickedFileInput)
+        self.returns() == Returns::Element
     }
 
     /// Whether the script answers with a promise (the call awaits it).
     pub fn awaits(self) -> bool {
-        matches!(self, Script::ClickSettle)
-    }
-
-    /// Whether the script writes to the page (sets a value, selects options), which makes its
-    /// call a browser mutation of the Command running it.
-    pub fn writes_page(self) -> bool {
-        matches!(self, Script::SetNativeValue | Script::SelectOptions)
+        self.returns() == Returns::Promise
     }
 
     /// The stub declaration for `Runtime.callFunctionOn`: calls the entry
@@ -259,13 +223,13 @@ static STUBS: LazyLock<Vec<String>> = LazyLock::new(|| {
     Script::ALL
         .iter()
         .map(|script| {
-            let call = match (script.returns_element(), script.awaits()) {
-                (true, _) => format!("lib.{}(options)", script.entry()),
-                (false, true) => format!(
+            let call = match script.returns() {
+                Returns::Element => format!("lib.{}(options)", script.entry()),
+                Returns::Promise => format!(
                     "Promise.resolve(lib.{}(options)).then(JSON.stringify)",
                     script.entry()
                 ),
-                (false, false) => format!("JSON.stringify(lib.{}(options))", script.entry()),
+                Returns::Json => format!("JSON.stringify(lib.{}(options))", script.entry()),
             };
             format!(
                 "function (options) {{ \"use strict\"; const lib = globalThis[Symbol.for({key:?})]; \

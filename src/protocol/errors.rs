@@ -9,286 +9,112 @@ use serde_json::{Map, Value, json};
 
 pub use super::remediation::{Reason, RemediationAction};
 
-/// Every `data.code` of the Host API. `docs/errors.md` lists each one; a unit test keeps the two
-/// in step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    ParseError,
-    InvalidRequest,
-    MessageTooLarge,
-    MethodNotFound,
-    InvalidParams,
-    InternalError,
-    NotInitialized,
-    AlreadyInitialized,
-    ProtocolIncompatible,
-    ResultTooLarge,
-    CapabilityDenied,
-    WorkspaceNotFound,
-    LeaseNotFound,
-    LeaseNotOwned,
-    LeaseExpired,
-    ClientKeyConflict,
-    LimitExceeded,
-    CursorExpired,
-    BrowserDisconnected,
-    BrokerInUse,
-    BrokerUnavailable,
-    TooManyConnections,
-    ReadOnlyViolation,
-    ToolNotFound,
-    IdempotencyConflict,
-    CommandNotFound,
-    UnknownOutcome,
-    DeadlineExceeded,
-    Cancelled,
-    BrowserNotReady,
-    AuthorizationDenied,
-    AuthorizationTimeout,
-    TargetNotFound,
-    TargetControlledElsewhere,
-    TargetNotManaged,
-    NavigationFailed,
-    BrowserBusy,
-    ObservationNotFound,
-    StaleRef,
-    ActionNotVerified,
-    ElementNotActionable,
-    VerificationFailed,
-    FrameNotFound,
-    DialogOpen,
-    DocumentChanged,
-    // Artifacts.
-    ArtifactNotFound,
-    ArtifactExpired,
-    ArtifactTooLarge,
-    ArtifactKindNotAllowed,
-    ExportExists,
-    PathNotAllowed,
-    FileNotFound,
-    PdfUnavailable,
-    // Local-user boundaries.
-    BrokerUntrusted,
-    HomeNotAllowed,
-    CopyStalled,
-    // Eval.
-    EvalException,
-    // Network observation and rules.
-    RequestNotFound,
-    RuleNotFound,
+/// Declares [`ErrorCode`] from its table: one row per code, in the order `docs/errors.md`
+/// lists them.
+macro_rules! error_codes {
+    ($($variant:ident $name:literal $rpc:literal $retryable:literal;)*) => {
+        /// Every `data.code` of the Host API. `docs/errors.md` lists each one; a unit test keeps
+        /// the two in step.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the order `docs/errors.md` lists them.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            /// The stable snake_case string hosts branch on.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $name,)*
+                }
+            }
+
+            /// The JSON-RPC `error.code` integer.
+            pub fn rpc_code(self) -> i64 {
+                match self {
+                    $(ErrorCode::$variant => $rpc,)*
+                }
+            }
+
+            /// Whether the same call may succeed later without the caller changing anything.
+            pub fn retryable(self) -> bool {
+                match self {
+                    $(ErrorCode::$variant => $retryable,)*
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    /// Every code, in the order `docs/errors.md` lists them.
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::ParseError,
-        ErrorCode::InvalidRequest,
-        ErrorCode::MessageTooLarge,
-        ErrorCode::MethodNotFound,
-        ErrorCode::InvalidParams,
-        ErrorCode::InternalError,
-        ErrorCode::NotInitialized,
-        ErrorCode::AlreadyInitialized,
-        ErrorCode::ProtocolIncompatible,
-        ErrorCode::ResultTooLarge,
-        ErrorCode::CapabilityDenied,
-        ErrorCode::WorkspaceNotFound,
-        ErrorCode::LeaseNotFound,
-        ErrorCode::LeaseNotOwned,
-        ErrorCode::LeaseExpired,
-        ErrorCode::ClientKeyConflict,
-        ErrorCode::LimitExceeded,
-        ErrorCode::CursorExpired,
-        ErrorCode::BrowserDisconnected,
-        ErrorCode::BrokerInUse,
-        ErrorCode::BrokerUnavailable,
-        ErrorCode::TooManyConnections,
-        ErrorCode::ReadOnlyViolation,
-        ErrorCode::ToolNotFound,
-        ErrorCode::IdempotencyConflict,
-        ErrorCode::CommandNotFound,
-        ErrorCode::UnknownOutcome,
-        ErrorCode::DeadlineExceeded,
-        ErrorCode::Cancelled,
-        ErrorCode::BrowserNotReady,
-        ErrorCode::AuthorizationDenied,
-        ErrorCode::AuthorizationTimeout,
-        ErrorCode::TargetNotFound,
-        ErrorCode::TargetControlledElsewhere,
-        ErrorCode::TargetNotManaged,
-        ErrorCode::NavigationFailed,
-        ErrorCode::BrowserBusy,
-        ErrorCode::ObservationNotFound,
-        ErrorCode::StaleRef,
-        ErrorCode::ActionNotVerified,
-        ErrorCode::ElementNotActionable,
-        ErrorCode::VerificationFailed,
-        ErrorCode::FrameNotFound,
-        ErrorCode::DialogOpen,
-        ErrorCode::DocumentChanged,
-        ErrorCode::ArtifactNotFound,
-        ErrorCode::ArtifactExpired,
-        ErrorCode::ArtifactTooLarge,
-        ErrorCode::ArtifactKindNotAllowed,
-        ErrorCode::ExportExists,
-        ErrorCode::PathNotAllowed,
-        ErrorCode::FileNotFound,
-        ErrorCode::PdfUnavailable,
-        ErrorCode::BrokerUntrusted,
-        ErrorCode::HomeNotAllowed,
-        ErrorCode::CopyStalled,
-        ErrorCode::EvalException,
-        ErrorCode::RequestNotFound,
-        ErrorCode::RuleNotFound,
-    ];
-
-    /// The stable snake_case string hosts branch on.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::ParseError => "parse_error",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::MessageTooLarge => "message_too_large",
-            ErrorCode::MethodNotFound => "method_not_found",
-            ErrorCode::InvalidParams => "invalid_params",
-            ErrorCode::InternalError => "internal_error",
-            ErrorCode::NotInitialized => "not_initialized",
-            ErrorCode::AlreadyInitialized => "already_initialized",
-            ErrorCode::ProtocolIncompatible => "protocol_incompatible",
-            ErrorCode::ResultTooLarge => "result_too_large",
-            ErrorCode::CapabilityDenied => "capability_denied",
-            ErrorCode::WorkspaceNotFound => "workspace_not_found",
-            ErrorCode::LeaseNotFound => "lease_not_found",
-            ErrorCode::LeaseNotOwned => "lease_not_owned",
-            ErrorCode::LeaseExpired => "lease_expired",
-            ErrorCode::ClientKeyConflict => "client_key_conflict",
-            ErrorCode::LimitExceeded => "limit_exceeded",
-            ErrorCode::CursorExpired => "cursor_expired",
-            ErrorCode::BrowserDisconnected => "browser_disconnected",
-            ErrorCode::BrokerInUse => "broker_in_use",
-            ErrorCode::BrokerUnavailable => "broker_unavailable",
-            ErrorCode::TooManyConnections => "too_many_connections",
-            ErrorCode::ReadOnlyViolation => "read_only_violation",
-            ErrorCode::Cancelled => "cancelled",
-            ErrorCode::DeadlineExceeded => "deadline_exceeded",
-            ErrorCode::UnknownOutcome => "unknown_outcome",
-            ErrorCode::CommandNotFound => "command_not_found",
-            ErrorCode::IdempotencyConflict => "idempotency_conflict",
-            ErrorCode::ToolNotFound => "tool_not_found",
-            ErrorCode::VerificationFailed => "verification_failed",
-            ErrorCode::FrameNotFound => "frame_not_found",
-            ErrorCode::DialogOpen => "dialog_open",
-            ErrorCode::DocumentChanged => "document_changed",
-            ErrorCode::ElementNotActionable => "element_not_actionable",
-            ErrorCode::ActionNotVerified => "action_not_verified",
-            ErrorCode::StaleRef => "stale_ref",
-            ErrorCode::ObservationNotFound => "observation_not_found",
-            ErrorCode::BrowserBusy => "browser_busy",
-            ErrorCode::NavigationFailed => "navigation_failed",
-            ErrorCode::TargetNotManaged => "target_not_managed",
-            ErrorCode::TargetControlledElsewhere => "target_controlled_elsewhere",
-            ErrorCode::TargetNotFound => "target_not_found",
-            ErrorCode::AuthorizationTimeout => "authorization_timeout",
-            ErrorCode::AuthorizationDenied => "authorization_denied",
-            ErrorCode::BrowserNotReady => "browser_not_ready",
-            ErrorCode::ArtifactNotFound => "artifact_not_found",
-            ErrorCode::ArtifactExpired => "artifact_expired",
-            ErrorCode::ArtifactTooLarge => "artifact_too_large",
-            ErrorCode::ArtifactKindNotAllowed => "artifact_kind_not_allowed",
-            ErrorCode::ExportExists => "export_exists",
-            ErrorCode::PathNotAllowed => "path_not_allowed",
-            ErrorCode::FileNotFound => "file_not_found",
-            ErrorCode::PdfUnavailable => "pdf_unavailable",
-            ErrorCode::BrokerUntrusted => "broker_untrusted",
-            ErrorCode::HomeNotAllowed => "home_not_allowed",
-            ErrorCode::CopyStalled => "copy_stalled",
-            ErrorCode::EvalException => "eval_exception",
-            ErrorCode::RequestNotFound => "request_not_found",
-            ErrorCode::RuleNotFound => "rule_not_found",
-        }
-    }
-
-    /// The JSON-RPC `error.code` integer. Standard codes for envelope and parameter errors,
-    /// the server range -32000..-32099 for everything the Broker decides.
-    pub fn rpc_code(self) -> i64 {
-        match self {
-            ErrorCode::ParseError => -32700,
-            ErrorCode::InvalidRequest | ErrorCode::MessageTooLarge => -32600,
-            ErrorCode::MethodNotFound => -32601,
-            ErrorCode::InvalidParams => -32602,
-            ErrorCode::InternalError => -32603,
-            ErrorCode::NotInitialized => -32002,
-            ErrorCode::AlreadyInitialized => -32003,
-            ErrorCode::ProtocolIncompatible => -32004,
-            ErrorCode::ResultTooLarge => -32005,
-            ErrorCode::CapabilityDenied => -32010,
-            ErrorCode::WorkspaceNotFound => -32011,
-            ErrorCode::LeaseNotFound => -32012,
-            ErrorCode::LeaseNotOwned => -32013,
-            ErrorCode::LeaseExpired => -32014,
-            ErrorCode::ClientKeyConflict => -32015,
-            ErrorCode::LimitExceeded => -32016,
-            ErrorCode::CursorExpired => -32017,
-            ErrorCode::BrowserDisconnected => -32030,
-            ErrorCode::BrokerInUse => -32040,
-            ErrorCode::BrokerUnavailable => -32041,
-            ErrorCode::TooManyConnections => -32039,
-            ErrorCode::ReadOnlyViolation => -32042,
-            ErrorCode::Cancelled => -32022,
-            ErrorCode::DeadlineExceeded => -32021,
-            ErrorCode::UnknownOutcome => -32020,
-            ErrorCode::CommandNotFound => -32019,
-            ErrorCode::IdempotencyConflict => -32018,
-            ErrorCode::ToolNotFound => -32601,
-            ErrorCode::FrameNotFound => -32048,
-            ErrorCode::DialogOpen => -32049,
-            ErrorCode::DocumentChanged => -32058,
-            ErrorCode::VerificationFailed => -32047,
-            ErrorCode::ElementNotActionable => -32046,
-            ErrorCode::ActionNotVerified => -32045,
-            ErrorCode::StaleRef => -32044,
-            ErrorCode::ObservationNotFound => -32043,
-            ErrorCode::BrowserBusy => -32038,
-            ErrorCode::NavigationFailed => -32037,
-            ErrorCode::TargetNotManaged => -32036,
-            ErrorCode::TargetControlledElsewhere => -32035,
-            ErrorCode::TargetNotFound => -32034,
-            ErrorCode::AuthorizationTimeout => -32033,
-            ErrorCode::AuthorizationDenied => -32032,
-            ErrorCode::BrowserNotReady => -32031,
-            ErrorCode::ArtifactNotFound => -32050,
-            ErrorCode::ArtifactExpired => -32051,
-            ErrorCode::ArtifactTooLarge => -32052,
-            ErrorCode::ArtifactKindNotAllowed => -32053,
-            ErrorCode::ExportExists => -32054,
-            ErrorCode::PathNotAllowed => -32055,
-            ErrorCode::FileNotFound => -32056,
-            ErrorCode::PdfUnavailable => -32057,
-            ErrorCode::BrokerUntrusted => -32060,
-            ErrorCode::HomeNotAllowed => -32061,
-            ErrorCode::CopyStalled => -32062,
-            ErrorCode::EvalException => -32070,
-            ErrorCode::RequestNotFound => -32071,
-            ErrorCode::RuleNotFound => -32072,
-        }
-    }
-
-    /// Whether the same call may succeed later without the caller changing anything.
-    pub fn retryable(self) -> bool {
-        matches!(
-            self,
-            ErrorCode::ResultTooLarge
-                | ErrorCode::BrowserDisconnected
-                | ErrorCode::BrokerInUse
-                | ErrorCode::BrokerUnavailable
-                | ErrorCode::TooManyConnections
-                | ErrorCode::InternalError
-                | ErrorCode::DeadlineExceeded
-                | ErrorCode::ActionNotVerified
-                | ErrorCode::DocumentChanged
-                | ErrorCode::AuthorizationTimeout
-                | ErrorCode::BrowserNotReady
-        )
-    }
+// The JSON-RPC numbers: the standard codes for envelope and parameter errors, the server range
+// -32000..-32099 for everything the Broker decides.
+error_codes! {
+    // variant                data.code                     JSON-RPC  retryable
+    ParseError                "parse_error"                 -32700    false;
+    InvalidRequest            "invalid_request"             -32600    false;
+    MessageTooLarge           "message_too_large"           -32600    false;
+    MethodNotFound            "method_not_found"            -32601    false;
+    InvalidParams             "invalid_params"              -32602    false;
+    InternalError             "internal_error"              -32603    true;
+    NotInitialized            "not_initialized"             -32002    false;
+    AlreadyInitialized        "already_initialized"         -32003    false;
+    ProtocolIncompatible      "protocol_incompatible"       -32004    false;
+    ResultTooLarge            "result_too_large"            -32005    true;
+    CapabilityDenied          "capability_denied"           -32010    false;
+    WorkspaceNotFound         "workspace_not_found"         -32011    false;
+    LeaseNotFound             "lease_not_found"             -32012    false;
+    LeaseNotOwned             "lease_not_owned"             -32013    false;
+    LeaseExpired              "lease_expired"               -32014    false;
+    ClientKeyConflict         "client_key_conflict"         -32015    false;
+    LimitExceeded             "limit_exceeded"              -32016    false;
+    CursorExpired             "cursor_expired"              -32017    false;
+    BrowserDisconnected       "browser_disconnected"        -32030    true;
+    BrokerInUse               "broker_in_use"               -32040    true;
+    BrokerUnavailable         "broker_unavailable"          -32041    true;
+    TooManyConnections        "too_many_connections"        -32039    true;
+    ReadOnlyViolation         "read_only_violation"         -32042    false;
+    ToolNotFound              "tool_not_found"              -32601    false;
+    IdempotencyConflict       "idempotency_conflict"        -32018    false;
+    CommandNotFound           "command_not_found"           -32019    false;
+    UnknownOutcome            "unknown_outcome"             -32020    false;
+    DeadlineExceeded          "deadline_exceeded"           -32021    true;
+    Cancelled                 "cancelled"                   -32022    false;
+    BrowserNotReady           "browser_not_ready"           -32031    true;
+    AuthorizationDenied       "authorization_denied"        -32032    false;
+    AuthorizationTimeout      "authorization_timeout"       -32033    true;
+    TargetNotFound            "target_not_found"            -32034    false;
+    TargetControlledElsewhere "target_controlled_elsewhere" -32035    false;
+    TargetNotManaged          "target_not_managed"          -32036    false;
+    NavigationFailed          "navigation_failed"           -32037    false;
+    BrowserBusy               "browser_busy"                -32038    false;
+    ObservationNotFound       "observation_not_found"       -32043    false;
+    StaleRef                  "stale_ref"                   -32044    false;
+    ActionNotVerified         "action_not_verified"         -32045    true;
+    ElementNotActionable      "element_not_actionable"      -32046    false;
+    VerificationFailed        "verification_failed"         -32047    false;
+    FrameNotFound             "frame_not_found"             -32048    false;
+    DialogOpen                "dialog_open"                 -32049    false;
+    DocumentChanged           "document_changed"            -32058    true;
+    // Artifacts.
+    ArtifactNotFound          "artifact_not_found"          -32050    false;
+    ArtifactExpired           "artifact_expired"            -32051    false;
+    ArtifactTooLarge          "artifact_too_large"          -32052    false;
+    ArtifactKindNotAllowed    "artifact_kind_not_allowed"   -32053    false;
+    ExportExists              "export_exists"               -32054    false;
+    PathNotAllowed            "path_not_allowed"            -32055    false;
+    FileNotFound              "file_not_found"              -32056    false;
+    PdfUnavailable            "pdf_unavailable"             -32057    false;
+    // Local-user boundaries.
+    BrokerUntrusted           "broker_untrusted"            -32060    false;
+    HomeNotAllowed            "home_not_allowed"            -32061    false;
+    CopyStalled               "copy_stalled"                -32062    false;
+    // Eval.
+    EvalException             "eval_exception"              -32070    false;
+    // Network observation and rules.
+    RequestNotFound           "request_not_found"           -32071    false;
+    RuleNotFound              "rule_not_found"              -32072    false;
 }
 
 /// An error on its way to a JSON-RPC `error` member.
@@ -410,6 +236,26 @@ mod tests {
                 "{} missing from docs/errors.md",
                 code.as_str()
             );
+        }
+    }
+
+    #[test]
+    fn each_documented_row_agrees_with_the_table() {
+        let doc = include_str!("../../docs/errors.md");
+        for code in ErrorCode::ALL {
+            let start = format!("| `{}` |", code.as_str());
+            let row = doc
+                .lines()
+                .find(|line| line.starts_with(&start))
+                .unwrap_or_else(|| panic!("no row for {} in docs/errors.md", code.as_str()));
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(cells[2], code.rpc_code().to_string(), "{row}");
+            let retryable = match code.retryable() {
+                true => "yes",
+                false => "no",
+            };
+            // A code whose single errors may override the flag says "(see text)" after it.
+            assert_eq!(cells[3].trim_end_matches(" (see text)"), retryable, "{row}");
         }
     }
 
