@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RSS of our processes while four agents loop on one Broker.
 
-Reproduces the "Four agents on one Broker" numbers of docs/performance.md: four bridges (four
+Reproduces the "four agents on one Broker" row of docs/performance.md: four bridges (four
 Principals, each with its Workspace and Lease) on one Broker and one headless Chromium, each
 looping navigate, observe, click, observe, 10 keystrokes and a screenshot on the harness's
 small page; the RSS of every process running the executable is sampled every 200 ms.

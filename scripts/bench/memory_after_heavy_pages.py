@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RSS of our processes (bridge + Broker + janitor) through one bridge, after heavy pages.
 
-Reproduces the "Memory after large results" table of docs/performance.md: the small page, two
+Reproduces the "Memory" rows of docs/performance.md: the small page, two
 5,000-element Observations, a 20,000-element one in the compact form and one in JSON, then back
 to the small page and 3 s idle. It drives the peer harness's own browser-pilot driver and
 fixtures against a headless Chromium the harness launches.
