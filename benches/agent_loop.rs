@@ -1,7 +1,7 @@
 //! End-to-end agent-loop timings through the real `browser-pilot bridge --stdio` against a real
 //! headless Chromium and pages served from 127.0.0.1: navigate + observe, observe at 32 / 5,000 /
 //! 20,000 interactive elements, click a checkbox by ref with evidence and a fresh Observation,
-//! type 20 characters with evidence. DESIGN.md's targets are in docs/performance.md.
+//! type 20 characters with evidence. The targets are in docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;

@@ -1,6 +1,6 @@
 //! Round trips through the real executable: host pipe -> `browser-pilot bridge --stdio` -> local
-//! socket -> Broker -> in-memory SQLite -> back. Measures what DESIGN.md's "Inside the Broker"
-//! targets name: the `leases/heartbeat` round trip (criterion's mean plus a manual p50/p99 over
+//! socket -> Broker -> in-memory SQLite -> back. Measures what the "Inside the Broker"
+//! targets of docs/performance.md name: the `leases/heartbeat` round trip (criterion's mean plus a manual p50/p99 over
 //! 10,000 calls printed to stderr), pipelined throughput (200 calls in one write), an
 //! `events/poll` of 100 journaled events, and bridge start to `initialize` result with the Broker already running (warm) and with a fresh home
 //! (cold: the Broker is spawned).

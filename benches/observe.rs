@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use browser_pilot::page::{self, HintContext, OBSERVE_MAX_MAX_BYTES, Observe, ObserveOptions};
 use page_support::{Browser, FixtureServer, Tab, client_over_janitor};
 
-/// Element counts of the generated pages (DESIGN.md's performance rows).
+/// Element counts of the generated pages (the observation rows of docs/performance.md).
 const SIZES: [usize; 3] = [200, 5_000, 20_000];
 
 /// Measured iterations per size after one warm-up (fewer on big pages so a

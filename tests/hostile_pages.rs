@@ -295,7 +295,7 @@ fn a_megabyte_title_stays_bounded_at_a_64_kib_limit() {
 
 /// observe, read and capture on a page that reloads itself every 40 ms: each answers a result
 /// or a structured, retryable `document_changed`, never `internal_error` with the browser's own
-/// protocol text, and never waits out its deadline (a capture whose document went away used to
+/// protocol text, and never waits out its deadline (a capture whose document went away does not
 /// hold the call until `deadline_exceeded`).
 #[test]
 fn a_page_that_keeps_replacing_its_document_gets_structured_answers() {
