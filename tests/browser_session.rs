@@ -680,3 +680,75 @@ fn concurrent_connects_share_one_attempt() {
         "one connection made, the others reused it: {connected:?}"
     );
 }
+
+/// An agent on a bridge started with `--browser preference`: a Workspace and a Lease.
+fn agent_preferring(rig: &Rig, client: &str, preference: &str) -> Agent {
+    let mut bridge = rig.home.spawn_bridge_with(&["--browser", preference]);
+    bridge.initialize(client, "i1");
+    let ws = bridge.ok("workspaces/create", json!({}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
+    );
+    Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+    }
+}
+
+fn bound_browser(agent: &mut Agent) -> Value {
+    let id = agent.workspace_id.clone();
+    agent
+        .bridge
+        .ok("workspaces/get", json!({"workspaceId": id}))["workspace"]["browserId"]
+        .clone()
+}
+
+/// `bridge --browser X` names the browser a bridge's Workspaces bind to, what
+/// `browser.discover` calls selected and what `browser.connect` without `browserId` connects;
+/// and the running Broker keeps the choice it made for a preference, so Workspaces created later
+/// bind where the first did even after discovery would now choose otherwise.
+#[test]
+fn bridge_browser_chooses_the_browser_and_the_broker_keeps_the_choice() {
+    let mut rig = Rig::start();
+    let decoy = Decoy::start(None);
+    rig.home = home_with_decoy(&rig, &decoy);
+    let mut plain = Agent::new(&rig, "com.example.plain");
+    let (decoy_id, real_id) = decoy_and_real(&mut plain);
+    let discovered = plain.tool("browser.discover", None, json!({}));
+    assert_eq!(discovered["selectedBrowserId"], decoy_id, "first ready");
+
+    // `--browser chromium` matches both profiles by product; the first ready one is chosen.
+    let mut by_product = agent_preferring(&rig, "com.example.product", "chromium");
+    assert_eq!(bound_browser(&mut by_product), decoy_id);
+    // The decoy stops looking ready: a fresh choice would now be the real browser.
+    std::fs::remove_file(decoy.profile.path().join("DevToolsActivePort")).unwrap();
+    let browsers = plain.tool("browser.discover", None, json!({}))["browsers"].clone();
+    let decoy_now = browsers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == decoy_id)
+        .unwrap_or_else(|| panic!("the decoy profile is still listed: {browsers}"));
+    assert_ne!(decoy_now["state"], "ready", "{decoy_now}");
+    // ... but the Broker keeps the choice it made for that preference.
+    let again = by_product.bridge.ok("workspaces/create", json!({}));
+    assert_eq!(again["workspace"]["browserId"], decoy_id, "{again}");
+    let selected = by_product.tool("browser.discover", None, json!({}));
+    assert_eq!(selected["selectedBrowserId"], decoy_id);
+
+    // `--browser <id>` names one candidate: selected, bound and connected.
+    let mut by_id = agent_preferring(&rig, "com.example.by-id", real_id.as_str().unwrap());
+    let selected = by_id.tool("browser.discover", None, json!({}));
+    assert_eq!(selected["selectedBrowserId"], real_id);
+    assert_eq!(bound_browser(&mut by_id), real_id);
+    let connected = by_id.tool("browser.connect", None, json!({}));
+    assert_eq!(connected["browserId"], real_id, "{connected}");
+    assert_eq!(connected["state"], "connected");
+    // Connected to the real browser, a bridge without a preference binds there too.
+    let mut later = Agent::new(&rig, "com.example.later");
+    assert_eq!(bound_browser(&mut later), real_id);
+}

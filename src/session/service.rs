@@ -35,6 +35,10 @@ const JANITOR_PIPE_QUEUE: usize = 1024;
 /// while the user decides; the Command deadline usually ends the wait sooner.
 const JANITOR_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// Distinct browser preferences whose choice the Broker keeps; a preference beyond it is chosen
+/// afresh on every call.
+const MAX_RETAINED_CHOICES: usize = 64;
+
 /// Timeout of the inventory call right after connecting.
 const INVENTORY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -113,6 +117,9 @@ struct Inner {
     last_failure: Mutex<Option<Failure>>,
     live: RwLock<Option<Live>>,
     registry: Mutex<Registry>,
+    /// The browser chosen per `bridge --browser` preference (`""`: none), kept for the Broker's
+    /// life so later Workspaces bind where the first did (`default_browser_id`).
+    choices: Mutex<HashMap<String, String>>,
     /// Authorization outcome per browser id, overlaid on passive discovery.
     authorization: Mutex<HashMap<String, &'static str>>,
     /// Targets created for Workspaces; survives connection loss (unlike `registry`).
@@ -148,6 +155,7 @@ impl BrowserService {
                 last_failure: Mutex::new(None),
                 live: RwLock::new(None),
                 registry: Mutex::new(Registry::default()),
+                choices: Mutex::new(HashMap::new()),
                 authorization: Mutex::new(HashMap::new()),
                 owned: Mutex::new(HashMap::new()),
                 downloads: super::downloads::Downloads::new(
@@ -221,10 +229,13 @@ impl BrowserService {
         value
     }
 
-    /// The browser a new Workspace binds to: the live connection when there is one and the
-    /// preference (if any) names it, else the preference, else the stable selection. A
-    /// Workspace is never bound to an unconnected candidate while the Broker is connected to a
-    /// browser the host did not rule out.
+    /// The browser a new Workspace binds to (and `browser.discover` names as selected): the
+    /// live connection when there is one and the preference (if any) names it; else the choice
+    /// this Broker made earlier for the same preference (`bridge --browser X`, or none), while
+    /// that candidate is still listed; else a fresh choice by the preference or the stable
+    /// selection, which is then kept in memory (never on disk) for later calls. A Workspace is
+    /// never bound to an unconnected candidate while the Broker is connected to a browser the
+    /// host did not rule out.
     pub async fn default_browser_id(&self, preference: Option<&str>) -> Option<String> {
         let live = self.live().map(|live| live.browser_id);
         if let (Some(live), None) = (&live, preference) {
@@ -239,10 +250,21 @@ impl BrowserService {
                         .any(|field| field.as_str() == preference)
                 })
         };
-        match candidates.iter().find(|candidate| live_matches(candidate)) {
-            Some(candidate) => Some(candidate.id.clone()),
-            None => browser::select(&candidates, preference).map(|c| c.id.clone()),
+        if let Some(candidate) = candidates.iter().find(|candidate| live_matches(candidate)) {
+            return Some(candidate.id.clone());
         }
+        let key = preference.unwrap_or_default();
+        let mut choices = self.inner.choices.lock().expect("choices lock");
+        if let Some(chosen) = choices.get(key)
+            && candidates.iter().any(|candidate| candidate.id == *chosen)
+        {
+            return Some(chosen.clone());
+        }
+        let chosen = browser::select(&candidates, preference).map(|c| c.id.clone())?;
+        if choices.len() < MAX_RETAINED_CHOICES || choices.contains_key(key) {
+            choices.insert(key.to_owned(), chosen.clone());
+        }
+        Some(chosen)
     }
 
     /// Connects to a browser, or reuses the live connection to it. Concurrent callers share one

@@ -5,7 +5,6 @@ use serde_json::{Map, Value, json};
 use super::context::{CallScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use crate::browser;
 
 pub fn defs() -> Vec<ToolDef> {
     vec![ToolDef {
@@ -62,8 +61,9 @@ pub async fn discover(
     _arguments: Map<String, Value>,
 ) -> Result<Value, ToolError> {
     let found = env.browser.candidates().await;
-    let selected =
-        browser::select(&found, scope.browser_preference.as_deref()).map(|c| c.id.clone());
+    let selected = (env.browser)
+        .default_browser_id(scope.browser_preference.as_deref())
+        .await;
     Ok(json!({
         "browsers": found.iter().map(|c| env.browser.candidate_json(c)).collect::<Vec<_>>(),
         "selectedBrowserId": selected,
