@@ -719,7 +719,8 @@ impl BrowserService {
 
     /// Resolves a Workspace's opaque id and takes control of the tab for this Lease. A
     /// controller whose Lease no longer exists (expired, released, its Workspace gone) is
-    /// cleared first; a live controller is never displaced.
+    /// cleared first; a live controller is never displaced. Only the registry changes: a caller
+    /// about to drive the tab asks for its Workspace's network rules (`apply_network_rules`).
     pub async fn control(
         &self,
         workspace_id: &str,
@@ -737,7 +738,6 @@ impl BrowserService {
                     if handed_over {
                         handle.activity().hand_over(now_ms());
                     }
-                    super::fetch::refresh_tab(self, &target).await;
                     return Ok((target, handle));
                 }
                 Err(TargetError::ControlledElsewhere {
@@ -771,6 +771,13 @@ impl BrowserService {
                 Err(other) => return Err(other),
             }
         }
+    }
+
+    /// Brings the tab's request interception in line with the rules and credentials of the
+    /// Workspaces that manage or control it now, returning once its sessions answered. A tool
+    /// calls it after taking control, before it drives the tab.
+    pub async fn apply_network_rules(&self, target: &TargetId) {
+        super::fetch::refresh_tab(self, target).await;
     }
 
     /// A place in the queue of the tab behind a Workspace's opaque id, taken when the Command is

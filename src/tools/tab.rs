@@ -324,6 +324,7 @@ async fn controlled_tab(
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id, opaque) = (scope.workspace_id, scope.lease_id, scope.target_id);
     let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
+    env.browser.apply_network_rules(&target).await;
     let ticket = scope
         .ticket
         .lock()

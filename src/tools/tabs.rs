@@ -275,11 +275,8 @@ pub async fn open(
     attached.target_id = Some(opaque.clone());
     attached.lease_id = Some(lease_id.to_owned());
     let _ = env.events.emit(attached).await;
-    let handle = env
-        .browser
-        .control(workspace_id, lease_id, &opaque)
-        .await?
-        .1;
+    let (target, handle) = env.browser.control(workspace_id, lease_id, &opaque).await?;
+    env.browser.apply_network_rules(&target).await;
     let mut tab = ControlledTab::new(client, handle.acquire().await);
     let mut result = goto(env, &mut tab, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
