@@ -5,8 +5,8 @@
 //! last change, for `browser.wait`'s network-idle condition.
 //!
 //! `enable` is the per-session setup (`Runtime.enable`; requests are counted once `session::network`
-//! has enabled `Network`), called once when a tab session attaches; `on_event` is the pump's one entry. The book is plain data behind the tab's
-//! mutex (`TabHandle::activity`); nothing here emits an event (console output is read only
+//! has enabled `Network`), called once when a tab session attaches; `on_event` is the pump's one entry. The book is plain data among the tab's
+//! books (`TabHandle::activity`); nothing here emits an event (console output is read only
 //! through `browser.console.list`), evaluates script, or keeps a URL, header or body. Every text
 //! kept is page data, bounded here.
 
@@ -282,14 +282,8 @@ fn bounded(text: &str) -> (String, bool) {
 /// `session::network::enable`, after which `TabGuard::session` calls `counting_started`.
 /// Collection is best effort: a failure is logged, and the tools that read it say what they
 /// could not see.
-pub async fn enable(
-    client: &CdpClient,
-    session: &SessionId,
-    book: &std::sync::Mutex<ActivityBook>,
-) {
-    book.lock()
-        .expect("activity lock")
-        .start(crate::version::now_ms());
+pub async fn enable(client: &CdpClient, session: &SessionId, tab: &super::TabHandle) {
+    tab.activity().start(crate::version::now_ms());
     if let Err(error) = client
         .execute(session, &crate::cdp::runtime::Enable {}, SETUP_TIMEOUT)
         .await

@@ -1,6 +1,6 @@
 //! Frame bookkeeping of one tab: the out-of-process iframe (OOPIF) sessions Chromium attached
 //! to the tab session (`Target.setAutoAttach`), each Workspace's frame selection, and the opaque
-//! `frame:` ids minted per Workspace. It lives beside the tab's queue behind a plain mutex, so
+//! `frame:` ids minted per Workspace. It is one of the tab's books beside its queue, so
 //! the event pump can clear a selection whose frame went away without waiting for the tab's turn.
 //!
 //! It does no I/O and never decides what to tell a Workspace: the pump turns what

@@ -6,9 +6,11 @@
 //! A Command waiting for its turn is `accepted`; the holder of the turn is `dispatched`. A ticket
 //! dropped before its turn (cancelled, deadline passed) is skipped.
 //!
-//! Beside the queue sit the tab's `FrameBook` (OOPIF sessions, frame selections) and its
-//! `LoadBook` (the main document's loader and load phase, from lifecycle events), behind plain
-//! mutexes that the event pump may take without a turn; nothing awaits while holding them.
+//! Beside the queue sit the tab's books (`TabBooks`): its `FrameBook` (OOPIF sessions, frame
+//! selections), its `LoadBook` (the main document's loader and load phase, from lifecycle
+//! events), its `ActivityBook`, `FileChooserBook` and `NetworkBook`, plain fields of one value
+//! behind the tab's one lock, which the event pump may take without a turn; nothing awaits
+//! while holding it, and no code holds one book's guard while it asks for another.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
 //! world (docs/security.md, "Hostile pages").
 //! A session attached here gets `Page.enable`, OOPIF auto-attach, the click-truth
@@ -16,12 +18,11 @@
 //! download capture (`session::downloads::enable`), console/request collection
 //! (`activity::enable`, into the tab's `ActivityBook`), file-chooser interception
 //! (`choosers.rs`, whose `FileChooserBook` sits beside the queue) and network observation
-//! with the tab's interception (`session::network::enable`). The tab's `NetworkBook` (recent
-//! requests) sits beside the other books.
+//! with the tab's interception (`session::network::enable`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedMutexGuard};
@@ -48,19 +49,84 @@ struct TabQueue {
     state: Arc<tokio::sync::Mutex<TabState>>,
     /// Bumped when a Lease hands control back; streaks recorded under an older value are void.
     control_epoch: AtomicU64,
-    frames: Mutex<FrameBook>,
-    load: Mutex<LoadBook>,
-    /// Woken on every change of `load`.
+    books: Mutex<TabBooks>,
+    /// Woken on every change of the load book.
     load_changed: Notify,
-    /// Console entries and requests in flight (`session::activity`), fed by the pump.
-    activity: Mutex<ActivityBook>,
+}
+
+/// What the event pump learnt of one tab, usable without a turn: plain data, one owner.
+#[derive(Default)]
+pub struct TabBooks {
+    pub frames: FrameBook,
+    pub load: LoadBook,
+    /// Console entries and requests in flight (`session::activity`).
+    pub activity: ActivityBook,
     /// File choosers the tab's sessions reported, and whether its session intercepts them.
-    choosers: Mutex<FileChooserBook>,
+    pub choosers: FileChooserBook,
     /// Recent requests and interception state (`session::network`, `session::fetch`).
-    network: Mutex<super::network::NetworkBook>,
+    pub network: super::network::NetworkBook,
     /// A session the browser connection's auto-attach opened for this tab and nobody set up
     /// yet: the next `TabGuard::session` uses it instead of attaching again.
-    auto_session: Mutex<Option<SessionId>>,
+    pub auto_session: Option<SessionId>,
+}
+
+/// One book of a tab, borrowed under the tab's lock (`TabHandle::frames`, `activity`, ...).
+/// Take what is needed and let it go: a second book of the same tab waits for this one.
+pub struct Book<'a, T> {
+    books: MutexGuard<'a, TabBooks>,
+    part: fn(&TabBooks) -> &T,
+    part_mut: fn(&mut TabBooks) -> &mut T,
+}
+
+impl<T> std::ops::Deref for Book<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        (self.part)(&self.books)
+    }
+}
+
+impl<T> std::ops::DerefMut for Book<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        (self.part_mut)(&mut self.books)
+    }
+}
+
+impl TabQueue {
+    fn books(&self) -> MutexGuard<'_, TabBooks> {
+        self.books.lock().expect("tab books lock")
+    }
+
+    fn frames(&self) -> Book<'_, FrameBook> {
+        Book {
+            books: self.books(),
+            part: |b| &b.frames,
+            part_mut: |b| &mut b.frames,
+        }
+    }
+
+    fn activity(&self) -> Book<'_, ActivityBook> {
+        Book {
+            books: self.books(),
+            part: |b| &b.activity,
+            part_mut: |b| &mut b.activity,
+        }
+    }
+
+    fn choosers(&self) -> Book<'_, FileChooserBook> {
+        Book {
+            books: self.books(),
+            part: |b| &b.choosers,
+            part_mut: |b| &mut b.choosers,
+        }
+    }
+
+    fn network(&self) -> Book<'_, super::network::NetworkBook> {
+        Book {
+            books: self.books(),
+            part: |b| &b.network,
+            part_mut: |b| &mut b.network,
+        }
+    }
 }
 
 impl TabQueue {
@@ -177,7 +243,7 @@ async fn wait_load<T>(
         let notified = queue.load_changed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (done, value) = check(&queue.load.lock().expect("load lock"));
+        let (done, value) = check(&queue.books().load);
         if done || tokio::time::Instant::now() >= until {
             return value;
         }
@@ -204,13 +270,8 @@ impl TabHandle {
                 turn_changed: Notify::new(),
                 state: Arc::new(tokio::sync::Mutex::new(TabState::default())),
                 control_epoch: AtomicU64::new(0),
-                frames: Mutex::new(FrameBook::default()),
-                load: Mutex::new(LoadBook::default()),
+                books: Mutex::new(TabBooks::default()),
                 load_changed: Notify::new(),
-                activity: Mutex::new(ActivityBook::default()),
-                choosers: Mutex::new(FileChooserBook::default()),
-                network: Mutex::new(super::network::NetworkBook::default()),
-                auto_session: Mutex::new(None),
             }),
         }
     }
@@ -218,52 +279,56 @@ impl TabHandle {
     /// Updates the tab's load book (the pump, from the tab session's lifecycle events) and
     /// wakes the load waits.
     pub fn on_load(&self, update: impl FnOnce(&mut LoadBook)) {
-        update(&mut self.queue.load.lock().expect("load lock"));
+        update(&mut self.queue.books().load);
         self.queue.load_changed.notify_waiters();
     }
 
+    /// Every book of the tab at once (the pump); usable without a turn.
+    pub fn books(&self) -> MutexGuard<'_, TabBooks> {
+        self.queue.books()
+    }
+
     /// The tab's frame bookkeeping; usable without a turn (the pump's view of frames).
-    pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
-        self.queue.frames.lock().expect("frames lock")
+    pub fn frames(&self) -> Book<'_, FrameBook> {
+        self.queue.frames()
     }
 
     /// The tab's console entries and requests in flight; usable without a turn (the pump).
-    pub fn activity(&self) -> std::sync::MutexGuard<'_, ActivityBook> {
-        self.queue.activity.lock().expect("activity lock")
+    pub fn activity(&self) -> Book<'_, ActivityBook> {
+        self.queue.activity()
     }
 
     /// The tab's file-chooser record; usable without a turn (the pump counts choosers).
-    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
-        self.queue.choosers.lock().expect("choosers lock")
+    pub fn file_choosers(&self) -> Book<'_, FileChooserBook> {
+        self.queue.choosers()
     }
 
-    /// Offers a session auto-attach opened for this tab (the pump); `None` withdraws `session`
-    /// when it detached.
+    /// Offers a session auto-attach opened for this tab (the pump).
     pub fn offer_session(&self, session: SessionId) {
-        *self.queue.auto_session.lock().expect("auto session lock") = Some(session);
+        self.queue.books().auto_session = Some(session);
     }
 
     /// Withdraws an offered session that detached.
     pub fn withdraw_session(&self, session: &SessionId) {
-        let mut offered = self.queue.auto_session.lock().expect("auto session lock");
-        if offered.as_ref() == Some(session) {
-            *offered = None;
+        let mut books = self.queue.books();
+        if books.auto_session.as_ref() == Some(session) {
+            books.auto_session = None;
         }
     }
 
     /// The tab's recent requests and interception state; usable without a turn.
-    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
-        self.queue.network.lock().expect("network lock")
+    pub fn network(&self) -> Book<'_, super::network::NetworkBook> {
+        self.queue.network()
     }
 
     /// Where the tab's load history stands now (`TabGuard::load_mark`, without the turn).
     pub fn load_mark(&self) -> LoadMark {
-        self.queue.load.lock().expect("load lock").mark()
+        self.queue.books().load.mark()
     }
 
     /// Whether the main frame started or made a navigation since `mark` (no wait).
     pub fn navigated_since(&self, mark: &LoadMark) -> bool {
-        self.queue.load.lock().expect("load lock").moved_since(mark)
+        self.queue.books().load.moved_since(mark)
     }
 
     /// Waits until the main frame navigated after `mark` or started a navigation, or `until`
@@ -405,18 +470,13 @@ impl TabGuard {
         if let Some(session) = &self.state.session {
             return Ok(session.clone());
         }
-        let offered = self
-            .queue
-            .auto_session
-            .lock()
-            .expect("auto session lock")
-            .take();
+        let offered = self.queue.books().auto_session.take();
         let session = match offered {
             Some(session) => session,
             None => client.attach_to_target(&self.target, SETUP_TIMEOUT).await?,
         };
         // Load waits follow the lifecycle events; Chromium replays the current document's.
-        *self.queue.load.lock().expect("load lock") = LoadBook::default();
+        self.queue.books().load = LoadBook::default();
         // Every setup call is queued at once, `Page.enable` first: the session handles them in
         // order, and only the waits for the earlier replies go (a new tab's renderer answers
         // its first calls slowly).
@@ -435,7 +495,7 @@ impl TabGuard {
             register_document_start(client, &session),
             focus,
             super::downloads::enable(client, &session),
-            super::activity::enable(client, &session, &self.queue.activity),
+            super::activity::enable(client, &session, &handle),
             choosers::intercept(client, &session, true),
             super::network::enable(client, &session, &handle),
             client.execute(&session, &iframes, SETUP_TIMEOUT),
@@ -450,11 +510,7 @@ impl TabGuard {
             .set_intercepting(intercepting, Some(&session));
         network?;
         // `Network` is on: the activity book counts requests in flight from now on.
-        self.queue
-            .activity
-            .lock()
-            .expect("activity lock")
-            .counting_started();
+        self.activity().counting_started();
         if let Err(error) = iframes {
             tracing::warn!(%error, "auto-attach of out-of-process iframes failed");
         }
@@ -477,8 +533,8 @@ impl TabGuard {
     }
 
     /// The tab's file-chooser record.
-    pub fn file_choosers(&self) -> std::sync::MutexGuard<'_, FileChooserBook> {
-        self.queue.choosers.lock().expect("choosers lock")
+    pub fn file_choosers(&self) -> Book<'_, FileChooserBook> {
+        self.queue.choosers()
     }
 
     /// Forgets the session (it detached or the target crashed); the next use re-attaches.
@@ -491,15 +547,15 @@ impl TabGuard {
         self.state.progress = ProgressMemory::default();
         self.state.download_capture = super::downloads::Capture::Off;
         self.state.main_world = None;
-        self.frames().clear_children();
-        *self.queue.load.lock().expect("load lock") = LoadBook::default();
-        self.activity().session_ended();
+        let mut books = self.queue.books();
+        books.frames.clear_children();
+        books.load = LoadBook::default();
+        books.activity.session_ended();
     }
 
     /// Whether a cross-document navigation of the main frame has started and not committed.
     pub fn navigation_under_way(&self) -> bool {
-        let load = self.queue.load.lock().expect("load lock");
-        load.settled_phase().is_none()
+        self.queue.books().load.settled_phase().is_none()
     }
 
     /// This guard's place in the tab's queue.
@@ -516,8 +572,8 @@ impl TabGuard {
     }
 
     /// The tab's recent requests (the main document's status for hints).
-    pub fn network(&self) -> std::sync::MutexGuard<'_, super::network::NetworkBook> {
-        self.queue.network.lock().expect("network lock")
+    pub fn network(&self) -> Book<'_, super::network::NetworkBook> {
+        self.queue.network()
     }
 
     /// Changes with every `TabTicket::note_control_released` on this tab.
@@ -535,13 +591,13 @@ impl TabGuard {
     }
 
     /// The tab's frame bookkeeping.
-    pub fn frames(&self) -> std::sync::MutexGuard<'_, FrameBook> {
-        self.queue.frames.lock().expect("frames lock")
+    pub fn frames(&self) -> Book<'_, FrameBook> {
+        self.queue.frames()
     }
 
     /// The tab's console entries and requests in flight (`session::activity`).
-    pub fn activity(&self) -> std::sync::MutexGuard<'_, ActivityBook> {
-        self.queue.activity.lock().expect("activity lock")
+    pub fn activity(&self) -> Book<'_, ActivityBook> {
+        self.queue.activity()
     }
 
     /// The turn holder's frame selection (`None`: the main frame), after dropping the
@@ -569,7 +625,7 @@ impl TabGuard {
 
     /// Where the tab's load history stands now; take it before dispatching a navigation.
     pub fn load_mark(&self) -> LoadMark {
-        self.queue.load.lock().expect("load lock").mark()
+        self.queue.books().load.mark()
     }
 
     /// Waits until the awaited document reached `wanted`, or `until` passed; returns the phase
