@@ -70,10 +70,41 @@ pub struct TabBooks {
     pub auto_session: Option<SessionId>,
 }
 
-/// One book of a tab, borrowed under the tab's lock (`TabHandle::frames`, `activity`, ...).
-/// Take what is needed and let it go: a second book of the same tab waits for this one.
-pub struct Book<'a, T> {
+/// The tab's books, borrowed under its lock. A second borrow of the same tab's books on the
+/// thread that holds them would wait forever; it panics instead, naming the mistake.
+pub struct Books<'a> {
     books: MutexGuard<'a, TabBooks>,
+    queue: *const TabQueue,
+}
+
+thread_local! {
+    /// The tabs whose books this thread holds now.
+    static BORROWED: std::cell::RefCell<Vec<*const TabQueue>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl std::ops::Deref for Books<'_> {
+    type Target = TabBooks;
+    fn deref(&self) -> &TabBooks {
+        &self.books
+    }
+}
+
+impl std::ops::DerefMut for Books<'_> {
+    fn deref_mut(&mut self) -> &mut TabBooks {
+        &mut self.books
+    }
+}
+
+impl Drop for Books<'_> {
+    fn drop(&mut self) {
+        BORROWED.with(|held| held.borrow_mut().retain(|queue| *queue != self.queue));
+    }
+}
+
+/// One book of a tab, borrowed under the tab's lock (`TabHandle::frames`, `activity`, ...).
+/// Take what is needed and let it go: the tab's other books wait for this one.
+pub struct Book<'a, T> {
+    books: Books<'a>,
     part: fn(&TabBooks) -> &T,
     part_mut: fn(&mut TabBooks) -> &mut T,
 }
@@ -92,8 +123,20 @@ impl<T> std::ops::DerefMut for Book<'_, T> {
 }
 
 impl TabQueue {
-    fn books(&self) -> MutexGuard<'_, TabBooks> {
-        self.books.lock().expect("tab books lock")
+    fn books(&self) -> Books<'_> {
+        let queue = self as *const TabQueue;
+        BORROWED.with(|held| {
+            let mut held = held.borrow_mut();
+            assert!(
+                !held.contains(&queue),
+                "a tab's books borrowed twice on one thread (let the first book go)"
+            );
+            held.push(queue);
+        });
+        Books {
+            books: self.books.lock().expect("tab books lock"),
+            queue,
+        }
     }
 
     fn frames(&self) -> Book<'_, FrameBook> {
@@ -284,7 +327,7 @@ impl TabHandle {
     }
 
     /// Every book of the tab at once (the pump); usable without a turn.
-    pub fn books(&self) -> MutexGuard<'_, TabBooks> {
+    pub fn books(&self) -> Books<'_> {
         self.queue.books()
     }
 
@@ -713,6 +756,26 @@ mod tests {
         let _guard = tokio::time::timeout(Duration::from_secs(1), handle.acquire())
             .await
             .expect("served");
+    }
+
+    #[test]
+    fn one_book_at_a_time_and_a_second_borrow_on_one_thread_is_named() {
+        let (one, two) = (
+            TabHandle::new(TargetId::new("1")),
+            TabHandle::new(TargetId::new("2")),
+        );
+        {
+            // Books of different tabs together are fine; one after the other too.
+            let _first = one.frames();
+            let _other = two.activity();
+        }
+        one.offer_session(SessionId::new("s"));
+        assert_eq!(one.books().auto_session, Some(SessionId::new("s")));
+        let held = one.file_choosers();
+        let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one.load_mark()));
+        assert!(again.is_err(), "a second borrow must not wait forever");
+        drop(held);
+        let _ = one.load_mark();
     }
 
     #[tokio::test]

@@ -296,11 +296,13 @@ impl Before {
         element: Option<ElementState>,
         expects_chooser: bool,
     ) -> Before {
+        // One book at a time: the tab's books share one lock.
+        let file_choosers = guard.file_choosers().opened();
         Before {
             url,
             popups: env.browser.popups_of(&guard.target),
             element,
-            file_choosers: guard.file_choosers().opened(),
+            file_choosers,
             expects_chooser,
             load: guard.load_mark(),
             input_done: None,

@@ -500,7 +500,9 @@ pub fn repin(
     if pinned_session == tab_session {
         return Ok(super::tab::is_main_frame(guard, frame_id));
     }
-    match guard.frames().child_session(frame_id) {
+    // One guard of the tab's books at a time (the match would keep a scrutinee's guard).
+    let child = guard.frames().child_session(frame_id);
+    match child {
         Some(child) if child == *pinned_session => Ok(true),
         _ if guard
             .frames()
