@@ -64,6 +64,10 @@ enum Command {
         /// extras such as `+page.eval` to the six.
         #[arg(long)]
         capabilities: Option<String>,
+        /// Also return each result as `structuredContent` and list tools' output schemas (for
+        /// hosts that consume structured results; the text content stays the lean form).
+        #[arg(long)]
+        structured: bool,
     },
     /// Development introspection of the running Broker.
     Debug {
@@ -155,6 +159,7 @@ fn main() -> ExitCode {
             output_dir,
             upload_dir,
             capabilities,
+            structured,
         } => {
             if let Err(code) = init_cli_tracing("warn") {
                 return code;
@@ -168,7 +173,10 @@ fn main() -> ExitCode {
                 capabilities.as_deref(),
                 &cwd,
             ) {
-                Ok(options) => options,
+                Ok(options) => browser_pilot::mcp::McpOptions {
+                    structured,
+                    ..options
+                },
                 Err(error) => {
                     eprintln!("error: {error}");
                     return ExitCode::from(2);

@@ -165,6 +165,12 @@ fn official_mcp_sdk_client_drives_browser_pilot_mcp() {
     assert_eq!(exported, vec![report["pdf"].as_str().unwrap().to_owned()]);
 }
 
+/// The JSON an MCP result's first text block carries (results other than pages and actions).
+fn text_json(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().unwrap_or("");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {result}"))
+}
+
 fn identity(name: &str) -> ClientIdentity {
     ClientIdentity::ephemeral(&format!("com.example.{name}"), "Adapter Test", "test")
 }
@@ -731,8 +737,10 @@ fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
         json!({"name": "browser_read", "arguments": {}}),
     );
     assert_eq!(read["isError"], false, "{read}");
+    // Text only (no --structured): the page's text itself.
+    assert!(read.get("structuredContent").is_none(), "{read}");
     assert!(
-        read["structuredContent"]["text"]
+        read["content"][0]["text"]
             .as_str()
             .unwrap()
             .contains("sigterm"),
@@ -793,14 +801,24 @@ fn mcp_headless_launches_the_managed_chromium_when_nothing_is_ready() {
     assert!(error["remediation"]["action"].is_string(), "{refused}");
     mcp.close_stdin();
     assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
-    // With --headless the managed Chromium is started and used.
+    // With --headless the managed Chromium is started and used; --structured adds the
+    // Command's result as structuredContent and the output schemas.
     let mut command = home.command(BIN);
-    command.args(["mcp", "--headless"]);
+    command.args(["mcp", "--headless", "--structured"]);
     let mut mcp = support::Bridge::spawn(command);
     mcp.ok("initialize", initialize);
     let opened = open(&mut mcp);
     assert_eq!(opened["isError"], false, "{opened}");
     assert_eq!(opened["structuredContent"]["title"], "headless", "{opened}");
+    let tools = mcp.ok("tools/list", json!({}));
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|tool| tool["outputSchema"]["type"] == "object"),
+        "{tools}"
+    );
     mcp.close_stdin();
     assert_eq!(mcp.wait_exit(Duration::from_secs(20)), Some(0));
     let (code, out, err) = home.run(BIN, &["browser", "stop"]);
@@ -1073,11 +1091,9 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
         json!({"path": uploads.join("cv.txt").to_str().unwrap(), "mimeType": "text/plain"}),
     );
     assert_eq!(imported["isError"], false, "{imported}");
-    assert_eq!(
-        imported["structuredContent"]["artifact"]["kind"],
-        "upload_input"
-    );
-    assert_eq!(imported["structuredContent"]["artifact"]["byteLength"], 5);
+    let artifact = &text_json(&imported)["artifact"];
+    assert_eq!(artifact["kind"], "upload_input", "{imported}");
+    assert_eq!(artifact["byteLength"], 5);
 
     // The page's download is announced, not written.
     let clicked = call("browser_click", json!({"x": 40, "y": 40}));
@@ -1103,7 +1119,8 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
         json!({"artifactId": artifact_id}),
     );
     assert_eq!(exported["isError"], false, "{exported}");
-    let name = exported["structuredContent"]["fileName"].as_str().unwrap();
+    let exported = text_json(&exported);
+    let name = exported["fileName"].as_str().unwrap();
     assert!(
         name.starts_with("download-") && name.ends_with("-conftest.py"),
         "{name}"
@@ -1201,4 +1218,378 @@ fn reference_adapters_answer_a_repeated_tool_use_id_from_the_record_after_a_rest
     assert!(report["first"].is_string(), "{report}");
     assert_eq!(report["first"], report["again"], "{report}");
     assert_eq!(shared.fixtures.hits("/page/restart-python"), 1);
+}
+
+/// One element line of `browser-pilot mcp`'s lean text: `12 role "name" rest` (a full
+/// Observation), `+12 role "name" rest` (added) or `~12 "name" rest` (changed, current state).
+#[derive(Debug, Clone)]
+struct LeanLine {
+    mark: char,
+    element_ref: u64,
+    role: Option<String>,
+    name: String,
+    rest: String,
+}
+
+fn lean_lines(text: &str) -> Vec<LeanLine> {
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let (mark, body) = match line.chars().next() {
+            Some(c @ ('+' | '~')) => (c, &line[1..]),
+            _ => (' ', line),
+        };
+        let Some((number, after)) = body.split_once(' ') else {
+            continue;
+        };
+        let Ok(element_ref) = number.parse::<u64>() else {
+            continue;
+        };
+        let (role, quoted) = match after.starts_with('"') {
+            true => (None, after),
+            false => match after.split_once(' ') {
+                Some((role, quoted)) if quoted.starts_with('"') => {
+                    (Some(role.split(':').next().unwrap().to_owned()), quoted)
+                }
+                _ => continue,
+            },
+        };
+        let mut names = serde_json::Deserializer::from_str(quoted).into_iter::<String>();
+        let Some(Ok(name)) = names.next() else {
+            continue;
+        };
+        let rest = quoted[names.byte_offset()..].to_owned();
+        lines.push(LeanLine {
+            mark,
+            element_ref,
+            role,
+            name,
+            rest,
+        });
+    }
+    lines
+}
+
+/// An MCP session on `browser-pilot mcp` with default flags (the lean form).
+struct LeanMcp {
+    mcp: support::Bridge,
+}
+
+impl LeanMcp {
+    fn start(home: &TestHome) -> LeanMcp {
+        let mut command = home.command(BIN);
+        command.arg("mcp");
+        let mut mcp = support::Bridge::spawn(command);
+        mcp.ok(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lean-test", "version": "1"}}),
+        );
+        LeanMcp { mcp }
+    }
+
+    /// A successful call's text (and the whole result).
+    fn text(&mut self, name: &str, arguments: Value) -> (String, Value) {
+        let result = self
+            .mcp
+            .ok("tools/call", json!({"name": name, "arguments": arguments}));
+        assert_eq!(result["isError"], false, "{name}: {result}");
+        assert!(
+            result.get("structuredContent").is_none(),
+            "no duplicate payload without --structured: {result}"
+        );
+        let text = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        (text, result)
+    }
+
+    /// Every ref `lines` show resolves in the tab's latest Observation: an annotated capture
+    /// draws each, skipping none as unknown or stale.
+    fn assert_refs_resolve(&mut self, lines: &[LeanLine], context: &str) {
+        let refs: Vec<u64> = lines.iter().map(|l| l.element_ref).collect();
+        assert!(!refs.is_empty(), "no refs in {context}");
+        let (text, _) = self.text("browser_capture", json!({"annotations": {"refs": refs}}));
+        let captured: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        for skipped in captured["skippedRefs"].as_array().into_iter().flatten() {
+            let reason = skipped["reason"].as_str().unwrap_or("");
+            assert!(
+                reason == "not_visible" || reason == "outside_viewport",
+                "ref {skipped} shown in {context} does not resolve"
+            );
+        }
+    }
+
+    /// The full Observation's line of `element_ref` now, read back from the page.
+    fn observed(&mut self, element_ref: u64) -> LeanLine {
+        let (text, _) = self.text("browser_observe", json!({}));
+        lean_lines(&text)
+            .into_iter()
+            .find(|l| l.element_ref == element_ref)
+            .unwrap_or_else(|| panic!("ref {element_ref} not in {text}"))
+    }
+
+    fn end(mut self) {
+        self.mcp.close_stdin();
+        assert_eq!(self.mcp.wait_exit(Duration::from_secs(20)), Some(0));
+    }
+}
+
+#[test]
+fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let mut lean = LeanMcp::start(&home);
+    let tools = lean.mcp.ok("tools/list", json!({}));
+    let listed: Vec<Value> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!([t["description"], t["inputSchema"]]))
+        .collect();
+    let size = Value::Array(listed).to_string().len();
+    assert!(
+        size <= 16_000,
+        "tool descriptions + input schemas: {size} bytes"
+    );
+    assert!(tools["tools"][0].get("outputSchema").is_none(), "{tools}");
+
+    let url = shared.fixtures.url("/fixture/checkout");
+    let (opened, _) = lean.text("browser_open", json!({"url": url}));
+    assert!(
+        opened.contains(&format!("\"Checkout - Small Form\" {url}")),
+        "{opened}"
+    );
+    let (text, result) = lean.text("browser_observe", json!({}));
+    assert_eq!(
+        result["_meta"]["browser-pilot/sensitivity"]["output"],
+        json!(["browser_data"])
+    );
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.starts_with("\"Checkout - Small Form\" http://"),
+        "{header}"
+    );
+    assert!(header.contains("below view"), "{header}");
+    let lines = lean_lines(&text);
+    let controls = [
+        (
+            "link",
+            &[
+                "Home",
+                "Products",
+                "Cart",
+                "Account",
+                "Help",
+                "Privacy",
+                "Terms",
+                "Contact us",
+                "FAQ",
+            ][..],
+        ),
+        (
+            "textbox",
+            &[
+                "First name",
+                "Last name",
+                "Email",
+                "Phone",
+                "Street",
+                "City",
+                "Postal code",
+                "Delivery notes",
+                "Coupon code",
+                "Card number",
+                "Expiry",
+                "CVC",
+            ][..],
+        ),
+        ("combobox", &["Country"][..]),
+        ("radio", &["Standard", "Express", "Overnight"][..]),
+        ("checkbox", &["I agree", "Subscribe", "This is a gift"][..]),
+        (
+            "button",
+            &[
+                "Apply coupon",
+                "Place order",
+                "Reset form",
+                "Save for later",
+            ][..],
+        ),
+    ];
+    let mut found = 0;
+    for (role, names) in controls {
+        for name in names {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.role.as_deref() == Some(role) && l.name.starts_with(name)),
+                "{role} {name:?} missing from:\n{text}"
+            );
+            found += 1;
+        }
+    }
+    assert_eq!(found, 32);
+    // The password field shows its length, never a value.
+    let cvc = lines.iter().find(|l| l.name == "CVC").unwrap();
+    assert!(
+        cvc.rest.contains("sensitive") && !cvc.rest.contains(" =\""),
+        "{cvc:?}"
+    );
+    assert!(text.len() <= 1_650, "{} chars:\n{text}", text.len());
+    lean.assert_refs_resolve(&lines, "the checkout Observation");
+
+    // A click: the evidence line and the changed checkbox with its ref, read back from the page.
+    let agree = lines
+        .iter()
+        .find(|l| l.name.starts_with("I agree"))
+        .unwrap();
+    let (clicked, _) = lean.text("browser_click", json!({"ref": agree.element_ref}));
+    assert_eq!(clicked.lines().next(), Some("verified"), "{clicked}");
+    let changed = lean_lines(&clicked);
+    let shown = changed
+        .iter()
+        .find(|l| l.element_ref == agree.element_ref)
+        .unwrap_or_else(|| panic!("the clicked checkbox is not in:\n{clicked}"));
+    assert_eq!(shown.mark, '~');
+    assert!(shown.rest.starts_with(" checked"), "{clicked}");
+    assert!(clicked.len() <= 140, "{} chars:\n{clicked}", clicked.len());
+    assert!(
+        lean.observed(agree.element_ref)
+            .rest
+            .starts_with(" checked")
+    );
+    let (status, _) = lean.text("browser_read", json!({"selector": "#status"}));
+    assert!(status.contains("agree-changes=1"), "{status}");
+
+    // A fill: the new value on the field's line.
+    let coupon = lines.iter().find(|l| l.name == "Coupon code").unwrap();
+    let (filled, _) = lean.text(
+        "browser_type",
+        json!({"ref": coupon.element_ref, "text": "ABCDEFGHIJKLMNOPQRST", "mode": "fill"}),
+    );
+    assert_eq!(filled.lines().next(), Some("verified"), "{filled}");
+    assert!(
+        lean_lines(&filled)
+            .iter()
+            .any(|l| l.element_ref == coupon.element_ref
+                && l.rest.starts_with(" =\"ABCDEFGHIJKLMNOPQRST\"")),
+        "{filled}"
+    );
+    assert!(filled.len() <= 60, "{} chars:\n{filled}", filled.len());
+    let (status, _) = lean.text("browser_read", json!({"selector": "#status"}));
+    assert!(status.contains("coupon-length=20"), "{status}");
+    lean.end();
+}
+
+#[test]
+fn mcp_action_results_show_what_changed_and_state_dialogs_popups_and_navigations() {
+    let shared = shared();
+    let home = shared.home(&[]);
+    let mut lean = LeanMcp::start(&home);
+    let (page, _) = lean.text(
+        "browser_open",
+        json!({"url": shared.fixtures.url("/fixture/mcp-lean")}),
+    );
+    let lines = lean_lines(&page);
+    let by_name = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap_or_else(|| panic!("{name:?} not in:\n{page}"))
+            .clone()
+    };
+    let (more, note, gone) = (by_name("Show more"), by_name("Note"), by_name("Gone link"));
+
+    // Added, changed and removed elements are all in the action's result.
+    let (shown, _) = lean.text("browser_click", json!({"ref": more.element_ref}));
+    let diff = lean_lines(&shown);
+    let added = diff
+        .iter()
+        .find(|l| l.mark == '+' && l.name == "Added one")
+        .unwrap_or_else(|| panic!("the added button is not in:\n{shown}"));
+    assert_eq!(added.role.as_deref(), Some("button"));
+    let changed = diff
+        .iter()
+        .find(|l| l.element_ref == note.element_ref)
+        .unwrap_or_else(|| panic!("the changed field is not in:\n{shown}"));
+    assert_eq!(changed.mark, '~');
+    assert!(changed.rest.starts_with(" =\"shown\""), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l == format!("removed {}", gone.element_ref)),
+        "{shown}"
+    );
+    // Read back from the page: the same refs show the same state.
+    let now = lean.observed(added.element_ref);
+    assert_eq!(
+        (now.name.as_str(), now.role.as_deref()),
+        ("Added one", Some("button"))
+    );
+    assert!(
+        lean.observed(note.element_ref)
+            .rest
+            .starts_with(" =\"shown\"")
+    );
+    lean.assert_refs_resolve(&diff, "the click's diff");
+    // The added button is usable with the ref the diff gave.
+    let (clicked, _) = lean.text("browser_click", json!({"ref": added.element_ref}));
+    assert!(!clicked.starts_with("mismatch"), "{clicked}");
+
+    // A dialog the action opened is stated with how to answer it.
+    let (asked, _) = lean.text(
+        "browser_click",
+        json!({"ref": by_name("Confirm").element_ref}),
+    );
+    let dialog = asked
+        .lines()
+        .find(|l| l.starts_with("dialog confirm \"Sure?\" is waiting"))
+        .unwrap_or_else(|| panic!("no dialog stated in:\n{asked}"));
+    let dialog_id = dialog.rsplit(' ').next().unwrap();
+    lean.text(
+        "browser_dialogs_respond",
+        json!({"dialogId": dialog_id, "action": "accept"}),
+    );
+    let (answer, _) = lean.text("browser_read", json!({"selector": "#answer"}));
+    assert_eq!(answer, "yes");
+
+    // A popup the action opened is stated with its tab.
+    let (popped, _) = lean.text(
+        "browser_click",
+        json!({"ref": by_name("Popup").element_ref}),
+    );
+    assert!(
+        popped.lines().next().unwrap().contains("popup_opened"),
+        "{popped}"
+    );
+    assert!(
+        popped.lines().any(|l| l.starts_with("popup target:")),
+        "{popped}"
+    );
+
+    // A navigation is stated and the new document shown whole, with refs that resolve.
+    let (navigated, _) = lean.text(
+        "browser_click",
+        json!({"ref": by_name("Next page").element_ref}),
+    );
+    let mut said = navigated.lines();
+    let evidence = said.next().unwrap();
+    assert!(evidence.contains("navigation"), "{navigated}");
+    let header = said.next().unwrap();
+    assert!(
+        header.starts_with(&format!("\"next\" {}", shared.fixtures.url("/page/next"))),
+        "{navigated}"
+    );
+    let fresh = lean_lines(&navigated);
+    assert!(
+        fresh
+            .iter()
+            .any(|l| l.role.as_deref() == Some("heading") && l.name == "next" && l.mark == ' '),
+        "{navigated}"
+    );
+    lean.assert_refs_resolve(&fresh, "the new document");
+    lean.end();
 }

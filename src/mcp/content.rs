@@ -1,5 +1,6 @@
-//! MCP tool results: structured content, text, image and resource-link blocks, errors as
-//! `isError` results, and sensitivity in `_meta`.
+//! MCP tool results: the lean text, image and resource-link blocks, structured content when the
+//! server was started with `--structured`, errors as `isError` results, and sensitivity in
+//! `_meta`.
 //!
 //! Owns the shapes only: pure functions from a Broker outcome (or error) plus already-read
 //! image bytes and already-exported files to one `CallToolResult`. It never calls the bridge and
@@ -30,13 +31,21 @@ pub struct Extras {
     pub downloads: Vec<Value>,
 }
 
-/// A successful `tools/call` result.
-pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras: Extras) -> Value {
-    let structured = match result {
-        Value::Object(_) => result.clone(),
-        other => json!({"value": other}),
-    };
-    let mut content = vec![json!({"type": "text", "text": structured.to_string()})];
+/// A successful `tools/call` result: `text` (the lean form, `lean.rs`) as text content, images
+/// and exported files beside it; with `structured`, the Command's result also as
+/// `structuredContent` and the sensitive fields of its schema in `_meta`.
+pub fn success(
+    tool: Option<&ToolInfo>,
+    command: &Value,
+    result: &Value,
+    extras: Extras,
+    text: String,
+    structured: bool,
+) -> Value {
+    let mut content = Vec::new();
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
     let mut sensitivity: Vec<String> = tool
         .map(|tool| tool.sensitivity_output.clone())
         .unwrap_or_default();
@@ -72,24 +81,32 @@ pub fn success(tool: Option<&ToolInfo>, command: &Value, result: &Value, extras:
             sensitivity.push(class);
         }
     }
-    let fields = tool
-        .map(|tool| sensitive_fields(&tool.output_schema))
-        .unwrap_or_default();
     let mut meta = Map::new();
-    meta.insert(
-        META_SENSITIVITY.into(),
-        json!({"output": sensitivity, "fields": fields}),
-    );
+    let mut classes = json!({"output": sensitivity});
+    if structured {
+        let fields = tool
+            .map(|tool| sensitive_fields(&tool.output_schema))
+            .unwrap_or_default();
+        classes["fields"] = Value::Object(fields);
+    }
+    meta.insert(META_SENSITIVITY.into(), classes);
     if !extras.downloads.is_empty() {
         meta.insert(META_DOWNLOADS.into(), Value::Array(extras.downloads));
     }
-    if command.is_object() {
+    if structured && command.is_object() {
         meta.insert(
             META_COMMAND.into(),
             json!({"id": command["id"], "status": command["status"], "mutating": command["mutating"]}),
         );
     }
-    json!({"content": content, "structuredContent": structured, "isError": false, "_meta": meta})
+    let mut answer = json!({"content": content, "isError": false, "_meta": meta});
+    if structured {
+        answer["structuredContent"] = match result {
+            Value::Object(_) => result.clone(),
+            other => json!({"value": other}),
+        };
+    }
+    answer
 }
 
 /// Where a schema carries `x-browser-pilot-sensitivity`: a JSON-pointer-like path (`*` for

@@ -34,7 +34,7 @@ pub fn import_tool() -> Value {
     json!({
         "name": IMPORT_TOOL,
         "title": "browser.file.import",
-        "description": "Copy a local file into protected storage for browser_upload: a regular file under one of the server's --upload-dir directories (symlinks are resolved first; anything else is path_not_allowed). Returns the upload_input Artifact; pass artifact.id to browser_upload as artifactId.",
+        "description": "Copy a file under an --upload-dir directory into protected storage; pass the returned artifact.id to browser_upload as artifactId.",
         "inputSchema": {
             "type": "object",
             "additionalProperties": false,
@@ -55,7 +55,7 @@ pub fn export_tool() -> Value {
     json!({
         "name": EXPORT_TOOL,
         "title": "browser.download.export",
-        "description": format!("Save one completed download of this session (its artifactId, from the download notice of an earlier result) into the server's output directory as download-<id>-<page's name>, never replacing a file. Downloads stay in protected storage until a call names them; at most {MAX_DOWNLOAD_EXPORTS} files and {} MiB per session.", MAX_DOWNLOAD_EXPORT_BYTES / (1024 * 1024)),
+        "description": format!("Save a completed download (artifactId from a download notice) into the output directory; at most {MAX_DOWNLOAD_EXPORTS} files and {} MiB per session.", MAX_DOWNLOAD_EXPORT_BYTES / (1024 * 1024)),
         "inputSchema": {
             "type": "object",
             "additionalProperties": false,

@@ -9,6 +9,7 @@
 //! `server.rs`) and writes no state to disk, only the exports the user's `--output-dir`
 //! receives.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -16,6 +17,7 @@ use tokio::sync::{Mutex, OnceCell, watch};
 
 use super::content::{self, Extras};
 use super::files::{self, Downloads, EXPORT_TOOL, IMPORT_TOOL};
+use super::lean::{self, Notes};
 use super::options::McpOptions;
 use super::tools::{mcp_error, mcp_name, mcp_tool};
 
@@ -27,6 +29,21 @@ use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// Events read per page when the session follows its journal after a call.
 const EVENT_PAGE: u32 = 200;
+
+/// Elements one Observation walks (the manifest's largest `limit`): an Observation and the
+/// diffs after it walk the same elements, and `maxTokens` decides what is shown.
+const OBSERVE_LIMIT: u32 = 5_000;
+
+/// Token budget of a full Observation (about 21 KB of text; the Broker's estimate): elements in
+/// the view first, then interactive ones, so scrolling and observing again pages through a
+/// long page.
+const OBSERVE_MAX_TOKENS: u32 = 8_000;
+
+/// Token budget of what an action changed (about 5 KB of text).
+const ACTION_MAX_TOKENS: u32 = 2_000;
+
+/// Tools after which the server observes the tab itself, since a new document is shown whole.
+const OBSERVED_AFTER: &[&str] = &["browser.open", "browser.navigate"];
 
 /// Hands out [`Turn`]s in the order MCP requests arrive.
 pub struct Sequencer {
@@ -108,6 +125,9 @@ pub struct Host {
     events: Mutex<()>,
     /// Completed downloads the host may export, and the export budget spent.
     downloads: std::sync::Mutex<Downloads>,
+    /// The latest Observation of each tab in this session: the default `observationId` of a
+    /// ref and the base of the next action's diff.
+    observations: std::sync::Mutex<HashMap<String, String>>,
 }
 
 impl Host {
@@ -149,6 +169,7 @@ impl Host {
             current_target: std::sync::Mutex::new(None),
             events: Mutex::new(()),
             downloads: std::sync::Mutex::new(Downloads::default()),
+            observations: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -191,13 +212,19 @@ impl Host {
         let mut list: Vec<Value> = self
             .tools()
             .iter()
-            .map(|tool| mcp_tool(tool, self.tools()))
+            .map(|tool| mcp_tool(tool, self.tools(), self.options.structured))
             .collect();
         for name in self.file_tools() {
-            list.push(match name {
+            let mut entry = match name {
                 IMPORT_TOOL => files::import_tool(),
                 _ => files::export_tool(),
-            });
+            };
+            if !self.options.structured
+                && let Some(entry) = entry.as_object_mut()
+            {
+                entry.remove("outputSchema");
+            }
+            list.push(entry);
         }
         list
     }
@@ -253,7 +280,17 @@ impl Host {
             };
             drop(turn);
             return match outcome {
-                Ok((result, extras)) => content::success(None, &Value::Null, &result, extras),
+                Ok((result, extras)) => {
+                    let text = lean::text(name, &result, &Notes::default());
+                    content::success(
+                        None,
+                        &Value::Null,
+                        &result,
+                        extras,
+                        text,
+                        self.options.structured,
+                    )
+                }
                 Err(error) => content::error(None, &mcp_error(error, self.tools())),
             };
         }
@@ -302,19 +339,23 @@ impl Host {
             },
             _ => None,
         };
-        let mut call = ToolCall::new(&tool.name, Value::Object(arguments), host_call_id);
         if tool.scope == ToolScope::Connection {
+            let call = ToolCall::new(&tool.name, Value::Object(arguments), host_call_id);
             let pending = self.session.start_tool(&call, Map::new()).await?;
             drop(turn);
             let outcome = pending.outcome().await?;
+            let text = lean::text(&tool.name, &outcome.result, &Notes::default());
             return Ok(content::success(
                 Some(tool),
                 &outcome.command,
                 &outcome.result,
                 Extras::default(),
+                text,
+                self.options.structured,
             ));
         }
         let scope = self.scope(tool.name == "browser.connect").await?;
+        let mut target_id = None;
         if tool.scope == ToolScope::Target {
             let target = explicit_target.or_else(|| self.current_target());
             let Some(target) = target else {
@@ -326,8 +367,11 @@ impl Host {
                     "Call browser_open with a URL, or pass a targetId from browser_tabs_list.",
                 ));
             };
-            call = call.on_target(Some(target));
+            self.lean_arguments(tool, &target, &mut arguments);
+            target_id = Some(target);
         }
+        let call =
+            ToolCall::new(&tool.name, Value::Object(arguments), host_call_id).on_target(target_id);
         let mut lease = self.lease(scope, None).await?;
         if *cancelled.borrow() {
             return Err(not_sent());
@@ -345,13 +389,216 @@ impl Host {
         let mut extras = Extras::default();
         self.convert_artifacts(scope, &lease, tool, &outcome.result, &mut extras)
             .await?;
+        let tab = call
+            .target_id
+            .clone()
+            .or_else(|| outcome.result["targetId"].as_str().map(str::to_owned));
+        let mut notes = Notes::default();
+        let mut result = outcome.result.clone();
+        if let Some(tab) = &tab {
+            self.remember_observation(tab, &result);
+            self.state_what_left(scope, &lease, tab, &result, host_call_id, &mut notes)
+                .await;
+            if OBSERVED_AFTER.contains(&tool.name.as_str()) {
+                result = self
+                    .observe_after(scope, &lease, tool, tab, result, host_call_id, &mut notes)
+                    .await;
+            }
+        }
         self.follow_events(scope, &mut extras).await;
+        let text = lean::text(&tool.name, &result, &notes);
         Ok(content::success(
             Some(tool),
             &outcome.command,
             &outcome.result,
             extras,
+            text,
+            self.options.structured,
         ))
+    }
+
+    /// The lean shape of a tab tool's arguments, unless the model gave them: an Observation in
+    /// compact lines within a token budget; an action's closing Observation as a diff against
+    /// the tab's latest Observation; a ref's `observationId` the tab's latest.
+    fn lean_arguments(&self, tool: &ToolInfo, target: &str, arguments: &mut Map<String, Value>) {
+        let latest = self
+            .observations
+            .lock()
+            .expect("observations lock")
+            .get(target)
+            .cloned();
+        let offers = |name: &str| tool.input_schema["properties"].get(name).is_some();
+        if tool.name == "browser.observe" {
+            arguments
+                .entry("format")
+                .or_insert_with(|| json!("compact"));
+            if arguments["format"] == "compact" {
+                arguments
+                    .entry("limit")
+                    .or_insert_with(|| json!(OBSERVE_LIMIT));
+                arguments
+                    .entry("maxTokens")
+                    .or_insert_with(|| json!(OBSERVE_MAX_TOKENS));
+            }
+        }
+        if offers("observe") && !arguments.contains_key("observe") {
+            let mut observe = json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": ACTION_MAX_TOKENS});
+            if let Some(latest) = &latest {
+                observe["sinceObservationId"] = json!(latest);
+            }
+            arguments.insert("observe".into(), observe);
+        }
+        if let (Some(Value::Object(annotations)), Some(latest)) =
+            (arguments.get_mut("annotations"), &latest)
+        {
+            annotations
+                .entry("observationId")
+                .or_insert_with(|| json!(latest));
+        }
+        if offers("observationId")
+            && !arguments.contains_key("observationId")
+            && (arguments.contains_key("ref") || arguments.contains_key("toRef"))
+            && let Some(latest) = latest
+        {
+            arguments.insert("observationId".into(), json!(latest));
+        }
+    }
+
+    fn remember_observation(&self, tab: &str, result: &Value) {
+        if let Some(id) = result["observationId"].as_str() {
+            self.observations
+                .lock()
+                .expect("observations lock")
+                .insert(tab.to_owned(), id.to_owned());
+        }
+    }
+
+    /// A dialog the action left open and a popup it opened are stated with what to do next.
+    async fn state_what_left(
+        &self,
+        scope: &Scope,
+        lease: &Lease,
+        tab: &str,
+        result: &Value,
+        host_call_id: &str,
+        notes: &mut Notes,
+    ) {
+        let effects = |name: &str| {
+            result["evidence"]["effects"]
+                .as_array()
+                .is_some_and(|list| list.iter().any(|e| e == name))
+        };
+        if result["dialogOpen"] == true || effects("dialog_opened") {
+            let listed = self
+                .side_call(scope, lease, "browser.dialogs.list", None, host_call_id)
+                .await;
+            let mut stated = false;
+            for dialog in listed["dialogs"].as_array().into_iter().flatten() {
+                if dialog["targetId"] != tab {
+                    continue;
+                }
+                stated = true;
+                notes.lines.push(format!(
+                    "dialog {} {} is waiting: answer with browser_dialogs_respond dialogId {}",
+                    dialog["type"].as_str().unwrap_or("dialog"),
+                    dialog["message"],
+                    dialog["dialogId"].as_str().unwrap_or(""),
+                ));
+            }
+            if !stated && result["dialogOpen"] == true {
+                notes.lines.push(
+                    "a dialog is open: browser_dialogs_list, then browser_dialogs_respond"
+                        .to_owned(),
+                );
+            }
+        }
+        if effects("popup_opened") {
+            let listed = self
+                .side_call(scope, lease, "browser.tabs.list", None, host_call_id)
+                .await;
+            let popups: Vec<String> = listed["tabs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| t["openerTargetId"] == tab)
+                .map(|t| {
+                    format!(
+                        "popup {} {} {} (pass it as targetId)",
+                        t["targetId"].as_str().unwrap_or(""),
+                        t["title"],
+                        t["url"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            match popups.is_empty() {
+                true => notes
+                    .lines
+                    .push("a popup opened: browser_tabs_list shows it".to_owned()),
+                false => notes.lines.extend(popups),
+            }
+        }
+    }
+
+    /// After `browser.open` / `browser.navigate`: the new document's full compact Observation
+    /// (what the model would ask for next), recorded as the tab's latest. The tool's own result
+    /// is kept when the Observation fails.
+    #[allow(clippy::too_many_arguments)]
+    async fn observe_after(
+        &self,
+        scope: &Scope,
+        lease: &Lease,
+        tool: &ToolInfo,
+        tab: &str,
+        result: Value,
+        host_call_id: &str,
+        notes: &mut Notes,
+    ) -> Value {
+        let arguments =
+            json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": OBSERVE_MAX_TOKENS});
+        let observed = self
+            .side_call(
+                scope,
+                lease,
+                "browser.observe",
+                Some((tab, arguments)),
+                host_call_id,
+            )
+            .await;
+        if !observed["observationId"].is_string() {
+            return result;
+        }
+        self.remember_observation(tab, &observed);
+        if tool.name == "browser.open" {
+            notes
+                .lines
+                .push(format!("opened tab {tab} (the default from now on)"));
+        }
+        observed
+    }
+
+    /// A call the server makes for the model's sake; its failure is only logged (`Null`).
+    async fn side_call(
+        &self,
+        scope: &Scope,
+        lease: &Lease,
+        name: &str,
+        target: Option<(&str, Value)>,
+        host_call_id: &str,
+    ) -> Value {
+        let (target, arguments) = match target {
+            Some((tab, arguments)) => (Some(tab.to_owned()), arguments),
+            None => (None, json!({})),
+        };
+        let suffix = name.rsplit('.').next().unwrap_or("side");
+        let call =
+            ToolCall::new(name, arguments, format!("{host_call_id}-{suffix}")).on_target(target);
+        match scope.workspace.call(lease, &call).await {
+            Ok(outcome) => outcome.result,
+            Err(error) => {
+                tracing::debug!(%error, tool = name, "side call");
+                Value::Null
+            }
+        }
     }
 
     /// `browser_file_import`: a regular file under an upload directory, symlinks resolved,

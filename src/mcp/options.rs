@@ -24,6 +24,9 @@ pub struct McpOptions {
     /// `--capabilities`: what to request in `initialize`. Default: the contract's six, so an MCP
     /// host sees no network-data, network-control or eval tool unless its user names them.
     pub capabilities: Vec<String>,
+    /// `--structured`: results also carry `structuredContent` (the Command's result) and
+    /// `tools/list` the output schemas. Off: text content only, the lean form.
+    pub structured: bool,
 }
 
 impl McpOptions {
@@ -85,6 +88,7 @@ impl McpOptions {
             output_dir,
             upload_dirs: uploads,
             capabilities,
+            structured: false,
         })
     }
 }

@@ -190,7 +190,7 @@ impl Server {
                         "protocolVersion": version,
                         "capabilities": {"tools": {"listChanged": false}},
                         "serverInfo": {"name": "browser-pilot", "title": "Browser Pilot", "version": env!("CARGO_PKG_VERSION")},
-                        "instructions": "Drives a real Chromium through the Browser Pilot Broker. Start with browser_open (a new tab) or browser_tabs_list; then browser_observe for elements with refs, and act with browser_click / browser_type using observationId + ref. targetId defaults to the tab last opened or selected. Evidence `verified` is proven by page state; `unavailable` means no conclusive effect was seen. Never repeat a call whose error is unknown_outcome: observe first.",
+                        "instructions": "Drives a real Chromium. Start with browser_open (it shows the page) or browser_tabs_list. Pages are shown one line per element: ref, role, \"name\", value and states, @x,y. Act with browser_click / browser_type and the ref; a result's first line is the evidence (verified: the page proves it; unavailable: no conclusive effect seen), then what changed: +added, ~changed (current state), removed refs; a navigation, dialog or popup is always stated and a new page is shown whole. targetId defaults to the current tab. Never repeat a call whose error is unknown_outcome: observe first.",
                     }),
                 )
                 .await

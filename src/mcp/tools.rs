@@ -120,30 +120,260 @@ fn mcp_schema(schema: &Value, tools: &[ToolInfo]) -> Value {
     }
 }
 
+/// What each Broker tool does and when to use it, written for a model: one or two short
+/// sentences. A tool not listed gets the first sentence of its manifest description.
+const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
+    (
+        "browser.discover",
+        "List the browsers this computer can connect to.",
+    ),
+    (
+        "browser.connect",
+        "Connect this session to a browser (default: the one already chosen); other tools connect on first use.",
+    ),
+    (
+        "browser.open",
+        "Open a URL in a new tab and show its page. The new tab becomes the default for later calls.",
+    ),
+    (
+        "browser.navigate",
+        "Go to a URL, back, forward or reload in the tab, then show the new page.",
+    ),
+    (
+        "browser.tabs.list",
+        "List the open tabs with their targetId, URL and title.",
+    ),
+    (
+        "browser.tabs.release",
+        "Give a tab back to the user; it stays open.",
+    ),
+    ("browser.tabs.close", "Close a tab."),
+    (
+        "browser.observe",
+        "List the page's controls, headings and dialogs, one line each with the ref that actions take. Call it to see the page; action results already show what changed.",
+    ),
+    (
+        "browser.read",
+        "Read the visible text of the page, or of one element by CSS selector.",
+    ),
+    (
+        "browser.search",
+        "Find visible text on the page (case-insensitive, or a regex) with its context.",
+    ),
+    (
+        "browser.elements.find",
+        "Find elements by CSS selector and get refs for them.",
+    ),
+    (
+        "browser.click",
+        "Click an element by ref (or at x,y). The result says whether it worked and what changed.",
+    ),
+    (
+        "browser.press",
+        "Press a key or shortcut, on an element by ref or on the focused one.",
+    ),
+    (
+        "browser.type",
+        "Type text into a field by ref; mode \"fill\" replaces the value at once. The result says what changed.",
+    ),
+    (
+        "browser.keyboard",
+        "Type text as keystrokes into whatever has focus.",
+    ),
+    (
+        "browser.scroll",
+        "Scroll the page, a container, a ref or a text match into view; then observe to see what came into view.",
+    ),
+    (
+        "browser.dropdown.options",
+        "List the options of a select or listbox by ref.",
+    ),
+    (
+        "browser.dropdown.select",
+        "Choose options of a select or listbox by label or value.",
+    ),
+    (
+        "browser.dialogs.list",
+        "List the JavaScript dialogs (alert, confirm, prompt) waiting for an answer.",
+    ),
+    (
+        "browser.dialogs.respond",
+        "Accept or dismiss a waiting JavaScript dialog, with text for a prompt.",
+    ),
+    ("browser.frames.list", "List the frames of the tab."),
+    (
+        "browser.frames.select",
+        "Make observe and actions work inside one frame (or the main frame again).",
+    ),
+    (
+        "browser.capture",
+        "Take a screenshot of the viewport, the whole page or one element; refs can be drawn on it.",
+    ),
+    (
+        "browser.pdf",
+        "Print the page to a PDF file in the output directory.",
+    ),
+    (
+        "browser.cookies.list",
+        "List the cookies the tab's pages can see.",
+    ),
+    (
+        "browser.eval",
+        "Run JavaScript in the page and return its JSON result.",
+    ),
+    (
+        "browser.wait",
+        "Wait until text, a selector, a URL or network quiet appears (or text goes away).",
+    ),
+    (
+        "browser.hover",
+        "Move the pointer over an element by ref (or x,y).",
+    ),
+    (
+        "browser.drag",
+        "Drag from an element or point to another element or point.",
+    ),
+    (
+        "browser.console.list",
+        "Read the page's console messages and errors.",
+    ),
+    (
+        "browser.upload",
+        "Put an imported file into a file input by ref.",
+    ),
+    ("browser.network.list", "List the tab's network requests."),
+    (
+        "browser.network.get",
+        "Get one network request's details and, optionally, its response body.",
+    ),
+    (
+        "browser.network.rules.add",
+        "Block or answer requests whose URL matches a pattern.",
+    ),
+    (
+        "browser.network.rules.list",
+        "List this session's network rules.",
+    ),
+    ("browser.network.rules.remove", "Remove a network rule."),
+    (
+        "browser.auth.set",
+        "Set HTTP authentication credentials for an origin.",
+    ),
+    (
+        "browser.auth.clear",
+        "Remove HTTP authentication credentials for an origin.",
+    ),
+];
+
+/// The model-facing description of a Broker tool.
+fn model_description(tool: &ToolInfo, tools: &[ToolInfo]) -> String {
+    match MODEL_DESCRIPTIONS
+        .iter()
+        .find(|(name, _)| *name == tool.name)
+    {
+        Some((_, text)) => mcp_text(text, tools),
+        None => {
+            let text = mcp_text(&tool.description, tools);
+            match text.find(". ") {
+                Some(end) => text[..=end].to_owned(),
+                None => text,
+            }
+        }
+    }
+}
+
+/// Input properties the server fills itself and so does not offer the model: `observe`, the
+/// shape of an action's closing Observation (a diff against the tab's previous Observation, in
+/// compact lines), and `observationId`, the tab's latest Observation (refs stay the same for an
+/// element for the life of its document, and every result shows the refs it changed).
+const SERVER_FILLED: &[&str] = &["observe", "observationId"];
+
+/// Schema keywords left out of the model's view: length and item-count bounds (the Broker
+/// checks them and names the bound when it refuses).
+const UNSHOWN_KEYWORDS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems"];
+
+/// Options of `browser.observe` left to the server: `maxBytes` (the server bounds the result
+/// by `maxTokens`).
+const OBSERVE_SERVER_FILLED: &[&str] = &["maxBytes"];
+
+/// `schema` without [`UNSHOWN_KEYWORDS`], at every depth.
+fn without_bounds(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            for keyword in UNSHOWN_KEYWORDS {
+                object.remove(*keyword);
+            }
+            object.values_mut().for_each(without_bounds);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_bounds),
+        _ => {}
+    }
+}
+
+/// A ref argument: from the latest result of the tab (the server adds its `observationId`).
+const REF_DESCRIPTION: &str = "Element ref from the tab's latest result.";
+
+/// The `targetId` every tab tool accepts.
+const TARGET_ID_DESCRIPTION: &str = "Tab id; default: the current tab.";
+
 /// The MCP `tools/list` entry of one Broker tool; `tools` is the whole list, so descriptions
-/// name the MCP tools a host can call.
-pub fn mcp_tool(tool: &ToolInfo, tools: &[ToolInfo]) -> Value {
+/// name the MCP tools a host can call. `structured` adds the output schema.
+pub fn mcp_tool(tool: &ToolInfo, tools: &[ToolInfo], structured: bool) -> Value {
     let mut input_schema = match tool.input_schema.is_object() {
         true => mcp_schema(&tool.input_schema, tools),
         false => json!({"type": "object"}),
     };
-    if tool.scope == ToolScope::Target
-        && let Some(properties) = input_schema.as_object_mut().and_then(|schema| {
-            schema
-                .entry("properties")
-                .or_insert_with(|| json!({}))
-                .as_object_mut()
-        })
-        && !properties.contains_key("targetId")
-    {
-        properties.insert(
-            "targetId".into(),
-            json!({"type": "string", "minLength": 1, "description": "Opaque tab id from browser_open or browser_tabs_list. Optional: defaults to the tab this session last opened or selected."}),
-        );
+    if let Some(properties) = input_schema.as_object_mut().and_then(|schema| {
+        schema
+            .entry("properties")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+    }) {
+        for name in SERVER_FILLED {
+            properties.remove(*name);
+        }
+        if tool.name == "browser.observe" {
+            for name in OBSERVE_SERVER_FILLED {
+                properties.remove(*name);
+            }
+        }
+        // `browser.capture`'s annotations name their Observation the same way a ref does.
+        if let Some(Value::Object(annotations)) = properties.get_mut("annotations") {
+            if let Some(Value::Object(inner)) = annotations.get_mut("properties") {
+                inner.remove("observationId");
+            }
+            if let Some(Value::Array(required)) = annotations.get_mut("required") {
+                required.retain(|name| name != "observationId");
+            }
+        }
+        if let Some(Value::Object(property)) = properties.get_mut("ref") {
+            property.insert("description".into(), json!(REF_DESCRIPTION));
+        }
+        if tool.scope == ToolScope::Target {
+            match properties.get_mut("targetId") {
+                Some(Value::Object(property)) => {
+                    property.insert("description".into(), json!(TARGET_ID_DESCRIPTION));
+                }
+                _ => {
+                    properties.insert(
+                        "targetId".into(),
+                        json!({"type": "string", "description": TARGET_ID_DESCRIPTION}),
+                    );
+                }
+            }
+        }
+    }
+    without_bounds(&mut input_schema);
+    if let Some(schema) = input_schema.as_object_mut() {
+        if let Some(Value::Array(required)) = schema.get_mut("required") {
+            required.retain(|name| !SERVER_FILLED.iter().any(|filled| name == filled));
+        }
+        if schema.get("required").is_some_and(|r| r == &json!([])) {
+            schema.remove("required");
+        }
     }
     let read_only = !tool.mutating;
     let mut annotations = json!({
-        "title": tool.name,
         "readOnlyHint": read_only,
         "openWorldHint": !CLOSED_WORLD_TOOLS.contains(&tool.name.as_str()),
     });
@@ -153,13 +383,12 @@ pub fn mcp_tool(tool: &ToolInfo, tools: &[ToolInfo]) -> Value {
     }
     let mut entry = json!({
         "name": mcp_name(&tool.name),
-        "title": tool.name,
-        "description": mcp_text(&tool.description, tools),
+        "description": model_description(tool, tools),
         "inputSchema": input_schema,
         "annotations": annotations,
         "_meta": {"browser-pilot/tool": tool.name, "browser-pilot/sensitivity": {"input": tool.sensitivity_input, "output": tool.sensitivity_output}},
     });
-    if tool.output_schema.is_object() {
+    if structured && tool.output_schema.is_object() {
         entry["outputSchema"] = tool.output_schema.clone();
     }
     entry
@@ -208,27 +437,60 @@ mod tests {
     #[test]
     fn target_tools_get_an_optional_target_and_annotations() {
         let all = [];
-        let observe = mcp_tool(&tool("browser.observe", ToolScope::Target, false), &all);
+        let observe = mcp_tool(
+            &tool("browser.observe", ToolScope::Target, false),
+            &all,
+            false,
+        );
         assert_eq!(observe["name"], "browser_observe");
+        assert!(observe.get("outputSchema").is_none());
+        let description = observe["description"].as_str().unwrap();
+        assert!(description.len() < 200, "{description}");
         assert_eq!(
             observe["inputSchema"]["properties"]["targetId"]["type"],
             "string"
         );
-        assert_eq!(observe["inputSchema"]["required"], json!([]));
+        assert!(observe["inputSchema"].get("required").is_none());
         assert_eq!(observe["annotations"]["readOnlyHint"], true);
         assert_eq!(observe["annotations"]["openWorldHint"], true);
         assert!(observe["annotations"].get("destructiveHint").is_none());
 
-        let close = mcp_tool(&tool("browser.tabs.close", ToolScope::Target, true), &all);
+        let close = mcp_tool(
+            &tool("browser.tabs.close", ToolScope::Target, true),
+            &all,
+            true,
+        );
+        assert_eq!(close["outputSchema"]["type"], "object");
         assert_eq!(close["annotations"]["readOnlyHint"], false);
         assert_eq!(close["annotations"]["destructiveHint"], true);
-        let open = mcp_tool(&tool("browser.open", ToolScope::Workspace, true), &all);
+        let open = mcp_tool(
+            &tool("browser.open", ToolScope::Workspace, true),
+            &all,
+            false,
+        );
         assert_eq!(open["annotations"]["destructiveHint"], false);
         assert!(open["inputSchema"]["properties"].get("targetId").is_none());
         let list = mcp_tool(
             &tool("browser.tabs.list", ToolScope::Workspace, false),
             &all,
+            false,
         );
         assert_eq!(list["annotations"]["openWorldHint"], false);
+    }
+
+    #[test]
+    fn actions_leave_the_closing_observation_to_the_server() {
+        let mut click = tool("browser.click", ToolScope::Target, true);
+        click.input_schema = json!({"type": "object", "properties": {
+            "observationId": {"type": "string", "description": "long"},
+            "ref": {"type": "integer"},
+            "observe": {"type": "object"},
+        }, "required": ["observe", "observationId"]});
+        let entry = mcp_tool(&click, &[], false);
+        let properties = &entry["inputSchema"]["properties"];
+        assert!(properties.get("observe").is_none(), "{entry}");
+        assert!(entry["inputSchema"].get("required").is_none(), "{entry}");
+        assert!(properties.get("observationId").is_none(), "{entry}");
+        assert_eq!(properties["ref"]["description"], REF_DESCRIPTION);
     }
 }
