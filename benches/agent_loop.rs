@@ -3,7 +3,8 @@
 //! 20,000 interactive elements, click a checkbox by ref with evidence and a fresh Observation,
 //! type 20 characters with evidence. The targets are in docs/performance.md.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
+#[expect(dead_code, reason = "the bench uses part of the test harness")]
 mod support;
 
 use std::time::Duration;

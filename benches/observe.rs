@@ -11,14 +11,14 @@
 //! and wall ms per 1,000 elements (linear growth shows as a flat column).
 //! Run with `cargo bench --bench observe`.
 
-#[path = "../tests/page_support/mod.rs"]
+#[path = "../tests/integration/support/mod.rs"]
 #[expect(dead_code, reason = "the bench uses part of the test harness")]
-mod page_support;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use browser_pilot::page::{self, HintContext, OBSERVE_MAX_MAX_BYTES, Observe, ObserveOptions};
-use page_support::{Browser, FixtureServer, Tab, client_over_janitor};
+use support::pages::{Browser, FixtureServer, Tab, client_over_janitor};
 
 /// Element counts of the generated pages (the observation rows of docs/performance.md).
 const SIZES: [usize; 3] = [200, 5_000, 20_000];

@@ -2,7 +2,7 @@
 
 use super::manifest::manifest;
 
-/// Example calls recorded from a real run by `tests/tool_examples.rs`.
+/// Example calls recorded from a real run by `tests/integration/tool_examples.rs`.
 const EXAMPLES: &str = include_str!("../../docs/tool-examples.json");
 
 pub fn render_tools_markdown() -> String {
@@ -67,7 +67,7 @@ mod tests {
         for tool in manifest() {
             assert!(
                 examples.get(tool.name).is_some(),
-                "no example for {}: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --test tool_examples",
+                "no example for {}: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --test integration -- tool_examples::",
                 tool.name
             );
         }
