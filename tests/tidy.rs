@@ -1,5 +1,6 @@
 //! Tidy: the code-shape rules of `docs/architecture.md` that a reviewer would otherwise check by
-//! hand, run as a test over the source text of `src/` (nothing is compiled or executed).
+//! hand, run as a test over the source text of `src/` and `tests/integration/` (nothing is
+//! compiled or executed).
 //!
 //! - every file under `src/` opens with a `//!` paragraph;
 //! - a module imports only the modules the edge table in `docs/architecture.md` allows;
@@ -7,9 +8,11 @@
 //! - JavaScript sent to a page comes only from `src/page/js/`, and only the `PageScript` runner
 //!   (`src/page/run.rs`) sends `Runtime.evaluate` / `Runtime.callFunctionOn` outside `src/cdp/`;
 //! - only the action pipeline (`src/tools/act.rs`) runs the dialog race and the late-effect
-//!   watch, so no action tool repeats the pipeline's steps.
+//!   watch, so no action tool repeats the pipeline's steps;
+//! - every `.rs` file under `tests/integration/` is declared by its parent module (`main.rs`, or
+//!   the `mod.rs` of its directory): an undeclared file would never compile, its tests never run.
 //!
-//! The last two are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
+//! The CDP-name and JavaScript literal rules are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
 //! `JS_LITERALS` list the files that still hold such literals and how many; a file may not gain
 //! any, a new file may not start, and a file that lost some must have its allowance lowered (so
 //! the lists only shrink). `TIDY_PRINT=1 cargo test --test tidy -- --nocapture` prints the
@@ -395,6 +398,11 @@ fn ratchet(
 }
 
 fn read_sources(root: &Path) -> Vec<Source> {
+    read_rust_files(root, "src")
+}
+
+/// Every `.rs` file under `root/dir`, in path order, with paths relative to `root`.
+fn read_rust_files(root: &Path, dir: &str) -> Vec<Source> {
     fn walk(dir: &Path, root: &Path, out: &mut Vec<Source>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
@@ -417,8 +425,93 @@ fn read_sources(root: &Path) -> Vec<Source> {
         }
     }
     let mut sources = Vec::new();
-    walk(&root.join("src"), root, &mut sources);
+    walk(&root.join(dir), root, &mut sources);
     sources
+}
+
+/// The process tests' one binary: its crate root and module tree.
+const TEST_BINARY: &str = "tests/integration";
+
+/// The file that declares the modules of directory `dir` of the test binary.
+fn module_owner(dir: &str) -> String {
+    if dir == TEST_BINARY {
+        format!("{dir}/main.rs")
+    } else {
+        format!("{dir}/mod.rs")
+    }
+}
+
+/// Every file of the test binary that its parent module does not declare with `mod NAME;`.
+fn undeclared_test_modules(files: &[Source]) -> Vec<String> {
+    let codes: BTreeMap<&str, String> = files
+        .iter()
+        .map(|file| (file.path.as_str(), lex(&file.text).code))
+        .collect();
+    let mut problems = Vec::new();
+    for file in files {
+        let (dir, name) = file.path.rsplit_once('/').unwrap_or(("", &file.path));
+        let (owner, module) = match name {
+            "main.rs" if dir == TEST_BINARY => continue,
+            "mod.rs" => {
+                let (up, module) = dir.rsplit_once('/').unwrap_or(("", dir));
+                (module_owner(up), module)
+            }
+            other => (module_owner(dir), other.trim_end_matches(".rs")),
+        };
+        let declaration = format!("{module};");
+        let declared = codes.get(owner.as_str()).is_some_and(|code| {
+            let words: Vec<&str> = code.split_whitespace().collect();
+            words
+                .windows(2)
+                .any(|pair| pair[0] == "mod" && pair[1] == declaration)
+        });
+        if !declared {
+            problems.push(format!(
+                "{}: not declared in {owner}: add `mod {module};` (an undeclared file never runs)",
+                file.path
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_file_of_the_test_binary_is_a_declared_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = read_rust_files(root, TEST_BINARY);
+    assert!(files.len() > 20, "read the test binary's files");
+    let problems = undeclared_test_modules(&files);
+    assert!(problems.is_empty(), "tidy:\n{}", problems.join("\n"));
+}
+
+/// The rule itself: a file nobody declares is reported, a declared one (also `pub mod`, also
+/// in a directory's `mod.rs`) is not, and a declaration in a comment does not count.
+#[test]
+fn an_undeclared_test_file_is_reported() {
+    let file = |path: &str, text: &str| Source {
+        path: format!("{TEST_BINARY}/{path}"),
+        text: text.to_owned(),
+    };
+    let tree = [
+        file(
+            "main.rs",
+            "//! root\nmod support;\nmod network;\n// mod planted;\n",
+        ),
+        file("network.rs", "//! x\n"),
+        file("planted.rs", "//! x\n"),
+        file("support/mod.rs", "//! h\npub mod chromium;\n"),
+        file("support/chromium.rs", "//! x\n"),
+        file("support/stray.rs", "//! x\n"),
+        file("orphan/mod.rs", "//! x\n"),
+    ];
+    assert_eq!(
+        undeclared_test_modules(&tree),
+        [
+            "tests/integration/planted.rs: not declared in tests/integration/main.rs: add `mod planted;` (an undeclared file never runs)",
+            "tests/integration/support/stray.rs: not declared in tests/integration/support/mod.rs: add `mod stray;` (an undeclared file never runs)",
+            "tests/integration/orphan/mod.rs: not declared in tests/integration/main.rs: add `mod orphan;` (an undeclared file never runs)",
+        ]
+    );
 }
 
 #[test]
