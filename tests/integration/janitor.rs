@@ -4,64 +4,23 @@
 //! would, and checks the browser over its own, separate CDP WebSocket.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
+
+use crate::support::chromium::{self, OwnCdp};
 
 /// Generous bound for anything the browser or the janitor must do.
 const WAIT: Duration = Duration::from_secs(20);
 
-use crate::support::chromium;
-
 /// A headless Chromium owned by the test, on a temporary profile; killed on drop.
 type Browser = chromium::TempChromium;
 
-/// The test's own CDP connection (a separate WebSocket, like another tool).
-struct OwnCdp {
-    ws: WebSocket<TcpStream>,
-    next_id: u64,
-}
-
-impl OwnCdp {
-    fn connect(browser: &Browser) -> OwnCdp {
-        let stream = TcpStream::connect(("127.0.0.1", browser.chromium.port)).unwrap();
-        stream.set_read_timeout(Some(WAIT)).unwrap();
-        let (ws, _) = tungstenite::client::client(browser.ws_url(), stream).expect("handshake");
-        OwnCdp { ws, next_id: 0 }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let request = json!({"id": id, "method": method, "params": params});
-        self.ws.send(Message::text(request.to_string())).unwrap();
-        loop {
-            let message = self.ws.read().expect("own cdp read");
-            let Message::Text(text) = message else {
-                continue;
-            };
-            let value: Value = serde_json::from_str(text.as_str()).unwrap();
-            if value["id"] == json!(id) {
-                assert!(value.get("error").is_none(), "{method} failed: {value}");
-                return value["result"].clone();
-            }
-        }
-    }
-
-    fn page_ids(&mut self) -> Vec<String> {
-        let result = self.call("Target.getTargets", json!({}));
-        result["targetInfos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|info| info["type"] == "page")
-            .map(|info| info["targetId"].as_str().unwrap().to_owned())
-            .collect()
-    }
+/// The ids of the browser's page targets, seen from the test's own CDP connection.
+fn page_ids(own: &mut OwnCdp) -> Vec<String> {
+    own.pages().into_iter().map(|(id, _)| id).collect()
 }
 
 /// A running janitor process: its stdin, and its stdout lines via a thread.
@@ -179,7 +138,7 @@ fn stdin_eof_closes_managed_tabs_and_popups_but_not_user_tabs() {
     );
     let managed = created["targetId"].as_str().unwrap().to_owned();
 
-    let mut own = OwnCdp::connect(&browser);
+    let mut own = OwnCdp::connect(&browser.chromium);
     let user = own.call("Target.createTarget", json!({"url": "about:blank"}));
     let user = user["targetId"].as_str().unwrap().to_owned();
 
@@ -227,7 +186,7 @@ fn stdin_eof_closes_managed_tabs_and_popups_but_not_user_tabs() {
         Some(20 * 1024 * 1024)
     );
 
-    let pages = own.page_ids();
+    let pages = page_ids(&mut own);
     for id in [&managed, &popup, &user] {
         assert!(
             pages.contains(id),
@@ -241,7 +200,7 @@ fn stdin_eof_closes_managed_tabs_and_popups_but_not_user_tabs() {
 
     let started = Instant::now();
     loop {
-        let pages = own.page_ids();
+        let pages = page_ids(&mut own);
         assert!(pages.contains(&user), "user tab must survive: {pages:?}");
         if !pages.contains(&managed) && !pages.contains(&popup) {
             break;

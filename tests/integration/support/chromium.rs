@@ -228,7 +228,19 @@ impl OwnCdp {
         }
         self.ws.send(Message::text(request.to_string())).unwrap();
         loop {
-            let Message::Text(text) = self.ws.read().expect("own cdp read") else {
+            let message = match self.ws.read() {
+                Ok(message) => message,
+                // A signal handled in this process (tokio's SIGCHLD handler, installed once a
+                // module spawns a child through tokio) interrupts a read on a socket with a
+                // timeout even under SA_RESTART; nothing was consumed, so read again.
+                Err(tungstenite::Error::Io(error))
+                    if error.kind() == std::io::ErrorKind::Interrupted =>
+                {
+                    continue;
+                }
+                Err(error) => panic!("own cdp read: {error:?}"),
+            };
+            let Message::Text(text) = message else {
                 continue;
             };
             let value: Value = serde_json::from_str(text.as_str()).unwrap();

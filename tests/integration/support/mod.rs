@@ -88,10 +88,36 @@ impl TestHome {
     }
 }
 
+impl TestHome {
+    /// Whether `pid` is a Broker of this home (its role argument and its `BROWSER_PILOT_HOME`),
+    /// not a stale locator's pid the system has since given to another process.
+    fn is_own_broker(&self, pid: u32) -> bool {
+        let read = |name: &str| std::fs::read(format!("/proc/{pid}/{name}")).unwrap_or_default();
+        let entry = |path: &Path| {
+            let mut entry = b"BROWSER_PILOT_HOME=".to_vec();
+            entry.extend_from_slice(path.as_os_str().as_encoded_bytes());
+            entry
+        };
+        let homes = [
+            Some(entry(self.path())),
+            self.path().canonicalize().ok().map(|path| entry(&path)),
+        ];
+        let cmdline = read("cmdline");
+        let environ = read("environ");
+        cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == b"--browser-pilot-internal=broker")
+            && environ
+                .split(|b| *b == 0)
+                .any(|var| homes.iter().flatten().any(|home| home.as_slice() == var))
+    }
+}
+
 impl Drop for TestHome {
     fn drop(&mut self) {
         // Stop the Broker promptly; it would also exit by itself once its endpoint file is gone.
-        if let Some(pid) = self.broker_pid() {
+        // Only a live Broker of this home: other modules' processes run beside it.
+        if let Some(pid) = self.broker_pid().filter(|pid| self.is_own_broker(*pid)) {
             unsafe_kill(pid, "TERM");
         }
     }
