@@ -12,10 +12,10 @@
 //! - every `.rs` file under `tests/integration/` is declared by its parent module (`main.rs`, or
 //!   the `mod.rs` of its directory): an undeclared file would never compile, its tests never run.
 //!
-//! The CDP-name and JavaScript literal rules are ratchets while the tool seam moves code into place: `CDP_LITERALS` and
-//! `JS_LITERALS` list the files that still hold such literals and how many; a file may not gain
-//! any, a new file may not start, and a file that lost some must have its allowance lowered (so
-//! the lists only shrink). `TIDY_PRINT=1 cargo test --test tidy -- --nocapture` prints the
+//! The CDP-name and JavaScript literal rules are ratchets while the tool seam moves code into
+//! place: `CDP_LITERALS` and `JS_LITERALS` list the files that still hold such literals and how
+//! many; a file may not gain any, a new file may not start, and a file that lost some must have
+//! its allowance lowered (so the lists only shrink). `TIDY_PRINT=1 cargo test --test tidy -- --nocapture` prints the
 //! current counts. Test modules (`#[cfg(test)] mod ...` at the end of a file) are exempt.
 
 use std::collections::{BTreeMap, BTreeSet};
