@@ -549,7 +549,7 @@ fn visibility(own: &mut OwnCdp, suffix: &str) -> Value {
 fn managed_tabs_are_driven_without_being_activated(rig: &Rig) {
     let mut own = OwnCdp::connect(&rig.chromium);
     // A second managed tab opens as the front tab of a window of its own: both stay visible
-    // (hidden tabs are driven in tests/background.rs).
+    // (hidden tabs are driven in tests/integration/background.rs).
     let (mut agent, back) = open(rig, "com.example.background", "hover#back");
     agent.tool(
         "browser.open",

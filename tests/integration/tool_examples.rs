@@ -245,7 +245,7 @@ fn every_tool_has_a_real_example() {
         Some(&target),
         json!({"printBackground": true}),
     );
-    // Waits, gestures and the console on the board fixture (tests/actions18.rs goes deeper).
+    // Waits, gestures and the console on the board fixture (tests/integration/actions18.rs goes deeper).
     let board = agent.tool(
         "browser.open",
         None,
