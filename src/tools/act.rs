@@ -15,10 +15,12 @@
 use std::future::Future;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::actions::{
-    SETTLE, closing_request, current_url, network_quiet_since, snapshot, state_effects,
+    ObserveArgument, SETTLE, closing_request, current_url, network_quiet_since, snapshot,
+    state_effects,
 };
 use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
@@ -145,12 +147,34 @@ pub(super) trait ActionTool: Send {
     ) -> Result<Judged, ToolError>;
 }
 
+/// What the pipeline reads of an action's params: the options of its closing Observation and
+/// the arguments its no-progress signature hashes (the params as the wire spells them; the ref
+/// and `observe` are left out by `progress::signature`).
+pub(super) struct Call {
+    pub(super) observe: ObserveArgument,
+    signed: Map<String, Value>,
+}
+
+impl Call {
+    pub(super) fn of<P: Serialize>(params: &P, observe: &ObserveArgument) -> Call {
+        let signed = match serde_json::to_value(params) {
+            Ok(Value::Object(signed)) => signed,
+            _ => Map::new(),
+        };
+        Call {
+            observe: observe.clone(),
+            signed,
+        }
+    }
+}
+
 /// One action in flight: the call, its tab and frame, and the pipeline's state around the
 /// input (the before state, the dialog subscription, whether a dialog opened).
 pub(super) struct Act<'a> {
     pub(super) env: &'a ToolEnv,
     pub(super) scope: &'a TargetScope<'a>,
-    pub(super) arguments: &'a Map<String, Value>,
+    /// The call's `observe` argument and signed arguments.
+    pub(super) call: Call,
     pub(super) tab: ControlledTab,
     /// The selected frame, as the prologue found it.
     pub(super) ctx: PageContext,
@@ -193,7 +217,7 @@ impl Act<'_> {
 pub(super) async fn run<T: ActionTool>(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: &Map<String, Value>,
+    call: Call,
     mut tool: T,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
@@ -201,7 +225,7 @@ pub(super) async fn run<T: ActionTool>(
     let mut act = Act {
         env,
         scope,
-        arguments,
+        call,
         tab,
         ctx,
         before: None,
@@ -250,7 +274,7 @@ pub(super) async fn run<T: ActionTool>(
     }
     let judged = tool.judge(&aimed, read, &effects)?;
     let finished = Finished {
-        arguments,
+        call: &act.call,
         evidence: judged.evidence,
         dialog_open: effects.dialog,
         subject: aimed.subject,
@@ -601,7 +625,7 @@ where
 /// An action's outcome on its way out: the evidence, and what the no-progress detector needs
 /// (never sent).
 struct Finished<'a> {
-    pub(super) arguments: &'a Map<String, Value>,
+    call: &'a Call,
     pub(super) evidence: Evidence,
     /// A dialog the action opened blocks the page: no Observation until it is answered.
     pub(super) dialog_open: bool,
@@ -621,7 +645,7 @@ async fn finish_with_observation(
     finished: Finished<'_>,
 ) -> Result<Value, ToolError> {
     let Finished {
-        arguments,
+        call,
         evidence,
         dialog_open,
         subject,
@@ -643,7 +667,7 @@ async fn finish_with_observation(
             let taken = match observation {
                 Some(taken) => taken,
                 None => {
-                    let request = closing_request(arguments)?;
+                    let request = closing_request(&call.observe)?;
                     tab.observe_with_fingerprint(scope, &request).await?
                 }
             };
@@ -663,7 +687,7 @@ async fn finish_with_observation(
     let page = fingerprint;
     let completed = progress::Completed::new(
         actor,
-        progress::signature(action, &subject, arguments),
+        progress::signature(action, &subject, &call.signed),
         &evidence,
         page,
     );

@@ -10,12 +10,15 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::error::ToolError;
 use super::evidence::Effect;
 use super::manifest::{described, object, open_object};
-use super::observe::{observation_schema, observe_input_properties, observe_request};
+use super::observe::{
+    ObserveParams, observation_schema, observe_input_properties, observe_request,
+};
 use super::tab::PageContext;
 use crate::cdp::CdpClient;
 use crate::page::{ElementState, RefTarget, StateSnapshot};
@@ -117,12 +120,20 @@ pub(super) fn state_effects(before: &ElementState, after: &ElementState, list: &
     }
 }
 
+/// The `observe` argument every action takes (flattened into its params): the options of its
+/// closing Observation. Never part of the action's no-progress signature.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub(super) struct ObserveArgument {
+    #[serde(skip_serializing)]
+    pub(super) observe: Option<ObserveParams>,
+}
+
 /// The options of an action's closing Observation (its `observe` argument).
 pub(super) fn closing_request(
-    arguments: &Map<String, Value>,
+    observe: &ObserveArgument,
 ) -> Result<super::observation::ObservationRequest, ToolError> {
-    match arguments.get("observe").and_then(Value::as_object) {
-        Some(observe) => observe_request(observe),
+    match &observe.observe {
+        Some(observe) => observe_request(observe.clone()),
         None => Ok(Default::default()),
     }
 }

@@ -9,9 +9,10 @@
 
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::context::{CallScope, TargetScope, ToolEnv, str_arg};
+use super::context::{CallScope, TargetScope, ToolEnv};
 use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
@@ -200,23 +201,43 @@ struct CaptureOptions {
     annotations: Option<AnnotationRequest>,
 }
 
+/// `browser.capture`'s arguments.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CaptureParams {
+    /// `png` or `jpeg` (the schema's enum).
+    format: Option<String>,
+    quality: Option<u64>,
+    full_page: Option<bool>,
+    selector: Option<String>,
+    annotations: Option<AnnotationParams>,
+    include_original: Option<bool>,
+}
+
+/// The `annotations` argument: an Observation and, optionally, some of its refs.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnnotationParams {
+    observation_id: String,
+    refs: Option<Vec<u64>>,
+}
+
 impl CaptureOptions {
     /// The schema already checked types and ranges; these are the cross-field rules.
-    fn parse(arguments: &Map<String, Value>) -> Result<CaptureOptions, ToolError> {
-        let format = match str_arg(arguments, "format") {
+    fn parse(params: CaptureParams) -> Result<CaptureOptions, ToolError> {
+        let format = match params.format.as_deref() {
             Some("jpeg") => Format::Jpeg,
             _ => Format::Png,
         };
-        let quality = arguments.get("quality").and_then(Value::as_u64);
+        let quality = params.quality;
         if quality.is_some() && format == Format::Png {
             return Err(ToolError::from(
                 RpcError::invalid_params("\"quality\" applies to jpeg only")
                     .with_context("path", json!("arguments.quality")),
             ));
         }
-        let full_page = arguments.get("fullPage").and_then(Value::as_bool) == Some(true);
-        let selector = str_arg(arguments, "selector");
-        let area = match (full_page, selector) {
+        let full_page = params.full_page == Some(true);
+        let area = match (full_page, params.selector) {
             (true, Some(_)) => {
                 return Err(ToolError::from(
                     RpcError::invalid_params("\"fullPage\" and \"selector\" cannot be combined")
@@ -224,30 +245,25 @@ impl CaptureOptions {
                 ));
             }
             (true, None) => Area::FullPage,
-            (false, Some(selector)) => Area::Element(selector.to_owned()),
+            (false, Some(selector)) => Area::Element(selector),
             (false, None) => Area::Viewport,
         };
-        let annotations = arguments
-            .get("annotations")
-            .and_then(Value::as_object)
-            .map(|request| {
-                let refs = request.get("refs").and_then(Value::as_array).map(|refs| {
-                    let mut unique: Vec<u32> = Vec::new();
-                    for r in refs.iter().filter_map(Value::as_u64) {
-                        let r = u32::try_from(r).unwrap_or(u32::MAX);
-                        if !unique.contains(&r) {
-                            unique.push(r);
-                        }
+        let annotations = params.annotations.map(|request| {
+            let refs = request.refs.map(|refs| {
+                let mut unique: Vec<u32> = Vec::new();
+                for r in refs {
+                    let r = u32::try_from(r).unwrap_or(u32::MAX);
+                    if !unique.contains(&r) {
+                        unique.push(r);
                     }
-                    unique
-                });
-                AnnotationRequest {
-                    observation_id: str_arg(request, "observationId")
-                        .unwrap_or_default()
-                        .to_owned(),
-                    refs,
                 }
+                unique
             });
+            AnnotationRequest {
+                observation_id: request.observation_id,
+                refs,
+            }
+        });
         if annotations.is_some() && area != Area::Viewport {
             let other = match area {
                 Area::FullPage => "fullPage",
@@ -264,8 +280,7 @@ impl CaptureOptions {
             format,
             quality,
             area,
-            include_original: arguments.get("includeOriginal").and_then(Value::as_bool)
-                == Some(true),
+            include_original: params.include_original == Some(true),
             annotations,
         })
     }
@@ -584,12 +599,12 @@ async fn store_image(
     Ok(env.artifacts.create_base64(new, data, now_ms()).await?)
 }
 
-pub async fn capture(
+async fn capture(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: CaptureParams,
 ) -> Result<Value, ToolError> {
-    let options = CaptureOptions::parse(&arguments)?;
+    let options = CaptureOptions::parse(params)?;
     unless_dialog(env, scope, capture_tab(env, scope, options)).await
 }
 
@@ -752,17 +767,31 @@ fn pdf_error(error: CdpError) -> ToolError {
     }
 }
 
-pub async fn pdf(
+/// `browser.pdf`'s arguments: the print options it passes on.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PdfParams {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    landscape: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    print_background: Option<bool>,
+    /// Kept as given (a whole number stays whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale: Option<serde_json::Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    page_ranges: Option<String>,
+}
+
+async fn pdf(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: PdfParams,
 ) -> Result<Value, ToolError> {
-    let mut options = Map::new();
-    for key in ["landscape", "printBackground", "scale", "pageRanges"] {
-        if let Some(value) = arguments.get(key) {
-            options.insert(key.to_owned(), value.clone());
-        }
-    }
+    // The options given, as the wire spells them, are `Page.printToPDF`'s own.
+    let options = match serde_json::to_value(params)? {
+        Value::Object(options) => options,
+        _ => Map::new(),
+    };
     let print = PrintToPdf {
         options,
         transfer_mode: "ReturnAsStream",
@@ -834,7 +863,8 @@ mod tests {
     use crate::tools::artifact_error;
 
     fn parse(arguments: Value) -> Result<CaptureOptions, String> {
-        CaptureOptions::parse(arguments.as_object().unwrap()).map_err(|e| RpcError::from(e).message)
+        let params = serde_json::from_value(arguments).unwrap();
+        CaptureOptions::parse(params).map_err(|e| RpcError::from(e).message)
     }
 
     #[test]

@@ -3,19 +3,20 @@
 //! The pipeline around them is `act.rs`'s; this file holds only the click's aim, dispatch and
 //! evidence rule.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
 use super::tab::{
-    Along, MouseStep, PageContext, TakenObservation, cheap_to_observe, take_observation_reading,
+    Along, MouseStep, PageContext, RefParams, TakenObservation, cheap_to_observe,
+    take_observation_reading,
 };
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::cdp::{CdpClient, SessionId};
@@ -212,26 +213,28 @@ async fn prepare(
     Ok((Some(element?), url, armed.is_ok_and(|armed| armed.armed)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ClickParams {
-    observation_id: Option<String>,
-    #[serde(rename = "ref")]
-    element_ref: Option<u64>,
+    #[serde(flatten)]
+    target: RefParams,
     x: Option<f64>,
     y: Option<f64>,
     /// `left`, `right` or `middle` (the schema's enum).
     button: Option<String>,
     click_count: Option<u64>,
+    actionable_timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-pub async fn click(
+async fn click(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ClickParams,
 ) -> Result<Value, ToolError> {
-    let params: ClickParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Click { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Click { params }).await
 }
 
 /// `browser.click` in the action pipeline.
@@ -264,9 +267,9 @@ impl ActionTool for Click {
     };
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<ClickAim>, ToolError> {
-        let (tab, ctx, scope, arguments) = (&mut act.tab, &act.ctx, act.scope, act.arguments);
+        let (tab, ctx, scope) = (&mut act.tab, &act.ctx, act.scope);
         let button = self.params.button.as_deref().unwrap_or("left");
-        let by_ref = self.params.observation_id.is_some() || self.params.element_ref.is_some();
+        let by_ref = self.params.target.given();
         // The page scripts measure in the selected frame; the point is mapped through every
         // frame's <iframe> (transforms included) for the parents' hit tests and into the
         // viewport of the session that takes the input.
@@ -278,14 +281,15 @@ impl ActionTool for Click {
         let mut file_input = false;
         let mut prepared = None;
         let aimed = match by_ref {
-            true => match tab.resolve_ref(scope, &ctx.frame_id, arguments) {
+            true => match tab.resolve_ref(scope, &ctx.frame_id, &self.params.target) {
                 Ok((target, summary)) => {
                     file_input =
                         summary.tag == "input" && summary.input_type.as_deref() == Some("file");
                     // The before state and the armed listener are read inside the stability
                     // interval; if more samples followed, they are read again after it.
                     let during = prepare(&tab.client, &mut tab.guard, ctx, Some(&target), event);
-                    let wait = pointer::ActionableWait::from_arguments(arguments, scope.deadline);
+                    let timeout = self.params.actionable_timeout_ms;
+                    let wait = pointer::ActionableWait::new(timeout, scope.deadline);
                     pointer::actionable_with(&tab.client, ctx, &chain, &target, wait, during)
                         .await
                         .map(|(aim, during)| {
@@ -384,7 +388,7 @@ impl ActionTool for Click {
         // from these reads alone (`in_place`); its history read gives the URL. Otherwise the
         // record, the URL and the state are queued at once (run in that order).
         let read_verdict = aimed.own.armed && !dialog;
-        let request = closing_request(act.arguments)?;
+        let request = closing_request(&act.call.observe)?;
         let prefetch = !dialog && cheap_to_observe(&mut act.tab.guard);
         let target = &aimed.target;
         let wanted = match (target, &aimed.element, dialog) {

@@ -4,9 +4,9 @@
 //! level, bounded. The texts are page data (`browser_data`); nothing is journaled as an event.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::ControlledTab;
@@ -64,12 +64,11 @@ struct ListParams {
     limit: Option<u64>,
 }
 
-pub async fn list(
+async fn list(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ListParams,
 ) -> Result<Value, ToolError> {
-    let params: ListParams = decode_params(&arguments)?;
     let levels: Vec<ConsoleLevel> = params
         .levels
         .unwrap_or_default()

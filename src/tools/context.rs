@@ -361,21 +361,36 @@ impl<'a> std::ops::Deref for TargetScope<'a> {
     }
 }
 
-/// Decodes a tool's `#[derive(Deserialize)]` params from its arguments, after the manifest's
-/// schema validated them (so a failure here is a schema and struct out of step: a bug).
+/// Decodes a tool's `#[derive(Deserialize)]` params from its arguments, once, in the
+/// `handler!` wrapper, after the manifest's schema validated them: unknown fields are the
+/// schema's to refuse (`additionalProperties: false`; serde cannot combine `flatten` with
+/// `deny_unknown_fields`), so a failure here is the schema and the struct out of step, a bug
+/// (`internal_error`).
 pub fn decode_params<P: serde::de::DeserializeOwned>(
-    arguments: &Map<String, Value>,
+    arguments: Map<String, Value>,
 ) -> Result<P, super::error::ToolError> {
-    serde_json::from_value(Value::Object(arguments.clone())).map_err(|error| {
-        RpcError::invalid_params(format!("arguments do not match the tool's params: {error}"))
-            .into()
+    serde_json::from_value(Value::Object(arguments)).map_err(|error| {
+        tracing::error!(%error, "arguments passed the tool's schema but not its params struct");
+        RpcError::new(
+            ErrorCode::InternalError,
+            format!("the tool's params struct does not match its schema: {error}"),
+        )
+        .into()
     })
 }
 
-/// A string argument (the schema already checked its type).
-pub fn str_arg<'a>(arguments: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
-    arguments.get(name).and_then(Value::as_str)
+/// [`decode_params`] into the params type of `tool`'s third parameter: what `handler!` checks
+/// the documented examples with.
+pub fn decode_params_of<'a, S: ?Sized, P: serde::de::DeserializeOwned, F>(
+    _tool: fn(&'a ToolEnv, &'a S, P) -> F,
+    arguments: Map<String, Value>,
+) -> Result<P, super::error::ToolError> {
+    decode_params(arguments)
 }
+
+/// The params of a tool that takes no arguments.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct NoParams {}
 
 #[cfg(test)]
 mod tests {

@@ -6,9 +6,9 @@
 //! the bounds; it never writes a cookie and never reads one through the page.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
@@ -239,12 +239,11 @@ fn select(cookies: &[Cookie], filter: &CookieFilter, limit: usize) -> (Vec<Value
     )
 }
 
-pub async fn list(
+async fn list(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ListParams,
 ) -> Result<Value, ToolError> {
-    let params: ListParams = decode_params(&arguments)?;
     let filter = CookieFilter::from_params(&params)?;
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT) as usize;
     let mut tab = ControlledTab::acquire(env, scope).await?;

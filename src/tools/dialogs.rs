@@ -6,10 +6,11 @@
 //! no frame, so observe, read, search, find, capture and pdf would wait out their deadline.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
+use super::context::NoParams;
+use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use crate::cdp::page::HandleJavaScriptDialog;
@@ -77,10 +78,10 @@ struct RespondParams {
     prompt_text: Option<String>,
 }
 
-pub async fn dialogs_list(
+async fn dialogs_list(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
     let workspace_id = scope.workspace_id;
@@ -93,14 +94,13 @@ pub async fn dialogs_list(
     Ok(json!({"dialogs": dialogs}))
 }
 
-pub async fn dialogs_respond(
+async fn dialogs_respond(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    asked: RespondParams,
 ) -> Result<Value, ToolError> {
     let live = env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
-    let asked: RespondParams = decode_params(&arguments)?;
     let dialog_id = asked.dialog_id.as_str();
     let action = asked.action;
     let Some((opaque, dialog)) = env.browser.dialog(workspace_id, dialog_id) else {

@@ -1,7 +1,8 @@
 //! `browser.discover`: the passive candidate list (files and a TCP probe; never a WebSocket).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use super::context::NoParams;
 use super::context::{CallScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
@@ -55,11 +56,7 @@ pub fn candidate_schema() -> Value {
     )
 }
 
-pub async fn discover(
-    env: &ToolEnv,
-    scope: &CallScope,
-    _arguments: Map<String, Value>,
-) -> Result<Value, ToolError> {
+async fn discover(env: &ToolEnv, scope: &CallScope, _params: NoParams) -> Result<Value, ToolError> {
     let found = env.browser.candidates().await;
     let selected = (env.browser)
         .default_browser_id(scope.browser_preference.as_deref())

@@ -22,12 +22,12 @@ pub async fn execute(
         scope.gate.pass().await?;
     }
     let outcome = match def.handler {
-        Handler::Connection(handler) => handler(env, scope, arguments).await,
-        Handler::Workspace(handler) => match scope.workspace() {
+        Handler::Connection(handler, _) => handler(env, scope, arguments).await,
+        Handler::Workspace(handler, _) => match scope.workspace() {
             Some(typed) => handler(env, &typed, arguments).await,
             None => return Err(scope_mismatch(def)),
         },
-        Handler::Target(handler) => match scope.target() {
+        Handler::Target(handler, _) => match scope.target() {
             Some(typed) => handler(env, &typed, arguments).await,
             None => return Err(scope_mismatch(def)),
         },

@@ -1,17 +1,17 @@
 //! `browser.dropdown.options` and `browser.dropdown.select`: native selects and exposed ARIA
 //! listboxes (options only; custom listboxes are selected by clicking the option's ref).
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, Status};
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::progress::Subject;
-use super::tab::ControlledTab;
+use super::tab::{ControlledTab, RefParams};
 use crate::page::{self, ListOptions, RefTarget, SelectOptions, SelectionOutcome};
 use crate::protocol::errors::{ErrorCode, RpcError};
 
@@ -76,24 +76,29 @@ pub fn defs() -> Vec<ToolDef> {
 
 #[derive(Deserialize)]
 struct OptionsParams {
+    #[serde(flatten)]
+    target: RefParams,
     limit: Option<u32>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct SelectParams {
+    #[serde(flatten)]
+    target: RefParams,
     values: Option<Vec<String>>,
     labels: Option<Vec<String>>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-pub async fn dropdown_options(
+async fn dropdown_options(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: OptionsParams,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let ctx = tab.page_context().await?;
-    let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &arguments)?;
-    let params: OptionsParams = decode_params(&arguments)?;
+    let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &params.target)?;
     let limit = params.limit.unwrap_or(page::OPTIONS_DEFAULT_LIMIT);
     let list = ctx.run(&tab.client, &ListOptions { target, limit }).await?;
     Ok(serde_json::to_value(list)?)
@@ -191,13 +196,13 @@ fn chosen_values(
     Ok(chosen)
 }
 
-pub async fn dropdown_select(
+async fn dropdown_select(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: SelectParams,
 ) -> Result<Value, ToolError> {
-    let params: SelectParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Select { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Select { params }).await
 }
 
 /// `browser.dropdown.select` in the action pipeline: a page script is its input, so it reads
@@ -223,7 +228,7 @@ impl ActionTool for Select {
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<SelectAim>, ToolError> {
         let (tab, ctx) = (&mut act.tab, &act.ctx);
-        let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+        let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, &self.params.target)?;
         let subject = Subject::RefPosition {
             element_ref: u64::from(target.element_ref),
             role: summary.role.clone(),

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, base_result};
@@ -141,12 +141,12 @@ fn exception_error(text: String) -> RpcError {
     )
 }
 
-pub async fn eval(
+async fn eval(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: EvalParams,
 ) -> Result<Value, ToolError> {
-    let request = decode_params::<EvalParams>(&arguments)?.request()?;
+    let request = params.request()?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let session = tab.guard.session(&tab.client).await?;
     let left = scope

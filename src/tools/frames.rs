@@ -15,9 +15,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::NoParams;
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::ControlledTab;
@@ -334,10 +335,10 @@ pub fn frame_not_found(frame_id: &str, reason: &str) -> RpcError {
         )
 }
 
-pub async fn list(
+async fn list(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.to_owned();
@@ -388,12 +389,11 @@ struct SelectParams {
     main: Option<bool>,
 }
 
-pub async fn select(
+async fn select(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: SelectParams,
 ) -> Result<Value, ToolError> {
-    let params: SelectParams = decode_params(&arguments)?;
     let frame_id = params.frame_id.as_deref();
     let main = params.main == Some(true);
     if frame_id.is_some() == main {

@@ -10,18 +10,18 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer::{self, Aim, Chain};
 use super::progress::Subject;
-use super::tab::{ControlledTab, MouseStep, PageContext};
+use super::tab::{ControlledTab, MouseStep, PageContext, RefParams};
 use crate::cdp::SessionId;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
@@ -105,14 +105,16 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct HoverParams {
-    observation_id: Option<String>,
-    #[serde(rename = "ref")]
-    element_ref: Option<u64>,
+    #[serde(flatten)]
+    target: RefParams,
     x: Option<f64>,
     y: Option<f64>,
+    actionable_timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
 /// Where a gesture end is: a ref's element (resolved) or a point of the selected frame.
@@ -176,13 +178,13 @@ fn resolve(
     tab: &mut ControlledTab,
     scope: &TargetScope<'_>,
     ctx: &PageContext,
-    arguments: &Map<String, Value>,
+    params: &RefParams,
     by_ref: bool,
     point: (Option<f64>, Option<f64>),
 ) -> Result<End, ToolError> {
     match by_ref {
         true => {
-            let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, arguments)?;
+            let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, params)?;
             Ok(End::Ref(target, summary))
         }
         false => Ok(End::Point(point.0.unwrap_or(0.0), point.1.unwrap_or(0.0))),
@@ -216,13 +218,13 @@ fn hover_evidence(kind: &str, effects: &Effects, report: Option<&Hovered>) -> Ev
     evidence
 }
 
-pub async fn hover(
+async fn hover(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: HoverParams,
 ) -> Result<Value, ToolError> {
-    let params: HoverParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Hover { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Hover { params }).await
 }
 
 /// `browser.hover` in the action pipeline.
@@ -248,18 +250,18 @@ impl ActionTool for Hover {
     };
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<HoverAim>, ToolError> {
-        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let (ctx, scope) = (&act.ctx, act.scope);
         let tab = &mut act.tab;
-        let by_ref = self.params.observation_id.is_some() || self.params.element_ref.is_some();
+        let by_ref = self.params.target.given();
         let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
         let point = (self.params.x, self.params.y);
-        let aimed = match resolve(tab, scope, ctx, arguments, by_ref, point) {
+        let aimed = match resolve(tab, scope, ctx, &self.params.target, by_ref, point) {
             Ok(end) => aim(
                 tab,
                 ctx,
                 &chain,
                 &end,
-                pointer::ActionableWait::from_arguments(arguments, scope.deadline),
+                pointer::ActionableWait::new(self.params.actionable_timeout_ms, scope.deadline),
                 true,
             )
             .await
@@ -336,18 +338,20 @@ impl ActionTool for Hover {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DragParams {
-    observation_id: Option<String>,
-    #[serde(rename = "ref")]
-    element_ref: Option<u64>,
+    #[serde(flatten)]
+    target: RefParams,
     x: Option<f64>,
     y: Option<f64>,
     to_ref: Option<u64>,
     to_x: Option<f64>,
     to_y: Option<f64>,
     steps: Option<u64>,
+    actionable_timeout_ms: Option<u64>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
 /// Drag evidence. `verified` when a `drop` landed inside the target ref's element (or anywhere,
@@ -404,24 +408,24 @@ fn missing_target() -> ToolError {
     )
 }
 
-pub async fn drag(
+async fn drag(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: DragParams,
 ) -> Result<Value, ToolError> {
-    let params: DragParams = decode_params(&arguments)?;
     let to_point = match (params.to_ref, params.to_x, params.to_y) {
         (Some(_), None, None) => None,
         (None, Some(x), Some(y)) => Some((x, y)),
         _ => return Err(missing_target()),
     };
-    if params.to_ref.is_some() && params.observation_id.is_none() {
+    if params.to_ref.is_some() && params.target.observation_id.is_none() {
         return Err(ToolError::from(
             RpcError::invalid_params("\"toRef\" needs the \"observationId\" it belongs to")
                 .with_context("path", json!("arguments.observationId")),
         ));
     }
-    act::run(env, scope, &arguments, Drag { params, to_point }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Drag { params, to_point }).await
 }
 
 /// `browser.drag` in the action pipeline.
@@ -452,23 +456,32 @@ impl ActionTool for Drag {
     };
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<DragAim>, ToolError> {
-        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let (ctx, scope) = (&act.ctx, act.scope);
         let tab = &mut act.tab;
         let params = &self.params;
-        let by_ref = params.element_ref.is_some();
+        let by_ref = params.target.element_ref.is_some();
         let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
         let aimed = async {
-            let from = resolve(tab, scope, ctx, arguments, by_ref, (params.x, params.y))?;
+            let from = resolve(
+                tab,
+                scope,
+                ctx,
+                &params.target,
+                by_ref,
+                (params.x, params.y),
+            )?;
             let to = match (params.to_ref, self.to_point) {
                 (Some(to_ref), _) => {
-                    let mut to_arguments = arguments.clone();
-                    to_arguments.insert("ref".into(), json!(to_ref));
-                    resolve(tab, scope, ctx, &to_arguments, true, (None, None))?
+                    let to_target = RefParams {
+                        element_ref: Some(to_ref),
+                        ..params.target.clone()
+                    };
+                    resolve(tab, scope, ctx, &to_target, true, (None, None))?
                 }
                 (None, Some((x, y))) => End::Point(x, y),
                 (None, None) => return Err(missing_target()),
             };
-            let wait = pointer::ActionableWait::from_arguments(arguments, scope.deadline);
+            let wait = pointer::ActionableWait::new(params.actionable_timeout_ms, scope.deadline);
             let (from_aim, to_aim) = aim_both(tab, ctx, &chain, (&from, &to), wait).await?;
             Ok::<_, ToolError>((from, from_aim, to, to_aim))
         }

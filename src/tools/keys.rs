@@ -6,16 +6,19 @@
 //! `cdp/input.rs`'s; typing text is `typing.rs`'s. The rules are written down in
 //! docs/keyboard.md.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
-use super::actions::{action_output, evidence_schema, merged, ref_properties, snapshot};
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
+use super::actions::{
+    ObserveArgument, action_output, evidence_schema, merged, ref_properties, snapshot,
+};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
+use super::tab::RefParams;
 use crate::cdp::input::table::{self, Modifier};
 use crate::cdp::input::{Key, chord_events};
 use crate::page::{ActiveElementKey, ActiveElementState, ActiveState, FocusAndSelectAll};
@@ -96,32 +99,38 @@ fn press_chord(name: &str, requested: &[Modifier]) -> Result<(Key, Vec<Modifier>
     Ok((key, held))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct PressParams {
+    #[serde(flatten)]
+    target: RefParams,
     key: String,
     #[serde(default)]
     modifiers: Vec<String>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-pub async fn press(
+async fn press(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: PressParams,
 ) -> Result<Value, ToolError> {
-    let params: PressParams = decode_params(&arguments)?;
     let modifiers: Vec<Modifier> = params
         .modifiers
         .iter()
         .filter_map(|name| table::modifier(name))
         .collect();
     let (key, held) = press_chord(&params.key, &modifiers)?;
-    act::run(env, scope, &arguments, Press { key, held }).await
+    let call = Call::of(&params, &params.observe);
+    let target = params.target;
+    act::run(env, scope, call, Press { key, held, target }).await
 }
 
 /// `browser.press` in the action pipeline: the chord, checked before the tab is taken.
 struct Press {
     key: Key,
     held: Vec<Modifier>,
+    target: RefParams,
 }
 
 /// The focused element before the key: its key, and its field state (value, selection).
@@ -141,9 +150,9 @@ impl ActionTool for Press {
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<PressAim>, ToolError> {
         let (tab, ctx) = (&mut act.tab, &act.ctx);
-        let target = match act.arguments.contains_key("observationId") {
+        let target = match self.target.observation_id.is_some() {
             true => {
-                let (target, _) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+                let (target, _) = tab.resolve_ref(act.scope, &ctx.frame_id, &self.target)?;
                 ctx.run(&tab.client, &FocusAndSelectAll(target.clone()))
                     .await?;
                 Some(target)

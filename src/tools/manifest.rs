@@ -24,16 +24,27 @@ use super::{
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
 
 /// A tool's entry point, by the scope it declares: the environment, the call's typed scope
-/// (so a Target tool cannot run without its `targetId`) and the validated arguments (the
-/// handler decodes its own `#[derive(Deserialize)]` params from them).
+/// (so a Target tool cannot run without its `targetId`) and the validated arguments, which the
+/// `handler!` wrapper decodes once into the tool's params struct (`decode_params`). The second
+/// function decodes only, so the documented examples can be checked against the params types.
 #[derive(Clone, Copy)]
 pub enum Handler {
-    Connection(for<'a> fn(&'a ToolEnv, &'a CallScope, Map<String, Value>) -> ToolFuture<'a>),
+    Connection(
+        for<'a> fn(&'a ToolEnv, &'a CallScope, Map<String, Value>) -> ToolFuture<'a>,
+        DecodeCheck,
+    ),
     Workspace(
         for<'a> fn(&'a ToolEnv, &'a WorkspaceScope<'a>, Map<String, Value>) -> ToolFuture<'a>,
+        DecodeCheck,
     ),
-    Target(for<'a> fn(&'a ToolEnv, &'a TargetScope<'a>, Map<String, Value>) -> ToolFuture<'a>),
+    Target(
+        for<'a> fn(&'a ToolEnv, &'a TargetScope<'a>, Map<String, Value>) -> ToolFuture<'a>,
+        DecodeCheck,
+    ),
 }
+
+/// Decodes arguments into a tool's params type, and nothing else.
+pub type DecodeCheck = fn(Map<String, Value>) -> Result<(), ToolError>;
 
 impl std::fmt::Debug for Handler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,45 +56,52 @@ impl Handler {
     /// The scope this handler declares.
     pub fn scope(&self) -> Scope {
         match self {
-            Handler::Connection(_) => Scope::Connection,
-            Handler::Workspace(_) => Scope::Workspace,
-            Handler::Target(_) => Scope::Target,
+            Handler::Connection(..) => Scope::Connection,
+            Handler::Workspace(..) => Scope::Workspace,
+            Handler::Target(..) => Scope::Target,
+        }
+    }
+
+    /// Whether `arguments` decode into the tool's params type.
+    pub fn decodes(&self, arguments: Map<String, Value>) -> Result<(), ToolError> {
+        match self {
+            Handler::Connection(_, check)
+            | Handler::Workspace(_, check)
+            | Handler::Target(_, check) => check(arguments),
         }
     }
 }
 
-/// Wraps `async fn tool(env, scope, arguments)` as a [`Handler`] of the named scope; the
-/// function's scope parameter is `&CallScope`, `&WorkspaceScope` or `&TargetScope` to match.
+/// Wraps `async fn tool(env, scope, params)` as a [`Handler`] of the named scope: the function's
+/// scope parameter is `&CallScope`, `&WorkspaceScope` or `&TargetScope` to match, and its params
+/// parameter is its `#[derive(Deserialize)]` params struct, decoded here once.
 macro_rules! handler {
-    (Connection: $tool:path) => {{
+    (Connection: $tool:path) => {
+        handler!(@wrap Connection, $crate::tools::CallScope, $tool)
+    };
+    (Workspace: $tool:path) => {
+        handler!(@wrap Workspace, $crate::tools::WorkspaceScope<'a>, $tool)
+    };
+    (Target: $tool:path) => {
+        handler!(@wrap Target, $crate::tools::TargetScope<'a>, $tool)
+    };
+    (@wrap $kind:ident, $scope:ty, $tool:path) => {{
         fn boxed<'a>(
             env: &'a $crate::tools::ToolEnv,
-            scope: &'a $crate::tools::CallScope,
+            scope: &'a $scope,
             arguments: ::serde_json::Map<String, ::serde_json::Value>,
         ) -> $crate::tools::ToolFuture<'a> {
-            Box::pin($tool(env, scope, arguments))
+            Box::pin(async move {
+                let params = $crate::tools::context::decode_params(arguments)?;
+                $tool(env, scope, params).await
+            })
         }
-        $crate::tools::Handler::Connection(boxed)
-    }};
-    (Workspace: $tool:path) => {{
-        fn boxed<'a>(
-            env: &'a $crate::tools::ToolEnv,
-            scope: &'a $crate::tools::WorkspaceScope<'a>,
+        fn decodes(
             arguments: ::serde_json::Map<String, ::serde_json::Value>,
-        ) -> $crate::tools::ToolFuture<'a> {
-            Box::pin($tool(env, scope, arguments))
+        ) -> Result<(), $crate::tools::ToolError> {
+            $crate::tools::context::decode_params_of($tool, arguments).map(drop)
         }
-        $crate::tools::Handler::Workspace(boxed)
-    }};
-    (Target: $tool:path) => {{
-        fn boxed<'a>(
-            env: &'a $crate::tools::ToolEnv,
-            scope: &'a $crate::tools::TargetScope<'a>,
-            arguments: ::serde_json::Map<String, ::serde_json::Value>,
-        ) -> $crate::tools::ToolFuture<'a> {
-            Box::pin($tool(env, scope, arguments))
-        }
-        $crate::tools::Handler::Target(boxed)
+        $crate::tools::Handler::$kind(boxed, decodes)
     }};
 }
 
@@ -380,5 +398,42 @@ mod tests {
                 assert_eq!(schema["type"], "object", "{}", tool.name);
             }
         }
+    }
+
+    /// Every documented example request decodes into its tool's params struct (the struct
+    /// and the schema say the same thing; `handler!` decodes exactly so).
+    #[test]
+    fn every_documented_example_decodes_into_its_tools_params() {
+        let examples: Map<String, Value> =
+            serde_json::from_str(include_str!("../../docs/tool-examples.json")).unwrap();
+        let mut decoded = 0;
+        for def in manifest() {
+            let example = examples
+                .get(def.name)
+                .unwrap_or_else(|| panic!("docs/tool-examples.json lacks {}", def.name));
+            let arguments = example["request"]["arguments"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            if let Err(error) = def.handler.decodes(arguments) {
+                let error = crate::protocol::errors::RpcError::from(error);
+                panic!("{}: {}", def.name, error.message);
+            }
+            decoded += 1;
+        }
+        assert_eq!(decoded, examples.len(), "an example of no tool");
+    }
+
+    /// A decode failure after schema validation is the schema and the struct out of step.
+    #[test]
+    fn arguments_that_miss_the_params_struct_are_an_internal_error() {
+        let click = find("browser.click").unwrap();
+        let bad = json!({"x": "not a number"}).as_object().cloned().unwrap();
+        let error =
+            crate::protocol::errors::RpcError::from(click.handler.decodes(bad).unwrap_err());
+        assert_eq!(
+            error.code,
+            crate::protocol::errors::ErrorCode::InternalError
+        );
     }
 }

@@ -11,9 +11,10 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
+use super::context::NoParams;
+use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use crate::cdp::network::GetResponseBody;
@@ -279,12 +280,11 @@ struct ListParams {
     cursor: Option<String>,
 }
 
-pub async fn network_list(
+async fn network_list(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ListParams,
 ) -> Result<Value, ToolError> {
-    let params: ListParams = decode_params(&arguments)?;
     let after = match params.cursor.as_deref() {
         None => None,
         Some(cursor) => Some(
@@ -353,12 +353,11 @@ fn detail(record: &NetRecord) -> Value {
     request
 }
 
-pub async fn network_get(
+async fn network_get(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: GetParams,
 ) -> Result<Value, ToolError> {
-    let params: GetParams = decode_params(&arguments)?;
     let handle = env
         .browser
         .tab_handle(scope.workspace_id, scope.target_id)?;
@@ -502,12 +501,11 @@ fn limit_error(limit: ControlLimit) -> ToolError {
     .into()
 }
 
-pub async fn rules_add(
+async fn rules_add(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: AddParams,
 ) -> Result<Value, ToolError> {
-    let params: AddParams = decode_params(&arguments)?;
     fetch::check_pattern(&params.url_pattern).map_err(|why| bad("arguments.urlPattern", why))?;
     let mut headers = Vec::new();
     for (n, header) in params.headers.iter().flatten().enumerate() {
@@ -586,10 +584,10 @@ pub async fn rules_add(
     Ok(json!({"rule": result}))
 }
 
-pub async fn rules_list(
+async fn rules_list(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     let rules: Vec<Value> = env
         .browser
@@ -607,12 +605,11 @@ struct RemoveParams {
     rule_id: String,
 }
 
-pub async fn rules_remove(
+async fn rules_remove(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: RemoveParams,
 ) -> Result<Value, ToolError> {
-    let params: RemoveParams = decode_params(&arguments)?;
     if !env
         .browser
         .net()
@@ -665,12 +662,11 @@ struct AuthParams {
     password: String,
 }
 
-pub async fn auth_set(
+async fn auth_set(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: AuthParams,
 ) -> Result<Value, ToolError> {
-    let params: AuthParams = decode_params(&arguments)?;
     let origin = normalize_origin(&params.origin).map_err(|why| bad("arguments.origin", why))?;
     let credential = Credential::new(origin.clone(), params.username, params.password);
     let replaced = env
@@ -687,12 +683,11 @@ struct ClearParams {
     origin: Option<String>,
 }
 
-pub async fn auth_clear(
+async fn auth_clear(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: ClearParams,
 ) -> Result<Value, ToolError> {
-    let params: ClearParams = decode_params(&arguments)?;
     let origin = match params.origin.as_deref() {
         Some(origin) => Some(normalize_origin(origin).map_err(|why| bad("arguments.origin", why))?),
         None => None,

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
@@ -193,7 +193,7 @@ pub fn defs() -> Vec<ToolDef> {
 }
 
 /// The options of an Observation (`browser.observe`'s arguments, an action's `observe`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObserveParams {
     limit: Option<u32>,
@@ -262,18 +262,18 @@ struct FindParams {
 }
 
 /// The Observation options of `browser.observe`'s arguments or an action's `observe` object.
-pub fn observe_request(arguments: &Map<String, Value>) -> Result<ObservationRequest, ToolError> {
-    let request = decode_params::<ObserveParams>(arguments)?.request();
+pub fn observe_request(params: ObserveParams) -> Result<ObservationRequest, ToolError> {
+    let request = params.request();
     request.validate()?;
     Ok(request)
 }
 
-pub async fn observe(
+async fn observe(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ObserveParams,
 ) -> Result<Value, ToolError> {
-    let request = observe_request(&arguments)?;
+    let request = observe_request(params)?;
     unless_dialog(env, scope, async {
         let mut tab = ControlledTab::acquire(env, scope).await?;
         let result = tab.observe(scope, &request).await?;
@@ -299,12 +299,11 @@ async fn run_reading<S: page::PageScript>(
     .await
 }
 
-pub async fn read(
+async fn read(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ReadParams,
 ) -> Result<Value, ToolError> {
-    let params: ReadParams = decode_params(&arguments)?;
     let max_tokens = checked_max_tokens(params.max_tokens)?;
     let defaults = Read::default();
     // A token budget alone reads as much text as the budget could hold.
@@ -355,12 +354,11 @@ pub async fn read(
     Ok(Value::Object(result))
 }
 
-pub async fn search(
+async fn search(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: SearchParams,
 ) -> Result<Value, ToolError> {
-    let params: SearchParams = decode_params(&arguments)?;
     let max_tokens = checked_max_tokens(params.max_tokens)?;
     let script = Search {
         query: params.query,
@@ -413,12 +411,11 @@ pub async fn search(
     Ok(Value::Object(result))
 }
 
-pub async fn find(
+async fn find(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: FindParams,
 ) -> Result<Value, ToolError> {
-    let params: FindParams = decode_params(&arguments)?;
     let script = Find {
         selector: params.selector,
         pierce: params.pierce.unwrap_or(false),

@@ -63,15 +63,9 @@ pub struct ActionableWait {
 }
 
 impl ActionableWait {
-    /// The wait a call's arguments ask for (`actionableTimeoutMs`, else the default).
-    pub fn from_arguments(
-        arguments: &serde_json::Map<String, serde_json::Value>,
-        deadline: tokio::time::Instant,
-    ) -> ActionableWait {
-        let limit = arguments
-            .get("actionableTimeoutMs")
-            .and_then(serde_json::Value::as_u64)
-            .map_or(ACTIONABLE_WAIT_DEFAULT, Duration::from_millis);
+    /// The wait a call asks for (`actionableTimeoutMs`, else the default).
+    pub fn new(timeout_ms: Option<u64>, deadline: tokio::time::Instant) -> ActionableWait {
+        let limit = timeout_ms.map_or(ACTIONABLE_WAIT_DEFAULT, Duration::from_millis);
         ActionableWait { deadline, limit }
     }
 }

@@ -4,16 +4,17 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
+use super::tab::RefParams;
 use crate::page::{
     ClickPoint, ContainerScroll, RefTarget, ScrollContainer, ScrollPage, ScrollPosition,
     ScrollToText, ScrollXY,
@@ -55,24 +56,27 @@ pub fn defs() -> Vec<ToolDef> {
     }]
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ScrollParams {
-    observation_id: Option<String>,
+    #[serde(flatten)]
+    target: RefParams,
     /// `up`, `down`, `left` or `right` (the schema's enum).
     direction: Option<String>,
     amount: Option<i64>,
     selector: Option<String>,
     text: Option<String>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-pub async fn scroll(
+async fn scroll(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: ScrollParams,
 ) -> Result<Value, ToolError> {
-    let params: ScrollParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Scroll { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Scroll { params }).await
 }
 
 /// `browser.scroll` in the action pipeline: a page script is its input, so it reads no before
@@ -107,8 +111,8 @@ impl ActionTool for Scroll {
         // Read in the selected frame: that is the document the scroll moves.
         let before = position(tab.run(ctx, &ScrollPosition).await?);
         let params = &self.params;
-        if params.observation_id.is_some() {
-            let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+        if params.target.observation_id.is_some() {
+            let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, &params.target)?;
             let subject = Subject::RefPosition {
                 element_ref: u64::from(target.element_ref),
                 role: summary.role,

@@ -10,11 +10,11 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::actions::INPUT_TIMEOUT;
-use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
+use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::observation::{
     DiffBase, DiffUnavailable, ObservationRequest, fingerprint_fields, shape,
@@ -162,9 +162,9 @@ impl ControlledTab {
         &mut self,
         scope: &TargetScope<'_>,
         frame_id: &str,
-        arguments: &Map<String, Value>,
+        params: &RefParams,
     ) -> Result<(RefTarget, ElementSummary), ToolError> {
-        resolve_ref(&mut self.guard, scope, frame_id, arguments)
+        resolve_ref(&mut self.guard, scope, frame_id, params)
     }
 
     /// Waits until the awaited document has loaded; see [`wait_for_load`].
@@ -676,13 +676,20 @@ pub async fn take_observation_reading(
     ))
 }
 
-/// The `observationId` + `ref` arguments of every ref-taking tool.
-#[derive(Deserialize)]
+/// The `observationId` + `ref` arguments of every ref-taking tool (flattened into its params).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RefParams {
-    observation_id: Option<String>,
+pub struct RefParams {
+    pub observation_id: Option<String>,
     #[serde(rename = "ref")]
-    element_ref: Option<u64>,
+    pub element_ref: Option<u64>,
+}
+
+impl RefParams {
+    /// Whether the call names a ref (either half: the schema does not pair them).
+    pub fn given(&self) -> bool {
+        self.observation_id.is_some() || self.element_ref.is_some()
+    }
 }
 
 /// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
@@ -691,9 +698,8 @@ pub fn resolve_ref(
     guard: &mut TabGuard,
     scope: &TargetScope<'_>,
     frame_id: &str,
-    arguments: &Map<String, Value>,
+    params: &RefParams,
 ) -> Result<(RefTarget, ElementSummary), ToolError> {
-    let params: RefParams = decode_params(arguments)?;
     let observation_id = params.observation_id.as_deref().unwrap_or_default();
     let element_ref = params.element_ref.unwrap_or(0);
     let workspace_id = scope.workspace_id;

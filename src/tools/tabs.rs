@@ -9,9 +9,10 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::context::{TargetScope, ToolEnv, WorkspaceScope, decode_params};
+use super::context::NoParams;
+use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, PageState};
@@ -183,12 +184,11 @@ struct NavigateParams {
     url: Option<String>,
 }
 
-pub async fn connect(
+async fn connect(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: ConnectParams,
 ) -> Result<Value, ToolError> {
-    let params: ConnectParams = decode_params(&arguments)?;
     let browser_id = match params.browser_id {
         Some(id) => id,
         None => workspace_browser(env, scope).await?,
@@ -240,12 +240,11 @@ fn check_url(url: &str) -> Result<(), ToolError> {
     }
 }
 
-pub async fn open(
+async fn open(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    arguments: Map<String, Value>,
+    params: OpenParams,
 ) -> Result<Value, ToolError> {
-    let params: OpenParams = decode_params(&arguments)?;
     let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
     if let Some(target) = scope.target() {
@@ -284,12 +283,11 @@ pub async fn open(
     Ok(result)
 }
 
-pub async fn navigate(
+async fn navigate(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    NavigateParams { action, url }: NavigateParams,
 ) -> Result<Value, ToolError> {
-    let NavigateParams { action, url } = decode_params(&arguments)?;
     if action == NavigateAction::Goto {
         check_url(url.as_deref().ok_or_else(|| {
             RpcError::invalid_params("\"url\" is required for goto")
@@ -392,10 +390,10 @@ fn page_result(target_id: &str, page: PageState, managed: bool) -> Value {
     result
 }
 
-pub async fn tabs_list(
+async fn tabs_list(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
@@ -418,10 +416,10 @@ pub async fn tabs_list(
     Ok(json!({"tabs": tabs}))
 }
 
-pub async fn tabs_release(
+async fn tabs_release(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     env.browser.live().ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
@@ -457,10 +455,10 @@ pub async fn tabs_release(
     Ok(json!({"targetId": opaque, "released": released}))
 }
 
-pub async fn tabs_close(
+async fn tabs_close(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    _arguments: Map<String, Value>,
+    _params: NoParams,
 ) -> Result<Value, ToolError> {
     let (workspace_id, opaque) = (scope.workspace_id, scope.target_id);
     if !env.browser.is_managed_opaque(workspace_id, opaque)? {

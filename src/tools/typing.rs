@@ -12,22 +12,22 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::{
-    SETTLE, action_output, closing_request, evidence_schema, merged, network_quiet_since,
-    observe_property, ref_properties, snapshot,
+    ObserveArgument, SETTLE, action_output, closing_request, evidence_schema, merged,
+    network_quiet_since, observe_property, ref_properties, snapshot,
 };
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
 use super::tab::{
-    Along, ControlledTab, PageContext, SCRIPT_TIMEOUT, TakenObservation, cheap_to_observe,
-    page_context, take_observation_reading,
+    Along, ControlledTab, PageContext, RefParams, SCRIPT_TIMEOUT, TakenObservation,
+    cheap_to_observe, page_context, take_observation_reading,
 };
 use crate::cdp::input::table;
 use crate::cdp::input::{Key, Stroke, stroke_events, stroke_for};
@@ -103,8 +103,10 @@ pub fn defs() -> Vec<ToolDef> {
     ]
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct TypeParams {
+    #[serde(flatten)]
+    target: RefParams,
     text: String,
     clear: Option<bool>,
     submit: Option<bool>,
@@ -112,12 +114,16 @@ struct TypeParams {
     verification: Option<String>,
     /// `keys` (the default) or `fill` (the schema's enum).
     mode: Option<String>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct KeyboardParams {
     text: String,
     submit: Option<bool>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
 /// What a guarded composite action pins and re-checks between steps.
@@ -567,13 +573,13 @@ async fn document_after_submit(
     }
 }
 
-pub async fn type_text(
+async fn type_text(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: TypeParams,
 ) -> Result<Value, ToolError> {
-    let params: TypeParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Type { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Type { params }).await
 }
 
 /// `browser.type` in the action pipeline.
@@ -633,7 +639,7 @@ impl ActionTool for Type {
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<TypeAim>, ToolError> {
         let (tab, ctx) = (&mut act.tab, &act.ctx);
-        let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, act.arguments)?;
+        let (target, summary) = tab.resolve_ref(act.scope, &ctx.frame_id, &self.params.target)?;
         let params = &self.params;
         let text = normalize_line_ends(&params.text);
         let clear = params.clear.unwrap_or(true);
@@ -926,7 +932,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
     };
     // Without a submit the closing Observation is asked for with the value (queued behind it)
     // when the page is cheap to observe: it is kept when no settle window follows.
-    let request = closing_request(act.arguments)?;
+    let request = closing_request(&act.call.observe)?;
     let tab = &mut act.tab;
     let prefetch = !own.submit && cheap_to_observe(&mut tab.guard);
     let target = &own.target;
@@ -1088,13 +1094,13 @@ fn keyboard_landed(expectation: &Expectation, after: &ElementState, text: &str) 
     }
 }
 
-pub async fn keyboard(
+async fn keyboard(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: KeyboardParams,
 ) -> Result<Value, ToolError> {
-    let params: KeyboardParams = decode_params(&arguments)?;
-    act::run(env, scope, &arguments, Keyboard { params }).await
+    let call = Call::of(&params, &params.observe);
+    act::run(env, scope, call, Keyboard { params }).await
 }
 
 /// `browser.keyboard` in the action pipeline.

@@ -9,17 +9,17 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
-use super::act::{self, Act, ActionTool, Aimed, Effects, Judged, Steps};
+use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::*;
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
-use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT};
+use super::tab::{ControlledTab, PageContext, RefParams, SCRIPT_TIMEOUT};
 use crate::cdp::dom::{ResolveNode, SetFileInputFiles};
 use crate::cdp::runtime::ReleaseObjectGroup;
 use crate::page::{self, FileInputChoice, InputState, PickFileInput, Readback, UploadReadback};
@@ -75,23 +75,23 @@ fn upload_evidence_schema() -> Value {
     schema
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct UploadParams {
+    #[serde(flatten)]
+    target: RefParams,
     artifact_id: String,
-    observation_id: Option<String>,
-    #[serde(rename = "ref")]
-    element_ref: Option<u64>,
     input_index: Option<u32>,
+    #[serde(flatten)]
+    observe: ObserveArgument,
 }
 
-pub async fn upload(
+async fn upload(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: UploadParams,
 ) -> Result<Value, ToolError> {
-    let params: UploadParams = decode_params(&arguments)?;
-    let by_ref = params.observation_id.is_some() || params.element_ref.is_some();
+    let by_ref = params.target.given();
     if by_ref && params.input_index.is_some() {
         return Err(ToolError::from(
             RpcError::invalid_params(
@@ -126,13 +126,14 @@ pub async fn upload(
             )));
         }
     };
+    let call = Call::of(&params, &params.observe);
     let upload = Upload {
         params,
         by_ref,
         file,
         expected_name,
     };
-    act::run(env, scope, &arguments, upload).await
+    act::run(env, scope, call, upload).await
 }
 
 /// `browser.upload` in the action pipeline, with its Artifact already checked.
@@ -162,11 +163,12 @@ impl ActionTool for Upload {
     };
 
     async fn aim(&mut self, act: &mut Act<'_>) -> Result<Aimed<UploadAim>, ToolError> {
-        let (ctx, scope, arguments) = (&act.ctx, act.scope, act.arguments);
+        let (ctx, scope) = (&act.ctx, act.scope);
         let tab = &mut act.tab;
         let (choice, subject) = match (self.by_ref, self.params.input_index) {
             (true, _) => {
-                let (target, summary) = tab.resolve_ref(scope, &ctx.frame_id, arguments)?;
+                let (target, summary) =
+                    tab.resolve_ref(scope, &ctx.frame_id, &self.params.target)?;
                 let subject = Subject::RefPosition {
                     element_ref: u64::from(target.element_ref),
                     role: summary.role,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::context::{TargetScope, ToolEnv, decode_params};
+use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, described, object, open_object};
 use super::tab::{ControlledTab, base_result};
@@ -317,12 +317,11 @@ async fn run_probe(tab: &mut ControlledTab, probe: &WaitProbe) -> Result<WaitSee
     }
 }
 
-pub async fn wait(
+async fn wait(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    arguments: Map<String, Value>,
+    params: WaitParams,
 ) -> Result<Value, ToolError> {
-    let params: WaitParams = decode_params(&arguments)?;
     let condition = Condition::from_params(params)?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let started = tokio::time::Instant::now();
