@@ -16,7 +16,10 @@ use serde_json::json;
 
 use crate::framing::LineReader;
 use crate::home::{Home, HomeError};
-use crate::ipc::{self, ConnectError, HandshakeError, IpcReader, IpcWriter, Patience, Untrusted};
+use crate::ipc::{
+    self, ConnectError, HandshakeError, IpcReader, IpcWriter, Patience, Resource, Untrusted,
+    exhausted_resource,
+};
 use crate::os;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::internal::{Hello, Welcome};
@@ -132,6 +135,10 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
                 "its accept queue stayed full",
             ))
         }
+        Err(HandshakeError::Connect(ConnectError::Exhausted(error))) => {
+            tracing::error!(%error, "out of resources to reach the Broker");
+            Attempt::Failed(unavailable_io("cannot reach the Broker", &error))
+        }
         Err(HandshakeError::Connect(ConnectError::Untrusted(why))) => {
             tracing::warn!(%why, "refusing a Broker endpoint of another user");
             Attempt::Failed(untrusted(why))
@@ -165,7 +172,7 @@ async fn take_startup_lock(home: &Home) -> Result<StartupLock, RpcError> {
     })
     .await
     .map_err(|e| unavailable(format!("startup lock task failed: {e}")))?
-    .map_err(|e| unavailable(format!("cannot take the startup lock: {e}")))
+    .map_err(|e| unavailable_io("cannot take the startup lock", &e))
 }
 
 fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
@@ -193,7 +200,7 @@ fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
     os::detach(&mut command);
     command
         .spawn()
-        .map_err(|e| unavailable(format!("cannot spawn the Broker: {e}")))
+        .map_err(|e| unavailable_io("cannot spawn the Broker", &e))
 }
 
 fn locator_pid(home: &Home) -> Option<u32> {
@@ -257,6 +264,9 @@ fn home_error(error: HomeError) -> RpcError {
         HomeError::Shared { .. } => "shared_directory",
         HomeError::NotADirectory => "not_a_directory",
         HomeError::NotDedicated { .. } => "not_dedicated",
+        HomeError::Io { source, .. } => {
+            return unavailable_io("cannot prepare BROWSER_PILOT_HOME", source);
+        }
         _ => return unavailable(format!("cannot prepare BROWSER_PILOT_HOME: {error}")),
     };
     RpcError::new(
@@ -283,4 +293,33 @@ fn incompatible(service_version: &str) -> RpcError {
 
 fn unavailable(message: String) -> RpcError {
     RpcError::new(ErrorCode::BrokerUnavailable, message)
+}
+
+/// `broker_unavailable` for an I/O failure while reaching or starting the Broker. When this
+/// process or the system ran out of something (open files, memory, disk) the error says which
+/// and what to do: the Broker is not to blame, and stopping it would not help.
+fn unavailable_io(what: &str, error: &std::io::Error) -> RpcError {
+    let Some(resource) = exhausted_resource(error) else {
+        return unavailable(format!("{what}: {error}"));
+    };
+    let (reason, remedy) = match resource {
+        Resource::OpenFiles => (
+            "open_file_limit",
+            "The bridge ran out of file descriptors (its open-file limit, or the system's). Raise the limit of the agent host that starts it (ulimit -n, systemd LimitNOFILE=, or the host's own setting) or stop what holds descriptors, then launch again. The Broker is not at fault; do not stop it.",
+        ),
+        Resource::Memory => (
+            "out_of_memory",
+            "The system is out of memory for the bridge. Free memory or raise the process's memory limit, then launch again. The Broker is not at fault; do not stop it.",
+        ),
+        Resource::Disk => (
+            "disk_full",
+            "The file system of BROWSER_PILOT_HOME is full. Free disk space there, then launch again.",
+        ),
+    };
+    RpcError::new(
+        ErrorCode::BrokerUnavailable,
+        format!("{what}: this process is out of resources ({error})"),
+    )
+    .with_context("reason", json!(reason))
+    .with_remediation(RemediationAction::FreeResources, remedy)
 }

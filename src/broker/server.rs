@@ -49,6 +49,12 @@ pub async fn run_broker(home: Home) -> i32 {
                 tracing::error!("another Broker already listens on this home; exiting");
                 return 1;
             }
+            // Out of descriptors, memory or disk: whether a Broker listens is unknown, so its
+            // endpoint is left alone.
+            Err(ipc::ConnectError::Exhausted(error)) => {
+                tracing::error!(%error, "out of resources to check the endpoint; exiting");
+                return 1;
+            }
             Err(_) => {
                 let _ = std::fs::remove_file(&socket);
             }

@@ -66,6 +66,11 @@ impl CliClient {
             Err(HandshakeError::Connect(ConnectError::NoEndpoint(_)) | HandshakeError::Closed) => {
                 Err(CliError::NotRunning)
             }
+            Err(HandshakeError::Connect(ConnectError::Exhausted(error))) => {
+                Err(CliError::Link(format!(
+                    "cannot reach the Broker: this process is out of resources ({error}); raise the open-file limit or free memory/disk, the Broker is not at fault"
+                )))
+            }
             Err(HandshakeError::Connect(ConnectError::Busy(error))) => Err(CliError::Link(
                 format!("the Broker is not accepting connections right now ({error}); try again"),
             )),

@@ -9,4 +9,7 @@ mod socket;
 
 pub use handshake::{HandshakeError, Linked, Patience, connect_patiently, handshake, hello};
 
-pub use socket::{ConnectError, IpcListener, IpcReader, IpcWriter, Untrusted, connect, listen};
+pub use socket::{
+    ConnectError, IpcListener, IpcReader, IpcWriter, Resource, Untrusted, connect,
+    exhausted_resource, listen,
+};

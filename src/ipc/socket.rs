@@ -72,6 +72,33 @@ pub enum ConnectError {
     /// Something listens, but it is not this user's: nothing was sent to it.
     #[error("the endpoint is not this user's: {0}")]
     Untrusted(Untrusted),
+    /// This process (or the system) ran out of what a connection needs: open files
+    /// (`EMFILE`, `ENFILE`), memory (`ENOMEM`, `ENOBUFS`) or disk space (`ENOSPC`). The
+    /// endpoint was never reached, so nothing is known about a Broker there.
+    #[error("out of resources: {0}")]
+    Exhausted(std::io::Error),
+}
+
+/// Which resource ran out, when `error` says this process or the system is out of one.
+pub fn exhausted_resource(error: &std::io::Error) -> Option<Resource> {
+    if error.kind() == std::io::ErrorKind::StorageFull {
+        return Some(Resource::Disk);
+    }
+    if !os::is_resource_exhaustion(error) {
+        return None;
+    }
+    match error.kind() {
+        std::io::ErrorKind::OutOfMemory => Some(Resource::Memory),
+        _ => Some(Resource::OpenFiles),
+    }
+}
+
+/// A resource a connection needs (see [`ConnectError::Exhausted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    OpenFiles,
+    Memory,
+    Disk,
 }
 
 /// How an endpoint failed authentication.
@@ -108,6 +135,9 @@ pub async fn connect(path: &Path) -> Result<(IpcReader, IpcWriter), ConnectError
                 }));
             }
             Ok(_) => {}
+            Err(error) if exhausted_resource(&error).is_some() => {
+                return Err(ConnectError::Exhausted(error));
+            }
             Err(error) => return Err(ConnectError::NoEndpoint(error)),
         }
     }
@@ -118,6 +148,8 @@ pub async fn connect(path: &Path) -> Result<(IpcReader, IpcWriter), ConnectError
         match error.kind() {
             // A Unix socket whose backlog is full refuses a non-blocking connect with EAGAIN.
             std::io::ErrorKind::WouldBlock => ConnectError::Busy(error),
+            // No socket could be made: says nothing about the endpoint.
+            _ if exhausted_resource(&error).is_some() => ConnectError::Exhausted(error),
             _ => ConnectError::NoEndpoint(error),
         }
     })?;

@@ -2,7 +2,8 @@
 //! handshake, a huge line, or open more Connections than the cap are refused or contained, and
 //! the bridges beside them keep working. A role claimed in the handshake grants nothing. A peer
 //! that completes the handshake but does not initialize in time is closed, and a peer that goes
-//! on after `shutdown` gets a structured answer.
+//! on after `shutdown` gets a structured answer. A bridge out of file descriptors names its
+//! limit, never the live Broker.
 
 use crate::support;
 
@@ -454,5 +455,52 @@ fn a_peer_that_goes_on_after_shutdown_gets_a_structured_answer() {
         );
         assert_eq!(data["retryable"], false, "{answer}");
     }
+    still_fine(&mut bridge, &ws, &lease);
+}
+
+/// A bridge that runs out of file descriptors while it reaches its Broker says so: the error
+/// names the open-file limit and what to do about it, and never takes the live Broker for an
+/// unresponsive one (whose remediation would be to stop it). Each bridge runs under a smaller
+/// open-file limit (`prlimit`), from too small to start at all up to enough to connect.
+#[test]
+fn a_bridge_out_of_descriptors_names_its_limit_not_the_broker() {
+    let home = TestHome::new();
+    let (mut bridge, ws, lease) = bystander(&home);
+    let input = tempfile::NamedTempFile::new().unwrap();
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": initialize_params("com.example.limited", "i1", (1, 1))});
+    std::fs::write(input.path(), format!("{request}\n")).unwrap();
+    let mut limited = 0;
+    for limit in 3..=64 {
+        let output = home
+            .command("prlimit")
+            .arg(format!("--nofile={limit}:{limit}"))
+            .args([BIN, "bridge", "--stdio"])
+            .stdin(std::fs::File::open(input.path()).unwrap())
+            .output()
+            .expect("prlimit runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        // Too few descriptors to start the runtime: the process fails before it reads a line.
+        let Some(line) = stdout.lines().next() else {
+            continue;
+        };
+        let answer: Value = serde_json::from_str(line).unwrap();
+        if answer.get("result").is_some() {
+            break;
+        }
+        let data = &answer["error"]["data"];
+        assert_eq!(
+            data["code"], "broker_unavailable",
+            "limit {limit}: {answer}"
+        );
+        assert_eq!(
+            data["context"]["reason"], "open_file_limit",
+            "limit {limit}: {answer}"
+        );
+        assert_eq!(data["remediation"]["action"], "free_resources", "{answer}");
+        limited += 1;
+    }
+    assert!(limited > 0, "no limit left the bridge out of descriptors");
+    // The Broker was never blamed, and it serves on.
     still_fine(&mut bridge, &ws, &lease);
 }
