@@ -15,6 +15,7 @@ use super::connection::{ConnectionContext, Session};
 use super::methods::Reply;
 use super::params::{ArtifactExport, ArtifactImport, ArtifactRef};
 use crate::protocol::errors::RpcError;
+use crate::store::{ConnectionId, LeaseId, WorkspaceId};
 use crate::tools::artifact_error;
 use crate::version::now_ms;
 
@@ -25,7 +26,11 @@ async fn authorize(
     workspace_id: &str,
     lease_id: String,
 ) -> Result<(), RpcError> {
-    let (connection_id, ws) = (session.connection_id.clone(), workspace_id.to_owned());
+    let (connection_id, ws, lease_id) = (
+        ConnectionId::from(session.connection_id.clone()),
+        WorkspaceId::from(workspace_id),
+        LeaseId::from(lease_id),
+    );
     context
         .broker
         .store

@@ -26,7 +26,10 @@ use super::workspaces::explain_missing;
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
-use crate::store::{CommandRow, CommandStatus, InsertCommand, NewCommand, StoreError};
+use crate::store::{
+    CommandRow, CommandStatus, ConnectionId, InsertCommand, LeaseId, NewCommand, StoreError,
+    WorkspaceId,
+};
 use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ScopeIds, ToolDef};
 use crate::version::now_ms;
 
@@ -176,9 +179,9 @@ async fn accept(
             let workspace_id = needed(params.workspace_id, "workspaceId")?;
             let lease_id = needed(params.lease_id, "leaseId")?;
             let (connection_id, ws, lease) = (
-                session.connection_id.clone(),
-                workspace_id.clone(),
-                lease_id.clone(),
+                ConnectionId::from(session.connection_id.clone()),
+                WorkspaceId::from(workspace_id.clone()),
+                LeaseId::from(lease_id.clone()),
             );
             if let Err(error) = broker
                 .store

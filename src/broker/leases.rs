@@ -11,7 +11,7 @@ use crate::events::Emit;
 use crate::protocol::errors::RpcError;
 use crate::protocol::ids::{IdKind, new_id};
 use crate::protocol::internal::PeerRole;
-use crate::store::{LeaseRow, NewLease, StoreError};
+use crate::store::{ConnectionId, LeaseId, LeaseRow, NewLease, StoreError, WorkspaceId};
 use crate::version::now_ms;
 
 /// Default Lease TTL (contract: 30 seconds).
@@ -69,13 +69,12 @@ pub async fn heartbeat(
     session: &Session,
     params: LeaseRef,
 ) -> Result<Value, RpcError> {
-    let connection_id = session.connection_id.clone();
+    let connection_id = ConnectionId::from(session.connection_id.clone());
     let sent_at = sent_at(context, &params);
-    let LeaseRef {
-        workspace_id,
-        lease_id,
-        ..
-    } = params;
+    let (workspace_id, lease_id) = (
+        WorkspaceId::from(params.workspace_id),
+        LeaseId::from(params.lease_id),
+    );
     let renewed = context
         .broker
         .store
@@ -92,13 +91,12 @@ pub async fn release(
     session: &Session,
     params: LeaseRef,
 ) -> Result<Value, RpcError> {
-    let connection_id = session.connection_id.clone();
+    let connection_id = ConnectionId::from(session.connection_id.clone());
     let sent_at = sent_at(context, &params);
-    let LeaseRef {
-        workspace_id,
-        lease_id,
-        ..
-    } = params;
+    let (workspace_id, lease_id) = (
+        WorkspaceId::from(params.workspace_id),
+        LeaseId::from(params.lease_id),
+    );
     let released = context
         .broker
         .store

@@ -575,7 +575,13 @@ mod tests {
                                         client_key: Some("k".to_owned()),
                                         now: 10,
                                     })?;
-                                    store.heartbeat_lease(&id_, &own_, &lease.id, 20, 20)?;
+                                    store.heartbeat_lease(
+                                        &id_.clone().into(),
+                                        &own_.clone().into(),
+                                        &lease.id.clone().into(),
+                                        20,
+                                        20,
+                                    )?;
                                     Ok(None)
                                 }),
                             )?;

@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension as _};
 
 use super::db::Store;
 use super::error::StoreError;
+use super::ids::{ConnectionId, LeaseId, WorkspaceId};
 use super::model::{LeaseRow, NewLease};
 use super::workspaces::mark_active;
 
@@ -142,9 +143,9 @@ impl Store {
     /// answered with `LeaseEnded`.
     pub fn heartbeat_lease(
         &self,
-        connection_id: &str,
-        workspace_id: &str,
-        lease_id: &str,
+        connection_id: &ConnectionId,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
         sent_at: i64,
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
@@ -164,7 +165,7 @@ impl Store {
                     (&lease.id, now.saturating_add(lease.ttl_ms)),
                     lease_from_row,
                 )?;
-            mark_active(transaction, workspace_id, now)?;
+            mark_active(transaction, workspace_id.as_str(), now)?;
             Ok(Ok(renewed))
         })
     }
@@ -173,9 +174,9 @@ impl Store {
     /// heartbeats) is deleted too but answered with `LeaseEnded`.
     pub fn release_lease(
         &self,
-        connection_id: &str,
-        workspace_id: &str,
-        lease_id: &str,
+        connection_id: &ConnectionId,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
         sent_at: i64,
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
@@ -190,7 +191,7 @@ impl Store {
                 .prepare_cached("DELETE FROM leases WHERE lease_id = ?1")?
                 .execute([&lease.id])?;
             // The idle clock starts when the last Lease goes, not when it was taken.
-            mark_active(transaction, workspace_id, now)?;
+            mark_active(transaction, workspace_id.as_str(), now)?;
             Ok(Ok(lease))
         })
     }
@@ -203,8 +204,10 @@ impl Store {
         now: i64,
     ) -> Result<bool, StoreError> {
         self.read(|transaction| {
-            Ok(find_lease(transaction, workspace_id, lease_id)?
-                .is_some_and(|lease| lease.expires_at > now))
+            Ok(
+                find_lease(transaction, &workspace_id.into(), &lease_id.into())?
+                    .is_some_and(|lease| lease.expires_at > now),
+            )
         })
     }
 
@@ -212,15 +215,15 @@ impl Store {
     /// nothing (an expired Lease is left for the sweep).
     pub fn check_lease(
         &self,
-        connection_id: &str,
-        workspace_id: &str,
-        lease_id: &str,
+        connection_id: &ConnectionId,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
         now: i64,
     ) -> Result<LeaseRow, StoreError> {
         self.read(|transaction| {
             let lease = find_lease(transaction, workspace_id, lease_id)?
                 .ok_or(StoreError::LeaseNotFound)?;
-            if lease.connection_id != connection_id {
+            if lease.connection_id != connection_id.as_str() {
                 return match same_principal(transaction, connection_id, &lease.connection_id)? {
                     true => Err(StoreError::LeaseNotOwned),
                     false => Err(StoreError::LeaseNotFound),
@@ -250,8 +253,8 @@ impl Store {
 
 fn find_lease(
     transaction: &Connection,
-    workspace_id: &str,
-    lease_id: &str,
+    workspace_id: &WorkspaceId,
+    lease_id: &LeaseId,
 ) -> Result<Option<LeaseRow>, StoreError> {
     let lease = transaction
         .prepare_cached(concat!(
@@ -259,7 +262,7 @@ fn find_lease(
             lease_columns!(),
             " FROM leases WHERE lease_id = ?1 AND workspace_id = ?2"
         ))?
-        .query_row([lease_id, workspace_id], lease_from_row)
+        .query_row((lease_id, workspace_id), lease_from_row)
         .optional()?;
     Ok(lease)
 }
@@ -269,15 +272,15 @@ fn find_lease(
 /// Lease if it expired (the caller commits that deletion).
 fn owned_lease(
     transaction: &Connection,
-    connection_id: &str,
-    workspace_id: &str,
-    lease_id: &str,
+    connection_id: &ConnectionId,
+    workspace_id: &WorkspaceId,
+    lease_id: &LeaseId,
     now: i64,
 ) -> Result<Result<LeaseRow, StoreError>, StoreError> {
     let Some(lease) = find_lease(transaction, workspace_id, lease_id)? else {
         return Ok(Err(StoreError::LeaseNotFound));
     };
-    if lease.connection_id != connection_id {
+    if lease.connection_id != connection_id.as_str() {
         // Another Principal's Lease is answered exactly like an unknown one; only the same
         // Principal learns that another of its Connections holds it.
         return match same_principal(transaction, connection_id, &lease.connection_id)? {
@@ -295,13 +298,17 @@ fn owned_lease(
 }
 
 /// Whether two Connections belong to one Principal.
-fn same_principal(transaction: &Connection, one: &str, other: &str) -> Result<bool, StoreError> {
+fn same_principal(
+    transaction: &Connection,
+    one: &ConnectionId,
+    other: &str,
+) -> Result<bool, StoreError> {
     let same = transaction
         .prepare_cached(
             "SELECT a.principal_id = b.principal_id FROM connections a, connections b \
              WHERE a.connection_id = ?1 AND b.connection_id = ?2",
         )?
-        .query_row([one, other], |row| row.get::<_, bool>(0))
+        .query_row((one, other), |row| row.get::<_, bool>(0))
         .optional()?;
     Ok(same.unwrap_or(false))
 }
@@ -472,9 +479,20 @@ mod tests {
             ),
         ];
         for ((connection_id, workspace_id, lease_id, now), check, heartbeat) in cases {
-            let checked = store.check_lease(connection_id, workspace_id, lease_id, now);
+            let checked = store.check_lease(
+                &connection_id.into(),
+                &workspace_id.into(),
+                &lease_id.into(),
+                now,
+            );
             assert_eq!(outcome(checked, render), check, "check {lease_id} at {now}");
-            let beat = store.heartbeat_lease(connection_id, workspace_id, lease_id, now, now);
+            let beat = store.heartbeat_lease(
+                &connection_id.into(),
+                &workspace_id.into(),
+                &lease_id.into(),
+                now,
+                now,
+            );
             assert_eq!(ended(beat), heartbeat, "heartbeat {lease_id} at {now}");
         }
     }
@@ -487,13 +505,31 @@ mod tests {
             .unwrap();
         // Sent at 900, before expiry at 1010, processed at 5000 after a stall: renewed from the
         // Broker's own clock.
-        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 900, 5_000);
+        let beat = store.heartbeat_lease(
+            &"connection:1".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            900,
+            5_000,
+        );
         assert_eq!(ended(beat), "lease:1 expires 6000");
         // A stamp from the future is bounded by the Broker's clock.
-        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 9_999, 5_500);
+        let beat = store.heartbeat_lease(
+            &"connection:1".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            9_999,
+            5_500,
+        );
         assert_eq!(ended(beat), "lease:1 expires 6500");
         // Sent after expiry: ended, whatever the processing time.
-        let beat = store.heartbeat_lease("connection:1", "workspace:1", "lease:1", 6_500, 6_500);
+        let beat = store.heartbeat_lease(
+            &"connection:1".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            6_500,
+            6_500,
+        );
         assert_eq!(ended(beat), "LeaseEnded lease:1");
     }
 
@@ -504,13 +540,36 @@ mod tests {
         store
             .create_lease(&new_lease("lease:1", "connection:1", None, 10))
             .unwrap();
-        let by_b = store.heartbeat_lease("connection:b", "workspace:1", "lease:1", 20, 20);
+        let by_b = store.heartbeat_lease(
+            &"connection:b".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            20,
+            20,
+        );
         assert_eq!(ended(by_b), "LeaseNotFound");
-        let by_b = store.check_lease("connection:b", "workspace:1", "lease:1", 20);
+        let by_b = store.check_lease(
+            &"connection:b".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            20,
+        );
         assert_eq!(outcome(by_b, render), "LeaseNotFound");
-        let by_b = store.release_lease("connection:b", "workspace:1", "lease:1", 20, 20);
+        let by_b = store.release_lease(
+            &"connection:b".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            20,
+            20,
+        );
         assert_eq!(ended(by_b), "LeaseNotFound");
-        let by_sibling = store.heartbeat_lease("connection:2", "workspace:1", "lease:1", 20, 20);
+        let by_sibling = store.heartbeat_lease(
+            &"connection:2".into(),
+            &"workspace:1".into(),
+            &"lease:1".into(),
+            20,
+            20,
+        );
         assert_eq!(ended(by_sibling), "LeaseNotOwned");
     }
 
@@ -531,7 +590,13 @@ mod tests {
             (("connection:1", "lease:2", 1_010), "LeaseNotFound"),
         ];
         for ((connection_id, lease_id, now), expect) in cases {
-            let released = store.release_lease(connection_id, "workspace:1", lease_id, now, now);
+            let released = store.release_lease(
+                &connection_id.into(),
+                &"workspace:1".into(),
+                &lease_id.into(),
+                now,
+                now,
+            );
             assert_eq!(
                 ended(released),
                 expect,
@@ -556,7 +621,12 @@ mod tests {
             .collect();
         assert_eq!(expired, ["lease:1", "lease:2"]);
         assert_eq!(store.expire_leases(1_010).unwrap(), []);
-        let left = store.check_lease("connection:1", "workspace:1", "lease:3", 1_010);
+        let left = store.check_lease(
+            &"connection:1".into(),
+            &"workspace:1".into(),
+            &"lease:3".into(),
+            1_010,
+        );
         assert_eq!(outcome(left, render), "lease:3 expires 1020");
     }
 
@@ -601,7 +671,12 @@ mod tests {
             store.count_connections(ConnectionKind::Embedded).unwrap(),
             1
         );
-        let kept = store.check_lease("connection:2", "workspace:1", "lease:3", 20);
+        let kept = store.check_lease(
+            &"connection:2".into(),
+            &"workspace:1".into(),
+            &"lease:3".into(),
+            20,
+        );
         assert_eq!(outcome(kept, render), "lease:3 expires 1010");
         // A closed Connection can no longer take Leases.
         let late = store.create_lease(&new_lease("lease:4", "connection:1", None, 30));

@@ -5,7 +5,8 @@
 //! handle, and async callers reach them only through `Store::call` (writes)
 //! and `Store::call_read` (reads), see `calls.rs`. The store never sees
 //! a JSON-RPC, CDP or socket type: JSON payloads pass through as `String`
-//! text, and ids are the caller's prefixed strings (the store invents none).
+//! text, and ids are the caller's prefixed strings (the store invents none); where a function
+//! takes several in a row (a Lease's Connection, Workspace and id) they are typed (`ids.rs`).
 //! No logic lives in this file; it declares the submodules and re-exports
 //! their public API.
 //!
@@ -110,6 +111,7 @@ mod db;
 mod debug;
 mod error;
 mod events;
+mod ids;
 mod leases;
 mod limits;
 mod model;
@@ -124,6 +126,7 @@ pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
 pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
 pub use error::StoreError;
 pub use events::PRUNE_BATCH;
+pub use ids::{ConnectionId, LeaseId, WorkspaceId};
 pub use limits::{
     DEFAULT_EVENT_JOURNAL_SIZE, DEFAULT_MAX_LEASES_PER_CONNECTION,
     DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL, DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL,

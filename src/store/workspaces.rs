@@ -743,7 +743,13 @@ mod tests {
             .unwrap();
         assert_eq!(last_active(&store), 20);
         store
-            .heartbeat_lease("connection:a", "workspace:1", &lease.id, 30, 30)
+            .heartbeat_lease(
+                &"connection:a".into(),
+                &"workspace:1".into(),
+                &lease.id.clone().into(),
+                30,
+                30,
+            )
             .unwrap();
         assert_eq!(last_active(&store), 30);
         store
@@ -765,7 +771,13 @@ mod tests {
         store.touch_workspace("workspace:1", 35).unwrap();
         assert_eq!(last_active(&store), 40);
         store
-            .release_lease("connection:a", "workspace:1", &lease.id, 50, 50)
+            .release_lease(
+                &"connection:a".into(),
+                &"workspace:1".into(),
+                &lease.id.clone().into(),
+                50,
+                50,
+            )
             .unwrap();
         assert_eq!(last_active(&store), 50);
     }
