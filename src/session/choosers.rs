@@ -78,12 +78,12 @@ pub async fn intercept(client: &CdpClient, session: &SessionId, enabled: bool) -
 /// A session of `tab` reported an intercepted file chooser: count it and tell the Workspaces
 /// that manage or control the tab.
 pub(super) fn on_opened(
-    service: &BrowserService,
+    registry: &mut super::registry::Registry,
     tab: &TargetId,
     session: &SessionId,
     opened: &FileChooserOpened,
 ) -> Vec<Emit> {
-    let Some(handle) = service.with_registry(|registry| registry.handle(tab)) else {
+    let Some(handle) = registry.handle(tab) else {
         return Vec::new();
     };
     let input = opened.backend_node_id.map(BackendNodeId);
@@ -92,8 +92,8 @@ pub(super) fn on_opened(
         true => "multiple",
         false => "single",
     };
-    let interested = service.with_registry(|registry| registry.interested_workspaces(tab));
-    interested
+    registry
+        .interested_workspaces(tab)
         .into_iter()
         .map(|(workspace_id, opaque)| {
             let mut emit = Emit::new(

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::registry::Registry;
 use super::service::BrowserService;
 use super::tab::TabHandle;
 use crate::cdp::fetch::{
@@ -548,21 +549,35 @@ pub async fn refresh_all(service: &BrowserService) {
     }
 }
 
-fn interested(
-    service: &BrowserService,
-    tab: Option<&TargetId>,
-) -> (Vec<String>, Option<TabHandle>) {
+fn interested(registry: &mut Registry, tab: Option<&TargetId>) -> (Vec<String>, Option<TabHandle>) {
     let Some(tab) = tab else {
         return (Vec::new(), None);
     };
-    service.with_registry(|registry| {
-        let workspaces = registry
-            .interested_workspaces(tab)
-            .into_iter()
-            .map(|(w, _)| w)
-            .collect();
-        (workspaces, registry.handle(tab))
-    })
+    let workspaces = registry
+        .interested_workspaces(tab)
+        .into_iter()
+        .map(|(w, _)| w)
+        .collect();
+    (workspaces, registry.handle(tab))
+}
+
+/// The one answer to a paused request or an auth challenge (`pump::Effect::Fetch`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Continue(ContinueRequest),
+    Fail(FailRequest),
+    Fulfill(FulfillRequest),
+    Auth(ContinueWithAuth),
+}
+
+/// Sends a reply on its session without waiting for the browser's answer.
+pub(super) fn send_reply(client: &CdpClient, session: SessionId, reply: Reply) {
+    match reply {
+        Reply::Continue(command) => send(client, session, command),
+        Reply::Fail(command) => send(client, session, command),
+        Reply::Fulfill(command) => send(client, session, command),
+        Reply::Auth(command) => send(client, session, command),
+    }
 }
 
 fn send<C: Command + Send + Sync + 'static>(client: &CdpClient, session: SessionId, command: C) {
@@ -577,64 +592,43 @@ fn send<C: Command + Send + Sync + 'static>(client: &CdpClient, session: Session
 /// `Fetch.requestPaused` on a session of `tab` (`None`: a session the pump does not know):
 /// exactly one answer, from the rules of the Workspaces interested in the tab now.
 pub(super) fn on_paused(
-    service: &BrowserService,
-    client: &CdpClient,
+    registry: &mut Registry,
+    net: &NetControl,
     tab: Option<&TargetId>,
-    session: &SessionId,
     paused: RequestPaused,
-) {
+) -> Reply {
     let request_id = paused.request_id;
     if paused.response_status_code.is_some() {
         // A response-stage pause (never asked for): let it through.
-        send(
-            client,
-            session.clone(),
-            ContinueRequest {
-                request_id,
-                headers: None,
-            },
-        );
-        return;
+        return Reply::Continue(ContinueRequest {
+            request_id,
+            headers: None,
+        });
     }
-    let (workspaces, _) = interested(service, tab);
+    let (workspaces, _) = interested(registry, tab);
     let answer = match workspaces.is_empty() {
         true => Answer::Continue { headers: None },
-        false => service
-            .net()
-            .plan(&workspaces, &paused.request.url, &paused.request.headers),
+        false => net.plan(&workspaces, &paused.request.url, &paused.request.headers),
     };
-    let session = session.clone();
     match answer {
-        Answer::Continue { headers } => send(
-            client,
-            session,
-            ContinueRequest {
-                request_id,
-                headers,
-            },
-        ),
-        Answer::Block => send(
-            client,
-            session,
-            FailRequest {
-                request_id,
-                error_reason: "BlockedByClient",
-            },
-        ),
+        Answer::Continue { headers } => Reply::Continue(ContinueRequest {
+            request_id,
+            headers,
+        }),
+        Answer::Block => Reply::Fail(FailRequest {
+            request_id,
+            error_reason: "BlockedByClient",
+        }),
         Answer::Fulfill {
             status,
             headers,
             body_base64,
-        } => send(
-            client,
-            session,
-            FulfillRequest {
-                request_id,
-                response_code: status,
-                response_headers: headers,
-                body: body_base64,
-            },
-        ),
+        } => Reply::Fulfill(FulfillRequest {
+            request_id,
+            response_code: status,
+            response_headers: headers,
+            body: body_base64,
+        }),
     }
 }
 
@@ -642,17 +636,17 @@ pub(super) fn on_paused(
 /// challenge of a request, `CancelAuth` on the second (the credential was rejected), and
 /// Chromium's default handling when no Workspace has a credential for the origin.
 pub(super) fn on_auth(
-    service: &BrowserService,
-    client: &CdpClient,
+    registry: &mut Registry,
+    net: &NetControl,
     tab: Option<&TargetId>,
     session: &SessionId,
     required: AuthRequired,
-) {
-    let (workspaces, handle) = interested(service, tab);
+) -> Reply {
+    let (workspaces, handle) = interested(registry, tab);
     let challenge = &required.auth_challenge;
     let credential = match challenge.source.as_deref() {
         Some("Proxy") => None,
-        _ => service.net().credential_for(&workspaces, &challenge.origin),
+        _ => net.credential_for(&workspaces, &challenge.origin),
     };
     let response = match (credential, handle) {
         (Some(credential), Some(handle)) => {
@@ -679,14 +673,10 @@ pub(super) fn on_auth(
             password: None,
         },
     };
-    send(
-        client,
-        session.clone(),
-        ContinueWithAuth {
-            request_id: required.request_id,
-            auth_challenge_response: response,
-        },
-    );
+    Reply::Auth(ContinueWithAuth {
+        request_id: required.request_id,
+        auth_challenge_response: response,
+    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::bounds::{bound, bound_event_url, bound_url};
-use super::service::BrowserService;
+use super::registry::Registry;
 use crate::cdp::network::{
     Enable, LoadingFailed, LoadingFinished, RequestWillBeSent, Response, ResponseReceived,
 };
@@ -241,34 +241,32 @@ fn headers(map: &serde_json::Map<String, Value>) -> (Vec<(String, String)>, bool
 }
 
 fn emits_for(
-    service: &BrowserService,
+    registry: &Registry,
     tab: &TargetId,
     workspaces: &[String],
     event_type: &'static str,
     payload: &Value,
 ) -> Vec<Emit> {
-    service.with_registry(|registry| {
-        workspaces
-            .iter()
-            .filter_map(|workspace_id| {
-                let opaque = registry.known_opaque(workspace_id, tab)?;
-                let mut payload = payload.clone();
-                payload["targetId"] = json!(opaque);
-                let mut emit = Emit::new(workspace_id, event_type, payload);
-                emit.target_id = Some(opaque);
-                emit.sensitivity = "browser_data";
-                Some(emit)
-            })
-            .collect()
-    })
+    workspaces
+        .iter()
+        .filter_map(|workspace_id| {
+            let opaque = registry.known_opaque(workspace_id, tab)?;
+            let mut payload = payload.clone();
+            payload["targetId"] = json!(opaque);
+            let mut emit = Emit::new(workspace_id, event_type, payload);
+            emit.target_id = Some(opaque);
+            emit.sensitivity = "browser_data";
+            Some(emit)
+        })
+        .collect()
 }
 
 fn with_book<T>(
-    service: &BrowserService,
+    registry: &Registry,
     tab: &TargetId,
     f: impl FnOnce(&mut NetworkBook) -> T,
 ) -> Option<T> {
-    let handle = service.with_registry(|registry| registry.handle(tab))?;
+    let handle = registry.handle(tab)?;
     let mut book = handle.network();
     Some(f(&mut book))
 }
@@ -276,14 +274,14 @@ fn with_book<T>(
 /// `Network.requestWillBeSent` on a session of `tab` (`tab_session`: the tab's own session,
 /// where the main frame's id is the tab's target id).
 pub(super) fn on_request(
-    service: &BrowserService,
+    registry: &mut Registry,
     tab: &TargetId,
     session: &SessionId,
     tab_session: bool,
     sent: RequestWillBeSent,
 ) -> Vec<Emit> {
-    let interested: Vec<String> = service
-        .with_registry(|registry| registry.interested_workspaces(tab))
+    let interested: Vec<String> = registry
+        .interested_workspaces(tab)
         .into_iter()
         .map(|(workspace_id, _)| workspace_id)
         .collect();
@@ -294,7 +292,7 @@ pub(super) fn on_request(
     // A redirect continues under the same raw id: the hop before it got its response.
     if let Some(redirect) = &sent.redirect_response {
         emits.extend(on_response_of(
-            service,
+            registry,
             tab,
             session,
             &sent.request_id,
@@ -333,7 +331,7 @@ pub(super) fn on_request(
         response_headers: Vec::new(),
         headers_truncated: truncated,
     };
-    let payload = with_book(service, tab, |book| {
+    let payload = with_book(registry, tab, |book| {
         if main_document {
             book.main_status = None;
         }
@@ -342,7 +340,7 @@ pub(super) fn on_request(
     });
     if let Some(payload) = payload {
         emits.extend(emits_for(
-            service,
+            registry,
             tab,
             &interested,
             "network.request",
@@ -371,13 +369,13 @@ pub fn access_blocked_hint(main_document: bool, status: u16) -> Option<Hint> {
 }
 
 pub(super) fn on_response(
-    service: &BrowserService,
+    registry: &mut Registry,
     tab: &TargetId,
     session: &SessionId,
     received: ResponseReceived,
 ) -> Vec<Emit> {
     on_response_of(
-        service,
+        registry,
         tab,
         session,
         &received.request_id,
@@ -387,14 +385,14 @@ pub(super) fn on_response(
 }
 
 fn on_response_of(
-    service: &BrowserService,
+    registry: &mut Registry,
     tab: &TargetId,
     session: &SessionId,
     raw_id: &str,
     timestamp: f64,
     response: &Response,
 ) -> Vec<Emit> {
-    let found = with_book(service, tab, |book| {
+    let found = with_book(registry, tab, |book| {
         let record = book.find_mut(session, raw_id)?;
         record.status = Some(response.status);
         record.mime_type = Some(bound(&response.mime_type, 128));
@@ -415,7 +413,7 @@ fn on_response_of(
     let Some((payload, workspaces)) = found else {
         return Vec::new();
     };
-    emits_for(service, tab, &workspaces, "network.response", &payload)
+    emits_for(registry, tab, &workspaces, "network.response", &payload)
 }
 
 fn response_payload(record: &NetRecord) -> Value {
@@ -443,12 +441,12 @@ fn response_payload(record: &NetRecord) -> Value {
 }
 
 pub(super) fn on_finished(
-    service: &BrowserService,
+    registry: &mut Registry,
     tab: &TargetId,
     session: &SessionId,
     finished: LoadingFinished,
 ) {
-    with_book(service, tab, |book| {
+    with_book(registry, tab, |book| {
         if let Some(record) = book.find_mut(session, &finished.request_id) {
             record.finished_ms = record.elapsed_ms(finished.timestamp);
             record.encoded_bytes = Some(finished.encoded_data_length.max(0.0) as u64);
@@ -459,12 +457,12 @@ pub(super) fn on_finished(
 /// A request that failed (blocked, refused, cancelled) gets its `network.response` with
 /// `failed: true` and no status.
 pub(super) fn on_failed(
-    service: &BrowserService,
+    registry: &mut Registry,
     tab: &TargetId,
     session: &SessionId,
     failed: LoadingFailed,
 ) -> Vec<Emit> {
-    let found = with_book(service, tab, |book| {
+    let found = with_book(registry, tab, |book| {
         let record = book.find_mut(session, &failed.request_id)?;
         record.error = Some(bound(&failed.error_text, MAX_ERROR_CHARS));
         record.finished_ms = record.elapsed_ms(failed.timestamp);
@@ -486,7 +484,7 @@ pub(super) fn on_failed(
     let Some((payload, workspaces)) = found else {
         return Vec::new();
     };
-    emits_for(service, tab, &workspaces, "network.response", &payload)
+    emits_for(registry, tab, &workspaces, "network.response", &payload)
 }
 
 #[cfg(test)]

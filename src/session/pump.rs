@@ -12,6 +12,13 @@
 //! keeps the service's record of targets created for Workspaces (popups added, destroyed
 //! targets dropped).
 //!
+//! The pump is two halves: `on_event(&mut Tabs, ..)` is plain bookkeeping, one browser event in
+//! and the `Effect`s it calls for out (events to journal, sessions to set up or resume, dialogs
+//! to watch, requests to answer, download input), unit-tested without a browser; `run` is the
+//! thin executor that applies them with the connection's client. `Tabs` is what one browser
+//! connection knows of its tabs (the registry and the session map), so each connection owns its
+//! own.
+//!
 //! Frames: out-of-process iframes auto-attached to a tab session are recorded in the tab's
 //! `FrameBook` (and their own OOPIFs, recursively); a Workspace's selected frame that is removed,
 //! or whose ancestor loads a new document, emits `watchdog.frame_detached` and
@@ -23,8 +30,12 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::fetch::{NetControl, Reply};
 use super::frames::FrameGone;
+use super::registry::Registry;
 use super::service::{BrowserService, Live};
+use super::tab::TabHandle;
+use crate::cdp::browser::{DownloadProgress, DownloadWillBegin};
 use crate::cdp::page::{Enable, FrameNavigated, JavascriptDialogOpening};
 use crate::cdp::target::{AttachedToTarget, SetAutoAttach};
 use crate::cdp::{CdpClient, CdpEvent, Event, SessionId, TargetId, TargetInfo};
@@ -40,6 +51,59 @@ const CHILD_SETUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// OOPIF sessions the pump maps to their tab, over all tabs: a bound for detach events that
 /// never come; a frame beyond it is simply not reachable out of process.
 const MAX_FRAME_SESSIONS: usize = 4096;
+
+/// What one browser connection knows of its tabs: the registry (tabs, opaque ids, control,
+/// dialogs; each tab owns its books) and the pump's map of flattened sessions. Replaced with the
+/// connection, so ids and books die with their generation.
+#[derive(Default)]
+pub struct Tabs {
+    pub registry: Registry,
+    sessions: Sessions,
+}
+
+/// What the executor does for one event, in order.
+pub enum Effect {
+    /// Journal this event (network events in batches).
+    Emit(Emit),
+    /// Let a session paused at its start run, with nothing set up.
+    Resume(SessionId),
+    /// A fresh OOPIF session of a tracked frame: set it up (`setup_child`), then resume it.
+    SetupFrame { session: SessionId, tab: TabHandle },
+    /// A managed popup paused at its start: its Workspace's rules and its session setup first,
+    /// then resume it.
+    SetupPopup {
+        target: TargetId,
+        session: SessionId,
+        tab: TabHandle,
+    },
+    /// A dialog opened: wake the actions racing it, and tell the Workspaces once if it stays
+    /// unanswered.
+    DialogOpened { target: TargetId, dialog_id: String },
+    /// A target created (or adopted as a popup) for a Workspace: remembered beyond the
+    /// connection.
+    Owned {
+        target: TargetId,
+        workspace_id: String,
+    },
+    /// A destroyed target: forgotten.
+    Disowned(TargetId),
+    /// The one answer to a paused request or an auth challenge.
+    Fetch { session: SessionId, reply: Reply },
+    /// Input for the download tracker (`session::downloads`), whose events follow in place.
+    Download(DownloadInput),
+}
+
+/// What the download tracker learns from the pump.
+#[derive(Debug)]
+pub enum DownloadInput {
+    Attached {
+        session: SessionId,
+        target: TargetId,
+    },
+    Detached(SessionId),
+    WillBegin(SessionId, DownloadWillBegin),
+    Progress(SessionId, DownloadProgress),
+}
 
 /// The pump's view of flattened sessions.
 #[derive(Default)]
@@ -72,7 +136,6 @@ pub async fn run(
     mut events: mpsc::Receiver<CdpEvent>,
     mut janitor: tokio::process::Child,
 ) {
-    let mut sessions = Sessions::default();
     // Network events held for one batch; any other event is journaled at once, after them, so
     // the journal keeps the browser's order.
     let mut batch: Vec<Emit> = Vec::new();
@@ -96,7 +159,18 @@ pub async fn run(
         {
             continue;
         }
-        for mut emit in on_event(&service, &live.client, &mut sessions, event) {
+        let (session, event) = match event.decode() {
+            Ok(decoded) => decoded,
+            Err(error) => {
+                tracing::debug!(%error, "skipping a malformed browser event");
+                continue;
+            }
+        };
+        let effects = live.with_tabs(|tabs| on_event(tabs, service.net(), session, event));
+        let emits = effects
+            .into_iter()
+            .flat_map(|effect| execute(&service, &live.client, effect));
+        for mut emit in emits.collect::<Vec<Emit>>() {
             emit.generation = Some(live.generation);
             let network = emit.event_type.starts_with("network.");
             batch.push(emit);
@@ -130,81 +204,141 @@ async fn journal(service: &BrowserService, batch: Vec<Emit>) {
     }
 }
 
-fn on_event(
-    service: &BrowserService,
-    client: &CdpClient,
-    sessions: &mut Sessions,
-    event: CdpEvent,
-) -> Vec<Emit> {
-    let (session, event) = match event.decode() {
-        Ok(decoded) => decoded,
-        Err(error) => {
-            tracing::debug!(%error, "skipping a malformed browser event");
-            return Vec::new();
+/// Applies one effect with the connection's client; returns the events it produced, to be
+/// journaled in place.
+fn execute(service: &BrowserService, client: &CdpClient, effect: Effect) -> Vec<Emit> {
+    match effect {
+        Effect::Emit(emit) => return vec![emit],
+        Effect::Resume(session) => {
+            let client = client.clone();
+            tokio::spawn(async move { resume(&client, &session).await });
         }
-    };
-    note_activity(service, sessions, session.as_ref(), &event);
+        Effect::SetupFrame { session, tab } => {
+            let client = client.clone();
+            tokio::spawn(async move {
+                setup_child(&client, &session, &tab).await;
+                // Whatever the setup achieved, the frame must not stay paused.
+                resume(&client, &session).await;
+            });
+        }
+        Effect::SetupPopup {
+            target,
+            session,
+            tab,
+        } => {
+            let (service, client) = (service.clone(), client.clone());
+            tokio::spawn(async move { setup_popup(&service, &client, target, session, tab).await });
+        }
+        Effect::DialogOpened { target, dialog_id } => {
+            service.signal_dialog(&target);
+            tokio::spawn(watch_dialog(service.clone(), target, dialog_id));
+        }
+        Effect::Owned {
+            target,
+            workspace_id,
+        } => service.note_owned(&target, &workspace_id),
+        Effect::Disowned(target) => service.forget_owned(&target),
+        Effect::Fetch { session, reply } => super::fetch::send_reply(client, session, reply),
+        Effect::Download(input) => {
+            return match input {
+                DownloadInput::Attached { session, target } => {
+                    super::downloads::on_session_attached(service, &session, &target);
+                    Vec::new()
+                }
+                DownloadInput::Detached(session) => {
+                    super::downloads::on_session_detached(service, client, &session)
+                }
+                DownloadInput::WillBegin(session, begin) => {
+                    super::downloads::on_will_begin(service, client, &session, begin)
+                }
+                DownloadInput::Progress(session, progress) => {
+                    super::downloads::on_progress(service, client, &session, progress)
+                }
+            };
+        }
+    }
+    Vec::new()
+}
+
+fn emits(emits: Vec<Emit>) -> Vec<Effect> {
+    emits.into_iter().map(Effect::Emit).collect()
+}
+
+/// One browser event (with the session it came on) in; what the executor must do out.
+pub fn on_event(
+    tabs: &mut Tabs,
+    net: &NetControl,
+    session: Option<SessionId>,
+    event: Event,
+) -> Vec<Effect> {
+    let Tabs { registry, sessions } = tabs;
+    note_activity(registry, sessions, session.as_ref(), &event);
     match (session.as_ref(), event) {
-        (None, Event::TargetCreated(created)) => on_created(service, &created.target_info),
-        (None, Event::TargetInfoChanged(changed)) => on_info_changed(service, &changed.target_info),
+        (None, Event::TargetCreated(created)) => on_created(registry, &created.target_info),
+        (None, Event::TargetInfoChanged(changed)) => {
+            emits(on_info_changed(registry, &changed.target_info))
+        }
         (None, Event::TargetDestroyed(destroyed)) => {
             let target = destroyed.target_id;
-            let known = service.with_registry(|registry| registry.remove(&target));
-            service.forget_owned(&target);
-            known
-                .into_iter()
-                .map(|(workspace_id, opaque)| {
-                    let mut emit = Emit::new(
-                        &workspace_id,
-                        "target.detached",
-                        json!({"targetId": opaque, "reason": "closed"}),
-                    );
-                    emit.target_id = Some(opaque);
-                    emit
-                })
-                .collect()
+            let known = registry.remove(&target);
+            let mut effects = vec![Effect::Disowned(target)];
+            effects.extend(known.into_iter().map(|(workspace_id, opaque)| {
+                let mut emit = Emit::new(
+                    &workspace_id,
+                    "target.detached",
+                    json!({"targetId": opaque, "reason": "closed"}),
+                );
+                emit.target_id = Some(opaque);
+                Effect::Emit(emit)
+            }));
+            effects
         }
         (None, Event::AttachedToTarget(attached)) => {
             let (session, target) = (
                 attached.session_id.clone(),
                 attached.target_info.target_id.clone(),
             );
-            super::downloads::on_session_attached(service, &session, &target);
+            let mut effects = vec![Effect::Download(DownloadInput::Attached {
+                session: session.clone(),
+                target: target.clone(),
+            })];
             sessions.tabs.insert(session, target);
-            on_page_attached(service, client, attached)
+            effects.extend(on_page_attached(registry, attached));
+            effects
         }
         (None, Event::DetachedFromTarget(detached)) => {
             // A tab session's OOPIF sessions end with it.
             if let Some(tab) = sessions.tabs.remove(&detached.session_id) {
                 sessions.frames.retain(|_, owner| *owner != tab);
-                if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
+                if let Some(handle) = registry.handle(&tab) {
                     handle.withdraw_session(&detached.session_id);
                 }
             }
-            super::downloads::on_session_detached(service, client, &detached.session_id)
+            vec![Effect::Download(DownloadInput::Detached(
+                detached.session_id,
+            ))]
         }
-        (Some(session), Event::DownloadWillBegin(begin)) => {
-            super::downloads::on_will_begin(service, client, session, begin)
-        }
-        (Some(session), Event::DownloadProgress(progress)) => {
-            super::downloads::on_progress(service, client, session, progress)
-        }
+        (Some(session), Event::DownloadWillBegin(begin)) => vec![Effect::Download(
+            DownloadInput::WillBegin(session.clone(), begin),
+        )],
+        (Some(session), Event::DownloadProgress(progress)) => vec![Effect::Download(
+            DownloadInput::Progress(session.clone(), progress),
+        )],
         (Some(parent), Event::AttachedToTarget(attached)) => {
-            on_child_attached(service, client, sessions, parent, attached);
-            Vec::new()
+            vec![on_child_attached(registry, sessions, parent, attached)]
         }
         (Some(parent), Event::DetachedFromTarget(detached)) => {
             if let Some(tab) = sessions.tab_of(parent).cloned() {
                 let child = detached.session_id;
                 sessions.frames.remove(&child);
-                if let Some(handle) = service.with_registry(|registry| registry.handle(&tab)) {
+                if let Some(handle) = registry.handle(&tab) {
                     handle.frames().detach_child(&child);
                 }
             }
             Vec::new()
         }
         (Some(session), Event::LifecycleEvent(lifecycle)) => {
-            with_load(service, sessions, session, &lifecycle.frame_id, |book| {
+            with_load(registry, sessions, session, &lifecycle.frame_id, |book| {
                 book.on_lifecycle(&lifecycle.loader_id, &lifecycle.name);
             });
             Vec::new()
@@ -213,19 +347,19 @@ fn on_event(
             // `sameDocument` and `historySameDocument` keep the document; every other type
             // (`differentDocument`, `reload`, `historyDifferentDocument`, ...) replaces it.
             let same_document = started.same_document();
-            with_load(service, sessions, session, &started.frame_id, |book| {
+            with_load(registry, sessions, session, &started.frame_id, |book| {
                 book.on_started_navigating(started.loader_id.as_deref(), same_document);
             });
             Vec::new()
         }
         (Some(session), Event::NavigatedWithinDocument(within)) => {
-            with_load(service, sessions, session, &within.frame_id, |book| {
+            with_load(registry, sessions, session, &within.frame_id, |book| {
                 book.on_within_document();
             });
             Vec::new()
         }
         (Some(session), Event::FrameStoppedLoading(stopped)) => {
-            with_load(service, sessions, session, &stopped.frame_id, |book| {
+            with_load(registry, sessions, session, &stopped.frame_id, |book| {
                 book.on_stopped_loading();
             });
             Vec::new()
@@ -234,10 +368,10 @@ fn on_event(
             // A process swap keeps the frame (it continues in another session).
             match (sessions.tab_of(session).cloned(), detached.swapped()) {
                 (Some(tab), false) => {
-                    let gone = with_frames(service, &tab, |book| {
+                    let gone = with_frames(registry, &tab, |book| {
                         book.on_frame_removed(&detached.frame_id)
                     });
-                    frame_detached(service, &tab, gone)
+                    emits(frame_detached(registry, &tab, gone))
                 }
                 _ => Vec::new(),
             }
@@ -246,95 +380,110 @@ fn on_event(
             let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
-            on_dialog_opening(service, session, &target, opening)
+            on_dialog_opening(registry, session, &target, opening)
         }
         (Some(session), Event::JavascriptDialogClosed(closed)) => {
             let Some(target) = sessions.tabs.get(session).cloned() else {
                 return Vec::new();
             };
-            let dialog = service.with_registry(|registry| registry.dialogs.remove(&target));
-            let Some(dialog) = dialog else {
+            let Some(dialog) = registry.dialogs.remove(&target) else {
                 return Vec::new();
             };
             let accepted = closed.result;
-            for_interested(service, &target, |opaque| {
+            emits(for_interested(registry, &target, |opaque| {
                 (
                     "dialog",
                     json!({"dialogId": dialog.id, "state": "closed", "type": dialog.dialog_type, "accepted": accepted, "targetId": opaque}),
                 )
-            })
+            }))
         }
         (Some(session), Event::FileChooserOpened(opened)) => match sessions.tab_of(session) {
-            Some(tab) => super::choosers::on_opened(service, &tab.clone(), session, &opened),
+            Some(tab) => emits(super::choosers::on_opened(
+                registry,
+                &tab.clone(),
+                session,
+                &opened,
+            )),
             None => Vec::new(),
         },
         (Some(session), Event::RequestWillBeSent(sent)) => {
             match sessions.tab_of(session).cloned() {
                 Some(tab) => {
                     let tab_session = sessions.tabs.contains_key(session);
-                    super::network::on_request(service, &tab, session, tab_session, sent)
+                    emits(super::network::on_request(
+                        registry,
+                        &tab,
+                        session,
+                        tab_session,
+                        sent,
+                    ))
                 }
                 None => Vec::new(),
             }
         }
         (Some(session), Event::ResponseReceived(received)) => match sessions.tab_of(session) {
-            Some(tab) => super::network::on_response(service, tab, session, received),
+            Some(tab) => emits(super::network::on_response(
+                registry, tab, session, received,
+            )),
             None => Vec::new(),
         },
         (Some(session), Event::LoadingFinished(finished)) => {
             if let Some(tab) = sessions.tab_of(session) {
-                super::network::on_finished(service, tab, session, finished);
+                super::network::on_finished(registry, tab, session, finished);
             }
             Vec::new()
         }
         (Some(session), Event::LoadingFailed(failed)) => match sessions.tab_of(session) {
-            Some(tab) => super::network::on_failed(service, tab, session, failed),
+            Some(tab) => emits(super::network::on_failed(registry, tab, session, failed)),
             None => Vec::new(),
         },
         (Some(session), Event::RequestPaused(paused)) => {
-            super::fetch::on_paused(service, client, sessions.tab_of(session), session, paused);
-            Vec::new()
+            let reply = super::fetch::on_paused(registry, net, sessions.tab_of(session), paused);
+            vec![Effect::Fetch {
+                session: session.clone(),
+                reply,
+            }]
         }
         (Some(session), Event::AuthRequired(required)) => {
-            super::fetch::on_auth(service, client, sessions.tab_of(session), session, required);
-            Vec::new()
+            let tab = sessions.tab_of(session);
+            let reply = super::fetch::on_auth(registry, net, tab, session, required);
+            vec![Effect::Fetch {
+                session: session.clone(),
+                reply,
+            }]
         }
         (Some(session), Event::FrameNavigated(navigated)) => {
             let is_main = navigated.frame.parent_id.is_none();
             if is_main {
-                on_main_frame_navigated(service, sessions, session, &navigated);
+                on_main_frame_navigated(registry, sessions, session, &navigated);
             }
-            let mut emits = match sessions.tab_of(session).cloned() {
+            let mut emitted = match sessions.tab_of(session).cloned() {
                 Some(tab) => {
-                    let gone = with_frames(service, &tab, |book| {
+                    let gone = with_frames(registry, &tab, |book| {
                         book.on_frame_navigated(&navigated.frame.id)
                     });
-                    frame_detached(service, &tab, gone)
+                    frame_detached(registry, &tab, gone)
                 }
                 None => Vec::new(),
             };
             let Some(target) = sessions.tabs.get(session).cloned() else {
-                return emits;
+                return emits(emitted);
             };
-            emits.extend(match is_main {
-                true => {
-                    let url = bounded(&navigated.frame.url);
-                    let mut changed = for_interested(service, &target, |opaque| {
-                        ("document.changed", json!({"targetId": opaque, "url": url}))
-                    });
-                    // Refs are scoped to their document: every Observation held of the old one
-                    // stopped resolving.
-                    changed.extend(for_interested(service, &target, |opaque| {
-                        (
-                            "observation.invalidated",
-                            json!({"targetId": opaque, "reason": "document_changed"}),
-                        )
-                    }));
-                    changed
-                }
-                false => Vec::new(),
-            });
-            emits
+            if is_main {
+                let url = bounded(&navigated.frame.url);
+                emitted.extend(for_interested(registry, &target, |opaque| {
+                    ("document.changed", json!({"targetId": opaque, "url": url}))
+                }));
+                // Refs are scoped to their document: every Observation held of the old one
+                // stopped resolving.
+                emitted.extend(for_interested(registry, &target, |opaque| {
+                    (
+                        "observation.invalidated",
+                        json!({"targetId": opaque, "reason": "document_changed"}),
+                    )
+                }));
+            }
+            emits(emitted)
         }
         _ => Vec::new(),
     }
@@ -343,7 +492,7 @@ fn on_event(
 /// Feeds a tab session's console and request events into the tab's `ActivityBook`, beside
 /// whatever else the pump does with them (`session::activity`).
 fn note_activity(
-    service: &BrowserService,
+    registry: &Registry,
     sessions: &Sessions,
     session: Option<&SessionId>,
     event: &Event,
@@ -354,7 +503,7 @@ fn note_activity(
     let Some(tab) = session.and_then(|session| sessions.tabs.get(session)) else {
         return;
     };
-    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+    if let Some(handle) = registry.handle(tab) {
         super::activity::on_event(&mut handle.activity(), event);
     }
 }
@@ -362,7 +511,7 @@ fn note_activity(
 /// Feeds the tab's `LoadBook` from its own session's main-frame events (a page target's main
 /// frame id is its target id). OOPIF sessions and subframes do not move the tab's load state.
 fn with_load(
-    service: &BrowserService,
+    registry: &Registry,
     sessions: &Sessions,
     session: &SessionId,
     frame_id: &str,
@@ -374,7 +523,7 @@ fn with_load(
     if frame_id != tab.as_str() {
         return;
     }
-    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+    if let Some(handle) = registry.handle(tab) {
         handle.on_load(f);
     }
 }
@@ -382,7 +531,7 @@ fn with_load(
 /// A tab session's main frame committed a document: the tab's `LoadBook` learns its loader
 /// (a back/forward cache restore fires no lifecycle events at all).
 fn on_main_frame_navigated(
-    service: &BrowserService,
+    registry: &Registry,
     sessions: &Sessions,
     session: &SessionId,
     navigated: &FrameNavigated,
@@ -394,7 +543,7 @@ fn on_main_frame_navigated(
         return;
     };
     let restored = navigated.restored();
-    if let Some(handle) = service.with_registry(|registry| registry.handle(tab)) {
+    if let Some(handle) = registry.handle(tab) {
         handle.on_load(|book| book.on_navigated(loader, restored));
     }
 }
@@ -402,20 +551,17 @@ fn on_main_frame_navigated(
 /// An OOPIF attached under a tab session or under another OOPIF of the same tab: record its
 /// session, then enable `Page` there (its own frames' events) and auto-attach its OOPIFs.
 fn on_child_attached(
-    service: &BrowserService,
-    client: &CdpClient,
+    registry: &Registry,
     sessions: &mut Sessions,
     parent: &SessionId,
     attached: AttachedToTarget,
-) {
+) -> Effect {
     let is_iframe = attached.target_info.target_type == "iframe";
     let child = attached.session_id;
     // For an iframe target the target id is the frame id (field notes §2).
     let frame = attached.target_info.target_id.as_str();
     let handle = match (sessions.tab_of(parent).cloned(), is_iframe) {
-        (Some(tab), true) => service
-            .with_registry(|registry| registry.handle(&tab))
-            .map(|handle| (tab, handle)),
+        (Some(tab), true) => registry.handle(&tab).map(|handle| (tab, handle)),
         _ => None,
     };
     let tracked = handle.filter(|(_, handle)| {
@@ -426,18 +572,15 @@ fn on_child_attached(
         }
         fits
     });
-    let client = client.clone();
     let Some((tab, handle)) = tracked else {
         // Auto-attach paused it at its start: it runs untracked.
-        tokio::spawn(async move { resume(&client, &child).await });
-        return;
+        return Effect::Resume(child);
     };
     sessions.frames.insert(child.clone(), tab);
-    tokio::spawn(async move {
-        setup_child(&client, &child, &handle).await;
-        // Whatever the setup achieved, the frame must not stay paused.
-        resume(&client, &child).await;
-    });
+    Effect::SetupFrame {
+        session: child,
+        tab: handle,
+    }
 }
 
 /// `Page`, network observation and interception, nested auto-attach and click truth on a fresh
@@ -470,11 +613,11 @@ async fn resume(client: &CdpClient, child: &SessionId) {
 }
 
 fn with_frames<T: Default>(
-    service: &BrowserService,
+    registry: &Registry,
     tab: &TargetId,
     f: impl FnOnce(&mut super::FrameBook) -> T,
 ) -> T {
-    match service.with_registry(|registry| registry.handle(tab)) {
+    match registry.handle(tab) {
         Some(handle) => f(&mut handle.frames()),
         None => T::default(),
     }
@@ -482,12 +625,10 @@ fn with_frames<T: Default>(
 
 /// `watchdog.frame_detached` and `observation.invalidated` for each Workspace whose selected
 /// frame went away: opaque ids and a reason only, never a URL or a raw id.
-fn frame_detached(service: &BrowserService, tab: &TargetId, gone: Vec<FrameGone>) -> Vec<Emit> {
+fn frame_detached(registry: &Registry, tab: &TargetId, gone: Vec<FrameGone>) -> Vec<Emit> {
     let mut emits = Vec::new();
     for gone in gone {
-        let Some(opaque) =
-            service.with_registry(|registry| registry.known_opaque(&gone.workspace_id, tab))
-        else {
+        let Some(opaque) = registry.known_opaque(&gone.workspace_id, tab) else {
             continue;
         };
         let mut watchdog = Emit::new(
@@ -512,11 +653,11 @@ fn frame_detached(service: &BrowserService, tab: &TargetId, gone: Vec<FrameGone>
 const DIALOG_UNHANDLED_AFTER: std::time::Duration = std::time::Duration::from_secs(15);
 
 fn on_dialog_opening(
-    service: &BrowserService,
+    registry: &mut Registry,
     session: &SessionId,
     target: &TargetId,
     opening: JavascriptDialogOpening,
-) -> Vec<Emit> {
+) -> Vec<Effect> {
     let dialog = crate::session::DialogInfo {
         id: crate::protocol::ids::new_id(crate::protocol::ids::IdKind::Dialog),
         target: target.clone(),
@@ -530,52 +671,52 @@ fn on_dialog_opening(
         url: bounded(&opening.url),
         opened_at: crate::version::now_ms(),
     };
-    service.with_registry(|registry| registry.dialogs.insert(target.clone(), dialog.clone()));
-    service.signal_dialog(target);
-    // Never answered automatically; after 15 s the Workspaces are told once.
-    let watchdog = service.clone();
-    let (dialog_id, watched) = (dialog.id.clone(), target.clone());
-    tokio::spawn(async move {
-        tokio::time::sleep(DIALOG_UNHANDLED_AFTER).await;
-        let still_open = watchdog.with_registry(|registry| {
-            registry
-                .dialogs
-                .get(&watched)
-                .is_some_and(|d| d.id == dialog_id)
-        });
-        if still_open {
-            for emit in for_interested(&watchdog, &watched, |opaque| {
-                (
-                    "watchdog.dialog_unhandled",
-                    json!({"dialogId": dialog_id, "targetId": opaque, "pendingMs": DIALOG_UNHANDLED_AFTER.as_millis() as u64}),
-                )
-            }) {
-                let _ = watchdog.events().emit(emit).await;
-            }
-        }
-    });
-    for_interested(service, target, |opaque| {
+    registry.dialogs.insert(target.clone(), dialog.clone());
+    let mut effects = vec![Effect::DialogOpened {
+        target: target.clone(),
+        dialog_id: dialog.id.clone(),
+    }];
+    effects.extend(emits(for_interested(registry, target, |opaque| {
         (
             "dialog",
             json!({"dialogId": dialog.id, "state": "opened", "type": dialog.dialog_type, "message": dialog.message, "url": dialog.url, "targetId": opaque}),
         )
-    })
+    })));
+    effects
 }
 
-fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
-    let adopted = service.with_registry(|registry| {
-        let owner = registry.upsert(info)?;
-        let opaque = registry.opaque_id(&owner, &info.target_id);
-        let opener = info
-            .opener_id
-            .as_ref()
-            .map(|o| registry.opaque_id(&owner, o));
-        Some((owner, opaque, opener))
+/// Never answered automatically: after 15 s a dialog still open tells its Workspaces once.
+async fn watch_dialog(service: BrowserService, target: TargetId, dialog_id: String) {
+    tokio::time::sleep(DIALOG_UNHANDLED_AFTER).await;
+    let unhandled = service.with_registry(|registry| {
+        let still_open = registry
+            .dialogs
+            .get(&target)
+            .is_some_and(|d| d.id == dialog_id);
+        match still_open {
+            true => for_interested(registry, &target, |opaque| {
+                (
+                    "watchdog.dialog_unhandled",
+                    json!({"dialogId": dialog_id, "targetId": opaque, "pendingMs": DIALOG_UNHANDLED_AFTER.as_millis() as u64}),
+                )
+            }),
+            false => Vec::new(),
+        }
     });
-    let Some((workspace_id, opaque, opener)) = adopted else {
+    for emit in unhandled {
+        let _ = service.events().emit(emit).await;
+    }
+}
+
+fn on_created(registry: &mut Registry, info: &TargetInfo) -> Vec<Effect> {
+    let Some(workspace_id) = registry.upsert(info) else {
         return Vec::new();
     };
-    service.note_owned(&info.target_id, &workspace_id);
+    let opaque = registry.opaque_id(&workspace_id, &info.target_id);
+    let opener = info
+        .opener_id
+        .as_ref()
+        .map(|o| registry.opaque_id(&workspace_id, o));
     let mut popup = Emit::new(
         &workspace_id,
         "popup.opened",
@@ -589,7 +730,14 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
         json!({"targetId": opaque, "managed": true, "popup": true}),
     );
     attached.target_id = Some(opaque);
-    vec![attached, popup]
+    vec![
+        Effect::Owned {
+            target: info.target_id.clone(),
+            workspace_id,
+        },
+        Effect::Emit(attached),
+        Effect::Emit(popup),
+    ]
 }
 
 /// A page session opened by the browser connection's auto-attach (`SetAutoAttach::pages`):
@@ -598,81 +746,75 @@ fn on_created(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
 /// its Workspace's rules before its first request), anything else (a user's new tab, a tab the
 /// Broker is creating) is resumed at once, with nothing enabled. The session of a tab nobody
 /// controls stays idle: it observes nothing.
-fn on_page_attached(
-    service: &BrowserService,
-    client: &CdpClient,
-    attached: AttachedToTarget,
-) -> Vec<Emit> {
+fn on_page_attached(registry: &mut Registry, attached: AttachedToTarget) -> Vec<Effect> {
     if attached.target_info.target_type != "page" {
         return Vec::new();
     }
     if !attached.waiting_for_debugger {
         // An existing page (or the Broker's own explicit attach, then already in use): offered
         // for the tab's next `TabGuard::session`.
-        if let Some(handle) =
-            service.with_registry(|registry| registry.handle(&attached.target_info.target_id))
-        {
+        if let Some(handle) = registry.handle(&attached.target_info.target_id) {
             handle.offer_session(attached.session_id);
         }
         return Vec::new();
     }
     // The attach can arrive before `Target.targetCreated`: adopt a popup here if so.
-    let emits = on_created(service, &attached.target_info);
+    let mut effects = on_created(registry, &attached.target_info);
     let target = attached.target_info.target_id.clone();
-    let (handle, popup) = service.with_registry(|registry| {
-        (
-            registry.handle(&target),
-            registry.managed_by(&target).is_some() && attached.target_info.opener_id.is_some(),
-        )
-    });
+    let handle = registry.handle(&target);
+    let popup = registry.managed_by(&target).is_some() && attached.target_info.opener_id.is_some();
     let session = attached.session_id;
-    let client = client.clone();
-    match (handle, popup) {
-        (Some(handle), true) => {
-            handle.offer_session(session.clone());
-            let service = service.clone();
-            tokio::spawn(async move {
-                super::fetch::refresh_tab(&service, &target).await;
-                let setup = async {
-                    let mut guard = handle.acquire().await;
-                    if let Err(error) = guard.session(&client).await {
-                        tracing::debug!(%error, "setting up a new popup");
-                    }
-                };
-                tokio::pin!(setup);
-                // A `noopener` popup (every `target="_blank"` link) answers its renderer's
-                // domains only once it runs (docs/cdp.md, "Popups that turn into downloads"):
-                // past a short patience it is resumed and its setup finishes right after.
-                // Whatever the setup achieves, the popup (and its opener) must not stay paused.
-                if tokio::time::timeout(PAUSED_POPUP_PATIENCE, &mut setup)
-                    .await
-                    .is_err()
-                {
-                    resume(&client, &session).await;
-                    setup.await;
-                    return;
-                }
-                resume(&client, &session).await;
-            });
-        }
-        (handle, _) => {
-            if let Some(handle) = handle {
-                handle.offer_session(session.clone());
-            }
-            tokio::spawn(async move { resume(&client, &session).await });
-        }
+    if let Some(handle) = &handle {
+        handle.offer_session(session.clone());
     }
-    emits
+    effects.push(match (handle, popup) {
+        (Some(tab), true) => Effect::SetupPopup {
+            target,
+            session,
+            tab,
+        },
+        _ => Effect::Resume(session),
+    });
+    effects
 }
 
-fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
-    let url_changed = service.with_registry(|registry| {
-        let before = registry.url_of(&info.target_id);
-        registry.upsert(info);
-        before.is_some_and(|before| before != super::bounds::bound_url(&info.url))
-    });
+/// A managed popup paused at its start: its Workspace's rules, then its session, then resumed.
+async fn setup_popup(
+    service: &BrowserService,
+    client: &CdpClient,
+    target: TargetId,
+    session: SessionId,
+    handle: TabHandle,
+) {
+    super::fetch::refresh_tab(service, &target).await;
+    let setup = async {
+        let mut guard = handle.acquire().await;
+        if let Err(error) = guard.session(client).await {
+            tracing::debug!(%error, "setting up a new popup");
+        }
+    };
+    tokio::pin!(setup);
+    // A `noopener` popup (every `target="_blank"` link) answers its renderer's domains only
+    // once it runs (docs/cdp.md, "Popups that turn into downloads"): past a short patience it
+    // is resumed and its setup finishes right after. Whatever the setup achieves, the popup
+    // (and its opener) must not stay paused.
+    if tokio::time::timeout(PAUSED_POPUP_PATIENCE, &mut setup)
+        .await
+        .is_err()
+    {
+        resume(client, &session).await;
+        setup.await;
+        return;
+    }
+    resume(client, &session).await;
+}
+
+fn on_info_changed(registry: &mut Registry, info: &TargetInfo) -> Vec<Emit> {
+    let before = registry.url_of(&info.target_id);
+    registry.upsert(info);
+    let url_changed = before.is_some_and(|before| before != super::bounds::bound_url(&info.url));
     match url_changed {
-        true => for_interested(service, &info.target_id, |opaque| {
+        true => for_interested(registry, &info.target_id, |opaque| {
             (
                 "navigation",
                 json!({"targetId": opaque, "url": bounded(&info.url)}),
@@ -684,12 +826,12 @@ fn on_info_changed(service: &BrowserService, info: &TargetInfo) -> Vec<Emit> {
 
 /// One event per Workspace that manages or controls the tab.
 fn for_interested(
-    service: &BrowserService,
+    registry: &mut Registry,
     target: &TargetId,
     make: impl Fn(&str) -> (&'static str, Value),
 ) -> Vec<Emit> {
-    let interested = service.with_registry(|registry| registry.interested_workspaces(target));
-    interested
+    registry
+        .interested_workspaces(target)
         .into_iter()
         .map(|(workspace_id, opaque)| {
             let (event_type, payload) = make(&opaque);
@@ -703,4 +845,230 @@ fn for_interested(
 
 fn bounded(url: &str) -> String {
     super::bounds::bound_event_url(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(method: &str, params: Value) -> Event {
+        Event::decode(method, params).expect("a well-formed event")
+    }
+
+    fn info(id: &str, opener: Option<&str>) -> Value {
+        json!({"targetId": id, "type": "page", "url": format!("http://127.0.0.1/{id}"), "openerId": opener})
+    }
+
+    /// A Broker-created tab `mine` of `workspace:a`, controlled by `lease:a`, with its tab
+    /// session `S` attached (as the pump saw it).
+    fn tabs_with_a_managed_tab() -> Tabs {
+        let mut tabs = Tabs::default();
+        let net = NetControl::default();
+        let created = event(
+            "Target.targetCreated",
+            json!({"targetInfo": info("mine", None)}),
+        );
+        assert!(
+            on_event(&mut tabs, &net, None, created).is_empty(),
+            "a user tab at first"
+        );
+        tabs.registry
+            .adopt(&TargetId::new("mine"), "workspace:a", "lease:a");
+        let attached = event(
+            "Target.attachedToTarget",
+            json!({"sessionId": "S", "targetInfo": info("mine", None), "waitingForDebugger": false}),
+        );
+        let effects = on_event(&mut tabs, &net, None, attached);
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Download(DownloadInput::Attached { .. })]
+        ));
+        tabs
+    }
+
+    fn emitted(effects: &[Effect]) -> Vec<(&str, &Value)> {
+        effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::Emit(emit) => Some((emit.event_type, &emit.payload)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_popup_of_a_managed_tab_is_adopted_set_up_and_closed() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        // The attach (paused) can come before `targetCreated`.
+        let attached = event(
+            "Target.attachedToTarget",
+            json!({"sessionId": "P", "targetInfo": info("popup", Some("mine")), "waitingForDebugger": true}),
+        );
+        let effects = on_event(&mut tabs, &net, None, attached);
+        assert!(
+            matches!(&effects[1], Effect::Owned { workspace_id, .. } if workspace_id == "workspace:a")
+        );
+        let events = emitted(&effects);
+        assert_eq!(events[0].0, "target.attached");
+        assert_eq!(events[0].1["popup"], true);
+        assert_eq!(events[1].0, "popup.opened");
+        assert_eq!(events[1].1["url"], "http://127.0.0.1/popup");
+        assert!(
+            matches!(effects.last(), Some(Effect::SetupPopup { session, .. }) if session.as_str() == "P"),
+            "a managed popup is set up before it runs"
+        );
+        // A user tab's new page is only resumed.
+        let user = event(
+            "Target.attachedToTarget",
+            json!({"sessionId": "U", "targetInfo": info("user", None), "waitingForDebugger": true}),
+        );
+        let effects = on_event(&mut tabs, &net, None, user);
+        assert!(matches!(effects.last(), Some(Effect::Resume(session)) if session.as_str() == "U"));
+        assert!(emitted(&effects).is_empty());
+        // Closing it tells its Workspace, with the same opaque id.
+        let opaque = events[0].1["targetId"].clone();
+        let destroyed = event("Target.targetDestroyed", json!({"targetId": "popup"}));
+        let effects = on_event(&mut tabs, &net, None, destroyed);
+        assert!(matches!(&effects[0], Effect::Disowned(target) if target.as_str() == "popup"));
+        assert_eq!(
+            emitted(&effects),
+            vec![(
+                "target.detached",
+                &json!({"targetId": opaque, "reason": "closed"})
+            )]
+        );
+    }
+
+    #[test]
+    fn a_main_frame_commit_changes_the_document_and_feeds_the_load_book() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let handle = tabs.registry.handle(&TargetId::new("mine")).unwrap();
+        let before = handle.load_mark();
+        let navigated = event(
+            "Page.frameNavigated",
+            json!({"frame": {"id": "mine", "loaderId": "L2", "url": "http://127.0.0.1/next"}}),
+        );
+        let effects = on_event(&mut tabs, &net, Some(SessionId::new("S")), navigated);
+        let events = emitted(&effects);
+        assert_eq!(events.len(), 2, "only workspace:a is interested");
+        assert_eq!(events[0].0, "document.changed");
+        assert_eq!(events[0].1["url"], "http://127.0.0.1/next");
+        assert_eq!(events[1].0, "observation.invalidated");
+        assert_eq!(events[1].1["reason"], "document_changed");
+        assert!(
+            handle.navigated_since(&before),
+            "the load book learnt the loader"
+        );
+        // A session the pump never saw attach moves nothing.
+        let stray = event(
+            "Page.frameNavigated",
+            json!({"frame": {"id": "mine", "loaderId": "L3", "url": "http://127.0.0.1/x"}}),
+        );
+        assert!(on_event(&mut tabs, &net, Some(SessionId::new("X")), stray).is_empty());
+    }
+
+    #[test]
+    fn a_dialog_is_recorded_signalled_and_told_to_its_workspace() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let opening = event(
+            "Page.javascriptDialogOpening",
+            json!({"url": "http://127.0.0.1/mine", "message": "Sure?", "type": "confirm"}),
+        );
+        let effects = on_event(&mut tabs, &net, Some(SessionId::new("S")), opening);
+        let Some(Effect::DialogOpened { target, dialog_id }) = effects.first() else {
+            panic!("the dialog race is woken first");
+        };
+        assert_eq!(target.as_str(), "mine");
+        let events = emitted(&effects);
+        assert_eq!(events[0].0, "dialog");
+        assert_eq!(events[0].1["state"], "opened");
+        assert_eq!(events[0].1["dialogId"], json!(dialog_id));
+        assert!(tabs.registry.dialogs.contains_key(&TargetId::new("mine")));
+        let closed = event("Page.javascriptDialogClosed", json!({"result": true}));
+        let effects = on_event(&mut tabs, &net, Some(SessionId::new("S")), closed);
+        assert_eq!(emitted(&effects)[0].1["accepted"], true);
+        assert!(tabs.registry.dialogs.is_empty());
+    }
+
+    #[test]
+    fn requests_are_recorded_and_paused_ones_answered_from_the_rules() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let sent = event(
+            "Network.requestWillBeSent",
+            json!({"requestId": "R1", "request": {"url": "http://127.0.0.1/mine", "method": "GET"},
+                "type": "Document", "frameId": "mine", "timestamp": 1.0, "wallTime": 2.0}),
+        );
+        let effects = on_event(&mut tabs, &net, Some(SessionId::new("S")), sent);
+        let events = emitted(&effects);
+        assert_eq!(events[0].0, "network.request");
+        assert_eq!(events[0].1["mainDocument"], true);
+        let handle = tabs.registry.handle(&TargetId::new("mine")).unwrap();
+        assert_eq!(handle.network().len(), 1);
+        assert_eq!(
+            handle.activity().network().in_flight,
+            1,
+            "the activity book saw it too"
+        );
+
+        let paused = |url: &str| {
+            event(
+                "Fetch.requestPaused",
+                json!({"requestId": "F1", "request": {"url": url, "method": "GET"}}),
+            )
+        };
+        let effects = on_event(
+            &mut tabs,
+            &net,
+            Some(SessionId::new("S")),
+            paused("http://127.0.0.1/a.png"),
+        );
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Fetch {
+                reply: Reply::Continue(_),
+                ..
+            }]
+        ));
+        net.add_rule(
+            "workspace:a",
+            super::super::fetch::Rule {
+                id: "rule:1".into(),
+                pattern: "*.png".into(),
+                action: super::super::fetch::RuleAction::Block,
+                created_at: 0,
+            },
+        )
+        .unwrap();
+        let effects = on_event(
+            &mut tabs,
+            &net,
+            Some(SessionId::new("S")),
+            paused("http://127.0.0.1/a.png"),
+        );
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Fetch {
+                reply: Reply::Fail(_),
+                ..
+            }]
+        ));
+        // A session the pump does not know: continued unchanged, never blocked.
+        let effects = on_event(
+            &mut tabs,
+            &net,
+            Some(SessionId::new("X")),
+            paused("http://127.0.0.1/a.png"),
+        );
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Fetch {
+                reply: Reply::Continue(_),
+                ..
+            }]
+        ));
+    }
 }

@@ -1,7 +1,7 @@
 //! The tab registry: physical tabs seen through target discovery, which Workspace manages which
 //! tab, which Lease controls it, and the opaque per-Workspace `target:` ids.
 //!
-//! Plain data behind the service's lock; no I/O. Raw CDP target ids stay here: every id that
+//! Plain data in the connection's `Tabs` (`pump.rs`); no I/O. Raw CDP target ids stay here: every id that
 //! leaves is an opaque `target:` id minted per Workspace and generation. URLs and titles are
 //! kept bounded (`session::bounds`), so the inventory never carries a page's megabyte title.
 

@@ -1,4 +1,5 @@
-//! Connecting to a browser through the janitor, the generation counter, and access to tabs.
+//! Connecting to a browser through the janitor, the generation counter, and access to tabs: the
+//! live connection (`Live`) owns what it knows of its tabs (`pump::Tabs`), replaced with it.
 //!
 //! The service also keeps its own record of which targets it created (or adopted as popups) for
 //! which Workspace, outside the registry, so that it survives a lost connection. A janitor that
@@ -100,6 +101,16 @@ pub struct Live {
     pub generation: u64,
     /// The janitor's stdin, for its private control lines (`{"janitor":"adopt",..}`).
     janitor: mpsc::Sender<String>,
+    /// What this connection knows of its tabs (`pump::Tabs`): each connection owns its own, so
+    /// ids and books end with it.
+    tabs: Arc<Mutex<pump::Tabs>>,
+}
+
+impl Live {
+    /// Runs `f` on this connection's tabs.
+    pub(super) fn with_tabs<T>(&self, f: impl FnOnce(&mut pump::Tabs) -> T) -> T {
+        f(&mut self.tabs.lock().expect("tabs lock"))
+    }
 }
 
 struct Inner {
@@ -116,7 +127,6 @@ struct Inner {
     attempts_ended: AtomicU64,
     last_failure: Mutex<Option<Failure>>,
     live: RwLock<Option<Live>>,
-    registry: Mutex<Registry>,
     /// The browser chosen per `bridge --browser` preference (`""`: none), kept for the Broker's
     /// life so later Workspaces bind where the first did (`default_browser_id`).
     choices: Mutex<HashMap<String, String>>,
@@ -154,7 +164,6 @@ impl BrowserService {
                 attempts_ended: AtomicU64::new(0),
                 last_failure: Mutex::new(None),
                 live: RwLock::new(None),
-                registry: Mutex::new(Registry::default()),
                 choices: Mutex::new(HashMap::new()),
                 authorization: Mutex::new(HashMap::new()),
                 owned: Mutex::new(HashMap::new()),
@@ -366,11 +375,8 @@ impl BrowserService {
             client: client.clone(),
             generation,
             janitor,
+            tabs: Arc::default(),
         };
-        {
-            let mut registry = self.inner.registry.lock().expect("registry lock");
-            *registry = Registry::default();
-        }
         let mut orphans = Vec::new();
         // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
         // the pump set up (a managed popup) or released them (docs/network.md, "Popups"). Asked
@@ -383,12 +389,11 @@ impl BrowserService {
         );
         match inventory {
             Ok(targets) => {
-                {
-                    let mut registry = self.inner.registry.lock().expect("registry lock");
+                live.with_tabs(|tabs| {
                     for info in &targets {
-                        registry.upsert(info);
+                        tabs.registry.upsert(info);
                     }
-                }
+                });
                 orphans = self.recover_owned(&live, &targets).await;
             }
             Err(error) => tracing::warn!(%error, "initial target inventory failed"),
@@ -584,7 +589,7 @@ impl BrowserService {
             // Either way the tab stays its Workspace's in the inventory (a released Workspace's
             // tab is then listed to nobody while it closes), and the new janitor closes it if
             // the Broker dies first.
-            self.with_registry(|registry| registry.adopt_recovered(&target, &record.workspace_id));
+            live.with_tabs(|tabs| tabs.registry.adopt_recovered(&target, &record.workspace_id));
             let line = JanitorLine::Adopt {
                 target_id: target.clone(),
             }
@@ -632,7 +637,6 @@ impl BrowserService {
                 _ => return,
             }
         }
-        *self.inner.registry.lock().expect("registry lock") = Registry::default();
         self.downloads_connection_lost(live.generation).await;
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
         self.announce(
@@ -672,7 +676,19 @@ impl BrowserService {
 
     /// Runs `f` on the registry.
     pub(super) fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
-        f(&mut self.inner.registry.lock().expect("registry lock"))
+        self.with_tabs(|tabs| f(&mut tabs.registry))
+    }
+
+    /// Runs `f` on what the live connection knows of its tabs; without a connection, on an
+    /// empty record (nothing resolves, nothing is kept).
+    pub(super) fn with_tabs<T>(&self, f: impl FnOnce(&mut pump::Tabs) -> T) -> T {
+        let tabs = (self.inner.live.read().expect("live lock"))
+            .as_ref()
+            .map(|live| live.tabs.clone());
+        match tabs {
+            Some(tabs) => f(&mut tabs.lock().expect("tabs lock")),
+            None => f(&mut pump::Tabs::default()),
+        }
     }
 
     /// Records a tab created for a Workspace and returns its opaque id.
