@@ -41,8 +41,10 @@ pub enum RemoteDebuggingState {
     Disabled,
 }
 
-/// Whether Chromium let us connect. Discovery always reports `Unknown`;
-/// only an explicit connection attempt changes it.
+/// Whether Chromium let us connect: the only values `authorizationState` takes. Discovery
+/// always reports `Unknown`; a connection attempt makes it `Authorized` (connected) or `Denied`
+/// (the browser refused the upgrade), and leaves it `Unknown` when it ended otherwise (an
+/// approval prompt still open at the timeout, an endpoint that went away).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthorizationState {
     Unknown,
@@ -174,6 +176,13 @@ impl RemoteDebuggingState {
 }
 
 impl AuthorizationState {
+    /// Every value, in the order the schema lists them.
+    pub const ALL: [AuthorizationState; 3] = [
+        AuthorizationState::Unknown,
+        AuthorizationState::Authorized,
+        AuthorizationState::Denied,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             AuthorizationState::Unknown => "unknown",

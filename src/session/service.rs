@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use super::pump;
 use super::registry::{Controller, Registry, TabView, TargetError};
 use super::tab::TabHandle;
-use crate::browser::{self, Candidate, DiscoveryConfig};
+use crate::browser::{self, AuthorizationState, Candidate, DiscoveryConfig};
 use crate::cdp::pipe::{self, FailReason, JanitorLine};
 use crate::cdp::{CdpClient, TargetId};
 use crate::events::{Emit, EventSink};
@@ -131,7 +131,7 @@ struct Inner {
     /// life so later Workspaces bind where the first did (`default_browser_id`).
     choices: Mutex<HashMap<String, String>>,
     /// Authorization outcome per browser id, overlaid on passive discovery.
-    authorization: Mutex<HashMap<String, &'static str>>,
+    authorization: Mutex<HashMap<String, AuthorizationState>>,
     /// Targets created for Workspaces; survives connection loss (unlike `registry`).
     owned: Mutex<HashMap<TargetId, Owned>>,
     /// Downloads of controlled sessions (`session::downloads`).
@@ -227,7 +227,7 @@ impl BrowserService {
             .expect("auth lock")
             .get(&candidate.id)
         {
-            value["authorizationState"] = json!(state);
+            value["authorizationState"] = json!(state.as_str());
         }
         if self
             .live()
@@ -346,10 +346,10 @@ impl BrowserService {
         let (client, events, child, janitor) = match self.spawn_janitor(&ws_url).await {
             Ok(parts) => parts,
             Err(error) => {
+                // A timeout says nothing of the prompt's answer: still unknown.
                 let state = match &error {
-                    ConnectError::AuthorizationDenied(_) => "denied",
-                    ConnectError::AuthorizationTimeout => "pending",
-                    _ => "unknown",
+                    ConnectError::AuthorizationDenied(_) => AuthorizationState::Denied,
+                    _ => AuthorizationState::Unknown,
                 };
                 self.inner
                     .authorization
@@ -367,7 +367,7 @@ impl BrowserService {
             .authorization
             .lock()
             .expect("auth lock")
-            .insert(browser_id.to_owned(), "authorized");
+            .insert(browser_id.to_owned(), AuthorizationState::Authorized);
         let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let restored = generation > 1;
         let live = Live {

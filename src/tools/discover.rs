@@ -41,7 +41,7 @@ pub fn candidate_schema() -> Value {
             "state": {"type": "string"},
             "processState": {"type": "string"},
             "remoteDebuggingState": {"type": "string"},
-            "authorizationState": {"type": "string"},
+            "authorizationState": {"type": "string", "enum": crate::browser::AuthorizationState::ALL.map(|state| state.as_str())},
             "remediation": {"type": "object"},
         }),
         &[

@@ -752,3 +752,90 @@ fn bridge_browser_chooses_the_browser_and_the_broker_keeps_the_choice() {
     let mut later = Agent::new(&rig, "com.example.later");
     assert_eq!(bound_browser(&mut later), real_id);
 }
+
+/// `authorizationState` takes only its documented values (`unknown`, `authorized`, `denied`),
+/// in the schema `tools/list` serves and in every answer: discovery says `unknown`; an endpoint
+/// that refuses the upgrade (HTTP 403, as Chrome does when the user declines) makes it
+/// `denied`; one that never answers (a prompt nobody answered) leaves it `unknown`, and a
+/// connection makes it `authorized`.
+#[test]
+fn authorization_state_stays_within_its_documented_values() {
+    const DOCUMENTED: [&str; 3] = ["unknown", "authorized", "denied"];
+    let mut rig = Rig::start();
+    let silent = Decoy::start(None);
+    let refusing = Decoy::start(Some(
+        "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ));
+    let dirs = std::env::join_paths([
+        silent.profile.path(),
+        refusing.profile.path(),
+        rig.profile.path(),
+    ])
+    .unwrap();
+    rig.home = TestHome::new()
+        .with_env("BROWSER_PILOT_DISCOVERY_DIRS", dirs.to_str().unwrap())
+        .with_env("BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS", "2000");
+    let mut agent = Agent::new(&rig, "com.example.authorization");
+    let listed = agent.bridge.ok("tools/list", json!({}));
+    let discover = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "browser.discover")
+        .unwrap()
+        .clone();
+    let schema = &discover["outputSchema"]["properties"]["browsers"]["items"]["properties"]["authorizationState"];
+    assert_eq!(schema["enum"], json!(DOCUMENTED), "{schema}");
+
+    let states = |agent: &mut Agent| -> Vec<(Value, Value)> {
+        let found = agent.tool("browser.discover", None, json!({}));
+        found["browsers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                let state = b["authorizationState"].clone();
+                assert!(
+                    DOCUMENTED.iter().any(|d| state == *d),
+                    "undocumented authorizationState: {b}"
+                );
+                (b["id"].clone(), state)
+            })
+            .collect()
+    };
+    let before = states(&mut agent);
+    assert!(before.iter().all(|(_, s)| s == "unknown"), "{before:?}");
+    // The three profiles in listing order (the Broker-managed profile comes after them).
+    let ids: Vec<Value> = before.into_iter().take(3).map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 3);
+    let state_of = |agent: &mut Agent, id: &Value| {
+        states(agent)
+            .into_iter()
+            .find(|(candidate, _)| candidate == id)
+            .unwrap()
+            .1
+    };
+
+    let (code, _) = agent.tool_err("browser.connect", None, json!({"browserId": ids[0]}));
+    assert_eq!(code, "authorization_timeout");
+    assert_eq!(
+        state_of(&mut agent, &ids[0]),
+        "unknown",
+        "a timeout decides nothing"
+    );
+    let (code, _) = agent.tool_err("browser.connect", None, json!({"browserId": ids[1]}));
+    assert_eq!(code, "authorization_denied");
+    assert_eq!(state_of(&mut agent, &ids[1]), "denied");
+    agent.tool("browser.connect", None, json!({"browserId": ids[2]}));
+    assert_eq!(state_of(&mut agent, &ids[2]), "authorized");
+
+    // `initialize` lists the same candidates with the same values.
+    let mut late = rig.home.spawn_bridge();
+    let initialized = late.initialize("com.example.late", "i1");
+    let browsers = initialized["browsers"].as_array().unwrap().clone();
+    let expected = ["unknown", "denied", "authorized"];
+    for (id, state) in ids.iter().zip(expected) {
+        let listed = browsers.iter().find(|b| b["id"] == *id).unwrap();
+        assert_eq!(listed["authorizationState"], state, "{listed}");
+    }
+}
