@@ -9,6 +9,8 @@
 //!   (`src/page/run.rs`) sends `Runtime.evaluate` / `Runtime.callFunctionOn` outside `src/cdp/`;
 //! - only the action pipeline (`src/tools/act.rs`) runs the dialog race and the late-effect
 //!   watch, so no action tool repeats the pipeline's steps;
+//! - no tool calls `page::run` itself: page scripts run through `PageContext` /
+//!   `ControlledTab` (`src/tools/tab.rs`);
 //! - every `.rs` file under `tests/integration/` is declared by its parent module (`main.rs`, or
 //!   the `mod.rs` of its directory): an undeclared file would never compile, its tests never run.
 //!
@@ -63,6 +65,10 @@ const PIPELINE_STEPS: &[&str] = &["dispatch_final", "watch_late_effects"];
 
 /// The one file that takes them.
 const PIPELINE_HOME: &str = "src/tools/act.rs";
+
+/// The one file of `src/tools/` that calls `page::run`: the page context every tool runs its
+/// page scripts through.
+const PAGE_SCRIPT_SEAM: &str = "src/tools/tab.rs";
 
 /// Fragments that mark a string literal as JavaScript source.
 const JS_MARKERS: &[&str] = &[
@@ -317,6 +323,15 @@ fn violations(sources: &[Source], edge_doc: &str, allowances: &Allowances) -> Ve
                     ));
                 }
             }
+        }
+        if source.path.starts_with("src/tools/")
+            && source.path != PAGE_SCRIPT_SEAM
+            && names(&lexed.code, "page::run")
+        {
+            problems.push(format!(
+                "{}: calls page::run itself: run page scripts through PageContext or ControlledTab ({PAGE_SCRIPT_SEAM})",
+                source.path
+            ));
         }
         let in_js = JS_HOMES.iter().any(|home| source.path.starts_with(home));
         for (_, literal) in &lexed.literals {
@@ -598,6 +613,27 @@ fn each_rule_reports_a_tree_that_breaks_it() {
         [
             "src/tools/h.rs: takes the action pipeline's step dispatch_final: only src/tools/act.rs does (implement ActionTool)",
             "src/tools/h.rs: takes the action pipeline's step watch_late_effects: only src/tools/act.rs does (implement ActionTool)",
+        ]
+    );
+
+    let page_run = [
+        file(
+            "src/tools/i.rs",
+            "//! x\nasync fn f() { page::run(c, s, x, &S, t).await; page::run_later(); }\n",
+        ),
+        file(
+            "src/tools/tab.rs",
+            "//! x\nasync fn g() { page::run(c, s, x, &S, t).await; }\n",
+        ),
+        file(
+            "src/page/run.rs",
+            "//! x\nasync fn h() { page::run(c, s, x, &S, t).await; }\n",
+        ),
+    ];
+    assert_eq!(
+        violations(&page_run, doc, &NONE),
+        [
+            "src/tools/i.rs: calls page::run itself: run page scripts through PageContext or ControlledTab (src/tools/tab.rs)"
         ]
     );
 

@@ -13,6 +13,57 @@ use serde::{Deserialize, Serializer};
 use super::client::{CdpClient, CdpError};
 use super::ids::{SessionId, TargetId};
 
+/// Every CDP method that changes the browser or the page when it arrives, by its whole name:
+/// input events, navigations, dialog answers, DOM writes, tab creation and closing, cookie and
+/// storage writes. Reads, attaching, evaluation and emulation are not mutations (a page script
+/// that writes announces itself instead). The never-replay record reads this list
+/// (`tools::mutates_browser`); whole names keep every one of them a literal of `src/cdp/`.
+pub const MUTATING_METHODS: &[&str] = &[
+    "Input.cancelDragging",
+    "Input.dispatchDragEvent",
+    "Input.dispatchKeyEvent",
+    "Input.dispatchMouseEvent",
+    "Input.dispatchTouchEvent",
+    "Input.emulateTouchFromMouseEvent",
+    "Input.imeSetComposition",
+    "Input.insertText",
+    "Input.setIgnoreInputEvents",
+    "Input.setInterceptDrags",
+    "Input.synthesizePinchGesture",
+    "Input.synthesizeScrollGesture",
+    "Input.synthesizeTapGesture",
+    "Page.navigate",
+    "Page.reload",
+    "Page.navigateToHistoryEntry",
+    "Page.handleJavaScriptDialog",
+    "Page.setDocumentContent",
+    "Page.resetNavigationHistory",
+    "Page.stopLoading",
+    "DOM.setAttributeValue",
+    "DOM.setAttributesAsText",
+    "DOM.setFileInputFiles",
+    "DOM.setNodeName",
+    "DOM.setNodeStackTracesEnabled",
+    "DOM.setNodeValue",
+    "DOM.setOuterHTML",
+    "DOM.removeNode",
+    "DOM.removeAttribute",
+    "DOM.moveTo",
+    "DOM.copyTo",
+    "DOM.undo",
+    "DOM.redo",
+    "Target.createTarget",
+    "Target.closeTarget",
+    "Network.setCookie",
+    "Network.setCookies",
+    "Network.deleteCookies",
+    "Network.clearBrowserCookies",
+    "Storage.setCookies",
+    "Storage.clearCookies",
+    "Storage.clearDataForOrigin",
+    "Storage.clearDataForStorageKey",
+];
+
 /// One CDP command. The implementing type is the command's params: it serializes to the
 /// `params` object of the request (a struct with no fields serializes to `{}`), and `Reply` is
 /// decoded from the `result` object of the response. `METHOD` is the wire name; the client's

@@ -29,7 +29,7 @@ pub mod target;
 pub use client::{
     CallObserver, CdpClient, CdpError, CdpEvent, EVENT_CHANNEL_CAPACITY, MAX_PENDING_CALLS,
 };
-pub use command::{Command, Empty, request_line};
+pub use command::{Command, Empty, MUTATING_METHODS, request_line};
 pub use event::{Event, EventError, EventParams};
 pub use ids::{SessionId, TargetId};
 pub use page::{NavigateOutcome, NavigationEntry, NavigationHistory};

@@ -16,7 +16,7 @@ use super::context::{CallScope, TargetScope, ToolEnv};
 use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::{ControlledTab, main_frame};
+use super::tab::{ControlledTab, PageContext, main_frame};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
@@ -438,7 +438,13 @@ impl Tab<'_> {
                 .with_context("path", json!("arguments.selector"))
                 .with_context("reason", json!(reason))
         };
-        let found = match page::run(self.client, &self.session, context, &script, timeout).await {
+        let world = PageContext {
+            session: self.session.clone(),
+            frame_id: frame_id.clone(),
+            context,
+            session_root: true,
+        };
+        let found = match world.run_within(self.client, &script, timeout).await {
             Ok(found) => found,
             Err(error) => {
                 return Err(match error.refusal() {
@@ -526,7 +532,13 @@ impl Tab<'_> {
             observation_key: request.observation_id.clone(),
             refs: request.refs.clone(),
         };
-        Ok(page::run(self.client, &self.session, world, &script, timeout).await?)
+        let world = PageContext {
+            session: self.session.clone(),
+            frame_id,
+            context: world,
+            session_root: true,
+        };
+        Ok(world.run_within(self.client, &script, timeout).await?)
     }
 
     /// Draws `annotations` onto a captured image of `region` (base64) in the isolated world.

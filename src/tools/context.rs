@@ -27,44 +27,11 @@ pub struct ToolEnv {
     pub artifacts: Artifacts,
 }
 
-/// Whether a CDP method changes the browser or the page when it arrives: input events,
-/// navigations, dialog answers, DOM writes, tab creation and closing, cookie and storage writes.
-/// Reads, attaching, evaluation and emulation are not mutations (a page script that writes
-/// announces itself instead: `page::Script::writes_page`).
+/// Whether a CDP method changes the browser or the page when it arrives: one of the whole method
+/// names of `cdp::MUTATING_METHODS` (a page script that writes announces itself instead:
+/// `page::Script::writes_page`).
 pub fn mutates_browser(method: &str) -> bool {
-    let Some((domain, command)) = method.split_once('.') else {
-        return false;
-    };
-    match domain {
-        "Input" => true,
-        "Page" => matches!(
-            command,
-            "navigate"
-                | "reload"
-                | "navigateToHistoryEntry"
-                | "handleJavaScriptDialog"
-                | "setDocumentContent"
-                | "resetNavigationHistory"
-                | "stopLoading"
-        ),
-        "DOM" => {
-            (command.starts_with("set") && command != "setInspectedNode")
-                || matches!(
-                    command,
-                    "removeNode" | "removeAttribute" | "moveTo" | "copyTo" | "undo" | "redo"
-                )
-        }
-        "Target" => matches!(command, "createTarget" | "closeTarget"),
-        "Network" => matches!(
-            command,
-            "setCookie" | "setCookies" | "deleteCookies" | "clearBrowserCookies"
-        ),
-        "Storage" => matches!(
-            command,
-            "setCookies" | "clearCookies" | "clearDataForOrigin" | "clearDataForStorageKey"
-        ),
-        _ => false,
-    }
+    crate::cdp::MUTATING_METHODS.contains(&method)
 }
 
 /// The browser mutations a Command sent: the first one and how many. Once there is one, a

@@ -89,7 +89,17 @@ impl PageContext {
         client: &CdpClient,
         script: &S,
     ) -> Result<S::Output, page::PageError> {
-        page::run(client, &self.session, self.context, script, SCRIPT_TIMEOUT).await
+        self.run_within(client, script, SCRIPT_TIMEOUT).await
+    }
+
+    /// [`PageContext::run`] within `timeout`: the one way `tools/` runs a page script.
+    pub async fn run_within<S: PageScript>(
+        &self,
+        client: &CdpClient,
+        script: &S,
+        timeout: Duration,
+    ) -> Result<S::Output, page::PageError> {
+        page::run(client, &self.session, self.context, script, timeout).await
     }
 }
 

@@ -26,8 +26,8 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
 use super::tab::{
-    Along, ControlledTab, PageContext, RefParams, SCRIPT_TIMEOUT, TakenObservation,
-    cheap_to_observe, page_context, take_observation_reading,
+    Along, ControlledTab, PageContext, RefParams, TakenObservation, cheap_to_observe, page_context,
+    take_observation_reading,
 };
 use crate::cdp::input::table;
 use crate::cdp::input::{Key, Stroke, stroke_events, stroke_for};
@@ -139,6 +139,16 @@ struct Pin {
 }
 
 impl Pin {
+    /// The pinned context, for the keystroke guard's scripts (which aim at nothing).
+    fn page(&self) -> PageContext {
+        PageContext {
+            session: self.session.clone(),
+            frame_id: self.frame_id.clone(),
+            context: self.context,
+            session_root: false,
+        }
+    }
+
     /// The tab's current loader, when `ctx` is the main frame.
     fn loader_of(guard: &mut TabGuard, ctx: &PageContext) -> Option<crate::session::LoadMark> {
         super::tab::is_main_frame(guard, &ctx.frame_id).then(|| guard.load_mark())
@@ -222,15 +232,7 @@ impl Guarded {
     /// the next step's focus check. Not armed when the call failed.
     async fn arm(&mut self, tab: &ControlledTab) {
         let arm = burst_arm();
-        match page::run(
-            &tab.client,
-            &self.pin.session,
-            self.pin.context,
-            &arm,
-            SCRIPT_TIMEOUT,
-        )
-        .await
-        {
+        match self.pin.page().run(&tab.client, &arm).await {
             Ok(armed) => self.take_arm(armed),
             Err(_) => self.armed = false,
         }
@@ -247,7 +249,7 @@ impl Guarded {
     /// else).
     async fn disarm(&mut self, tab: &ControlledTab) {
         if std::mem::take(&mut self.armed) {
-            let _ = key_record(&tab.client, &self.pin.session, self.pin.context).await;
+            let _ = key_record(&tab.client, &self.pin.page()).await;
         }
     }
 
@@ -291,7 +293,7 @@ impl Guarded {
             return Err(self.dialog_opened(&steps[held].name));
         }
         dialog?;
-        let record = key_record(&act.tab.client, &ctx.session, ctx.context).await;
+        let record = key_record(&act.tab.client, &ctx).await;
         let sent = steps.len() as u64;
         let record = match record {
             Ok(record) if record.armed => record,
@@ -412,10 +414,9 @@ fn burst_arm() -> ArmKeys {
 /// Reads and disarms the keystroke guard of `context`.
 async fn key_record(
     client: &CdpClient,
-    session: &SessionId,
-    context: page::ExecutionContextId,
+    ctx: &PageContext,
 ) -> Result<KeysRecorded, page::PageError> {
-    page::run(client, session, context, &KeyRecord, SCRIPT_TIMEOUT).await
+    ctx.run(client, &KeyRecord).await
 }
 
 /// Whether every step is a key stroke other than Enter (a burst carries only those: an
@@ -698,7 +699,7 @@ impl ActionTool for Type {
         let (before, focus) = (prepared.before, prepared.focus);
         if !focus.focused && prepared.active.armed {
             // Typing ends here: the guard armed in the same call is not left waiting.
-            let _ = key_record(&tab.client, &ctx.session, ctx.context).await;
+            let _ = key_record(&tab.client, ctx).await;
         }
         let before_length = value_length(&before);
         if !focus.focused {
@@ -961,11 +962,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
     let record = match (guard_pending, &reading) {
         (false, _) => None,
         (true, Some((_, read))) => Some(read.keys.clone()),
-        (true, None) => Some(
-            key_record(&tab.client, &guarded.pin.session, guarded.pin.context)
-                .await
-                .ok(),
-        ),
+        (true, None) => Some(key_record(&tab.client, &guarded.pin.page()).await.ok()),
     };
     if let Some(record) = record {
         guarded.judge_insertion(record)?;
