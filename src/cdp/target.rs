@@ -399,16 +399,6 @@ impl CdpClient {
             .target_infos)
     }
 
-    /// `Target.setDiscoverTargets`.
-    pub async fn set_discover_targets(
-        &self,
-        discover: bool,
-        timeout: Duration,
-    ) -> Result<(), CdpError> {
-        let command = SetDiscoverTargets { discover };
-        self.execute(None, &command, timeout).await.map(|_| ())
-    }
-
     /// `Target.getTargetInfo` for one target.
     pub async fn get_target_info(
         &self,

@@ -124,12 +124,6 @@ scripts! {
 }
 
 impl Script {
-    /// Whether the stub returns the entry's value as is (an element for `Runtime.callFunctionOn`
-    /// without `returnByValue`) rather than as JSON text.
-    pub fn returns_element(self) -> bool {
-        self.returns() == Returns::Element
-    }
-
     /// Whether the script answers with a promise (the call awaits it).
     pub fn awaits(self) -> bool {
         self.returns() == Returns::Promise

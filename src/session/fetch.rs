@@ -237,20 +237,6 @@ impl NetControl {
         })
     }
 
-    /// Origins with credentials (never the secrets).
-    pub fn credential_origins(&self, workspace_id: &str) -> Vec<(String, String)> {
-        self.with(|all| {
-            all.get(workspace_id)
-                .map(|n| {
-                    n.credentials
-                        .iter()
-                        .map(|c| (c.origin.clone(), c.username.clone()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
-    }
-
     /// The Workspace ended: its rules and credentials go with it.
     pub fn forget_workspace(&self, workspace_id: &str) {
         self.with(|all| all.remove(workspace_id));
