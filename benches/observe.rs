@@ -9,6 +9,9 @@
 //! tree spent (Chromium, janitor and this process, from Linux schedstat: a
 //! figure that stays meaningful on a shared, loaded machine), output bytes
 //! and wall ms per 1,000 elements (linear growth shows as a flat column).
+//! Each size is measured two ways, interleaved so both see the same load: `script`, the
+//! observe.js call alone (`page::run`), and `tool`, what `browser.observe` pays
+//! (`page::run_observe`: the listener listing of the document first, docs/cdp.md).
 //! Run with `cargo bench --bench observe`.
 
 #[path = "../tests/integration/support/mod.rs"]
@@ -19,6 +22,9 @@ use std::time::{Duration, Instant};
 
 use browser_pilot::page::{self, HintContext, OBSERVE_MAX_MAX_BYTES, Observe, ObserveOptions};
 use support::pages::{Browser, FixtureServer, Tab, client_over_janitor};
+
+/// Deadline of one page call.
+const WAIT: Duration = Duration::from_secs(60);
 
 /// Element counts of the generated pages (the observation rows of docs/performance.md).
 const SIZES: [usize; 3] = [200, 5_000, 20_000];
@@ -35,6 +41,7 @@ fn iterations(size: usize) -> usize {
 
 struct Row {
     size: usize,
+    path: &'static str,
     returned: usize,
     first_ms: f64,
     median_ms: f64,
@@ -96,24 +103,35 @@ fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-async fn observe_once(tab: &Tab, key: &str, size: usize) -> (Duration, usize, usize) {
+async fn observe_once(tab: &Tab, key: &str, size: usize, tool: bool) -> (Duration, usize, usize) {
     let started = Instant::now();
-    let observation = tab
-        .run(&Observe {
-            key: key.to_owned(),
-            options: ObserveOptions {
-                limit: u32::try_from(size).unwrap_or(u32::MAX).max(1),
-                max_bytes: OBSERVE_MAX_MAX_BYTES,
-                viewport_only: false,
-            },
-            base_key: None,
-            compact: false,
-            key_record: false,
-            click_verdict: None,
-            state_of: None,
-        })
-        .await
-        .expect("observe");
+    let script = Observe {
+        key: key.to_owned(),
+        options: ObserveOptions {
+            limit: u32::try_from(size).unwrap_or(u32::MAX).max(1),
+            max_bytes: OBSERVE_MAX_MAX_BYTES,
+            viewport_only: false,
+        },
+        base_key: None,
+        compact: false,
+        key_record: false,
+        click_verdict: None,
+        state_of: None,
+    };
+    let observation = match tool {
+        true => {
+            page::run_observe(
+                &tab.client,
+                &tab.session,
+                (tab.context, true),
+                &script,
+                WAIT,
+            )
+            .await
+        }
+        false => tab.run(&script).await,
+    }
+    .expect("observe");
     let hints = page::observation_hints(&observation, &HintContext::default());
     let wire = serde_json::to_vec(&observation.wire(&hints)).expect("serialize");
     (started.elapsed(), wire.len(), observation.elements.len())
@@ -132,41 +150,47 @@ fn main() {
         let mut rows = Vec::new();
         for size in SIZES {
             let tab = Tab::open(&client, &server.url(&format!("/generated/{size}"))).await;
-            let (first, _, _) = observe_once(&tab, "warm-up", size).await;
-            let mut times = Vec::new();
-            let mut cpu = Vec::new();
-            let mut bytes = 0;
-            let mut returned = 0;
-            for iteration in 0..iterations(size) {
-                let cpu_before = tree_cpu_ns();
-                let (elapsed, wire_bytes, count) =
-                    observe_once(&tab, &format!("bench-{iteration}"), size).await;
-                if let (Some(before), Some(after)) = (cpu_before, tree_cpu_ns()) {
-                    cpu.push(after.saturating_sub(before));
+            let (first, _, _) = observe_once(&tab, "warm-up", size, true).await;
+            for (path, tool) in [("script", false), ("tool", true)] {
+                let mut times = Vec::new();
+                let mut cpu = Vec::new();
+                let mut bytes = 0;
+                let mut returned = 0;
+                for iteration in 0..iterations(size) {
+                    // The other path between two of this one's: both see the same load.
+                    let _ = observe_once(&tab, &format!("other-{iteration}"), size, !tool).await;
+                    let cpu_before = tree_cpu_ns();
+                    let (elapsed, wire_bytes, count) =
+                        observe_once(&tab, &format!("bench-{iteration}"), size, tool).await;
+                    if let (Some(before), Some(after)) = (cpu_before, tree_cpu_ns()) {
+                        cpu.push(after.saturating_sub(before));
+                    }
+                    times.push(elapsed);
+                    bytes = wire_bytes;
+                    returned = count;
                 }
-                times.push(elapsed);
-                bytes = wire_bytes;
-                returned = count;
+                times.sort();
+                cpu.sort_unstable();
+                rows.push(Row {
+                    size,
+                    path,
+                    returned,
+                    first_ms: millis(first),
+                    median_ms: millis(times[times.len() / 2]),
+                    min_ms: millis(times[0]),
+                    max_ms: millis(times[times.len() - 1]),
+                    cpu_ms: cpu.get(cpu.len() / 2).map(|ns| *ns as f64 / 1e6),
+                    bytes,
+                });
             }
-            times.sort();
-            cpu.sort_unstable();
-            rows.push(Row {
-                size,
-                returned,
-                first_ms: millis(first),
-                median_ms: millis(times[times.len() / 2]),
-                min_ms: millis(times[0]),
-                max_ms: millis(times[times.len() - 1]),
-                cpu_ms: cpu.get(cpu.len() / 2).map(|ns| *ns as f64 / 1e6),
-                bytes,
-            });
         }
         drop(browser);
         rows
     });
     println!(
-        "{:>8} {:>8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}",
+        "{:>8} {:>6} {:>8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}",
         "elements",
+        "path",
         "returned",
         "first ms",
         "median ms",
@@ -182,8 +206,9 @@ fn main() {
             .map(|ms| format!("{ms:.1}"))
             .unwrap_or_else(|| "-".to_owned());
         println!(
-            "{:>8} {:>8} {:>9.1} {:>10.1} {:>8.1} {:>8.1} {:>8} {:>11} {:>12.2}",
+            "{:>8} {:>6} {:>8} {:>9.1} {:>10.1} {:>8.1} {:>8.1} {:>8} {:>11} {:>12.2}",
             row.size,
+            row.path,
             row.returned,
             row.first_ms,
             row.median_ms,

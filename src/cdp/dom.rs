@@ -1,6 +1,7 @@
 //! The `DOM` domain: the few node commands the click path uses (`GetFrameOwner`,
 //! `ResolveNode`, `ScrollIntoViewIfNeeded`, `GetBoxModel`), `SetFileInputFiles` for uploads,
-//! and the backend node id they share.
+//! the backend node id they share, and `DOMDebugger.getEventListeners`
+//! (`GetEventListeners`), which the Observation reads to find listener-only controls.
 //! Wire shapes only: no node is ever named to an agent by these ids.
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,36 @@ pub struct ResolveNodeReply {
 impl Command for ResolveNode {
     const METHOD: &'static str = "DOM.resolveNode";
     type Reply = ResolveNodeReply;
+}
+
+/// `DOMDebugger.getEventListeners` of a remote object; `depth: -1` with `pierce` lists the
+/// listeners of every node below it too (shadow roots and same-process frames included).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetEventListeners {
+    pub object_id: String,
+    pub depth: i64,
+    pub pierce: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GetEventListenersReply {
+    pub listeners: Vec<EventListener>,
+}
+
+/// One listener: its event type and the node it is on (absent for a non-node target).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventListener {
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(default)]
+    pub backend_node_id: Option<BackendNodeId>,
+}
+
+impl Command for GetEventListeners {
+    const METHOD: &'static str = "DOMDebugger.getEventListeners";
+    type Reply = GetEventListenersReply;
 }
 
 /// `DOM.scrollIntoViewIfNeeded` of a node.

@@ -16,10 +16,42 @@ use super::command::{Command, Empty};
 use super::event::EventParams;
 use super::ids::SessionId;
 
-/// One argument of `Runtime.callFunctionOn`: a JSON value passed by value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One argument of `Runtime.callFunctionOn`: a JSON value passed by value, or a remote object
+/// of the same context passed by its id (`CallArgument::object`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallArgument {
     pub value: Value,
+    pub object_id: Option<String>,
+}
+
+impl CallArgument {
+    /// A JSON value passed by value.
+    pub fn value(value: Value) -> CallArgument {
+        CallArgument {
+            value,
+            object_id: None,
+        }
+    }
+
+    /// A remote object passed by its id.
+    pub fn object(object_id: String) -> CallArgument {
+        CallArgument {
+            value: Value::Null,
+            object_id: Some(object_id),
+        }
+    }
+}
+
+impl Serialize for CallArgument {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        match &self.object_id {
+            Some(id) => map.serialize_entry("objectId", id)?,
+            None => map.serialize_entry("value", &self.value)?,
+        }
+        map.end()
+    }
 }
 
 /// `Runtime.callFunctionOn`: calls `function_declaration` with `arguments`, either in an
@@ -240,9 +272,10 @@ mod tests {
             function_declaration: "function (a) { return a; }".to_owned(),
             execution_context_id: Some(7),
             object_id: None,
-            arguments: vec![CallArgument {
-                value: json!({"maxChars": 10}),
-            }],
+            arguments: vec![
+                CallArgument::value(json!({"maxChars": 10})),
+                CallArgument::object("O1".to_owned()),
+            ],
             return_by_value: true,
             await_promise: Some(false),
             silent: true,
@@ -251,7 +284,7 @@ mod tests {
         assert_eq!(
             params(&call),
             json!({"functionDeclaration": "function (a) { return a; }", "executionContextId": 7,
-                "arguments": [{"value": {"maxChars": 10}}], "returnByValue": true,
+                "arguments": [{"value": {"maxChars": 10}}, {"objectId": "O1"}], "returnByValue": true,
                 "awaitPromise": false, "silent": true})
         );
         let on_object = CallFunctionOn {

@@ -73,7 +73,7 @@ pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
 pub use run::{
     ExecutionContextId, REF_OBJECT_GROUP, RemoteObjectId, WORLD_NAME, create_isolated_world,
     draw_annotations, eval_in_main_world, file_input_index, frame_point_hit, install_library,
-    main_frame_id, picked_file_input, resolve_object, run,
+    main_frame_id, picked_file_input, resolve_object, run, run_observe,
 };
 pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};

@@ -10,6 +10,8 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::cdp::dom::{BackendNodeId, EventListener};
+
 use super::error::PageError;
 use super::hints::Hint;
 use super::script::{PageScript, Script, ScriptCall, decode};
@@ -92,6 +94,42 @@ const CAPTCHA_PATTERNS: [&str; 6] = [
     "arkoselabs",
     "captcha",
 ];
+
+/// Listener types that make an element a control a person clicks, drags or taps (what
+/// `DOMSnapshot`'s `isClickable` counts, plus the pointer and touch events it leaves out).
+const CLICK_LISTENER_TYPES: [&str; 8] = [
+    "click",
+    "mousedown",
+    "mouseup",
+    "dblclick",
+    "pointerdown",
+    "pointerup",
+    "touchstart",
+    "touchend",
+];
+
+/// At most this many listener targets are passed to observe.js (in the listing's order).
+const MAX_LISTENER_NODES: usize = 2_000;
+
+/// The nodes among `listeners` with a click-like listener, each once, at most
+/// `MAX_LISTENER_NODES`.
+pub(super) fn listener_nodes(listeners: &[EventListener]) -> Vec<BackendNodeId> {
+    let mut seen = std::collections::HashSet::new();
+    let mut nodes = Vec::new();
+    for listener in listeners {
+        let Some(node) = listener.backend_node_id else {
+            continue;
+        };
+        if !CLICK_LISTENER_TYPES.contains(&listener.event_type.as_str()) || !seen.insert(node) {
+            continue;
+        }
+        nodes.push(node);
+        if nodes.len() == MAX_LISTENER_NODES {
+            break;
+        }
+    }
+    nodes
+}
 
 /// Options of one observation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -880,6 +918,26 @@ mod tests {
         assert!(observe().parse(&bad_role.to_string()).is_err());
         let unknown_field = observation(vec![element(1, "textbox", "x", json!({"secret": 1}))]);
         assert!(observe().parse(&unknown_field.to_string()).is_err());
+    }
+
+    #[test]
+    fn listener_nodes_are_click_like_and_once_each() {
+        let listener = |event_type: &str, node: Option<i64>| EventListener {
+            event_type: event_type.to_owned(),
+            backend_node_id: node.map(BackendNodeId),
+        };
+        let listeners = [
+            listener("click", Some(3)),
+            listener("mousedown", Some(3)),
+            listener("keydown", Some(4)),
+            listener("pointerdown", Some(5)),
+            listener("click", None),
+            listener("mouseup", Some(2)),
+        ];
+        assert_eq!(
+            listener_nodes(&listeners),
+            vec![BackendNodeId(3), BackendNodeId(5), BackendNodeId(2)]
+        );
     }
 
     #[test]

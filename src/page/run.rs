@@ -1,8 +1,10 @@
 //! The page module's only I/O: runs a `PageScript` in an execution context
 //! of a target session through `cdp::CdpClient` (the typed `Runtime.callFunctionOn`),
 //! creates the Broker's isolated world, resolves a ref to a remote
-//! object for CDP-level actions, and runs `browser.eval` in the page's main
-//! world (`eval_in_main_world`, the one deliberate main-world path). It
+//! object for CDP-level actions, lists the page's click-like listeners for `browser.observe`
+//! (`run_observe`), and runs `browser.eval` in the page's main
+//! world (`eval_in_main_world`, the one deliberate main-world path for code; the listing only
+//! reads the main world's unforgeable `document`). It
 //! decides nothing: which session, frame and context to use, deadlines and
 //! error mapping belong to the caller.
 
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::cdp::dom::{GetEventListeners, ResolveNode};
 use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
 use crate::cdp::runtime::{
     CallArgument, CallFunctionOn, Evaluate, EvaluationReply, ExceptionDetails, ReleaseObjectGroup,
@@ -22,6 +25,7 @@ use super::error::PageError;
 use super::eval::{
     EVAL_OBJECT_GROUP, EvalOutcome, EvalRequest, EvalValue, bound_exception, eval_serializer,
 };
+use super::observe::{Observe, PageObservation, listener_nodes};
 use super::script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_installer};
 use super::upload::FILE_INPUT_INDEX;
 
@@ -105,6 +109,100 @@ pub async fn run<S: PageScript>(
     }
 }
 
+/// Object group of the listener targets `observe` hands to observe.js; released after the call.
+const LISTENER_OBJECT_GROUP: &str = "browser-pilot-listeners";
+
+/// Runs `browser.observe`'s script with the elements Chromium knows to have click-like
+/// listeners (`observe::listener_nodes` picks them from `DOMDebugger.getEventListeners` of the
+/// session's document, read through its main world), each resolved into `context` and passed
+/// to the script as an argument, so listener-only controls are found (docs/cdp.md,
+/// "Listener-only controls"). `listeners` is whether `context` is the world of the session's
+/// root frame (the only document the listing reads); otherwise, or when the listing fails,
+/// the Observation is what the script alone sees.
+pub async fn run_observe(
+    client: &CdpClient,
+    session: &SessionId,
+    (context, listeners): (ExecutionContextId, bool),
+    script: &Observe,
+    timeout: Duration,
+) -> Result<PageObservation, PageError> {
+    let call = script.call()?;
+    let objects = match listeners {
+        true => listener_targets(client, session, context, timeout)
+            .await
+            .unwrap_or_default(),
+        false => Vec::new(),
+    };
+    let result =
+        call_installed_with(client, session, context, (&call, &objects), true, timeout).await;
+    if listeners {
+        let release = ReleaseObjectGroup {
+            object_group: LISTENER_OBJECT_GROUP.to_owned(),
+        };
+        // Best effort: the objects die with their document anyway.
+        let _ = client.execute(session, &release, RELEASE_TIMEOUT).await;
+    }
+    match result?.result.value.as_ref().and_then(Value::as_str) {
+        Some(json) => script.parse(json),
+        None => Err(PageError::UnexpectedShape {
+            script: call.script.entry(),
+            detail: "the script returned no JSON text".to_owned(),
+        }),
+    }
+}
+
+/// The elements of the session's document with click-like listeners, as remote objects of
+/// `context` in `LISTENER_OBJECT_GROUP` (those that no longer resolve are left out). The
+/// listing runs on the main world's `document` (an unforgeable property: the page cannot
+/// substitute it) with `pierce: false`, which lists that world's listeners, the page's own:
+/// from the isolated world it would list only the Broker's, and with `pierce: true` (all
+/// worlds) Chromium 156 closed the tab's session after a few calls (docs/cdp.md).
+async fn listener_targets(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    timeout: Duration,
+) -> Result<Vec<String>, PageError> {
+    let document = Evaluate {
+        expression: "document".to_owned(),
+        context_id: None,
+        return_by_value: false,
+        await_promise: None,
+        object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
+        silent: Some(true),
+    };
+    let Some(document) = client
+        .execute(session, &document, timeout)
+        .await?
+        .result
+        .object_id
+    else {
+        return Ok(Vec::new());
+    };
+    let listing = GetEventListeners {
+        object_id: document,
+        depth: -1,
+        pierce: false,
+    };
+    let listeners = client.execute(session, &listing, timeout).await?.listeners;
+    let nodes = listener_nodes(&listeners);
+    let mut objects = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let resolve = ResolveNode {
+            backend_node_id: node,
+            execution_context_id: Some(context.0),
+            object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
+        };
+        // A node of another frame (pierce crosses into same-process frames) does not resolve.
+        if let Ok(reply) = client.execute(session, &resolve, timeout).await
+            && let Some(id) = reply.object.object_id
+        {
+            objects.push(id);
+        }
+    }
+    Ok(objects)
+}
+
 /// Resolves a ref to a remote object in `context` (group
 /// `REF_OBJECT_GROUP`), or `None` when the page no longer has it: unknown
 /// observation, ref out of range, element detached or another document.
@@ -185,7 +283,7 @@ pub async fn draw_annotations(
     (mime, quality, scale): (&str, Option<u64>, f64),
     timeout: Duration,
 ) -> Result<String, PageError> {
-    let value = |v: Value| CallArgument { value: v };
+    let value = CallArgument::value;
     let command = CallFunctionOn {
         function_declaration: ANNOTATE_DRAW.to_owned(),
         execution_context_id: Some(context.0),
@@ -229,12 +327,33 @@ async fn call_installed(
     return_by_value: bool,
     timeout: Duration,
 ) -> Result<EvaluationReply, PageError> {
-    let result = call_function(client, session, context, call, return_by_value, timeout).await?;
+    call_installed_with(
+        client,
+        session,
+        context,
+        (call, &[]),
+        return_by_value,
+        timeout,
+    )
+    .await
+}
+
+/// `call_installed` with remote objects of `context` passed after the options.
+async fn call_installed_with(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    (call, objects): (&ScriptCall, &[String]),
+    return_by_value: bool,
+    timeout: Duration,
+) -> Result<EvaluationReply, PageError> {
+    let with = (call, objects);
+    let result = call_function(client, session, context, with, return_by_value, timeout).await?;
     if !asks_for_install(&result) {
         return Ok(result);
     }
     install_library(client, session, context, timeout).await?;
-    let result = call_function(client, session, context, call, return_by_value, timeout).await?;
+    let result = call_function(client, session, context, with, return_by_value, timeout).await?;
     match asks_for_install(&result) {
         true => Err(PageError::UnexpectedShape {
             script: call.script.entry(),
@@ -293,12 +412,8 @@ pub async fn frame_point_hit(
         execution_context_id: None,
         object_id: Some(object_id.to_owned()),
         arguments: vec![
-            CallArgument {
-                value: serde_json::json!(x),
-            },
-            CallArgument {
-                value: serde_json::json!(y),
-            },
+            CallArgument::value(serde_json::json!(x)),
+            CallArgument::value(serde_json::json!(y)),
         ],
         return_by_value: true,
         await_promise: None,
@@ -334,17 +449,18 @@ async fn call_function(
     client: &CdpClient,
     session: &SessionId,
     context: ExecutionContextId,
-    call: &ScriptCall,
+    (call, objects): (&ScriptCall, &[String]),
     return_by_value: bool,
     timeout: Duration,
 ) -> Result<EvaluationReply, PageError> {
+    let mut arguments = Vec::with_capacity(1 + objects.len());
+    arguments.push(CallArgument::value(call.argument.clone()));
+    arguments.extend(objects.iter().cloned().map(CallArgument::object));
     let command = CallFunctionOn {
         function_declaration: call.script.declaration().to_owned(),
         execution_context_id: Some(context.0),
         object_id: None,
-        arguments: vec![CallArgument {
-            value: call.argument.clone(),
-        }],
+        arguments,
         return_by_value,
         await_promise: Some(call.script.awaits()),
         silent: true,
@@ -416,9 +532,7 @@ async fn serialize_box(
         function_declaration: eval_serializer().to_owned(),
         execution_context_id: None,
         object_id: Some(object_id.to_owned()),
-        arguments: vec![CallArgument {
-            value: request.serializer_options(),
-        }],
+        arguments: vec![CallArgument::value(request.serializer_options())],
         return_by_value: true,
         await_promise: Some(false),
         silent: true,

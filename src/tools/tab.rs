@@ -474,7 +474,9 @@ async fn observe_in(
     Result<<Observe as PageScript>::Output, page::PageError>,
     Result<(String, String), ToolError>,
 ) {
-    tokio::join!(ctx.run(client, script), url_and_title(client, guard, ctx))
+    let world = (ctx.context, ctx.session_root);
+    let observe = page::run_observe(client, &ctx.session, world, script, SCRIPT_TIMEOUT);
+    tokio::join!(observe, url_and_title(client, guard, ctx))
 }
 
 /// Forgets the main frame's cached isolated world (its document went away under a call).

@@ -469,9 +469,7 @@ async fn typed_commands_and_events_decode_real_chromium_replies() {
             .to_owned(),
         execution_context_id: Some(context),
         object_id: None,
-        arguments: vec![CallArgument {
-            value: json!({"n": 1}),
-        }],
+        arguments: vec![CallArgument::value(json!({"n": 1}))],
         return_by_value: true,
         await_promise: Some(false),
         silent: true,

@@ -341,12 +341,34 @@ function bpRoleOf(el, tag, scope) {
   }
 }
 
+// An element made a control by an onclick attribute or a tabindex: `clickable` with a pointer
+// cursor; a keyboard-focusable one without it (a slider handle `<span tabindex=0>`) also, as a
+// `slider` when it or its parent says slider, unless it holds controls or scrolls (a focusable
+// scroll region is not a control).
 function bpClickableRole(el, attributed) {
   if (!attributed) return null;
   const tabbable = el.hasAttribute('tabindex') && el.tabIndex >= 0;
   if (!tabbable && !el.hasAttribute('onclick')) return null;
-  return getComputedStyle(el).cursor === 'pointer' ? 'clickable' : null;
+  const style = getComputedStyle(el);
+  const parent = el.parentElement;
+  if (tabbable && (/slider/i.test(el.getAttribute('class') || '') ||
+    (parent !== null && /slider/i.test(parent.getAttribute('class') || '')))) return 'slider';
+  if (style.cursor === 'pointer') return 'clickable';
+  if (!tabbable) return null;
+  // A focusable list, menu, table or grid manages its items by keyboard; they are the controls.
+  if (BP_LIST_TAGS.has(el.localName) || el.hasAttribute('role')) return null;
+  const overflow = style.overflowY;
+  if (overflow === 'auto' || overflow === 'scroll') return null;
+  return el.querySelector(BP_CONTROL_SELECTOR) === null ? 'clickable' : null;
 }
+
+const BP_LIST_TAGS = new Set(['ul', 'ol', 'menu', 'table', 'tbody', 'dl']);
+
+// What holds a control: native controls and widget roles.
+const BP_CONTROL_SELECTOR = 'a[href], area[href], button, input, select, textarea, summary, ' +
+  '[onclick], [tabindex]:not([tabindex^="-"]), [role="button"], [role="link"], ' +
+  '[role="checkbox"], [role="radio"], [role="switch"], [role="tab"], [role="menuitem"], ' +
+  '[role="option"], [role="treeitem"], [role="slider"], [role="combobox"], [role="textbox"]';
 
 // Map(control -> [label elements]) for one tree scope, built once: reading
 // `element.labels` instead costs O(n^2) on a fresh page (field notes §3).

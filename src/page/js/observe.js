@@ -6,8 +6,10 @@
 // not dense; with `baseKey` the refs of that earlier observation resolve
 // through this one too. Options (validated by the Rust side): observationKey, baseKey, limit,
 // maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
-// signInPhrases, blockedPhrases, captchaPatterns.
-function observe(options) {
+// signInPhrases, blockedPhrases, captchaPatterns. `listened` (optional) holds the nodes
+// Chromium reports with click-like listeners (src/page/run.rs, `run_observe`): controls that
+// only a script listener makes clickable join the candidates (listenerExtras).
+function observe(options, listened) {
   const NAME_MAX = options.nameMax;
   const VALUE_MAX = options.valueMax;
   const HREF_MAX = options.hrefMax;
@@ -30,6 +32,7 @@ function observe(options) {
   const stateOf = options.stateOf ? stateSnapshot(options.stateOf) : null;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
+  const extras = listenerExtras(listened || []);
 
   const elements = [];
   // Returned elements in document order, their refs, and ref -> element.
@@ -49,6 +52,108 @@ function observe(options) {
   const signIns = [];
   const passwordRefs = [];
   let passwordCount = 0;
+
+  // Listener-only controls (docs/observation.md, "Listener-only controls"): Map(element ->
+  // role) of the elements to add beside the candidates. An element with its own click-like
+  // listener is a control unless it is (or is inside) a control already, or holds controls;
+  // a list-like container with the listener (delegation, as jQuery UI's menu, autocomplete
+  // and sortable do) stands for its items instead; a listener on the document, html or body,
+  // or on a container that holds controls, delegates to what shows a pointer cursor below it
+  // (the outermost pointer element, once).
+  function listenerExtras(list) {
+    const out = new Map();
+    if (list.length === 0) return out;
+    const INTERACTIVE = 'a[href], area[href], button, input, select, textarea, summary, label, ' +
+      '[onclick], [contenteditable=""], [contenteditable="true"], [tabindex]:not([tabindex^="-"]), ' +
+      '[role="button"], [role="link"], [role="checkbox"], [role="radio"], [role="switch"], ' +
+      '[role="tab"], [role="menuitem"], [role="menuitemcheckbox"], [role="menuitemradio"], ' +
+      '[role="option"], [role="treeitem"], [role="slider"], [role="spinbutton"], ' +
+      '[role="combobox"], [role="textbox"], [role="searchbox"]';
+    const LIST_LIKE = 'ul, ol, menu, table, thead, tbody, tfoot, [role="list"], [role="listbox"], ' +
+      '[role="menu"], [role="menubar"], [role="tree"], [role="grid"], [role="tablist"]';
+    const MAX_ITEMS = 500;
+    const MAX_SCANNED = 20000;
+    let scanned = 0;
+    const scanRoots = [];
+    const holdsControls = (el) => el.querySelector(INTERACTIVE) !== null;
+    // Inside a control (a link, a button, a label, a widget item) an element is part of it.
+    const INSIDE = 'a[href], area[href], button, label, summary, select, [role="button"], ' +
+      '[role="link"], [role="option"], [role="menuitem"], [role="tab"], [role="treeitem"], ' +
+      '[role="checkbox"], [role="radio"]';
+    const add = (el) => {
+      if (el.matches(INTERACTIVE) || el.closest(INSIDE) !== null || holdsControls(el)) return;
+      out.set(el, listenerRole(el));
+    };
+    for (const node of list) {
+      if (node === null || node === undefined) continue;
+      if (node === document) {
+        if (document.body) scanRoots.push(document.body);
+        continue;
+      }
+      if (node.nodeType !== 1 || node.ownerDocument !== document) continue;
+      const tag = node.localName;
+      if (tag === 'html' || tag === 'body') {
+        if (document.body) scanRoots.push(document.body);
+        continue;
+      }
+      if (node.closest(INSIDE) !== null) continue;
+      if (node.matches(LIST_LIKE)) {
+        const items = tag === 'table' || tag === 'thead' || tag === 'tbody' || tag === 'tfoot'
+          ? node.rows : node.children;
+        for (let i = 0; i < items.length && i < MAX_ITEMS; i++) add(items[i]);
+      } else if (holdsControls(node)) {
+        scanRoots.push(node);
+      } else if (!node.matches(INTERACTIVE)) {
+        out.set(node, listenerRole(node));
+      }
+    }
+    // Outermost pointer-cursor elements below each delegating root (a root inside an
+    // earlier one is covered by it).
+    const done = new Set();
+    for (const root of scanRoots) {
+      if (done.has(root)) continue;
+      done.add(root);
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT);
+      for (let el = walker.nextNode(); el !== null && scanned < MAX_SCANNED; el = walker.nextNode()) {
+        scanned++;
+        const tag = el.localName;
+        if (tag === 'script' || tag === 'style') continue;
+        if (out.has(el) || getComputedStyle(el).cursor !== 'pointer') continue;
+        const parent = el.parentElement;
+        if (parent !== null && parent !== root && getComputedStyle(parent).cursor === 'pointer') continue;
+        add(el);
+      }
+    }
+    return out;
+  }
+
+  // The role of a listener-only control: an item of a listbox-like menu is an `option`, a row
+  // of a tree a `treeitem`, a focusable slider handle a `slider`, anything else `clickable`.
+  function listenerRole(el) {
+    const parent = el.parentElement;
+    if (parent === null) return 'clickable';
+    const tag = el.localName;
+    if (tag === 'li' || parent.matches('[role="listbox"], [role="menu"]')) {
+      if (parent.closest('[role="tree"], [class*="tree" i]') !== null) return 'treeitem';
+      if (parent.closest('[role="listbox"], [role="menu"], [class*="menu" i], ' +
+        '[class*="autocomplete" i], [class*="dropdown" i], [class*="listbox" i], ' +
+        '[class*="suggest" i]') !== null) return 'option';
+    }
+    if (parent.closest('[role="tree"]') !== null) return 'treeitem';
+    return 'clickable';
+  }
+
+  // A listener-only control's name: aria-label, its text (or an inner image's alt), title.
+  function listenerName(el, max) {
+    let name = bpCollapse(el.getAttribute('aria-label') || '', max);
+    if (name === '') name = bpContentName(el, max);
+    if (name === '') name = bpCollapse(el.getAttribute('title') || '', max);
+    if (name === '') {
+      const titled = el.querySelector('[title]');
+      if (titled !== null) name = bpCollapse(titled.getAttribute('title'), max);
+    }
+    return name;
+  }
 
   function setValue(entry, value) {
     if (value.length > VALUE_MAX) {
@@ -73,6 +178,7 @@ function observe(options) {
     // One character past the bound tells a cut name, which then ends with
     // the truncation marker (docs/observation.md, "Bounded page strings").
     let name = bpNameOf(el, tag, role, scope, NAME_MAX + 1);
+    if (name === '' && extras.has(el)) name = listenerName(el, NAME_MAX + 1);
     if (name.length > NAME_MAX) name = bpClip(name, NAME_MAX - 1) + '\u2026';
     const entry = {};
     const stated = bpAttributed(scope, el);
@@ -288,6 +394,10 @@ function observe(options) {
     // how many candidates precede it (itself included), by identity with
     // the candidate list (same tree order). No compareDocumentPosition: it
     // scans siblings, quadratic on flat pages.
+    // With listener-only controls (`extras`), the same walk merges them into the candidate
+    // list in tree order.
+    const merging = extras.size > 0;
+    const ordered = merging ? [] : candidates;
     const hosts = [];
     const inserts = [];
     let passed = 0;
@@ -297,25 +407,32 @@ function observe(options) {
       if (el === nextCandidate) {
         passed++;
         nextCandidate = passed < candidates.length ? candidates[passed] : null;
+        if (merging) ordered.push(el);
+      } else if (merging && extras.has(el)) {
+        ordered.push(el);
       }
       if (el.shadowRoot !== null) {
         hosts.push(el);
-        inserts.push(passed);
+        inserts.push(merging ? ordered.length : passed);
       }
     }
     const hiddenBy = (el) => hiddenMarkers && el.closest(HIDDEN_MARKERS) !== null;
     let next = 0;
-    for (let i = 0; i <= candidates.length; i++) {
+    for (let i = 0; i <= ordered.length; i++) {
       while (next < hosts.length && inserts[next] === i) {
         const host = hosts[next];
         visit(host.shadowRoot, inheritedHidden || hiddenBy(host));
         next++;
       }
-      if (i === candidates.length) break;
+      if (i === ordered.length) break;
       if (inheritedHidden) continue;
-      const el = candidates[i];
+      const el = ordered[i];
       const tag = el.localName;
-      const role = bpRoleOf(el, tag, scope);
+      let role = bpRoleOf(el, tag, scope);
+      if (role === null && merging) {
+        const extra = extras.get(el);
+        if (extra !== undefined) role = extra;
+      }
       if (role === null || hiddenBy(el)) continue;
       consider(el, tag, role, scope);
     }
