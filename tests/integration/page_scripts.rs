@@ -168,7 +168,11 @@ async fn observe_reports_roles_names_and_states() {
     );
     assert_eq!(named(&observation, "Clickable card").role, Role::Clickable);
     assert_eq!(named(&observation, "Tabbable card").role, Role::Clickable);
-    assert!(!names(&observation).contains(&"Focusable but not pointer"));
+    // A keyboard-focusable element is a control with or without a pointer cursor (issue 31).
+    assert_eq!(
+        named(&observation, "Focusable but not pointer").role,
+        Role::Clickable
+    );
     assert_eq!(named(&observation, "Company logo").role, Role::Img);
     assert_eq!(named(&observation, "Saved!").role, Role::Alert);
     let with_alt_empty = observation
