@@ -22,6 +22,8 @@ pub(super) const SELECTOR_MAX_BYTES: usize = 4_096;
 pub struct Read {
     pub selector: Option<String>,
     pub max_chars: u32,
+    /// Where a form control's value starts being returned (UTF-16 units, as `valueLength`).
+    pub offset: u32,
 }
 
 impl Default for Read {
@@ -29,19 +31,28 @@ impl Default for Read {
         Read {
             selector: None,
             max_chars: READ_DEFAULT_MAX_CHARS,
+            offset: 0,
         }
     }
 }
 
 /// What `read.js` returned: visible text with block-level line breaks,
 /// `truncated` when it stopped at `maxChars`; `charCount` counts the UTF-16
-/// units of `text`, as the page measures.
+/// units of `text`, as the page measures. For a form control, `text` is its value from
+/// `offset` and `valueLength` its whole length; a sensitive field has no text, only
+/// `valueLength` and `sensitive`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadText {
     pub text: String,
     pub truncated: bool,
     pub char_count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
 }
 
 /// Checks a selector before it goes to the page (the page reports syntax).
@@ -70,12 +81,23 @@ impl PageScript for Read {
         }
         Ok(ScriptCall {
             script: Script::Read,
-            argument: json!({ "selector": self.selector, "maxChars": self.max_chars }),
+            argument: json!({
+                "selector": self.selector,
+                "maxChars": self.max_chars,
+                "offset": self.offset,
+            }),
         })
     }
 
     fn parse(&self, json: &str) -> Result<ReadText, PageError> {
-        decode(Script::Read, json)
+        let mut text: ReadText = decode(Script::Read, json)?;
+        // Whatever the page said, a sensitive field's value never leaves the Broker.
+        if text.sensitive {
+            text.text.clear();
+            text.char_count = 0;
+            text.truncated = false;
+        }
+        Ok(text)
     }
 }
 
@@ -99,9 +121,17 @@ mod tests {
         let call = Read {
             selector: Some("main".to_owned()),
             max_chars: 5,
+            offset: 7,
         }
         .call()
         .unwrap();
-        assert_eq!(call.argument, json!({"selector": "main", "maxChars": 5}));
+        assert_eq!(
+            call.argument,
+            json!({"selector": "main", "maxChars": 5, "offset": 7})
+        );
+        let secret = r#"{"text":"hunter2","truncated":false,"charCount":7,"valueLength":7,"sensitive":true}"#;
+        let parsed = Read::default().parse(secret).unwrap();
+        assert_eq!(parsed.text, "");
+        assert_eq!(parsed.value_length, Some(7));
     }
 }

@@ -211,25 +211,25 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
 /// One stub per script. All but the element-returning ones (`resolve`, `pickedFileInput`) return their result as one JSON
 /// string: CDP's `returnByValue` conversion of a large object tree costs
 /// several times more than `JSON.stringify` plus one string transfer, and
-/// the string decodes straight into typed structs. Arguments after the options (remote objects
-/// of the same world, `run::observe`'s listener targets) reach the entry point as one array.
+/// the string decodes straight into typed structs. The entry point also gets the stub's
+/// `arguments`: after the options, remote objects of the same world (`run::run_observe`'s
+/// listener targets).
 static STUBS: LazyLock<Vec<String>> = LazyLock::new(|| {
     let key = LIBRARY_KEY.as_str();
     Script::ALL
         .iter()
         .map(|script| {
             let call = match script.returns() {
-                Returns::Element => format!("lib.{}(options, extra)", script.entry()),
+                Returns::Element => format!("lib.{}(options, arguments)", script.entry()),
                 Returns::Promise => format!(
-                    "Promise.resolve(lib.{}(options, extra)).then(JSON.stringify)",
+                    "Promise.resolve(lib.{}(options, arguments)).then(JSON.stringify)",
                     script.entry()
                 ),
-                Returns::Json => format!("JSON.stringify(lib.{}(options, extra))", script.entry()),
+                Returns::Json => format!("JSON.stringify(lib.{}(options, arguments))", script.entry()),
             };
             format!(
                 "function (options) {{ \"use strict\"; const lib = globalThis[Symbol.for({key:?})]; \
-                 if (lib === undefined) return {INSTALL_MARKER:?}; \
-                 const extra = Array.prototype.slice.call(arguments, 1); return {call}; }}"
+                 if (lib === undefined) return {INSTALL_MARKER:?}; return {call}; }}"
             )
         })
         .collect()
@@ -339,7 +339,7 @@ mod tests {
             assert!(stub.contains(&format!("Symbol.for({key:?})")), "{script:?}");
             assert!(stub.contains(INSTALL_MARKER), "{script:?}");
             assert!(
-                stub.contains(&format!("lib.{}(options, extra)", script.entry())),
+                stub.contains(&format!("lib.{}(options, arguments)", script.entry())),
                 "{script:?}"
             );
             assert!(stub.len() < 300, "stubs stay tiny: {}", stub.len());

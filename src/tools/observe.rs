@@ -105,7 +105,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.read",
-            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars` and `maxTokens`.",
+            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars` and `maxTokens`. A form control (input, textarea, select) reads as its whole value from `offset`, with `valueLength`; a sensitive field only as `valueLength`.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
@@ -113,6 +113,7 @@ pub fn defs() -> Vec<ToolDef> {
                     "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the element to read; default whole page."},
                     "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS, "description": "Most characters of text to return."},
                     "maxTokens": max_tokens_property(),
+                    "offset": {"type": "integer", "minimum": 0, "maximum": page::READ_MAX_MAX_CHARS, "description": "First character of a form control's value to return."},
                 }),
                 &[],
             ),
@@ -122,6 +123,9 @@ pub fn defs() -> Vec<ToolDef> {
                     "truncated": {"type": "boolean"},
                     "truncationReasons": {"type": "array", "items": {"enum": ["chars", "tokens"]}},
                     "charCount": {"type": "integer"},
+                    "valueLength": {"type": "integer", "description": "A form control's whole value length."},
+                    "offset": {"type": "integer"},
+                    "sensitive": {"type": "boolean"},
                     "estimatedTokens": {"type": "integer"},
                 }),
                 &["text", "truncated", "charCount"],
@@ -230,6 +234,7 @@ struct ReadParams {
     selector: Option<String>,
     max_chars: Option<u32>,
     max_tokens: Option<u32>,
+    offset: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -318,6 +323,7 @@ async fn read(
     let script = Read {
         selector: params.selector,
         max_chars,
+        offset: params.offset.unwrap_or(0),
     };
     let (text, mut result) = run_reading(env, scope, &script).await?;
     let mut reasons = Vec::new();
@@ -351,6 +357,15 @@ async fn read(
     result.insert("truncated".into(), json!(!reasons.is_empty()));
     result.insert("truncationReasons".into(), json!(reasons));
     result.insert("charCount".into(), json!(char_count));
+    if let Some(length) = text.value_length {
+        result.insert("valueLength".into(), json!(length));
+    }
+    if let Some(offset) = text.offset {
+        result.insert("offset".into(), json!(offset));
+    }
+    if text.sensitive {
+        result.insert("sensitive".into(), json!(true));
+    }
     Ok(Value::Object(result))
 }
 

@@ -780,6 +780,7 @@ async fn read_search_and_find_are_bounded() {
         .run(&Read {
             selector: None,
             max_chars: 100,
+            offset: 0,
         })
         .await
         .unwrap();
@@ -790,6 +791,7 @@ async fn read_search_and_find_are_bounded() {
         .run(&Read {
             selector: Some("p:nth-of-type(3)".to_owned()),
             max_chars: 1000,
+            offset: 0,
         })
         .await
         .unwrap();
@@ -798,6 +800,7 @@ async fn read_search_and_find_are_bounded() {
         .run(&Read {
             selector: Some("p[".to_owned()),
             max_chars: 10,
+            offset: 0,
         })
         .await
         .unwrap_err();
@@ -806,6 +809,7 @@ async fn read_search_and_find_are_bounded() {
         .run(&Read {
             selector: Some("#nope".to_owned()),
             max_chars: 10,
+            offset: 0,
         })
         .await
         .unwrap_err();

@@ -6,10 +6,10 @@
 // not dense; with `baseKey` the refs of that earlier observation resolve
 // through this one too. Options (validated by the Rust side): observationKey, baseKey, limit,
 // maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
-// signInPhrases, blockedPhrases, captchaPatterns. `listened` (optional) holds the nodes
-// Chromium reports with click-like listeners (src/page/run.rs, `run_observe`): controls that
-// only a script listener makes clickable join the candidates (listenerExtras).
-function observe(options, listened) {
+// signInPhrases, blockedPhrases, captchaPatterns. The stub's `args` after the options are the
+// nodes Chromium reports with click-like listeners (src/page/run.rs, `run_observe`): controls
+// that only a script listener makes clickable join the candidates (listenerExtras).
+function observe(options, args) {
   const NAME_MAX = options.nameMax;
   const VALUE_MAX = options.valueMax;
   const HREF_MAX = options.hrefMax;
@@ -32,7 +32,9 @@ function observe(options, listened) {
   const stateOf = options.stateOf ? stateSnapshot(options.stateOf) : null;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
-  const extras = listenerExtras(listened || []);
+  const listened = [];
+  for (let i = 1; args !== undefined && i < args.length; i++) listened.push(args[i]);
+  const extras = listenerExtras(listened);
 
   const elements = [];
   // Returned elements in document order, their refs, and ref -> element.

@@ -1,7 +1,8 @@
 // read(options): the readable text of the page (or of the first element
 // matching options.selector) in rendered order, open shadow roots included:
 // visible text only, block-level elements on their own lines, script/style
-// and hidden subtrees skipped. Stops once options.maxChars is reached.
+// and hidden subtrees skipped. Stops once options.maxChars is reached. A form control
+// (input, textarea, select) reads as its value instead, paged by options.offset.
 function read(options) {
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'title', 'meta', 'link', 'svg', 'canvas', 'iframe', 'object', 'textarea', 'select']);
   const maxChars = options.maxChars;
@@ -15,6 +16,25 @@ function read(options) {
     if (root === null) return bpError('no_match', 'no element matches the selector');
   }
   if (root === null) return { text: '', truncated: false, charCount: 0 };
+  // A form control reads as its value, from `offset` on (UTF-16 units), with its whole length;
+  // a sensitive field only as its length (docs/observation.md, "Values").
+  const tag = root.localName;
+  if (tag === 'input' || tag === 'textarea' || tag === 'select') {
+    const value = tag === 'select'
+      ? Array.from(root.selectedOptions, (option) => option.label).join(', ') : root.value;
+    if (bpIsSensitiveField(root)) {
+      return { text: '', truncated: false, charCount: 0, valueLength: value.length, sensitive: true };
+    }
+    const from = Math.min(options.offset, value.length);
+    const text = bpClip(value.slice(from), maxChars);
+    return {
+      text: text,
+      truncated: from + text.length < value.length,
+      charCount: text.length,
+      valueLength: value.length,
+      offset: from,
+    };
+  }
 
   const parts = [];
   let length = 0;
