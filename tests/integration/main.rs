@@ -39,3 +39,4 @@ mod protocol_core;
 mod tool_examples;
 mod version_json;
 mod watchdogs;
+mod widgets;

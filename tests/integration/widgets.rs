@@ -6,15 +6,13 @@
 //! has the intended effect, read back from the page; listener-only controls (with and without a
 //! pointer cursor, delegated or not) appear as their own elements.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::rig::{Agent, Rig, find_ref};
 use serde_json::{Value, json};
-use support::rig::{Agent, Rig, find_ref};
 
 /// The pinned packages (scripts/test installs the same).
 const JQUERY: &str = "jquery@3.7.1";
