@@ -140,6 +140,15 @@ fn line_ref(line: &str) -> Option<u64> {
     line.split(' ').next()?.parse().ok()
 }
 
+/// A compact line as the model reads it: its ref in brackets (`[12] checkbox "Agree"`), the
+/// notation agents and the peer harness look for, so a ref is never mistaken for a count.
+fn bracketed(line: &str) -> String {
+    match line.split_once(' ') {
+        Some((number, rest)) if number.parse::<u64>().is_ok() => format!("[{number}] {rest}"),
+        _ => line.to_owned(),
+    }
+}
+
 /// The coarse viewport `y` a compact line ends with (`… @x,y`).
 fn line_y(line: &str) -> Option<i64> {
     let at = line.rfind(" @")?;
@@ -159,8 +168,8 @@ fn changed_line(line: &str, fields: &[&str]) -> String {
         return format!("~{body}");
     };
     match fields.contains(&"role") || fields.contains(&"level") {
-        true => format!("~{element_ref} {role} {rest}"),
-        false => format!("~{element_ref} {rest}"),
+        true => format!("~[{element_ref}] {role} {rest}"),
+        false => format!("~[{element_ref}] {rest}"),
     }
 }
 
@@ -255,7 +264,7 @@ fn push_observation(out: &mut String, result: &Value) {
     let lines = compact_lines(result);
     push_line(out, &header(result, &lines));
     for line in &lines {
-        push_line(out, line);
+        push_line(out, &bracketed(line));
     }
     if result.get("compact").is_none()
         && let Some(elements) = result["elements"].as_array()
@@ -295,7 +304,7 @@ fn push_diff(out: &mut String, result: &Value, diff: &Value) {
             continue;
         };
         if added.contains(&element_ref) {
-            push_line(out, &format!("+{line}"));
+            push_line(out, &format!("+{}", bracketed(line)));
         } else if let Some(fields) = changed.get(&element_ref)
             && !fields.iter().all(|field| QUIET_FIELDS.contains(field))
         {
@@ -344,7 +353,7 @@ mod tests {
         let text = text("browser.observe", &result, &Notes::default());
         assert_eq!(
             text,
-            "\"Shop\" http://x/a | scroll 0/900 | 1 below view\n1 link \"Home\" @20,20\n2 checkbox \"Agree\" unchecked @30,620\nhint modal_overlay: resolve_overlay_first refs 2 (blocking)"
+            "\"Shop\" http://x/a | scroll 0/900 | 1 below view\n[1] link \"Home\" @20,20\n[2] checkbox \"Agree\" unchecked @30,620\nhint modal_overlay: resolve_overlay_first refs 2 (blocking)"
         );
     }
 
@@ -362,7 +371,7 @@ mod tests {
         };
         assert_eq!(
             text("browser.click", &result, &notes),
-            "verified: popup_opened\npopup target:2 \"Pay\" http://x/pay\n~2 \"Agree\" checked focused\n+9 button \"New\" @10,10\nremoved 4,5"
+            "verified: popup_opened\npopup target:2 \"Pay\" http://x/pay\n~[2] \"Agree\" checked focused\n+[9] button \"New\" @10,10\nremoved 4,5"
         );
     }
 

@@ -1241,6 +1241,9 @@ fn lean_lines(text: &str) -> Vec<LeanLine> {
         let Some((number, after)) = body.split_once(' ') else {
             continue;
         };
+        let Some(number) = number.strip_prefix('[').and_then(|n| n.strip_suffix(']')) else {
+            continue;
+        };
         let Ok(element_ref) = number.parse::<u64>() else {
             continue;
         };
