@@ -92,13 +92,18 @@ async fn start_locked(home: &Home, hello: &Hello) -> Result<BrokerLink, RpcError
                 std::thread::spawn(move || child.wait());
                 return Ok(link);
             }
-            Attempt::Failed(error) => return Err(error),
+            Attempt::Failed(error) => {
+                // The Broker this bridge just started may have died while answering (a full
+                // disk, say): that is not a live Broker to blame.
+                return Err(match exit_status_soon(&mut child).await {
+                    Some(status) => exited_during_startup(home, status),
+                    None => error,
+                });
+            }
             Attempt::NoEndpoint => {}
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(unavailable(format!(
-                "the Broker exited during startup ({status})"
-            )));
+            return Err(exited_during_startup(home, status));
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(unavailable(
@@ -155,6 +160,46 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
         }
         Err(HandshakeError::Garbled(_)) => Attempt::Failed(incompatible("unknown")),
     }
+}
+
+/// How long a spawned Broker whose handshake failed is given to show that it exited.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
+
+/// The exit status of a spawned Broker that exits within [`EXIT_GRACE`], else `None` (it lives).
+async fn exit_status_soon(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let deadline = tokio::time::Instant::now() + EXIT_GRACE;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(STARTUP_POLL).await;
+    }
+}
+
+/// A Broker this bridge started exited before it answered. When the home's file system has no
+/// room left (checked by writing one block there), the error names the full disk and its
+/// remedy; the Broker cannot say so itself, since it writes nowhere once the disk is full.
+fn exited_during_startup(home: &Home, status: std::process::ExitStatus) -> RpcError {
+    let what = format!("the Broker exited during startup ({status})");
+    match probe_free_space(home.root()) {
+        Err(error) if exhausted_resource(&error).is_some() => unavailable_io(&what, &error),
+        _ => unavailable(what),
+    }
+}
+
+/// Writes and removes one 4 KiB block in `dir`, synced, so a full file system answers `ENOSPC`.
+fn probe_free_space(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(format!(".space-probe-{}", std::process::id()));
+    let written = std::fs::File::create(&path).and_then(|mut file| {
+        file.write_all(&[0; 4096])?;
+        file.sync_all()
+    });
+    let _ = std::fs::remove_file(&path);
+    written
 }
 
 /// Holds the per-user startup lock until dropped.

@@ -14,6 +14,8 @@
 //! - Client path mistakes (NUL, overlong, symlink loops) are `invalid_params`, special files
 //!   `path_not_allowed`; id errors say what was wrong; the unresponsive-Broker remediation
 //!   names a pid only when it is verifiably this user's Broker.
+//! - A full disk under the home is named as such (`disk_full`, free space), never blamed on a
+//!   Broker.
 //!
 //! The tests run as root (the second uid needs it); a non-root run fails loudly.
 
@@ -939,4 +941,55 @@ fn id_errors_say_what_was_wrong() {
         }
         assert_eq!(bridge.wait_exit(RESPONSE_TIMEOUT), Some(2), "{id}");
     }
+}
+
+/// Unmounts a test's file system when dropped (lazily, so a process still inside cannot stop it).
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_named_and_no_broker_is_blamed() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .expect("mount runs");
+    assert!(mounted.success(), "mounting a small tmpfs failed");
+    let _mounted = Mounted(mount.clone());
+    let mut fill = std::fs::File::create(mount.join("fill")).unwrap();
+    while std::io::Write::write_all(&mut fill, &[0; 4096]).is_ok() {}
+    drop(fill);
+
+    // The bridge starts a Broker in a home on the full file system; the Broker dies there.
+    let home = mount.join("home");
+    let mut bridge = bridge_at(&home);
+    let (code, error) = bridge.err(
+        "initialize",
+        initialize_params("com.example.full", "i1", (1, 1)),
+    );
+    assert_eq!(code, "broker_unavailable", "{error}");
+    let data = &error["data"];
+    assert_eq!(data["context"]["reason"], "disk_full", "{error}");
+    assert_eq!(data["remediation"]["action"], "free_resources", "{error}");
+    let remedy = data["remediation"]["message"].as_str().unwrap();
+    assert!(remedy.contains("Free disk space"), "{error}");
+    assert!(
+        !remedy.contains("Stop"),
+        "a full disk is never blamed on a Broker: {error}"
+    );
+
+    // With room again, the same home starts its Broker and serves.
+    std::fs::remove_file(mount.join("fill")).unwrap();
+    let mut bridge = bridge_at(&home);
+    bridge.initialize("com.example.full", "i2");
+    bridge.ok("workspaces/create", json!({}));
 }
