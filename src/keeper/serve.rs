@@ -41,6 +41,11 @@ const MAX_GREETERS: usize = 8;
 /// loop).
 const QUEUE: usize = 256;
 
+/// How long a connection asking to attach while a client holds the slot waits before it is
+/// refused: a client killed a moment ago still holds the slot until its hang-up is read, and
+/// its successor (the janitor the Broker starts next) must not be turned away meanwhile.
+const TAKEOVER_GRACE: Duration = Duration::from_millis(1500);
+
 /// How long the keeper waits for the browser process after its pipe closed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
@@ -103,8 +108,10 @@ struct Keeper {
     next_id: u64,
     pending: HashMap<u64, RootCall>,
     link: Link,
-    /// One connection that asked to attach while the slot was being freed.
+    /// One connection that asked to attach while the slot was held or being freed.
     waiting: Option<Greeting>,
+    /// When `waiting` is refused if the client holding the slot has not gone by then.
+    waiting_until: Option<tokio::time::Instant>,
     /// `close` connections, told `closed` when the browser is gone.
     closers: Vec<Greeting>,
     clients: u64,
@@ -133,6 +140,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
         pending: HashMap::new(),
         link: Link::Idle,
         waiting: None,
+        waiting_until: None,
         closers: Vec::new(),
         clients: 0,
         client_events: client_tx,
@@ -223,6 +231,8 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
             },
             Some(greeting) = greetings.recv() => keeper.on_greeting(greeting).await,
             Some(event) = client_events.recv() => keeper.on_client(event).await,
+            () = tokio::time::sleep_until(keeper.waiting_until.unwrap_or_else(tokio::time::Instant::now)),
+                if keeper.waiting_until.is_some() => keeper.refuse_waiting(),
         }
     }
 
@@ -412,6 +422,10 @@ impl Keeper {
             KeeperLine::Attach => match (&self.link, &self.waiting) {
                 (Link::Idle, _) => self.start_attach(greeting).await,
                 (Link::Attaching(_) | Link::Detaching, None) => self.waiting = Some(greeting),
+                (Link::Attached { .. }, None) => {
+                    self.waiting = Some(greeting);
+                    self.waiting_until = Some(tokio::time::Instant::now() + TAKEOVER_GRACE);
+                }
                 _ => refuse(greeting),
             },
             KeeperLine::Close => {
@@ -428,10 +442,20 @@ impl Keeper {
             .await;
     }
 
+    /// The client holding the slot outlived [`TAKEOVER_GRACE`]: the waiting connection is
+    /// refused.
+    fn refuse_waiting(&mut self) {
+        self.waiting_until = None;
+        if let Some(waiting) = self.waiting.take() {
+            refuse(waiting);
+        }
+    }
+
     async fn next_waiting(&mut self) {
         if matches!(self.link, Link::Idle)
             && let Some(greeting) = self.waiting.take()
         {
+            self.waiting_until = None;
             self.start_attach(greeting).await;
         }
     }
@@ -458,9 +482,7 @@ impl Keeper {
             out,
             reader: reader.abort_handle(),
         };
-        if let Some(waiting) = self.waiting.take() {
-            refuse(waiting);
-        }
+        self.refuse_waiting();
     }
 
     async fn on_client(&mut self, event: ClientEvent) {
@@ -535,6 +557,8 @@ impl Keeper {
     async fn client_gone(&mut self) {
         if let Some(session) = self.drop_client() {
             self.link = Link::Detaching;
+            // The waiting connection now waits for the detach, not for the grace.
+            self.waiting_until = None;
             self.call_root(
                 RootCall::Detach,
                 &DetachFromTarget {
