@@ -11,7 +11,8 @@
 //! download (both kinds) reported `capture_lost`, its file left to the browser. No CDP guid, browser path or
 //! staging path may appear in any event. And a session that refuses capture (Chromium 156 never
 //! does: the fault knob makes the Broker ask in a form Chromium refuses) is `capture_unavailable`,
-//! told once per tab session.
+//! told once per tab session. A click that starts a download, each way including the popups,
+//! leaves the tab and its Workspace working.
 
 use crate::support;
 
@@ -294,12 +295,10 @@ fn user_click(cdp: &mut OwnCdp, tag: &str, id: &str) {
     );
 }
 
-#[test]
-fn downloads_are_scoped_artifacts() {
-    // Chromium writes downloads to `$HOME/Downloads`: a directory this test owns, given to
-    // Chromium and the Broker as their `HOME` (this process's environment is left alone).
+/// A rig whose Chromium and Broker have a temporary `HOME`: Chromium writes downloads to
+/// `$HOME/Downloads`, a directory the test owns (this process's environment is left alone).
+fn rig_with_own_home() -> (Rig, tempfile::TempDir) {
     let browser_home = tempfile::tempdir().unwrap();
-    let downloads = browser_home.path().join("Downloads");
     let profile = tempfile::tempdir().unwrap();
     let chromium = Chromium::start_with_env(profile.path(), &[("HOME", browser_home.path())]);
     let home = TestHome::new()
@@ -315,6 +314,43 @@ fn downloads_are_scoped_artifacts() {
         chromium,
         fixtures: Fixtures::start(),
     };
+    (rig, browser_home)
+}
+
+/// A click that starts a download, whichever way it starts (a `download` link, a script's blob,
+/// an attachment navigation, a popup that turns into a download and is gone within
+/// milliseconds), completes as a Command and leaves the tab, its Workspace and the bridge
+/// working: the next Observation of the same tab still shows the page.
+#[test]
+fn a_click_that_starts_a_download_leaves_the_session_working() {
+    let (rig, _browser_home) = rig_with_own_home();
+    let port = serve_downloads();
+    let mut watcher = Watcher::new(Agent::new(&rig, "com.example.download-click"));
+    watcher.agent.connect();
+    let tab = open_links(&mut watcher, port, "click");
+    for (role, name, file) in [
+        ("link", "Plain by link", "plain.csv"),
+        ("button", "Generate file", "generated.txt"),
+        ("link", "Slow for A", "mine-a.bin"),
+        ("button", "Popup download", "popup.txt"),
+        ("link", "Blank download", "blank.txt"),
+    ] {
+        // `click` asserts the Command completed.
+        watcher.click(&tab, role, name);
+        watcher.lifecycle(file);
+        let observation = watcher.agent.tool("browser.observe", Some(&tab), json!({}));
+        find_ref(&observation, role, name);
+    }
+    assert!(
+        watcher.agent.tabs().iter().any(|t| t["targetId"] == tab),
+        "the clicked tab is gone from the Workspace"
+    );
+}
+
+#[test]
+fn downloads_are_scoped_artifacts() {
+    let (rig, browser_home) = rig_with_own_home();
+    let downloads = browser_home.path().join("Downloads");
     let port = serve_downloads();
     let mut cdp = OwnCdp::connect(&rig.chromium);
 
