@@ -1,7 +1,7 @@
 //! Passive discovery and deterministic selection of browser candidates.
 //! Discovery reads `DevToolsActivePort` and probes the port with a plain TCP
 //! connect that is closed at once: no WebSocket and no HTTP, so it can never
-//! trigger Chrome's remote-debugging approval prompt (field notes §1). The
+//! trigger Chrome's remote-debugging approval prompt (docs/cdp.md, "approval mode"). The
 //! managed profile has no port: it is found through its keeper's socket
 //! (`keeper::probe`, a connect and hang-up of this user's socket). It is
 //! blocking (file reads plus probes of at most `PROBE_TIMEOUT` each); async
@@ -271,7 +271,7 @@ enum ActivePort {
 }
 
 /// Reads `<dir>/DevToolsActivePort`: `"<port>\n/devtools/browser/<id>"`
-/// without a trailing newline (field notes §1).
+/// without a trailing newline (docs/cdp.md, "discovery file").
 fn read_active_port(dir: &Path) -> ActivePort {
     let file = match std::fs::File::open(dir.join(ACTIVE_PORT_FILE)) {
         Ok(file) => file,

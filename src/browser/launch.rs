@@ -28,7 +28,7 @@ pub const CHROMIUM_ENV: &str = "BROWSER_PILOT_CHROMIUM";
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long stop waits for the port to close and the process to exit after
-/// `Browser.close` (58 ms median here; field notes §8).
+/// `Browser.close` (58 ms median here; docs/cdp.md, "close timing").
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Budget for the one WebSocket that sends `Browser.close`.
@@ -107,7 +107,7 @@ pub fn launch_cli(
     for dir in [home.join("browser"), profile_dir.clone()] {
         os::create_private_dir_all(&dir).map_err(LaunchError::Profile)?;
     }
-    // Chromium never deletes the file (field notes §0 item 9); a stale one
+    // Chromium never deletes the file (docs/cdp.md, "discovery file"); a stale one
     // would be mistaken for the new browser's port.
     remove_active_port(&profile_dir).map_err(LaunchError::Profile)?;
     let log = home.join("browser").join(KEEPER_LOG);

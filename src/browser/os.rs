@@ -17,8 +17,8 @@ pub(super) struct DefaultDir {
     pub(super) path: PathBuf,
 }
 
-/// Chrome, Chrome Beta, Chrome Canary, Chromium, Edge, Brave (field notes
-/// §1), for the current platform. Missing base directories yield nothing.
+/// Chrome, Chrome Beta, Chrome Canary, Chromium, Edge, Brave (docs/cdp.md,
+/// "profile dirs"), for the current platform. Missing base directories yield nothing.
 pub(super) fn default_user_data_dirs() -> Vec<DefaultDir> {
     imp::default_user_data_dirs()
 }

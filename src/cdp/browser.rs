@@ -1,6 +1,6 @@
 //! The `Browser` domain: `Browser.close`, which `browser-pilot browser stop` sends to a browser
 //! the Broker owns, and the per-session download commands and events (`setDownloadBehavior`,
-//! `cancelDownload`, `downloadWillBegin`, `downloadProgress`; field notes §6). Wire shapes only;
+//! `cancelDownload`, `downloadWillBegin`, `downloadProgress`; docs/cdp.md, "downloads"). Wire shapes only;
 //! who may close a browser is `browser/`'s rule, which downloads are captured `session/`'s.
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +72,7 @@ impl Command for SetDownloadBehavior {
 }
 
 /// `Browser.cancelDownload` of one download by its guid; the browser then reports it
-/// `canceled` like any other end (field notes §6).
+/// `canceled` like any other end (docs/cdp.md, "downloads").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CancelDownload {
     pub guid: String,
@@ -156,7 +156,7 @@ mod tests {
         reply::<SetDownloadBehavior>(json!({}));
     }
 
-    /// Shapes recorded from Chromium 156 (field notes §6).
+    /// Shapes recorded from Chromium 156 (docs/cdp.md, "downloads").
     #[test]
     fn download_events_decode() {
         let begin: DownloadWillBegin = serde_json::from_value(json!({"frameId": "F1", "guid": "0f6f", "url": "http://127.0.0.1:1/file.txt", "suggestedFilename": "file.txt"})).unwrap();

@@ -385,7 +385,7 @@ impl Actor {
     }
 
     /// Sessions end on detach, crash and target destruction; their pending
-    /// calls would otherwise never be answered (field notes §0 item 4).
+    /// calls would otherwise never be answered (docs/cdp.md, "unanswered calls").
     fn on_lifecycle(&mut self, session: Option<&SessionId>, method: &str, params: &Value) {
         match method {
             AttachedToTarget::METHOD => {

@@ -128,7 +128,7 @@ impl Command for GetBoxModel {
 
 /// `DOM.setFileInputFiles`: selects `files` (absolute paths) in a file input given as a remote
 /// object. Chromium accepts a path that does not exist (an empty file of that name) and a
-/// relative one (field notes §7): callers pass only checked absolute paths.
+/// relative one (docs/cdp.md, "file chooser"): callers pass only checked absolute paths.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SetFileInputFiles {

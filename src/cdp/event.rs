@@ -334,7 +334,7 @@ mod tests {
             ),
             Event::JavascriptDialogClosed(JavascriptDialogClosed { result: true })
         );
-        // The shape field notes §7 recorded on Chromium 156 for a click on a file input.
+        // The shape recorded on Chromium 156 for a click on a file input.
         let Event::FileChooserOpened(chooser) = decode(
             "Page.fileChooserOpened",
             json!({"backendNodeId":12,"frameId":"FC5A3C1B58A88245272668F3F49949EB","mode":"selectMultiple"}),

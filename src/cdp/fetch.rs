@@ -27,7 +27,7 @@ pub struct RequestPattern {
     pub request_stage: &'static str,
 }
 
-/// `Fetch.enable`: replaces the session's previous pattern set (field notes §7).
+/// `Fetch.enable`: replaces the session's previous pattern set (docs/cdp.md, "fetch patterns").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Enable {

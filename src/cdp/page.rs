@@ -14,7 +14,7 @@ use super::event::EventParams;
 use super::ids::SessionId;
 
 /// `Page.enable`: the session reports page events (and a dialog the page opens stays
-/// answerable by it, field notes §0 item 3).
+/// answerable by it, docs/cdp.md, "dialog session").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Enable {}
 
@@ -32,7 +32,7 @@ pub struct Navigate {
 
 /// What `Page.navigate` answered. `error_text` is set when the navigation
 /// failed before commit (`net::ERR_...`); `is_download` when the URL became
-/// a download instead (field notes §6).
+/// a download instead (docs/cdp.md, "downloads").
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NavigateOutcome {
@@ -184,7 +184,7 @@ pub struct Frame {
 }
 
 /// `Page.createIsolatedWorld` in one frame; creating a world of the same name again returns
-/// the same context (field notes §3).
+/// the same context (docs/cdp.md, "isolated world").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateIsolatedWorld {
@@ -478,7 +478,7 @@ impl EventParams for JavascriptDialogClosed {
 }
 
 /// `Page.setInterceptFileChooserDialog`: while enabled, a file chooser the page opens is never
-/// shown; the session reports `Page.fileChooserOpened` instead (field notes §7).
+/// shown; the session reports `Page.fileChooserOpened` instead (docs/cdp.md, "file chooser").
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SetInterceptFileChooserDialog {
     pub enabled: bool,
@@ -651,7 +651,7 @@ mod tests {
     }
 
     /// Replies recorded from Chromium 156, except the failure and download shapes of
-    /// `Page.navigate` (field notes §6) and the screenshot data (shortened).
+    /// `Page.navigate` (docs/cdp.md, "downloads") and the screenshot data (shortened).
     #[test]
     fn replies_decode_from_chromium_samples() {
         let navigated = reply::<Navigate>(

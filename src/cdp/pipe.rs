@@ -12,7 +12,7 @@ use super::command;
 use super::ids::TargetId;
 
 /// Longest line either end of the pipe accepts. Chromium sends every message as one
-/// unfragmented frame and a 5,000-element AX tree is already 16.5 MB (field notes §0 item 5);
+/// unfragmented frame and a 5,000-element AX tree is already 16.5 MB (docs/cdp.md, "one frame");
 /// 256 MiB still stops a runaway peer. The janitor accepts WebSocket messages up to this size
 /// and re-serializing one onto a single line never lengthens it, so a longer line is a broken
 /// peer.

@@ -240,7 +240,7 @@ impl CdpClient {
     /// `page::eval_in_main_world`, which bounds its result in the page); it is
     /// kept for the test harness (docs/security.md, "Hostile pages"). Wrap page
     /// scripts in a function: top-level `let`/`const` leak into the page's
-    /// global scope (field notes §0.1).
+    /// global scope (docs/cdp.md, "lexical leak").
     pub async fn evaluate(
         &self,
         session: &SessionId,

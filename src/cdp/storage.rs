@@ -1,5 +1,5 @@
 //! The `Storage` domain: `Storage.getCookies`, which answers every cookie of the browser
-//! context of the session it is sent on (HttpOnly ones included; field notes §7). Wire shapes
+//! context of the session it is sent on (HttpOnly ones included; docs/cdp.md, "cookies"). Wire shapes
 //! only: which cookies a tool may return, and how they are filtered and bounded, is
 //! `tools::cookies`'.
 

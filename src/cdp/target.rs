@@ -19,7 +19,7 @@ use super::ids::{SessionId, TargetId};
 #[serde(rename_all = "camelCase")]
 pub struct TargetInfo {
     pub target_id: TargetId,
-    /// `page`, `iframe`, `browser_ui`, `worker`, ... (field notes §2).
+    /// `page`, `iframe`, `browser_ui`, `worker`, ... (docs/cdp.md, "target types").
     #[serde(rename = "type")]
     pub target_type: String,
     #[serde(default)]

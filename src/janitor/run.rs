@@ -27,7 +27,7 @@ use super::tracker::{Outbound, PrivateCall, Tracker, Verdict};
 use crate::cdp::pipe::JanitorLine;
 
 /// Handshake budget. In approval mode Chromium holds the upgrade while the
-/// user decides; others settled on minutes (field notes §1).
+/// user decides; others settled on minutes (docs/cdp.md, "approval mode").
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Operator knob shortening the WebSocket handshake budget, in milliseconds (docs/cdp.md): a

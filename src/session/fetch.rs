@@ -4,7 +4,7 @@
 //! `NetworkBook`), and the answer to every paused request and auth challenge.
 //!
 //! Chromium keeps one pattern set per session and a second `Fetch.enable` replaces the first
-//! (field notes §7), so rules and auth never enable Fetch on their own: this module derives the
+//! (docs/cdp.md, "fetch patterns"), so rules and auth never enable Fetch on their own: this module derives the
 //! session's one mode (`FetchMode`) from the rules and credentials of the Workspaces that
 //! manage or control the tab, and re-applies it when they change. Every `Fetch.requestPaused`
 //! and `Fetch.authRequired` the pump hands over gets exactly one answer, decided from the rules
@@ -320,7 +320,7 @@ fn entries(headers: &[(String, String)]) -> Vec<HeaderEntry> {
 
 /// The original request headers with `set` added, each replacing any header of the same name
 /// (ASCII case-insensitive). `Fetch.continueRequest` replaces the whole header list, so the
-/// originals must be repeated (field notes §7).
+/// originals must be repeated (docs/cdp.md, "fetch patterns").
 pub fn merge_headers(original: &Map<String, Value>, set: &[(String, String)]) -> Vec<HeaderEntry> {
     let mut merged: Vec<HeaderEntry> = original
         .iter()

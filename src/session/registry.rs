@@ -60,7 +60,7 @@ pub struct TabView {
 }
 
 /// A JavaScript dialog waiting for an explicit answer. Only the session that had `Page`
-/// enabled when it opened can answer it (field notes §0 item 3).
+/// enabled when it opened can answer it (docs/cdp.md, "dialog session").
 #[derive(Debug, Clone)]
 pub struct DialogInfo {
     pub id: String,

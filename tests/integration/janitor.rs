@@ -303,8 +303,8 @@ async fn cdp_client_drives_a_tab_through_the_janitor() {
     assert_eq!(info.target_type, "page");
     assert!(info.attached);
 
-    // Chromium never answers a call whose target closes (field notes §0
-    // item 4); the client fails it when the session detaches.
+    // Chromium never answers a call whose target closes (docs/cdp.md,
+    // "unanswered calls"); the client fails it when the session detaches.
     let hanging = tokio::spawn({
         let client = client.clone();
         let session = session.clone();

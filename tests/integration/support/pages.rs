@@ -132,8 +132,8 @@ fn respond(path: &str) -> Response {
 /// A page with `count` interactive elements: rows of text with one control
 /// each (button, link, labelled input, labelled checkbox, select, textarea,
 /// `div[role=button]`, contenteditable, details/summary), every tenth a
-/// custom element with an open shadow root holding a button (the shape of
-/// the field notes' measurements).
+/// custom element with an open shadow root holding a button (the page
+/// docs/cdp.md's observation costs were measured on).
 pub fn generated_page(count: usize) -> String {
     let mut body = String::with_capacity(count * 120);
     for i in 0..count {
