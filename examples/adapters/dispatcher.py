@@ -20,7 +20,10 @@ only:
   -> rebuild, then ``reset_event_cursor`` from ``workspaces/get``;
 - image Artifacts are read from their protected path and released; other files are exported
   into a host-owned directory and released;
-- cleanup releases the Workspace explicitly and invalidates local state even if that fails.
+- cleanup releases the Workspace explicitly and invalidates local state even if that fails;
+- the model reads the lean text (docs/adapters.md, "Lean results"): ``browser.observe`` asks for
+  ``format: "compact"`` and answers a page header and one line per element; an action asks for a
+  diff against the tab's previous Observation and answers its evidence and what changed.
 
 Nothing (tabs, frames, Observations, refs, credentials, rules, Artifacts, cursors) is written to
 disk except the exports the host asked for.
@@ -189,6 +192,7 @@ class Dispatcher:
         self.keeper = LeaseKeeper(self.bridge, self.workspace_id, lease)
         self.keeper.start()
         self.target = None
+        self.observations = {}  # tab -> its latest Observation (the base of the next diff)
         self.released = False
 
     # The one host tool -------------------------------------------------------------------
@@ -222,6 +226,8 @@ class Dispatcher:
                                   remediation={"action": "open_tab",
                                                "message": "Call browser.open first."})
             params["targetId"] = target_id
+            params["arguments"] = lean_arguments(tool, self.observations.get(target_id),
+                                                 dict(arguments))
         try:
             outcome = self.bridge.request("tools/call", params)
         except TransportLost as lost:
@@ -235,7 +241,10 @@ class Dispatcher:
         result = outcome["result"]
         if isinstance(result.get("targetId"), str):
             self.target = result["targetId"]
-        content = [{"type": "text", "text": json.dumps(result)}]
+        tab = params.get("targetId") or result.get("targetId")
+        if tab and isinstance(result.get("observationId"), str):
+            self.observations[tab] = result["observationId"]
+        content = [{"type": "text", "text": lean_text(result)}]
         artifact = result.get("artifact")
         if isinstance(artifact, dict):
             content.append(self.artifact_content(artifact))
@@ -330,6 +339,78 @@ class Dispatcher:
         return error
 
 
+# Lean text ---------------------------------------------------------------------------------
+
+def lean_arguments(tool, latest, arguments):
+    """Compact Observations; an action's closing Observation as a diff against ``latest``."""
+    offered = tool.get("inputSchema", {}).get("properties", {})
+    if tool["name"] == "browser.observe":
+        arguments.setdefault("format", "compact")
+        if arguments["format"] == "compact":
+            arguments.setdefault("limit", 5000)
+            arguments.setdefault("maxTokens", 8000)
+    if "observe" in offered and "observe" not in arguments:
+        arguments["observe"] = {"format": "compact", "limit": 5000, "maxTokens": 2000}
+        if latest:
+            arguments["observe"]["sinceObservationId"] = latest
+    if latest and "observationId" in offered and "observationId" not in arguments and (
+            "ref" in arguments or "toRef" in arguments):
+        arguments["observationId"] = latest
+    return arguments
+
+
+def bracketed(line):
+    number, _, rest = line.partition(" ")
+    return f"[{number}] {rest}" if number.isdigit() else line
+
+
+def lean_text(result):
+    """The text a model reads: evidence, then a full Observation (header, lines, hints) or what
+    changed (``+`` added, ``~`` changed, ``removed``); other results as JSON without the ids."""
+    out = []
+    evidence = result.get("evidence")
+    if isinstance(evidence, dict):
+        line = evidence.get("status", "unknown")
+        if evidence.get("reason"):
+            line += f" ({evidence['reason']})"
+        if evidence.get("effects"):
+            line += ": " + ", ".join(evidence["effects"])
+        out.append(line)
+    if not isinstance(result.get("observationId"), str):
+        if not isinstance(evidence, dict):
+            out.append(json.dumps({k: v for k, v in result.items()
+                                   if k not in ("workspaceId", "leaseId")}))
+        return "\n".join(out)
+    lines = [l for l in (result.get("compact") or "").split("\n") if l]
+    diff = result.get("diff")
+    if isinstance(diff, dict):
+        added = set(diff.get("added", []))
+        changed = {c["ref"] for c in diff.get("changed", [])
+                   if set(c["fields"]) - {"inViewport", "focused"}}
+        for line in lines:
+            number = line.split(" ", 1)[0]
+            if number.isdigit() and int(number) in added:
+                out.append("+" + bracketed(line))
+            elif number.isdigit() and int(number) in changed:
+                out.append("~" + bracketed(line))
+        if diff.get("removed"):
+            out.append("removed " + ",".join(str(r) for r in diff["removed"]))
+        return "\n".join(out)
+    page = result.get("page", {})
+    end = page.get("document", {}).get("height", 0) - page.get("viewport", {}).get("height", 0)
+    header = json.dumps(result.get("title", "")) + " " + result.get("url", "")
+    if end > 0:
+        header += f" | scroll {page.get('scroll', {}).get('y', 0)}/{end}"
+    if result.get("truncated"):
+        header += (f" | {len(lines)} of {result.get('candidateCount')} shown: browser.scroll, "
+                   "then browser.observe for the rest")
+    out.append(header)
+    out.extend(bracketed(line) for line in lines)
+    for hint in result.get("hints", []):
+        out.append(f"hint {hint['code']}: {hint['recommendedAction']}")
+    return "\n".join(out)
+
+
 def run_turn(executable, url, output_dir, instance_id=None):
     # This scripted turn numbers its calls from t1 in every run, so unless told otherwise it is
     # a new host instance each time; a real host passes its persistent instanceId.
@@ -341,16 +422,17 @@ def run_turn(executable, url, output_dir, instance_id=None):
         result = dispatcher.browser(call_id, name, arguments, target_id)
         steps[key] = {"isError": result["isError"],
                       "content": [c["type"] for c in result["content"]],
+                      "text": result["content"][0].get("text"),
                       "code": result["details"].get("code") if result["isError"] else None}
         return result
 
     step("connect", "t1", "browser.connect")
     step("open", "t2", "browser.open", {"url": url})
     observed = step("observe", "t3", "browser.observe")
-    checkbox = next((e["ref"] for e in observed["details"].get("elements", [])
-                     if e["role"] == "checkbox"), None)
-    clicked = step("click", "t4", "browser.click",
-                   {"observationId": observed["details"].get("observationId"), "ref": checkbox})
+    # The model's view: the first checkbox line of the lean text, `[12] checkbox "Agree" ...`.
+    checkbox = next((int(line[1:line.index("]")]) for line in observed["content"][0]["text"]
+                     .split("\n") if line.startswith("[") and "] checkbox " in line), None)
+    clicked = step("click", "t4", "browser.click", {"ref": checkbox})
     steps["click"]["evidence"] = clicked["details"].get("evidence", {}).get("status")
     captured = step("capture", "t5", "browser.capture")
     image = next(c for c in captured["content"] if c["type"] == "image")

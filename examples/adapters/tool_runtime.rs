@@ -10,12 +10,17 @@
 //! directory; both are released from protected storage. Events are followed by cursor and
 //! acknowledged only after processing. Nothing is written to disk but the exports.
 //!
+//! The model reads the lean text of `browser_pilot::adapter::lean` (as `browser-pilot mcp`
+//! does): an Observation in compact lines with a page header, an action as its evidence and
+//! what changed since the tab's previous Observation; `details` keeps the Command's result.
+//!
 //! Run: `cargo run --example tool_runtime_adapter -- --executable /abs/browser-pilot --url URL
 //! --output-dir /abs/dir`. It performs one scripted agent turn on the page and prints what the
 //! host's tools returned as one JSON line. The process tests run the same `run_turn`.
 
 use std::path::PathBuf;
 
+use browser_pilot::adapter::lean::{self, Notes};
 use browser_pilot::adapter::{
     BridgeSession, ClientIdentity, CommandIdScope, LaunchSpec, Lease, LeaseOptions, SessionOptions,
     ToolCall, ToolInfo, ToolScope, Workspace, WorkspaceOptions, random_hex,
@@ -53,6 +58,9 @@ pub struct ToolRuntime {
     tools: Vec<HostTool>,
     output_dir: PathBuf,
     target: std::sync::Mutex<Option<String>>,
+    /// The latest Observation of each tab: the base of the next action's diff and the default
+    /// `observationId` of a ref.
+    observations: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl ToolRuntime {
@@ -96,6 +104,7 @@ impl ToolRuntime {
             tools,
             output_dir,
             target: std::sync::Mutex::new(None),
+            observations: Default::default(),
         })
     }
 
@@ -133,20 +142,38 @@ impl ToolRuntime {
                 RpcError::new(ErrorCode::ToolNotFound, format!("no host tool {name}"))
             })?;
         let broker = &tool.broker_tool;
-        let mut call = ToolCall::new(&broker.name, params, tool_call_id);
+        let target = match broker.scope {
+            ToolScope::Target => self.target.lock().unwrap().clone(),
+            _ => None,
+        };
+        let mut params = match params {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        if let Some(target) = &target {
+            let latest = self.observations.lock().unwrap().get(target).cloned();
+            lean::arguments(broker, latest.as_deref(), &mut params);
+        }
+        let call = ToolCall::new(&broker.name, Value::Object(params), tool_call_id)
+            .on_target(target.clone());
         let outcome = match broker.scope {
             ToolScope::Connection => self.session.call_connection_tool(&call).await?,
             ToolScope::Workspace | ToolScope::Target => {
-                if broker.scope == ToolScope::Target {
-                    call = call.on_target(self.target.lock().unwrap().clone());
-                }
                 self.workspace.call(&self.lease, &call).await?
             }
         };
         if let Some(target) = outcome.result["targetId"].as_str() {
             *self.target.lock().unwrap() = Some(target.to_owned());
         }
-        let mut content = vec![HostContent::Text(outcome.result.to_string())];
+        let tab = target.or_else(|| outcome.result["targetId"].as_str().map(str::to_owned));
+        if let (Some(tab), Some(observation)) = (tab, outcome.result["observationId"].as_str()) {
+            self.observations
+                .lock()
+                .unwrap()
+                .insert(tab, observation.to_owned());
+        }
+        let text = lean::text(&broker.name, &outcome.result, &Notes::default());
+        let mut content = vec![HostContent::Text(text)];
         if let Some(descriptor) = outcome.result.get("artifact") {
             let image = descriptor["mimeType"]
                 .as_str()
@@ -218,7 +245,7 @@ fn summarize(result: &HostToolResult) -> Value {
         .content
         .iter()
         .map(|c| match c {
-            HostContent::Text(text) => json!({"type": "text", "length": text.len()}),
+            HostContent::Text(text) => json!({"type": "text", "length": text.len(), "text": text}),
             HostContent::Image { mime_type, bytes } => {
                 json!({"type": "image", "mimeType": mime_type, "bytes": bytes.len(), "png": bytes.starts_with(b"\x89PNG")})
             }
@@ -255,17 +282,20 @@ pub async fn run_turn(
         .execute("call-3", "browser_observe", json!({}))
         .await;
     steps.insert("observe".into(), summarize(&observed));
-    let checkbox = observed.details["elements"]
-        .as_array()
-        .and_then(|elements| elements.iter().find(|e| e["role"] == "checkbox"))
-        .map(|e| e["ref"].clone());
+    // The model's view: the first checkbox line of the lean text, `[12] checkbox "Agree" ...`.
+    let checkbox = observed.content.iter().find_map(|c| match c {
+        HostContent::Text(text) => text.lines().find_map(|line| {
+            let (number, rest) = line.strip_prefix('[')?.split_once("] ")?;
+            match rest.starts_with("checkbox ") {
+                true => number.parse::<u64>().ok(),
+                false => None,
+            }
+        }),
+        _ => None,
+    });
     if let Some(checkbox) = checkbox {
         let clicked = runtime
-            .execute(
-                "call-4",
-                "browser_click",
-                json!({"observationId": observed.details["observationId"], "ref": checkbox}),
-            )
+            .execute("call-4", "browser_click", json!({"ref": checkbox}))
             .await;
         let mut summary = summarize(&clicked);
         summary["evidence"] = clicked.details["evidence"]["status"].clone();

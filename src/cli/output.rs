@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use super::args::OutputFlags;
+use crate::adapter::lean::{self, Notes};
 use crate::protocol::errors::RpcError;
 
 /// How long an operation runs before its spinner appears: quick calls never flicker.
@@ -266,130 +267,43 @@ pub fn render_error(error: &RpcError, style: &Style) -> String {
     out
 }
 
-/// One element as `[ref] role "name" value/state`, the columns padded to `widths`.
-fn element_line(element: &Value, widths: (usize, usize), style: &Style) -> String {
-    let reference = format!("[{}]", element["ref"]);
-    let role = element["role"].as_str().unwrap_or("");
-    let name = clean(element["name"].as_str().unwrap_or(""));
-    let mut state = Vec::new();
-    if element["sensitive"] == true {
-        state.push(format!(
-            "(password, {} characters)",
-            element["valueLength"].as_u64().unwrap_or(0)
-        ));
-    } else if let Some(value) = element["value"].as_str() {
-        state.push(format!("value={:?}", clean(value)));
-    }
-    for flag in [
-        "checked", "selected", "expanded", "pressed", "disabled", "required", "readonly", "focused",
-    ] {
-        match &element[flag] {
-            Value::Bool(true) => state.push(flag.to_owned()),
-            Value::Bool(false) if flag != "disabled" => state.push(format!("not {flag}")),
-            Value::String(s) => state.push(format!("{flag}={s}")),
-            _ => {}
+/// The `bp` command of a Broker tool (`browser.observe` -> `bp observe`), else the tool.
+pub fn bp_command(tool: &str) -> String {
+    BP_COMMANDS
+        .iter()
+        .find(|(name, _)| *name == tool)
+        .map_or_else(|| tool.to_owned(), |(_, command)| (*command).to_owned())
+}
+
+/// The lean text of a result (`crate::adapter::lean`, the form MCP hosts read): an
+/// Observation's page header and element lines, an action's evidence and what changed, with
+/// `bp` commands named. Each line is page data printed as data (control characters replaced);
+/// refs are cyan on a colour terminal.
+pub fn render_lean(tool: &str, result: &Value, notes: Vec<String>, style: &Style) -> String {
+    let notes = Notes {
+        lines: notes,
+        tool_name: bp_command,
+    };
+    let mut out = String::new();
+    for line in lean::text(tool, result, &notes).lines() {
+        let line = clean(line);
+        let marked = line.strip_prefix(['+', '~']).map(|rest| (&line[..1], rest));
+        let (mark, body) = marked.unwrap_or(("", &line));
+        match body
+            .strip_prefix('[')
+            .and_then(|rest| rest.split_once(']'))
+            .filter(|(number, _)| number.parse::<u64>().is_ok())
+        {
+            Some((number, rest)) => {
+                out.push_str(mark);
+                out.push_str(&style.cyan(&format!("[{number}]")));
+                out.push_str(rest);
+            }
+            None => out.push_str(&line),
         }
-    }
-    if let Some(level) = element["level"].as_u64() {
-        state.push(format!("level {level}"));
-    }
-    if let Some(href) = element["href"].as_str() {
-        state.push(style.dim(&format!("-> {}", clean(href))));
-    }
-    let line = format!(
-        "{:>rw$} {:<lw$} {}",
-        style.cyan(&reference),
-        role,
-        style.bold(&format!("{name:?}")),
-        rw = widths.0 + style_overhead(style),
-        lw = widths.1,
-    );
-    match state.is_empty() {
-        true => line.trim_end().to_owned() + "\n",
-        false => format!("{line} {}\n", state.join(" ")),
-    }
-}
-
-/// The bytes a colour adds around a padded field (padding counts them as characters).
-fn style_overhead(style: &Style) -> usize {
-    match style.colour {
-        true => "\x1b[36m\x1b[0m".len(),
-        false => 0,
-    }
-}
-
-/// An Observation: a header line (title, URL), the elements, hints and truncation.
-pub fn render_observation(result: &Value, style: &Style) -> String {
-    let mut out = format!(
-        "{} {}\n",
-        style.bold(&clean(result["title"].as_str().unwrap_or(""))),
-        style.dim(&clean(result["url"].as_str().unwrap_or("")))
-    );
-    let elements = result["elements"].as_array().cloned().unwrap_or_default();
-    let ref_width = elements
-        .iter()
-        .map(|e| format!("[{}]", e["ref"]).len())
-        .max()
-        .unwrap_or(3);
-    let role_width = elements
-        .iter()
-        .map(|e| e["role"].as_str().unwrap_or("").len())
-        .max()
-        .unwrap_or(0);
-    for element in &elements {
-        out.push_str(&element_line(element, (ref_width, role_width), style));
-    }
-    if elements.is_empty() {
-        out.push_str(&style.dim("(no interactive elements)\n"));
-    }
-    for hint in result["hints"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "{} {} -> {}\n",
-            style.yellow("hint:"),
-            hint["code"].as_str().unwrap_or(""),
-            hint["recommendedAction"].as_str().unwrap_or("")
-        ));
-    }
-    if result["truncated"] == true {
-        out.push_str(&style.dim(&format!(
-            "(truncated: {}; use --limit)\n",
-            result["truncationReasons"]
-                .as_array()
-                .map(|r| r
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "))
-                .unwrap_or_default()
-        )));
+        out.push('\n');
     }
     out
-}
-
-/// Action evidence: `click verified (checked_changed, focus_changed)`.
-pub fn render_evidence(evidence: &Value, style: &Style) -> String {
-    let status = evidence["status"].as_str().unwrap_or("unavailable");
-    let painted = match status {
-        "verified" => style.green(status),
-        "mismatch" => style.red(status),
-        _ => style.yellow(status),
-    };
-    let effects: Vec<&str> = evidence["effects"]
-        .as_array()
-        .map(|e| e.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let reason = evidence["reason"].as_str().unwrap_or("");
-    let mut line = format!(
-        "{} {painted}",
-        evidence["action"].as_str().unwrap_or("action")
-    );
-    if !effects.is_empty() {
-        line.push_str(&format!(" ({})", effects.join(", ")));
-    }
-    if !reason.is_empty() {
-        line.push_str(&format!(" {}", style.dim(reason)));
-    }
-    line + "\n"
 }
 
 #[cfg(test)]
@@ -399,30 +313,35 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn elements_render_aligned_without_colour() {
-        let observation = json!({"title": "Form", "url": "http://127.0.0.1/form", "elements": [
-            {"ref": 1, "role": "textbox", "name": "Email", "value": "a@b"},
-            {"ref": 10, "role": "checkbox", "name": "Agree", "checked": false},
-            {"ref": 3, "role": "textbox", "name": "Password", "sensitive": true, "valueLength": 6},
-        ], "hints": [], "truncated": false});
-        let text = render_observation(&observation, &Style { colour: false });
+    fn results_render_lean_with_bp_commands_and_no_terminal_escapes() {
+        let observation = json!({"title": "x\u{1b}[2Jy", "url": "http://127.0.0.1/form", "observationId": "observation:1",
+            "compact": "1 textbox \"Email\" =\"a@b\" @10,20\n3 textbox \"Password\" sensitive len=6 type=password @10,40",
+            "page": {"viewport": {"height": 100}, "document": {"height": 100}, "scroll": {"y": 0}},
+            "hints": [], "truncated": true, "candidateCount": 5});
+        let text = render_lean(
+            "browser.observe",
+            &observation,
+            Vec::new(),
+            &Style { colour: false },
+        );
         assert_eq!(
             text,
-            "Form http://127.0.0.1/form\n \
-             [1] textbox  \"Email\" value=\"a@b\"\n\
-             [10] checkbox \"Agree\" not checked\n \
-             [3] textbox  \"Password\" (password, 6 characters)\n"
+            "\"x\\u001b[2Jy\" http://127.0.0.1/form | 2 of 5 shown: bp scroll, then bp observe for the rest\n\
+             [1] textbox \"Email\" =\"a@b\" @10,20\n\
+             [3] textbox \"Password\" sensitive len=6 type=password @10,40\n"
         );
-    }
-
-    #[test]
-    fn page_strings_cannot_drive_the_terminal() {
-        let observation = json!({"title": "x\u{1b}[2Jy", "url": "", "elements": [
-            {"ref": 1, "role": "button", "name": "a\u{1b}]0;pwned\u{7}b"}]});
-        let text = render_observation(&observation, &Style { colour: false });
-        assert!(
-            !text.contains('\u{1b}') && !text.contains('\u{7}'),
-            "{text:?}"
+        let clicked = json!({"observationId": "observation:2", "evidence": {"status": "verified", "effects": ["checked_changed"]},
+            "compact": "4 checkbox \"Agree\" checked @10,60",
+            "diff": {"added": [], "changed": [{"ref": 4, "fields": ["checked"]}], "removed": []}});
+        let text = render_lean(
+            "browser.click",
+            &clicked,
+            vec!["note: x\u{7}".into()],
+            &Style { colour: true },
+        );
+        assert_eq!(
+            text,
+            "verified\nnote: x \n~\u{1b}[36m[4]\u{1b}[0m \"Agree\" checked\n"
         );
     }
 

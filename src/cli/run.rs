@@ -15,8 +15,9 @@ use super::args::{Cli, Command, DialogAction};
 use super::commands;
 use super::compat::Compat;
 use super::exit;
-use super::output::{Output, Style, clean, render_evidence, render_observation};
+use super::output::{Output, Style, clean, render_lean};
 use crate::adapter::ToolOutcome;
+use crate::adapter::lean;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
@@ -160,7 +161,11 @@ async fn run_tool_command(
             };
             let target = opened.result["targetId"].as_str().map(str::to_owned);
             let observed = compat
-                .tool("browser.observe", json!({}), target.as_deref())
+                .tool(
+                    "browser.observe",
+                    observe_arguments(output, None),
+                    target.as_deref(),
+                )
                 .await?;
             output.print(
                 &json!({"tab": opened.result, "observation": observed.result}),
@@ -169,7 +174,7 @@ async fn run_tool_command(
                         "{} ({})\n{}",
                         style.dim("opened"),
                         opened.result["loadState"].as_str().unwrap_or(""),
-                        render_observation(&observed.result, style)
+                        render_lean("browser.observe", &observed.result, Vec::new(), style)
                     )
                 },
             );
@@ -206,10 +211,14 @@ async fn run_tool_command(
                         )
                 })?;
             let observed = compat
-                .tool("browser.observe", json!({}), Some(target))
+                .tool(
+                    "browser.observe",
+                    observe_arguments(output, None),
+                    Some(target),
+                )
                 .await?;
             output.print(&observed.result, |style| {
-                render_observation(&observed.result, style)
+                render_lean("browser.observe", &observed.result, Vec::new(), style)
             });
         }
         Command::Back | Command::Forward | Command::Reload => {
@@ -239,15 +248,15 @@ async fn run_tool_command(
         }
         Command::Observe { limit } => {
             let (target, _) = compat.current_target().await?;
-            let arguments = match limit {
-                Some(limit) => json!({"limit": limit}),
-                None => json!({}),
-            };
             let observed = compat
-                .tool("browser.observe", arguments, Some(&target))
+                .tool(
+                    "browser.observe",
+                    observe_arguments(output, limit),
+                    Some(&target),
+                )
                 .await?;
             output.print(&observed.result, |style| {
-                render_observation(&observed.result, style)
+                render_lean("browser.observe", &observed.result, Vec::new(), style)
             });
         }
         Command::Read { selector } => {
@@ -290,18 +299,22 @@ async fn run_tool_command(
             output.print(&found.result, |style| render_found(&found.result, style));
         }
         Command::Click { reference, xy } => {
-            let (target, arguments) = match (reference, xy) {
-                (_, Some((x, y))) => (compat.current_target().await?.0, json!({"x": x, "y": y})),
+            let (target, arguments, since) = match (reference, xy) {
+                (_, Some((x, y))) => {
+                    let (target, current) = compat.current_target().await?;
+                    (target, json!({"x": x, "y": y}), current.observation_id)
+                }
                 (Some(reference), None) => {
                     let (target, observation) = compat.current_observation().await?;
                     (
                         target,
                         json!({"observationId": observation, "ref": reference}),
+                        Some(observation),
                     )
                 }
                 (None, None) => return Err(RpcError::invalid_params("give a ref or --xy X,Y")),
             };
-            action(compat, output, "browser.click", arguments, &target).await?;
+            action(compat, output, "browser.click", arguments, &target, since).await?;
         }
         Command::Type {
             reference,
@@ -315,20 +328,23 @@ async fn run_tool_command(
             };
             let (target, observation) = compat.current_observation().await?;
             let arguments = json!({"observationId": observation, "ref": reference, "text": text, "submit": submit, "clear": clear});
-            action(compat, output, "browser.type", arguments, &target).await?;
+            let since = Some(observation);
+            action(compat, output, "browser.type", arguments, &target, since).await?;
         }
         Command::Press { keys } => {
-            let (target, _) = compat.current_target().await?;
+            let (target, current) = compat.current_target().await?;
             let mut parts: Vec<&str> = keys.split('+').collect();
             let key = parts.pop().unwrap_or_default().to_owned();
             let arguments = match parts.is_empty() {
                 true => json!({"key": key}),
                 false => json!({"key": key, "modifiers": parts}),
             };
-            action(compat, output, "browser.press", arguments, &target).await?;
+            let since = current.observation_id;
+            action(compat, output, "browser.press", arguments, &target, since).await?;
         }
         Command::Scroll { reference, to, by } => {
             let (target, current) = compat.current_target().await?;
+            let since = current.observation_id.clone();
             let arguments = match (reference, to, by) {
                 (Some(reference), _, _) => {
                     let observation = current.observation_id.ok_or_else(|| {
@@ -347,7 +363,7 @@ async fn run_tool_command(
                 }),
                 (None, None, None) => json!({"direction": "down"}),
             };
-            action(compat, output, "browser.scroll", arguments, &target).await?;
+            action(compat, output, "browser.scroll", arguments, &target, since).await?;
         }
         Command::Select { reference, value } => {
             let (target, observation) = compat.current_observation().await?;
@@ -373,12 +389,14 @@ async fn run_tool_command(
                 _ => "values",
             };
             let arguments = json!({"observationId": observation, "ref": reference, key: [value]});
+            let since = Some(observation);
             action(
                 compat,
                 output,
                 "browser.dropdown.select",
                 arguments,
                 &target,
+                since,
             )
             .await?;
         }
@@ -513,27 +531,46 @@ fn text_from_stdin() -> Result<String, RpcError> {
     Ok(text)
 }
 
-/// An action with evidence and a fresh Observation.
+/// `browser.observe`'s arguments: the contract's defaults for JSON output, the lean compact
+/// form for text (`crate::adapter::lean`), with the user's `--limit`.
+fn observe_arguments(output: &Output, limit: Option<u32>) -> Value {
+    let mut arguments = match output.json {
+        true => json!({}),
+        false => lean::observe_arguments(),
+    };
+    if let Some(limit) = limit {
+        arguments["limit"] = json!(limit);
+    }
+    arguments
+}
+
+/// An action with evidence and a fresh Observation: for text output, the lean form (what
+/// changed since `since`, the tab's latest Observation, or the whole new document).
 async fn action(
     compat: &Compat,
     output: &Output,
     name: &str,
-    arguments: Value,
+    mut arguments: Value,
     target: &str,
+    since: Option<String>,
 ) -> Result<(), RpcError> {
+    if !output.json {
+        let mut observe = json!({"format": "compact", "limit": lean::OBSERVE_LIMIT, "maxTokens": lean::ACTION_MAX_TOKENS});
+        if let Some(since) = since {
+            observe["sinceObservationId"] = json!(since);
+        }
+        arguments["observe"] = observe;
+    }
     let acted = {
         let _spinner = output.spinner("waiting for the page to settle");
         compat.tool(name, arguments, Some(target)).await?
     };
     output.print(&acted.result, |style| {
-        let mut text = render_evidence(&acted.result["evidence"], style);
+        let mut notes = Vec::new();
         if acted.result["dialogOpen"] == true {
-            text.push_str(&format!(
-                "{} a dialog is open: bp dialogs\n",
-                style.yellow("note:")
-            ));
+            notes.push("a dialog is open: bp dialogs".to_owned());
         }
-        text + &render_observation(&acted.result, style)
+        render_lean(name, &acted.result, notes, style)
     });
     Ok(())
 }

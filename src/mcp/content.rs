@@ -1,6 +1,6 @@
 //! MCP tool results: the lean text, image and resource-link blocks, structured content when the
 //! server was started with `--structured`, errors as `isError` results, and sensitivity in
-//! `_meta`.
+//! `_meta` (left out with the success's `isError: false` when there is none to state).
 //!
 //! Owns the shapes only: pure functions from a Broker outcome (or error) plus already-read
 //! image bytes and already-exported files to one `CallToolResult`. It never calls the bridge and
@@ -82,14 +82,16 @@ pub fn success(
         }
     }
     let mut meta = Map::new();
-    let mut classes = json!({"output": sensitivity});
-    if structured {
-        let fields = tool
-            .map(|tool| sensitive_fields(&tool.output_schema))
-            .unwrap_or_default();
-        classes["fields"] = Value::Object(fields);
+    if !sensitivity.is_empty() || structured {
+        let mut classes = json!({"output": sensitivity});
+        if structured {
+            let fields = tool
+                .map(|tool| sensitive_fields(&tool.output_schema))
+                .unwrap_or_default();
+            classes["fields"] = Value::Object(fields);
+        }
+        meta.insert(META_SENSITIVITY.into(), classes);
     }
-    meta.insert(META_SENSITIVITY.into(), classes);
     if !extras.downloads.is_empty() {
         meta.insert(META_DOWNLOADS.into(), Value::Array(extras.downloads));
     }
@@ -99,7 +101,12 @@ pub fn success(
             json!({"id": command["id"], "status": command["status"], "mutating": command["mutating"]}),
         );
     }
-    let mut answer = json!({"content": content, "isError": false, "_meta": meta});
+    // `isError` is absent rather than false (MCP's default), and `_meta` only when it says
+    // something: a tool result's envelope is most of a small action's bytes.
+    let mut answer = json!({"content": content});
+    if !meta.is_empty() {
+        answer["_meta"] = Value::Object(meta);
+    }
     if structured {
         answer["structuredContent"] = match result {
             Value::Object(_) => result.clone(),

@@ -17,10 +17,10 @@ use tokio::sync::{Mutex, OnceCell, watch};
 
 use super::content::{self, Extras};
 use super::files::{self, Downloads, EXPORT_TOOL, IMPORT_TOOL};
-use super::lean::{self, Notes};
 use super::options::McpOptions;
 use super::tools::{mcp_error, mcp_name, mcp_tool};
 
+use crate::adapter::lean::{self, Notes};
 use crate::adapter::{
     BridgeSession, ClientIdentity, LaunchSpec, Lease, LeaseOptions, SessionOptions, ToolCall,
     ToolInfo, ToolScope, Workspace, WorkspaceOptions,
@@ -29,18 +29,6 @@ use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// Events read per page when the session follows its journal after a call.
 const EVENT_PAGE: u32 = 200;
-
-/// Elements one Observation walks (the manifest's largest `limit`): an Observation and the
-/// diffs after it walk the same elements, and `maxTokens` decides what is shown.
-const OBSERVE_LIMIT: u32 = 5_000;
-
-/// Token budget of a full Observation (about 21 KB of text; the Broker's estimate): elements in
-/// the view first, then interactive ones, so scrolling and observing again pages through a
-/// long page.
-const OBSERVE_MAX_TOKENS: u32 = 8_000;
-
-/// Token budget of what an action changed (about 5 KB of text).
-const ACTION_MAX_TOKENS: u32 = 2_000;
 
 /// Tools after which the server observes the tab itself, since a new document is shown whole.
 const OBSERVED_AFTER: &[&str] = &["browser.open", "browser.navigate"];
@@ -417,9 +405,8 @@ impl Host {
         ))
     }
 
-    /// The lean shape of a tab tool's arguments, unless the model gave them: an Observation in
-    /// compact lines within a token budget; an action's closing Observation as a diff against
-    /// the tab's latest Observation; a ref's `observationId` the tab's latest.
+    /// The lean shape of a tab tool's arguments against the tab's latest Observation in this
+    /// session (`lean::arguments`).
     fn lean_arguments(&self, tool: &ToolInfo, target: &str, arguments: &mut Map<String, Value>) {
         let latest = self
             .observations
@@ -427,41 +414,7 @@ impl Host {
             .expect("observations lock")
             .get(target)
             .cloned();
-        let offers = |name: &str| tool.input_schema["properties"].get(name).is_some();
-        if tool.name == "browser.observe" {
-            arguments
-                .entry("format")
-                .or_insert_with(|| json!("compact"));
-            if arguments["format"] == "compact" {
-                arguments
-                    .entry("limit")
-                    .or_insert_with(|| json!(OBSERVE_LIMIT));
-                arguments
-                    .entry("maxTokens")
-                    .or_insert_with(|| json!(OBSERVE_MAX_TOKENS));
-            }
-        }
-        if offers("observe") && !arguments.contains_key("observe") {
-            let mut observe = json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": ACTION_MAX_TOKENS});
-            if let Some(latest) = &latest {
-                observe["sinceObservationId"] = json!(latest);
-            }
-            arguments.insert("observe".into(), observe);
-        }
-        if let (Some(Value::Object(annotations)), Some(latest)) =
-            (arguments.get_mut("annotations"), &latest)
-        {
-            annotations
-                .entry("observationId")
-                .or_insert_with(|| json!(latest));
-        }
-        if offers("observationId")
-            && !arguments.contains_key("observationId")
-            && (arguments.contains_key("ref") || arguments.contains_key("toRef"))
-            && let Some(latest) = latest
-        {
-            arguments.insert("observationId".into(), json!(latest));
-        }
+        lean::arguments(tool, latest.as_deref(), arguments);
     }
 
     fn remember_observation(&self, tab: &str, result: &Value) {
@@ -553,8 +506,7 @@ impl Host {
         host_call_id: &str,
         notes: &mut Notes,
     ) -> Value {
-        let arguments =
-            json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": OBSERVE_MAX_TOKENS});
+        let arguments = lean::observe_arguments();
         let observed = self
             .side_call(
                 scope,

@@ -6,12 +6,11 @@
 //! `tools/list` reports it, plus the server's own file tools (`files`). This module never imports the Broker's internals (`broker`,
 //! `store`, `session`, `tools`) and never writes state to disk. Files: `options` (flags),
 //! `server` (MCP wire and loop), `host` (the session on the adapter), `tools` (tool mapping),
-//! `content` (result shapes), `lean` (the text a model reads), `files` (the server's own import and download-export tools). Mapping table: `docs/adapters.md`.
+//! `content` (result shapes; the text a model reads is `crate::adapter::lean`), `files` (the server's own import and download-export tools). Mapping table: `docs/adapters.md`.
 
 mod content;
 mod files;
 mod host;
-mod lean;
 mod options;
 mod server;
 mod tools;

@@ -683,8 +683,9 @@ fn two_bp_processes_on_one_tab(rig: &Rig, cwd: &Path) {
     assert_eq!(observed["url"], reloaded["url"]);
 }
 
-/// On a terminal: aligned `[ref] role "name" state` lines in colour (none with NO_COLOR), and
-/// an error with its code and the remediation's words.
+/// On a terminal: the lean text (`[ref] role "name" state` lines, refs in colour, none with
+/// NO_COLOR; an action's evidence and what changed), and an error with its code and the
+/// remediation's words.
 fn tty_rendering(rig: &Rig) {
     let home = &rig.home;
     ok(
@@ -695,29 +696,43 @@ fn tty_rendering(rig: &Rig) {
     let (code, screen) = on_tty(home, &["observe"], &[]);
     assert_eq!(code, 0, "{screen}");
     assert!(
-        screen.contains("\u{1b}[36m[3]\u{1b}[0m checkbox"),
-        "{screen:?}"
-    );
-    assert!(
-        screen.contains("checkbox \u{1b}[1m\"Keep me signed in\"\u{1b}[0m not checked"),
+        screen.contains("\u{1b}[36m[3]\u{1b}[0m checkbox \"Keep me signed in\" unchecked @"),
         "{screen:?}"
     );
     assert!(
         !screen.trim_start().starts_with('{'),
         "JSON on a terminal: {screen}"
     );
+    // The lean text MCP hosts read: a page header, then one line per element.
     let (code, plain) = on_tty(home, &["observe"], &[("NO_COLOR", "1")]);
     assert_eq!(code, 0, "{plain}");
     assert!(!plain.contains('\u{1b}'), "{plain:?}");
     let lines: Vec<&str> = plain.lines().map(|l| l.trim_end_matches('\r')).collect();
+    assert!(lines[0].starts_with('"'), "{lines:#?}");
     assert!(
-        lines.contains(&"[2] textbox  \"Email\" value=\"\""),
+        lines
+            .iter()
+            .any(|l| l.starts_with("[2] textbox \"Email\" =\"\"")),
         "{lines:#?}"
     );
     assert!(
-        lines.contains(&"[3] checkbox \"Keep me signed in\" not checked"),
+        lines
+            .iter()
+            .any(|l| l.starts_with("[3] checkbox \"Keep me signed in\" unchecked @")),
         "{lines:#?}"
     );
+    // An action: its evidence and what changed, with the ref.
+    let (code, clicked) = on_tty(home, &["click", "3"], &[("NO_COLOR", "1")]);
+    assert_eq!(code, 0, "{clicked}");
+    let lines: Vec<&str> = clicked.lines().map(|l| l.trim_end_matches('\r')).collect();
+    assert_eq!(lines[0], "verified", "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("~[3] \"Keep me signed in\" checked")),
+        "{lines:#?}"
+    );
+    assert!(lines.len() <= 3, "more than the change: {lines:#?}");
     let (code, error) = on_tty(home, &["tab", "42"], &[("NO_COLOR", "1")]);
     assert_eq!(code, 1, "{error}");
     assert!(error.contains("error: there is no tab 42"), "{error}");

@@ -615,6 +615,22 @@ fn reference_tool_runtime_adapter_runs_a_turn() {
         assert_eq!(steps[step]["isError"], false, "{step}: {report}");
     }
     assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    // The model reads the lean text: the Observation's header and element lines, the click's
+    // evidence and the checkbox it changed, with its ref.
+    let observed = steps["observe"]["content"][0]["text"].as_str().unwrap();
+    assert!(observed.starts_with('"'), "{observed}");
+    let checkbox = lean_lines(observed)
+        .into_iter()
+        .find(|l| l.role.as_deref() == Some("checkbox"))
+        .unwrap_or_else(|| panic!("no checkbox line in:\n{observed}"));
+    let clicked = steps["click"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(clicked.lines().next(), Some("verified"), "{clicked}");
+    assert!(
+        lean_lines(clicked).iter().any(|l| l.mark == '~'
+            && l.element_ref == checkbox.element_ref
+            && l.rest.starts_with(" checked")),
+        "{clicked}"
+    );
     assert_eq!(steps["capture"]["content"][1]["type"], "image");
     assert_eq!(steps["capture"]["content"][1]["png"], true);
     let file = &steps["pdf"]["content"][1];
@@ -658,6 +674,20 @@ fn reference_python_dispatcher_runs_a_turn() {
         assert_eq!(steps[step]["isError"], false, "{step}: {report}");
     }
     assert_eq!(steps["click"]["evidence"], "verified", "{report}");
+    // The lean text: the Observation's element lines, the click's evidence and changed checkbox.
+    let observed = steps["observe"]["text"].as_str().unwrap();
+    let checkbox = lean_lines(observed)
+        .into_iter()
+        .find(|l| l.role.as_deref() == Some("checkbox"))
+        .unwrap_or_else(|| panic!("no checkbox line in:\n{observed}"));
+    let clicked = steps["click"]["text"].as_str().unwrap();
+    assert!(clicked.starts_with("verified"), "{clicked}");
+    assert!(
+        lean_lines(clicked).iter().any(|l| l.mark == '~'
+            && l.element_ref == checkbox.element_ref
+            && l.rest.contains(" checked")),
+        "{clicked}"
+    );
     assert_eq!(steps["capture"]["content"], json!(["text", "image"]));
     assert_eq!(steps["capture"]["png"], true);
     let pdf = PathBuf::from(steps["pdf"]["path"].as_str().unwrap());
@@ -731,12 +761,12 @@ fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
         "tools/call",
         json!({"name": "browser_open", "arguments": {"url": shared.fixtures.url("/page/sigterm")}}),
     );
-    assert_eq!(opened["isError"], false, "{opened}");
+    assert_ne!(opened["isError"], true, "{opened}");
     let read = mcp.ok(
         "tools/call",
         json!({"name": "browser_read", "arguments": {}}),
     );
-    assert_eq!(read["isError"], false, "{read}");
+    assert_ne!(read["isError"], true, "{read}");
     // Text only (no --structured): the page's text itself.
     assert!(read.get("structuredContent").is_none(), "{read}");
     assert!(
@@ -808,7 +838,7 @@ fn mcp_headless_launches_the_managed_chromium_when_nothing_is_ready() {
     let mut mcp = support::Bridge::spawn(command);
     mcp.ok("initialize", initialize);
     let opened = open(&mut mcp);
-    assert_eq!(opened["isError"], false, "{opened}");
+    assert_ne!(opened["isError"], true, "{opened}");
     assert_eq!(opened["structuredContent"]["title"], "headless", "{opened}");
     let tools = mcp.ok("tools/list", json!({}));
     assert!(
@@ -1069,7 +1099,7 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
         "browser_open",
         json!({"url": shared.fixtures.url("/fixture/mcp-download")}),
     );
-    assert_eq!(opened["isError"], false, "{opened}");
+    assert_ne!(opened["isError"], true, "{opened}");
 
     // Imports: outside the upload directory, or a symlink out of it, are refused.
     for refused in [
@@ -1090,14 +1120,14 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
         "browser_file_import",
         json!({"path": uploads.join("cv.txt").to_str().unwrap(), "mimeType": "text/plain"}),
     );
-    assert_eq!(imported["isError"], false, "{imported}");
+    assert_ne!(imported["isError"], true, "{imported}");
     let artifact = &text_json(&imported)["artifact"];
     assert_eq!(artifact["kind"], "upload_input", "{imported}");
     assert_eq!(artifact["byteLength"], 5);
 
     // The page's download is announced, not written.
     let clicked = call("browser_click", json!({"x": 40, "y": 40}));
-    assert_eq!(clicked["isError"], false, "{clicked}");
+    assert_ne!(clicked["isError"], true, "{clicked}");
     let mut notice = clicked["_meta"]["browser-pilot/downloads"].clone();
     assert!(
         wait_until(Duration::from_secs(20), || {
@@ -1118,7 +1148,7 @@ fn mcp_writes_downloads_only_when_asked_and_imports_only_from_upload_dirs() {
         "browser_download_export",
         json!({"artifactId": artifact_id}),
     );
-    assert_eq!(exported["isError"], false, "{exported}");
+    assert_ne!(exported["isError"], true, "{exported}");
     let exported = text_json(&exported);
     let name = exported["fileName"].as_str().unwrap();
     assert!(
@@ -1294,7 +1324,7 @@ impl LeanMcp {
         let result = self
             .mcp
             .ok("tools/call", json!({"name": name, "arguments": arguments}));
-        assert_eq!(result["isError"], false, "{name}: {result}");
+        assert_ne!(result["isError"], true, "{name}: {result}");
         assert!(
             result.get("structuredContent").is_none(),
             "no duplicate payload without --structured: {result}"

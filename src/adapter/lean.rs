@@ -1,18 +1,84 @@
-//! The text a model reads from a tool result: the lean form of a Broker result.
+//! The text a model reads from a tool result: the lean form of a Broker result, shared by every
+//! client front end (`browser-pilot mcp`, `bp`'s text output, the reference adapters).
 //!
-//! Owns the rendering only, as pure functions of the Command's result: an Observation becomes a
+//! Owns the lean arguments (an Observation in compact lines within a token budget, an action's
+//! closing Observation as a diff against the tab's previous one: [`arguments`]) and the
+//! rendering, as pure functions of the Command's result: an Observation becomes a
 //! one-line page header, the Broker's compact element lines (`format: "compact"`) and the
 //! hints; an action's result becomes one line of evidence plus what changed since the tab's
 //! previous Observation (the Broker's `sinceObservationId` diff: added lines marked `+`,
 //! changed ones `~` with their current state, removed refs), and a full Observation when the
-//! document changed; any other result is its JSON without the session's own ids. Which
-//! arguments produce those shapes is `host.rs`; the content blocks around the text are
-//! `content.rs`. The form is documented in docs/adapters.md ("Lean results").
+//! document changed; any other result is its JSON without the session's own ids. Which tab's
+//! Observation is the previous one is the caller's (each keeps the latest per tab); the content
+//! blocks around the text are the front end's. The form is documented in docs/adapters.md
+//! ("Lean results").
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use super::ToolInfo;
+
+/// Elements one Observation walks (the manifest's largest `limit`): an Observation and the
+/// diffs after it walk the same elements, and `maxTokens` decides what is shown.
+pub const OBSERVE_LIMIT: u32 = 5_000;
+
+/// Token budget of a full Observation (about 21 KB of text; the Broker's estimate): elements in
+/// the view first, then interactive ones, so scrolling and observing again pages through a
+/// long page.
+pub const OBSERVE_MAX_TOKENS: u32 = 8_000;
+
+/// Token budget of what an action changed (about 5 KB of text).
+pub const ACTION_MAX_TOKENS: u32 = 2_000;
+
+/// The arguments of a full lean Observation (`browser.observe` in compact lines).
+pub fn observe_arguments() -> Value {
+    json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": OBSERVE_MAX_TOKENS})
+}
+
+/// The lean shape of a tab tool's `arguments`, unless the caller gave them: an Observation in
+/// compact lines within a token budget; an action's closing Observation as a diff against
+/// `latest` (the tab's previous Observation in this Workspace); a ref's `observationId`
+/// `latest`.
+pub fn arguments(tool: &ToolInfo, latest: Option<&str>, arguments: &mut Map<String, Value>) {
+    let offers = |name: &str| tool.input_schema["properties"].get(name).is_some();
+    if tool.name == "browser.observe" {
+        arguments
+            .entry("format")
+            .or_insert_with(|| json!("compact"));
+        if arguments["format"] == "compact" {
+            arguments
+                .entry("limit")
+                .or_insert_with(|| json!(OBSERVE_LIMIT));
+            arguments
+                .entry("maxTokens")
+                .or_insert_with(|| json!(OBSERVE_MAX_TOKENS));
+        }
+    }
+    if offers("observe") && !arguments.contains_key("observe") {
+        let mut observe =
+            json!({"format": "compact", "limit": OBSERVE_LIMIT, "maxTokens": ACTION_MAX_TOKENS});
+        if let Some(latest) = latest {
+            observe["sinceObservationId"] = json!(latest);
+        }
+        arguments.insert("observe".into(), observe);
+    }
+    if let (Some(Value::Object(annotations)), Some(latest)) =
+        (arguments.get_mut("annotations"), latest)
+    {
+        annotations
+            .entry("observationId")
+            .or_insert_with(|| json!(latest));
+    }
+    if offers("observationId")
+        && !arguments.contains_key("observationId")
+        && (arguments.contains_key("ref") || arguments.contains_key("toRef"))
+        && let Some(latest) = latest
+    {
+        arguments.insert("observationId".into(), json!(latest));
+    }
+}
 
 /// Result fields the MCP session manages itself; the model never needs them.
 const SESSION_FIELDS: &[&str] = &["workspaceId", "leaseId"];
@@ -35,11 +101,30 @@ const SHOWN_BY_LINES: &[&str] = &[
 /// changed (focus is shown on the element that has it when that one is listed anyway).
 const QUIET_FIELDS: &[&str] = &["inViewport", "focused"];
 
-/// Facts the host learned beside the result that the model must be told.
-#[derive(Debug, Default)]
+/// Facts the host learned beside the result that the model must be told, and how it names
+/// tools.
+#[derive(Debug)]
 pub struct Notes {
     /// Lines stated before everything else (a dialog waiting, a popup opened).
     pub lines: Vec<String>,
+    /// The front end's name of a Broker tool (`browser_observe`, `bp observe`), for the lines
+    /// that say what to call next.
+    pub tool_name: fn(&str) -> String,
+}
+
+impl Default for Notes {
+    fn default() -> Notes {
+        Notes {
+            lines: Vec::new(),
+            tool_name: host_tool_name,
+        }
+    }
+}
+
+/// The host-tool name of a Broker tool (`browser.observe` -> `browser_observe`), as MCP and
+/// the reference adapters list them.
+pub fn host_tool_name(broker_name: &str) -> String {
+    broker_name.replace('.', "_")
 }
 
 /// The lean text of a successful Broker result of `tool` (its Broker name).
@@ -53,8 +138,8 @@ pub fn text(tool: &str, result: &Value, notes: &Notes) -> String {
     }
     if result.get("observationId").is_some_and(Value::is_string) {
         match result.get("diff").filter(|d| d.is_object()) {
-            Some(diff) => push_diff(&mut out, result, diff),
-            None => push_observation(&mut out, result),
+            Some(diff) => push_diff(&mut out, result, diff, notes),
+            None => push_observation(&mut out, result, notes),
         }
         return out;
     }
@@ -175,7 +260,7 @@ fn changed_line(line: &str, fields: &[&str]) -> String {
 
 /// The one-line page header of a full Observation: title, URL, scroll position and the
 /// elements outside the view (and what is not shown, with how to see it).
-fn header(result: &Value, lines: &[&str]) -> String {
+fn header(result: &Value, lines: &[&str], notes: &Notes) -> String {
     let page = &result["page"];
     let mut out = String::new();
     let title = result["title"].as_str().unwrap_or("");
@@ -216,8 +301,10 @@ fn header(result: &Value, lines: &[&str]) -> String {
         let total = result["candidateCount"].as_u64().unwrap_or(0);
         let _ = write!(
             out,
-            " | {} of {total} shown: browser_scroll, then browser_observe for the rest",
-            lines.len()
+            " | {} of {total} shown: {}, then {} for the rest",
+            lines.len(),
+            (notes.tool_name)("browser.scroll"),
+            (notes.tool_name)("browser.observe"),
         );
     }
     out
@@ -260,9 +347,9 @@ fn push_hints(out: &mut String, result: &Value, blocking_only: bool) {
 }
 
 /// A full Observation: header, one line per element, hints.
-fn push_observation(out: &mut String, result: &Value) {
+fn push_observation(out: &mut String, result: &Value, notes: &Notes) {
     let lines = compact_lines(result);
-    push_line(out, &header(result, &lines));
+    push_line(out, &header(result, &lines, notes));
     for line in &lines {
         push_line(out, &bracketed(line));
     }
@@ -279,7 +366,7 @@ fn push_observation(out: &mut String, result: &Value) {
 
 /// What changed since the base Observation: added lines (`+`), changed ones (`~`, current
 /// state), removed refs; the blocking hints.
-fn push_diff(out: &mut String, result: &Value, diff: &Value) {
+fn push_diff(out: &mut String, result: &Value, diff: &Value, notes: &Notes) {
     let added: HashSet<u64> = diff["added"]
         .as_array()
         .into_iter()
@@ -324,9 +411,10 @@ fn push_diff(out: &mut String, result: &Value, diff: &Value) {
         .as_array()
         .is_some_and(|reasons| reasons.iter().any(|r| r == "tokens"));
     if budget_cut {
+        let observe = (notes.tool_name)("browser.observe");
         push_line(
             out,
-            "more changed than shown: browser_observe for the whole page",
+            &format!("more changed than shown: {observe} for the whole page"),
         );
     }
     push_hints(out, result, true);
@@ -368,6 +456,7 @@ mod tests {
         });
         let notes = Notes {
             lines: vec!["popup target:2 \"Pay\" http://x/pay".to_owned()],
+            ..Notes::default()
         };
         assert_eq!(
             text("browser.click", &result, &notes),
