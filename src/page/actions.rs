@@ -53,11 +53,15 @@ const SELECT_VALUES_MAX: usize = 500;
 /// Bytes of one value or label to select.
 const SELECT_VALUE_MAX_BYTES: usize = 1_000;
 
-/// An element of an earlier observation of this world.
+/// An element of an earlier observation of this world: the Observation's key and the ref, and
+/// the page's key of the document the Broker recorded the Observation for. With it the page
+/// resolves the ref through the document once the Observation's own element map was evicted
+/// (refs are stable per document); without it only through the kept map.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefTarget {
     pub observation_key: String,
     pub element_ref: u32,
+    pub document_key: Option<String>,
 }
 
 impl RefTarget {
@@ -65,10 +69,17 @@ impl RefTarget {
         RefTarget {
             observation_key: observation_key.into(),
             element_ref,
+            document_key: None,
         }
     }
 
-    /// The JSON argument the page helpers take, after checking the key.
+    /// The same target, resolvable through its document (`document_key` as the page answered it).
+    pub fn in_document(mut self, document_key: impl Into<String>) -> RefTarget {
+        self.document_key = Some(document_key.into());
+        self
+    }
+
+    /// The JSON argument the page helpers take, after checking the keys.
     pub(super) fn argument(&self) -> Result<Value, PageError> {
         validate_key(&self.observation_key)?;
         if self.element_ref == 0 {
@@ -77,7 +88,13 @@ impl RefTarget {
                 detail: "refs start at 1".to_owned(),
             });
         }
-        Ok(json!({ "observationKey": self.observation_key, "ref": self.element_ref }))
+        let mut argument =
+            json!({ "observationKey": self.observation_key, "ref": self.element_ref });
+        if let Some(document_key) = &self.document_key {
+            validate_key(document_key)?;
+            argument["documentKey"] = json!(document_key);
+        }
+        Ok(argument)
     }
 }
 
@@ -831,6 +848,11 @@ mod tests {
         );
         assert!(RefTarget::new("k", 0).argument().is_err());
         assert!(RefTarget::new("", 1).argument().is_err());
+        assert_eq!(
+            target().in_document("doc:ab12").argument().unwrap(),
+            json!({"observationKey": "observation:1", "ref": 3, "documentKey": "doc:ab12"})
+        );
+        assert!(target().in_document("").argument().is_err());
         let call = SetNativeValue {
             target: target(),
             value: "2024-05-06".to_owned(),

@@ -40,10 +40,13 @@ script_error_codes! {
     /// No observation with that key in this world: evicted (only the last
     /// few are kept) or the document, and with it the world, was replaced.
     ObservationUnknown "observation_unknown";
-    /// The ref is outside the observation's range.
+    /// The ref was never handed out in this document (or dropped beyond its bound).
     RefUnknown "ref_unknown";
     /// The element of the ref was removed or belongs to another document.
     RefStale "ref_stale";
+    /// The Observation's document (the Broker's key for it, or its kept map's) is not the
+    /// world's document any more: a navigation, reload or `document.open` since.
+    DocumentReplaced "document_replaced";
     /// The element is not rendered, hidden, or has an empty box.
     NotVisible "not_visible";
     InvalidSelector "invalid_selector";

@@ -62,7 +62,7 @@ pub use interact::{
     WaitProbe, WaitSeen,
 };
 pub use observe::{
-    AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, FilterGroupSignal,
+    AuthSignal, BlockedSignal, Bounds, Checked, ComboboxSignal, DOCUMENT_REFS, FilterGroupSignal,
     KEPT_OBSERVATIONS, OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT,
     OBSERVE_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, ObservationWire, Observe,
     ObserveOptions, ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics,

@@ -20,10 +20,16 @@ use super::script::{PageScript, Script, ScriptCall, decode};
 /// typical page's controls, small enough (~30 KB) for a model's context.
 pub const OBSERVE_DEFAULT_LIMIT: u32 = 200;
 
-/// How many Observations per tab keep their refs: the Broker keeps this many records per tab
-/// (`session::TabState`) and the page keeps the same number of element maps in the isolated
-/// world (injected into the library as `BP_MAX_OBSERVATIONS`).
+/// How many Observations per tab are kept whole (diff bases, annotations): the Broker keeps this
+/// many records per tab (`session::TabState`) and the page keeps the same number of element maps
+/// in the isolated world (injected into the library as `BP_MAX_OBSERVATIONS`). Refs outlive
+/// them: they resolve through the document (see [`DOCUMENT_REFS`]).
 pub const KEPT_OBSERVATIONS: usize = 4;
+
+/// How many refs of one document stay resolvable, whichever of its Observations handed them
+/// out: the Broker's per-document summaries (`session::RefBook`) and the page's map from ref to
+/// element (injected as `BP_MAX_DOCUMENT_REFS`; the oldest go first beyond it).
+pub const DOCUMENT_REFS: usize = 50_000;
 
 /// The largest `limit` the tool schema advertises.
 pub const OBSERVE_MAX_LIMIT: u32 = 5_000;

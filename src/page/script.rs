@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::actions::NATIVE_VALUE_TYPES;
 use super::error::{PageError, ScriptErrorCode};
-use super::observe::KEPT_OBSERVATIONS;
+use super::observe::{DOCUMENT_REFS, KEPT_OBSERVATIONS};
 
 const COMMON_JS: &str = include_str!("js/common.js");
 const OBSERVE_JS: &str = include_str!("js/observe.js");
@@ -154,6 +154,7 @@ static INJECTED_CONSTANTS: LazyLock<String> = LazyLock::new(|| {
         .join(", ");
     format!(
         "const BP_MAX_OBSERVATIONS = {KEPT_OBSERVATIONS};\n\
+         const BP_MAX_DOCUMENT_REFS = {DOCUMENT_REFS};\n\
          const BP_NATIVE_VALUE_TYPES = new Set([{native_types}]);"
     )
 });
@@ -402,7 +403,11 @@ mod tests {
             CLICK_TRUTH_JS,
             KEY_GUARD_JS,
         ] {
-            for name in ["BP_MAX_OBSERVATIONS", "BP_NATIVE_VALUE_TYPES"] {
+            for name in [
+                "BP_MAX_OBSERVATIONS",
+                "BP_MAX_DOCUMENT_REFS",
+                "BP_NATIVE_VALUE_TYPES",
+            ] {
                 assert!(
                     !source.contains(&format!("const {name}")),
                     "{name} is defined in a .js file; it is injected from Rust"
@@ -489,6 +494,7 @@ mod tests {
             "observation_unknown",
             "ref_unknown",
             "ref_stale",
+            "document_replaced",
             "not_visible",
             "invalid_selector",
             "invalid_regex",

@@ -16,6 +16,7 @@ mod frames;
 mod load;
 pub mod network;
 mod pump;
+mod refs;
 mod registry;
 mod service;
 mod tab;
@@ -24,6 +25,7 @@ pub use choosers::release as release_file_chooser_interception;
 pub use downloads::{Capture, DownloadLimits, on_control as download_capture_on_control};
 pub use frames::{FrameBook, FrameSelection};
 pub use load::{Awaited, LoadMark, LoadPhase};
+pub use refs::{ISSUED_OBSERVATIONS, RefBook, RefLookup};
 pub use registry::{DialogInfo, TabView, TargetError};
 pub use service::{BrowserService, ConnectError, Connected};
 pub use tab::{

@@ -211,8 +211,11 @@ pub struct TabState {
     pub session: Option<SessionId>,
     /// The main frame's id of the current session (stable for the target's lifetime).
     pub main_frame: Option<String>,
-    /// The newest Observations of this tab (refs resolve only through these), newest last.
+    /// The newest Observations of this tab (diff bases, annotations), newest last.
     pub observations: std::collections::VecDeque<ObservationRecord>,
+    /// Every Observation id issued on this tab and the refs of each frame's current document:
+    /// refs resolve through this, for as long as their document lasts.
+    pub refs: super::refs::RefBook,
     /// Whether the last Observation showed an authentication surface (hint transitions);
     /// `None` after a session or frame change.
     pub auth_surface: Option<bool>,
@@ -586,6 +589,7 @@ impl TabGuard {
         self.state.session = None;
         self.state.main_frame = None;
         self.state.observations.clear();
+        self.state.refs.clear();
         self.state.auth_surface = None;
         self.state.progress = ProgressMemory::default();
         self.state.download_capture = super::downloads::Capture::Off;
@@ -658,6 +662,7 @@ impl TabGuard {
             self.state.observations.retain(|record| {
                 record.workspace_id != workspace_id || !gone.contains(&record.frame_id)
             });
+            self.state.refs.forget_frames(&workspace_id, &gone);
         }
         selection
     }

@@ -37,7 +37,7 @@ pub(super) fn observe_property() -> Value {
 pub(super) fn ref_properties() -> Value {
     json!({
         "observationId": {"type": "string", "minLength": 1, "maxLength": 128, "description": "Observation the ref belongs to; give with ref."},
-        "ref": {"type": "integer", "minimum": 1, "description": "Element ref from that Observation's element list."},
+        "ref": {"type": "integer", "minimum": 1, "description": "Element ref from that Observation; valid while its element and document last."},
     })
 }
 

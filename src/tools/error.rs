@@ -186,6 +186,12 @@ fn page(error: PageError) -> RpcError {
                     "Call browser.observe and use refs from the new Observation.",
                 )
             }
+            ScriptErrorCode::DocumentReplaced => RpcError::new(ErrorCode::StaleRef, message)
+                .with_reason(Reason::DocumentReplaced)
+                .with_remediation(
+                    RemediationAction::Observe,
+                    "Call browser.observe and use refs from the new Observation.",
+                ),
             ScriptErrorCode::RefUnknown | ScriptErrorCode::RefStale => {
                 RpcError::new(ErrorCode::StaleRef, message).with_remediation(
                     RemediationAction::Observe,

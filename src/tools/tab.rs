@@ -35,7 +35,7 @@ use crate::session::bounds::{
     MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
 };
 use crate::session::{
-    Awaited, ElementSummary, KEPT_OBSERVATIONS, LoadPhase, ObservationRecord, TabGuard,
+    Awaited, ElementSummary, KEPT_OBSERVATIONS, LoadPhase, ObservationRecord, RefLookup, TabGuard,
 };
 
 /// Timeout of one page-script call.
@@ -664,6 +664,13 @@ pub async fn take_observation_reading(
         record.elements = Default::default();
         record.view = Default::default();
     }
+    state.refs.record(
+        &observation_id,
+        scope.workspace_id,
+        &page_context.frame_id,
+        &observation.document_key,
+        &shaped.elements,
+    );
     state.observations.push_back(ObservationRecord {
         id: observation_id,
         workspace_id: scope.workspace_id.to_owned(),
@@ -705,7 +712,9 @@ impl RefParams {
 }
 
 /// A ref of an Observation the calling Workspace took on this tab, checked on the Broker side
-/// before the page is asked (the page re-checks the element itself).
+/// before the page is asked (the page re-checks the element itself). Any Observation of the
+/// frame's current document will do, however many came since: refs resolve through the
+/// document (`session::RefBook`), not through the kept Observation records.
 pub fn resolve_ref(
     guard: &mut TabGuard,
     scope: &TargetScope<'_>,
@@ -714,69 +723,59 @@ pub fn resolve_ref(
 ) -> Result<(RefTarget, ElementSummary), ToolError> {
     let observation_id = params.observation_id.as_deref().unwrap_or_default();
     let element_ref = params.element_ref.unwrap_or(0);
-    let workspace_id = scope.workspace_id;
-    let record = guard
-        .state()
-        .observations
-        .iter()
-        .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
-        .cloned();
-    let Some(record) = record else {
-        return Err(ToolError::from(RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (evicted, another target, or before a reconnect)")
+    let lookup =
+        guard
+            .state()
+            .refs
+            .resolve(scope.workspace_id, frame_id, observation_id, element_ref);
+    let error = match lookup {
+        RefLookup::Found {
+            summary,
+            document_key,
+        } => {
+            let target = RefTarget::new(observation_id, element_ref as u32);
+            return Ok((target.in_document(document_key), summary));
+        }
+        RefLookup::NotIssued => RpcError::new(ErrorCode::ObservationNotFound, "no such Observation for this Workspace on this target (another target, a frame that went away, before a reconnect, or older than the last 4,096)")
             .with_context("observationId", json!(observation_id))
-            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation.")));
+            .with_remediation(RemediationAction::Observe, "Call browser.observe on this target and use refs from the new Observation."),
+        RefLookup::OtherFrame => RpcError::new(
+            ErrorCode::StaleRef,
+            "the Observation was taken in another frame or document",
+        )
+        .with_context("reason", json!("frame_changed"))
+        .with_remediation(
+            RemediationAction::Observe,
+            "Call browser.observe in the selected frame and use refs from the new Observation.",
+        ),
+        RefLookup::DocumentReplaced => RpcError::new(
+            ErrorCode::StaleRef,
+            "the Observation's document was replaced (a navigation or reload since)",
+        )
+        .with_reason(Reason::DocumentReplaced)
+        .with_remediation(
+            RemediationAction::Observe,
+            "Call browser.observe and use refs from the new Observation.",
+        ),
+        RefLookup::NotInDocument {
+            handed_out,
+            highest,
+        } => RpcError::new(
+            ErrorCode::StaleRef,
+            format!(
+                "ref {element_ref} is not one of the {handed_out} ref(s) the Observations of this document handed out (the highest is {highest})"
+            ),
+        )
+        .with_context("reason", json!("ref_not_in_observation"))
+        .with_context("ref", json!(element_ref))
+        .with_context("observationId", json!(observation_id))
+        .with_context("highestRef", json!(highest))
+        .with_remediation(
+            RemediationAction::Observe,
+            "Use a ref listed in an Observation of this document, or call browser.observe and use refs from the new Observation.",
+        ),
     };
-    if record.frame_id != frame_id {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::StaleRef,
-                "the Observation was taken in another frame or document",
-            )
-            .with_context("reason", json!("frame_changed"))
-            .with_remediation(
-                RemediationAction::Observe,
-                "Call browser.observe in the selected frame and use refs from the new Observation.",
-            ),
-        ));
-    }
-    if record.replaced {
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::StaleRef,
-                "the Observation's document was replaced (a navigation or reload since)",
-            )
-            .with_reason(Reason::DocumentReplaced)
-            .with_remediation(
-                RemediationAction::Observe,
-                "Call browser.observe and use refs from the new Observation.",
-            ),
-        ));
-    }
-    let summary = u32::try_from(element_ref)
-        .ok()
-        .and_then(|r| record.elements.get(&r))
-        .cloned();
-    let Some(summary) = summary else {
-        let highest = record.elements.keys().max().copied().unwrap_or(0);
-        return Err(ToolError::from(
-            RpcError::new(
-                ErrorCode::StaleRef,
-                format!(
-                    "ref {element_ref} is not one of the {} element(s) of Observation {observation_id} (its highest ref is {highest})",
-                    record.elements.len()
-                ),
-            )
-            .with_context("reason", json!("ref_not_in_observation"))
-            .with_context("ref", json!(element_ref))
-            .with_context("observationId", json!(observation_id))
-            .with_context("highestRef", json!(highest))
-            .with_remediation(
-                RemediationAction::Observe,
-                "Use a ref listed in that Observation's elements, or call browser.observe and use refs from the new Observation.",
-            ),
-        ));
-    };
-    Ok((RefTarget::new(observation_id, element_ref as u32), summary))
+    Err(ToolError::from(error))
 }
 
 /// Waits, on the tab's lifecycle events, until the awaited document has loaded. Settles for

@@ -220,14 +220,11 @@ fn click_evidence_statuses_and_effects() {
     // Coordinates with no effect: unavailable.
     let coords = agent.tool("browser.click", Some(&target), json!({"x": 5, "y": 5}));
     assert_eq!(coords["evidence"]["kind"], "coordinates");
-    // A stale ref from an evicted Observation is rejected, never re-resolved.
-    for _ in 0..5 {
-        observe(&mut agent, &target);
-    }
+    // An Observation id never issued to this Workspace on this target is not found.
     let (code, _) = agent.tool_err(
         "browser.click",
         Some(&target),
-        json!({"observationId": observation["observationId"], "ref": 1}),
+        json!({"observationId": "observation:00000000000000000000000000000000", "ref": 1}),
     );
     assert_eq!(code, "observation_not_found");
     // Navigation by a link click.
@@ -277,6 +274,120 @@ fn click_evidence_statuses_and_effects() {
         "{error}"
     );
     assert_eq!(error["data"]["remediation"]["action"], "observe", "{error}");
+}
+
+/// The text `browser.read` finds at `selector` (a form control's whole value).
+fn read_text(agent: &mut Agent, target: &Value, selector: &str) -> String {
+    let read = agent.tool("browser.read", Some(target), json!({"selector": selector}));
+    read["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn an_agent_performs_eight_actions_from_one_observation() {
+    let rig = Rig::start();
+    let (mut agent, target) = form(&rig);
+    // One Observation; every action below uses its refs, though each action makes a new
+    // Observation and a tab keeps only the last 4 whole: a ref lives as long as its document.
+    let plan = observe(&mut agent, &target);
+    let r = |role: Option<&str>, name: &str| find_ref(&plan, role, name);
+    let steps = [
+        ("browser.click", r(Some("checkbox"), "I agree"), json!({})),
+        (
+            "browser.type",
+            r(Some("textbox"), "Email"),
+            json!({"text": "me@example.com", "mode": "fill"}),
+        ),
+        (
+            "browser.dropdown.select",
+            r(Some("combobox"), "Country"),
+            json!({"labels": ["Germany"]}),
+        ),
+        ("browser.click", r(Some("radio"), "Pro"), json!({})),
+        ("browser.click", r(Some("button"), "Bold"), json!({})),
+        (
+            "browser.type",
+            r(None, "Notes"),
+            json!({"text": "planned ahead"}),
+        ),
+        ("browser.press", r(None, "Controlled"), json!({"key": "a"})),
+        ("browser.click", r(Some("button"), "Submit"), json!({})),
+    ];
+    for (number, (tool, element_ref, extra)) in steps.into_iter().enumerate() {
+        let done = act(&mut agent, &target, tool, &plan, element_ref, extra);
+        assert_ne!(
+            done["observationId"], plan["observationId"],
+            "action {number} made a new Observation"
+        );
+        assert_ne!(
+            done["evidence"]["status"], "mismatch",
+            "action {number} ({tool}): {}",
+            done["evidence"]
+        );
+    }
+    // Every effect, read back from the page.
+    assert_eq!(read_text(&mut agent, &target, "#email"), "me@example.com");
+    assert_eq!(read_text(&mut agent, &target, "#country"), "Germany");
+    assert_eq!(read_text(&mut agent, &target, "#notes"), "planned ahead");
+    assert_eq!(read_text(&mut agent, &target, "#controlled"), "A");
+    assert_eq!(
+        read_text(&mut agent, &target, "#status"),
+        "submitted:me@example.com"
+    );
+    let after = observe(&mut agent, &target);
+    assert_eq!(
+        element(&after, r(Some("checkbox"), "I agree"))["checked"],
+        true
+    );
+    assert_eq!(element(&after, r(Some("radio"), "Pro"))["checked"], true);
+    assert_eq!(element(&after, r(Some("radio"), "Free"))["checked"], false);
+    assert_eq!(element(&after, r(Some("button"), "Bold"))["pressed"], true);
+    // The first Observation's refs name the same elements in the later ones.
+    assert_eq!(
+        element(&after, r(Some("textbox"), "Email"))["value"],
+        "me@example.com"
+    );
+
+    // Still never another element: an element that left the document is stale_ref, so is a
+    // ref the document never handed out, and once a later Observation saw another document
+    // every earlier ref is stale_ref with reason document_replaced.
+    let vanish = r(Some("button"), "Vanish");
+    act(
+        &mut agent,
+        &target,
+        "browser.click",
+        &plan,
+        vanish,
+        json!({}),
+    );
+    let (code, error) = agent.tool_err(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": plan["observationId"], "ref": vanish}),
+    );
+    assert_eq!(code, "stale_ref", "{error}");
+    let (code, error) = agent.tool_err(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": plan["observationId"], "ref": 99999}),
+    );
+    assert_eq!(code, "stale_ref", "{error}");
+    assert_eq!(error["data"]["context"]["reason"], "ref_not_in_observation");
+    agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "reload"}),
+    );
+    observe(&mut agent, &target);
+    let (code, error) = agent.tool_err(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": plan["observationId"], "ref": r(Some("button"), "Bold")}),
+    );
+    assert_eq!(code, "stale_ref", "{error}");
+    assert_eq!(
+        error["data"]["context"]["reason"], "document_replaced",
+        "{error}"
+    );
 }
 
 #[test]

@@ -373,16 +373,18 @@ fn token_budgets_keep_the_viewport_first(agent: &mut Agent, target: &Value) {
         .map(|e| e["ref"].as_u64().unwrap())
         .collect();
     assert_eq!(sent, order);
-    // A ref the budget left out is not part of this Observation.
-    let dropped = elements(&full)
+    // A ref no Observation of the document showed is stale_ref (the refs the budget left out
+    // here were shown by `full`, so they still resolve: refs live as long as their document).
+    let unshown = elements(&full)
         .iter()
         .map(|e| e["ref"].as_u64().unwrap())
-        .find(|r| !kept.contains(r))
-        .unwrap();
+        .max()
+        .unwrap()
+        + 1_000;
     let (code, _) = agent.tool_err(
         "browser.click",
         Some(target),
-        json!({"observationId": cut["observationId"], "ref": dropped}),
+        json!({"observationId": cut["observationId"], "ref": unshown}),
     );
     assert_eq!(code, "stale_ref");
     for hint_ref in hint_refs(&cut) {

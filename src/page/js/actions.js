@@ -5,7 +5,7 @@
 // The element behind a ref, or null when the observation is unknown, the ref
 // out of range, the element detached or the document replaced.
 function resolve(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   return found.error ? null : found.element;
 }
 
@@ -44,7 +44,7 @@ function bpCodePoints(text) {
 // viewport, 'if_needed' only when it is not entirely in view, 'none' never;
 // `scrolled` tells whether that moved it.
 function clickPoint(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   const el = found.element;
   if (!el.checkVisibility({ visibilityProperty: true })) {
@@ -242,11 +242,7 @@ function clickVerdict(options) {
   }
   let el = null;
   if (typeof options.observationKey === 'string') {
-    for (const entry of bpState().observations) {
-      if (entry.key === options.observationKey && entry.doc === document) {
-        el = entry.elements.get(options.ref) || null;
-      }
-    }
+    el = bpElementOf(options.observationKey, options.ref, options.documentKey).element || null;
   }
   const clicks = state.clicks;
   state.armed = null;
@@ -318,7 +314,7 @@ function keyRecord(options) {
 // The observable state of the element behind a ref, for before/after
 // evidence. Password values are never returned, only their length.
 function stateSnapshot(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   return bpSnapshotOf(found.element, options.valueMax);
 }
@@ -357,7 +353,7 @@ function bpSnapshotOf(el, valueMax) {
 // Focuses the element and selects all of its editable content, or with
 // `atEnd` puts the caret after it (typing then appends).
 function focusAndSelectAll(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   const el = found.element;
   el.focus({ preventScroll: true });
@@ -532,7 +528,7 @@ function bpChangeOnCommit(el, before) {
 // before `input`. The effective value after the page's handlers is
 // reported, with the browser's normalisation of the requested value.
 function setNativeValue(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   const el = found.element;
   if (el.localName !== 'input' || !BP_NATIVE_VALUE_TYPES.has(el.type)) {
@@ -563,7 +559,7 @@ function setNativeValue(options) {
 // label), then fires `input` and `change`. Nothing changes when a wanted
 // option is missing or disabled.
 function selectOptions(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   const el = found.element;
   if (el.localName !== 'select') return bpError('unsupported_element', 'selectOptions needs a native select');
@@ -597,7 +593,7 @@ function selectOptions(options) {
 // The options of a native select, or the currently exposed options of an
 // ARIA combobox/listbox (its aria-controls/aria-owns popup or itself).
 function listOptions(options) {
-  const found = bpLookup(options.observationKey, options.ref);
+  const found = bpLookup(options.observationKey, options.ref, options.documentKey);
   if (found.error) return found;
   const el = found.element;
   const max = options.limit;

@@ -22,6 +22,10 @@ function bpState() {
       // handed out in the order elements are first returned.
       refs: new WeakMap(),
       nextRef: 1,
+      // The way back: ref -> WeakRef(element) for every ref handed out, so a
+      // ref of any Observation of this document resolves while its element
+      // lives (bpLookup). Bounded by BP_MAX_DOCUMENT_REFS (bpRefOf).
+      refElements: new Map(),
       documentKey: 'doc:' + Math.random().toString(36).slice(2, 10) +
         Math.floor(performance.timeOrigin).toString(36),
     };
@@ -55,8 +59,24 @@ function bpRefOf(el) {
   if (ref === undefined) {
     ref = state.nextRef++;
     state.refs.set(el, ref);
+    if (state.refElements.size >= BP_MAX_DOCUMENT_REFS) bpPruneRefElements(state);
+    state.refElements.set(ref, new WeakRef(el));
   }
   return ref;
+}
+
+// Makes room in the document's ref map: first the refs whose element was
+// collected, then (a page that keeps that many elements alive) the oldest,
+// down to nine tenths of the bound. A ref dropped here answers ref_unknown.
+function bpPruneRefElements(state) {
+  for (const [ref, weak] of state.refElements) {
+    if (weak.deref() === undefined) state.refElements.delete(ref);
+  }
+  const keep = Math.floor(BP_MAX_DOCUMENT_REFS * 0.9);
+  for (const ref of state.refElements.keys()) {
+    if (state.refElements.size <= keep) break;
+    state.refElements.delete(ref);
+  }
 }
 
 // Keeps `elements` (a Map ref -> element) under `key`. With `baseKey`, the
@@ -81,24 +101,50 @@ function bpRemember(key, elements, baseKey) {
   return merged;
 }
 
-// Outcome of looking a ref up: {element} or {error: {code, message}}.
-function bpLookup(key, ref) {
+// The element of `ref`, connected or not: through the kept observation
+// `key`, else (the key was evicted from the last few kept here) through the
+// document's ref map when `documentKey` names this document (the Broker
+// vouches the key was issued for it; refs are stable per document). Outcome:
+// {element} or {error: {code, message}}.
+function bpElementOf(key, ref, documentKey) {
   const state = bpState();
   let entry = null;
   for (const candidate of state.observations) {
     if (candidate.key === key) entry = candidate;
   }
-  if (entry === null) {
-    return bpError('observation_unknown', 'no observation with this key in this document');
+  if (entry !== null && entry.doc !== document) {
+    return bpError('document_replaced', 'the document of this observation was replaced');
   }
-  const el = Number.isInteger(ref) ? entry.elements.get(ref) : undefined;
+  let el = entry !== null && Number.isInteger(ref) ? entry.elements.get(ref) : undefined;
   if (el === undefined) {
-    return bpError('ref_unknown', 'ref ' + ref + ' is not in this observation');
-  }
-  if (entry.doc !== document || !el.isConnected || el.ownerDocument !== document) {
-    return bpError('ref_stale', 'the element of ref ' + ref + ' is no longer in the document');
+    if (entry === null && typeof documentKey !== 'string') {
+      return bpError('observation_unknown', 'no observation with this key in this document');
+    }
+    if (entry === null && documentKey !== state.documentKey) {
+      return bpError('document_replaced', 'the document of this observation was replaced');
+    }
+    const weak = Number.isInteger(ref) ? state.refElements.get(ref) : undefined;
+    if (weak === undefined) {
+      return bpError('ref_unknown', 'ref ' + ref + ' was not handed out in this document');
+    }
+    el = weak.deref();
+    if (el === undefined) {
+      return bpError('ref_stale', 'the element of ref ' + ref + ' is no longer in the document');
+    }
   }
   return { element: el };
+}
+
+// Outcome of looking a ref up for an action: {element} (in this document)
+// or {error: {code, message}}.
+function bpLookup(key, ref, documentKey) {
+  const found = bpElementOf(key, ref, documentKey);
+  if (found.error) return found;
+  const el = found.element;
+  if (!el.isConnected || el.ownerDocument !== document) {
+    return bpError('ref_stale', 'the element of ref ' + ref + ' is no longer in the document');
+  }
+  return found;
 }
 
 function bpError(code, message) {

@@ -95,7 +95,7 @@ function hoverReport(options) {
   state.hoverBefore = undefined;
   let hovered = null;
   if (options.observationKey !== undefined) {
-    const found = bpLookup(options.observationKey, options.ref);
+    const found = bpLookup(options.observationKey, options.ref, options.documentKey);
     if (found.error) return found;
     hovered = found.element.matches(':hover');
   }
@@ -128,7 +128,7 @@ function bpPlaceOf(el) {
 function dragArm(options) {
   let source = null;
   if (options.source !== undefined) {
-    const found = bpLookup(options.source.observationKey, options.source.ref);
+    const found = bpLookup(options.source.observationKey, options.source.ref, options.source.documentKey);
     if (found.error) return found;
     source = found.element;
   } else if (options.start !== undefined) {
@@ -136,7 +136,7 @@ function dragArm(options) {
   }
   let target = null;
   if (options.target !== undefined) {
-    const found = bpLookup(options.target.observationKey, options.target.ref);
+    const found = bpLookup(options.target.observationKey, options.target.ref, options.target.documentKey);
     if (found.error) return found;
     target = found.element;
   }

@@ -19,7 +19,7 @@ function pickFileInput(options) {
   const inputs = bpFileInputs();
   let el = null;
   if (options.observationKey !== undefined) {
-    const found = bpLookup(options.observationKey, options.ref);
+    const found = bpLookup(options.observationKey, options.ref, options.documentKey);
     if (found.error) return found;
     el = found.element;
   } else if (options.index !== undefined) {
