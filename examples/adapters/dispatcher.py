@@ -402,7 +402,8 @@ def lean_text(result):
     if end > 0:
         header += f" | scroll {page.get('scroll', {}).get('y', 0)}/{end}"
     if result.get("truncated"):
-        header += (f" | {len(lines)} of {result.get('candidateCount')} shown: browser.scroll, "
+        shown = sum(1 for line in lines if line.split(" ", 1)[0].isdigit())
+        header += (f" | {shown} of {result.get('candidateCount')} shown: browser.scroll, "
                    "then browser.observe for the rest")
     out.append(header)
     out.extend(bracketed(line) for line in lines)

@@ -302,7 +302,7 @@ fn header(result: &Value, lines: &[&str], notes: &Notes) -> String {
         let _ = write!(
             out,
             " | {} of {total} shown: {}, then {} for the rest",
-            lines.len(),
+            lines.iter().filter(|line| line_ref(line).is_some()).count(),
             (notes.tool_name)("browser.scroll"),
             (notes.tool_name)("browser.observe"),
         );

@@ -66,7 +66,7 @@ pub use observe::{
     KEPT_OBSERVATIONS, OBSERVE_DEFAULT_LIMIT, OBSERVE_DEFAULT_MAX_BYTES, OBSERVE_HARD_MAX_LIMIT,
     OBSERVE_MAX_LIMIT, OBSERVE_MAX_MAX_BYTES, OBSERVE_MIN_MAX_BYTES, ObservationWire, Observe,
     ObserveOptions, ObservedElement, Offset, OverlayKind, OverlaySignal, PageMetrics,
-    PageObservation, Remaining, Role, Signals, Size, TruncationReason,
+    PageObservation, Remaining, Role, Sections, Signals, Size, TruncationReason,
 };
 pub use quad::{Point, Quad, QuadMap};
 pub use read::{READ_DEFAULT_MAX_CHARS, READ_MAX_MAX_CHARS, Read, ReadText};
@@ -79,8 +79,8 @@ pub use script::{INSTALL_MARKER, PageScript, Script, ScriptCall, library_install
 pub use search::{SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, Search, SearchResult, TextMatch};
 pub use shape::{
     Diff, MAX_MAX_TOKENS, MIN_MAX_TOKENS, ObservationFormat, TENTHS_OF_BYTES_PER_TOKEN,
-    budget_bytes, compact_line, compact_text, cut_to_json_bytes, diff, estimate_tokens,
-    json_escaped_len, role_word, select_by_tier, select_within,
+    budget_bytes, compact_line, compact_text, compact_text_sectioned, cut_to_json_bytes, diff,
+    estimate_tokens, json_escaped_len, role_word, sections_bytes, select_by_tier, select_within,
 };
 pub use upload::{
     FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback,

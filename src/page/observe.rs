@@ -585,6 +585,18 @@ pub struct Signals {
     pub blocked: BlockedSignal,
 }
 
+/// The landmarks, lists, tables and dialogs around an Observation's elements and the frames
+/// between them, as `observe.js` reports them with `compact`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Sections {
+    /// `(kind, name, index of the enclosing section or -1)`, outer sections first.
+    pub list: Vec<(String, String, i64)>,
+    /// The innermost section of each returned element (same order), -1 for none.
+    pub of: Vec<i64>,
+    /// Visible frames: `(index of the element after it, name)`, in document order.
+    pub frames: Vec<(usize, String)>,
+}
+
 /// The decoded result of `observe.js`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -603,6 +615,10 @@ pub struct PageObservation {
     /// Visible candidates on the page (in the viewport with `viewportOnly`),
     /// returned or not.
     pub candidate_count: u64,
+    /// With `compact`: what groups the returned elements (for the compact form's grouping
+    /// lines); never sent as a field.
+    #[serde(default)]
+    pub sections: Option<Sections>,
     pub signals: Signals,
     /// `Observe::state_of`'s answer as the page gave it (a state or a refusal); never sent.
     #[serde(default)]

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::observe::{Checked, ObservedElement, Role};
+use super::observe::{Checked, ObservedElement, Role, Sections};
 
 /// Bytes of output counted as one token by [`estimate_tokens`], in tenths: 2.7 bytes per
 /// token. Measured against two common model tokenizers on the peer harness's pages
@@ -347,6 +347,105 @@ pub fn compact_text(elements: &[ObservedElement], indices: &[usize]) -> String {
     out
 }
 
+/// The compact text of `elements[indices]` with grouping lines: before an element whose
+/// sections differ from the previous one's, `## ` and its chain of sections, outer first
+/// (`## banner > navigation "Main"`; `## page` when it is in none); a frame as `## frame
+/// "name"` where it stands. See docs/observation.md ("Compact form").
+pub fn compact_text_sectioned(
+    elements: &[ObservedElement],
+    indices: &[usize],
+    sections: &Sections,
+) -> String {
+    let mut out = String::with_capacity(indices.len() * 48);
+    let mut frames = sections.frames.iter().peekable();
+    let mut previous: Vec<usize> = Vec::new();
+    let push = |out: &mut String, line: &dyn Fn(&mut String)| {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        line(out);
+    };
+    for index in indices {
+        while let Some((_, name)) = frames.next_if(|(at, _)| at <= index) {
+            push(&mut out, &|out| frame_line(name, out));
+        }
+        let chain = section_chain(sections, sections.of.get(*index).copied().unwrap_or(-1));
+        if chain != previous {
+            push(&mut out, &|out| chain_line(sections, &chain, out));
+            previous = chain;
+        }
+        push(&mut out, &|out| compact_line(&elements[*index], out));
+    }
+    for (_, name) in frames {
+        push(&mut out, &|out| frame_line(name, out));
+    }
+    out
+}
+
+/// The most bytes `sections`' grouping lines can add to a compact text, what a token budget
+/// sets aside for them: elements come in document order, so a section's chain line is stated
+/// when it is entered and its parent's (or `## page`) again at most once when it is left, plus
+/// each frame.
+pub fn sections_bytes(sections: &Sections) -> usize {
+    let line_len = |innermost: i64| {
+        let mut line = String::from("\n");
+        chain_line(sections, &section_chain(sections, innermost), &mut line);
+        line.len()
+    };
+    let mut total = line_len(-1);
+    for (start, (_, _, parent)) in sections.list.iter().enumerate() {
+        total += line_len(start as i64) + line_len(*parent);
+    }
+    for (_, name) in &sections.frames {
+        let mut line = String::from("\n");
+        frame_line(name, &mut line);
+        total += line.len();
+    }
+    total
+}
+
+/// Section indices from the outermost to `innermost` (empty for -1 or a bad index).
+fn section_chain(sections: &Sections, innermost: i64) -> Vec<usize> {
+    let mut chain = Vec::new();
+    let mut at = innermost;
+    while let Ok(index) = usize::try_from(at) {
+        if index >= sections.list.len() || chain.contains(&index) || chain.len() >= 8 {
+            break;
+        }
+        chain.push(index);
+        at = sections.list[index].2;
+    }
+    chain.reverse();
+    chain
+}
+
+fn chain_line(sections: &Sections, chain: &[usize], out: &mut String) {
+    out.push_str("##");
+    if chain.is_empty() {
+        out.push_str(" page");
+    }
+    for (position, index) in chain.iter().enumerate() {
+        let (kind, name, _) = &sections.list[*index];
+        out.push_str(match position {
+            0 => " ",
+            _ => " > ",
+        });
+        out.push_str(kind);
+        if !name.is_empty() {
+            out.push(' ');
+            push_json_string(out, name);
+        }
+    }
+}
+
+fn frame_line(name: &str, out: &mut String) {
+    out.push_str("## frame");
+    if !name.is_empty() {
+        out.push(' ');
+        push_json_string(out, name);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +551,57 @@ mod tests {
              4 heading:2 \"Title\" @10,210\n\
              5 textbox \"Email\" =\"a@b.c\" type=email @10,210"
         );
+    }
+
+    #[test]
+    fn grouping_lines_state_each_change_of_sections_and_the_frames() {
+        let all = vec![
+            element(1, Role::Link, "Home"),
+            element(2, Role::Heading, "Checkout"),
+            element(3, Role::Textbox, "Email"),
+            element(4, Role::Link, "Terms"),
+            element(5, Role::Button, "Loose"),
+        ];
+        let sections = Sections {
+            list: vec![
+                ("banner".into(), String::new(), -1),
+                ("navigation".into(), "Main".into(), 0),
+                ("main".into(), String::new(), -1),
+                ("contentinfo".into(), String::new(), -1),
+            ],
+            of: vec![1, 0, 2, 3, -1],
+            frames: vec![(3, "Pay".into()), (9, String::new())],
+        };
+        let text = compact_text_sectioned(&all, &[0, 1, 2, 3, 4], &sections);
+        assert_eq!(
+            text,
+            "## banner > navigation \"Main\"\n\
+             1 link \"Home\" @10,210\n\
+             ## banner\n\
+             2 heading \"Checkout\" @10,210\n\
+             ## main\n\
+             3 textbox \"Email\" @10,210\n\
+             ## frame \"Pay\"\n\
+             ## contentinfo\n\
+             4 link \"Terms\" @10,210\n\
+             ## page\n\
+             5 button \"Loose\" @10,210\n\
+             ## frame"
+        );
+        let shown: usize = text
+            .lines()
+            .filter(|l| l.starts_with("##") && *l != "## page")
+            .map(|l| l.len() + 1)
+            .sum();
+        assert!(sections_bytes(&sections) >= shown);
+        // A cycle or a bad index in what the page sent ends the chain.
+        let looped = Sections {
+            list: vec![("list".into(), String::new(), 0)],
+            of: vec![7],
+            frames: Vec::new(),
+        };
+        assert_eq!(section_chain(&looped, 0), vec![0]);
+        assert!(section_chain(&looped, 7).is_empty());
     }
 
     #[test]

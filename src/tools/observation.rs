@@ -139,6 +139,11 @@ pub fn shape(
         None => (0..elements.len()).collect(),
     };
     let compact = request.format == ObservationFormat::Compact;
+    // A full compact Observation has grouping lines; a diff lists only what changed.
+    let sectioned = match diff {
+        None => observation.sections.as_ref(),
+        Some(_) => None,
+    };
     let size_of = |index: usize| -> usize {
         if compact {
             let mut line = String::new();
@@ -170,7 +175,11 @@ pub fn shape(
         None => (candidates.clone(), false, 0),
         Some(max) => {
             let skeleton = head_bytes + serde_json::to_vec(&fields)?.len() + SKELETON_SLACK;
-            let budget = page::budget_bytes(max).saturating_sub(skeleton);
+            let grouping = match (&sectioned, compact) {
+                (Some(sections), true) => page::sections_bytes(sections),
+                _ => 0,
+            };
+            let budget = page::budget_bytes(max).saturating_sub(skeleton + grouping);
             let (kept, cut) = page::select_within(elements, &candidates, budget, size_of);
             (kept, cut, skeleton)
         }
@@ -226,7 +235,10 @@ pub fn shape(
 
     let mut element_bytes = 0usize;
     if compact {
-        let text = page::compact_text(elements, &kept);
+        let text = match sectioned {
+            Some(sections) => page::compact_text_sectioned(elements, &kept, sections),
+            None => page::compact_text(elements, &kept),
+        };
         element_bytes += text.len();
         fields.insert("compact".into(), json!(text));
     } else {

@@ -1471,6 +1471,20 @@ fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref
         cvc.rest.contains("sensitive") && !cvc.rest.contains(" =\""),
         "{cvc:?}"
     );
+    // Grouping lines tell the page's sections apart: the navigation in the banner, the main
+    // content, the footer.
+    for group in [
+        "## banner > navigation \"Main\"",
+        "## banner",
+        "## main",
+        "## contentinfo",
+    ] {
+        assert!(
+            text.lines().any(|l| l == group),
+            "{group:?} not in:\n{text}"
+        );
+    }
+    eprintln!("LEAN {} chars:\n{text}", text.len());
     assert!(text.len() <= 1_650, "{} chars:\n{text}", text.len());
     lean.assert_refs_resolve(&lines, "the checkout Observation");
 

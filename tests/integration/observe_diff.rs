@@ -98,6 +98,69 @@ fn stable_refs_diffs_compact_form_and_token_budgets() {
     repeated_no_op_actions_with_diffs_still_count_as_no_progress(&mut agent, &target);
     a_base_that_is_gone_gives_a_full_observation(&mut agent, &target, &rig);
     a_20000_element_page_is_complete_in_compact_form(&mut agent, &target, &rig);
+    the_compact_form_groups_elements_by_section(&mut agent, &target, &rig);
+}
+
+/// A full compact Observation states the landmarks, lists, tables, dialogs and frames around
+/// its elements as `## ` lines (the chain of sections, outer first) where they change; a diff
+/// lists only what changed.
+fn the_compact_form_groups_elements_by_section(agent: &mut Agent, target: &Value, rig: &Rig) {
+    agent.tool(
+        "browser.navigate",
+        Some(target),
+        json!({"action": "goto", "url": rig.fixtures.url("/fixture/sections")}),
+    );
+    let compact = observe(agent, target, json!({"format": "compact"}));
+    let text = compact["compact"].as_str().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Each wanted line after the previous one.
+    let mut from = 0;
+    let mut position = |wanted: &str| {
+        let at = from
+            + lines[from..]
+                .iter()
+                .position(|l| *l == wanted || l.contains(&format!(" \"{wanted}\" ")))
+                .unwrap_or_else(|| panic!("{wanted:?} not in order in:\n{text}"));
+        from = at + 1;
+        at
+    };
+    let order = [
+        "## banner > navigation \"Site\" > list",
+        "Alpha",
+        "Beta",
+        "## main",
+        "Orders",
+        "## main > region \"Filters\"",
+        "Search",
+        "## main > table \"Open orders\"",
+        "Cancel 1",
+        "Cancel 2",
+        "## frame \"Payment\"",
+        "## main",
+        "Unnamed section",
+        "## main > dialog \"Confirm\"",
+        "Yes",
+        "## contentinfo",
+        "Privacy",
+    ];
+    for wanted in order {
+        position(wanted);
+    }
+    // Every element line still starts with its ref; the JSON form has no grouping.
+    let json_form = observe(agent, target, json!({}));
+    assert_eq!(
+        lines.iter().filter(|l| !l.starts_with("##")).count(),
+        elements(&json_form).len(),
+        "{text}"
+    );
+    assert!(!json_form.to_string().contains("##"));
+    // A diff lists what changed, without grouping lines.
+    let since = observe(
+        agent,
+        target,
+        json!({"format": "compact", "sinceObservationId": compact["observationId"]}),
+    );
+    assert_eq!(since["compact"], "", "{since}");
 }
 
 /// Item 1 and 2 on the 2,000-row table: a click that inserts one row returns (with `observe:
@@ -278,7 +341,8 @@ fn the_compact_form_keeps_refs_and_no_password(agent: &mut Agent, target: &Value
     assert!(!text.contains(secret), "password value in the compact text");
     assert!(!compact.to_string().contains(secret));
     let full = observe(agent, target, json!({"limit": ALL}));
-    let lines: Vec<&str> = text.lines().collect();
+    // Element lines; grouping lines (`## main > table`) have no ref.
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("##")).collect();
     assert_eq!(lines.len(), elements(&full).len());
     for (line, element) in lines.iter().zip(elements(&full)) {
         let (first, _) = line.split_once(' ').unwrap();
@@ -525,7 +589,7 @@ fn a_20000_element_page_is_complete_in_compact_form(agent: &mut Agent, target: &
         compact["truncationReasons"]
     );
     let text = compact["compact"].as_str().unwrap();
-    let lines = text.lines().count();
+    let lines = text.lines().filter(|l| !l.starts_with("##")).count();
     assert_eq!(lines as u64, compact["candidateCount"].as_u64().unwrap());
     assert!(lines >= 20_000, "{lines}");
     let total = bytes(&compact);

@@ -8,7 +8,9 @@
 // maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
 // signInPhrases, blockedPhrases, captchaPatterns. The stub's `args` after the options are the
 // nodes Chromium reports with click-like listeners (src/page/run.rs, `run_observe`): controls
-// that only a script listener makes clickable join the candidates (listenerExtras).
+// that only a script listener makes clickable join the candidates (listenerExtras). With
+// `compact`, the result also has `sections`: the landmarks, lists, tables and dialogs around the
+// returned elements and the frames between them, for the compact form's grouping lines.
 function observe(options, args) {
   const NAME_MAX = options.nameMax;
   const VALUE_MAX = options.valueMax;
@@ -23,7 +25,18 @@ function observe(options, args) {
   const CANDIDATES = 'a[href], area[href], button, input, textarea, select, ' +
     'select[multiple] option, select[size] option, ' +
     'h1, h2, h3, h4, h5, h6, img[alt], dialog[open], summary, [role], [contenteditable], ' +
-    '[tabindex], [onclick]';
+    '[tabindex], [onclick]' + (options.compact ? ', iframe, frame' : '');
+  // What groups elements for the compact form (docs/observation.md, "Compact form"):
+  // landmarks, lists, tables and dialogs; `sectionKind` says which of these count.
+  const SECTIONS = 'nav, main, aside, header, footer, form, section, search, ul, ol, table, ' +
+    'dialog, [role]';
+  const SECTION_ROLES = new Map([
+    ['navigation', 'navigation'], ['main', 'main'], ['complementary', 'complementary'],
+    ['banner', 'banner'], ['contentinfo', 'contentinfo'], ['search', 'search'], ['form', 'form'],
+    ['region', 'region'], ['list', 'list'], ['table', 'table'], ['grid', 'grid'],
+    ['treegrid', 'grid'], ['dialog', 'dialog'], ['alertdialog', 'dialog'],
+  ]);
+  const SECTION_NAME_MAX = 40;
   // What an action reads first, when asked, in this order: the keystroke
   // guard's record (keyRecord, which disarms it), the click-truth verdict
   // (clickVerdict, which disarms it) and its element's state (stateSnapshot).
@@ -45,6 +58,13 @@ function observe(options, args) {
   let candidateCount = 0;
   let stopped = false;
   const reasons = [];
+
+  // Sections (compact only): [kind, name, parent index or -1], the section index of each
+  // returned element (-1: none), and the frames as [index of the next element, name].
+  const sectionList = [];
+  const sectionOfElement = [];
+  const sectionIndex = new Map();
+  const frames = [];
 
   const dialogs = [];
   const comboboxes = [];
@@ -324,6 +344,72 @@ function observe(options, args) {
     }
   }
 
+  // The section kind of a container, or null when it does not group (an unnamed form or
+  // section; a header or footer inside an article, aside, main, nav or section).
+  function sectionKind(el) {
+    const role = el.getAttribute('role');
+    if (role !== null) return SECTION_ROLES.get(role.trim().split(' ')[0]) || null;
+    const named = el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby');
+    switch (el.localName) {
+      case 'nav': return 'navigation';
+      case 'main': return 'main';
+      case 'aside': return 'complementary';
+      case 'search': return 'search';
+      case 'ul': case 'ol': return 'list';
+      case 'table': return 'table';
+      case 'dialog': return el.open ? 'dialog' : null;
+      case 'form': return named ? 'form' : null;
+      case 'section': return named ? 'region' : null;
+      case 'header': case 'footer': {
+        const parent = el.parentElement;
+        if (parent !== null && parent.closest('article, aside, main, nav, section') !== null) return null;
+        return el.localName === 'header' ? 'banner' : 'contentinfo';
+      }
+      default: return null;
+    }
+  }
+
+  function sectionName(el, kind) {
+    let name = el.getAttribute('aria-label') || '';
+    const labelledBy = el.getAttribute('aria-labelledby');
+    if (name === '' && labelledBy) {
+      const label = el.ownerDocument.getElementById(labelledBy.trim().split(/\s+/)[0]);
+      if (label !== null) name = bpCollapse(label.textContent, SECTION_NAME_MAX);
+    }
+    if (name === '' && kind === 'table' && el.caption) name = bpCollapse(el.caption.textContent, SECTION_NAME_MAX);
+    if (name === '' && kind === 'dialog') {
+      const heading = el.querySelector('h1, h2, h3, h4, h5, h6');
+      if (heading !== null) name = bpCollapse(heading.textContent, SECTION_NAME_MAX);
+    }
+    return bpCollapse(name, SECTION_NAME_MAX);
+  }
+
+  // The index of the innermost section holding `el` (itself included), registering it and
+  // its outer sections on first sight; -1 when none.
+  function sectionOf(el) {
+    const found = el === null ? null : el.closest(SECTIONS);
+    if (found === null) return -1;
+    const known = sectionIndex.get(found);
+    if (known !== undefined) return known;
+    const parent = sectionOf(found.parentElement);
+    const kind = sectionKind(found);
+    let index = parent;
+    if (kind !== null) {
+      index = sectionList.length;
+      sectionList.push([kind, sectionName(found, kind), parent]);
+    }
+    sectionIndex.set(found, index);
+    return index;
+  }
+
+  function noteFrame(el) {
+    const rect = el.getBoundingClientRect();
+    if (rect.width <= 0 || rect.height <= 0 || !el.checkVisibility(VISIBILITY_OPTIONS)) return;
+    if (frames.length >= 100) return;
+    const name = el.getAttribute('title') || el.getAttribute('name') || el.getAttribute('src') || '';
+    frames.push([elements.length, bpCollapse(name, SECTION_NAME_MAX)]);
+  }
+
   function looksLikeUsername(el) {
     const autocomplete = (el.getAttribute('autocomplete') || '').toLowerCase();
     if (autocomplete.includes('username') || autocomplete.includes('email')) return true;
@@ -377,6 +463,7 @@ function observe(options, args) {
     const ref = bpRefOf(el);
     entry[0] = ref;
     elements.push(entry);
+    if (options.compact) sectionOfElement.push(sectionOf(el));
     handles.push(el);
     refList.push(ref);
     byRef.set(ref, el);
@@ -430,6 +517,7 @@ function observe(options, args) {
       if (inheritedHidden) continue;
       const el = ordered[i];
       const tag = el.localName;
+      if (options.compact && (tag === 'iframe' || tag === 'frame') && !hiddenBy(el)) noteFrame(el);
       let role = bpRoleOf(el, tag, scope);
       if (role === null && merging) {
         const extra = extras.get(el);
@@ -702,6 +790,8 @@ function observe(options, args) {
     truncated: reasons.length > 0,
     truncationReasons: reasons,
     candidateCount: candidateCount,
+    sections: options.compact
+      ? { list: sectionList, of: sectionOfElement, frames: frames } : null,
     signals: {
       overlays: overlaySignals(),
       comboboxes: comboboxSignals(),
