@@ -11,6 +11,11 @@
 //!   watch, so no action tool repeats the pipeline's steps;
 //! - no tool calls `page::run` itself: page scripts run through `PageContext` /
 //!   `ControlledTab` (`src/tools/tab.rs`);
+//! - only `src/tools/tab.rs` and `src/tools/context.rs` import `crate::session`: a tool reaches
+//!   the tab's books through `ControlledTab`'s verbs and names session types through those two
+//!   files' re-exports;
+//! - only those two files of `src/tools/` reach the browser connection (`.live()`): a tool
+//!   sends CDP calls through its Command's watched handle, never the unwatched client;
 //! - every `.rs` file under `tests/integration/` is declared by its parent module (`main.rs`, or
 //!   the `mod.rs` of its directory): an undeclared file would never compile, its tests never run.
 //!
@@ -69,6 +74,10 @@ const PIPELINE_HOME: &str = "src/tools/act.rs";
 /// The one file of `src/tools/` that calls `page::run`: the page context every tool runs its
 /// page scripts through.
 const PAGE_SCRIPT_SEAM: &str = "src/tools/tab.rs";
+
+/// The files of `src/tools/` that may import `crate::session` and reach the browser
+/// connection (`.live()`): the tab context and the tool environment.
+const SESSION_SEAM: &[&str] = &["src/tools/tab.rs", "src/tools/context.rs"];
 
 /// Fragments that mark a string literal as JavaScript source.
 const JS_MARKERS: &[&str] = &[
@@ -332,6 +341,21 @@ fn violations(sources: &[Source], edge_doc: &str, allowances: &Allowances) -> Ve
                 "{}: calls page::run itself: run page scripts through PageContext or ControlledTab ({PAGE_SCRIPT_SEAM})",
                 source.path
             ));
+        }
+        let in_tools = source.path.starts_with("src/tools/");
+        if in_tools && !SESSION_SEAM.contains(&source.path.as_str()) {
+            if imports(&lexed.code).contains("session") {
+                problems.push(format!(
+                    "{}: imports crate::session: use ControlledTab's verbs and the re-exports of src/tools/tab.rs or src/tools/context.rs",
+                    source.path
+                ));
+            }
+            if names(&lexed.code, ".live(") {
+                problems.push(format!(
+                    "{}: reaches the browser connection (.live()): send CDP calls through the Command's watched handle (ControlledTab, TabCalls::watched)",
+                    source.path
+                ));
+            }
         }
         let in_js = JS_HOMES.iter().any(|home| source.path.starts_with(home));
         for (_, literal) in &lexed.literals {
@@ -634,6 +658,39 @@ fn each_rule_reports_a_tree_that_breaks_it() {
         violations(&page_run, doc, &NONE),
         [
             "src/tools/i.rs: calls page::run itself: run page scripts through PageContext or ControlledTab (src/tools/tab.rs)"
+        ]
+    );
+
+    let doc_with_session = "### Module edges\n\n```\ntools -> session\nsession -> (nothing)\n```\n";
+    let session_seam = [
+        file(
+            "src/tools/j.rs",
+            "//! x\nuse crate::session::TabGuard;\nfn f(e: &E) { let c = e.browser.live(); let l = e.lively(); }\n",
+        ),
+        file(
+            "src/tools/k.rs",
+            "//! x\nfn f() { let t = crate::session::TabState::default(); }\n",
+        ),
+        file(
+            "src/tools/tab.rs",
+            "//! x\nuse crate::session::TabGuard;\nfn g(e: &E) { e.browser.live(); }\n",
+        ),
+        file(
+            "src/tools/context.rs",
+            "//! x\nuse crate::session::BrowserService;\nfn h(b: &B) { b.live(); }\n",
+        ),
+        file(
+            "src/tools/l.rs",
+            "//! x\nuse super::tab::TabState; // crate::session in a comment\n\n#[cfg(test)]\nmod tests {\n    fn t() { crate::session::TabState::default(); }\n}\n",
+        ),
+        file("src/session/m.rs", "//! x\nfn m(s: &S) { s.live(); }\n"),
+    ];
+    assert_eq!(
+        violations(&session_seam, doc_with_session, &NONE),
+        [
+            "src/tools/j.rs: imports crate::session: use ControlledTab's verbs and the re-exports of src/tools/tab.rs or src/tools/context.rs",
+            "src/tools/j.rs: reaches the browser connection (.live()): send CDP calls through the Command's watched handle (ControlledTab, TabCalls::watched)",
+            "src/tools/k.rs: imports crate::session: use ControlledTab's verbs and the re-exports of src/tools/tab.rs or src/tools/context.rs",
         ]
     );
 

@@ -18,20 +18,16 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::actions::{
-    ObserveArgument, SETTLE, closing_request, current_url, network_quiet_since, snapshot,
-    state_effects,
-};
+use super::actions::{ObserveArgument, SETTLE, closing_request, snapshot, state_effects};
 use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::evidence::{Action, Effect, Evidence};
 use super::progress::{self, Subject};
-use super::tab::{ControlledTab, PageContext, TakenObservation, page_context};
-use crate::cdp::{CdpClient, CdpError, TargetId};
+use super::tab::{ControlledTab, LoadMark, PageContext, TakenObservation};
+use crate::cdp::{CdpError, TargetId};
 use crate::events::Emit;
 use crate::page::{ElementState, EventHint, RefTarget};
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::{LoadMark, TabGuard};
 
 /// The shared steps an action takes besides aim, dispatch, judge and the closing Observation.
 #[derive(Debug, Clone, Copy)]
@@ -192,7 +188,7 @@ impl Act<'_> {
     where
         F: Future<Output = Result<(), CdpError>> + Send + 'static,
     {
-        let tab = self.tab.guard.target.clone();
+        let tab = self.tab.target().clone();
         let opened = match &mut self.dialogs {
             Some(dialogs) => dispatch_final(self.env, &tab, dialogs, send).await?,
             None => {
@@ -236,12 +232,12 @@ pub(super) async fn run<T: ActionTool>(
     if T::STEPS.effects {
         let url = match aimed.url.take() {
             Some(url) => url,
-            None => current_url(&act.tab.client, &mut act.tab.guard).await,
+            None => act.tab.current_url().await,
         };
         let element = aimed.element.clone();
         act.before = Some(Before::new(
             env,
-            &act.tab.guard,
+            &act.tab,
             url,
             element,
             aimed.expects_chooser,
@@ -256,8 +252,7 @@ pub(super) async fn run<T: ActionTool>(
         (Some(before), Some(dialogs)) => {
             collect_effects(
                 env,
-                &act.tab.client,
-                &mut act.tab.guard,
+                &mut act.tab,
                 before,
                 aimed.target.as_ref(),
                 dialogs,
@@ -270,7 +265,7 @@ pub(super) async fn run<T: ActionTool>(
     tool.after_effects(&mut act, &aimed, &mut effects).await;
     if T::STEPS.late_watch {
         let action = T::ACTION.as_str();
-        watch_late_effects(env, scope, &act.tab.guard, &effects.list, action);
+        watch_late_effects(env, scope, &act.tab, &effects.list, action);
     }
     let judged = tool.judge(&aimed, read, &effects)?;
     let finished = Finished {
@@ -291,7 +286,7 @@ pub(super) struct Before {
     pub(super) url: String,
     pub(super) popups: usize,
     pub(super) element: Option<ElementState>,
-    /// File choosers the tab had opened before the action (`TabGuard::file_choosers`).
+    /// File choosers the tab had opened before the action (`ControlledTab::file_choosers_opened`).
     pub(super) file_choosers: u64,
     /// The action targets a file input, whose chooser the browser reports a little later.
     pub(super) expects_chooser: bool,
@@ -315,20 +310,20 @@ impl Before {
     /// The before state from a URL the action already read (`current_url`), taken now.
     pub(super) fn new(
         env: &ToolEnv,
-        guard: &TabGuard,
+        tab: &ControlledTab,
         url: String,
         element: Option<ElementState>,
         expects_chooser: bool,
     ) -> Before {
         // One book at a time: the tab's books share one lock.
-        let file_choosers = guard.file_choosers().opened();
+        let file_choosers = tab.file_choosers_opened();
         Before {
             url,
-            popups: env.browser.popups_of(&guard.target),
+            popups: env.browser.popups_of(tab.target()),
             element,
             file_choosers,
             expects_chooser,
-            load: guard.load_mark(),
+            load: tab.load_mark(),
             input_done: None,
             shown: None,
             shown_url: None,
@@ -339,8 +334,8 @@ impl Before {
     /// Whether the settle window can be skipped: the action's expected outcome already shows
     /// (`shown`) and no request of the tab started or ended since the input, so nothing the
     /// page was waiting for is pending. Effects later than this are the late watch's.
-    fn settled_early(&self, guard: &TabGuard) -> bool {
-        self.shown.is_some() && network_quiet_since(guard, self.taken)
+    fn settled_early(&self, tab: &ControlledTab) -> bool {
+        self.shown.is_some() && tab.network_quiet_since(self.taken)
     }
 }
 
@@ -352,10 +347,10 @@ const CHOOSER_POLL: Duration = Duration::from_millis(10);
 
 /// Whether the tab opened a file chooser since `before`; waits up to [`CHOOSER_PATIENCE`]
 /// when the action targeted a file input.
-async fn chooser_opened(guard: &TabGuard, before: &Before) -> bool {
+async fn chooser_opened(tab: &ControlledTab, before: &Before) -> bool {
     let until = tokio::time::Instant::now() + CHOOSER_PATIENCE;
     loop {
-        if guard.file_choosers().opened() > before.file_choosers {
+        if tab.file_choosers_opened() > before.file_choosers {
             return true;
         }
         if !before.expects_chooser || tokio::time::Instant::now() >= until {
@@ -389,8 +384,7 @@ impl Effects {
 
 async fn collect_effects(
     env: &ToolEnv,
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     before: &Before,
     target: Option<&RefTarget>,
     dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>,
@@ -400,19 +394,19 @@ async fn collect_effects(
     // a dialog already open blocks the page, so there is nothing to wait for. The window ends
     // early when the main frame starts navigating or a dialog opens: there is no need to wait
     // for what already happened. Effects after it are the late watch's (`watch_late_effects`).
-    let tab = guard.target.clone();
+    let tab_id = tab.target().clone();
     let mut dialog = dialog_seen;
-    let early = !dialog_seen && before.settled_early(guard);
+    let early = !dialog_seen && before.settled_early(tab);
     if !dialog_seen && !early {
         let until = before.input_done.unwrap_or_else(tokio::time::Instant::now) + SETTLE;
-        let handle = guard.handle();
+        let handle = tab.handle();
         tokio::select! {
             _ = handle.wait_navigation_since(&before.load, until) => {}
-            opened = dialog_on(dialogs, &tab) => dialog = opened,
+            opened = dialog_on(dialogs, &tab_id) => dialog = opened,
         }
     }
     let mut list = Vec::new();
-    let dialog = dialog || drain_dialog(dialogs, &tab);
+    let dialog = dialog || drain_dialog(dialogs, &tab_id);
     if dialog {
         list.push(Effect::DialogOpened);
         // The page is paused behind the dialog: nothing else can be read until it is answered.
@@ -425,19 +419,19 @@ async fn collect_effects(
     }
     // The window may have ended on a navigation that started but has not committed yet: the
     // history still shows the old URL until it does, so wait for it to settle first.
-    let started = guard.handle().navigated_since(&before.load);
+    let started = tab.handle().navigated_since(&before.load);
     if started {
-        wait_loaded(client, guard).await;
+        wait_loaded(tab).await;
     }
     let url = match (early, &before.shown_url, started) {
         // Read with `shown`, right after the input: no window followed, nothing started since.
         (true, Some(url), false) => url.clone(),
-        _ => current_url(client, guard).await,
+        _ => tab.current_url().await,
     };
     if !url.is_empty() && url != before.url {
         list.push(Effect::Navigation);
         if !started {
-            wait_loaded(client, guard).await;
+            wait_loaded(tab).await;
         }
     }
     let mut after = None;
@@ -453,8 +447,8 @@ async fn collect_effects(
         after = Some(state.clone());
         in_place = true;
     } else if let (Some(target), Some(element_before)) = (target, &before.element) {
-        match page_context(client, guard).await {
-            Ok(ctx) => match snapshot(client, &ctx, target).await {
+        match tab.page_context().await {
+            Ok(ctx) => match snapshot(tab.calls(), &ctx, target).await {
                 Ok(state) if state.document_key == element_before.document_key => {
                     state_effects(element_before, &state, &mut list);
                     after = Some(state);
@@ -464,10 +458,10 @@ async fn collect_effects(
             Err(_) => list.push(Effect::DocumentChanged),
         }
     }
-    if env.browser.popups_of(&tab) > before.popups {
+    if env.browser.popups_of(&tab_id) > before.popups {
         list.push(Effect::PopupOpened);
     }
-    if chooser_opened(guard, before).await {
+    if chooser_opened(tab, before).await {
         list.push(Effect::FileChooserOpened);
     }
     Effects {
@@ -492,13 +486,13 @@ const LATE_POPUP_POLL: Duration = Duration::from_millis(10);
 fn watch_late_effects(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    guard: &TabGuard,
+    controlled: &ControlledTab,
     reported: &[Effect],
     action: &'static str,
 ) {
-    let handle = guard.handle();
-    let turn = guard.turn_number();
-    let tab = guard.target.clone();
+    let handle = controlled.handle();
+    let turn = controlled.turn_number();
+    let tab = controlled.target().clone();
     let mark = handle.load_mark();
     let browser = env.browser.clone();
     let events = env.events.clone();
@@ -584,9 +578,9 @@ fn drain_dialog(dialogs: &mut tokio::sync::broadcast::Receiver<TargetId>, tab: &
 }
 
 /// Waits (bounded) until the tab's lifecycle events show the new document loaded.
-async fn wait_loaded(_client: &CdpClient, guard: &mut TabGuard) {
+async fn wait_loaded(tab: &ControlledTab) {
     let until = tokio::time::Instant::now() + NAVIGATION_SETTLE;
-    guard.wait_until_settled(until).await;
+    tab.wait_until_settled(until).await;
 }
 
 /// Sends the final input event; if the page opens a dialog, Chromium does not answer the event
@@ -682,7 +676,7 @@ async fn finish_with_observation(
         lease_id: scope.lease_id,
         session: &session,
         frame_id: &frame_id,
-        control_epoch: tab.guard.control_epoch(),
+        control_epoch: tab.control_epoch(),
     };
     let page = fingerprint;
     let completed = progress::Completed::new(

@@ -19,10 +19,8 @@ use super::manifest::{described, object, open_object};
 use super::observe::{
     ObserveParams, observation_schema, observe_input_properties, observe_request,
 };
-use super::tab::PageContext;
-use crate::cdp::CdpClient;
+use super::tab::{PageContext, TabCalls};
 use crate::page::{ElementState, RefTarget, StateSnapshot};
-use crate::session::TabGuard;
 
 /// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
@@ -75,28 +73,15 @@ pub(super) fn evidence_schema(action: &str) -> Value {
     )
 }
 
-/// Whether the tab's network is counted and no request of it started or ended since `since`.
-pub(super) fn network_quiet_since(guard: &TabGuard, since: tokio::time::Instant) -> bool {
-    let network = guard.activity().network();
-    network.counting && network.in_flight == 0 && network.quiet_since <= since
-}
-
+/// The acted-on element's state (`page::StateSnapshot`).
 pub(super) async fn snapshot(
-    client: &CdpClient,
+    calls: &TabCalls,
     ctx: &PageContext,
     target: &RefTarget,
 ) -> Result<ElementState, ToolError> {
-    ctx.run(client, &StateSnapshot(target.clone()))
+    ctx.run(calls, &StateSnapshot(target.clone()))
         .await
         .map_err(ToolError::from)
-}
-
-/// The tab's committed top-level URL, from the browser's history (never the page's world).
-pub(super) async fn current_url(client: &CdpClient, guard: &mut TabGuard) -> String {
-    match guard.page_info(client).await {
-        Ok((url, _)) => url,
-        Err(_) => String::new(),
-    }
 }
 
 pub(super) fn state_effects(before: &ElementState, after: &ElementState, list: &mut Vec<Effect>) {

@@ -16,19 +16,18 @@ use super::context::{CallScope, TargetScope, ToolEnv};
 use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::{ControlledTab, PageContext, main_frame};
+use super::tab::{Awaited, ControlledTab, LoadMark, LoadPhase, PageContext, TabCalls};
 use crate::artifacts::{
     Artifact, ArtifactError, ArtifactKind, NewArtifact, decode_base64, dimensions_base64,
 };
 use crate::cdp::io;
 use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics, PrintToPdf, Viewport};
-use crate::cdp::{CdpClient, CdpError, Command, SessionId};
+use crate::cdp::{CdpError, Command, SessionId};
 use crate::page::{
-    self, ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, ExecutionContextId, Find,
-    ScriptErrorCode, ViewportSize, image_boxes,
+    ANNOTATION_MAX_REFS, AnnotationBoxes, Annotations, ExecutionContextId, Find, ScriptErrorCode,
+    ViewportSize, image_boxes,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::{Awaited, LoadMark, LoadPhase, TabGuard, background};
 use crate::version::now_ms;
 
 /// Longest side, in pixels, of a screenshot returned as is. Larger captures default to a preview
@@ -318,7 +317,7 @@ fn call_timeout(scope: &CallScope) -> Duration {
 
 /// The tab a capture works on.
 struct Tab<'a> {
-    client: &'a CdpClient,
+    calls: TabCalls,
     session: SessionId,
     scope: &'a CallScope,
     /// Whether the tab's document is known to be hidden (then a capture keeps it rendering from
@@ -330,7 +329,7 @@ struct Tab<'a> {
 
 impl Tab<'_> {
     async fn execute<C: Command>(&self, command: &C) -> Result<C::Reply, CdpError> {
-        self.client
+        self.calls
             .execute(&self.session, command, call_timeout(self.scope))
             .await
     }
@@ -374,9 +373,10 @@ impl Tab<'_> {
         let shot = self.execute(&command);
         let timeout = call_timeout(self.scope);
         let reply = match self.hidden {
-            true => background::rendering(self.client, &self.session, timeout, shot).await,
+            true => self.calls.rendering(&self.session, timeout, shot).await,
             false => {
-                background::when_slow(self.client, &self.session, timeout, VISIBLE_PATIENCE, shot)
+                self.calls
+                    .when_slow(&self.session, timeout, VISIBLE_PATIENCE, shot)
                     .await
             }
         };
@@ -421,13 +421,15 @@ impl Tab<'_> {
     /// `getBoundingClientRect` in its own world cannot move or hide the clip.
     async fn element(
         &self,
-        guard: &mut TabGuard,
+        controlled: &mut ControlledTab,
         selector: &str,
     ) -> Result<(Region, f64), ToolError> {
         let timeout = call_timeout(self.scope);
-        let frame_id = main_frame(self.client, guard, &self.session, timeout).await?;
-        let context =
-            page::create_isolated_world(self.client, &self.session, &frame_id, timeout).await?;
+        let frame_id = controlled.main_frame(&self.session, timeout).await?;
+        let context = self
+            .calls
+            .create_isolated_world(&self.session, &frame_id, timeout)
+            .await?;
         let script = Find {
             selector: selector.to_owned(),
             pierce: false,
@@ -444,7 +446,7 @@ impl Tab<'_> {
             context,
             session_root: true,
         };
-        let found = match world.run_within(self.client, &script, timeout).await {
+        let found = match world.run_within(&self.calls, &script, timeout).await {
             Ok(found) => found,
             Err(error) => {
                 return Err(match error.refusal() {
@@ -482,10 +484,16 @@ impl Tab<'_> {
 
 impl Tab<'_> {
     /// The Broker's isolated world of the main frame.
-    async fn main_world(&self, guard: &mut TabGuard) -> Result<ExecutionContextId, ToolError> {
+    async fn main_world(
+        &self,
+        controlled: &mut ControlledTab,
+    ) -> Result<ExecutionContextId, ToolError> {
         let timeout = call_timeout(self.scope);
-        let frame_id = main_frame(self.client, guard, &self.session, timeout).await?;
-        Ok(page::create_isolated_world(self.client, &self.session, &frame_id, timeout).await?)
+        let frame_id = controlled.main_frame(&self.session, timeout).await?;
+        Ok(self
+            .calls
+            .create_isolated_world(&self.session, &frame_id, timeout)
+            .await?)
     }
 
     /// The live boxes of the requested refs. The Observation must be one this Workspace took
@@ -493,19 +501,14 @@ impl Tab<'_> {
     /// revalidates every ref (`page::AnnotationBoxes`).
     async fn annotation_boxes(
         &self,
-        guard: &mut TabGuard,
+        controlled: &mut ControlledTab,
         workspace_id: &str,
         request: &AnnotationRequest,
         world: ExecutionContextId,
     ) -> Result<Annotations, ToolError> {
         let timeout = call_timeout(self.scope);
-        let main = main_frame(self.client, guard, &self.session, timeout).await?;
-        let record = guard
-            .state()
-            .observations
-            .iter()
-            .find(|o| o.id == request.observation_id && o.workspace_id == workspace_id)
-            .map(|o| o.frame_id.clone());
+        let main = controlled.main_frame(&self.session, timeout).await?;
+        let record = controlled.observation_frame(&request.observation_id, workspace_id);
         let Some(frame_id) = record else {
             return Err(ToolError::from(
                 RpcError::new(
@@ -538,7 +541,7 @@ impl Tab<'_> {
             context: world,
             session_root: true,
         };
-        Ok(world.run_within(self.client, &script, timeout).await?)
+        Ok(world.run_within(&self.calls, &script, timeout).await?)
     }
 
     /// Draws `annotations` onto a captured image of `region` (base64) in the isolated world.
@@ -562,16 +565,17 @@ impl Tab<'_> {
             Format::Jpeg => Some(options.quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
             Format::Png => None,
         };
-        let drawn = page::draw_annotations(
-            self.client,
-            &self.session,
-            world,
-            data,
-            &boxes,
-            (options.format.mime(), quality, scale),
-            call_timeout(self.scope),
-        )
-        .await?;
+        let drawn = self
+            .calls
+            .draw_annotations(
+                &self.session,
+                world,
+                data,
+                &boxes,
+                (options.format.mime(), quality, scale),
+                call_timeout(self.scope),
+            )
+            .await?;
         Ok(drawn)
     }
 }
@@ -627,22 +631,19 @@ async fn capture_tab(
     options: CaptureOptions,
 ) -> Result<Value, ToolError> {
     let mut controlled = ControlledTab::acquire(env, scope).await?;
-    let session = controlled.guard.session(&controlled.client).await?;
-    let mark = controlled.guard.load_mark();
+    let session = controlled.session().await?;
+    let mark = controlled.load_mark();
     let mut tab = Tab {
-        client: &controlled.client,
+        calls: controlled.calls().clone(),
         session,
         scope,
         hidden: true,
     };
     let (region, ratio) = match &options.area {
-        Area::Element(selector) => tab.element(&mut controlled.guard, selector).await?,
+        Area::Element(selector) => tab.element(&mut controlled, selector).await?,
         Area::Viewport => {
             // The page's visibility and the browser's layout metrics, asked at once.
-            let (hidden, layout) = tokio::join!(
-                document_hidden(&controlled.client, &mut controlled.guard),
-                tab.layout()
-            );
+            let (hidden, layout) = tokio::join!(document_hidden(&mut controlled), tab.layout());
             tab.hidden = hidden;
             let layout = layout?;
             (layout.viewport, layout.ratio)
@@ -656,18 +657,18 @@ async fn capture_tab(
     // itself in between; the contract tells hosts so).
     let annotated = match &options.annotations {
         Some(request) => {
-            let world = tab.main_world(&mut controlled.guard).await?;
+            let world = tab.main_world(&mut controlled).await?;
             let boxes = tab
-                .annotation_boxes(&mut controlled.guard, scope.workspace_id, request, world)
+                .annotation_boxes(&mut controlled, scope.workspace_id, request, world)
                 .await?;
             Some((world, boxes))
         }
         None => None,
     };
-    let guard = &controlled.guard;
+    let controlled = &controlled;
     let shoot = |scale| {
         let shot = shoot(&tab, &options, region, annotated.as_ref(), scale);
-        unless_replaced(guard, &mark, scope.deadline, shot)
+        unless_replaced(controlled, &mark, scope.deadline, shot)
     };
     let store =
         |kind, preview_of, data| store_image(env, scope, options.format, kind, preview_of, data);
@@ -709,11 +710,11 @@ async fn capture_tab(
 
 /// Whether the tab's document may be hidden: read in the Broker's isolated world (the page
 /// cannot fake it there); anything but a visible answer counts as hidden.
-async fn document_hidden(client: &CdpClient, guard: &mut TabGuard) -> bool {
-    let Ok(ctx) = super::tab::page_context(client, guard).await else {
+async fn document_hidden(controlled: &mut ControlledTab) -> bool {
+    let Ok(ctx) = controlled.page_context().await else {
         return true;
     };
-    ctx.run(client, &ViewportSize)
+    ctx.run(controlled.calls(), &ViewportSize)
         .await
         .map_or(true, |viewport| viewport.hidden)
 }
@@ -723,7 +724,7 @@ async fn document_hidden(client: &CdpClient, guard: &mut TabGuard) -> bool {
 /// under it, so without this a page that keeps replacing its document held the call to its
 /// deadline. The answer is the retryable `document_changed` that observe and read give.
 async fn unless_replaced<T>(
-    guard: &TabGuard,
+    controlled: &ControlledTab,
     mark: &LoadMark,
     until: tokio::time::Instant,
     work: impl Future<Output = Result<T, ToolError>>,
@@ -732,7 +733,7 @@ async fn unless_replaced<T>(
     tokio::select! {
         biased;
         outcome = work => outcome,
-        Some(_) = guard.wait_for_phase(&replaced, LoadPhase::Loading, until) => {
+        Some(_) = controlled.wait_for_phase(&replaced, LoadPhase::Loading, until) => {
             Err(ToolError::from(super::error::document_changed()))
         }
     }
@@ -818,9 +819,9 @@ async fn print_tab(
     print: PrintToPdf,
 ) -> Result<Value, ToolError> {
     let mut controlled = ControlledTab::acquire(env, scope).await?;
-    let session = controlled.guard.session(&controlled.client).await?;
+    let session = controlled.session().await?;
     let tab = Tab {
-        client: &controlled.client,
+        calls: controlled.calls().clone(),
         session,
         scope,
         hidden: true,

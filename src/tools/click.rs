@@ -14,16 +14,12 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer;
 use super::progress::Subject;
-use super::tab::{
-    Along, MouseStep, PageContext, RefParams, TakenObservation, cheap_to_observe,
-    take_observation_reading,
-};
+use super::tab::{Along, ControlledTab, MouseStep, PageContext, RefParams, TakenObservation};
+use crate::cdp::SessionId;
 use crate::cdp::input::{MouseButton, MouseEventType};
-use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     ArmClick, Checked, ClickEvent, ClickRecord, ClickVerdict, Delivery, ElementState, RefTarget,
 };
-use crate::session::TabGuard;
 
 pub fn defs() -> Vec<ToolDef> {
     let observe = observe_property();
@@ -193,23 +189,19 @@ fn expected_state(
 /// the browser's history) and whether the click-truth listener of the element's document is
 /// armed (a coordinate click reads only the URL).
 async fn prepare(
-    client: &CdpClient,
-    guard: &mut TabGuard,
+    tab: &mut ControlledTab,
     ctx: &PageContext,
     target: Option<&RefTarget>,
     event: ClickEvent,
 ) -> Result<(Option<ElementState>, String, bool), ToolError> {
     let Some(target) = target else {
-        return Ok((None, current_url(client, guard).await, false));
+        return Ok((None, tab.current_url().await, false));
     };
     // Three independent reads, queued at once (the page runs its two in order).
+    let calls = tab.calls().clone();
     let arm_click = ArmClick(event);
-    let arm = ctx.run(client, &arm_click);
-    let (element, url, armed) = tokio::join!(
-        snapshot(client, ctx, target),
-        current_url(client, guard),
-        arm
-    );
+    let arm = ctx.run(&calls, &arm_click);
+    let (element, url, armed) = tokio::join!(snapshot(&calls, ctx, target), tab.current_url(), arm);
     Ok((Some(element?), url, armed.is_ok_and(|armed| armed.armed)))
 }
 
@@ -273,7 +265,8 @@ impl ActionTool for Click {
         // The page scripts measure in the selected frame; the point is mapped through every
         // frame's <iframe> (transforms included) for the parents' hit tests and into the
         // viewport of the session that takes the input.
-        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let chain = tab.pointer_chain(ctx).await?;
+        let calls = tab.calls().clone();
         let event = match button {
             "left" => ClickEvent::Click,
             _ => ClickEvent::AuxClick,
@@ -287,10 +280,10 @@ impl ActionTool for Click {
                         summary.tag == "input" && summary.input_type.as_deref() == Some("file");
                     // The before state and the armed listener are read inside the stability
                     // interval; if more samples followed, they are read again after it.
-                    let during = prepare(&tab.client, &mut tab.guard, ctx, Some(&target), event);
+                    let during = prepare(tab, ctx, Some(&target), event);
                     let timeout = self.params.actionable_timeout_ms;
                     let wait = pointer::ActionableWait::new(timeout, scope.deadline);
-                    pointer::actionable_with(&tab.client, ctx, &chain, &target, wait, during)
+                    pointer::actionable_with(&calls, ctx, &chain, &target, wait, during)
                         .await
                         .map(|(aim, during)| {
                             if during.last_gap {
@@ -303,16 +296,16 @@ impl ActionTool for Click {
             },
             false => {
                 let (x, y) = (self.params.x.unwrap_or(0.0), self.params.y.unwrap_or(0.0));
-                pointer::map_point(&tab.client, ctx, &chain, (x, y))
+                pointer::map_point(&calls, ctx, &chain, (x, y))
                     .await
                     .map(|aim| (aim, None, "coordinates".to_owned()))
             }
         };
-        pointer::release(&tab.client, &chain).await;
+        pointer::release(&calls, &chain).await;
         let (aim, target, kind) = aimed?;
         let (element, url, armed) = match prepared {
             Some(prepared) => prepared?,
-            None => prepare(&tab.client, &mut tab.guard, ctx, target.as_ref(), event).await?,
+            None => prepare(tab, ctx, target.as_ref(), event).await?,
         };
         let subject = match &element {
             Some(element) => Subject::Element(element.element_key.clone()),
@@ -389,14 +382,14 @@ impl ActionTool for Click {
         // record, the URL and the state are queued at once (run in that order).
         let read_verdict = aimed.own.armed && !dialog;
         let request = closing_request(&act.call.observe)?;
-        let prefetch = !dialog && cheap_to_observe(&mut act.tab.guard);
+        let prefetch = !dialog && act.tab.cheap_to_observe();
         let target = &aimed.target;
         let wanted = match (target, &aimed.element, dialog) {
             (Some(target), Some(_), false) => Some(target),
             _ => None,
         };
         let (ctx, scope) = (&act.ctx, act.scope);
-        let (client, guard) = (&act.tab.client, &mut act.tab.guard);
+        let tab = &mut act.tab;
         let taken = match prefetch {
             true => {
                 let along = Along {
@@ -404,7 +397,7 @@ impl ActionTool for Click {
                     state_of: wanted,
                     ..Along::default()
                 };
-                take_observation_reading(client, guard, scope, &request, true, along)
+                tab.take_observation_reading(scope, &request, true, along)
                     .await
                     .ok()
             }
@@ -417,19 +410,20 @@ impl ActionTool for Click {
                 (read.click, url, read.state, Some(taken))
             }
             None => {
+                let calls = tab.calls().clone();
                 let verdict = async {
                     match read_verdict {
-                        true => ctx.run(client, &ClickVerdict(target.clone())).await.ok(),
+                        true => ctx.run(&calls, &ClickVerdict(target.clone())).await.ok(),
                         false => None,
                     }
                 };
                 let state = async {
                     match wanted {
-                        Some(target) => snapshot(client, ctx, target).await.ok(),
+                        Some(target) => snapshot(&calls, ctx, target).await.ok(),
                         None => None,
                     }
                 };
-                let (record, url, state) = tokio::join!(verdict, current_url(client, guard), state);
+                let (record, url, state) = tokio::join!(verdict, tab.current_url(), state);
                 (record, url, state, None)
             }
         };
@@ -646,7 +640,7 @@ mod tests {
     /// streak; one that toggles ends it.
     #[test]
     fn evidence_from_states_drives_the_no_progress_detector() {
-        let mut state = crate::session::TabState::default();
+        let mut state = super::super::tab::TabState::default();
         let mut click = |after: bool| {
             let before = checkbox(false);
             let after = checkbox(after);

@@ -10,7 +10,7 @@ use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::ControlledTab;
-use crate::session::activity::{ConsoleLevel, MAX_CONSOLE_ENTRIES, MAX_ENTRY_CHARS};
+use super::tab::{ConsoleLevel, MAX_CONSOLE_ENTRIES, MAX_ENTRY_CHARS};
 
 /// Entries returned when the call gives no `limit`.
 const DEFAULT_LIMIT: u64 = 100;
@@ -78,9 +78,9 @@ async fn list(
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let mut tab = ControlledTab::acquire(env, scope).await?;
     // Collection starts with the tab's session; a tab never attached before starts now.
-    tab.guard.session(&tab.client).await?;
+    tab.session().await?;
     let (entries, has_more, dropped, latest) = {
-        let book = tab.guard.activity();
+        let book = tab.activity();
         let (entries, has_more) = book.entries(params.after.unwrap_or(0), &levels, limit);
         let (dropped, latest) = book.dropped_and_latest();
         (entries, has_more, dropped, latest)

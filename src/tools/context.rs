@@ -7,14 +7,25 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
+use super::error::ToolError;
 use crate::artifacts::Artifacts;
 use crate::cdp::{CallObserver, CdpClient};
 use crate::events::EventSink;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::BrowserService;
+use crate::session::{BrowserService, TabTicket};
 use crate::store::{CommandStatus, PrincipalKey, Store};
 use crate::version::now_ms;
+
+// The session-wide types and helpers a tool names: with `tab.rs` (the per-tab ones) this is
+// the only file of `tools/` that imports `session`.
+pub use crate::session::bounds::bound;
+pub use crate::session::fetch::{
+    self as fetch_rules, ControlLimit, Credential, MAX_AUTH_ORIGINS, MAX_MOCK_BODY_BYTES,
+    MAX_PATTERN_CHARS, MAX_RULE_HEADERS, MAX_RULES_PER_WORKSPACE, Rule, RuleAction,
+};
+pub use crate::session::network::{NetFilter, NetRecord};
+pub use crate::session::{ConnectError, TargetError};
 
 /// Process-wide services a tool may use. Cheap to clone.
 #[derive(Clone)]
@@ -25,6 +36,17 @@ pub struct ToolEnv {
     pub browser: BrowserService,
     /// Protected Artifact storage (captures, PDFs, imports).
     pub artifacts: Artifacts,
+}
+
+impl ToolEnv {
+    /// `Disconnected` unless a browser is connected. Tools never get the connection's own
+    /// client: CDP calls go through a Command's watched handle (`tab::TabCalls`).
+    pub fn connected(&self) -> Result<(), ToolError> {
+        self.browser
+            .live()
+            .map(|_| ())
+            .ok_or(ToolError::Disconnected)
+    }
 }
 
 /// Whether a CDP method changes the browser or the page when it arrives: one of the whole method
@@ -215,7 +237,7 @@ pub struct CallScope {
     pub browser_preference: Option<String>,
     pub gate: DispatchGate,
     /// The tab-queue place taken at acceptance, for tools addressing `target_id`.
-    pub ticket: std::sync::Mutex<Option<crate::session::TabTicket>>,
+    pub ticket: std::sync::Mutex<Option<TabTicket>>,
 }
 
 impl ScopeIds {

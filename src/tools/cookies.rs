@@ -247,17 +247,16 @@ async fn list(
     let filter = CookieFilter::from_params(&params)?;
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT) as usize;
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let session = tab.guard.session(&tab.client).await?;
+    let session = tab.session().await?;
     let filter = match filter {
         Some(filter) => filter,
         None => {
-            let (url, _) = tab.guard.page_info(&tab.client).await?;
+            let (url, _) = tab.page_info().await?;
             // A tab on about:blank or a non-http page has no cookies to send.
             CookieFilter::Urls(CookieUrl::parse(&url).into_iter().collect())
         }
     };
     let jar = tab
-        .client
         .execute(&session, &GetCookies {}, SCRIPT_TIMEOUT)
         .await?;
     let (cookies, total) = select(&jar.cookies, &filter, limit);

@@ -13,6 +13,7 @@ use super::context::NoParams;
 use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::tab::TabCalls;
 use crate::cdp::page::HandleJavaScriptDialog;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
@@ -83,7 +84,7 @@ async fn dialogs_list(
     scope: &WorkspaceScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.browser.live().ok_or(ToolError::Disconnected)?;
+    env.connected()?;
     let workspace_id = scope.workspace_id;
     let dialogs: Vec<Value> = env
         .browser
@@ -99,7 +100,7 @@ async fn dialogs_respond(
     scope: &WorkspaceScope<'_>,
     asked: RespondParams,
 ) -> Result<Value, ToolError> {
-    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+    let calls = TabCalls::watched(env, &scope.gate)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let dialog_id = asked.dialog_id.as_str();
     let action = asked.action;
@@ -119,9 +120,7 @@ async fn dialogs_respond(
         accept: action == "accept",
         prompt_text: asked.prompt_text.clone(),
     };
-    scope
-        .gate
-        .watch(&live.client)
+    calls
         .execute(&dialog.session, &answer, INPUT_TIMEOUT)
         .await?;
     Ok(json!({"dialogId": dialog_id, "action": action, "closed": true}))

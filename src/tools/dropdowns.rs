@@ -100,7 +100,7 @@ async fn dropdown_options(
     let ctx = tab.page_context().await?;
     let (target, _) = tab.resolve_ref(scope, &ctx.frame_id, &params.target)?;
     let limit = params.limit.unwrap_or(page::OPTIONS_DEFAULT_LIMIT);
-    let list = ctx.run(&tab.client, &ListOptions { target, limit }).await?;
+    let list = ctx.run(tab.calls(), &ListOptions { target, limit }).await?;
     Ok(serde_json::to_value(list)?)
 }
 
@@ -247,7 +247,7 @@ impl ActionTool for Select {
             target: target.clone(),
             limit: page::OPTIONS_MAX_LIMIT,
         };
-        let list = ctx.run(&tab.client, &list).await?;
+        let list = ctx.run(tab.calls(), &list).await?;
         if list.kind != page::OptionsKind::Native {
             return Err(ToolError::from(not_native(&summary.role)));
         }
@@ -268,7 +268,7 @@ impl ActionTool for Select {
             target: aimed.own.target.clone(),
             values: aimed.own.values.clone(),
         };
-        Ok(act.ctx.run(&act.tab.client, &script).await?)
+        Ok(act.ctx.run(act.tab.calls(), &script).await?)
     }
 
     fn judge(

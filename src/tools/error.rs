@@ -6,11 +6,11 @@
 
 use serde_json::json;
 
+use super::context::{ConnectError, TargetError};
 use crate::artifacts::ArtifactError;
 use crate::cdp::CdpError;
 use crate::page::{PageError, ScriptErrorCode};
 use crate::protocol::errors::{ErrorCode, Reason, RemediationAction, RpcError};
-use crate::session::{ConnectError, TargetError};
 use crate::store::StoreError;
 
 /// Why a tool call failed.

@@ -148,18 +148,21 @@ async fn eval(
 ) -> Result<Value, ToolError> {
     let request = params.request()?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let session = tab.guard.session(&tab.client).await?;
+    let session = tab.session().await?;
     let left = scope
         .deadline
         .saturating_duration_since(tokio::time::Instant::now());
     let wait = left.saturating_sub(ANSWER_MARGIN).max(MIN_EVAL_WAIT);
-    let outcome = page::eval_in_main_world(&tab.client, &session, &request, wait).await?;
+    let outcome = tab
+        .calls()
+        .eval_in_main_world(&session, &request, wait)
+        .await?;
     let value = match outcome {
         EvalOutcome::Value(value) => value,
         EvalOutcome::Threw { text } => return Err(exception_error(text).into()),
     };
     // The code may have navigated or retitled the page: read both afterwards.
-    let (url, title) = tab.guard.page_info(&tab.client).await?;
+    let (url, title) = tab.page_info().await?;
     let mut result = base_result(scope, url, title);
     result.insert("type".into(), serde_json::to_value(value.value_type)?);
     result.insert("value".into(), value.value);

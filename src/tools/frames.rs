@@ -1,7 +1,7 @@
 //! Frame tools: `browser.frames.list` (the tab's frame tree, in-process and out-of-process
 //! iframes alike) and `browser.frames.select` (which frame this Workspace's frame-scoped tools
 //! run in), plus the piece the other tools need: the execution context of the selected frame
-//! (`frame_context`, called by `observe::page_context`). Where a click in a frame lands is
+//! (`ControlledTab::frame_context`, called by `ControlledTab::page_context`). Where a click in a frame lands is
 //! `pointer.rs`'s.
 //!
 //! Same-process frames are reached through the tab session (`Page.createIsolatedWorld
@@ -21,13 +21,10 @@ use super::context::NoParams;
 use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::ControlledTab;
-use super::tab::{PageContext, SCRIPT_TIMEOUT};
+use super::tab::{ControlledTab, FrameSelection, PageContext, SCRIPT_TIMEOUT, TabCalls};
+use crate::cdp::SessionId;
 use crate::cdp::page::{FrameTree, GetFrameTree};
-use crate::cdp::{CdpClient, SessionId};
-use crate::page;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::{FrameSelection, TabGuard};
 
 /// Frames listed at most; deeper or wider trees report `truncated`.
 const MAX_LISTED_FRAMES: usize = 200;
@@ -155,11 +152,11 @@ fn flatten_tree(tree: &FrameTree, session: &SessionId, out_of_process: bool) -> 
 }
 
 async fn frame_tree(
-    client: &CdpClient,
+    calls: &TabCalls,
     session: &SessionId,
     out_of_process: bool,
 ) -> Result<Vec<FrameNode>, crate::cdp::CdpError> {
-    let reply = client
+    let reply = calls
         .execute(session, &GetFrameTree {}, TREE_TIMEOUT)
         .await?;
     Ok(flatten_tree(&reply.frame_tree, session, out_of_process))
@@ -168,14 +165,13 @@ async fn frame_tree(
 /// Every frame of the tab: the tab session's tree (main frame first), then each OOPIF
 /// session's tree. An OOPIF session that just went away is skipped.
 async fn frame_forest(
-    client: &CdpClient,
-    guard: &TabGuard,
+    tab: &ControlledTab,
     tab_session: &SessionId,
 ) -> Result<Vec<FrameNode>, ToolError> {
-    let mut nodes = frame_tree(client, tab_session, false).await?;
-    let children = guard.frames().child_sessions();
+    let mut nodes = frame_tree(tab.calls(), tab_session, false).await?;
+    let children = tab.frames().child_sessions();
     for (_, child) in children {
-        match frame_tree(client, &child, true).await {
+        match frame_tree(tab.calls(), &child, true).await {
             Ok(tree) => {
                 // A frame is listed once, from the session that hosts its document.
                 let hosted: HashSet<&str> = tree.iter().map(|n| n.raw.as_str()).collect();
@@ -190,8 +186,8 @@ async fn frame_forest(
 
 /// OOPIFs of this tab that Chromium reports but whose session the pump has not recorded yet:
 /// iframe targets whose parent frame is one of ours but which are not in the forest.
-async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<usize, ToolError> {
-    let targets = client.get_targets(TREE_TIMEOUT).await?;
+async fn unrecorded_oopifs(calls: &TabCalls, nodes: &[FrameNode]) -> Result<usize, ToolError> {
+    let targets = calls.get_targets(TREE_TIMEOUT).await?;
     let known: HashSet<&str> = nodes.iter().map(|n| n.raw.as_str()).collect();
     let missing = targets
         .iter()
@@ -206,14 +202,15 @@ async fn unrecorded_oopifs(client: &CdpClient, nodes: &[FrameNode]) -> Result<us
 
 /// The forest, after giving the pump a moment to record OOPIFs Chromium attached just now.
 async fn settled_forest(
-    client: &CdpClient,
-    guard: &TabGuard,
+    tab: &ControlledTab,
     tab_session: &SessionId,
 ) -> Result<Vec<FrameNode>, ToolError> {
     let until = tokio::time::Instant::now() + ATTACH_WAIT;
     loop {
-        let nodes = frame_forest(client, guard, tab_session).await?;
-        if tokio::time::Instant::now() >= until || unrecorded_oopifs(client, &nodes).await? == 0 {
+        let nodes = frame_forest(tab, tab_session).await?;
+        if tokio::time::Instant::now() >= until
+            || unrecorded_oopifs(tab.calls(), &nodes).await? == 0
+        {
             return Ok(order_frames(nodes));
         }
         tokio::time::sleep(ATTACH_POLL).await;
@@ -288,19 +285,19 @@ fn ancestors(nodes: &[FrameNode], raw: &str) -> Vec<String> {
 
 /// `text` cut to `max` characters, ending with the truncation marker when cut.
 fn bounded(text: &str, max: usize) -> String {
-    crate::session::bounds::bound(text, max)
+    super::context::bound(text, max)
 }
 
 /// One frame as the agent sees it.
 fn frame_json(
-    guard: &TabGuard,
+    tab: &ControlledTab,
     workspace_id: &str,
     node: &FrameNode,
     main_origin: &str,
     origins: &HashMap<String, String>,
     selected: bool,
 ) -> Value {
-    let mut frames = guard.frames();
+    let mut frames = tab.frames();
     let parent = node
         .parent
         .as_deref()
@@ -342,9 +339,9 @@ async fn list(
 ) -> Result<Value, ToolError> {
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.to_owned();
-    let session = tab.guard.session(&tab.client).await?;
-    let selection = tab.guard.frame_selection();
-    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
+    let session = tab.session().await?;
+    let selection = tab.frame_selection();
+    let nodes = settled_forest(&tab, &session).await?;
     let origins = effective_origins(&nodes);
     let main_origin = nodes
         .first()
@@ -361,18 +358,10 @@ async fn list(
         .take(MAX_LISTED_FRAMES)
         .map(|node| {
             let selected = selected_raw.as_deref() == Some(node.raw.as_str());
-            frame_json(
-                &tab.guard,
-                &workspace_id,
-                node,
-                &main_origin,
-                &origins,
-                selected,
-            )
+            frame_json(&tab, &workspace_id, node, &main_origin, &origins, selected)
         })
         .collect();
-    let selected_frame_id =
-        selected_raw.map(|raw| tab.guard.frames().opaque_id(&workspace_id, &raw));
+    let selected_frame_id = selected_raw.map(|raw| tab.frames().opaque_id(&workspace_id, &raw));
     Ok(json!({
         "targetId": scope.target_id,
         "frames": frames,
@@ -404,13 +393,12 @@ async fn select(
     }
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let workspace_id = scope.workspace_id.to_owned();
-    let session = tab.guard.session(&tab.client).await?;
+    let session = tab.session().await?;
     // Drops Observations of a frame that detached meanwhile.
-    tab.guard.frame_selection();
-    let nodes = settled_forest(&tab.client, &tab.guard, &session).await?;
+    tab.frame_selection();
+    let nodes = settled_forest(&tab, &session).await?;
     let raw = match frame_id {
         Some(opaque) => tab
-            .guard
             .frames()
             .resolve(&workspace_id, opaque)
             .ok_or_else(|| frame_not_found(opaque, "unknown_frame"))?,
@@ -430,7 +418,7 @@ async fn select(
         .parent
         .as_ref()
         .map(|_| (raw.as_str(), ancestors(&nodes, &raw)));
-    tab.guard.frames().select(&workspace_id, chosen);
+    tab.frames().select(&workspace_id, chosen);
     // A selected-frame change resets the authentication transition baseline (contract).
     tab.forget_auth_surface();
     let origins = effective_origins(&nodes);
@@ -439,23 +427,35 @@ async fn select(
         .and_then(|main| origins.get(&main.raw))
         .cloned()
         .unwrap_or_default();
-    let frame = frame_json(
-        &tab.guard,
-        &workspace_id,
-        node,
-        &main_origin,
-        &origins,
-        true,
-    );
+    let frame = frame_json(&tab, &workspace_id, node, &main_origin, &origins, true);
     Ok(json!({"targetId": scope.target_id, "frame": frame}))
 }
 
-/// Where the selected frame's page scripts run: the session hosting it, and the Broker's
-/// isolated world there. A detached selection, or a frame that no longer exists, is
-/// `frame_not_found`; the selection itself is only cleared by the pump's detach events.
-pub async fn frame_context(
-    client: &CdpClient,
-    guard: &mut TabGuard,
+impl ControlledTab {
+    /// Where the selected frame's page scripts run: the session hosting it, and the Broker's
+    /// isolated world there. A detached selection, or a frame that no longer exists, is
+    /// `frame_not_found`; the selection itself is only cleared by the pump's detach events.
+    pub async fn frame_context(
+        &mut self,
+        tab_session: SessionId,
+        selection: FrameSelection,
+    ) -> Result<PageContext, ToolError> {
+        frame_context(self, tab_session, selection).await
+    }
+
+    /// Re-checks a guarded action's pinned frame between steps; see [`repin`].
+    pub fn repin(
+        &mut self,
+        tab_session: &SessionId,
+        pinned_session: &SessionId,
+        frame_id: &str,
+    ) -> Result<bool, &'static str> {
+        repin(self, tab_session, pinned_session, frame_id)
+    }
+}
+
+async fn frame_context(
+    tab: &mut ControlledTab,
     tab_session: SessionId,
     selection: FrameSelection,
 ) -> Result<PageContext, ToolError> {
@@ -465,15 +465,17 @@ pub async fn frame_context(
         }
         FrameSelection::Frame { raw, opaque, .. } => (raw, opaque),
     };
-    let oopif_root = guard.frames().child_session(&raw);
+    let oopif_root = tab.frames().child_session(&raw);
     let (session, session_root) = match oopif_root {
         Some(child) => (child, true),
-        None => match hosting_session(client, guard, &tab_session, &raw).await? {
+        None => match hosting_session(tab, &tab_session, &raw).await? {
             Some(session) => (session, false),
             None => return Err(ToolError::from(frame_not_found(&opaque, "frame_detached"))),
         },
     };
-    let context = page::create_isolated_world(client, &session, &raw, SCRIPT_TIMEOUT)
+    let context = tab
+        .calls()
+        .create_isolated_world(&session, &raw, SCRIPT_TIMEOUT)
         .await
         .map_err(|_| frame_not_found(&opaque, "frame_detached"))?;
     Ok(PageContext {
@@ -488,23 +490,23 @@ pub async fn frame_context(
 /// the selected frame went away (`frame_changed`) or the pinned session is neither the tab's
 /// current one nor a still-attached OOPIF session (`session_changed`); else whether the pinned
 /// frame is its session's root frame.
-pub fn repin(
-    guard: &mut TabGuard,
+fn repin(
+    tab: &mut ControlledTab,
     tab_session: &SessionId,
     pinned_session: &SessionId,
     frame_id: &str,
 ) -> Result<bool, &'static str> {
-    if let Some(FrameSelection::Detached { .. }) = guard.frame_selection() {
+    if let Some(FrameSelection::Detached { .. }) = tab.frame_selection() {
         return Err("frame_changed");
     }
     if pinned_session == tab_session {
-        return Ok(super::tab::is_main_frame(guard, frame_id));
+        return Ok(tab.is_main_frame(frame_id));
     }
     // One guard of the tab's books at a time (the match would keep a scrutinee's guard).
-    let child = guard.frames().child_session(frame_id);
+    let child = tab.frames().child_session(frame_id);
     match child {
         Some(child) if child == *pinned_session => Ok(true),
-        _ if guard
+        _ if tab
             .frames()
             .child_sessions()
             .iter()
@@ -519,18 +521,17 @@ pub fn repin(
 /// The session whose frame tree holds a frame that is not an OOPIF root: the tab session's
 /// (most frames), else an OOPIF's (frames nested in one). `None` when no tree has it.
 async fn hosting_session(
-    client: &CdpClient,
-    guard: &TabGuard,
+    tab: &ControlledTab,
     tab_session: &SessionId,
     raw: &str,
 ) -> Result<Option<SessionId>, ToolError> {
-    let in_tab = frame_tree(client, tab_session, false).await?;
+    let in_tab = frame_tree(tab.calls(), tab_session, false).await?;
     if in_tab.iter().any(|n| n.raw == raw) {
         return Ok(Some(tab_session.clone()));
     }
-    let children = guard.frames().child_sessions();
+    let children = tab.frames().child_sessions();
     for (_, child) in children {
-        if let Ok(tree) = frame_tree(client, &child, true).await
+        if let Ok(tree) = frame_tree(tab.calls(), &child, true).await
             && tree.iter().any(|n| n.raw == raw)
         {
             return Ok(Some(child));

@@ -21,14 +21,13 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::pointer::{self, Aim, Chain};
 use super::progress::Subject;
-use super::tab::{ControlledTab, MouseStep, PageContext, RefParams};
+use super::tab::{ControlledTab, ElementSummary, MouseStep, PageContext, RefParams};
 use crate::cdp::SessionId;
 use crate::cdp::input::{MouseButton, MouseEventType};
 use crate::page::{
     DragArm, DragRecord, DragVerdict, HoverMark, HoverReport, Hovered, ProbeScroll, RefTarget,
 };
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::ElementSummary;
 
 /// How long a hover waits for what it shows (menus opened by `mouseenter` handlers or CSS
 /// `:hover` appear at once; a little more covers handlers scheduled on a microtask or a short
@@ -140,9 +139,9 @@ async fn aim(
     };
     match end {
         End::Ref(target, _) => {
-            pointer::actionable_from(&tab.client, ctx, chain, target, wait, first).await
+            pointer::actionable_from(tab.calls(), ctx, chain, target, wait, first).await
         }
-        End::Point(x, y) => pointer::map_point(&tab.client, ctx, chain, (*x, *y)).await,
+        End::Point(x, y) => pointer::map_point(tab.calls(), ctx, chain, (*x, *y)).await,
     }
 }
 
@@ -253,7 +252,7 @@ impl ActionTool for Hover {
         let (ctx, scope) = (&act.ctx, act.scope);
         let tab = &mut act.tab;
         let by_ref = self.params.target.given();
-        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let chain = tab.pointer_chain(ctx).await?;
         let point = (self.params.x, self.params.y);
         let aimed = match resolve(tab, scope, ctx, &self.params.target, by_ref, point) {
             Ok(end) => aim(
@@ -268,14 +267,14 @@ impl ActionTool for Hover {
             .map(|aim| (aim, end)),
             Err(error) => Err(error),
         };
-        pointer::release(&tab.client, &chain).await;
+        pointer::release(tab.calls(), &chain).await;
         let (aim, end) = aimed?;
         let (target, kind) = match end {
             End::Ref(target, summary) => (Some(target), summary.role),
             End::Point(..) => (None, "coordinates".to_owned()),
         };
         let element = match &target {
-            Some(target) => Some(snapshot(&tab.client, ctx, target).await?),
+            Some(target) => Some(snapshot(tab.calls(), ctx, target).await?),
             None => None,
         };
         let subject = match &element {
@@ -460,7 +459,7 @@ impl ActionTool for Drag {
         let tab = &mut act.tab;
         let params = &self.params;
         let by_ref = params.target.element_ref.is_some();
-        let chain = pointer::chain(&tab.client, &mut tab.guard, ctx).await?;
+        let chain = tab.pointer_chain(ctx).await?;
         let aimed = async {
             let from = resolve(
                 tab,
@@ -486,14 +485,14 @@ impl ActionTool for Drag {
             Ok::<_, ToolError>((from, from_aim, to, to_aim))
         }
         .await;
-        pointer::release(&tab.client, &chain).await;
+        pointer::release(tab.calls(), &chain).await;
         let (from, from_aim, to, to_aim) = aimed?;
         let (source, kind) = match &from {
             End::Ref(target, summary) => (Some(target.clone()), summary.role.clone()),
             End::Point(..) => (None, "coordinates".to_owned()),
         };
         let element = match &source {
-            Some(source) => Some(snapshot(&tab.client, ctx, source).await?),
+            Some(source) => Some(snapshot(tab.calls(), ctx, source).await?),
             None => None,
         };
         let subject = match &element {

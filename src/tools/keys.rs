@@ -153,19 +153,19 @@ impl ActionTool for Press {
         let target = match self.target.observation_id.is_some() {
             true => {
                 let (target, _) = tab.resolve_ref(act.scope, &ctx.frame_id, &self.target)?;
-                ctx.run(&tab.client, &FocusAndSelectAll(target.clone()))
+                ctx.run(tab.calls(), &FocusAndSelectAll(target.clone()))
                     .await?;
                 Some(target)
             }
             false => None,
         };
         let element = match &target {
-            Some(target) => Some(snapshot(&tab.client, ctx, target).await?),
+            Some(target) => Some(snapshot(tab.calls(), ctx, target).await?),
             None => None,
         };
         let (active_before, field_before) = tokio::join!(
-            ctx.run(&tab.client, &ActiveElementKey),
-            ctx.run(&tab.client, &ActiveElementState)
+            ctx.run(tab.calls(), &ActiveElementKey),
+            ctx.run(tab.calls(), &ActiveElementState)
         );
         let active_before = active_before?;
         let subject = match &element {
@@ -205,8 +205,8 @@ impl ActionTool for Press {
         let tab = &mut act.tab;
         if settled_in_place && let Ok(ctx) = tab.page_context().await {
             let (active_after, field_after) = tokio::join!(
-                ctx.run(&tab.client, &ActiveElementKey),
-                ctx.run(&tab.client, &ActiveElementState)
+                ctx.run(tab.calls(), &ActiveElementKey),
+                ctx.run(tab.calls(), &ActiveElementState)
             );
             match active_after {
                 Ok(after) if after.key != aimed.own.active_key => {

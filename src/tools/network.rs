@@ -14,17 +14,18 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::context::NoParams;
+use super::context::{
+    ControlLimit, Credential, MAX_AUTH_ORIGINS, MAX_MOCK_BODY_BYTES, MAX_PATTERN_CHARS,
+    MAX_RULE_HEADERS, MAX_RULES_PER_WORKSPACE, NetFilter, NetRecord, Rule, RuleAction,
+    fetch_rules as fetch,
+};
 use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::tab::TabCalls;
 use crate::cdp::network::GetResponseBody;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
-use crate::session::fetch::{
-    self, ControlLimit, Credential, MAX_AUTH_ORIGINS, MAX_MOCK_BODY_BYTES, MAX_PATTERN_CHARS,
-    MAX_RULE_HEADERS, MAX_RULES_PER_WORKSPACE, Rule, RuleAction,
-};
-use crate::session::network::{NetFilter, NetRecord};
 
 /// Largest page of `browser.network.list`.
 const MAX_LIST_LIMIT: u64 = 200;
@@ -389,10 +390,7 @@ async fn network_get(
     let body = match finished {
         false => json!({"available": false, "reason": "not_finished"}),
         true => {
-            let live = env.browser.live().ok_or(ToolError::Disconnected)?;
-            let read = scope
-                .gate
-                .watch(&live.client)
+            let read = TabCalls::watched(env, &scope.gate)?
                 .execute(
                     &session,
                     &GetResponseBody { request_id: raw_id },

@@ -11,11 +11,11 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value, json};
 
 use super::error::ToolError;
+use super::tab::ElementSummary;
 use crate::page::{
     self, Hint, ObservationFormat, ObserveOptions, ObservedElement, PageError, PageObservation,
     TruncationReason,
 };
-use crate::session::ElementSummary;
 
 /// What a caller asked of one Observation: the page's options and how the result is shaped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -297,7 +297,7 @@ async fn run_reading<S: page::PageScript>(
     unless_dialog(env, scope, async {
         let mut tab = ControlledTab::acquire(env, scope).await?;
         let page_context = tab.page_context().await?;
-        let output = page_context.run(&tab.client, script).await?;
+        let output = page_context.run(tab.calls(), script).await?;
         let (url, title) = tab.url_and_title(&page_context).await?;
         Ok((output, base_result(scope, url, title)))
     })

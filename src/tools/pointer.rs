@@ -22,19 +22,18 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::error::ToolError;
-use super::tab::{PageContext, SCRIPT_TIMEOUT};
+use super::tab::{ControlledTab, PageContext, SCRIPT_TIMEOUT, TabCalls};
+use crate::cdp::SessionId;
 use crate::cdp::dom::{
     BackendNodeId, GetBoxModel, GetFrameOwner, ResolveNode, ScrollIntoViewIfNeeded,
 };
 use crate::cdp::page::GetFrameTree;
 use crate::cdp::runtime::ReleaseObjectGroup;
-use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
-    self, ClickProbe, ClickSettle, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad,
-    QuadMap, RefTarget, ScriptErrorCode, ViewportSize,
+    ClickProbe, ClickSettle, ClickTarget, FrameHit, PageError, Point, ProbeScroll, Quad, QuadMap,
+    RefTarget, ScriptErrorCode, ViewportSize,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::TabGuard;
 
 /// How long a ref action waits for its element to become actionable when the call does not say:
 /// an agent learns soon that a disabled or covered element will not take the action (Playwright's
@@ -204,7 +203,7 @@ struct TreeFrame {
 }
 
 /// `Page.getFrameTree` of one session, root first.
-async fn tree(client: &CdpClient, session: &SessionId) -> Result<Vec<TreeFrame>, ToolError> {
+async fn tree(client: &TabCalls, session: &SessionId) -> Result<Vec<TreeFrame>, ToolError> {
     let reply = client
         .execute(session, &GetFrameTree {}, SCRIPT_TIMEOUT)
         .await?;
@@ -227,7 +226,7 @@ fn parent_in(frames: &[TreeFrame], id: &str) -> Option<String> {
 }
 
 async fn frame_owner(
-    client: &CdpClient,
+    client: &TabCalls,
     session: &SessionId,
     frame: &str,
 ) -> Result<BackendNodeId, ToolError> {
@@ -238,13 +237,18 @@ async fn frame_owner(
     Ok(owner.backend_node_id)
 }
 
+impl ControlledTab {
+    /// The chain of `<iframe>` hops from `ctx`'s frame to the main frame, which aims a pointer
+    /// event (see [`Chain`]).
+    pub async fn pointer_chain(&mut self, ctx: &PageContext) -> Result<Chain, ToolError> {
+        chain(self, ctx).await
+    }
+}
+
 /// Builds the chain from `ctx`'s frame to the main frame (empty for the main frame itself).
-pub async fn chain(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    ctx: &PageContext,
-) -> Result<Chain, ToolError> {
-    let tab_session = guard.session(client).await?;
+async fn chain(tab: &mut ControlledTab, ctx: &PageContext) -> Result<Chain, ToolError> {
+    let tab_session = tab.session().await?;
+    let client = &tab.calls().clone();
     let mut chain = Chain {
         dispatch_session: ctx.session.clone(),
         hops: Vec::new(),
@@ -254,8 +258,7 @@ pub async fn chain(
     }
     let mut sessions = vec![tab_session.clone()];
     sessions.extend(
-        guard
-            .frames()
+        tab.frames()
             .child_sessions()
             .into_iter()
             .map(|(_, session)| session),
@@ -306,8 +309,9 @@ pub async fn chain(
             true => owner,
             false => frame_owner(client, &host, &outermost).await?,
         };
-        let context =
-            page::create_isolated_world(client, &host, &host_root, SCRIPT_TIMEOUT).await?;
+        let context = client
+            .create_isolated_world(&host, &host_root, SCRIPT_TIMEOUT)
+            .await?;
         let resolve = ResolveNode {
             backend_node_id: hit_owner,
             execution_context_id: Some(context.get()),
@@ -349,7 +353,7 @@ struct Mapped {
 /// scrolling each `<iframe>` into view first when `scroll` is set. The aim is the point in the
 /// dispatch session's root viewport: mapped through the hops inside that session only.
 async fn map_through(
-    client: &CdpClient,
+    client: &TabCalls,
     chain: &Chain,
     point: Point,
     frame: [f64; 2],
@@ -420,22 +424,22 @@ async fn map_through(
 }
 
 /// `FRAME_POINT_HIT` on a hop's element, in its document's isolated world.
-async fn frame_hit(client: &CdpClient, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
-    let hit = page::frame_point_hit(
-        client,
-        &hop.session,
-        &hop.hit_object,
-        (point.x, point.y),
-        SCRIPT_TIMEOUT,
-    )
-    .await?;
+async fn frame_hit(client: &TabCalls, hop: &Hop, point: Point) -> Result<FrameHit, ToolError> {
+    let hit = client
+        .frame_point_hit(
+            &hop.session,
+            &hop.hit_object,
+            (point.x, point.y),
+            SCRIPT_TIMEOUT,
+        )
+        .await?;
     Ok(hit.ok_or_else(frame_gone)?)
 }
 
 /// The main-frame point of a coordinate click given in the page context's frame viewport (no
 /// hit tests: coordinates mean "whatever is there").
 pub async fn map_point(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     (x, y): (f64, f64),
@@ -512,7 +516,7 @@ enum Failure {
 }
 
 async fn sample(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
@@ -532,7 +536,7 @@ async fn sample(
 /// page in the first frame callback a whole frame later (`ClickSettle`): the frame is waited
 /// for in the page instead of polled for. Own document only (no frames on the way).
 async fn settled_samples(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
@@ -580,7 +584,7 @@ fn refused_sample(error: PageError) -> Result<Sample, Failure> {
 
 /// What a probe's answer says about the element, mapped through the frames on the way.
 async fn to_sample(
-    client: &CdpClient,
+    client: &TabCalls,
     chain: &Chain,
     point: ClickTarget,
     scroll: ProbeScroll,
@@ -626,7 +630,7 @@ async fn to_sample(
 /// whose click point is already in view where it is (the second end of a drag must not scroll
 /// the first out of view); one out of view is still scrolled in.
 pub async fn actionable_from(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
@@ -650,7 +654,7 @@ pub struct During<T> {
 /// the wait: work that must come before the click but proves nothing about actionability (the
 /// before state, arming click truth) overlaps the wait for the stability proof.
 pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
@@ -670,7 +674,7 @@ pub async fn actionable_with<T, F: std::future::Future<Output = T>>(
 }
 
 async fn actionable_during<T, F: std::future::Future<Output = T>>(
-    client: &CdpClient,
+    client: &TabCalls,
     ctx: &PageContext,
     chain: &Chain,
     target: &RefTarget,
@@ -820,7 +824,7 @@ async fn alongside<W: std::future::Future, T, F: std::future::Future<Output = T>
 }
 
 /// Releases the objects the chain resolved (best effort).
-pub async fn release(client: &CdpClient, chain: &Chain) {
+pub async fn release(client: &TabCalls, chain: &Chain) {
     let mut sessions: Vec<&SessionId> = chain.hops.iter().map(|h| &h.session).collect();
     sessions.dedup();
     for session in sessions {

@@ -15,8 +15,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use serde_json::{Map, Value};
 
 use super::evidence::{Evidence, Status};
+use super::tab::TabState;
 use crate::page::{Confidence, Hint};
-use crate::session::TabState;
 
 /// Consecutive actions without progress that make one report (the spec's "three").
 pub const NO_PROGRESS_THRESHOLD: u32 = 3;

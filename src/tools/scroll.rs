@@ -144,13 +144,13 @@ impl ActionTool for Scroll {
         let mut container = None;
         match (&aimed.own.target, &params.text, &params.selector) {
             (Some(target), _, _) => {
-                ctx.run(&tab.client, &ClickPoint(target.clone())).await?;
+                ctx.run(tab.calls(), &ClickPoint(target.clone())).await?;
             }
             (None, Some(text), _) => {
                 let script = ScrollToText {
                     text: text.to_owned(),
                 };
-                if !ctx.run(&tab.client, &script).await? {
+                if !ctx.run(tab.calls(), &script).await? {
                     return Err(ToolError::from(
                         RpcError::invalid_params("no visible text matches")
                             .with_context("reason", json!("no_match")),
@@ -164,7 +164,7 @@ impl ActionTool for Scroll {
                     dx,
                     dy,
                 };
-                let Some(moved) = ctx.run(&tab.client, &script).await? else {
+                let Some(moved) = ctx.run(tab.calls(), &script).await? else {
                     return Err(ToolError::from(
                         RpcError::invalid_params("the selector matches no element")
                             .with_context("reason", json!("no_match")),
@@ -174,7 +174,7 @@ impl ActionTool for Scroll {
             }
             (None, None, None) => {
                 let (dx, dy) = scroll_delta(params);
-                ctx.run(&tab.client, &ScrollPage { dx, dy }).await?;
+                ctx.run(tab.calls(), &ScrollPage { dx, dy }).await?;
             }
         }
         tokio::time::sleep(SCROLL_SETTLE).await;

@@ -1,29 +1,39 @@
 //! The tab context of a tool: [`ControlledTab`] owns the controlled-tab prologue (resolve the
 //! envelope `targetId`, take control for the Lease, wait for the tab's turn, pass the dispatch
 //! gate and hand out the Command's watched CDP handle), the page and frame context scripts run
-//! in, observation taking, ref resolution, load waits, input dispatch ([`TabInput`], on the
-//! watched client) and the tab's no-progress memory. This
-//! file is the only code in `tools/` that writes `session::TabState`: a tool calls a
-//! `ControlledTab` method (or, inside a helper that holds the client and guard, the function
-//! of the same name here). It decides no evidence and builds no tool result beyond the
-//! Observation.
+//! in, observation taking, ref resolution, load waits, input dispatch ([`TabCalls`], the
+//! watched handle) and the tab's no-progress memory.
+//!
+//! `ControlledTab`'s fields are private: a tool reaches the tab's books and the browser only
+//! through its verbs (`session`, `page_info`, `target`, `frame_selection`, `execute`, `run`,
+//! ...), and the feature files add their own verbs in `impl ControlledTab` blocks built on
+//! these (`frames.rs`: the selected frame's context; `pointer.rs`: the frame chain a pointer
+//! event is aimed through). Tools never see the browser connection's unwatched client. With
+//! `context.rs` this is the only file of `tools/` that imports `session`: the per-tab types a
+//! tool names are re-exported here. It decides no evidence and builds no tool result beyond
+//! the Observation.
 
+use std::ops::DerefMut;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::actions::INPUT_TIMEOUT;
-use super::context::{TargetScope, ToolEnv, WorkspaceScope};
+use super::context::{DispatchGate, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::observation::{
     DiffBase, DiffUnavailable, ObservationRequest, fingerprint_fields, shape,
 };
 use super::progress::{self, Completed, NoProgress};
+use crate::cdp::dom::BackendNodeId;
 use crate::cdp::input::{
     self, DispatchKeyEvent, DispatchMouseEvent, MouseButton, MouseEventType, Stroke,
 };
-use crate::cdp::{CdpClient, CdpError, SessionId};
+use crate::cdp::{
+    CdpClient, CdpError, Command, NavigateOutcome, NavigationHistory, SessionId, TargetId,
+    TargetInfo,
+};
 use crate::events::Emit;
 use crate::page::{
     self, DocumentInfo, ExecutionContextId, HintContext, ObservationFormat, Observe, PageScript,
@@ -31,11 +41,18 @@ use crate::page::{
 };
 use crate::protocol::errors::{ErrorCode, Reason, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
+use crate::session::activity::ActivityBook;
+use crate::session::background;
 use crate::session::bounds::{
     MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
 };
-use crate::session::{
-    Awaited, ElementSummary, KEPT_OBSERVATIONS, LoadPhase, ObservationRecord, RefLookup, TabGuard,
+use crate::session::{FrameBook, KEPT_OBSERVATIONS, ObservationRecord, RefLookup, TabGuard};
+
+// The per-tab types a tool names: with `context.rs` (the session-wide ones) this is the only
+// file of `tools/` that imports `session`.
+pub use crate::session::activity::{ConsoleLevel, MAX_CONSOLE_ENTRIES, MAX_ENTRY_CHARS};
+pub use crate::session::{
+    Awaited, ElementSummary, FrameSelection, LoadMark, LoadPhase, TabHandle, TabState,
 };
 
 /// Timeout of one page-script call.
@@ -86,30 +103,32 @@ impl PageContext {
     /// Runs a page script in this context's isolated world, within `SCRIPT_TIMEOUT`.
     pub async fn run<S: PageScript>(
         &self,
-        client: &CdpClient,
+        calls: &TabCalls,
         script: &S,
     ) -> Result<S::Output, page::PageError> {
-        self.run_within(client, script, SCRIPT_TIMEOUT).await
+        self.run_within(calls, script, SCRIPT_TIMEOUT).await
     }
 
     /// [`PageContext::run`] within `timeout`: the one way `tools/` runs a page script.
     pub async fn run_within<S: PageScript>(
         &self,
-        client: &CdpClient,
+        calls: &TabCalls,
         script: &S,
         timeout: Duration,
     ) -> Result<S::Output, page::PageError> {
-        page::run(client, &self.session, self.context, script, timeout).await
+        page::run(&calls.client, &self.session, self.context, script, timeout).await
     }
 }
 
-/// A tab this Command controls and holds the turn of.
+/// A tab this Command controls and holds the turn of. Its fields are its own: a tool reaches
+/// the tab's books and the browser only through the verbs here (and the `impl ControlledTab`
+/// blocks of the feature files, which use these verbs).
 pub struct ControlledTab {
     /// The Command's CDP handle: every call through it is seen by the dispatch gate's
     /// mutation record (`DispatchGate::watch`).
-    pub client: CdpClient,
+    calls: TabCalls,
     /// The tab's turn and its per-tab state.
-    pub guard: TabGuard,
+    guard: TabGuard,
 }
 
 impl ControlledTab {
@@ -121,14 +140,199 @@ impl ControlledTab {
         controlled_tab(env, scope).await
     }
 
-    /// A tab this Command just created and holds (`browser.open`).
-    pub fn new(client: CdpClient, guard: TabGuard) -> ControlledTab {
-        ControlledTab { client, guard }
+    /// A tab this Command just created and holds (`browser.open`): `calls` is the Command's
+    /// watched handle ([`TabCalls::watched`]).
+    pub fn new(calls: TabCalls, guard: TabGuard) -> ControlledTab {
+        ControlledTab { calls, guard }
     }
 
-    /// Where frame-scoped tools run; see [`page_context`].
+    /// The watched CDP handle, for calls that need no per-tab state (a clone may move into a
+    /// future of its own).
+    pub fn calls(&self) -> &TabCalls {
+        &self.calls
+    }
+
+    /// The tab's target id.
+    pub fn target(&self) -> &TargetId {
+        &self.guard.target
+    }
+
+    /// The tab's flattened CDP session, attached and set up on first use.
+    pub async fn session(&mut self) -> Result<SessionId, ToolError> {
+        Ok(self.guard.session(&self.calls.client).await?)
+    }
+
+    /// URL and title of the tab's current history entry, bounded (`TabGuard::page_info`).
+    pub async fn page_info(&mut self) -> Result<(String, String), ToolError> {
+        Ok(self.guard.page_info(&self.calls.client).await?)
+    }
+
+    /// The tab's committed top-level URL, from the browser's history (never the page's
+    /// world); empty when it cannot be read.
+    pub async fn current_url(&mut self) -> String {
+        match self.guard.page_info(&self.calls.client).await {
+            Ok((url, _)) => url,
+            Err(_) => String::new(),
+        }
+    }
+
+    /// The turn holder's frame selection (`None`: the main frame), after dropping the
+    /// Observations of frames that detached.
+    pub fn frame_selection(&mut self) -> Option<FrameSelection> {
+        self.guard.frame_selection()
+    }
+
+    /// Sends one typed CDP command on `session` through the watched handle.
+    pub async fn execute<C: Command>(
+        &self,
+        session: &SessionId,
+        command: &C,
+        timeout: Duration,
+    ) -> Result<C::Reply, CdpError> {
+        self.calls.execute(session, command, timeout).await
+    }
+
+    /// Where the tab's load history stands now; take it before dispatching a navigation.
+    pub fn load_mark(&self) -> LoadMark {
+        self.guard.load_mark()
+    }
+
+    /// A handle to the tab's books that outlives the turn (late watches, load waits).
+    pub fn handle(&self) -> TabHandle {
+        self.guard.handle()
+    }
+
+    /// This Command's place in the tab's queue.
+    pub fn turn_number(&self) -> u64 {
+        self.guard.turn_number()
+    }
+
+    /// Changes with every release of control of the tab.
+    pub fn control_epoch(&self) -> u64 {
+        self.guard.control_epoch()
+    }
+
+    /// The tab's frame bookkeeping, borrowed under the tab's lock (let it go soon: the tab's
+    /// other books wait for it).
+    pub fn frames(&self) -> impl DerefMut<Target = FrameBook> + '_ {
+        self.guard.frames()
+    }
+
+    /// The tab's console entries and requests in flight, borrowed under the tab's lock.
+    pub fn activity(&self) -> impl DerefMut<Target = ActivityBook> + '_ {
+        self.guard.activity()
+    }
+
+    /// How many file choosers the tab has opened (intercepted) so far.
+    pub fn file_choosers_opened(&self) -> u64 {
+        self.guard.file_choosers().opened()
+    }
+
+    /// The session and node of the tab's latest intercepted file chooser's input.
+    pub fn last_file_chooser(&self) -> Option<(SessionId, BackendNodeId)> {
+        self.guard.file_choosers().last()
+    }
+
+    /// Waits until the awaited document reached `wanted`, or `until` passed.
+    pub async fn wait_for_phase(
+        &self,
+        awaited: &Awaited,
+        wanted: LoadPhase,
+        until: tokio::time::Instant,
+    ) -> Option<LoadPhase> {
+        self.guard.wait_for_phase(awaited, wanted, until).await
+    }
+
+    /// Waits until no navigation is under way and the document has loaded, or `until` passed.
+    pub async fn wait_until_settled(&self, until: tokio::time::Instant) -> bool {
+        self.guard.wait_until_settled(until).await
+    }
+
+    /// Whether the tab's network is counted and no request of it started or ended since `since`.
+    pub fn network_quiet_since(&self, since: tokio::time::Instant) -> bool {
+        let network = self.guard.activity().network();
+        network.counting && network.in_flight == 0 && network.quiet_since <= since
+    }
+
+    /// Whether `frame_id` is the tab's main frame.
+    pub fn is_main_frame(&mut self, frame_id: &str) -> bool {
+        self.guard.state().main_frame.as_deref() == Some(frame_id)
+    }
+
+    /// The tab's main frame id, read once per document.
+    pub async fn main_frame(
+        &mut self,
+        session: &SessionId,
+        timeout: Duration,
+    ) -> Result<String, ToolError> {
+        if let Some(frame_id) = self.guard.state().main_frame.clone() {
+            return Ok(frame_id);
+        }
+        let frame_id = page::main_frame_id(&self.calls.client, session, timeout).await?;
+        self.guard.state().main_frame = Some(frame_id.clone());
+        Ok(frame_id)
+    }
+
+    /// The frame a recorded Observation of this Workspace was taken in, if the tab keeps it.
+    pub fn observation_frame(
+        &mut self,
+        observation_id: &str,
+        workspace_id: &str,
+    ) -> Option<String> {
+        self.guard
+            .state()
+            .observations
+            .iter()
+            .find(|o| o.id == observation_id && o.workspace_id == workspace_id)
+            .map(|o| o.frame_id.clone())
+    }
+
+    /// Whether the tab's last Observation was small enough that taking the next one
+    /// speculatively costs little (none yet: the first is taken when needed).
+    pub fn cheap_to_observe(&mut self) -> bool {
+        self.guard
+            .state()
+            .observations
+            .back()
+            .is_some_and(|record| record.view.len() <= SPECULATIVE_OBSERVATION_ELEMENTS)
+    }
+
+    /// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
     pub async fn page_context(&mut self) -> Result<PageContext, ToolError> {
-        page_context(&self.client, &mut self.guard).await
+        let session = self.session().await?;
+        if let Some(selection) = self.guard.frame_selection() {
+            return self.frame_context(session, selection).await;
+        }
+        let frame_id = self.main_frame(&session, SCRIPT_TIMEOUT).await?;
+        let (client, guard) = (&self.calls.client, &mut self.guard);
+        // The world lives as long as its document: reused until the tab's load history moves (a
+        // new document, or a same-document navigation, which merely costs one more creation), and
+        // never while a navigation is under way (its commit ends the document). A call that still
+        // finds the context gone never ran (`PageError::context_gone`); see `forget_main_world`.
+        let mark = guard.load_mark();
+        let usable = mark.has_document() && !guard.navigation_under_way();
+        let cached = guard
+            .state()
+            .main_world
+            .as_ref()
+            .filter(|(at, _)| *at == mark && usable)
+            .map(|(_, context)| *context);
+        let context = match cached {
+            Some(context) => context,
+            None => {
+                let context =
+                    page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT)
+                        .await?;
+                guard.state().main_world = Some((mark, context));
+                context
+            }
+        };
+        Ok(PageContext {
+            session,
+            frame_id,
+            context,
+            session_root: true,
+        })
     }
 
     /// Runs one page script in `ctx`.
@@ -137,16 +341,18 @@ impl ControlledTab {
         ctx: &PageContext,
         script: &S,
     ) -> Result<S::Output, ToolError> {
-        Ok(ctx.run(&self.client, script).await?)
+        Ok(ctx.run(&self.calls, script).await?)
     }
 
-    /// Takes and records a fresh Observation; see [`take_observation`].
+    /// Takes and records a fresh Observation; see [`ControlledTab::take_observation_reading`].
     pub async fn observe(
         &mut self,
         scope: &TargetScope<'_>,
         request: &ObservationRequest,
     ) -> Result<Map<String, Value>, ToolError> {
-        let taken = take_observation(&self.client, &mut self.guard, scope, request, false).await?;
+        let (taken, _) = self
+            .take_observation_reading(scope, request, false, Along::default())
+            .await?;
         Ok(taken.result)
     }
 
@@ -156,15 +362,22 @@ impl ControlledTab {
         scope: &TargetScope<'_>,
         request: &ObservationRequest,
     ) -> Result<TakenObservation, ToolError> {
-        take_observation(&self.client, &mut self.guard, scope, request, true).await
+        let (taken, _) = self
+            .take_observation_reading(scope, request, true, Along::default())
+            .await?;
+        Ok(taken)
     }
 
-    /// URL and title of the document `ctx` runs in; see [`url_and_title`].
+    /// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
+    /// frame's come from the browser's navigation history; a selected subframe's are read in
+    /// the Broker's isolated world of that frame, where the page's own overrides of
+    /// `document.title` or `JSON.stringify` do not exist. Never evaluated in the page's main
+    /// world.
     pub async fn url_and_title(
         &mut self,
         ctx: &PageContext,
     ) -> Result<(String, String), ToolError> {
-        url_and_title(&self.client, &mut self.guard, ctx).await
+        url_and_title(&self.calls, &mut self.guard, ctx).await
     }
 
     /// Resolves a ref of this Workspace's Observations; see [`resolve_ref`].
@@ -188,7 +401,7 @@ impl ControlledTab {
     ) -> Result<PageState, ToolError> {
         wait_for_load(
             env,
-            &self.client,
+            &self.calls.client,
             &mut self.guard,
             scope,
             opaque,
@@ -224,16 +437,14 @@ impl ControlledTab {
     }
 
     /// The tab's input handle, for a dispatch that must move into a future of its own (the
-    /// dialog-aware final dispatch); see [`TabInput`].
-    pub fn input(&self) -> TabInput {
-        TabInput {
-            client: self.client.clone(),
-        }
+    /// dialog-aware final dispatch); see [`TabCalls`].
+    pub fn input(&self) -> TabCalls {
+        self.calls.clone()
     }
 
-    /// One mouse event on `session`; see [`TabInput::mouse`].
+    /// One mouse event on `session`; see [`TabCalls::mouse`].
     pub async fn mouse(&self, session: &SessionId, event: MouseStep) -> Result<(), CdpError> {
-        self.input().mouse(session, event).await
+        self.calls.mouse(session, event).await
     }
 }
 
@@ -247,16 +458,178 @@ pub struct MouseStep {
     pub click_count: u64,
 }
 
-/// Mouse and key dispatch into the tab, always on the Command's watched client, so the
-/// never-replay record (`DispatchGate::watch`) sees every input event. Tools send input only
-/// through this (or the `ControlledTab` methods of the same names); the encodings are
-/// `cdp/input.rs`'s.
+/// The Command's watched CDP handle: every call through it is seen by the never-replay record
+/// (`DispatchGate::watch`). Tools send CDP commands, page scripts and input only through this
+/// (or the `ControlledTab` verbs of the same names); the input encodings are `cdp/input.rs`'s.
+/// Cheap to clone, so a dispatch can move into a future of its own.
 #[derive(Clone)]
-pub struct TabInput {
+pub struct TabCalls {
     client: CdpClient,
 }
 
-impl TabInput {
+impl TabCalls {
+    /// The watched handle of a Command (its `gate`) on the live browser connection
+    /// (`Disconnected` when there is none): the one way a tool without a controlled tab sends
+    /// CDP calls.
+    pub fn watched(env: &ToolEnv, gate: &DispatchGate) -> Result<TabCalls, ToolError> {
+        let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+        Ok(TabCalls {
+            client: gate.watch(&live.client),
+        })
+    }
+
+    /// Sends one typed CDP command on `session` (or the browser connection).
+    pub async fn execute<'s, C: Command>(
+        &self,
+        session: impl Into<Option<&'s SessionId>>,
+        command: &C,
+        timeout: Duration,
+    ) -> Result<C::Reply, CdpError> {
+        self.client.execute(session, command, timeout).await
+    }
+
+    /// The Broker's isolated world in `frame_id` (`page::create_isolated_world`).
+    pub async fn create_isolated_world(
+        &self,
+        session: &SessionId,
+        frame_id: &str,
+        timeout: Duration,
+    ) -> Result<ExecutionContextId, page::PageError> {
+        page::create_isolated_world(&self.client, session, frame_id, timeout).await
+    }
+
+    /// The browser's targets (`Target.getTargets`).
+    pub async fn get_targets(&self, timeout: Duration) -> Result<Vec<TargetInfo>, CdpError> {
+        self.client.get_targets(timeout).await
+    }
+
+    /// Navigates the tab on `session` (`Page.navigate`).
+    pub async fn navigate(
+        &self,
+        session: &SessionId,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<NavigateOutcome, CdpError> {
+        self.client.navigate(session, url, timeout).await
+    }
+
+    /// The tab's navigation history (`Page.getNavigationHistory`).
+    pub async fn navigation_history(
+        &self,
+        session: &SessionId,
+        timeout: Duration,
+    ) -> Result<NavigationHistory, CdpError> {
+        self.client.navigation_history(session, timeout).await
+    }
+
+    /// Goes to an entry of the tab's history (`Page.navigateToHistoryEntry`).
+    pub async fn navigate_to_history_entry(
+        &self,
+        session: &SessionId,
+        entry_id: i64,
+        timeout: Duration,
+    ) -> Result<(), CdpError> {
+        self.client
+            .navigate_to_history_entry(session, entry_id, timeout)
+            .await
+    }
+
+    /// Opens a tab in a window of its own, shown without being activated.
+    pub async fn create_background_window(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<TargetId, CdpError> {
+        self.client.create_background_window(url, timeout).await
+    }
+
+    /// Reloads the tab on `session` (`Page.reload`).
+    pub async fn reload(&self, session: &SessionId, timeout: Duration) -> Result<(), CdpError> {
+        self.client.reload(session, timeout).await
+    }
+
+    /// Closes `target` (`Target.closeTarget`).
+    pub async fn close_target(
+        &self,
+        target: &TargetId,
+        timeout: Duration,
+    ) -> Result<bool, CdpError> {
+        self.client.close_target(target, timeout).await
+    }
+
+    /// Evaluates in the page's main world (`browser.eval`; `page::eval_in_main_world`).
+    pub async fn eval_in_main_world(
+        &self,
+        session: &SessionId,
+        request: &page::EvalRequest,
+        timeout: Duration,
+    ) -> Result<page::EvalOutcome, page::PageError> {
+        page::eval_in_main_world(&self.client, session, request, timeout).await
+    }
+
+    /// The file input `PickFileInput` remembered in `ctx` (`page::picked_file_input`).
+    pub async fn picked_file_input(
+        &self,
+        ctx: &PageContext,
+    ) -> Result<Option<page::RemoteObjectId>, page::PageError> {
+        page::picked_file_input(&self.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT).await
+    }
+
+    /// The index of `object_id` among its document's file inputs (`page::file_input_index`).
+    pub async fn file_input_index(
+        &self,
+        session: &SessionId,
+        object_id: &str,
+    ) -> Result<Option<u32>, page::PageError> {
+        page::file_input_index(&self.client, session, object_id, SCRIPT_TIMEOUT).await
+    }
+
+    /// Draws annotation boxes onto an image in `context` (`page::draw_annotations`).
+    pub async fn draw_annotations(
+        &self,
+        session: &SessionId,
+        context: ExecutionContextId,
+        image: String,
+        boxes: &[page::ImageBox],
+        style: (&str, Option<u64>, f64),
+        timeout: Duration,
+    ) -> Result<String, page::PageError> {
+        page::draw_annotations(&self.client, session, context, image, boxes, style, timeout).await
+    }
+
+    /// Where a point of a frame lands inside it (`page::frame_point_hit`).
+    pub async fn frame_point_hit(
+        &self,
+        session: &SessionId,
+        object_id: &str,
+        point: (f64, f64),
+        timeout: Duration,
+    ) -> Result<Option<page::FrameHit>, page::PageError> {
+        page::frame_point_hit(&self.client, session, object_id, point, timeout).await
+    }
+
+    /// Runs `work` (a screenshot) while the tab keeps rendering (`session::background`).
+    pub async fn rendering<T>(
+        &self,
+        session: &SessionId,
+        timeout: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        background::rendering(&self.client, session, timeout, work).await
+    }
+
+    /// Runs `work` as it is, keeping the tab rendering only after `patience`
+    /// (`session::background::when_slow`).
+    pub async fn when_slow<T>(
+        &self,
+        session: &SessionId,
+        timeout: Duration,
+        patience: Duration,
+        work: impl std::future::Future<Output = T>,
+    ) -> T {
+        background::when_slow(&self.client, session, timeout, patience, work).await
+    }
+
     pub async fn mouse(&self, session: &SessionId, step: MouseStep) -> Result<(), CdpError> {
         let event =
             DispatchMouseEvent::step(step.kind, step.x, step.y, step.button, step.click_count);
@@ -305,26 +678,6 @@ impl TabInput {
     }
 }
 
-/// Whether `frame_id` is the tab's main frame.
-pub fn is_main_frame(guard: &mut TabGuard, frame_id: &str) -> bool {
-    guard.state().main_frame.as_deref() == Some(frame_id)
-}
-
-/// The tab's main frame id, read once per document.
-pub async fn main_frame(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    session: &SessionId,
-    timeout: Duration,
-) -> Result<String, ToolError> {
-    if let Some(frame_id) = guard.state().main_frame.clone() {
-        return Ok(frame_id);
-    }
-    let frame_id = page::main_frame_id(client, session, timeout).await?;
-    guard.state().main_frame = Some(frame_id.clone());
-    Ok(frame_id)
-}
-
 /// Resolves the envelope `targetId`, takes control for this Lease, waits for the tab's turn,
 /// and passes the dispatch gate. Everything before the gate is the `accepted` phase.
 async fn controlled_tab(
@@ -356,7 +709,22 @@ async fn controlled_tab(
     .await;
     let client = scope.gate.watch(&live.client);
     guard.ensure_file_chooser_interception(&client).await;
-    Ok(ControlledTab { client, guard })
+    Ok(ControlledTab {
+        calls: TabCalls { client },
+        guard,
+    })
+}
+
+/// Switches file-chooser interception off for a tab whose control is handed back
+/// (`browser.tabs.release`): the user gets the native chooser again.
+pub async fn release_file_choosers(
+    env: &ToolEnv,
+    workspace_id: &str,
+    lease_id: &str,
+    opaque: &str,
+) {
+    crate::session::release_file_chooser_interception(&env.browser, workspace_id, lease_id, opaque)
+        .await;
 }
 
 pub struct PageState {
@@ -365,63 +733,21 @@ pub struct PageState {
     pub load_state: &'static str,
 }
 
-/// Where frame-scoped tools run: the selected frame of the Workspace holding the turn.
-pub async fn page_context(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-) -> Result<PageContext, ToolError> {
-    let session = guard.session(client).await?;
-    if let Some(selection) = guard.frame_selection() {
-        return super::frames::frame_context(client, guard, session, selection).await;
-    }
-    let frame_id = main_frame(client, guard, &session, SCRIPT_TIMEOUT).await?;
-    // The world lives as long as its document: reused until the tab's load history moves (a
-    // new document, or a same-document navigation, which merely costs one more creation), and
-    // never while a navigation is under way (its commit ends the document). A call that still
-    // finds the context gone never ran (`PageError::context_gone`); see `forget_main_world`.
-    let mark = guard.load_mark();
-    let usable = mark.has_document() && !guard.navigation_under_way();
-    let cached = guard
-        .state()
-        .main_world
-        .as_ref()
-        .filter(|(at, _)| *at == mark && usable)
-        .map(|(_, context)| *context);
-    let context = match cached {
-        Some(context) => context,
-        None => {
-            let context =
-                page::create_isolated_world(client, &session, &frame_id, SCRIPT_TIMEOUT).await?;
-            guard.state().main_world = Some((mark, context));
-            context
-        }
-    };
-    Ok(PageContext {
-        session,
-        frame_id,
-        context,
-        session_root: true,
-    })
-}
-
-/// URL and title of the document the scripts ran in, bounded (`session::bounds`). The main
-/// frame's come from the browser's navigation history; a selected subframe's are read in the
-/// Broker's isolated world of that frame, where the page's own overrides of `document.title`
-/// or `JSON.stringify` do not exist. Never evaluated in the page's main world.
-pub async fn url_and_title(
-    client: &CdpClient,
+/// [`ControlledTab::url_and_title`] on the tab's parts, so it can run beside a page call.
+async fn url_and_title(
+    calls: &TabCalls,
     guard: &mut TabGuard,
     page_context: &PageContext,
 ) -> Result<(String, String), ToolError> {
-    if is_main_frame(guard, &page_context.frame_id) {
-        return Ok(guard.page_info(client).await?);
+    if guard.state().main_frame.as_deref() == Some(page_context.frame_id.as_str()) {
+        return Ok(guard.page_info(&calls.client).await?);
     }
     // One character past each bound, so a cut value gets its marker.
     let script = DocumentInfo {
         max_url_chars: MAX_URL_CHARS,
         max_title_chars: MAX_TITLE_CHARS,
     };
-    let info = page_context.run(client, &script).await?;
+    let info = page_context.run(calls, &script).await?;
     Ok((bound_url(&info.url), bound_title(&info.title)))
 }
 
@@ -448,16 +774,6 @@ const SPECULATIVE_OBSERVATION_ELEMENTS: usize = 2_000;
 /// Elements of replaced Observation records from which the freed heap is handed back to the OS.
 const FREED_ELEMENTS_TO_TRIM: usize = 2_000;
 
-/// Whether the tab's last Observation was small enough that taking the next one speculatively
-/// costs little (none yet: the first is taken when needed).
-pub fn cheap_to_observe(guard: &mut TabGuard) -> bool {
-    guard
-        .state()
-        .observations
-        .back()
-        .is_some_and(|record| record.view.len() <= SPECULATIVE_OBSERVATION_ELEMENTS)
-}
-
 pub struct TakenObservation {
     pub result: Map<String, Value>,
     pub fingerprint: Option<(u64, u64)>,
@@ -466,7 +782,7 @@ pub struct TakenObservation {
 /// The Observation script's answer and the document's URL and title. They come from different
 /// places (the page's isolated world, the browser's history), so both are asked at once.
 async fn observe_in(
-    client: &CdpClient,
+    calls: &TabCalls,
     guard: &mut TabGuard,
     ctx: &PageContext,
     script: &Observe,
@@ -475,37 +791,8 @@ async fn observe_in(
     Result<(String, String), ToolError>,
 ) {
     let world = (ctx.context, ctx.session_root);
-    let observe = page::run_observe(client, &ctx.session, world, script, SCRIPT_TIMEOUT);
-    tokio::join!(observe, url_and_title(client, guard, ctx))
-}
-
-/// Forgets the main frame's cached isolated world (its document went away under a call).
-pub fn forget_main_world(guard: &mut TabGuard) {
-    guard.state().main_world = None;
-}
-
-/// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its refs
-/// resolve later. Used by `browser.observe` and by every action that returns a fresh Observation.
-/// With `request.since`, the base must be this Workspace's Observation of the same frame and
-/// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
-/// Observation with `diffUnavailable`.
-pub async fn take_observation(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    scope: &TargetScope<'_>,
-    request: &ObservationRequest,
-    with_fingerprint: bool,
-) -> Result<TakenObservation, ToolError> {
-    let (taken, _) = take_observation_reading(
-        client,
-        guard,
-        scope,
-        request,
-        with_fingerprint,
-        Along::default(),
-    )
-    .await?;
-    Ok(taken)
+    let observe = page::run_observe(&calls.client, &ctx.session, world, script, SCRIPT_TIMEOUT);
+    tokio::join!(observe, url_and_title(calls, guard, ctx))
 }
 
 /// What an action reads in its closing Observation's own page call, before the walk and in
@@ -528,21 +815,43 @@ pub struct AlongRead {
     pub state: Option<page::ElementState>,
 }
 
-/// [`take_observation`] that also reads what `along` asks for in the same page call, first.
-pub async fn take_observation_reading(
-    client: &CdpClient,
-    guard: &mut TabGuard,
+impl ControlledTab {
+    /// Takes a fresh Observation of the tab (the caller holds its turn) and records it so its
+    /// refs resolve later, reading what `along` asks for in the same page call, first. Used by
+    /// `browser.observe` and by every action that returns a fresh Observation. With
+    /// `request.since`, the base must be this Workspace's Observation of the same frame and
+    /// document (`tools/observation.rs` shapes the diff); otherwise the result is a full
+    /// Observation with `diffUnavailable`.
+    pub async fn take_observation_reading(
+        &mut self,
+        scope: &TargetScope<'_>,
+        request: &ObservationRequest,
+        with_fingerprint: bool,
+        along: Along<'_>,
+    ) -> Result<(TakenObservation, AlongRead), ToolError> {
+        take_observation_reading(self, scope, request, with_fingerprint, along).await
+    }
+
+    /// Forgets the main frame's cached isolated world (its document went away under a call).
+    fn forget_main_world(&mut self) {
+        self.guard.state().main_world = None;
+    }
+}
+
+async fn take_observation_reading(
+    tab: &mut ControlledTab,
     scope: &TargetScope<'_>,
     request: &ObservationRequest,
     with_fingerprint: bool,
     along: Along<'_>,
 ) -> Result<(TakenObservation, AlongRead), ToolError> {
-    let mut page_context = page_context(client, guard).await?;
+    let mut page_context = tab.page_context().await?;
     let observation_id = new_id(IdKind::Observation);
     let mut unavailable = None;
     let mut base = None;
     if let Some(since) = &request.since {
-        let found = guard
+        let found = tab
+            .guard
             .state()
             .observations
             .iter()
@@ -567,16 +876,17 @@ pub async fn take_observation_reading(
     };
     // The elements and the URL and title come from different places (the page's isolated
     // world, the browser's history): both are asked at once.
-    let (mut observation, mut place) = observe_in(client, guard, &page_context, &script).await;
+    let (mut observation, mut place) =
+        observe_in(&tab.calls, &mut tab.guard, &page_context, &script).await;
     // The document went away between the world lookup and the call (a navigation committing):
     // nothing ran; observe the document that is there now.
     if observation
         .as_ref()
         .is_err_and(page::PageError::context_gone)
     {
-        forget_main_world(guard);
-        page_context = self::page_context(client, guard).await?;
-        (observation, place) = observe_in(client, guard, &page_context, &script).await;
+        tab.forget_main_world();
+        page_context = tab.page_context().await?;
+        (observation, place) = observe_in(&tab.calls, &mut tab.guard, &page_context, &script).await;
     }
     let mut observation = observation?;
     let (url, title) = place?;
@@ -609,11 +919,11 @@ pub async fn take_observation_reading(
     }
     // The network's `access_blocked` (main document 403/429) applies to the main frame's
     // Observation; a main frame's id is its tab's target id.
-    let main_document_status = match page_context.frame_id == guard.target.as_str() {
-        true => guard.network().blocked_main_status(),
+    let main_document_status = match page_context.frame_id == tab.guard.target.as_str() {
+        true => tab.guard.network().blocked_main_status(),
         false => None,
     };
-    let state = guard.state();
+    let state = tab.guard.state();
     let hint_context = HintContext {
         main_document_status,
         previous_auth_surface: state.auth_surface,

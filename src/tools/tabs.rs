@@ -12,13 +12,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::context::NoParams;
+use super::context::TargetError;
 use super::context::{TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
-use super::tab::{ControlledTab, PageState};
+use super::tab::{Awaited, ControlledTab, PageState, TabCalls};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
-use crate::session::{Awaited, TargetError};
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
@@ -251,8 +251,7 @@ async fn open(
         let mut tab = ControlledTab::acquire(env, &target).await?;
         return goto(env, &mut tab, &target, target.target_id, &url).await;
     }
-    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
-    let client = scope.gate.watch(&live.client);
+    let client = TabCalls::watched(env, &scope.gate)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     scope.gate.pass().await?;
     // Every managed tab opens as the front tab of a window of its own, shown without being
@@ -295,7 +294,7 @@ async fn navigate(
         })?)?;
     }
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    let session = tab.guard.session(&tab.client).await?;
+    let session = tab.session().await?;
     tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
     let awaited = match action {
@@ -310,8 +309,8 @@ async fn navigate(
             .await;
         }
         NavigateAction::Reload => {
-            let mark = tab.guard.load_mark();
-            tab.client.reload(&session, CALL_TIMEOUT).await?;
+            let mark = tab.load_mark();
+            tab.calls().reload(&session, CALL_TIMEOUT).await?;
             Awaited::NewDocument(mark)
         }
         back_or_forward => {
@@ -320,7 +319,7 @@ async fn navigate(
                 _ => "forward",
             };
             let history = tab
-                .client
+                .calls()
                 .navigation_history(&session, CALL_TIMEOUT)
                 .await?;
             let offset = if direction == "back" { -1 } else { 1 };
@@ -333,8 +332,8 @@ async fn navigate(
                     .with_context("action", json!(direction)),
                 ));
             };
-            let mark = tab.guard.load_mark();
-            tab.client
+            let mark = tab.load_mark();
+            tab.calls()
                 .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)
                 .await?;
             // A history step may stay in the document (fragment, History API entries).
@@ -354,11 +353,11 @@ async fn goto(
     opaque: &str,
     url: &str,
 ) -> Result<Value, ToolError> {
-    let session = tab.guard.session(&tab.client).await?;
+    let session = tab.session().await?;
     tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
-    let mark = tab.guard.load_mark();
-    let outcome = tab.client.navigate(&session, url, CALL_TIMEOUT).await?;
+    let mark = tab.load_mark();
+    let outcome = tab.calls().navigate(&session, url, CALL_TIMEOUT).await?;
     if let Some(error_text) = outcome.error_text {
         let mut error = RpcError::new(
             ErrorCode::NavigationFailed,
@@ -395,7 +394,7 @@ async fn tabs_list(
     scope: &WorkspaceScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.browser.live().ok_or(ToolError::Disconnected)?;
+    env.connected()?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let tabs: Vec<Value> = env
         .browser
@@ -421,16 +420,10 @@ async fn tabs_release(
     scope: &TargetScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.browser.live().ok_or(ToolError::Disconnected)?;
+    env.connected()?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let opaque = scope.target_id.to_owned();
-    crate::session::release_file_chooser_interception(
-        &env.browser,
-        workspace_id,
-        lease_id,
-        &opaque,
-    )
-    .await;
+    super::tab::release_file_choosers(env, workspace_id, lease_id, &opaque).await;
     let released = env
         .browser
         .release_control(workspace_id, lease_id, &opaque)?;
@@ -469,9 +462,6 @@ async fn tabs_close(
     env.browser
         .downloads_tab_released(workspace_id, opaque)
         .await;
-    let closed = tab
-        .client
-        .close_target(&tab.guard.target, CALL_TIMEOUT)
-        .await?;
+    let closed = tab.calls().close_target(tab.target(), CALL_TIMEOUT).await?;
     Ok(json!({"targetId": scope.target_id, "closed": closed}))
 }

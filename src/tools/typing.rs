@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::act::{self, Act, ActionTool, Aimed, Call, Effects, Judged, Steps};
 use super::actions::{
     ObserveArgument, SETTLE, action_output, closing_request, evidence_schema, merged,
-    network_quiet_since, observe_property, ref_properties, snapshot,
+    observe_property, ref_properties, snapshot,
 };
 use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
@@ -26,19 +26,17 @@ use super::evidence::{Action, Effect, Evidence, EvidenceReason, Status};
 use super::manifest::{Gate, Lane, ToolDef, object};
 use super::progress::Subject;
 use super::tab::{
-    Along, ControlledTab, PageContext, RefParams, TakenObservation, cheap_to_observe, page_context,
-    take_observation_reading,
+    Along, ControlledTab, LoadMark, PageContext, RefParams, TabCalls, TakenObservation,
 };
+use crate::cdp::SessionId;
 use crate::cdp::input::table;
 use crate::cdp::input::{Key, Stroke, stroke_events, stroke_for};
-use crate::cdp::{CdpClient, SessionId};
 use crate::page::{
     self, ActiveElement, ActiveElementKey, ActiveElementState, ActiveState, ArmKeys, ElementState,
     KeyRecord, KeysArmed, KeysRecorded, NATIVE_VALUE_TYPES, PrepareTyping, RefTarget,
     SetNativeValue, ValueOutcome,
 };
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
-use crate::session::TabGuard;
 
 /// Longest text `browser.type` / `browser.keyboard` accept.
 const MAX_TYPE_CHARS: usize = 10_000;
@@ -135,7 +133,7 @@ struct Pin {
     frame_id: String,
     /// The main frame's loader when the pinned frame is the main frame: a new document
     /// committed there (`loader_changed`) ends typing before a key can reach it.
-    loader: Option<crate::session::LoadMark>,
+    loader: Option<LoadMark>,
 }
 
 impl Pin {
@@ -150,8 +148,8 @@ impl Pin {
     }
 
     /// The tab's current loader, when `ctx` is the main frame.
-    fn loader_of(guard: &mut TabGuard, ctx: &PageContext) -> Option<crate::session::LoadMark> {
-        super::tab::is_main_frame(guard, &ctx.frame_id).then(|| guard.load_mark())
+    fn loader_of(tab: &mut ControlledTab, ctx: &PageContext) -> Option<LoadMark> {
+        tab.is_main_frame(&ctx.frame_id).then(|| tab.load_mark())
     }
 }
 
@@ -170,22 +168,21 @@ struct Guarded {
 impl Guarded {
     async fn check(
         &mut self,
-        client: &CdpClient,
-        guard: &mut TabGuard,
+        tab: &mut ControlledTab,
         step: &str,
     ) -> Result<PageContext, ToolError> {
         // The pinned isolated-world context dies with its document, so a call into it is the
         // document check; a different session means the tab was re-attached.
-        let session = guard
-            .session(client)
+        let session = tab
+            .session()
             .await
             .map_err(|_| self.fail(step, "target_changed"))?;
         // The pinned session is the tab's, or that of the out-of-process frame selected.
-        let session_root =
-            super::frames::repin(guard, &session, &self.pin.session, &self.pin.frame_id)
-                .map_err(|reason| self.fail(step, reason))?;
+        let session_root = tab
+            .repin(&session, &self.pin.session, &self.pin.frame_id)
+            .map_err(|reason| self.fail(step, reason))?;
         if let Some(pinned) = &self.pin.loader
-            && !guard.load_mark().same_loader(pinned)
+            && !tab.load_mark().same_loader(pinned)
         {
             return Err(ToolError::from(self.fail(step, "loader_changed")));
         }
@@ -198,7 +195,7 @@ impl Guarded {
         let active = match self.prechecked.take() {
             Some(active) => active,
             None => ctx
-                .run(client, &ActiveElementKey)
+                .run(tab.calls(), &ActiveElementKey)
                 .await
                 .map_err(|_| self.fail(step, "document_changed"))?,
         };
@@ -232,7 +229,7 @@ impl Guarded {
     /// the next step's focus check. Not armed when the call failed.
     async fn arm(&mut self, tab: &ControlledTab) {
         let arm = burst_arm();
-        match self.pin.page().run(&tab.client, &arm).await {
+        match self.pin.page().run(tab.calls(), &arm).await {
             Ok(armed) => self.take_arm(armed),
             Err(_) => self.armed = false,
         }
@@ -249,7 +246,7 @@ impl Guarded {
     /// else).
     async fn disarm(&mut self, tab: &ControlledTab) {
         if std::mem::take(&mut self.armed) {
-            let _ = key_record(&tab.client, &self.pin.page()).await;
+            let _ = key_record(tab.calls(), &self.pin.page()).await;
         }
     }
 
@@ -261,10 +258,7 @@ impl Guarded {
     /// with what reached the page counted.
     async fn burst(&mut self, act: &mut Act<'_>, steps: &[TypeStep]) -> Result<usize, ToolError> {
         let tab = &mut act.tab;
-        let ctx = match self
-            .check(&tab.client, &mut tab.guard, &steps[0].name)
-            .await
-        {
+        let ctx = match self.check(tab, &steps[0].name).await {
             Ok(ctx) => ctx,
             Err(error) => {
                 self.disarm(tab).await;
@@ -293,7 +287,7 @@ impl Guarded {
             return Err(self.dialog_opened(&steps[held].name));
         }
         dialog?;
-        let record = key_record(&act.tab.client, &ctx).await;
+        let record = key_record(act.tab.calls(), &ctx).await;
         let sent = steps.len() as u64;
         let record = match record {
             Ok(record) if record.armed => record,
@@ -360,7 +354,7 @@ impl Guarded {
         stroke: &Stroke,
     ) -> Result<(), ToolError> {
         let tab = &mut act.tab;
-        let ctx = self.check(&tab.client, &mut tab.guard, step).await?;
+        let ctx = self.check(tab, step).await?;
         let (input, session, stroke) = (tab.input(), ctx.session.clone(), stroke.clone());
         let send = async move { input.stroke(&session, &stroke).await };
         let dialog = act.race(send).await?;
@@ -412,11 +406,8 @@ fn burst_arm() -> ArmKeys {
 }
 
 /// Reads and disarms the keystroke guard of `context`.
-async fn key_record(
-    client: &CdpClient,
-    ctx: &PageContext,
-) -> Result<KeysRecorded, page::PageError> {
-    ctx.run(client, &KeyRecord).await
+async fn key_record(calls: &TabCalls, ctx: &PageContext) -> Result<KeysRecorded, page::PageError> {
+    ctx.run(calls, &KeyRecord).await
 }
 
 /// Whether every step is a key stroke other than Enter (a burst carries only those: an
@@ -560,16 +551,12 @@ fn native_value_landed(input_type: &str, outcome: &ValueOutcome) -> bool {
 }
 
 /// Whether the document the action typed into is still there after a submit.
-async fn document_after_submit(
-    client: &CdpClient,
-    guard: &mut TabGuard,
-    target: Option<&RefTarget>,
-) -> bool {
-    let Ok(ctx) = page_context(client, guard).await else {
+async fn document_after_submit(tab: &mut ControlledTab, target: Option<&RefTarget>) -> bool {
+    let Ok(ctx) = tab.page_context().await else {
         return false;
     };
     match target {
-        Some(target) => snapshot(client, &ctx, target).await.is_ok(),
+        Some(target) => snapshot(tab.calls(), &ctx, target).await.is_ok(),
         None => true,
     }
 }
@@ -682,7 +669,7 @@ impl ActionTool for Type {
         // Plain key strokes in the main frame go in bursts behind the keystroke guard, armed in
         // the same call (docs/keyboard.md); anything else one guarded step per character.
         let characters = character_steps(&text);
-        let guardable = native_type.is_none() && tab.guard.frame_selection().is_none();
+        let guardable = native_type.is_none() && tab.frame_selection().is_none();
         let burst = !fill && guardable && burstable(&characters);
         // Fill's one insertion replaces the selected value (as a paste over it would), behind
         // the same guard: only an empty fill deletes.
@@ -699,7 +686,7 @@ impl ActionTool for Type {
         let (before, focus) = (prepared.before, prepared.focus);
         if !focus.focused && prepared.active.armed {
             // Typing ends here: the guard armed in the same call is not left waiting.
-            let _ = key_record(&tab.client, ctx).await;
+            let _ = key_record(tab.calls(), ctx).await;
         }
         let before_length = value_length(&before);
         if !focus.focused {
@@ -717,7 +704,7 @@ impl ActionTool for Type {
             active_key: focus.active_element_key.clone(),
             session: ctx.session.clone(),
             frame_id: ctx.frame_id.clone(),
-            loader: Pin::loader_of(&mut tab.guard, ctx),
+            loader: Pin::loader_of(tab, ctx),
         };
         let mut guarded = Guarded {
             action: "type",
@@ -818,14 +805,12 @@ async fn type_native(
 ) -> Result<TypeOutcome, ToolError> {
     let guarded = &mut own.guarded;
     let tab = &mut act.tab;
-    let ctx = guarded
-        .check(&tab.client, &mut tab.guard, "set_value")
-        .await?;
+    let ctx = guarded.check(tab, "set_value").await?;
     let set = SetNativeValue {
         target: own.target.clone(),
         value: own.text.clone(),
     };
-    let outcome = ctx.run(&tab.client, &set).await?;
+    let outcome = ctx.run(tab.calls(), &set).await?;
     if !outcome.canceled {
         guarded.dispatched += 1;
     }
@@ -841,7 +826,7 @@ async fn type_native(
     if own.submit {
         submit_step(act, guarded).await?;
         let tab = &mut act.tab;
-        if !document_after_submit(&tab.client, &mut tab.guard, Some(&own.target)).await {
+        if !document_after_submit(tab, Some(&own.target)).await {
             effects.push(Effect::DocumentChanged);
         }
     }
@@ -935,7 +920,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
     // when the page is cheap to observe: it is kept when no settle window follows.
     let request = closing_request(&act.call.observe)?;
     let tab = &mut act.tab;
-    let prefetch = !own.submit && cheap_to_observe(&mut tab.guard);
+    let prefetch = !own.submit && tab.cheap_to_observe();
     let target = &own.target;
     // The guard's record of fill's insertion and the value are read by the Observation's own
     // page call, first (in that order); without that call, the record on its own first.
@@ -946,23 +931,16 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
                 state_of: Some(target),
                 ..Along::default()
             };
-            take_observation_reading(
-                &tab.client,
-                &mut tab.guard,
-                act.scope,
-                &request,
-                true,
-                along,
-            )
-            .await
-            .ok()
+            tab.take_observation_reading(act.scope, &request, true, along)
+                .await
+                .ok()
         }
         false => None,
     };
     let record = match (guard_pending, &reading) {
         (false, _) => None,
         (true, Some((_, read))) => Some(read.keys.clone()),
-        (true, None) => Some(key_record(&tab.client, &guarded.pin.page()).await.ok()),
+        (true, None) => Some(key_record(tab.calls(), &guarded.pin.page()).await.ok()),
     };
     if let Some(record) = record {
         guarded.judge_insertion(record)?;
@@ -971,7 +949,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
         Some((closing, read)) => (read.state, Some(closing)),
         None => (read_state(tab, target).await, None),
     };
-    if !(exact_in(&after) && network_quiet_since(&tab.guard, input_started)) {
+    if !(exact_in(&after) && tab.network_quiet_since(input_started)) {
         tokio::time::sleep(SETTLE).await;
         after = read_state(tab, target).await;
         closing = None;
@@ -998,7 +976,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
         // The guard refuses (unknown_outcome) when the document or focus is gone by now.
         submit_step(act, guarded).await?;
         let tab = &mut act.tab;
-        if !document_after_submit(&tab.client, &mut tab.guard, Some(target)).await {
+        if !document_after_submit(tab, Some(target)).await {
             effects.push(Effect::DocumentChanged);
         }
     }
@@ -1021,7 +999,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
 /// The typed-into element's state now, if its document still has it.
 async fn read_state(tab: &mut ControlledTab, target: &RefTarget) -> Option<ElementState> {
     let ctx = tab.page_context().await.ok()?;
-    snapshot(&tab.client, &ctx, target).await.ok()
+    snapshot(tab.calls(), &ctx, target).await.ok()
 }
 
 /// What `browser.keyboard` should leave in the focused element, from its state before: the
@@ -1140,7 +1118,7 @@ impl ActionTool for Keyboard {
         let (tab, ctx) = (&mut act.tab, &act.ctx);
         let text = normalize_line_ends(&self.params.text);
         let submit = self.params.submit.unwrap_or(false);
-        let active = ctx.run(&tab.client, &ActiveElementKey).await?;
+        let active = ctx.run(tab.calls(), &ActiveElementKey).await?;
         if active.key.is_none() || !active.editable {
             return Err(ToolError::from(
                 RpcError::new(
@@ -1150,14 +1128,14 @@ impl ActionTool for Keyboard {
                 .with_context("reason", json!("no_focus")),
             ));
         }
-        let before = ctx.run(&tab.client, &ActiveElementState).await?;
+        let before = ctx.run(tab.calls(), &ActiveElementState).await?;
         let pin = Pin {
             context: ctx.context,
             document_key: active.document_key.clone(),
             active_key: active.key.clone(),
             session: ctx.session.clone(),
             frame_id: ctx.frame_id.clone(),
-            loader: Pin::loader_of(&mut tab.guard, ctx),
+            loader: Pin::loader_of(tab, ctx),
         };
         let guarded = Guarded {
             action: "keyboard",
@@ -1192,7 +1170,7 @@ impl ActionTool for Keyboard {
         let tab = &mut act.tab;
         let after = match tab.page_context().await {
             Ok(ctx) => ctx
-                .run(&tab.client, &ActiveElementState)
+                .run(tab.calls(), &ActiveElementState)
                 .await
                 .ok()
                 .and_then(|a| a.state),
@@ -1226,7 +1204,7 @@ impl ActionTool for Keyboard {
             // The guard refuses (unknown_outcome) when the document or focus is gone by now.
             submit_step(act, guarded).await?;
             let tab = &mut act.tab;
-            if !document_after_submit(&tab.client, &mut tab.guard, None).await {
+            if !document_after_submit(tab, None).await {
                 effects.push(Effect::DocumentChanged);
             }
         }

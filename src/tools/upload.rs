@@ -182,15 +182,12 @@ impl ActionTool for Upload {
             },
         };
         let picked = tab.run(ctx, &PickFileInput(choice)).await?;
-        let element =
-            page::picked_file_input(&tab.client, &ctx.session, ctx.context, SCRIPT_TIMEOUT)
-                .await?
-                .ok_or_else(|| {
-                    ToolError::from(RpcError::new(
-                        ErrorCode::StaleRef,
-                        "the file input left the document",
-                    ))
-                })?;
+        let element = tab.calls().picked_file_input(ctx).await?.ok_or_else(|| {
+            ToolError::from(RpcError::new(
+                ErrorCode::StaleRef,
+                "the file input left the document",
+            ))
+        })?;
         let own = UploadAim {
             multiple: picked.multiple,
             file_count: picked.file_count,
@@ -208,7 +205,7 @@ impl ActionTool for Upload {
             files: vec![self.file.clone()],
             object_id: aimed.own.element.as_str().to_owned(),
         };
-        let (client, session) = (act.tab.client.clone(), act.ctx.session.clone());
+        let (client, session) = (act.tab.input(), act.ctx.session.clone());
         let dialog = act
             .race(async move {
                 client
@@ -223,10 +220,7 @@ impl ActionTool for Upload {
             let release = ReleaseObjectGroup {
                 object_group: page::REF_OBJECT_GROUP.to_owned(),
             };
-            let _ = tab
-                .client
-                .execute(&ctx.session, &release, SCRIPT_TIMEOUT)
-                .await;
+            let _ = tab.execute(&ctx.session, &release, SCRIPT_TIMEOUT).await;
         }
         Ok(match dialog {
             true => None,
@@ -257,7 +251,7 @@ impl ActionTool for Upload {
 /// input: the agent answers the chooser its click opened, even for a hidden input that is not
 /// in any Observation).
 async fn chooser_input(tab: &mut ControlledTab, ctx: &PageContext) -> Option<u32> {
-    let (session, node) = tab.guard.file_choosers().last()?;
+    let (session, node) = tab.last_file_chooser()?;
     if session != ctx.session {
         return None;
     }
@@ -267,13 +261,13 @@ async fn chooser_input(tab: &mut ControlledTab, ctx: &PageContext) -> Option<u32
         object_group: Some(page::REF_OBJECT_GROUP.to_owned()),
     };
     let object = tab
-        .client
         .execute(&ctx.session, &resolve, SCRIPT_TIMEOUT)
         .await
         .ok()?
         .object
         .object_id?;
-    page::file_input_index(&tab.client, &ctx.session, &object, SCRIPT_TIMEOUT)
+    tab.calls()
+        .file_input_index(&ctx.session, &object)
         .await
         .ok()
         .flatten()

@@ -290,11 +290,11 @@ async fn look(tab: &mut ControlledTab, condition: &Condition) -> Result<Seen, To
             };
             seen.page = Some(run_probe(tab, &probe).await?);
         }
-        Condition::Url(_) => seen.url = Some(tab.guard.page_info(&tab.client).await?.0),
+        Condition::Url(_) => seen.url = Some(tab.page_info().await?.0),
         Condition::NetworkIdle { .. } => {
             // Attaching starts the request count (a no-op once attached).
-            tab.guard.session(&tab.client).await?;
-            let network = tab.guard.activity().network();
+            tab.session().await?;
+            let network = tab.activity().network();
             let quiet = tokio::time::Instant::now().saturating_duration_since(network.quiet_since);
             seen.network = Some(network.counting.then_some((network.in_flight, quiet)));
         }
@@ -339,7 +339,7 @@ async fn wait(
             Err(error) => return Err(error),
         };
         if !seen.unreadable && condition.holds(&seen) {
-            let (url, title) = tab.guard.page_info(&tab.client).await?;
+            let (url, title) = tab.page_info().await?;
             let mut result = base_result(scope, url, title);
             result.insert("condition".into(), json!(condition.name()));
             result.insert("state".into(), seen.to_json());
