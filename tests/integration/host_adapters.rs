@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, Weak};
@@ -1302,6 +1302,72 @@ fn lean_lines(text: &str) -> Vec<LeanLine> {
     lines
 }
 
+/// A line's state as the model compares it: role, name and states, without the coarse position
+/// and focus (which the lean diff leaves out on purpose).
+fn lean_state(line: &LeanLine) -> String {
+    let rest = match line.rest.rfind(" @") {
+        Some(at) => &line.rest[..at],
+        None => &line.rest,
+    };
+    let rest = rest.replace(" focused", "");
+    format!(
+        "{} {:?}{rest}",
+        line.role.as_deref().unwrap_or(""),
+        line.name
+    )
+}
+
+/// The diff never hides what the next action needs: every element that a full Observation
+/// after the action shows added or changed against the full Observation before it is in the
+/// action's result with its ref (added as `+` with its whole line, changed as `~` with its new
+/// state), and every ref that is gone is in its `removed` line.
+fn assert_result_covers_changes(before: &[LeanLine], result: &str, after: &[LeanLine]) {
+    let shown = lean_lines(result);
+    let was: HashMap<u64, String> = before
+        .iter()
+        .map(|l| (l.element_ref, lean_state(l)))
+        .collect();
+    for line in after {
+        let now = lean_state(line);
+        match was.get(&line.element_ref) {
+            Some(old) if *old == now => {}
+            Some(_) => {
+                let listed = shown
+                    .iter()
+                    .find(|l| l.element_ref == line.element_ref && l.mark == '~')
+                    .unwrap_or_else(|| panic!("changed {now} is not in:\n{result}"));
+                let shown_state = lean_state(listed);
+                let expected = lean_state(&LeanLine {
+                    role: None,
+                    ..line.clone()
+                });
+                assert_eq!(shown_state, expected, "in:\n{result}");
+            }
+            None => {
+                let listed = shown
+                    .iter()
+                    .find(|l| l.element_ref == line.element_ref && l.mark == '+')
+                    .unwrap_or_else(|| panic!("added {now} is not in:\n{result}"));
+                assert_eq!(lean_state(listed), now, "in:\n{result}");
+            }
+        }
+    }
+    let removed: Vec<u64> = result
+        .lines()
+        .find_map(|l| l.strip_prefix("removed "))
+        .map(|list| list.split(',').map(|r| r.parse().unwrap()).collect())
+        .unwrap_or_default();
+    for line in before {
+        if !after.iter().any(|l| l.element_ref == line.element_ref) {
+            assert!(
+                removed.contains(&line.element_ref),
+                "gone {} is not in the removed refs of:\n{result}",
+                lean_state(line)
+            );
+        }
+    }
+}
+
 /// An MCP session on `browser-pilot mcp` with default flags (the lean form).
 struct LeanMcp {
     mcp: support::Bridge,
@@ -1503,10 +1569,13 @@ fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref
     assert_eq!(shown.mark, '~');
     assert!(shown.rest.starts_with(" checked"), "{clicked}");
     assert!(clicked.len() <= 140, "{} chars:\n{clicked}", clicked.len());
+    let (after_click, _) = lean.text("browser_observe", json!({}));
+    let after_click = lean_lines(&after_click);
+    assert_result_covers_changes(&lines, &clicked, &after_click);
     assert!(
-        lean.observed(agree.element_ref)
-            .rest
-            .starts_with(" checked")
+        after_click
+            .iter()
+            .any(|l| l.element_ref == agree.element_ref && l.rest.starts_with(" checked"))
     );
     let (status, _) = lean.text("browser_read", json!({"selector": "#status"}));
     assert!(status.contains("agree-changes=1"), "{status}");
@@ -1526,6 +1595,8 @@ fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref
         "{filled}"
     );
     assert!(filled.len() <= 60, "{} chars:\n{filled}", filled.len());
+    let (after_fill, _) = lean.text("browser_observe", json!({}));
+    assert_result_covers_changes(&after_click, &filled, &lean_lines(&after_fill));
     let (status, _) = lean.text("browser_read", json!({"selector": "#status"}));
     assert!(status.contains("coupon-length=20"), "{status}");
     lean.end();
@@ -1553,6 +1624,8 @@ fn mcp_action_results_show_what_changed_and_state_dialogs_popups_and_navigations
     // Added, changed and removed elements are all in the action's result.
     let (shown, _) = lean.text("browser_click", json!({"ref": more.element_ref}));
     let diff = lean_lines(&shown);
+    let (after, _) = lean.text("browser_observe", json!({}));
+    assert_result_covers_changes(&lines, &shown, &lean_lines(&after));
     let added = diff
         .iter()
         .find(|l| l.mark == '+' && l.name == "Added one")
