@@ -1,6 +1,7 @@
 //! The `Fetch` domain: enabling interception with one pattern set per session, the four ways to
 //! answer a paused request (`continueRequest`, `failRequest`, `fulfillRequest`,
-//! `continueWithAuth`) and the two events (`requestPaused`, `authRequired`). Wire shapes only:
+//! `continueWithAuth`), taking a response body paused at the response stage as a stream
+//! (`takeResponseBodyAsStream`), and the two events (`requestPaused`, `authRequired`). Wire shapes only:
 //! which request gets which answer, and that each gets exactly one, is `session::fetch`'s
 //! business. A `continueWithAuth` carries a password: its type has no `Debug` output of the
 //! password and nothing here logs params.
@@ -23,8 +24,11 @@ pub struct HeaderEntry {
 #[serde(rename_all = "camelCase")]
 pub struct RequestPattern {
     pub url_pattern: String,
-    /// `Request`: pause before the request is sent.
+    /// `Request`: pause before the request is sent; `Response`: once the response headers came.
     pub request_stage: &'static str,
+    /// Only requests of this resource type (`Document`); any when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<&'static str>,
 }
 
 /// `Fetch.enable`: replaces the session's previous pattern set (docs/cdp.md, "fetch patterns").
@@ -126,6 +130,25 @@ impl Command for ContinueWithAuth {
     type Reply = Empty;
 }
 
+/// `Fetch.takeResponseBodyAsStream` of a request paused at the response stage: the body as an
+/// `IO` stream (read it to its end before answering the request).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TakeResponseBodyAsStream {
+    pub request_id: String,
+}
+
+/// The stream handle for `IO.read`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StreamReply {
+    pub stream: String,
+}
+
+impl Command for TakeResponseBodyAsStream {
+    const METHOD: &'static str = "Fetch.takeResponseBodyAsStream";
+    type Reply = StreamReply;
+}
+
 /// The request part of a Fetch event.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,7 +160,7 @@ pub struct PausedRequest {
     pub headers: serde_json::Map<String, Value>,
 }
 
-/// `Fetch.requestPaused` (request stage: no response fields).
+/// `Fetch.requestPaused` (at the request stage no response fields).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestPaused {
@@ -145,9 +168,21 @@ pub struct RequestPaused {
     pub request: PausedRequest,
     #[serde(default)]
     pub resource_type: String,
-    /// Set when paused at the response stage, which the Broker never asks for.
+    /// Set when paused at the response stage (only a managed popup's first document is).
     #[serde(default)]
     pub response_status_code: Option<u16>,
+    #[serde(default)]
+    pub response_headers: Vec<HeaderEntry>,
+}
+
+impl RequestPaused {
+    /// The first response header called `name` (any case).
+    pub fn response_header(&self, name: &str) -> Option<&str> {
+        self.response_headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_str())
+    }
 }
 
 impl EventParams for RequestPaused {
@@ -195,7 +230,8 @@ mod tests {
             params(&Enable {
                 patterns: vec![RequestPattern {
                     url_pattern: "*".into(),
-                    request_stage: "Request"
+                    request_stage: "Request",
+                    resource_type: None,
                 }],
                 handle_auth_requests: true
             }),
@@ -235,5 +271,32 @@ mod tests {
             ),
             Ok(Event::RequestPaused(_))
         ));
+        // A response-stage pause (recorded from Chromium 156: a popup's attachment).
+        let Ok(Event::RequestPaused(paused)) = Event::decode(
+            "Fetch.requestPaused",
+            json!({"requestId":"interception-job-2.0","request":{"url":"http://127.0.0.1:1/attach/popup.txt","method":"GET","headers":{}},"frameId":"F","resourceType":"Document","responseStatusCode":200,"responseStatusText":"OK","responseHeaders":[{"name":"Content-Type","value":"application/octet-stream"},{"name":"Content-Disposition","value":"attachment; filename=\"popup.txt\""}],"networkId":"2"}),
+        ) else {
+            panic!("requestPaused");
+        };
+        assert_eq!(paused.response_status_code, Some(200));
+        assert_eq!(
+            paused.response_header("content-disposition"),
+            Some("attachment; filename=\"popup.txt\"")
+        );
+        let document = RequestPattern {
+            url_pattern: "*".into(),
+            request_stage: "Response",
+            resource_type: Some("Document"),
+        };
+        assert_eq!(
+            serde_json::to_value(&document).unwrap(),
+            json!({"urlPattern": "*", "requestStage": "Response", "resourceType": "Document"})
+        );
+        assert_eq!(
+            params(&TakeResponseBodyAsStream {
+                request_id: "i".into()
+            }),
+            json!({"requestId": "i"})
+        );
     }
 }

@@ -10,7 +10,10 @@
 //! browser's file is copied into the session's 0700 staging directory, deleted, and stored as a
 //! Workspace-owned `download` Artifact (the bytes are `artifacts/`'s). CDP reports a cancel and
 //! a network failure alike (`canceled`), so the downloads the Broker cancelled itself (quota,
-//! release) are remembered here; every other end is `failed`/`interrupted`.
+//! release) are remembered here; every other end is `failed`/`interrupted`. A managed popup's
+//! first document response that is an attachment (Chromium would close the popup before that
+//! download's end is reported) is read from the paused response into an Artifact instead, so the
+//! browser never downloads it (`on_first_document`).
 //!
 //! Must not: set anything browser-wide, touch the session of an uncontrolled tab, or let a CDP
 //! guid, a browser file path or a staging path reach an event (ids are opaque `download:` ids).
@@ -29,13 +32,19 @@ use crate::artifacts::{Artifact, ArtifactError, MAX_ARTIFACT_BYTES};
 use crate::cdp::browser::{
     CancelDownload, DownloadProgress, DownloadWillBegin, SetDownloadBehavior,
 };
+use crate::cdp::fetch::{ContinueRequest, FailRequest, RequestPaused, TakeResponseBodyAsStream};
+use crate::cdp::io;
+use crate::cdp::target::CloseTarget;
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 use crate::events::Emit;
 use crate::page::{DownloadPhase, EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
 
-/// Timeout of one setting or cancel call.
+/// Timeout of one setting or cancel call (and of one read of a popup's attachment).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Bytes asked for per `IO.read` of a popup's attachment.
+const READ_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Downloads in flight per session: a page that starts a burst of downloads gets its first four
 /// captured and the rest cancelled (`quota_exceeded`); an agent rarely needs more at once.
@@ -188,6 +197,18 @@ impl Active {
         emit.lease_id.clone_from(&self.lease_id);
         emit.sensitivity = "browser_data";
         emit
+    }
+
+    /// `started`, with the bounded URL and the suggested name.
+    fn started(&self, url: &str) -> Emit {
+        self.emit(json!({
+            "state": "started",
+            "downloadId": self.id,
+            "targetId": self.opaque,
+            "url": bound_event_url(url),
+            "suggestedFilename": self.suggested,
+            "hints": [EventHint::from(Hint::download(DownloadPhase::InProgress, Some(self.id.clone()), None))],
+        }))
     }
 
     /// `cancelled` (the Broker's own reason) or `failed` (`interrupted`), with byte counts and
@@ -441,14 +462,7 @@ pub(super) fn on_will_begin(
         total: 0,
         cancelled: None,
     };
-    let started = active.emit(json!({
-        "state": "started",
-        "downloadId": active.id,
-        "targetId": active.opaque,
-        "url": bound_event_url(&begin.url),
-        "suggestedFilename": active.suggested,
-        "hints": [EventHint::from(Hint::download(DownloadPhase::InProgress, Some(active.id.clone()), None))],
-    }));
+    let started = active.started(&begin.url);
     let (over, staging) = {
         let mut book = downloads.book();
         let running = book
@@ -633,6 +647,263 @@ async fn remove_browser_file(file: PathBuf) {
     .await;
 }
 
+/// A managed popup's first document response, paused at the response stage
+/// (`fetch::watch_first_document`). Anything but an attachment goes on to the page. An
+/// attachment is taken from the response by the Broker: the browser never starts a download,
+/// so nothing lands in its download folder, and the capture does not depend on the popup's
+/// session, which Chromium would close before the download's end is reported. It gets the
+/// events of any download of that popup, `started` then `completed` (the `download` Artifact),
+/// `cancelled` (`quota_exceeded`) or `failed` (`interrupted`, `storage_failed`); then the request
+/// is failed and the popup closed, as Chromium closes a popup that became a download.
+pub(super) fn on_first_document(
+    service: &BrowserService,
+    client: &CdpClient,
+    session: SessionId,
+    target: TargetId,
+    paused: RequestPaused,
+) {
+    let (service, client) = (service.clone(), client.clone());
+    tokio::spawn(async move {
+        // Chromium downloads only a successful response; an error page is shown.
+        let success = matches!(paused.response_status_code, Some(200..=299));
+        let owner = match attachment_name(&paused).filter(|_| success) {
+            Some(name) => service
+                .with_registry(|registry| registry.capture_owner(&target))
+                .map(|owner| (owner, name)),
+            None => None,
+        };
+        match owner {
+            None => {
+                let go_on = ContinueRequest {
+                    request_id: paused.request_id,
+                    headers: None,
+                };
+                if let Err(error) = client.execute(&session, &go_on, CALL_TIMEOUT).await {
+                    tracing::debug!(%error, "letting a popup's first document through");
+                }
+                super::fetch::first_document_answered(&service, &target).await;
+            }
+            Some(((workspace_id, lease_id, opaque), name)) => {
+                let active = Active {
+                    id: new_id(IdKind::Download),
+                    session: session.clone(),
+                    target: target.clone(),
+                    workspace_id,
+                    lease_id,
+                    opaque,
+                    suggested: bound_name(&name),
+                    received: 0,
+                    total: paused
+                        .response_header("content-length")
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0),
+                    cancelled: None,
+                };
+                service
+                    .emit_downloads(vec![active.started(&paused.request.url)])
+                    .await;
+                let end = capture_response(&service, &client, active, &paused.request_id).await;
+                let fail = FailRequest {
+                    request_id: paused.request_id,
+                    error_reason: "Aborted",
+                };
+                if let Err(error) = client.execute(&session, &fail, CALL_TIMEOUT).await {
+                    tracing::debug!(%error, "ending a popup's attachment response");
+                }
+                service.emit_downloads(vec![end]).await;
+                super::fetch::first_document_answered(&service, &target).await;
+                let close = CloseTarget { target_id: target };
+                if let Err(error) = client.execute(None, &close, CALL_TIMEOUT).await {
+                    tracing::debug!(%error, "closing a popup that became a download");
+                }
+            }
+        }
+    });
+}
+
+/// Reads a paused attachment response into the download's own staging directory, bounded by
+/// the session byte quota, and stores it as the `download` Artifact; the end event.
+async fn capture_response(
+    service: &BrowserService,
+    client: &CdpClient,
+    mut active: Active,
+    request_id: &str,
+) -> Emit {
+    let downloads = service.downloads();
+    let quota = downloads.limits.session_quota_bytes;
+    if active.total > quota {
+        return active.ended("cancelled", "quota_exceeded");
+    }
+    let Some(artifacts) = downloads.artifacts.get().cloned() else {
+        return active.ended("failed", "storage_failed");
+    };
+    let staging = artifacts.staging_dir(&new_id(IdKind::Download));
+    if let Err(error) = artifacts.prepare_staging(staging.clone()).await {
+        tracing::warn!(%error, "cannot create a download staging directory");
+        return active.ended("failed", "storage_failed");
+    }
+    let body = staging.join("response");
+    let end = match read_body(client, &mut active, request_id, &body, quota).await {
+        Ok(()) => match artifacts
+            .capture_download(
+                &active.workspace_id,
+                &active.suggested,
+                body,
+                staging.clone(),
+                crate::version::now_ms(),
+            )
+            .await
+        {
+            Ok(artifact) => active.completed(&artifact),
+            Err(error) => {
+                tracing::warn!(%error, "a popup's attachment was not captured");
+                let (state, reason) = capture_failure(&error);
+                active.ended(state, reason)
+            }
+        },
+        Err(end) => end,
+    };
+    artifacts.remove_staging(staging).await;
+    end
+}
+
+/// Streams the paused response body into `path` (0600), counting `active.received`; the end
+/// event when it cannot: past the quota (`cancelled`) or the stream broke (`failed`).
+async fn read_body(
+    client: &CdpClient,
+    active: &mut Active,
+    request_id: &str,
+    path: &std::path::Path,
+    quota: u64,
+) -> Result<(), Emit> {
+    use tokio::io::AsyncWriteExt;
+    let session = active.session.clone();
+    let take = TakeResponseBodyAsStream {
+        request_id: request_id.to_owned(),
+    };
+    let interrupted = |active: &Active, error: &dyn std::fmt::Display| {
+        tracing::debug!(%error, "reading a popup's attachment");
+        active.ended("failed", "interrupted")
+    };
+    let handle = match client.execute(&session, &take, CALL_TIMEOUT).await {
+        Ok(reply) => reply.stream,
+        Err(error) => return Err(interrupted(active, &error)),
+    };
+    let file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .await;
+    let mut file = match file {
+        Ok(file) => file,
+        Err(error) => {
+            tracing::warn!(%error, "cannot write a popup's attachment");
+            return Err(active.ended("failed", "storage_failed"));
+        }
+    };
+    let result = loop {
+        let read = io::Read {
+            handle: handle.clone(),
+            size: Some(READ_CHUNK_BYTES),
+        };
+        let chunk = match client.execute(&session, &read, CALL_TIMEOUT).await {
+            Ok(chunk) => chunk,
+            Err(error) => break Err(interrupted(active, &error)),
+        };
+        let bytes = match chunk.base64_encoded {
+            true => match crate::artifacts::decode_base64(&chunk.data) {
+                Some(bytes) => bytes,
+                None => break Err(interrupted(active, &"malformed stream data")),
+            },
+            false => chunk.data.into_bytes(),
+        };
+        active.received += bytes.len() as u64;
+        active.total = active.total.max(active.received);
+        if active.received > quota {
+            break Err(active.ended("cancelled", "quota_exceeded"));
+        }
+        if let Err(error) = file.write_all(&bytes).await {
+            tracing::warn!(%error, "cannot write a popup's attachment");
+            break Err(active.ended("failed", "storage_failed"));
+        }
+        if chunk.eof {
+            break file.flush().await.map_err(|error| {
+                tracing::warn!(%error, "cannot write a popup's attachment");
+                active.ended("failed", "storage_failed")
+            });
+        }
+    };
+    let _ = client
+        .execute(&session, &io::Close { handle }, CALL_TIMEOUT)
+        .await;
+    result
+}
+
+/// The file name of an attachment response (`Content-Disposition: attachment`), from its
+/// `filename*` (RFC 5987) or `filename` parameter, else the URL's last path segment; `None` for
+/// a response the browser would show.
+fn attachment_name(paused: &RequestPaused) -> Option<String> {
+    let disposition = paused.response_header("content-disposition")?;
+    let mut parts = disposition.split(';').map(str::trim);
+    if !parts.next()?.eq_ignore_ascii_case("attachment") {
+        return None;
+    }
+    let mut plain = None;
+    let mut extended = None;
+    for part in parts {
+        let Some((key, value)) = part.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim().to_ascii_lowercase().as_str() {
+            "filename*" => {
+                extended = value
+                    .split_once("''")
+                    .map(|(_, encoded)| percent_decode(encoded))
+            }
+            "filename" => plain = Some(value.trim_matches('"').to_owned()),
+            _ => {}
+        }
+    }
+    let from_url = || {
+        let url = paused.request.url.split(['?', '#']).next().unwrap_or("");
+        percent_decode(url.rsplit('/').next().unwrap_or(""))
+    };
+    let name = extended
+        .or(plain)
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(from_url);
+    Some(match name.is_empty() {
+        true => "download".to_owned(),
+        false => name,
+    })
+}
+
+/// `%XX` decoding (invalid escapes kept as they are, invalid UTF-8 replaced).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Before a Command runs on a controlled tab: a session whose setting was restored on an
 /// earlier release gets it again (with the emulation of `background::emulate`), and a session
 /// that refused it tells this Workspace once.
@@ -810,7 +1081,7 @@ impl BrowserService {
         self.emit_downloads(emits).await;
     }
 
-    async fn emit_downloads(&self, emits: Vec<Emit>) {
+    pub(super) async fn emit_downloads(&self, emits: Vec<Emit>) {
         for emit in emits {
             if let Err(error) = self.events().emit(emit).await {
                 tracing::debug!(%error, "download event not journaled (workspace gone)");
@@ -910,6 +1181,41 @@ mod tests {
             capture_failure(&ArtifactError::NotFound),
             ("failed", "storage_failed")
         );
+    }
+
+    fn paused(url: &str, disposition: Option<&str>) -> RequestPaused {
+        let headers: Vec<Value> = disposition
+            .map(|d| json!({"name": "content-disposition", "value": d}))
+            .into_iter()
+            .collect();
+        serde_json::from_value(json!({"requestId": "r", "request": {"url": url}, "resourceType": "Document", "responseStatusCode": 200, "responseHeaders": headers})).unwrap()
+    }
+
+    #[test]
+    fn only_an_attachment_is_captured_and_its_name_comes_from_the_header_or_the_url() {
+        let url = "http://127.0.0.1/files/r%C3%A9sum%C3%A9.pdf?x=1";
+        assert_eq!(attachment_name(&paused(url, None)), None);
+        assert_eq!(attachment_name(&paused(url, Some("inline"))), None);
+        assert_eq!(
+            attachment_name(&paused(url, Some("attachment; filename=\"report.csv\""))),
+            Some("report.csv".to_owned())
+        );
+        assert_eq!(
+            attachment_name(&paused(
+                url,
+                Some("Attachment; filename=plain.txt; filename*=UTF-8''na%C3%AFve.txt")
+            )),
+            Some("naïve.txt".to_owned())
+        );
+        assert_eq!(
+            attachment_name(&paused(url, Some("attachment"))),
+            Some("résumé.pdf".to_owned())
+        );
+        assert_eq!(
+            attachment_name(&paused("http://127.0.0.1/", Some("attachment"))),
+            Some("download".to_owned())
+        );
+        assert_eq!(percent_decode("100%zz%41"), "100%zzA");
     }
 
     #[test]

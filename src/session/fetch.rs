@@ -1,7 +1,9 @@
 //! The Fetch controller: network rules and HTTP auth credentials of each Workspace
 //! (`NetControl`, in Broker memory only, ended with the Workspace, never persisted), the one
 //! `Fetch.enable` pattern set of each controlled session (`FetchBook`, beside the tab's
-//! `NetworkBook`), and the answer to every paused request and auth challenge.
+//! `NetworkBook`), and the answer to every paused request and auth challenge. A fresh managed
+//! popup's sessions also pause `Document` responses until its first one, which
+//! `session::downloads` captures when it is an attachment.
 //!
 //! Chromium keeps one pattern set per session and a second `Fetch.enable` replaces the first
 //! (docs/cdp.md, "fetch patterns"), so rules and auth never enable Fetch on their own: this module derives the
@@ -417,8 +419,13 @@ pub fn check_header(name: &str, value: &str) -> Result<(), &'static str> {
 pub struct FetchBook {
     /// What this tab's sessions should have, as last derived.
     wanted: FetchMode,
+    /// A fresh managed popup whose first document response is still to come (or being
+    /// answered): its sessions also pause `Document` responses, so one that is an attachment is
+    /// captured by the Broker instead of downloaded by the browser
+    /// (`session::downloads::on_first_document`).
+    first_document: FirstDocument,
     /// What each known session was last told.
-    applied: HashMap<SessionId, FetchMode>,
+    applied: HashMap<SessionId, Patterns>,
     /// Auth challenges already answered with credentials: (session, Fetch request id).
     auth_attempts: VecDeque<(SessionId, String)>,
 }
@@ -438,20 +445,63 @@ impl FetchBook {
     }
 }
 
-fn enable_command(mode: FetchMode) -> Option<Enable> {
-    match mode {
-        FetchMode::Off => None,
-        FetchMode::Intercept { auth } => Some(Enable {
-            patterns: vec![RequestPattern {
-                url_pattern: "*".to_owned(),
-                request_stage: "Request",
-            }],
+/// Where a popup's first document response is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum FirstDocument {
+    /// Not watched (any tab but a fresh managed popup, or already answered).
+    #[default]
+    Off,
+    /// The next `Document` response is the one.
+    Watching,
+    /// It came and is being answered: the pattern set stays as it is until the answer went
+    /// (changing it while a body is read is undefined in CDP).
+    Answering,
+}
+
+/// The one pattern set of a session: the rules' mode, and the popup's first document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Patterns {
+    mode: FetchMode,
+    first_document: bool,
+}
+
+impl FetchBook {
+    fn wanted_patterns(&self) -> Patterns {
+        Patterns {
+            mode: self.wanted,
+            first_document: self.first_document != FirstDocument::Off,
+        }
+    }
+}
+
+fn enable_command(wanted: Patterns) -> Option<Enable> {
+    let mut patterns = Vec::new();
+    let mut auth = false;
+    if let FetchMode::Intercept { auth: with_auth } = wanted.mode {
+        patterns.push(RequestPattern {
+            url_pattern: "*".to_owned(),
+            request_stage: "Request",
+            resource_type: None,
+        });
+        auth = with_auth;
+    }
+    if wanted.first_document {
+        patterns.push(RequestPattern {
+            url_pattern: "*".to_owned(),
+            request_stage: "Response",
+            resource_type: Some("Document"),
+        });
+    }
+    match patterns.is_empty() {
+        true => None,
+        false => Some(Enable {
+            patterns,
             handle_auth_requests: auth,
         }),
     }
 }
 
-async fn apply(client: &CdpClient, session: &SessionId, mode: FetchMode) -> Result<(), CdpError> {
+async fn apply(client: &CdpClient, session: &SessionId, mode: Patterns) -> Result<(), CdpError> {
     match enable_command(mode) {
         Some(enable) => client
             .execute(session, &enable, ANSWER_TIMEOUT)
@@ -465,18 +515,23 @@ async fn apply(client: &CdpClient, session: &SessionId, mode: FetchMode) -> Resu
 }
 
 /// A fresh session of the tab (its own, or an OOPIF's): it gets the tab's current mode before
-/// it is resumed or navigated.
+/// it is resumed or navigated. A session already told (a popup's, before it ran) is left alone:
+/// `refresh_tab` carries every later change to it.
 pub(super) async fn on_session(client: &CdpClient, session: &SessionId, handle: &TabHandle) {
     let mode = {
         let mut book = handle.network();
         let fetch = &mut book.fetch;
+        let wanted = fetch.wanted_patterns();
+        if fetch.applied.contains_key(session) {
+            return;
+        }
         if fetch.applied.len() >= MAX_FETCH_SESSIONS {
             fetch.applied.clear();
         }
-        fetch.applied.insert(session.clone(), fetch.wanted);
-        fetch.wanted
+        fetch.applied.insert(session.clone(), wanted);
+        wanted
     };
-    if mode == FetchMode::Off {
+    if mode == Patterns::default() {
         return;
     }
     if let Err(error) = apply(client, session, mode).await {
@@ -497,12 +552,13 @@ pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
         (workspaces, registry.handle(target))
     });
     let Some(handle) = handle else { return };
-    let wanted = service.net().wanted(&workspaces);
-    let changed: Vec<SessionId> = {
+    let mode = service.net().wanted(&workspaces);
+    let (changed, wanted): (Vec<SessionId>, Patterns) = {
         let mut book = handle.network();
         let fetch = &mut book.fetch;
-        fetch.wanted = wanted;
-        fetch
+        fetch.wanted = mode;
+        let wanted = fetch.wanted_patterns();
+        let changed = fetch
             .applied
             .iter_mut()
             .filter(|(_, applied)| **applied != wanted)
@@ -510,7 +566,8 @@ pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
                 *applied = wanted;
                 session.clone()
             })
-            .collect()
+            .collect();
+        (changed, wanted)
     };
     if changed.is_empty() {
         return;
@@ -525,6 +582,55 @@ pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
             Err(error) => tracing::debug!(%error, "changing request interception failed"),
         }
     }
+}
+
+/// A managed popup paused at its start: its session pauses `Document` responses (with the
+/// rules' patterns) until its first one came, set before it runs (`Fetch.enable` is answered
+/// while a popup is paused, `noopener` ones included; docs/cdp.md).
+pub(super) async fn watch_first_document(
+    client: &CdpClient,
+    session: &SessionId,
+    handle: &TabHandle,
+) {
+    watch_first_document_of(handle);
+    on_session(client, session, handle).await;
+}
+
+/// Marks the tab as a fresh popup whose first document response is to be paused.
+pub(super) fn watch_first_document_of(handle: &TabHandle) {
+    handle.network().fetch.first_document = FirstDocument::Watching;
+}
+
+/// Whether `paused` is the first document response of a watched popup (then being answered:
+/// the caller answers it, then calls `first_document_answered`).
+pub(super) fn first_document(
+    registry: &Registry,
+    tab: Option<&TargetId>,
+    paused: &RequestPaused,
+) -> bool {
+    // A redirect is not the document yet: it is let through, and the pause after it is.
+    let redirect = matches!(paused.response_status_code, Some(300..=399));
+    if paused.response_status_code.is_none() || redirect || paused.resource_type != "Document" {
+        return false;
+    }
+    let Some(handle) = tab.and_then(|tab| registry.handle(tab)) else {
+        return false;
+    };
+    let mut book = handle.network();
+    let watching = book.fetch.first_document == FirstDocument::Watching;
+    if watching {
+        book.fetch.first_document = FirstDocument::Answering;
+    }
+    watching
+}
+
+/// The popup's first document response was answered: its sessions stop pausing documents.
+pub(super) async fn first_document_answered(service: &BrowserService, target: &TargetId) {
+    let handle = service.with_registry(|registry| registry.handle(target));
+    if let Some(handle) = handle {
+        handle.network().fetch.first_document = FirstDocument::Off;
+    }
+    refresh_tab(service, target).await;
 }
 
 /// `refresh_tab` for every tab (a Workspace's rules or credentials changed, or it ended).
@@ -585,7 +691,7 @@ pub(super) fn on_paused(
 ) -> Reply {
     let request_id = paused.request_id;
     if paused.response_status_code.is_some() {
-        // A response-stage pause (never asked for): let it through.
+        // A response-stage pause that is no popup's first document: let it through.
         return Reply::Continue(ContinueRequest {
             request_id,
             headers: None,
@@ -733,6 +839,31 @@ mod tests {
         let names: Vec<&str> = merged.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["X-Keep", "X-Added", "accept"]);
         assert_eq!(merged[2].value, "application/json");
+    }
+
+    /// The rules' request-stage pattern and a popup's first-document pattern share the one
+    /// `Fetch.enable`; neither means Fetch off.
+    #[test]
+    fn a_popup_first_document_pattern_joins_the_rules_patterns() {
+        let off = Patterns::default();
+        assert_eq!(enable_command(off), None);
+        let popup = Patterns {
+            mode: FetchMode::Off,
+            first_document: true,
+        };
+        let enable = serde_json::to_value(enable_command(popup).unwrap()).unwrap();
+        assert_eq!(
+            enable,
+            serde_json::json!({"patterns": [{"urlPattern": "*", "requestStage": "Response", "resourceType": "Document"}], "handleAuthRequests": false})
+        );
+        let both = Patterns {
+            mode: FetchMode::Intercept { auth: true },
+            first_document: true,
+        };
+        let enable = serde_json::to_value(enable_command(both).unwrap()).unwrap();
+        assert_eq!(enable["patterns"][0]["requestStage"], "Request");
+        assert_eq!(enable["patterns"][1]["requestStage"], "Response");
+        assert_eq!(enable["handleAuthRequests"], true);
     }
 
     #[test]

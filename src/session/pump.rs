@@ -36,6 +36,7 @@ use super::registry::Registry;
 use super::service::{BrowserService, Live};
 use super::tab::TabHandle;
 use crate::cdp::browser::{DownloadProgress, DownloadWillBegin};
+use crate::cdp::fetch::RequestPaused;
 use crate::cdp::page::{Enable, FrameNavigated, JavascriptDialogOpening};
 use crate::cdp::target::{AttachedToTarget, SetAutoAttach};
 use crate::cdp::{CdpClient, CdpEvent, Event, SessionId, TargetId, TargetInfo};
@@ -103,6 +104,12 @@ pub enum DownloadInput {
     Detached(SessionId),
     WillBegin(SessionId, DownloadWillBegin),
     Progress(SessionId, DownloadProgress),
+    /// A managed popup's first document response, paused (`fetch::first_document`).
+    FirstDocument {
+        session: SessionId,
+        target: TargetId,
+        paused: RequestPaused,
+    },
 }
 
 /// The pump's view of flattened sessions.
@@ -253,6 +260,14 @@ fn execute(service: &BrowserService, client: &CdpClient, effect: Effect) -> Vec<
                 }
                 DownloadInput::Progress(session, progress) => {
                     super::downloads::on_progress(service, client, &session, progress)
+                }
+                DownloadInput::FirstDocument {
+                    session,
+                    target,
+                    paused,
+                } => {
+                    super::downloads::on_first_document(service, client, session, target, paused);
+                    Vec::new()
                 }
             };
         }
@@ -438,7 +453,17 @@ pub fn on_event(
             None => Vec::new(),
         },
         (Some(session), Event::RequestPaused(paused)) => {
-            let reply = super::fetch::on_paused(registry, net, sessions.tab_of(session), paused);
+            let tab = sessions.tab_of(session).cloned();
+            if super::fetch::first_document(registry, tab.as_ref(), &paused)
+                && let Some(target) = tab
+            {
+                return vec![Effect::Download(DownloadInput::FirstDocument {
+                    session: session.clone(),
+                    target,
+                    paused,
+                })];
+            }
+            let reply = super::fetch::on_paused(registry, net, tab.as_ref(), paused);
             vec![Effect::Fetch {
                 session: session.clone(),
                 reply,
@@ -787,6 +812,9 @@ async fn setup_popup(
     handle: TabHandle,
 ) {
     super::fetch::refresh_tab(service, &target).await;
+    // Before it runs: a popup whose first document is an attachment is captured from its
+    // response, since Chromium closes it before its download's end is reported.
+    super::fetch::watch_first_document(client, &session, &handle).await;
     let setup = async {
         let mut guard = handle.acquire().await;
         if let Err(error) = guard.session(client).await {
@@ -894,6 +922,43 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A watched popup's first document response goes to the download tracker (event in,
+    /// effect out); the next one, and any request-stage pause, get the one Fetch answer.
+    #[test]
+    fn a_popup_first_document_response_goes_to_the_download_tracker() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let attached = event(
+            "Target.attachedToTarget",
+            json!({"sessionId": "P", "targetInfo": info("popup", Some("mine")), "waitingForDebugger": true}),
+        );
+        on_event(&mut tabs, &net, None, attached);
+        let handle = tabs.registry.handle(&TargetId::new("popup")).unwrap();
+        super::super::fetch::watch_first_document_of(&handle);
+        let paused = |id: &str, status: Option<u16>| {
+            event(
+                "Fetch.requestPaused",
+                json!({"requestId": id, "request": {"url": "http://127.0.0.1/attach/a.txt", "method": "GET", "headers": {}}, "frameId": "popup", "resourceType": "Document", "responseStatusCode": status, "responseHeaders": [{"name": "Content-Disposition", "value": "attachment"}]}),
+            )
+        };
+        let p = Some(SessionId::new("P"));
+        let request_stage = on_event(&mut tabs, &net, p.clone(), paused("r0", None));
+        assert!(matches!(request_stage.as_slice(), [Effect::Fetch { .. }]));
+        let redirect = on_event(&mut tabs, &net, p.clone(), paused("r0", Some(302)));
+        assert!(matches!(redirect.as_slice(), [Effect::Fetch { .. }]));
+        let first = on_event(&mut tabs, &net, p.clone(), paused("r1", Some(200)));
+        assert!(matches!(
+            first.as_slice(),
+            [Effect::Download(DownloadInput::FirstDocument { session, target, paused })]
+                if session.as_str() == "P" && target.as_str() == "popup" && paused.request_id == "r1"
+        ));
+        let second = on_event(&mut tabs, &net, p, paused("r2", Some(200)));
+        assert!(matches!(
+            second.as_slice(),
+            [Effect::Fetch { reply: Reply::Continue(go_on), .. }] if go_on.request_id == "r2"
+        ));
     }
 
     #[test]
