@@ -9,7 +9,7 @@
 //! Chromium auto-attached and the pump recorded in the tab's `FrameBook`. Agents only ever see
 //! opaque `frame:` ids minted per Workspace; raw frame, target and session ids never leave this
 //! file. It does not own the selection's lifetime on detach (the pump does) nor ref checks
-//! (`actions::resolve_ref` compares the frame an Observation was taken in).
+//! (`ControlledTab::resolve_ref` compares the frame an Observation was taken in).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

@@ -380,7 +380,7 @@ impl ControlledTab {
         url_and_title(&self.calls, &mut self.guard, ctx).await
     }
 
-    /// Resolves a ref of this Workspace's Observations; see [`resolve_ref`].
+    /// Resolves a ref of this Workspace's Observations (the function of the same name below).
     pub fn resolve_ref(
         &mut self,
         scope: &TargetScope<'_>,
@@ -390,7 +390,7 @@ impl ControlledTab {
         resolve_ref(&mut self.guard, scope, frame_id, params)
     }
 
-    /// Waits until the awaited document has loaded; see [`wait_for_load`].
+    /// Waits until the awaited document has loaded (the function of the same name below).
     pub async fn wait_for_load(
         &mut self,
         env: &ToolEnv,
@@ -1025,7 +1025,7 @@ impl RefParams {
 /// before the page is asked (the page re-checks the element itself). Any Observation of the
 /// frame's current document will do, however many came since: refs resolve through the
 /// document (`session::RefBook`), not through the kept Observation records.
-pub fn resolve_ref(
+fn resolve_ref(
     guard: &mut TabGuard,
     scope: &TargetScope<'_>,
     frame_id: &str,
@@ -1094,7 +1094,7 @@ pub fn resolve_ref(
 /// `watchdog.navigation_stalled` and ends `unknown_outcome`; one still loading at the deadline
 /// is left to the deadline, which makes the dispatched Command `unknown_outcome` too. Never
 /// answers success for a loading page. URL and title are then read from the browser's history.
-pub async fn wait_for_load(
+async fn wait_for_load(
     env: &ToolEnv,
     client: &CdpClient,
     guard: &mut TabGuard,
