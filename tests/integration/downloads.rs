@@ -9,7 +9,7 @@
 //! in a user tab after `browser.tabs.release` neither captured nor redirected; staging 0700,
 //! Artifact files 0600; staging gone after Workspace release; a popup that turns into a
 //! download (both kinds) captured from its response, never in the browser's download folder,
-//! and closed. No CDP guid, browser path or staging path may appear in any event. And a session that refuses capture (Chromium 156 never
+//! and closed, and one announced past the quota refused the same way. No CDP guid, browser path or staging path may appear in any event. And a session that refuses capture (Chromium 156 never
 //! does: the fault knob makes the Broker ask in a form Chromium refuses) is `capture_unavailable`,
 //! told once per tab session. A click that starts a download, each way including the popups,
 //! leaves the tab and its Workspace working.
@@ -59,6 +59,7 @@ const LINKS: &str = r#"<!doctype html><html><head><title>downloads</title></head
 <button type="button" id="burst">Burst of five</button>
 <button type="button" onclick="window.open('/slow/popup.txt?n=40000')">Popup download</button>
 <a href="/slow/blank.txt?n=48000" target="_blank">Blank download</a>
+<a href="/slow/huge.bin?n=1048576" target="_blank">Huge popup download</a>
 <script>
   document.getElementById('burst').addEventListener('click', () => {
     for (let i = 1; i <= 5; i++) {
@@ -459,6 +460,25 @@ fn downloads_are_scoped_artifacts() {
             "the popup of {name} is still open"
         );
     }
+    // A popup's attachment announced past the byte quota: refused before a byte is read, still
+    // never in the browser's download folder, and the popup closed.
+    a.click(&tab_a, "link", "Huge popup download");
+    let (started, ended) = a.lifecycle("huge.bin");
+    assert_eq!(ended["state"], "cancelled", "{ended}");
+    assert_eq!(ended["reason"], "quota_exceeded", "{ended}");
+    assert_eq!(ended["totalBytes"], 1_048_576);
+    assert_eq!(ended["receivedBytes"], 0);
+    let popup = started["targetId"].clone();
+    assert!(
+        wait_until(Duration::from_secs(15), || !a
+            .agent
+            .tabs()
+            .iter()
+            .any(|t| t["targetId"] == popup)),
+        "the popup of huge.bin is still open"
+    );
+    assert!(!downloads.join("huge.bin").exists());
+
     // By Content-Disposition navigation: the navigation itself becomes the download.
     let url = format!("http://127.0.0.1:{port}/attach/report.txt?n=5000");
     let (code, error) = a.agent.tool_err(
