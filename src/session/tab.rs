@@ -511,7 +511,7 @@ pub async fn register_document_start(client: &CdpClient, session: &SessionId) {
 impl TabGuard {
     /// The flattened CDP session of this tab, attaching (or taking the session auto-attach
     /// offered) and enabling the domains the tools need on first use. `Page` is enabled before anything else can run, so a dialog the page opens
-    /// later stays answerable by this session (field notes §0 item 3).
+    /// later stays answerable by this session (docs/cdp.md, "dialog session").
     pub async fn session(&mut self, client: &CdpClient) -> Result<SessionId, CdpError> {
         if let Some(session) = &self.state.session {
             return Ok(session.clone());

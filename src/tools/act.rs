@@ -473,7 +473,7 @@ async fn collect_effects(
 }
 
 /// How long after an action's evidence was taken a navigation, popup or dialog of its tab is
-/// still attributed to it (field notes §0 item 10: a `setTimeout` navigation arrived at +203 ms).
+/// still attributed to it (docs/cdp.md, "effect timing": a `setTimeout` navigation arrived at +203 ms).
 const LATE_WINDOW: Duration = Duration::from_millis(300);
 /// How often the late watch looks at the tab's popup count (navigations and dialogs wake it).
 const LATE_POPUP_POLL: Duration = Duration::from_millis(10);

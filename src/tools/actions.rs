@@ -22,7 +22,7 @@ use super::observe::{
 use super::tab::{PageContext, TabCalls};
 use crate::page::{ElementState, RefTarget, StateSnapshot};
 
-/// How long an action waits for effects that follow input (field notes §0 item 10: 2-10 ms
+/// How long an action waits for effects that follow input (docs/cdp.md, "effect timing": 2-10 ms
 /// typically; a little more covers microtask-scheduled handlers).
 pub(super) const SETTLE: Duration = Duration::from_millis(15);
 /// Timeout of one input event.

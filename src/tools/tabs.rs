@@ -365,7 +365,7 @@ async fn goto(
         )
         .with_context("errorText", json!(error_text));
         if outcome.is_download {
-            // The URL became a download (field notes §6): the page stayed, `download` events follow.
+            // The URL became a download (docs/cdp.md, "downloads"): the page stayed, `download` events follow.
             error = error.with_context("download", json!(true));
         }
         return Err(ToolError::from(error));
