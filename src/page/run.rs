@@ -119,6 +119,12 @@ const LISTENER_OBJECT_GROUP: &str = "browser-pilot-listeners";
 /// "Listener-only controls"). `listeners` is whether `context` is the world of the session's
 /// root frame (the only document the listing reads); otherwise, or when the listing fails,
 /// the Observation is what the script alone sees.
+///
+/// The world keeps the listing until its document changes (`bpListenerListing` in
+/// common.js): the script is first called without one and uses the kept listing while no node
+/// was added or removed and no attribute but inline style changed since; otherwise it answers
+/// at once, before reading or disarming anything, that it needs a fresh listing, and is called
+/// again with one. An unchanged document pays no listing at all.
 pub async fn run_observe(
     client: &CdpClient,
     session: &SessionId,
@@ -126,7 +132,17 @@ pub async fn run_observe(
     script: &Observe,
     timeout: Duration,
 ) -> Result<PageObservation, PageError> {
-    let call = script.call()?;
+    let mut call = script.call()?;
+    if listeners {
+        call.argument["listing"] = Value::from("cached");
+        let result =
+            call_installed_with(client, session, context, (&call, &[]), true, timeout).await?;
+        let answer = result.result.value.as_ref().and_then(Value::as_str);
+        if answer != Some(NEEDS_LISTING) {
+            return parse_observation(script, &call, answer);
+        }
+        call.argument["listing"] = Value::from("fresh");
+    }
     let objects = match listeners {
         true => listener_targets(client, session, context, timeout)
             .await
@@ -142,7 +158,23 @@ pub async fn run_observe(
         // Best effort: the objects die with their document anyway.
         let _ = client.execute(session, &release, RELEASE_TIMEOUT).await;
     }
-    match result?.result.value.as_ref().and_then(Value::as_str) {
+    let result = result?;
+    parse_observation(
+        script,
+        &call,
+        result.result.value.as_ref().and_then(Value::as_str),
+    )
+}
+
+/// What observe.js answers when its kept listener listing is stale (exactly this JSON text).
+const NEEDS_LISTING: &str = r#"{"needsListing":true}"#;
+
+fn parse_observation(
+    script: &Observe,
+    call: &ScriptCall,
+    answer: Option<&str>,
+) -> Result<PageObservation, PageError> {
+    match answer {
         Some(json) => script.parse(json),
         None => Err(PageError::UnexpectedShape {
             script: call.script.entry(),
@@ -156,7 +188,8 @@ pub async fn run_observe(
 /// listing runs on the main world's `document` (an unforgeable property: the page cannot
 /// substitute it) with `pierce: false`, which lists that world's listeners, the page's own:
 /// from the isolated world it would list only the Broker's, and with `pierce: true` (all
-/// worlds) Chromium 156 closed the tab's session after a few calls (docs/cdp.md).
+/// worlds) Chromium 156 closed the tab's session after a few calls (docs/cdp.md). The nodes
+/// are resolved all at once (pipelined on the session), not one round trip after another.
 async fn listener_targets(
     client: &CdpClient,
     session: &SessionId,
@@ -186,21 +219,28 @@ async fn listener_targets(
     };
     let listeners = client.execute(session, &listing, timeout).await?.listeners;
     let nodes = listener_nodes(&listeners);
-    let mut objects = Vec::with_capacity(nodes.len());
-    for node in nodes {
+    let mut resolving = tokio::task::JoinSet::new();
+    for (index, node) in nodes.into_iter().enumerate() {
         let resolve = ResolveNode {
             backend_node_id: node,
             execution_context_id: Some(context.0),
             object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
         };
-        // A node of another frame (pierce crosses into same-process frames) does not resolve.
-        if let Ok(reply) = client.execute(session, &resolve, timeout).await
-            && let Some(id) = reply.object.object_id
-        {
-            objects.push(id);
+        let (client, session) = (client.clone(), session.clone());
+        resolving.spawn(async move {
+            let reply = client.execute(&session, &resolve, timeout).await;
+            (index, reply.ok().and_then(|reply| reply.object.object_id))
+        });
+    }
+    let mut objects = Vec::with_capacity(resolving.len());
+    while let Some(joined) = resolving.join_next().await {
+        // A node of another frame does not resolve: left out.
+        if let Ok((index, Some(id))) = joined {
+            objects.push((index, id));
         }
     }
-    Ok(objects)
+    objects.sort_unstable_by_key(|(index, _)| *index);
+    Ok(objects.into_iter().map(|(_, id)| id).collect())
 }
 
 /// Resolves a ref to a remote object in `context` (group

@@ -119,6 +119,7 @@ fn real_widgets_are_seen_and_used() {
     let port = serve_widgets(&libs);
     let url = format!("http://127.0.0.1:{port}/widgets");
     listener_only_controls_appear_and_work(&rig, &url);
+    listener_controls_added_later_appear(&rig, &url);
     autocomplete_menu_items_are_options(&rig, &url);
     datepicker_months_and_days(&rig, &url);
     slider_moves_by_keyboard(&rig, &url);
@@ -209,6 +210,49 @@ fn listener_only_controls_appear_and_work(rig: &Rig, url: &str) {
             find_ref(&observation, role, name),
         );
         assert_eq!(clicked["evidence"]["action"], "click", "{clicked}");
+        assert_eq!(text_of(&mut agent, &tab, "#log"), logged, "{name}");
+    }
+}
+
+/// The listener listing is kept per document until it changes: a control inserted later, or
+/// armed later in place with a class change, is in the next Observation (the action's own).
+fn listener_controls_added_later_appear(rig: &Rig, url: &str) {
+    let (mut agent, tab) = open(rig, "com.example.later", url);
+    let first = observe(&mut agent, &tab);
+    let again = observe(&mut agent, &tab);
+    for observation in [&first, &again] {
+        assert!(element(observation, "Late go").is_none(), "not there yet");
+        assert!(
+            element(observation, "Armed go").is_none_or(|e| e["role"] != "clickable"),
+            "no listener yet"
+        );
+    }
+    let added = click(
+        &mut agent,
+        &tab,
+        &again,
+        find_ref(&again, "button", "Add later"),
+    );
+    let late = element(&added, "Late go")
+        .unwrap_or_else(|| panic!("inserted control in {}", added["elements"]));
+    assert_eq!(late["role"], "clickable", "{late}");
+    let armed = click(
+        &mut agent,
+        &tab,
+        &added,
+        find_ref(&added, "button", "Arm later"),
+    );
+    let armed_element = element(&armed, "Armed go")
+        .unwrap_or_else(|| panic!("armed control in {}", armed["elements"]));
+    assert_eq!(armed_element["role"], "clickable", "{armed_element}");
+    for (name, logged) in [("Late go", "l-late"), ("Armed go", "l-armed")] {
+        let observation = observe(&mut agent, &tab);
+        click(
+            &mut agent,
+            &tab,
+            &observation,
+            find_ref(&observation, "clickable", name),
+        );
         assert_eq!(text_of(&mut agent, &tab, "#log"), logged, "{name}");
     }
 }

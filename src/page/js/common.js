@@ -147,6 +147,54 @@ function bpLookup(key, ref, documentKey) {
   return found;
 }
 
+// The nodes Chromium listed with click-like listeners for this document
+// (src/page/run.rs, `run_observe`), kept until the document changes: one
+// MutationObserver of this world watches the light DOM (nodes added or
+// removed, attributes other than inline style) and stops at the first change,
+// which marks the listing stale. `mode` 'cached': the kept listing while
+// current, else null (the caller lists and calls again with 'fresh'); the
+// watch starts then, before the caller lists, so a change during the listing
+// makes the new listing stale too. 'fresh': `args` after the options hold a
+// new listing (kept and answered). Otherwise the `args` as given, nothing kept.
+// Listeners added without any such change (rare: hydration of unchanged
+// markup) are seen at the next change.
+function bpListenerListing(mode, args) {
+  const given = [];
+  for (let i = 1; args !== undefined && i < args.length; i++) given.push(args[i]);
+  const state = bpState();
+  const kept = state.listing;
+  if (mode === 'cached') {
+    if (kept !== undefined && kept.nodes !== null && !kept.stale &&
+        !kept.watch.takeRecords().some(bpListingChange)) {
+      return kept.nodes;
+    }
+    bpWatchListing(state);
+    return null;
+  }
+  if (mode !== 'fresh') return given;
+  if (kept === undefined || kept.nodes !== null) bpWatchListing(state);
+  state.listing.nodes = given;
+  return given;
+}
+
+// Starts a new watch (ending the previous one) for a listing still to come.
+function bpWatchListing(state) {
+  if (state.listing !== undefined) state.listing.watch.disconnect();
+  const kept = { nodes: null, stale: false, watch: null };
+  kept.watch = new MutationObserver((records) => {
+    if (!records.some(bpListingChange)) return;
+    kept.stale = true;
+    kept.watch.disconnect();
+  });
+  kept.watch.observe(document, { childList: true, subtree: true, attributes: true });
+  state.listing = kept;
+}
+
+// Whether a mutation can change which nodes have listeners or how they read.
+function bpListingChange(record) {
+  return record.type !== 'attributes' || record.attributeName !== 'style';
+}
+
 function bpError(code, message) {
   return { error: { code: code, message: bpClip(String(message), 300) } };
 }

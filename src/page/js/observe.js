@@ -6,9 +6,10 @@
 // not dense; with `baseKey` the refs of that earlier observation resolve
 // through this one too. Options (validated by the Rust side): observationKey, baseKey, limit,
 // maxBytes, viewportOnly, nameMax, valueMax, hrefMax, filterKeywords,
-// signInPhrases, blockedPhrases, captchaPatterns. The stub's `args` after the options are the
-// nodes Chromium reports with click-like listeners (src/page/run.rs, `run_observe`): controls
-// that only a script listener makes clickable join the candidates (listenerExtras). With
+// signInPhrases, blockedPhrases, captchaPatterns, listing. The stub's `args` after the options
+// are the nodes Chromium reports with click-like listeners (src/page/run.rs, `run_observe`;
+// `listing` says whether to keep them or use the kept ones, bpListenerListing): controls that
+// only a script listener makes clickable join the candidates (listenerExtras). With
 // `compact`, the result also has `sections`: the landmarks, lists, tables and dialogs around the
 // returned elements and the frames between them, for the compact form's grouping lines.
 function observe(options, args) {
@@ -37,6 +38,10 @@ function observe(options, args) {
     ['treegrid', 'grid'], ['dialog', 'dialog'], ['alertdialog', 'dialog'],
   ]);
   const SECTION_NAME_MAX = 40;
+  // The listener listing first: a stale kept one answers before anything is
+  // read or disarmed, and the Broker calls again with a fresh listing.
+  const listed = bpListenerListing(options.listing, args);
+  if (listed === null) return { needsListing: true };
   // What an action reads first, when asked, in this order: the keystroke
   // guard's record (keyRecord, which disarms it), the click-truth verdict
   // (clickVerdict, which disarms it) and its element's state (stateSnapshot).
@@ -45,9 +50,7 @@ function observe(options, args) {
   const stateOf = options.stateOf ? stateSnapshot(options.stateOf) : null;
   const viewport = bpViewport();
   const active = bpDeepActiveElement();
-  const listened = [];
-  for (let i = 1; args !== undefined && i < args.length; i++) listened.push(args[i]);
-  const extras = listenerExtras(listened);
+  const extras = listenerExtras(listed);
 
   const elements = [];
   // Returned elements in document order, their refs, and ref -> element.
