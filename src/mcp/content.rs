@@ -263,6 +263,32 @@ mod tests {
     }
 
     #[test]
+    fn a_success_is_its_content_with_sensitivity_only_when_there_is_some() {
+        let plain = success(
+            None,
+            &Value::Null,
+            &json!({}),
+            Extras::default(),
+            "done".into(),
+            false,
+        );
+        assert_eq!(
+            plain,
+            json!({"content": [{"type": "text", "text": "done"}]})
+        );
+        let page = Extras {
+            artifact_sensitivity: vec!["browser_data".into()],
+            ..Extras::default()
+        };
+        let marked = success(None, &Value::Null, &json!({}), page, "x".into(), false);
+        assert_eq!(
+            marked["_meta"][META_SENSITIVITY],
+            json!({"output": ["browser_data"]})
+        );
+        assert!(marked.get("isError").is_none() && marked.get("structuredContent").is_none());
+    }
+
+    #[test]
     fn file_uris_are_percent_encoded() {
         assert_eq!(
             file_uri(std::path::Path::new("/tmp/a b/ü.pdf")),
