@@ -185,6 +185,32 @@ fn autocomplete_password_fields_are_sensitive_in_every_reading_path() {
     assert_eq!(typed["evidence"]["afterLength"], 10);
     assert!(!typed.to_string().contains("opensesame"), "{typed}");
 
+    // Read by selector, a field the Observation marks sensitive answers only its length (at
+    // any offset), while an ordinary one reads as its value.
+    let plain = agent.tool(
+        "browser.read",
+        Some(&target),
+        json!({"selector": "#account"}),
+    );
+    assert_eq!(plain["text"], "ada", "{plain}");
+    for (selector, length) in [("#secret", 10), ("#fresh", 9)] {
+        for offset in [0, 2] {
+            let read = agent.tool(
+                "browser.read",
+                Some(&target),
+                json!({"selector": selector, "offset": offset}),
+            );
+            assert_eq!(read["sensitive"], true, "{selector}: {read}");
+            assert_eq!(read["valueLength"], length, "{selector}: {read}");
+            assert_eq!(read["text"], "", "{selector}: {read}");
+            let text = read.to_string();
+            assert!(
+                !text.contains("opensesame") && !text.contains("swordfish"),
+                "{selector}: {text}"
+            );
+        }
+    }
+
     // The other reading tools never return it either.
     for (tool, arguments) in [
         ("browser.read", json!({})),
