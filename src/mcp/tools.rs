@@ -150,7 +150,7 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
     ("browser.tabs.close", "Close a tab."),
     (
         "browser.observe",
-        "List the page's controls, headings and dialogs, one line each with the ref that actions take. Call it to see the page; action results already show what changed.",
+        "List the page's controls, headings and dialogs, one line each with the ref that actions take, under `##` lines naming their section. Call it to see the page; action results already show what changed.",
     ),
     (
         "browser.read",
