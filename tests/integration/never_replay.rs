@@ -493,7 +493,26 @@ fn broker_killed_mid_click_gives_unknown_outcome_and_a_retrying_host_clicks_once
         "the click never reached the page"
     );
     // The page is held inside its click handler: this observe cannot finish before the kill.
+    // The kill waits until the Broker accepted it (a line the bridge has not read yet when its
+    // Broker goes away is never forwarded, and the bridge exits without it).
+    let observes = || {
+        let (code, out, err) = rig.home.run(
+            support::BIN,
+            &[
+                "debug",
+                "sql",
+                "SELECT count(*) AS n FROM commands WHERE method = 'browser.observe'",
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let before = observes();
     let observe_id = send_host_call(&mut agent, HostCall::Observe, &target);
+    assert!(
+        wait_until(WAIT, || observes() != before),
+        "the Broker never accepted the observe"
+    );
     let broker = rig.home.broker_pid().expect("a Broker runs");
     unsafe_kill(broker, "KILL");
 
