@@ -51,18 +51,24 @@ fn a_navigation_200_ms_after_a_click_is_reported_as_its_effect(rig: &Rig) {
     assert_eq!(outcome["command"]["status"], "completed", "{response}");
     let command_id = outcome["command"]["id"].clone();
     let evidence = &outcome["result"]["evidence"];
-    assert_eq!(evidence["delivery"], "reached", "{evidence}");
-    // The click's own evidence was taken before the handler's timer fired.
+    // The navigation is the click's effect either way: in its evidence when the settle window
+    // saw the timer fire (a loaded machine reads the page later; the click-truth record may
+    // then have gone with its document: delivery `unknown`, never another verdict), else
+    // announced late, the record read before the page moved.
     let effects = evidence["effects"].as_array().unwrap();
-    assert!(
-        !effects.iter().any(|e| e == "navigation"),
-        "the navigation is 200 ms later: {evidence}"
-    );
-    let late = agent.wait_event("action.late_effect");
-    assert_eq!(late["payload"]["commandId"], command_id, "{late}");
-    assert_eq!(late["payload"]["action"], "click", "{late}");
-    assert_eq!(late["payload"]["effect"], "navigation", "{late}");
-    assert_eq!(late["targetId"], target, "{late}");
+    if effects.iter().any(|e| e == "navigation") {
+        assert!(
+            evidence["delivery"] == "reached" || evidence["delivery"] == "unknown",
+            "{evidence}"
+        );
+    } else {
+        assert_eq!(evidence["delivery"], "reached", "{evidence}");
+        let late = agent.wait_event("action.late_effect");
+        assert_eq!(late["payload"]["commandId"], command_id, "{late}");
+        assert_eq!(late["payload"]["action"], "click", "{late}");
+        assert_eq!(late["payload"]["effect"], "navigation", "{late}");
+        assert_eq!(late["targetId"], target, "{late}");
+    }
     // And the page really went there.
     assert!(
         wait_until(std::time::Duration::from_secs(10), || {
