@@ -154,6 +154,9 @@ fn handoff_between_two_leases_never_steals() {
     b.connect();
     let mut own = OwnCdp::connect(&rig.chromium);
     own.open_user_tab(&rig.fixtures.url("/page/shared"));
+    // The tab is listed as soon as it exists; a reload before its first document committed
+    // would meet that document replacing the blank one (`unknown_outcome`, document_changed).
+    own.wait_for_document("/page/shared", "shared");
     let find = |tabs: &[Value]| {
         tabs.iter()
             .find(|t| t["url"].as_str().unwrap().ends_with("/page/shared"))
