@@ -149,9 +149,9 @@ function bpLookup(key, ref, documentKey) {
 
 // The nodes Chromium listed with click-like listeners for this document
 // (src/page/run.rs, `run_observe`), kept until the document changes: one
-// MutationObserver of this world watches the light DOM (nodes added or
-// removed, attributes other than inline style) and stops at the first change,
-// which marks the listing stale. `mode` 'cached': the kept listing while
+// MutationObserver of this world watches the light DOM (elements added,
+// attributes other than inline style; bpListingChange) and stops at the first
+// change, which marks the listing stale. `mode` 'cached': the kept listing while
 // current, else null (the caller lists and calls again with 'fresh'); the
 // watch starts then, before the caller lists, so a change during the listing
 // makes the new listing stale too. 'fresh': `args` after the options hold a
@@ -166,7 +166,7 @@ function bpListenerListing(mode, args) {
   if (mode === 'cached') {
     if (kept !== undefined && kept.nodes !== null && !kept.stale &&
         !kept.watch.takeRecords().some(bpListingChange)) {
-      return kept.nodes;
+      return kept.nodes.filter((node) => node.isConnected);
     }
     bpWatchListing(state);
     return null;
@@ -190,9 +190,16 @@ function bpWatchListing(state) {
   state.listing = kept;
 }
 
-// Whether a mutation can change which nodes have listeners or how they read.
+// Whether a mutation can change which nodes have listeners: an element added
+// (with whatever it holds) or an attribute other than inline style changed.
+// Text replaced (a counter, a status line) or elements removed (a kept node
+// that left is skipped) cannot.
 function bpListingChange(record) {
-  return record.type !== 'attributes' || record.attributeName !== 'style';
+  if (record.type === 'attributes') return record.attributeName !== 'style';
+  for (const node of record.addedNodes) {
+    if (node.nodeType === 1) return true;
+  }
+  return false;
 }
 
 function bpError(code, message) {
