@@ -162,12 +162,23 @@ impl DispatchGate {
     }
 
     pub async fn pass(&self) -> Result<(), RpcError> {
+        self.pass_fenced(true).await
+    }
+
+    /// `pass` without the generation fence, for `browser.connect` only: it makes or joins the
+    /// browser connection itself, so a connection made after it was accepted (by a concurrent
+    /// `browser.connect` it shares the attempt with) is the one it asked for, not an older one.
+    pub async fn pass_connecting(&self) -> Result<(), RpcError> {
+        self.pass_fenced(false).await
+    }
+
+    async fn pass_fenced(&self, fence: bool) -> Result<(), RpcError> {
         if self.done.load(Ordering::SeqCst) {
             return Ok(());
         }
         // Fence: a Command accepted against an older browser connection never reaches the new one.
         let current = self.events.generation();
-        if current != self.generation {
+        if fence && current != self.generation {
             return Err(RpcError::new(
                 ErrorCode::BrowserDisconnected,
                 "the browser connection changed after this Command was accepted",

@@ -193,7 +193,7 @@ async fn connect(
         Some(id) => id,
         None => workspace_browser(env, scope).await?,
     };
-    scope.gate.pass().await?;
+    scope.gate.pass_connecting().await?;
     let connected = env.browser.connect(&browser_id).await?;
     Ok(json!({
         "browserId": connected.browser_id,
