@@ -141,7 +141,7 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "browser.tabs.list",
-        "List the open tabs with their targetId, URL and title.",
+        "List the open tabs (targetId, URL, title).",
     ),
     (
         "browser.tabs.release",
@@ -150,15 +150,15 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
     ("browser.tabs.close", "Close a tab."),
     (
         "browser.observe",
-        "List the page's controls, headings and dialogs, one line each with the ref that actions take, under `##` lines naming their section. Call it to see the page; action results already show what changed.",
+        "List the page's controls, headings and dialogs: one line each with its ref, under `##` section lines. Call it to see the page; action results already show what changed.",
     ),
     (
         "browser.read",
-        "Read the visible text of the page, or of one element by CSS selector.",
+        "Read the page's visible text, or one element's (CSS selector or ref).",
     ),
     (
         "browser.search",
-        "Find visible text on the page (case-insensitive, or a regex) with its context.",
+        "Find visible text on the page (or a regex) with its context.",
     ),
     (
         "browser.elements.find",
@@ -166,7 +166,7 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "browser.click",
-        "Click an element by ref (or at x,y). The result says whether it worked and what changed.",
+        "Click an element by ref (or at x,y); the result says if it worked and what changed.",
     ),
     (
         "browser.press",
@@ -182,7 +182,7 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
     ),
     (
         "browser.scroll",
-        "Scroll the page, a container, a ref or a text match into view; then observe to see what came into view.",
+        "Scroll the page, a container, a ref or a text into view; then observe to see what came into view.",
     ),
     (
         "browser.dropdown.options",

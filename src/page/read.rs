@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::actions::RefTarget;
 use super::error::PageError;
 use super::script::{PageScript, Script, ScriptCall, decode};
 
@@ -16,11 +17,12 @@ pub const READ_MAX_MAX_CHARS: u32 = 1_000_000;
 /// Bytes of a CSS selector: far above any hand-written one.
 pub(super) const SELECTOR_MAX_BYTES: usize = 4_096;
 
-/// Readable text of the document or of the first element matching
-/// `selector`.
+/// Readable text of the document, of the first element matching `selector`, or of the element
+/// of an Observation ref (`target`; the tool gives one or the other, never both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     pub selector: Option<String>,
+    pub target: Option<RefTarget>,
     pub max_chars: u32,
     /// Where a form control's value starts being returned (UTF-16 units, as `valueLength`).
     pub offset: u32,
@@ -30,6 +32,7 @@ impl Default for Read {
     fn default() -> Read {
         Read {
             selector: None,
+            target: None,
             max_chars: READ_DEFAULT_MAX_CHARS,
             offset: 0,
         }
@@ -79,13 +82,17 @@ impl PageScript for Read {
         if let Some(selector) = &self.selector {
             validate_selector(selector)?;
         }
+        let mut argument = json!({
+            "selector": self.selector,
+            "maxChars": self.max_chars,
+            "offset": self.offset,
+        });
+        if let Some(target) = &self.target {
+            argument["target"] = target.argument()?;
+        }
         Ok(ScriptCall {
             script: Script::Read,
-            argument: json!({
-                "selector": self.selector,
-                "maxChars": self.max_chars,
-                "offset": self.offset,
-            }),
+            argument,
         })
     }
 
@@ -120,6 +127,7 @@ mod tests {
         assert!(blank.call().is_err());
         let call = Read {
             selector: Some("main".to_owned()),
+            target: None,
             max_chars: 5,
             offset: 7,
         }

@@ -267,7 +267,8 @@ fn tristate_word(value: Checked, on: &'static str, off: &'static str) -> &'stati
 /// Writes one element as a compact line (without the newline):
 /// `ref role[:level] "name" [="value"] [states…] [type=…] @x,y`, see docs/observation.md.
 /// Names and values are JSON string literals, so a line never breaks inside one. A sensitive
-/// field shows `sensitive len=N` and never a value.
+/// field shows `sensitive len=N` and never a value; a cut value shows its full length and that
+/// reading the ref with an offset returns the rest.
 pub fn compact_line(element: &ObservedElement, out: &mut String) {
     let _ = write!(out, "{} {}", element.element_ref, role_word(element.role));
     if let Some(level) = element.level {
@@ -283,6 +284,10 @@ pub fn compact_line(element: &ObservedElement, out: &mut String) {
     }
     if let Some(length) = element.value_length {
         let _ = write!(out, " len={length}");
+        if !element.sensitive {
+            // A cut value: the rest is one read of the ref away.
+            out.push_str(" cut: read the ref with offset for the rest");
+        }
     }
     if let Some(checked) = element.checked {
         out.push(' ');
@@ -550,6 +555,19 @@ mod tests {
             "3 checkbox \"Say \\\"hi\\\"\\nnow\" unchecked disabled @10,210\n\
              4 heading:2 \"Title\" @10,210\n\
              5 textbox \"Email\" =\"a@b.c\" type=email @10,210"
+        );
+    }
+
+    #[test]
+    fn a_cut_value_says_how_to_read_the_rest() {
+        let mut notes = element(9, Role::Textbox, "Notes");
+        notes.value = Some("abc\u{2026}".to_owned());
+        notes.value_length = Some(2_000);
+        let mut line = String::new();
+        compact_line(&notes, &mut line);
+        assert_eq!(
+            line,
+            "9 textbox \"Notes\" =\"abc\u{2026}\" len=2000 cut: read the ref with offset for the rest @10,210"
         );
     }
 

@@ -7,13 +7,15 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::actions::{merged, ref_properties};
 use super::context::{TargetScope, ToolEnv};
 use super::dialogs::unless_dialog;
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::observation::ObservationRequest;
-use super::tab::{ControlledTab, base_result};
-use crate::page::{self, Find, ObservationFormat, ObserveOptions, Read, Search};
+use super::tab::{ControlledTab, RefParams, base_result};
+use crate::page::{self, Find, ObservationFormat, ObserveOptions, Read, RefTarget, Search};
+use crate::protocol::errors::RpcError;
 
 fn target_fields() -> Value {
     json!({
@@ -105,16 +107,19 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.read",
-            description: "Readable visible text of the page, or of the first element matching a CSS `selector`, bounded by `maxChars` and `maxTokens`. A form control (input, textarea, select) reads as its whole value from `offset`, with `valueLength`; a sensitive field only as `valueLength`.",
+            description: "Readable visible text of the page, or of one element (a CSS `selector`, or an Observation ref), bounded by `maxChars` and `maxTokens`. A form control (input, textarea, select) reads as its whole value from `offset`, with `valueLength`; a sensitive field only as `valueLength`.",
             capability: "observation.read",
             mutating: false,
             input_schema: object(
-                json!({
-                    "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the element to read; default whole page."},
-                    "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS, "description": "Most characters of text to return."},
-                    "maxTokens": max_tokens_property(),
-                    "offset": {"type": "integer", "minimum": 0, "maximum": page::READ_MAX_MAX_CHARS, "description": "First character of a form control's value to return."},
-                }),
+                merged(
+                    ref_properties(),
+                    json!({
+                        "selector": {"type": "string", "minLength": 1, "maxLength": 1024, "description": "CSS selector of the element to read; default whole page."},
+                        "maxChars": {"type": "integer", "minimum": 1, "maximum": page::READ_MAX_MAX_CHARS, "description": "Most characters of text to return."},
+                        "maxTokens": max_tokens_property(),
+                        "offset": {"type": "integer", "minimum": 0, "maximum": page::READ_MAX_MAX_CHARS, "description": "First character of a form control's value to return."},
+                    }),
+                ),
                 &[],
             ),
             output_schema: with_target_fields(
@@ -231,6 +236,8 @@ impl ObserveParams {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ReadParams {
+    #[serde(flatten)]
+    target: RefParams,
     selector: Option<String>,
     max_chars: Option<u32>,
     max_tokens: Option<u32>,
@@ -287,17 +294,25 @@ async fn observe(
     .await
 }
 
-/// Runs one reading script in the tab's selected frame and starts the result with the target
-/// fields (workspace, lease, target, url, title). A dialog holding the tab answers at once.
+/// Runs the reading script `build` makes in the tab's selected frame and starts the result with
+/// the target fields (workspace, lease, target, url, title). When the call names a ref, `build`
+/// gets its element, resolved against this Workspace's Observations of the frame's document. A
+/// dialog holding the tab answers at once.
 async fn run_reading<S: page::PageScript>(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
-    script: &S,
+    refs: Option<&RefParams>,
+    build: impl FnOnce(Option<RefTarget>) -> S,
 ) -> Result<(S::Output, Map<String, Value>), ToolError> {
     unless_dialog(env, scope, async {
         let mut tab = ControlledTab::acquire(env, scope).await?;
         let page_context = tab.page_context().await?;
-        let output = page_context.run(tab.calls(), script).await?;
+        let target = match refs {
+            Some(refs) => Some(tab.resolve_ref(scope, &page_context.frame_id, refs)?.0),
+            None => None,
+        };
+        let script = build(target);
+        let output = page_context.run(tab.calls(), &script).await?;
         let (url, title) = tab.url_and_title(&page_context).await?;
         Ok((output, base_result(scope, url, title)))
     })
@@ -320,12 +335,22 @@ async fn read(
             }),
         (None, None) => defaults.max_chars,
     };
-    let script = Read {
-        selector: params.selector,
+    let refs = params.target.given().then_some(&params.target);
+    if refs.is_some() && params.selector.is_some() {
+        return Err(ToolError::from(
+            RpcError::invalid_params("give a selector or a ref (observationId and ref), not both")
+                .with_context("path", json!("arguments.selector")),
+        ));
+    }
+    let selector = params.selector;
+    let offset = params.offset.unwrap_or(0);
+    let (text, mut result) = run_reading(env, scope, refs, |target| Read {
+        selector,
+        target,
         max_chars,
-        offset: params.offset.unwrap_or(0),
-    };
-    let (text, mut result) = run_reading(env, scope, &script).await?;
+        offset,
+    })
+    .await?;
     let mut reasons = Vec::new();
     if text.truncated {
         // Without `maxChars` the page's bound came from the token budget.
@@ -380,7 +405,7 @@ async fn search(
         regex: params.regex.unwrap_or(false),
         limit: params.limit.unwrap_or(page::SEARCH_DEFAULT_LIMIT),
     };
-    let (found, mut result) = run_reading(env, scope, &script).await?;
+    let (found, mut result) = run_reading(env, scope, None, |_| script).await?;
     let mut reasons = Vec::new();
     if found.truncated {
         reasons.push("limit");
@@ -436,7 +461,7 @@ async fn find(
         pierce: params.pierce.unwrap_or(false),
         limit: params.limit.unwrap_or(page::FIND_DEFAULT_LIMIT),
     };
-    let (found, mut result) = run_reading(env, scope, &script).await?;
+    let (found, mut result) = run_reading(env, scope, None, |_| script).await?;
     result.insert(
         "elements".into(),
         serde_json::to_value(&found.elements).unwrap_or(Value::Null),

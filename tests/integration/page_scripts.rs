@@ -779,6 +779,7 @@ async fn read_search_and_find_are_bounded() {
     let cut = tab
         .run(&Read {
             selector: None,
+            target: None,
             max_chars: 100,
             offset: 0,
         })
@@ -790,6 +791,7 @@ async fn read_search_and_find_are_bounded() {
     let region = tab
         .run(&Read {
             selector: Some("p:nth-of-type(3)".to_owned()),
+            target: None,
             max_chars: 1000,
             offset: 0,
         })
@@ -799,6 +801,7 @@ async fn read_search_and_find_are_bounded() {
     let invalid = tab
         .run(&Read {
             selector: Some("p[".to_owned()),
+            target: None,
             max_chars: 10,
             offset: 0,
         })
@@ -808,6 +811,7 @@ async fn read_search_and_find_are_bounded() {
     let missing = tab
         .run(&Read {
             selector: Some("#nope".to_owned()),
+            target: None,
             max_chars: 10,
             offset: 0,
         })

@@ -446,10 +446,59 @@ fn long_values_are_read_whole(rig: &Rig, url: &str) {
     );
     assert_eq!(tail["text"].as_str().unwrap(), &text[1500..]);
     assert_eq!(tail["truncated"], false, "{tail}");
-    // A sensitive field answers only its length.
+    // The compact form says the value was cut and how to read the rest: the ref, from an offset.
+    let compact = agent.tool("browser.observe", Some(&tab), json!({"format": "compact"}));
+    let line = compact["compact"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .find(|line| line.contains("\"Long text\""))
+        .unwrap_or_else(|| panic!("{compact}"))
+        .to_owned();
+    assert!(
+        line.contains("len=2000 cut: read the ref with offset"),
+        "{line}"
+    );
+    // Read by that ref: the rest of the value from where the Observation's cut it.
+    let shown = long["value"].as_str().unwrap().trim_end_matches('\u{2026}');
+    let by_ref = json!({
+        "observationId": observation["observationId"],
+        "ref": long["ref"],
+        "offset": shown.chars().count(),
+    });
+    let rest = agent.tool("browser.read", Some(&tab), by_ref);
+    assert_eq!(
+        format!("{shown}{}", rest["text"].as_str().unwrap()),
+        text,
+        "{rest}"
+    );
+    assert_eq!(rest["valueLength"], 2000);
+    assert_eq!(rest["truncated"], false, "{rest}");
+    // A selector and a ref together are refused, naming the conflict.
+    let (code, both) = agent.tool_err(
+        "browser.read",
+        Some(&tab),
+        json!({"selector": "#long", "observationId": observation["observationId"], "ref": long["ref"]}),
+    );
+    assert_eq!(code, "invalid_params", "{both}");
+    // A sensitive field answers only its length, by selector and by ref.
     let secret = agent.tool("browser.read", Some(&tab), json!({"selector": "#secret"}));
     assert_eq!(secret["text"], "", "{secret}");
     assert_eq!(secret["valueLength"], 8);
     assert_eq!(secret["sensitive"], true);
+    assert!(!secret.to_string().contains("hunter22"));
+    let field = observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["sensitive"] == true)
+        .unwrap_or_else(|| panic!("{observation}"));
+    let secret = agent.tool(
+        "browser.read",
+        Some(&tab),
+        json!({"observationId": observation["observationId"], "ref": field["ref"]}),
+    );
+    assert_eq!(secret["text"], "", "{secret}");
+    assert_eq!(secret["valueLength"], 8);
     assert!(!secret.to_string().contains("hunter22"));
 }

@@ -1,5 +1,5 @@
 // read(options): the readable text of the page (or of the first element
-// matching options.selector) in rendered order, open shadow roots included:
+// matching options.selector, or of the element of the ref options.target) in rendered order, open shadow roots included:
 // visible text only, block-level elements on their own lines, script/style
 // and hidden subtrees skipped. Stops once options.maxChars is reached. A form control
 // (input, textarea, select) reads as its value instead, paged by options.offset.
@@ -7,7 +7,11 @@ function read(options) {
   const SKIP = new Set(['script', 'style', 'noscript', 'template', 'head', 'title', 'meta', 'link', 'svg', 'canvas', 'iframe', 'object', 'textarea', 'select']);
   const maxChars = options.maxChars;
   let root = document.body || document.documentElement;
-  if (options.selector !== null) {
+  if (options.target !== undefined) {
+    const found = bpLookup(options.target.observationKey, options.target.ref, options.target.documentKey);
+    if (found.error) return found;
+    root = found.element;
+  } else if (options.selector !== null) {
     try {
       root = document.querySelector(options.selector);
     } catch (error) {
