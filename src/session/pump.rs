@@ -1079,25 +1079,10 @@ mod tests {
             "the activity book saw it too"
         );
 
-        let paused = |url: &str| {
-            event(
-                "Fetch.requestPaused",
-                json!({"requestId": "F1", "request": {"url": url, "method": "GET"}}),
-            )
-        };
-        let effects = on_event(
-            &mut tabs,
-            &net,
-            Some(SessionId::new("S")),
-            paused("http://127.0.0.1/a.png"),
+        assert_eq!(
+            fetch_reply(&mut tabs, &net, "S", "http://127.0.0.1/a.png"),
+            "continue"
         );
-        assert!(matches!(
-            effects.as_slice(),
-            [Effect::Fetch {
-                reply: Reply::Continue(_),
-                ..
-            }]
-        ));
         net.add_rule(
             "workspace:a",
             super::super::fetch::Rule {
@@ -1108,32 +1093,39 @@ mod tests {
             },
         )
         .unwrap();
-        let effects = on_event(
-            &mut tabs,
-            &net,
-            Some(SessionId::new("S")),
-            paused("http://127.0.0.1/a.png"),
+        assert_eq!(
+            fetch_reply(&mut tabs, &net, "S", "http://127.0.0.1/a.png"),
+            "fail"
         );
-        assert!(matches!(
-            effects.as_slice(),
-            [Effect::Fetch {
-                reply: Reply::Fail(_),
-                ..
-            }]
-        ));
         // A session the pump does not know: continued unchanged, never blocked.
-        let effects = on_event(
-            &mut tabs,
-            &net,
-            Some(SessionId::new("X")),
-            paused("http://127.0.0.1/a.png"),
+        assert_eq!(
+            fetch_reply(&mut tabs, &net, "X", "http://127.0.0.1/a.png"),
+            "continue"
         );
-        assert!(matches!(
-            effects.as_slice(),
-            [Effect::Fetch {
-                reply: Reply::Continue(_),
-                ..
-            }]
-        ));
+    }
+
+    /// The one answer the pump gives a paused request of `url` on `session`: "continue" or
+    /// "fail" (anything else panics).
+    fn fetch_reply(tabs: &mut Tabs, net: &NetControl, session: &str, url: &str) -> &'static str {
+        let paused = event(
+            "Fetch.requestPaused",
+            json!({"requestId": "F1", "request": {"url": url, "method": "GET"}}),
+        );
+        let effects = on_event(tabs, net, Some(SessionId::new(session)), paused);
+        match effects.as_slice() {
+            [
+                Effect::Fetch {
+                    reply: Reply::Continue(_),
+                    ..
+                },
+            ] => "continue",
+            [
+                Effect::Fetch {
+                    reply: Reply::Fail(_),
+                    ..
+                },
+            ] => "fail",
+            _ => panic!("not one Fetch answer: {} effects", effects.len()),
+        }
     }
 }
