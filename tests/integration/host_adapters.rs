@@ -98,25 +98,11 @@ fn debug_count(home: &TestHome, table: &str) -> i64 {
 /// The SDK's directory: `BROWSER_PILOT_MCP_SDK_DIR` (scripts/test installs it there), else a
 /// scratch install with npm. A missing node or npm is a loud failure with the install command.
 fn mcp_sdk_dir() -> (PathBuf, Option<tempfile::TempDir>) {
-    if let Some(dir) = std::env::var_os("BROWSER_PILOT_MCP_SDK_DIR") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
-                .is_file(),
-            "BROWSER_PILOT_MCP_SDK_DIR={} has no @modelcontextprotocol/sdk",
-            dir.display()
-        );
-        return (dir, None);
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(scratch.path())
-        .arg(MCP_SDK)
-        .status()
-        .expect("npm is required: sudo apt-get install -y nodejs npm");
-    assert!(status.success(), "npm install {MCP_SDK} failed");
-    (scratch.path().to_owned(), Some(scratch))
+    support::npm_packages(
+        "BROWSER_PILOT_MCP_SDK_DIR",
+        "node_modules/@modelcontextprotocol/sdk/package.json",
+        &[MCP_SDK],
+    )
 }
 
 #[test]

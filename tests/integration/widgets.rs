@@ -9,7 +9,6 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::support::rig::{Agent, Rig, find_ref};
 use serde_json::{Value, json};
@@ -20,25 +19,11 @@ const JQUERY_UI: &str = "jquery-ui@1.14.2";
 
 /// The widget libraries' directory: BROWSER_PILOT_WIDGET_LIBS_DIR, else a scratch install.
 fn widget_libs() -> (PathBuf, Option<tempfile::TempDir>) {
-    if let Some(dir) = std::env::var_os("BROWSER_PILOT_WIDGET_LIBS_DIR") {
-        let dir = PathBuf::from(dir);
-        assert!(
-            dir.join("node_modules/jquery-ui/dist/jquery-ui.js")
-                .is_file(),
-            "BROWSER_PILOT_WIDGET_LIBS_DIR={} has no jquery-ui",
-            dir.display()
-        );
-        return (dir, None);
-    }
-    let scratch = tempfile::tempdir().unwrap();
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(scratch.path())
-        .args([JQUERY, JQUERY_UI])
-        .status()
-        .expect("npm is required: sudo apt-get install -y nodejs npm");
-    assert!(status.success(), "npm install {JQUERY} {JQUERY_UI} failed");
-    (scratch.path().to_owned(), Some(scratch))
+    crate::support::npm_packages(
+        "BROWSER_PILOT_WIDGET_LIBS_DIR",
+        "node_modules/jquery-ui/dist/jquery-ui.js",
+        &[JQUERY, JQUERY_UI],
+    )
 }
 
 /// Serves the widget page at `/widgets` and the libraries under `/lib/`, from 127.0.0.1.

@@ -399,3 +399,32 @@ pub fn wait_until(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
 pub fn home_path(home: &TestHome, name: &str) -> PathBuf {
     home.path().join(name)
 }
+
+/// A directory of npm packages a process test serves or runs: the one `variable` names
+/// (scripts/test installs it there; it must hold `marker`), else a scratch install of
+/// `packages`, kept alive by the returned guard. A missing npm is a loud failure with the
+/// install command.
+pub fn npm_packages(
+    variable: &str,
+    marker: &str,
+    packages: &[&str],
+) -> (PathBuf, Option<tempfile::TempDir>) {
+    if let Some(dir) = std::env::var_os(variable) {
+        let dir = PathBuf::from(dir);
+        assert!(
+            dir.join(marker).is_file(),
+            "{variable}={} has no {marker}",
+            dir.display()
+        );
+        return (dir, None);
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(scratch.path())
+        .args(packages)
+        .status()
+        .expect("npm is required: sudo apt-get install -y nodejs npm");
+    assert!(status.success(), "npm install {packages:?} failed");
+    (scratch.path().to_owned(), Some(scratch))
+}
