@@ -11,11 +11,13 @@
 //!
 //! Files: `launch` (process), `rpc` (pending calls over the pipes), `session` (initialize,
 //! tools, Command identities, shutdown), `workspace` (Workspace and tool calls, cleanup),
-//! `lease` (renewal task), `events` (cursor recovery), `artifacts` (images and exports), `lean`
-//! (the lean arguments and the text a model reads from a result).
+//! `lease` (renewal task), `events` (cursor recovery), `artifacts` (images and exports), `exports`
+//! (the rules for saving a page's downloads), `lean` (the lean arguments and the text a model
+//! reads from a result).
 
 mod artifacts;
 mod events;
+pub mod exports;
 mod launch;
 pub mod lean;
 mod lease;

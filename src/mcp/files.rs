@@ -5,29 +5,23 @@
 //! `--output-dir` under a name that cannot shadow a build or import file, within a per-session
 //! count and byte budget.
 //!
-//! Owns the tools' `tools/list` entries, the path rules of an import, the session's book of
-//! completed downloads with its export budget, and the exported name. It calls nothing: the
-//! session (`host.rs`) runs `artifacts/import` and `artifacts/export` with what this decides.
+//! Owns the tools' `tools/list` entries and the path rules of an import; the download export
+//! rules (safe name, budget, checked directory) are the adapter's (`crate::adapter::exports`,
+//! shared with `bp downloads --save`). It calls nothing: the session (`host.rs`) runs
+//! `artifacts/import` and the export with what this decides.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::options::{DirProblem, check_private_dir};
+pub use crate::adapter::exports::{Downloads, MAX_DOWNLOAD_EXPORT_BYTES, MAX_DOWNLOAD_EXPORTS};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 pub const IMPORT_TOOL: &str = "browser_file_import";
 pub const EXPORT_TOOL: &str = "browser_download_export";
 
-/// Downloads one session may export into `--output-dir`.
-pub const MAX_DOWNLOAD_EXPORTS: usize = 20;
-/// Bytes of downloads one session may export into `--output-dir`.
-pub const MAX_DOWNLOAD_EXPORT_BYTES: u64 = 256 * 1024 * 1024;
-/// Characters kept of the page's own name inside the exported one.
-const MAX_NAME_CHARS: usize = 60;
-/// Completed downloads remembered per session (the oldest is forgotten first).
-const MAX_REMEMBERED: usize = 200;
+/// What a refused `--output-dir` tells the user to do.
+pub const OUTPUT_DIR_REMEDIATION: &str = "Restart the MCP server with --output-dir naming a directory you own that others cannot write to.";
 
 /// The `tools/list` entry of the import tool.
 pub fn import_tool() -> Value {
@@ -101,190 +95,14 @@ pub fn importable(path: &str, dirs: &[PathBuf]) -> Result<PathBuf, RpcError> {
     }
 }
 
-/// Makes sure `dir` can receive an export: created owner-only when missing (its parent must
-/// exist), then the same rules as at startup (not a symlink, a directory of this user that
-/// nobody else can write into), checked again right before each export.
+/// Makes sure `--output-dir` can receive an export (`crate::adapter::exports`).
 pub fn prepare_output_dir(dir: &Path) -> Result<(), RpcError> {
-    let refused = |problem: DirProblem| {
-        not_allowed(format!("the output directory {}: {problem}", dir.display())).with_remediation(
-            RemediationAction::ChoosePath,
-            "Restart the MCP server with --output-dir naming a directory you own that others cannot write to.",
-        )
-    };
-    match check_private_dir(dir) {
-        Ok(()) => Ok(()),
-        Err(DirProblem::Missing) => {
-            if let Err(error) = crate::os::create_private_dir(dir)
-                && error.kind() != std::io::ErrorKind::AlreadyExists
-            {
-                return Err(refused(DirProblem::Unreadable(error)));
-            }
-            check_private_dir(dir).map_err(refused)
-        }
-        Err(problem) => Err(refused(problem)),
-    }
-}
-
-/// The name an exported download gets: `download-<8 characters of its id>-<the page's name>`,
-/// letters, digits, `.`, `-` and `_` only. The fixed prefix means no page can name a file the
-/// host's tools pick up by its name (`conftest.py`, `setup.py`, `sitecustomize.py`,
-/// `Makefile`, `.envrc`, `package.json`), and the `-` keeps it from being an importable module
-/// name.
-pub fn download_name(descriptor: &Value) -> String {
-    let id: String = descriptor["id"]
-        .as_str()
-        .unwrap_or("")
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(8)
-        .collect();
-    let page: String = descriptor["fileName"]
-        .as_str()
-        .or(descriptor["suggestedFilename"].as_str())
-        .unwrap_or("file")
-        .chars()
-        .map(
-            |c| match c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                true => c,
-                false => '_',
-            },
-        )
-        .take(MAX_NAME_CHARS)
-        .collect();
-    let page = page.trim_matches('.');
-    let page = match page.is_empty() {
-        true => "file",
-        false => page,
-    };
-    format!("download-{id}-{page}")
-}
-
-/// The session's completed downloads and how much of the export budget is spent.
-#[derive(Debug, Default)]
-pub struct Downloads {
-    seen: HashMap<String, Value>,
-    order: Vec<String>,
-    exported: usize,
-    bytes: u64,
-}
-
-impl Downloads {
-    /// Remembers a completed download's descriptor; returns the notice for the host.
-    pub fn record(&mut self, descriptor: &Value) -> Option<Value> {
-        let id = descriptor["id"].as_str()?.to_owned();
-        if !self.seen.contains_key(&id) {
-            self.order.push(id.clone());
-        }
-        self.seen.insert(id.clone(), descriptor.clone());
-        if self.order.len() > MAX_REMEMBERED {
-            let oldest = self.order.remove(0);
-            self.seen.remove(&oldest);
-        }
-        Some(json!({
-            "artifactId": id,
-            "fileName": descriptor["fileName"].as_str().or(descriptor["suggestedFilename"].as_str()),
-            "mimeType": descriptor["mimeType"],
-            "byteLength": descriptor["byteLength"],
-        }))
-    }
-
-    /// Takes a remembered download for export within the budget, reserving its share; the
-    /// descriptor comes back with its safe `fileName`. [`Downloads::refund`] undoes it.
-    pub fn take(&mut self, artifact_id: &str) -> Result<Value, RpcError> {
-        let Some(descriptor) = self.seen.get(artifact_id) else {
-            return Err(RpcError::new(
-                ErrorCode::ArtifactNotFound,
-                format!(
-                    "{artifact_id:?} is not a completed download of this session that is still unexported"
-                ),
-            ));
-        };
-        let size = descriptor["byteLength"].as_u64().unwrap_or(0);
-        if self.exported >= MAX_DOWNLOAD_EXPORTS || self.bytes + size > MAX_DOWNLOAD_EXPORT_BYTES {
-            return Err(RpcError::new(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "the session's download export budget ({MAX_DOWNLOAD_EXPORTS} files, {MAX_DOWNLOAD_EXPORT_BYTES} bytes) would be exceeded"
-                ),
-            )
-            .with_context("exported", json!(self.exported))
-            .with_context("exportedBytes", json!(self.bytes)));
-        }
-        let mut descriptor = self.seen.remove(artifact_id).unwrap_or_default();
-        self.order.retain(|id| id != artifact_id);
-        self.exported += 1;
-        self.bytes += size;
-        descriptor["fileName"] = json!(download_name(&descriptor));
-        Ok(descriptor)
-    }
-
-    /// Gives back the budget of an export that failed (the download stays exportable).
-    pub fn refund(&mut self, descriptor: &Value, original: Value) {
-        self.exported = self.exported.saturating_sub(1);
-        self.bytes = self
-            .bytes
-            .saturating_sub(descriptor["byteLength"].as_u64().unwrap_or(0));
-        if let Some(id) = original["id"].as_str() {
-            self.order.push(id.to_owned());
-            self.seen.insert(id.to_owned(), original);
-        }
-    }
-
-    /// The descriptor as the page gave it, for a refund.
-    pub fn peek(&self, artifact_id: &str) -> Option<Value> {
-        self.seen.get(artifact_id).cloned()
-    }
+    crate::adapter::exports::prepare_output_dir(dir, OUTPUT_DIR_REMEDIATION)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exported_names_cannot_shadow_project_files() {
-        for (page, want) in [
-            ("conftest.py", "download-0123abcd-conftest.py"),
-            ("setup.py", "download-0123abcd-setup.py"),
-            ("Makefile", "download-0123abcd-Makefile"),
-            (".envrc", "download-0123abcd-envrc"),
-            ("../../etc/passwd", "download-0123abcd-_.._etc_passwd"),
-            ("", "download-0123abcd-file"),
-        ] {
-            let descriptor = json!({"id": "artifact:0123abcd99", "fileName": page});
-            assert_eq!(download_name(&descriptor), want, "{page}");
-        }
-    }
-
-    #[test]
-    fn the_budget_counts_files_and_bytes() {
-        let mut book = Downloads::default();
-        for n in 0..=MAX_DOWNLOAD_EXPORTS {
-            book.record(
-                &json!({"id": format!("artifact:{n}"), "fileName": "a.txt", "byteLength": 10}),
-            );
-        }
-        for n in 0..MAX_DOWNLOAD_EXPORTS {
-            let taken = book.take(&format!("artifact:{n}")).unwrap();
-            assert!(taken["fileName"].as_str().unwrap().starts_with("download-"));
-        }
-        let over = book
-            .take(&format!("artifact:{MAX_DOWNLOAD_EXPORTS}"))
-            .unwrap_err();
-        assert_eq!(over.code, ErrorCode::LimitExceeded);
-        assert_eq!(
-            book.take("artifact:0").unwrap_err().code,
-            ErrorCode::ArtifactNotFound
-        );
-        let mut big = Downloads::default();
-        big.record(&json!({"id": "artifact:big", "byteLength": MAX_DOWNLOAD_EXPORT_BYTES + 1}));
-        assert_eq!(
-            big.take("artifact:big").unwrap_err().code,
-            ErrorCode::LimitExceeded
-        );
-    }
 
     #[cfg(unix)]
     #[test]

@@ -586,30 +586,16 @@ impl Host {
             .ok_or_else(|| RpcError::invalid_params("\"artifactId\" must be a string"))?;
         let scope = self.scope(false).await?;
         let lease = self.lease(scope, None).await?;
-        let (original, descriptor) = {
-            let mut book = self.downloads.lock().expect("downloads lock");
-            let original = book.peek(artifact_id);
-            (original, book.take(artifact_id)?)
-        };
-        let exported = match files::prepare_output_dir(&self.options.output_dir) {
-            Ok(()) => {
-                scope
-                    .workspace
-                    .export_file(&lease, &descriptor, &self.options.output_dir)
-                    .await
-            }
-            Err(error) => Err(error),
-        };
-        let file = match exported {
-            Ok(file) => file,
-            Err(error) => {
-                if let Some(original) = original {
-                    let mut book = self.downloads.lock().expect("downloads lock");
-                    book.refund(&descriptor, original);
-                }
-                return Err(error);
-            }
-        };
+        let file = scope
+            .workspace
+            .export_download(
+                &lease,
+                &self.downloads,
+                artifact_id,
+                &self.options.output_dir,
+                files::OUTPUT_DIR_REMEDIATION,
+            )
+            .await?;
         let name = file
             .path
             .file_name()
@@ -618,7 +604,7 @@ impl Host {
         let result =
             json!({"artifactId": artifact_id, "fileName": name, "byteLength": file.byte_length});
         let mut extras = Extras::default();
-        if let Some(class) = descriptor["sensitivity"].as_str() {
+        if let Some(class) = file.descriptor["sensitivity"].as_str() {
             extras.artifact_sensitivity.push(class.to_owned());
         }
         extras.files.push(file);

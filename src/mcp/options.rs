@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::adapter::exports::{DirProblem, check_private_dir};
 use crate::protocol::negotiate::{CAPABILITIES, DEFAULT_CAPABILITIES};
 
 /// What one MCP server process was started with.
@@ -91,58 +92,6 @@ impl McpOptions {
             structured: false,
         })
     }
-}
-
-/// Why a directory given for the host's files is refused.
-#[derive(Debug)]
-pub enum DirProblem {
-    Missing,
-    Symlink,
-    NotADirectory,
-    ForeignOwner,
-    OpenToOthers,
-    Unreadable(std::io::Error),
-}
-
-impl std::fmt::Display for DirProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DirProblem::Missing => f.write_str("the directory does not exist"),
-            DirProblem::Symlink => f.write_str("the directory is a symlink; give its real path"),
-            DirProblem::NotADirectory => f.write_str("not a directory"),
-            DirProblem::ForeignOwner => f.write_str("the directory is owned by another user"),
-            DirProblem::OpenToOthers => {
-                f.write_str("the directory is writable by other users (chmod go-w)")
-            }
-            DirProblem::Unreadable(error) => write!(f, "cannot inspect the directory: {error}"),
-        }
-    }
-}
-
-/// The rules `artifacts/export` applies to its destination, for a directory that receives or
-/// hands out the host's files: the name itself is not a symlink (never followed), it is a
-/// directory, this user owns it, and neither group nor others may write into it (so nobody
-/// else can plant a name there).
-pub fn check_private_dir(dir: &Path) -> Result<(), DirProblem> {
-    let facts = match crate::os::file_facts(dir, false) {
-        Ok(facts) => facts,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(DirProblem::Missing);
-        }
-        Err(error) => return Err(DirProblem::Unreadable(error)),
-    };
-    match facts.kind {
-        crate::os::EntryKind::Directory => {}
-        crate::os::EntryKind::Symlink => return Err(DirProblem::Symlink),
-        _ => return Err(DirProblem::NotADirectory),
-    }
-    if cfg!(unix) && facts.uid != crate::os::effective_uid() {
-        return Err(DirProblem::ForeignOwner);
-    }
-    if facts.mode & 0o022 != 0 {
-        return Err(DirProblem::OpenToOthers);
-    }
-    Ok(())
 }
 
 /// A comma-separated list of capability names, each known to this executable: exactly these
