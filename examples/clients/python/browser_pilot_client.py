@@ -77,7 +77,7 @@ class UnknownOutcome(BrokerError):
     def __init__(self, message: str, remediation: Optional[JSON] = None,
                  context: Optional[JSON] = None) -> None:
         super().__init__("unknown_outcome", message, False, remediation or {
-            "action": "inspect_state", "message": "Observe the page before deciding; never replay."},
+            "action": "inspect_state", "message": "Observe the page first; never replay."},
             context)
 
 
@@ -100,14 +100,17 @@ class Bridge:
         self._tasks = [asyncio.ensure_future(self._read()), asyncio.ensure_future(self._stderr())]
 
     @classmethod
-    async def launch(cls, executable: str, args: Sequence[str], home: Optional[str],
+    async def launch(cls, executable: str, args: Sequence[str], home: Optional[str] = None,
+                     env: Optional[Dict[str, str]] = None,
                      on_event: Optional[Callable[[JSON], None]] = None) -> Bridge:
         for path in (executable, home):
             if path is not None and not os.path.isabs(path):
                 raise BrokerError("invalid_params", f"{path} is not an absolute path",
                                   remediation={"action": "use_absolute_path",
                                                "message": "Pin the absolute path."})
-        env = dict(os.environ, **({"BROWSER_PILOT_HOME": home} if home else {}))
+        env = dict(os.environ if env is None else env)
+        if home:
+            env["BROWSER_PILOT_HOME"] = home
         process = await asyncio.create_subprocess_exec(
             executable, "bridge", "--stdio", *args, env=env, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -207,6 +210,7 @@ class ClientOptions:
     capabilities: Sequence[str] = CAPABILITIES
     browser: Optional[str] = None  # bridge --browser preference
     home: Optional[str] = None  # an absolute, product-owned BROWSER_PILOT_HOME (isolation)
+    env: Optional[Dict[str, str]] = None  # the bridge's environment (default: this process's)
     lease_ttl_ms: int = 30_000
     heartbeats: bool = True
     on_event: Optional[Callable[[JSON], None]] = None  # notifications; poll_events is the record
@@ -266,7 +270,8 @@ class Client:
     @staticmethod
     async def _open(options: ClientOptions) -> tuple[_Scope, JSON]:
         args = ["--browser", options.browser] if options.browser else []
-        bridge = await Bridge.launch(options.executable, args, options.home, options.on_event)
+        bridge = await Bridge.launch(options.executable, args, options.home, options.env,
+                                     options.on_event)
         try:
             initialized = await bridge.request("initialize", {
                 "client": {"id": options.client_id, "instanceId": options.instance_id,
@@ -413,7 +418,7 @@ class Client:
             self.event_cursor = next_cursor
 
     async def reset_event_cursor(self) -> str:
-        """After ``cursor_expired`` and your rebuild: ``workspaces/get``'s cursor is the baseline."""
+        """After ``cursor_expired`` and your rebuild: ``workspaces/get``'s cursor, the baseline."""
         current = await self._scope.bridge.request("workspaces/get",
                                                    {"workspaceId": self.workspace_id})
         self.event_cursor = current["eventCursor"]

@@ -36,11 +36,10 @@ async def assert_released(client: Client, artifact: JSON) -> None:
 
 
 def test_agent_loop_observes_clicks_types_captures_and_releases_artifacts(
-        browser: str, pages: Pages, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BROWSER_PILOT_EVENT_JOURNAL_SIZE", "16")  # the smallest: it wraps soon
-
+        browser: str, pages: Pages, tmp_path: Any) -> None:
     async def scenario() -> None:
-        client = await Client.start(options(browser, "agent-loop"))
+        client = await Client.start(options(browser, "agent-loop", env=dict(
+            os.environ, BROWSER_PILOT_EVENT_JOURNAL_SIZE="16")))  # the smallest: it wraps soon
         try:
             assert client.initialized["protocol"] == {"major": 1, "minor": 1}
             assert {"browser.click", "browser.type", "browser.capture"} <= set(client.tools)
