@@ -1,7 +1,7 @@
 """Browser Pilot client for Python hosts: the contract's adapter pattern in one module.
 
 Copy this file into your host's tree and own it; it is a pattern, not a package to install.
-Standard library only, Python 3.9+, typed, asyncio first (``SyncClient`` wraps it for hosts
+Standard library only, Python 3.10+, typed, asyncio first (``SyncClient`` wraps it for hosts
 without an event loop). It speaks only the public stdio protocol (docs/protocol.md) to a child
 ``browser-pilot bridge --stdio``; docs/clients.md shows how a host maps onto it.
 
