@@ -1,7 +1,8 @@
 //! The `DOM` domain: the few node commands the click path uses (`GetFrameOwner`,
 //! `ResolveNode`, `ScrollIntoViewIfNeeded`, `GetBoxModel`), `SetFileInputFiles` for uploads,
 //! the backend node id they share, and `DOMDebugger.getEventListeners`
-//! (`GetEventListeners`), which the Observation reads to find listener-only controls.
+//! (`GetEventListeners`) with `DescribeNode`, which the Observation uses to find listener-only
+//! controls.
 //! Wire shapes only: no node is ever named to an agent by these ids.
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,32 @@ pub struct ResolveNodeReply {
 impl Command for ResolveNode {
     const METHOD: &'static str = "DOM.resolveNode";
     type Reply = ResolveNodeReply;
+}
+
+/// `DOM.describeNode` of a remote object, without its children (`depth: 0`): its backend node
+/// id, so the node can be resolved in another world. Needs no enabled domain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribeNode {
+    pub object_id: String,
+    pub depth: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct DescribeNodeReply {
+    pub node: DescribedNode,
+}
+
+/// The part of a described node the Broker reads.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribedNode {
+    pub backend_node_id: BackendNodeId,
+}
+
+impl Command for DescribeNode {
+    const METHOD: &'static str = "DOM.describeNode";
+    type Reply = DescribeNodeReply;
 }
 
 /// `DOMDebugger.getEventListeners` of a remote object; `depth: -1` with `pierce` lists the

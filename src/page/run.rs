@@ -4,15 +4,16 @@
 //! object for CDP-level actions, lists the page's click-like listeners for `browser.observe`
 //! (`run_observe`), and runs `browser.eval` in the page's main
 //! world (`eval_in_main_world`, the one deliberate main-world path for code; the listing only
-//! reads the main world's unforgeable `document`). It
+//! reads the main world's unforgeable `document` and objects CDP resolves there). It
 //! decides nothing: which session, frame and context to use, deadlines and
 //! error mapping belong to the caller.
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cdp::dom::{GetEventListeners, ResolveNode};
+use crate::cdp::dom::{DescribeNode, EventListener, GetEventListeners, ResolveNode};
 use crate::cdp::page::{CreateIsolatedWorld, GetFrameTree};
 use crate::cdp::runtime::{
     CallArgument, CallFunctionOn, Evaluate, EvaluationReply, ExceptionDetails, ReleaseObjectGroup,
@@ -114,50 +115,49 @@ const LISTENER_OBJECT_GROUP: &str = "browser-pilot-listeners";
 
 /// Runs `browser.observe`'s script with the elements Chromium knows to have click-like
 /// listeners (`observe::listener_nodes` picks them from `DOMDebugger.getEventListeners` of the
-/// session's document, read through its main world), each resolved into `context` and passed
-/// to the script as an argument, so listener-only controls are found (docs/cdp.md,
-/// "Listener-only controls"). `listeners` is whether `context` is the world of the session's
-/// root frame (the only document the listing reads); otherwise, or when the listing fails,
+/// observed document and its open shadow roots, read through the page's main world), each
+/// resolved into `context` and passed to the script as an argument, so listener-only controls
+/// are found (docs/cdp.md, "Listener-only controls"), in any frame. `session_root` is whether
+/// `context` is the world of the session's root frame (the main frame or an out-of-process
+/// frame's), whose main-world `document` one `Runtime.evaluate` names; when the listing fails
 /// the Observation is what the script alone sees.
 ///
 /// The world keeps the listing until its document changes (`bpListenerListing` in
 /// common.js): the script is first called without one and uses the kept listing while no node
-/// was added or removed and no attribute but inline style changed since; otherwise it answers
-/// at once, before reading or disarming anything, that it needs a fresh listing, and is called
-/// again with one. An unchanged document pays no listing at all.
+/// was added and no attribute but inline style changed since, in the document or an open
+/// shadow root; otherwise it answers at once, before reading or disarming anything, that it
+/// needs a fresh listing (with how many open shadow roots to list), and is called again with
+/// one. An unchanged document pays no listing at all.
 pub async fn run_observe(
     client: &CdpClient,
     session: &SessionId,
-    (context, listeners): (ExecutionContextId, bool),
+    (context, session_root): (ExecutionContextId, bool),
     script: &Observe,
     timeout: Duration,
 ) -> Result<PageObservation, PageError> {
     let mut call = script.call()?;
-    if listeners {
-        call.argument["listing"] = Value::from("cached");
-        let result =
-            call_installed_with(client, session, context, (&call, &[]), true, timeout).await?;
-        let answer = result.result.value.as_ref().and_then(Value::as_str);
-        if answer != Some(NEEDS_LISTING) {
-            return parse_observation(script, &call, answer);
-        }
-        call.argument["listing"] = Value::from("fresh");
-    }
-    let objects = match listeners {
-        true => listener_targets(client, session, context, timeout)
-            .await
-            .unwrap_or_default(),
-        false => Vec::new(),
+    call.argument["listing"] = Value::from("cached");
+    let result = call_installed_with(client, session, context, (&call, &[]), true, timeout).await?;
+    let answer = result.result.value.as_ref().and_then(Value::as_str);
+    let Some(needed) = answer.and_then(needs_listing) else {
+        return parse_observation(script, &call, answer);
     };
+    call.argument["listing"] = Value::from("fresh");
+    let roots = ListingRoots {
+        context,
+        session_root,
+        shadow_roots: needed.shadow_roots.min(MAX_LISTING_ROOTS),
+    };
+    let objects = listener_targets(client, session, roots, timeout)
+        .await
+        .unwrap_or_default();
     let result =
         call_installed_with(client, session, context, (&call, &objects), true, timeout).await;
-    if listeners {
-        let release = ReleaseObjectGroup {
-            object_group: LISTENER_OBJECT_GROUP.to_owned(),
-        };
-        // Best effort: the objects die with their document anyway.
-        let _ = client.execute(session, &release, RELEASE_TIMEOUT).await;
-    }
+    let release = ReleaseObjectGroup {
+        object_group: LISTENER_OBJECT_GROUP.to_owned(),
+    };
+    // Best effort: the objects die with their document anyway.
+    let _ = client.execute(session, &release, RELEASE_TIMEOUT).await;
     let result = result?;
     parse_observation(
         script,
@@ -166,8 +166,38 @@ pub async fn run_observe(
     )
 }
 
-/// What observe.js answers when its kept listener listing is stale (exactly this JSON text).
-const NEEDS_LISTING: &str = r#"{"needsListing":true}"#;
+/// What observe.js answers when its kept listener listing is stale: `{"needsListing":true,
+/// "shadowRoots":N}`, N the open shadow roots it gathered for the new listing.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NeedsListing {
+    needs_listing: bool,
+    #[serde(default)]
+    shadow_roots: usize,
+}
+
+/// The open shadow roots listed at most (observe.js gathers no more: `BP_MAX_LISTING_ROOTS`).
+const MAX_LISTING_ROOTS: usize = 200;
+
+/// `Some` when `answer` is observe.js asking for a fresh listing (an Observation's JSON text
+/// never starts this way).
+fn needs_listing(answer: &str) -> Option<NeedsListing> {
+    if !answer.starts_with(r#"{"needsListing":"#) {
+        return None;
+    }
+    serde_json::from_str::<NeedsListing>(answer)
+        .ok()
+        .filter(|needed| needed.needs_listing)
+}
+
+/// The tree scopes one listing covers: the document of `context` and `shadow_roots` open shadow
+/// roots, which observe.js hands out by index (`listingRoot`).
+#[derive(Clone, Copy)]
+struct ListingRoots {
+    context: ExecutionContextId,
+    session_root: bool,
+    shadow_roots: usize,
+}
 
 fn parse_observation(
     script: &Observe,
@@ -183,47 +213,52 @@ fn parse_observation(
     }
 }
 
-/// The elements of the session's document with click-like listeners, as remote objects of
-/// `context` in `LISTENER_OBJECT_GROUP` (those that no longer resolve are left out). The
-/// listing runs on the main world's `document` (an unforgeable property: the page cannot
-/// substitute it) with `pierce: false`, which lists that world's listeners, the page's own:
-/// from the isolated world it would list only the Broker's, and with `pierce: true` (all
-/// worlds) Chromium 156 closed the tab's session after a few calls (docs/cdp.md). The nodes
-/// are resolved all at once (pipelined on the session), not one round trip after another.
+/// The elements of the observed document and its open shadow roots with click-like listeners,
+/// as remote objects of `roots.context` in `LISTENER_OBJECT_GROUP` (those that no longer
+/// resolve are left out). Each tree scope is listed through its main-world object with
+/// `pierce: false`, which lists that world's listeners, the page's own, of that scope only:
+/// from the isolated world it would list only the Broker's, and with `pierce: true` (all worlds,
+/// shadow roots, frames) Chromium 156 closed the tab's session after a few calls (docs/cdp.md).
+/// The session root's document is the main world's `document` (an unforgeable property: the
+/// page cannot substitute it); any other scope (a shadow root, the document of a frame that is
+/// not its session's root) is handed out by observe.js in the isolated world, described for its
+/// backend node id and resolved in the main world, so no page code runs. The scopes are listed
+/// all at once, and so are the listed nodes resolved (pipelined on the session).
 async fn listener_targets(
     client: &CdpClient,
     session: &SessionId,
-    context: ExecutionContextId,
+    roots: ListingRoots,
     timeout: Duration,
 ) -> Result<Vec<String>, PageError> {
-    let document = Evaluate {
-        expression: "document".to_owned(),
-        context_id: None,
-        return_by_value: false,
-        await_promise: None,
-        object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
-        silent: Some(true),
-    };
-    let Some(document) = client
-        .execute(session, &document, timeout)
-        .await?
-        .result
-        .object_id
-    else {
-        return Ok(Vec::new());
-    };
-    let listing = GetEventListeners {
-        object_id: document,
-        depth: -1,
-        pierce: false,
-    };
-    let listeners = client.execute(session, &listing, timeout).await?.listeners;
+    let mut listing = tokio::task::JoinSet::new();
+    for index in 0..=roots.shadow_roots {
+        let (client, session) = (client.clone(), session.clone());
+        listing.spawn(async move {
+            let listeners = scope_listeners(&client, &session, roots, index, timeout).await;
+            (index, listeners)
+        });
+    }
+    let mut scopes = Vec::with_capacity(listing.len());
+    while let Some(joined) = listing.join_next().await {
+        match joined {
+            Ok((index, Ok(listeners))) => scopes.push((index, listeners)),
+            // The document's own listing failing fails the listing; a shadow root that went
+            // away in between is left out.
+            Ok((0, Err(error))) => return Err(error),
+            Ok((_, Err(_))) | Err(_) => {}
+        }
+    }
+    scopes.sort_unstable_by_key(|(index, _)| *index);
+    let listeners: Vec<EventListener> = scopes
+        .into_iter()
+        .flat_map(|(_, listeners)| listeners)
+        .collect();
     let nodes = listener_nodes(&listeners);
     let mut resolving = tokio::task::JoinSet::new();
     for (index, node) in nodes.into_iter().enumerate() {
         let resolve = ResolveNode {
             backend_node_id: node,
-            execution_context_id: Some(context.0),
+            execution_context_id: Some(roots.context.0),
             object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
         };
         let (client, session) = (client.clone(), session.clone());
@@ -241,6 +276,93 @@ async fn listener_targets(
     }
     objects.sort_unstable_by_key(|(index, _)| *index);
     Ok(objects.into_iter().map(|(_, id)| id).collect())
+}
+
+/// The listeners of tree scope `index` of `roots` (0: the document), listed through its
+/// main-world object; empty when the scope is gone.
+async fn scope_listeners(
+    client: &CdpClient,
+    session: &SessionId,
+    roots: ListingRoots,
+    index: usize,
+    timeout: Duration,
+) -> Result<Vec<EventListener>, PageError> {
+    let main_world = match (index, roots.session_root) {
+        (0, true) => {
+            let document = Evaluate {
+                expression: "document".to_owned(),
+                context_id: None,
+                return_by_value: false,
+                await_promise: None,
+                object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
+                silent: Some(true),
+            };
+            client
+                .execute(session, &document, timeout)
+                .await?
+                .result
+                .object_id
+        }
+        _ => main_world_scope(client, session, roots.context, index, timeout).await?,
+    };
+    let Some(object_id) = main_world else {
+        return Ok(Vec::new());
+    };
+    let listing = GetEventListeners {
+        object_id,
+        depth: -1,
+        pierce: false,
+    };
+    Ok(client.execute(session, &listing, timeout).await?.listeners)
+}
+
+/// Tree scope `index` of the listing observe.js prepared in `context` (`listingRoot`), as an
+/// object of the page's main world: the isolated world's object, described for its backend node
+/// id, resolved without a context (the frame's main world).
+async fn main_world_scope(
+    client: &CdpClient,
+    session: &SessionId,
+    context: ExecutionContextId,
+    index: usize,
+    timeout: Duration,
+) -> Result<Option<String>, PageError> {
+    let call = ScriptCall {
+        script: Script::ListingRoot,
+        argument: serde_json::json!({ "index": index }),
+    };
+    let command = CallFunctionOn {
+        function_declaration: call.script.declaration().to_owned(),
+        execution_context_id: Some(context.0),
+        object_id: None,
+        arguments: vec![CallArgument::value(call.argument)],
+        return_by_value: false,
+        await_promise: Some(false),
+        silent: true,
+        object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
+    };
+    let reply = client.execute(session, &command, timeout).await?;
+    let Some(isolated) = reply
+        .result
+        .object_id
+        .filter(|_| reply.exception_details.is_none())
+    else {
+        return Ok(None);
+    };
+    let describe = DescribeNode {
+        object_id: isolated,
+        depth: 0,
+    };
+    let node = client.execute(session, &describe, timeout).await?.node;
+    let resolve = ResolveNode {
+        backend_node_id: node.backend_node_id,
+        execution_context_id: None,
+        object_group: Some(LISTENER_OBJECT_GROUP.to_owned()),
+    };
+    Ok(client
+        .execute(session, &resolve, timeout)
+        .await?
+        .object
+        .object_id)
 }
 
 /// Resolves a ref to a remote object in `context` (group
@@ -610,4 +732,25 @@ fn thrown_text(details: &ExceptionDetails) -> String {
 
 fn exception_text(details: &ExceptionDetails) -> String {
     details.message().chars().take(500).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_listing_answer_says_how_many_shadow_roots_to_list() {
+        let needed = needs_listing(r#"{"needsListing":true,"shadowRoots":3}"#).unwrap();
+        assert_eq!(needed.shadow_roots, 3);
+        assert_eq!(
+            needs_listing(r#"{"needsListing":true}"#)
+                .unwrap()
+                .shadow_roots,
+            0
+        );
+        // An Observation, or anything else, is not a request for a listing.
+        assert!(needs_listing(r#"{"elements":[],"needsListing":true}"#).is_none());
+        assert!(needs_listing(r#"{"needsListing":false,"shadowRoots":1}"#).is_none());
+        assert!(needs_listing(r#"{"needsListing":tru"#).is_none());
+    }
 }

@@ -121,6 +121,7 @@ scripts! {
     PickedFileInput    "pickedFileInput"    Element   false;
     UploadReadback     "uploadReadback"     Json      false;
     AnnotationBoxes    "annotationBoxes"    Json      false;
+    ListingRoot        "listingRoot"        Element   false;
 }
 
 impl Script {
@@ -209,7 +210,8 @@ static INSTALLER: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// One stub per script. All but the element-returning ones (`resolve`, `pickedFileInput`) return their result as one JSON
+/// One stub per script. All but the element-returning ones (`resolve`, `pickedFileInput`,
+/// `listingRoot`) return their result as one JSON
 /// string: CDP's `returnByValue` conversion of a large object tree costs
 /// several times more than `JSON.stringify` plus one string transfer, and
 /// the string decodes straight into typed structs. The entry point also gets the stub's

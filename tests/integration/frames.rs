@@ -229,6 +229,7 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
     assert_eq!(typed["evidence"]["afterLength"], 3);
     let name_field = find_ref(&typed, "textbox", "Child name");
     assert_eq!(element_with_ref(&typed, name_field)["value"], "Ada");
+    submit_listener_only(&mut agent, &target, &typed);
     // Reading tools are scoped too.
     let read = agent.tool("browser.read", Some(&target), json!({}));
     let text = read["text"].as_str().unwrap();
@@ -299,6 +300,7 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
     assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
     let name_field = find_ref(&typed, "textbox", "Child name");
     assert_eq!(element_with_ref(&typed, name_field)["value"], "Grace");
+    submit_listener_only(&mut agent, &target, &typed);
     // The other frames were not touched: the OOPIF's state is its own.
     let state = own.evaluate_in_page(
         &url,
@@ -318,6 +320,7 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
         json!({}),
     );
     assert_eq!(clicked["evidence"]["status"], "verified", "{clicked}");
+    submit_listener_only(&mut agent, &target, &clicked);
 
     // Back to the main frame.
     let back = agent.tool(
@@ -355,6 +358,30 @@ fn frames_list_select_and_scope_observe_read_and_actions() {
 }
 
 /// Polls the journal until an event of each type arrived; returns them all.
+/// The selected child frame's "Submit", a `div` clickable only through a script listener, is in
+/// `observation` as a control; clicking its ref submits (the frame's status says so).
+fn submit_listener_only(agent: &mut Agent, target: &Value, observation: &Value) {
+    assert_eq!(read_status(agent, target), "child idle");
+    let submit = find_ref(observation, "clickable", "Submit");
+    let clicked = act(
+        agent,
+        target,
+        "browser.click",
+        observation,
+        submit,
+        json!({}),
+    );
+    assert_eq!(clicked["evidence"]["action"], "click", "{clicked}");
+    assert_eq!(read_status(agent, target), "child submitted");
+}
+
+fn read_status(agent: &mut Agent, target: &Value) -> String {
+    agent.tool("browser.read", Some(target), json!({"selector": "#status"}))["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn wait_events(agent: &mut Agent, types: &[&str]) -> Vec<Value> {
     let mut seen: Vec<Value> = Vec::new();
     let arrived = wait_until(Duration::from_secs(15), || {

@@ -172,6 +172,9 @@ fn listener_only_controls_appear_and_work(rig: &Rig, url: &str) {
         ("clickable", "Settings", "icon"),
         ("option", "Green", "choice green"),
         ("option", "Red", "choice red"),
+        // Inside a web component's open shadow root, and one nested in it.
+        ("clickable", "Add to cart", "shadow add"),
+        ("clickable", "Increase", "shadow increase"),
     ];
     for (role, name, _) in cases {
         let found = element(&observation, name)
@@ -200,13 +203,18 @@ fn listener_only_controls_appear_and_work(rig: &Rig, url: &str) {
 }
 
 /// The listener listing is kept per document until it changes: a control inserted later, or
-/// armed later in place with a class change, is in the next Observation (the action's own).
+/// armed later in place with a class change, or rendered later inside a web component's shadow
+/// root, is in the next Observation (the action's own).
 fn listener_controls_added_later_appear(rig: &Rig, url: &str) {
     let (mut agent, tab) = open(rig, "com.example.later", url);
     let first = observe(&mut agent, &tab);
     let again = observe(&mut agent, &tab);
     for observation in [&first, &again] {
         assert!(element(observation, "Late go").is_none(), "not there yet");
+        assert!(
+            element(observation, "Checkout").is_none(),
+            "not rendered yet"
+        );
         assert!(
             element(observation, "Armed go").is_none_or(|e| e["role"] != "clickable"),
             "no listener yet"
@@ -230,7 +238,24 @@ fn listener_controls_added_later_appear(rig: &Rig, url: &str) {
     let armed_element = element(&armed, "Armed go")
         .unwrap_or_else(|| panic!("armed control in {}", armed["elements"]));
     assert_eq!(armed_element["role"], "clickable", "{armed_element}");
-    for (name, logged) in [("Late go", "l-late"), ("Armed go", "l-armed")] {
+    let carted = click(
+        &mut agent,
+        &tab,
+        &armed,
+        find_ref(&armed, "clickable", "Add to cart"),
+    );
+    let checkout = element(&carted, "Checkout").unwrap_or_else(|| {
+        panic!(
+            "control rendered in the shadow root in {}",
+            carted["elements"]
+        )
+    });
+    assert_eq!(checkout["role"], "clickable", "{checkout}");
+    for (name, logged) in [
+        ("Late go", "l-late"),
+        ("Armed go", "l-armed"),
+        ("Checkout", "shadow checkout"),
+    ] {
         let observation = observe(&mut agent, &tab);
         click(
             &mut agent,

@@ -147,17 +147,20 @@ function bpLookup(key, ref, documentKey) {
   return found;
 }
 
-// The nodes Chromium listed with click-like listeners for this document
-// (src/page/run.rs, `run_observe`), kept until the document changes: one
-// MutationObserver of this world watches the light DOM (elements added,
-// attributes other than inline style; bpListingChange) and stops at the first
-// change, which marks the listing stale. `mode` 'cached': the kept listing while
-// current, else null (the caller lists and calls again with 'fresh'); the
-// watch starts then, before the caller lists, so a change during the listing
-// makes the new listing stale too. 'fresh': `args` after the options hold a
-// new listing (kept and answered). Otherwise the `args` as given, nothing kept.
+// The nodes Chromium listed with click-like listeners for this document and
+// its open shadow roots (src/page/run.rs, `run_observe`), kept until the
+// document changes: one MutationObserver of this world watches the light DOM
+// and every open shadow root (elements added, attributes other than inline
+// style; bpListingChange) and stops at the first change, which marks the
+// listing stale. `mode` 'cached': the kept listing while current, else null
+// (the caller lists and calls again with 'fresh'); the watch starts then,
+// with the open shadow roots to list (bpListingRoots, for `listingRoot`),
+// before the caller lists, so a change during the listing makes the new
+// listing stale too. 'fresh': `args` after the options hold a new listing
+// (kept and answered). Otherwise the `args` as given, nothing kept.
 // Listeners added without any such change (rare: hydration of unchanged
-// markup) are seen at the next change.
+// markup, a shadow root attached to an element already in the page) are seen
+// at the next change.
 function bpListenerListing(mode, args) {
   const given = [];
   for (let i = 1; args !== undefined && i < args.length; i++) given.push(args[i]);
@@ -177,17 +180,42 @@ function bpListenerListing(mode, args) {
   return given;
 }
 
-// Starts a new watch (ending the previous one) for a listing still to come.
+// At most this many open shadow roots are listed.
+const BP_MAX_LISTING_ROOTS = 200;
+
+// Starts a new watch (ending the previous one) for a listing still to come:
+// of the document and its open shadow roots (`roots`, nested ones included).
 function bpWatchListing(state) {
   if (state.listing !== undefined) state.listing.watch.disconnect();
-  const kept = { nodes: null, stale: false, watch: null };
+  const kept = { nodes: null, stale: false, watch: null, roots: bpListingRoots() };
   kept.watch = new MutationObserver((records) => {
     if (!records.some(bpListingChange)) return;
     kept.stale = true;
     kept.watch.disconnect();
   });
-  kept.watch.observe(document, { childList: true, subtree: true, attributes: true });
+  const watched = { childList: true, subtree: true, attributes: true };
+  kept.watch.observe(document, watched);
+  for (const root of kept.roots) kept.watch.observe(root, watched);
   state.listing = kept;
+}
+
+// The open shadow roots of the document, nested ones too (at most
+// BP_MAX_LISTING_ROOTS, those nearer the document first). One native query
+// per tree scope.
+function bpListingRoots() {
+  const roots = [];
+  const scopes = [document];
+  for (let s = 0; s < scopes.length && roots.length < BP_MAX_LISTING_ROOTS; s++) {
+    const all = scopes[s].querySelectorAll('*');
+    for (let i = 0; i < all.length; i++) {
+      const shadow = all[i].shadowRoot;
+      if (shadow === null) continue;
+      roots.push(shadow);
+      scopes.push(shadow);
+      if (roots.length >= BP_MAX_LISTING_ROOTS) break;
+    }
+  }
+  return roots;
 }
 
 // Whether a mutation can change which nodes have listeners: an element added

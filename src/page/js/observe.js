@@ -41,7 +41,7 @@ function observe(options, args) {
   // The listener listing first: a stale kept one answers before anything is
   // read or disarmed, and the Broker calls again with a fresh listing.
   const listed = bpListenerListing(options.listing, args);
-  if (listed === null) return { needsListing: true };
+  if (listed === null) return { needsListing: true, shadowRoots: bpState().listing.roots.length };
   // What an action reads first, when asked, in this order: the keystroke
   // guard's record (keyRecord, which disarms it), the click-truth verdict
   // (clickVerdict, which disarms it) and its element's state (stateSnapshot).
@@ -113,6 +113,11 @@ function observe(options, args) {
       if (node === null || node === undefined) continue;
       if (node === document) {
         if (document.body) scanRoots.push(document.body);
+        continue;
+      }
+      // A listener on an open shadow root delegates like one on the document.
+      if (node.nodeType === 11 && node.host !== undefined && node.host.shadowRoot === node) {
+        scanRoots.push(node);
         continue;
       }
       if (node.nodeType !== 1 || node.ownerDocument !== document) continue;
@@ -803,4 +808,16 @@ function observe(options, args) {
       blocked: blockedSignals(),
     },
   };
+}
+
+// listingRoot(options): the tree scope `options.index` of the listing the Broker is about to
+// take (src/page/run.rs, `listener_targets`): 0 the document, then the open shadow roots
+// bpWatchListing gathered; null past them. Returned as an object, so the Broker can resolve
+// it in the page's main world, whose listeners Chromium lists.
+function listingRoot(options) {
+  if (options.index === 0) return document;
+  const kept = bpState().listing;
+  if (kept === undefined) return null;
+  const root = kept.roots[options.index - 1];
+  return root === undefined ? null : root;
 }
