@@ -71,7 +71,13 @@ pub struct LoadBook {
     epoch: u64,
     /// A cross-document navigation that started and has not committed (or stopped) yet.
     pending: Option<String>,
+    /// The loaders of the last documents a newer one replaced, newest last (at most
+    /// [`REPLACED_KEPT`]): a wait for one of them follows the page to its current document.
+    replaced: Vec<String>,
 }
+
+/// How many replaced documents a [`LoadBook`] remembers.
+const REPLACED_KEPT: usize = 4;
 
 impl LoadBook {
     /// `Page.lifecycleEvent` of the main frame. `init` starts a new document; `commit` is what
@@ -94,9 +100,19 @@ impl LoadBook {
         match same_document {
             true => self.phase = self.phase.max(Some(phase)),
             false => {
-                self.loader = Some(loader.to_owned());
+                self.replace_document(loader);
                 self.phase = Some(phase);
             }
+        }
+    }
+
+    /// A new document with `loader` became the current one.
+    fn replace_document(&mut self, loader: &str) {
+        if let Some(old) = self.loader.replace(loader.to_owned()) {
+            if self.replaced.len() == REPLACED_KEPT {
+                self.replaced.remove(0);
+            }
+            self.replaced.push(old);
         }
     }
 
@@ -121,7 +137,7 @@ impl LoadBook {
             return;
         }
         self.epoch += 1;
-        self.loader = Some(loader.to_owned());
+        self.replace_document(loader);
         self.phase = Some(match restored {
             true => LoadPhase::Complete,
             false => LoadPhase::Loading,
@@ -152,10 +168,14 @@ impl LoadBook {
         self.epoch > mark.epoch || self.pending.is_some()
     }
 
-    /// The phase of the awaited document, once it is the current one.
+    /// The phase of the awaited document, once it is the current one. A document the page
+    /// already replaced by a newer one (a script redirect, a reload loop) will load no further:
+    /// the wait follows the page to its current document.
     pub fn phase_of(&self, awaited: &Awaited) -> Option<LoadPhase> {
         let reached = match awaited {
-            Awaited::Loader(loader) => self.loader.as_deref() == Some(loader.as_str()),
+            Awaited::Loader(loader) => {
+                self.loader.as_deref() == Some(loader.as_str()) || self.replaced.contains(loader)
+            }
             Awaited::NewDocument(mark) => self.epoch > mark.epoch && self.loader != mark.loader,
             Awaited::AnyNavigation(mark) => self.epoch > mark.epoch,
         };
@@ -177,6 +197,26 @@ impl LoadBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wait_for_a_replaced_document_follows_the_page_to_its_current_one() {
+        let mut book = LoadBook::default();
+        let awaited = Awaited::Loader("L1".into());
+        assert_eq!(book.phase_of(&awaited), None, "not committed yet");
+        book.on_lifecycle("L1", "init");
+        book.on_lifecycle("L1", "DOMContentLoaded");
+        // The page reloads itself before its load event: L1 never completes.
+        book.on_lifecycle("L2", "init");
+        assert_eq!(book.phase_of(&awaited), Some(LoadPhase::Loading));
+        book.on_lifecycle("L2", "load");
+        assert_eq!(book.phase_of(&awaited), Some(LoadPhase::Complete));
+        // A loader never seen is still not reached, and only the last few replaced are kept.
+        assert_eq!(book.phase_of(&Awaited::Loader("L9".into())), None);
+        for n in 3..=(3 + REPLACED_KEPT) {
+            book.on_navigated(&format!("L{n}"), false);
+        }
+        assert_eq!(book.phase_of(&awaited), None);
+    }
 
     #[test]
     fn replay_identifies_the_document_without_counting_a_navigation() {

@@ -1149,7 +1149,17 @@ async fn wait_for_load(
             }
         };
     };
-    let (url, title) = guard.page_info(client).await?;
+    let (url, title) = match guard.page_info(client).await {
+        Ok(info) => info,
+        // The navigation is done; a page that replaces its document again at once (a reload
+        // loop) can make the history read fail. The browser's own target info still names the
+        // committed page, and a read must not turn a finished navigation into unknown_outcome.
+        Err(CdpError::Remote { .. }) => {
+            let info = client.get_target_info(&guard.target, INPUT_TIMEOUT).await?;
+            (bound_url(&info.url), bound_title(&info.title))
+        }
+        Err(other) => return Err(other.into()),
+    };
     // Target discovery may report the new title later; the inventory shows what we just read.
     env.browser.note_page(&guard.target, &url, &title);
     Ok(PageState {
