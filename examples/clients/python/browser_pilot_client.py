@@ -445,13 +445,13 @@ class Client:
     async def export_file(self, descriptor: JSON, directory: str) -> str:
         """Copies the Artifact into ``directory`` (absolute, yours; never overwriting), then
         releases it. Returns the path written."""
-        os.makedirs(directory, mode=0o700, exist_ok=True)
         stem = descriptor.get("kind", "artifact") + "-" + descriptor["id"].split(":")[-1][:12]
         name = str(descriptor.get("fileName", ""))  # a download's suggested name: page-chosen
         suffix = name.rpartition(".")[2] if "." in name else ""
         extension = suffix if suffix.isalnum() and len(suffix) <= 8 else EXTENSIONS.get(
             descriptor.get("mimeType", ""), "bin")
         try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
             for attempt in itertools.count(1):
                 name = f"{stem}.{extension}" if attempt == 1 else f"{stem}-{attempt}.{extension}"
                 path = os.path.join(directory, name)
