@@ -331,6 +331,11 @@ class Client:
         return self._scope.initialized
 
     @property
+    def bridge(self) -> Bridge:
+        """The current bridge process (a new one after ``recover``)."""
+        return self._scope.bridge
+
+    @property
     def connected(self) -> bool:
         return not self._scope.bridge.closed.is_set()
 

@@ -1,5 +1,6 @@
 """The Python client against the real executable and a managed headless Chromium: a full agent
-loop, a Broker killed mid-click, Lease heartbeats through 10 s idle, Artifacts released."""
+loop, a Broker or a bridge killed mid-click, Lease heartbeats through 10 s idle, Artifacts
+released."""
 
 from __future__ import annotations
 
@@ -151,6 +152,51 @@ def test_broker_killed_mid_click_is_unknown_outcome_and_recovery_starts_a_new_wo
             batch = await client.poll_events()
             assert batch.events[0]["sequence"] == 1
             assert {e["workspaceId"] for e in batch.events} == {client.workspace_id}
+            assert pages.hits["/hold"] == 1, "the click was sent again"
+        finally:
+            await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_bridge_killed_mid_click_is_unknown_outcome_and_recovery_keeps_the_workspace(
+        browser: str, pages: Pages) -> None:
+    async def scenario() -> None:
+        client = await Client.start(options(browser, "bridge-loss"))
+        try:
+            await client.call("call-1", "browser.connect")
+            await client.call("call-2", "browser.open", {"url": pages.url("/held")})
+            seen = (await client.call("call-3", "browser.observe")).result
+            batch = await client.poll_events()
+            client.acknowledge_events(batch.next_cursor)
+            cursor, workspace = client.event_cursor, client.workspace_id
+
+            click = asyncio.ensure_future(client.call("call-4", "browser.click", {
+                "observationId": seen["observationId"],
+                "ref": ref(seen, "button", "Place order")}))
+            assert await asyncio.to_thread(pages.held.wait, 30), "the click never reached the page"
+            client.bridge.process.kill()
+            with pytest.raises(UnknownOutcome) as unknown:
+                await click
+            assert unknown.value.context == {"reason": "bridge_lost",
+                                             "commandId": client.command_identity("call-4")[0]}
+            pages.release()
+
+            # The Broker lives: the same Workspace, and events resume after the acknowledged
+            # cursor. The replacement bridge reads the click's real outcome.
+            recovery = await client.recover()
+            assert not recovery.workspace_lost
+            assert recovery.workspace_id == workspace and client.event_cursor == cursor
+            command = {"commandId": client.command_identity("call-4")[0],
+                       "workspaceId": client.workspace_id}
+            status = ""
+            while status != "completed":
+                status = (await client.request("commands/get", command))["command"]["status"]
+                await asyncio.sleep(0.05)
+            events = (await client.poll_events()).events
+            assert events[0]["sequence"] > int(cursor.split(":")[1])  # network events are gaps
+            assert any(e["type"] == "command.status" and e["payload"].get("commandId")
+                       == command["commandId"] for e in events), events
             assert pages.hits["/hold"] == 1, "the click was sent again"
         finally:
             await client.close()

@@ -50,6 +50,7 @@ export interface BridgeOptions {
 export declare class Bridge {
   static launch(executable: string, args: string[], options?: BridgeOptions): Promise<Bridge>;
   maxMessageBytes: number;
+  readonly pid: number;
   readonly isClosed: boolean;
   /** Resolves when the bridge's stdout ended (it exited, or the Broker behind it did). */
   readonly closed: Promise<void>;
@@ -113,6 +114,8 @@ export declare class Client {
   /** `tools/list` by name: scope, mutating, schemas, sensitivity. */
   readonly tools: Record<string, Json>;
   readonly initialized: Json;
+  /** The current bridge process (a new one after recover()). */
+  readonly bridge: Bridge;
   readonly connected: boolean;
   /** Why the Lease can no longer be used (expired, bridge gone), or null. */
   readonly leaseLost: BrokerError | null;

@@ -113,6 +113,9 @@ export class Bridge {
     return new Bridge(child, { onEvent, onDiagnostic });
   }
 
+  /** The bridge's process id. */
+  get pid() { return this.#child.pid; }
+
   #receive(line, onEvent) {
     let message;
     try {
@@ -245,6 +248,8 @@ export class Client {
   /** `tools/list` by name: scope, mutating, schemas, sensitivity. */
   get tools() { return this.#scope.tools; }
   get initialized() { return this.#scope.initialized; }
+  /** The current bridge process (a new one after recover()). */
+  get bridge() { return this.#scope.bridge; }
   get connected() { return !this.#scope.bridge.isClosed; }
   /** Why the Lease can no longer be used (expired, bridge gone), or null. */
   get leaseLost() { return this.#scope.leaseLost; }

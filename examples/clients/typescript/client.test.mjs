@@ -1,6 +1,7 @@
 // The TypeScript client against the real executable and a managed headless Chromium (`node
-// --test`): a full agent loop, a Broker killed mid-click, Lease heartbeats through 10 s idle,
-// Artifacts released. Each test has its own BROWSER_PILOT_HOME and browser, removed after it.
+// --test`): a full agent loop, a Broker or a bridge killed mid-click, Lease heartbeats through
+// 10 s idle, Artifacts released. Each test has its own BROWSER_PILOT_HOME and browser, removed
+// after it.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -223,6 +224,53 @@ describe("TypeScript client", { concurrency: true }, () => {
         assert.equal(fresh.events[0].sequence, 1);
         assert.deepEqual([...new Set(fresh.events.map((e) => e.workspaceId))],
           [client.workspaceId]);
+        assert.equal(pages.hits.get("/hold"), 1, "the click was sent again");
+      } finally {
+        await client.close();
+      }
+    });
+
+  test("a bridge killed mid-click is unknown_outcome and recovery keeps the Workspace",
+    async (t) => {
+      const home = await makeHome(t);
+      const pages = await servePages(t);
+      const client = await Client.start(options(home, "bridge-loss"));
+      try {
+        await client.call("call-1", "browser.connect");
+        await client.call("call-2", "browser.open", { url: pages.url("/held") });
+        const seen = (await client.call("call-3", "browser.observe")).result;
+        const batch = await client.pollEvents();
+        client.acknowledgeEvents(batch.nextCursor);
+        const cursor = client.eventCursor;
+        const workspace = client.workspaceId;
+
+        const click = client.call("call-4", "browser.click", {
+          observationId: seen.observationId, ref: ref(seen, "button", "Place order") });
+        click.catch(() => {}); // awaited below
+        await pages.held;
+        process.kill(client.bridge.pid, "SIGKILL");
+        const [commandId] = client.commandIdentity("call-4");
+        await assert.rejects(click, (error) => {
+          assert.ok(error instanceof UnknownOutcome);
+          assert.deepEqual(error.context, { reason: "bridge_lost", commandId });
+          return true;
+        });
+        pages.release();
+
+        // The Broker lives: the same Workspace, and events resume after the acknowledged
+        // cursor. The replacement bridge reads the click's real outcome.
+        const recovery = await client.recover();
+        assert.equal(recovery.workspaceLost, false);
+        assert.equal(recovery.workspaceId, workspace);
+        assert.equal(client.eventCursor, cursor);
+        const command = { commandId, workspaceId: client.workspaceId };
+        while ((await client.request("commands/get", command)).command.status !== "completed") {
+          await sleep(50);
+        }
+        const { events } = await client.pollEvents();
+        assert.ok(events[0].sequence > Number(cursor.split(":")[1])); // network events are gaps
+        assert.ok(events.some((e) => e.type === "command.status" &&
+          e.payload.commandId === commandId), JSON.stringify(events));
         assert.equal(pages.hits.get("/hold"), 1, "the click was sent again");
       } finally {
         await client.close();
