@@ -1,6 +1,7 @@
 //! Scoped download capture (docs/artifacts.md, "Downloads"): the per-session download setting,
-//! the book of downloads in flight, the Broker's own cancels and quotas, and the `download`
-//! events with their hints.
+//! each tab's book of downloads in flight (`DownloadBook`, among the tab's books, so it belongs
+//! to its connection and goes with its tab), the Broker's own cancels and quotas, and the
+//! `download` events with their hints.
 //!
 //! A controlled tab session gets `Browser.setDownloadBehavior {behavior: "default",
 //! eventsEnabled: true}` when it is attached (`enable`, from `TabGuard::session`): it observes
@@ -26,8 +27,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::bounds::{bound_event_url, bound_name};
-use super::service::BrowserService;
-use super::tab::TabGuard;
+use super::registry::Registry;
+use super::service::{BrowserService, Live};
+use super::tab::{TabGuard, TabHandle};
 use crate::artifacts::{Artifact, ArtifactError, MAX_ARTIFACT_BYTES};
 use crate::cdp::browser::{
     CancelDownload, DownloadProgress, DownloadWillBegin, SetDownloadBehavior,
@@ -36,7 +38,7 @@ use crate::cdp::fetch::{ContinueRequest, FailRequest, RequestPaused, TakeRespons
 use crate::cdp::io;
 use crate::cdp::target::CloseTarget;
 use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
-use crate::events::Emit;
+use crate::events::{Emit, EventSink};
 use crate::page::{DownloadPhase, EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
 
@@ -54,9 +56,13 @@ pub const MAX_ACTIVE_PER_SESSION: usize = 4;
 /// the received size): the per-Artifact limit, since every completed download becomes one.
 pub const SESSION_QUOTA_BYTES: u64 = MAX_ARTIFACT_BYTES;
 
-/// Downloads tracked at once over all sessions: a bound for `canceled` events that never come.
-/// One beyond it is cancelled before it is announced.
+/// Downloads tracked at once over all tabs of a connection: a bound for `canceled` events that
+/// never come. One beyond it is cancelled before it is announced.
 const MAX_TRACKED: usize = 1024;
+
+/// Downloads tracked at once per tab (the Broker's cancels not yet confirmed included): one
+/// beyond it is cancelled before it is announced, like one beyond `MAX_TRACKED`.
+pub const MAX_TRACKED_PER_TAB: usize = 64;
 
 /// What `BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES` may set the session quota to.
 const QUOTA_OVERRIDE_RANGE: RangeInclusive<u64> = 1024..=SESSION_QUOTA_BYTES;
@@ -141,18 +147,24 @@ pub async fn enable(client: &CdpClient, session: &SessionId) -> Capture {
     )
 }
 
-/// The tracker: one per Broker, inside the `BrowserService`.
+/// What the download handlers share over the Broker's life: the Artifact store (attached once,
+/// at start), the quotas and the event sink. The downloads themselves are per tab
+/// (`DownloadBook`, among the tab's books), so they live and end with their connection.
 pub struct Downloads {
-    book: std::sync::Mutex<Book>,
     artifacts: std::sync::OnceLock<crate::artifacts::Artifacts>,
     limits: DownloadLimits,
+    events: EventSink,
 }
 
-#[derive(Default)]
-struct Book {
-    /// Tab sessions the pump saw attach, with their tab and staging directory.
-    sessions: HashMap<SessionId, Watched>,
-    /// Downloads in flight by CDP guid (the guid never leaves this map).
+/// One tab's downloads, a book among the tab's books (`TabHandle::downloads`): its sessions the
+/// pump saw attach, its downloads in flight by CDP guid (the guid never leaves the book), and
+/// the per-session capture state. It goes with the tab; the guid still resolves from any
+/// session, since every book of the connection is searched for it (`tab_of_guid`).
+#[derive(Debug, Default)]
+pub struct DownloadBook {
+    /// Tab sessions, each with its staging directory and the Workspace it was made for once a
+    /// download started there.
+    sessions: HashMap<SessionId, Option<(String, PathBuf)>>,
     active: HashMap<String, Active>,
     /// Sessions whose setting was restored on release; set again on the next control.
     restored: HashSet<SessionId>,
@@ -160,12 +172,85 @@ struct Book {
     told_unavailable: HashSet<(SessionId, String)>,
 }
 
-struct Watched {
-    target: TargetId,
-    /// The session's staging directory and the Workspace it was made for.
-    staging: Option<(String, PathBuf)>,
+impl DownloadBook {
+    /// A tab session of this tab attached: its downloads are captured from now on.
+    pub(super) fn watch(&mut self, session: SessionId) {
+        self.sessions.entry(session).or_default();
+    }
+
+    /// Downloads in flight, the Broker's cancels not yet confirmed included.
+    pub fn len(&self) -> usize {
+        self.active.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty() && self.sessions.is_empty()
+    }
+
+    /// Takes the downloads `which` selects out of the book.
+    fn take(&mut self, which: impl Fn(&Active) -> bool) -> Vec<(String, Active)> {
+        let guids: Vec<String> = (self.active.iter())
+            .filter(|(_, a)| which(a))
+            .map(|(g, _)| g.clone())
+            .collect();
+        guids
+            .into_iter()
+            .filter_map(|g| self.active.remove(&g).map(|a| (g, a)))
+            .collect()
+    }
+
+    /// Takes the staging directories of the sessions whose Workspace `which` selects.
+    fn take_staging(&mut self, which: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        for staging in self.sessions.values_mut() {
+            if staging.as_ref().is_some_and(|(ws, _)| which(ws))
+                && let Some((_, dir)) = staging.take()
+            {
+                dirs.push(dir);
+            }
+        }
+        dirs
+    }
+
+    /// Downloads of `session` the Broker has not cancelled.
+    fn running(&self, session: &SessionId) -> impl Iterator<Item = &Active> {
+        (self.active.values()).filter(move |a| a.session == *session && a.cancelled.is_none())
+    }
+
+    /// Everything at once: the tab closed or its connection ended. Returns the downloads in
+    /// flight and the staging directories.
+    fn clear(&mut self) -> (Vec<(String, Active)>, Vec<PathBuf>) {
+        let dirs = self.take_staging(|_| true);
+        let taken = self.active.drain().collect();
+        self.sessions.clear();
+        self.restored.clear();
+        self.told_unavailable.clear();
+        (taken, dirs)
+    }
 }
 
+/// The tab whose book knows `session`.
+fn tab_of_session(registry: &Registry, session: &SessionId) -> Option<TabHandle> {
+    (registry.handles())
+        .find(|handle| handle.downloads().sessions.contains_key(session))
+        .cloned()
+}
+
+/// The tab whose book tracks the download `guid`, whichever session announced it.
+fn tab_of_guid(registry: &Registry, guid: &str) -> Option<TabHandle> {
+    (registry.handles())
+        .find(|handle| handle.downloads().active.contains_key(guid))
+        .cloned()
+}
+
+/// Downloads tracked over every tab of the connection.
+fn tracked(registry: &Registry) -> usize {
+    (registry.handles())
+        .map(|handle| handle.downloads().len())
+        .sum()
+}
+
+#[derive(Debug)]
 struct Active {
     id: String,
     session: SessionId,
@@ -267,11 +352,11 @@ fn capture_failure(error: &ArtifactError) -> (&'static str, &'static str) {
 }
 
 impl Downloads {
-    pub fn new(limits: DownloadLimits) -> Downloads {
+    pub fn new(limits: DownloadLimits, events: EventSink) -> Downloads {
         Downloads {
-            book: std::sync::Mutex::new(Book::default()),
             artifacts: std::sync::OnceLock::new(),
             limits,
+            events,
         }
     }
 
@@ -280,63 +365,26 @@ impl Downloads {
         let _ = self.artifacts.set(artifacts);
     }
 
-    fn book(&self) -> std::sync::MutexGuard<'_, Book> {
-        self.book.lock().expect("downloads lock")
-    }
-
-    /// The tab sessions of `target` the tracker knows.
-    fn sessions_of(&self, target: &TargetId) -> Vec<SessionId> {
-        self.book()
-            .sessions
-            .iter()
-            .filter(|(_, w)| w.target == *target)
-            .map(|(s, _)| s.clone())
-            .collect()
-    }
-
-    /// Takes the downloads matching `which` out of the book, marked cancelled for `reason`, with
-    /// the staging directories of the sessions `drop_staging` selects.
-    fn take(
-        &self,
-        which: impl Fn(&Active) -> bool,
-        drop_staging: impl Fn(&SessionId, &Watched) -> bool,
-    ) -> (Vec<(String, Active)>, Vec<PathBuf>) {
-        let mut book = self.book();
-        let guids: Vec<String> = book
-            .active
-            .iter()
-            .filter(|(_, a)| which(a))
-            .map(|(g, _)| g.clone())
-            .collect();
-        let taken = guids
-            .into_iter()
-            .filter_map(|g| book.active.remove(&g).map(|a| (g, a)))
-            .collect();
-        let mut dirs = Vec::new();
-        for (session, watched) in book.sessions.iter_mut() {
-            if drop_staging(session, watched)
-                && let Some((_, dir)) = watched.staging.take()
-            {
-                dirs.push(dir);
-            }
-        }
-        (taken, dirs)
+    async fn emit(&self, emits: Vec<Emit>) {
+        emit_all(&self.events, emits).await;
     }
 }
 
-/// The pump saw the Broker attach a tab session.
-pub(super) fn on_session_attached(
-    service: &BrowserService,
-    session: &SessionId,
-    target: &TargetId,
-) {
-    service.downloads().book().sessions.insert(
-        session.clone(),
-        Watched {
-            target: target.clone(),
-            staging: None,
-        },
-    );
+async fn emit_all(events: &EventSink, emits: Vec<Emit>) {
+    for emit in emits {
+        if let Err(error) = events.emit(emit).await {
+            tracing::debug!(%error, "download event not journaled (workspace gone)");
+        }
+    }
+}
+
+/// The pump saw the Broker attach a tab session (its tab is in the registry by then).
+pub(super) fn on_session_attached(live: &Live, session: &SessionId, target: &TargetId) {
+    live.with_tabs(|tabs| {
+        if let Some(handle) = tabs.registry.handle(target) {
+            handle.downloads().watch(session.clone());
+        }
+    });
 }
 
 /// A tab session ended (its tab closed or crashed; the browser dropped its setting): its
@@ -346,30 +394,49 @@ pub(super) fn on_session_attached(
 /// into a download, closed by Chromium before `completed`): it is reported `failed`
 /// (`capture_lost`), since the browser keeps that file in its own download folder.
 pub(super) fn on_session_detached(
-    service: &BrowserService,
-    client: &CdpClient,
+    downloads: &Downloads,
+    live: &Live,
     session: &SessionId,
 ) -> Vec<Emit> {
-    let downloads = service.downloads();
-    let staging = {
-        let mut book = downloads.book();
+    let (taken, dirs) = live.with_tabs(|tabs| {
+        let Some(handle) = tab_of_session(&tabs.registry, session) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut book = handle.downloads();
         book.restored.remove(session);
         book.told_unavailable.retain(|(s, _)| s != session);
-        book.sessions.remove(session).and_then(|w| w.staging)
-    };
-    let (taken, _) = downloads.take(|a| a.session == *session, |_, _| false);
-    let dirs = staging.map(|(_, d)| d).into_iter().collect();
+        let staging = book.sessions.remove(session).flatten();
+        let taken = book.take(|a| a.session == *session);
+        (taken, staging.map(|(_, d)| d).into_iter().collect())
+    });
+    ended_without_session(downloads, &live.client, taken, dirs)
+}
+
+/// The tab's book, taken whole when its tab left the registry while downloads were still in
+/// it: they end as if each session had detached.
+pub(super) fn on_tab_gone(downloads: &Downloads, live: &Live, mut book: DownloadBook) -> Vec<Emit> {
+    let (taken, dirs) = book.clear();
+    ended_without_session(downloads, &live.client, taken, dirs)
+}
+
+/// The ends of downloads whose session is gone: `failed` (`capture_lost`) when every byte
+/// already arrived (the browser finishes it whatever the Broker sends, and the session that
+/// would have reported the file is gone), else cancelled on the browser connection.
+fn ended_without_session(
+    downloads: &Downloads,
+    client: &CdpClient,
+    taken: Vec<(String, Active)>,
+    dirs: Vec<PathBuf>,
+) -> Vec<Emit> {
     let mut emits = Vec::new();
     let mut cancellable = Vec::new();
     for (guid, active) in taken {
         match active.fully_received() {
-            // Every byte already arrived: the browser finishes it whatever the Broker sends,
-            // and the session that would have reported the file is gone.
             true => emits.push(active.ended("failed", "capture_lost")),
             false => cancellable.push((guid, active)),
         }
     }
-    emits.extend(finish_release(service, client, cancellable, dirs, false));
+    emits.extend(finish_release(downloads, client, cancellable, dirs, false));
     emits
 }
 
@@ -377,7 +444,7 @@ pub(super) fn on_session_detached(
 /// browser connection), removes staging directories, and returns the `cancelled` (`released`)
 /// events.
 fn finish_release(
-    service: &BrowserService,
+    downloads: &Downloads,
     client: &CdpClient,
     taken: Vec<(String, Active)>,
     dirs: Vec<PathBuf>,
@@ -388,7 +455,7 @@ fn finish_release(
         .map(|(_, a)| a.ended("cancelled", "released"))
         .collect();
     let client = client.clone();
-    let artifacts = service.downloads().artifacts.get().cloned();
+    let artifacts = downloads.artifacts.get().cloned();
     tokio::spawn(async move {
         for (guid, active) in taken {
             let session = sessions_alive.then_some(active.session);
@@ -419,75 +486,66 @@ async fn cancel(client: &CdpClient, session: Option<&SessionId>, guid: String) {
 /// `Browser.downloadWillBegin` on a tab session: captured when the tab is controlled (or
 /// managed), `started` with an opaque id, or cancelled at once past the concurrency quota.
 pub(super) fn on_will_begin(
-    service: &BrowserService,
-    client: &CdpClient,
+    downloads: &Downloads,
+    live: &Live,
     session: &SessionId,
     begin: DownloadWillBegin,
 ) -> Vec<Emit> {
-    let downloads = service.downloads();
-    let target = {
-        let book = downloads.book();
-        // A restored session is not capturing; a guid already tracked was announced on
-        // another session of the same tab.
-        if book.restored.contains(session) || book.active.contains_key(&begin.guid) {
-            return Vec::new();
+    let client = &live.client;
+    let outcome = live.with_tabs(|tabs| {
+        let registry = &mut tabs.registry;
+        // A guid already tracked was announced on another session of the same tab.
+        if tab_of_guid(registry, &begin.guid).is_some() {
+            return None;
         }
-        if book.active.len() >= MAX_TRACKED {
+        let handle = tab_of_session(registry, session)?;
+        // A restored session is not capturing.
+        if handle.downloads().restored.contains(session) {
+            return None;
+        }
+        let here = handle.downloads().len();
+        if here >= MAX_TRACKED_PER_TAB || tracked(registry) >= MAX_TRACKED {
             // Never announced, so it needs no end: cancelled before it can land anywhere.
             tracing::warn!("too many downloads in flight; one is cancelled unannounced");
             let client = client.clone();
             let session = session.clone();
-            tokio::spawn(async move { cancel(&client, Some(&session), begin.guid).await });
-            return Vec::new();
+            let guid = begin.guid.clone();
+            tokio::spawn(async move { cancel(&client, Some(&session), guid).await });
+            return None;
         }
-        match book.sessions.get(session) {
-            Some(watched) => watched.target.clone(),
-            None => return Vec::new(),
-        }
-    };
-    let Some((workspace_id, lease_id, opaque)) =
-        service.with_registry(|registry| registry.capture_owner(&target))
-    else {
-        return Vec::new();
-    };
-    let active = Active {
-        id: new_id(IdKind::Download),
-        session: session.clone(),
-        target,
-        workspace_id,
-        lease_id,
-        opaque,
-        suggested: bound_name(&begin.suggested_filename),
-        received: 0,
-        total: 0,
-        cancelled: None,
-    };
-    let started = active.started(&begin.url);
-    let (over, staging) = {
-        let mut book = downloads.book();
-        let running = book
-            .active
-            .values()
-            .filter(|a| a.session == *session && a.cancelled.is_none())
-            .count();
-        let over = running >= downloads.limits.max_active_per_session;
-        let mut active = active;
+        let (workspace_id, lease_id, opaque) = registry.capture_owner(&handle.target)?;
+        let mut active = Active {
+            id: new_id(IdKind::Download),
+            session: session.clone(),
+            target: handle.target.clone(),
+            workspace_id,
+            lease_id,
+            opaque,
+            suggested: bound_name(&begin.suggested_filename),
+            received: 0,
+            total: 0,
+            cancelled: None,
+        };
+        let started = active.started(&begin.url);
+        let mut book = handle.downloads();
+        let over = book.running(session).count() >= downloads.limits.max_active_per_session;
         if over {
             active.cancelled = Some("quota_exceeded");
         }
         let staging = match book.sessions.get_mut(session) {
-            Some(watched) if watched.staging.is_none() => {
-                let dir = downloads
-                    .artifacts
-                    .get()
-                    .map(|a| a.staging_dir(&new_id(IdKind::Download)));
-                watched.staging = dir.clone().map(|d| (active.workspace_id.clone(), d));
+            Some(staging) if staging.is_none() => {
+                let dir =
+                    (downloads.artifacts.get()).map(|a| a.staging_dir(&new_id(IdKind::Download)));
+                *staging = dir.clone().map(|d| (active.workspace_id.clone(), d));
                 dir
             }
             _ => None,
         };
         book.active.insert(begin.guid.clone(), active);
-        (over, staging)
+        Some((started, over, staging))
+    });
+    let Some((started, over, staging)) = outcome else {
+        return Vec::new();
     };
     let client = client.clone();
     let artifacts = downloads.artifacts.get().cloned();
@@ -508,19 +566,22 @@ pub(super) fn on_will_begin(
 /// `Browser.downloadProgress` on a tab session: byte quotas while in progress, the Artifact on
 /// `completed`, `cancelled` or `failed` on `canceled`.
 pub(super) fn on_progress(
-    service: &BrowserService,
-    client: &CdpClient,
+    downloads: &Downloads,
+    live: &Live,
     session: &SessionId,
     progress: DownloadProgress,
 ) -> Vec<Emit> {
-    let downloads = service.downloads();
+    let client = &live.client;
     let quota = downloads.limits.session_quota_bytes;
     let received = progress.received_bytes.max(0.0) as u64;
     let total = progress.total_bytes.max(0.0) as u64;
+    let Some(handle) = live.with_tabs(|tabs| tab_of_guid(&tabs.registry, &progress.guid)) else {
+        return Vec::new();
+    };
     match progress.state.as_str() {
         "inProgress" => {
             let cancel_now = {
-                let mut book = downloads.book();
+                let mut book = handle.downloads();
                 let Some(active) = book.active.get_mut(&progress.guid) else {
                     return Vec::new();
                 };
@@ -540,9 +601,7 @@ pub(super) fn on_progress(
                 };
                 let own = active.in_flight_bytes() + expected;
                 let sum: u64 = book
-                    .active
-                    .values()
-                    .filter(|a| a.session == *session && a.cancelled.is_none())
+                    .running(session)
                     .map(Active::in_flight_bytes)
                     .sum::<u64>()
                     + expected;
@@ -559,7 +618,7 @@ pub(super) fn on_progress(
             Vec::new()
         }
         "canceled" => {
-            let Some(mut active) = downloads.book().active.remove(&progress.guid) else {
+            let Some(mut active) = handle.downloads().active.remove(&progress.guid) else {
                 return Vec::new();
             };
             active.received = active.received.max(received);
@@ -571,16 +630,13 @@ pub(super) fn on_progress(
         }
         "completed" => {
             let (active, staging) = {
-                let mut book = downloads.book();
+                let mut book = handle.downloads();
                 let Some(mut active) = book.active.remove(&progress.guid) else {
                     return Vec::new();
                 };
                 active.received = active.received.max(received);
                 active.total = active.total.max(total);
-                let staging = book
-                    .sessions
-                    .get(session)
-                    .and_then(|w| w.staging.as_ref())
+                let staging = (book.sessions.get(session).and_then(Option::as_ref))
                     .map(|(_, dir)| dir.clone());
                 (active, staging)
             };
@@ -590,7 +646,7 @@ pub(super) fn on_progress(
                 None => None,
             };
             let (artifacts, file) = (downloads.artifacts.get().cloned(), progress.file_path);
-            let service = service.clone();
+            let events = downloads.events.clone();
             tokio::spawn(async move {
                 let emit = match (refused, artifacts, file, staging) {
                     (Some(reason), _, file, _) => {
@@ -625,9 +681,7 @@ pub(super) fn on_progress(
                         active.ended("failed", "storage_failed")
                     }
                 };
-                if let Err(error) = service.events().emit(emit).await {
-                    tracing::debug!(%error, "download event not journaled (workspace gone)");
-                }
+                emit_all(&events, vec![emit]).await;
             });
             Vec::new()
         }
@@ -657,18 +711,19 @@ async fn remove_browser_file(file: PathBuf) {
 /// is failed and the popup closed, as Chromium closes a popup that became a download.
 pub(super) fn on_first_document(
     service: &BrowserService,
-    client: &CdpClient,
+    live: &Live,
     session: SessionId,
     target: TargetId,
     paused: RequestPaused,
 ) {
-    let (service, client) = (service.clone(), client.clone());
+    let (service, live) = (service.clone(), live.clone());
     tokio::spawn(async move {
+        let (client, downloads, net) = (&live.client, service.downloads(), service.net());
         // Chromium downloads only a successful response; an error page is shown.
         let success = matches!(paused.response_status_code, Some(200..=299));
         let owner = match attachment_name(&paused).filter(|_| success) {
-            Some(name) => service
-                .with_registry(|registry| registry.capture_owner(&target))
+            Some(name) => live
+                .with_tabs(|tabs| tabs.registry.capture_owner(&target))
                 .map(|owner| (owner, name)),
             None => None,
         };
@@ -681,7 +736,7 @@ pub(super) fn on_first_document(
                 if let Err(error) = client.execute(&session, &go_on, CALL_TIMEOUT).await {
                     tracing::debug!(%error, "letting a popup's first document through");
                 }
-                super::fetch::first_document_answered(&service, &target).await;
+                super::fetch::first_document_answered(&live, net, &target).await;
             }
             Some(((workspace_id, lease_id, opaque), name)) => {
                 let active = Active {
@@ -699,10 +754,8 @@ pub(super) fn on_first_document(
                         .unwrap_or(0),
                     cancelled: None,
                 };
-                service
-                    .emit_downloads(vec![active.started(&paused.request.url)])
-                    .await;
-                let end = capture_response(&service, &client, active, &paused.request_id).await;
+                (downloads.emit(vec![active.started(&paused.request.url)])).await;
+                let end = capture_response(downloads, client, active, &paused.request_id).await;
                 let fail = FailRequest {
                     request_id: paused.request_id,
                     error_reason: "Aborted",
@@ -710,8 +763,8 @@ pub(super) fn on_first_document(
                 if let Err(error) = client.execute(&session, &fail, CALL_TIMEOUT).await {
                     tracing::debug!(%error, "ending a popup's attachment response");
                 }
-                service.emit_downloads(vec![end]).await;
-                super::fetch::first_document_answered(&service, &target).await;
+                downloads.emit(vec![end]).await;
+                super::fetch::first_document_answered(&live, net, &target).await;
                 let close = CloseTarget { target_id: target };
                 if let Err(error) = client.execute(None, &close, CALL_TIMEOUT).await {
                     tracing::debug!(%error, "closing a popup that became a download");
@@ -724,12 +777,11 @@ pub(super) fn on_first_document(
 /// Reads a paused attachment response into the download's own staging directory, bounded by
 /// the session byte quota, and stores it as the `download` Artifact; the end event.
 async fn capture_response(
-    service: &BrowserService,
+    downloads: &Downloads,
     client: &CdpClient,
     mut active: Active,
     request_id: &str,
 ) -> Emit {
-    let downloads = service.downloads();
     let quota = downloads.limits.session_quota_bytes;
     if active.total > quota {
         return active.ended("cancelled", "quota_exceeded");
@@ -917,8 +969,8 @@ pub async fn on_control(
     let Some(session) = guard.state().session.clone() else {
         return;
     };
-    let downloads = service.downloads();
-    let restored = downloads.book().restored.remove(&session);
+    let handle = guard.handle();
+    let restored = handle.downloads().restored.remove(&session);
     if restored && let Err(error) = super::background::emulate(client, &session, CALL_TIMEOUT).await
     {
         tracing::debug!(%error, "focus emulation not enabled again");
@@ -929,16 +981,12 @@ pub async fn on_control(
     if guard.state().download_capture != Capture::Refused {
         return;
     }
-    let first = downloads
-        .book()
-        .told_unavailable
-        .insert((session, workspace_id.to_owned()));
+    let first = (handle.downloads().told_unavailable).insert((session, workspace_id.to_owned()));
     let target = guard.target.clone();
     let opaque = service.with_registry(|registry| registry.known_opaque(workspace_id, &target));
     if let (true, Some(opaque)) = (first, opaque) {
-        let _ = service
-            .events()
-            .emit(unavailable(workspace_id, lease_id, &opaque))
+        (service.downloads())
+            .emit(vec![unavailable(workspace_id, lease_id, &opaque)])
             .await;
     }
 }
@@ -947,15 +995,18 @@ pub async fn on_control(
 /// `background::hand_back`), cancels its downloads in flight that `which` selects (`cancelled`,
 /// `released`) and removes its staging.
 async fn release_tab(
-    service: &BrowserService,
-    client: &CdpClient,
+    downloads: &Downloads,
+    live: &Live,
     target: &TargetId,
     which: impl Fn(&Active) -> bool,
 ) -> Vec<Emit> {
-    let downloads = service.downloads();
-    let sessions = downloads.sessions_of(target);
+    let client = &live.client;
+    let Some(handle) = live.with_tabs(|tabs| tabs.registry.handle(target)) else {
+        return Vec::new();
+    };
+    let sessions: Vec<SessionId> = handle.downloads().sessions.keys().cloned().collect();
     for session in &sessions {
-        downloads.book().restored.insert(session.clone());
+        handle.downloads().restored.insert(session.clone());
         super::background::hand_back(client, session, CALL_TIMEOUT).await;
         if let Err(error) = client
             .execute(session, &SetDownloadBehavior::restore(), CALL_TIMEOUT)
@@ -964,43 +1015,48 @@ async fn release_tab(
             tracing::debug!(%error, "restoring the download setting of a released tab");
         }
     }
-    let (taken, dirs) = downloads.take(
-        |a| a.target == *target && which(a),
-        |_, w| w.target == *target,
-    );
-    finish_release(service, client, taken, dirs, true)
+    let (taken, dirs) = {
+        let mut book = handle.downloads();
+        (
+            book.take(|a| a.target == *target && which(a)),
+            book.take_staging(|_| true),
+        )
+    };
+    finish_release(downloads, client, taken, dirs, true)
 }
 
 impl BrowserService {
     /// `browser.tabs.release` handed the tab back: its sessions stop capturing downloads.
     pub async fn downloads_tab_released(&self, workspace_id: &str, opaque: &str) {
         let Some(live) = self.live() else { return };
-        let Ok((target, _)) = self.with_registry(|registry| registry.resolve(workspace_id, opaque))
+        let Ok((target, _)) = live.with_tabs(|tabs| tabs.registry.resolve(workspace_id, opaque))
         else {
             return;
         };
-        let emits = release_tab(self, &live.client, &target, |a| {
+        let downloads = self.downloads();
+        let emits = release_tab(downloads, &live, &target, |a| {
             a.workspace_id == workspace_id
         })
         .await;
-        self.emit_downloads(emits).await;
+        downloads.emit(emits).await;
     }
 
     /// A Lease ended (released or expired): the user tabs it controlled stop capturing.
-    pub async fn downloads_lease_ended(&self, workspace_id: &str, lease_id: &str) {
+    pub(super) async fn downloads_lease_ended(&self, workspace_id: &str, lease_id: &str) {
         let Some(live) = self.live() else { return };
         let tabs =
-            self.with_registry(|registry| registry.user_tabs_controlled_by(workspace_id, lease_id));
+            live.with_tabs(|tabs| (tabs.registry).user_tabs_controlled_by(workspace_id, lease_id));
+        let downloads = self.downloads();
         let mut emits = Vec::new();
         for target in tabs {
             emits.extend(
-                release_tab(self, &live.client, &target, |a| {
+                release_tab(downloads, &live, &target, |a| {
                     a.workspace_id == workspace_id
                 })
                 .await,
             );
         }
-        self.emit_downloads(emits).await;
+        downloads.emit(emits).await;
     }
 
     /// A Workspace is being released (before its tabs are forgotten and closed): every download
@@ -1008,43 +1064,36 @@ impl BrowserService {
     /// tab's session is retired by closing it), and its staging goes. No event: the journal goes
     /// with the Workspace.
     pub(super) async fn downloads_workspace_released(&self, workspace_id: &str) {
+        let Some(live) = self.live() else { return };
         let downloads = self.downloads();
-        let tabs: Vec<TargetId> = {
-            let targets: HashSet<TargetId> = downloads
-                .book()
-                .sessions
-                .values()
-                .map(|w| w.target.clone())
+        let tabs: Vec<TargetId> = live.with_tabs(|tabs| {
+            let registry = &mut tabs.registry;
+            let watched: Vec<TargetId> = (registry.handles())
+                .filter(|handle| !handle.downloads().sessions.is_empty())
+                .map(|handle| handle.target.clone())
                 .collect();
-            self.with_registry(|registry| {
-                targets
-                    .into_iter()
-                    .filter(|t| {
-                        registry.managed_by(t) == Some(workspace_id)
-                            || registry
-                                .capture_owner(t)
-                                .is_some_and(|(w, _, _)| w == workspace_id)
-                    })
-                    .collect()
-            })
-        };
-        let live = self.live();
-        if let Some(live) = &live {
-            for target in &tabs {
-                release_tab(self, &live.client, target, |a| {
-                    a.workspace_id == workspace_id
+            watched
+                .into_iter()
+                .filter(|t| {
+                    registry.managed_by(t) == Some(workspace_id)
+                        || (registry.capture_owner(t)).is_some_and(|(w, _, _)| w == workspace_id)
                 })
-                .await;
-            }
+                .collect()
+        });
+        for target in &tabs {
+            release_tab(downloads, &live, target, |a| a.workspace_id == workspace_id).await;
         }
-        let (taken, dirs) = downloads.take(
-            |a| a.workspace_id == workspace_id,
-            |_, w| w.staging.as_ref().is_some_and(|(ws, _)| ws == workspace_id),
-        );
-        if let Some(live) = &live {
-            for (guid, active) in taken {
-                cancel(&live.client, Some(&active.session), guid).await;
+        let (taken, dirs) = live.with_tabs(|tabs| {
+            let (mut taken, mut dirs) = (Vec::new(), Vec::new());
+            for handle in tabs.registry.handles() {
+                let mut book = handle.downloads();
+                taken.extend(book.take(|a| a.workspace_id == workspace_id));
+                dirs.extend(book.take_staging(|ws| ws == workspace_id));
             }
+            (taken, dirs)
+        });
+        for (guid, active) in taken {
+            cancel(&live.client, Some(&active.session), guid).await;
         }
         if let Some(artifacts) = downloads.artifacts.get() {
             for dir in dirs {
@@ -1053,18 +1102,20 @@ impl BrowserService {
         }
     }
 
-    /// The browser connection was lost: the downloads in flight end `failed`
-    /// (`connection_lost`, in the lost generation; the browser may still finish them into its
-    /// own download folder) and every staging directory goes with the old sessions.
-    pub(super) async fn downloads_connection_lost(&self, generation: u64) {
+    /// The browser connection `live` was lost: the downloads in flight in its tabs' books end
+    /// `failed` (`connection_lost`, in the lost generation; the browser may still finish them
+    /// into its own download folder) and every staging directory goes with the old sessions.
+    pub(super) async fn downloads_connection_lost(&self, live: &Live) {
         let downloads = self.downloads();
-        let (taken, dirs) = downloads.take(|_| true, |_, _| true);
-        {
-            let mut book = downloads.book();
-            book.sessions.clear();
-            book.restored.clear();
-            book.told_unavailable.clear();
-        }
+        let (taken, dirs) = live.with_tabs(|tabs| {
+            let (mut taken, mut dirs) = (Vec::new(), Vec::new());
+            for handle in tabs.registry.handles() {
+                let (more, more_dirs) = handle.downloads().clear();
+                taken.extend(more);
+                dirs.extend(more_dirs);
+            }
+            (taken, dirs)
+        });
         if let Some(artifacts) = downloads.artifacts.get() {
             for dir in dirs {
                 artifacts.remove_staging(dir).await;
@@ -1074,19 +1125,11 @@ impl BrowserService {
             .into_iter()
             .map(|(_, active)| {
                 let mut emit = active.ended("failed", "connection_lost");
-                emit.generation = Some(generation);
+                emit.generation = Some(live.generation);
                 emit
             })
             .collect();
-        self.emit_downloads(emits).await;
-    }
-
-    pub(super) async fn emit_downloads(&self, emits: Vec<Emit>) {
-        for emit in emits {
-            if let Err(error) = self.events().emit(emit).await {
-                tracing::debug!(%error, "download event not journaled (workspace gone)");
-            }
-        }
+        downloads.emit(emits).await;
     }
 }
 

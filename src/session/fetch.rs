@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::registry::Registry;
-use super::service::BrowserService;
+use super::service::{BrowserService, Live};
 use super::tab::TabHandle;
 use crate::cdp::fetch::{
     AuthChallengeResponse, AuthRequired, ContinueRequest, ContinueWithAuth, Disable, Enable,
@@ -542,8 +542,9 @@ pub(super) async fn on_session(client: &CdpClient, session: &SessionId, handle: 
 /// Derives the tab's mode from the Workspaces that manage or control it now and tells every
 /// known session of the tab whose mode changes, returning once they answered. Call after
 /// rules, credentials or control change.
-pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
-    let (workspaces, handle) = service.with_registry(|registry| {
+pub(super) async fn refresh_tab(live: &Live, net: &NetControl, target: &TargetId) {
+    let (workspaces, handle) = live.with_tabs(|tabs| {
+        let registry = &mut tabs.registry;
         let workspaces: Vec<String> = registry
             .interested_workspaces(target)
             .into_iter()
@@ -552,7 +553,7 @@ pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
         (workspaces, registry.handle(target))
     });
     let Some(handle) = handle else { return };
-    let mode = service.net().wanted(&workspaces);
+    let mode = net.wanted(&workspaces);
     let (changed, wanted): (Vec<SessionId>, Patterns) = {
         let mut book = handle.network();
         let fetch = &mut book.fetch;
@@ -569,10 +570,6 @@ pub async fn refresh_tab(service: &BrowserService, target: &TargetId) {
             .collect();
         (changed, wanted)
     };
-    if changed.is_empty() {
-        return;
-    }
-    let Some(live) = service.live() else { return };
     for session in changed {
         match apply(&live.client, &session, wanted).await {
             Ok(()) => {}
@@ -625,19 +622,20 @@ pub(super) fn first_document(
 }
 
 /// The popup's first document response was answered: its sessions stop pausing documents.
-pub(super) async fn first_document_answered(service: &BrowserService, target: &TargetId) {
-    let handle = service.with_registry(|registry| registry.handle(target));
+pub(super) async fn first_document_answered(live: &Live, net: &NetControl, target: &TargetId) {
+    let handle = live.with_tabs(|tabs| tabs.registry.handle(target));
     if let Some(handle) = handle {
         handle.network().fetch.first_document = FirstDocument::Off;
     }
-    refresh_tab(service, target).await;
+    refresh_tab(live, net, target).await;
 }
 
 /// `refresh_tab` for every tab (a Workspace's rules or credentials changed, or it ended).
 pub async fn refresh_all(service: &BrowserService) {
-    let targets = service.with_registry(|registry| registry.targets());
+    let Some(live) = service.live() else { return };
+    let targets = live.with_tabs(|tabs| tabs.registry.targets());
     for target in targets {
-        refresh_tab(service, &target).await;
+        refresh_tab(&live, service.net(), &target).await;
     }
 }
 

@@ -40,7 +40,7 @@ use crate::cdp::fetch::RequestPaused;
 use crate::cdp::page::{Enable, FrameNavigated, JavascriptDialogOpening};
 use crate::cdp::target::{AttachedToTarget, SetAutoAttach};
 use crate::cdp::{CdpClient, CdpEvent, Event, SessionId, TargetId, TargetInfo};
-use crate::events::Emit;
+use crate::events::{Emit, EventSink};
 
 /// How long a paused managed popup waits for its setup before it is resumed anyway (a popup
 /// that keeps its opener is set up in a few ms; a `noopener` one cannot be before it runs).
@@ -110,6 +110,9 @@ pub enum DownloadInput {
         target: TargetId,
         paused: RequestPaused,
     },
+    /// A tab left the registry with downloads still in its book (its sessions had not
+    /// detached yet): they end as if they had.
+    TabGone(super::downloads::DownloadBook),
 }
 
 /// The pump's view of flattened sessions.
@@ -153,7 +156,7 @@ pub async fn run(
             Some((idle, oldest)) => tokio::select! {
                 event = events.recv() => event,
                 () = tokio::time::sleep_until(idle.min(oldest)) => {
-                    journal(&service, std::mem::take(&mut batch)).await;
+                    journal(service.events(), std::mem::take(&mut batch)).await;
                     flush_at = None;
                     continue;
                 }
@@ -176,13 +179,13 @@ pub async fn run(
         let effects = live.with_tabs(|tabs| on_event(tabs, service.net(), session, event));
         let emits = effects
             .into_iter()
-            .flat_map(|effect| execute(&service, &live.client, effect));
+            .flat_map(|effect| execute(&service, &live, effect));
         for mut emit in emits.collect::<Vec<Emit>>() {
             emit.generation = Some(live.generation);
             let network = emit.event_type.starts_with("network.");
             batch.push(emit);
             if !network || batch.len() >= NETWORK_BATCH_MAX {
-                journal(&service, std::mem::take(&mut batch)).await;
+                journal(service.events(), std::mem::take(&mut batch)).await;
                 flush_at = None;
                 continue;
             }
@@ -191,17 +194,17 @@ pub async fn run(
             flush_at = Some((now + NETWORK_BATCH_IDLE, oldest));
         }
     }
-    journal(&service, batch).await;
+    journal(service.events(), batch).await;
     let _ = janitor.wait().await;
     service.on_lost(&live).await;
 }
 
 /// Journals a burst in one store transaction (`EventSink::emit_all`), then offers each event.
-async fn journal(service: &BrowserService, batch: Vec<Emit>) {
+async fn journal(events: &EventSink, batch: Vec<Emit>) {
     if batch.is_empty() {
         return;
     }
-    match service.events().emit_all(batch).await {
+    match events.emit_all(batch).await {
         Ok(rows) => {
             for error in rows.into_iter().filter_map(Result::err) {
                 tracing::debug!(%error, "browser event not journaled (workspace gone)");
@@ -213,7 +216,8 @@ async fn journal(service: &BrowserService, batch: Vec<Emit>) {
 
 /// Applies one effect with the connection's client; returns the events it produced, to be
 /// journaled in place.
-fn execute(service: &BrowserService, client: &CdpClient, effect: Effect) -> Vec<Emit> {
+fn execute(service: &BrowserService, live: &Live, effect: Effect) -> Vec<Emit> {
+    let client = &live.client;
     match effect {
         Effect::Emit(emit) => return vec![emit],
         Effect::Resume(session) => {
@@ -233,8 +237,8 @@ fn execute(service: &BrowserService, client: &CdpClient, effect: Effect) -> Vec<
             session,
             tab,
         } => {
-            let (service, client) = (service.clone(), client.clone());
-            tokio::spawn(async move { setup_popup(&service, &client, target, session, tab).await });
+            let (service, live) = (service.clone(), live.clone());
+            tokio::spawn(async move { setup_popup(&service, &live, target, session, tab).await });
         }
         Effect::DialogOpened { target, dialog_id } => {
             service.signal_dialog(&target);
@@ -247,27 +251,31 @@ fn execute(service: &BrowserService, client: &CdpClient, effect: Effect) -> Vec<
         Effect::Disowned(target) => service.forget_owned(&target),
         Effect::Fetch { session, reply } => super::fetch::send_reply(client, session, reply),
         Effect::Download(input) => {
+            let downloads = service.downloads();
             return match input {
                 DownloadInput::Attached { session, target } => {
-                    super::downloads::on_session_attached(service, &session, &target);
+                    super::downloads::on_session_attached(live, &session, &target);
                     Vec::new()
                 }
                 DownloadInput::Detached(session) => {
-                    super::downloads::on_session_detached(service, client, &session)
+                    super::downloads::on_session_detached(downloads, live, &session)
                 }
                 DownloadInput::WillBegin(session, begin) => {
-                    super::downloads::on_will_begin(service, client, &session, begin)
+                    super::downloads::on_will_begin(downloads, live, &session, begin)
                 }
                 DownloadInput::Progress(session, progress) => {
-                    super::downloads::on_progress(service, client, &session, progress)
+                    super::downloads::on_progress(downloads, live, &session, progress)
                 }
                 DownloadInput::FirstDocument {
                     session,
                     target,
                     paused,
                 } => {
-                    super::downloads::on_first_document(service, client, session, target, paused);
+                    super::downloads::on_first_document(service, live, session, target, paused);
                     Vec::new()
+                }
+                DownloadInput::TabGone(book) => {
+                    super::downloads::on_tab_gone(downloads, live, book)
                 }
             };
         }
@@ -295,6 +303,10 @@ pub fn on_event(
         }
         (None, Event::TargetDestroyed(destroyed)) => {
             let target = destroyed.target_id;
+            // The tab's books go with it; downloads still in its book are ended first.
+            let downloads = (registry.handle(&target))
+                .map(|handle| std::mem::take(&mut *handle.downloads()))
+                .filter(|book| !book.is_empty());
             let known = registry.remove(&target);
             let mut effects = vec![Effect::Disowned(target)];
             effects.extend(known.into_iter().map(|(workspace_id, opaque)| {
@@ -306,6 +318,7 @@ pub fn on_event(
                 emit.target_id = Some(opaque);
                 Effect::Emit(emit)
             }));
+            effects.extend(downloads.map(|book| Effect::Download(DownloadInput::TabGone(book))));
             effects
         }
         (None, Event::AttachedToTarget(attached)) => {
@@ -806,12 +819,13 @@ fn on_page_attached(registry: &mut Registry, attached: AttachedToTarget) -> Vec<
 /// A managed popup paused at its start: its Workspace's rules, then its session, then resumed.
 async fn setup_popup(
     service: &BrowserService,
-    client: &CdpClient,
+    live: &Live,
     target: TargetId,
     session: SessionId,
     handle: TabHandle,
 ) {
-    super::fetch::refresh_tab(service, &target).await;
+    let client = &live.client;
+    super::fetch::refresh_tab(live, service.net(), &target).await;
     // Before it runs: a popup whose first document is an attachment is captured from its
     // response, since Chromium closes it before its download's end is reported.
     super::fetch::watch_first_document(client, &session, &handle).await;
@@ -1002,6 +1016,39 @@ mod tests {
                 "target.detached",
                 &json!({"targetId": opaque, "reason": "closed"})
             )]
+        );
+    }
+
+    /// A tab destroyed before its sessions detached takes its download book out of the
+    /// registry with it, handed to the tracker to end what is left; an empty book is simply
+    /// dropped with the tab.
+    #[test]
+    fn a_closed_tab_takes_its_books_with_it() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let mine = TargetId::new("mine");
+        let handle = tabs.registry.handle(&mine).unwrap();
+        handle.downloads().watch(SessionId::new("S"));
+        drop(handle);
+        let destroyed = event("Target.targetDestroyed", json!({"targetId": "mine"}));
+        let effects = on_event(&mut tabs, &net, None, destroyed);
+        assert!(matches!(
+            effects.last(),
+            Some(Effect::Download(DownloadInput::TabGone(book))) if !book.is_empty()
+        ));
+        assert!(tabs.registry.handle(&mine).is_none());
+        // A tab whose sessions detached first leaves nothing for the tracker.
+        let created = event(
+            "Target.targetCreated",
+            json!({"targetInfo": info("other", None)}),
+        );
+        on_event(&mut tabs, &net, None, created);
+        let destroyed = event("Target.targetDestroyed", json!({"targetId": "other"}));
+        let effects = on_event(&mut tabs, &net, None, destroyed);
+        assert!(
+            !effects
+                .iter()
+                .any(|effect| matches!(effect, Effect::Download(_)))
         );
     }
 

@@ -209,6 +209,11 @@ impl Registry {
         self.tabs.keys().cloned().collect()
     }
 
+    /// Every tab's handle.
+    pub fn handles(&self) -> impl Iterator<Item = &TabHandle> {
+        self.tabs.values().map(|e| &e.handle)
+    }
+
     pub fn handle(&self, target: &TargetId) -> Option<TabHandle> {
         self.tabs.get(target).map(|e| e.handle.clone())
     }

@@ -158,7 +158,7 @@ impl BrowserService {
                 dialog_opened: tokio::sync::broadcast::channel(64).0,
                 home,
                 store,
-                events,
+                events: events.clone(),
                 generation,
                 connect_lock: tokio::sync::Mutex::new(()),
                 attempts_ended: AtomicU64::new(0),
@@ -169,6 +169,7 @@ impl BrowserService {
                 owned: Mutex::new(HashMap::new()),
                 downloads: super::downloads::Downloads::new(
                     super::downloads::DownloadLimits::from_env(),
+                    events.clone(),
                 ),
                 net: super::fetch::NetControl::default(),
             }),
@@ -637,7 +638,7 @@ impl BrowserService {
                 _ => return,
             }
         }
-        self.downloads_connection_lost(live.generation).await;
+        self.downloads_connection_lost(live).await;
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
         self.announce(
             &live.browser_id,
@@ -793,7 +794,9 @@ impl BrowserService {
     /// Workspaces that manage or control it now, returning once its sessions answered. A tool
     /// calls it after taking control, before it drives the tab.
     pub async fn apply_network_rules(&self, target: &TargetId) {
-        super::fetch::refresh_tab(self, target).await;
+        if let Some(live) = self.live() {
+            super::fetch::refresh_tab(&live, self.net(), target).await;
+        }
     }
 
     /// A place in the queue of the tab behind a Workspace's opaque id, taken when the Command is
@@ -809,10 +812,11 @@ impl BrowserService {
     /// for it) and the Workspace's network rules stop applying to the user tabs among them.
     pub async fn lease_ended(&self, workspace_id: &str, lease_id: &str) {
         self.downloads_lease_ended(workspace_id, lease_id).await;
+        let Some(live) = self.live() else { return };
         let freed =
-            self.with_registry(|registry| registry.end_lease_control(workspace_id, lease_id));
+            live.with_tabs(|tabs| (tabs.registry).end_lease_control(workspace_id, lease_id));
         for target in freed {
-            super::fetch::refresh_tab(self, &target).await;
+            super::fetch::refresh_tab(&live, self.net(), &target).await;
         }
     }
 
@@ -831,8 +835,12 @@ impl BrowserService {
             ))
         });
         released.map(|(released, target)| {
-            let service = self.clone();
-            tokio::spawn(async move { super::fetch::refresh_tab(&service, &target).await });
+            if let Some(live) = self.live() {
+                let service = self.clone();
+                tokio::spawn(async move {
+                    super::fetch::refresh_tab(&live, service.net(), &target).await;
+                });
+            }
             released
         })
     }

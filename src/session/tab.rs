@@ -8,7 +8,7 @@
 //!
 //! Beside the queue sit the tab's books (`TabBooks`): its `FrameBook` (OOPIF sessions, frame
 //! selections), its `LoadBook` (the main document's loader and load phase, from lifecycle
-//! events), its `ActivityBook`, `FileChooserBook` and `NetworkBook`, plain fields of one value
+//! events), its `ActivityBook`, `FileChooserBook`, `NetworkBook` and `DownloadBook`, plain fields of one value
 //! behind the tab's one lock, which the event pump may take without a turn; nothing awaits
 //! while holding it, and no code holds one book's guard while it asks for another.
 //! Load waits and the URL and title a tool reports come from CDP, never from the page's main
@@ -65,6 +65,9 @@ pub struct TabBooks {
     pub choosers: FileChooserBook,
     /// Recent requests and interception state (`session::network`, `session::fetch`).
     pub network: super::network::NetworkBook,
+    /// The tab's sessions as download capture sees them and its downloads in flight
+    /// (`session::downloads`).
+    pub downloads: super::downloads::DownloadBook,
     /// A session the browser connection's auto-attach opened for this tab and nobody set up
     /// yet: the next `TabGuard::session` uses it instead of attaching again.
     pub auto_session: Option<SessionId>,
@@ -168,6 +171,14 @@ impl TabQueue {
             books: self.books(),
             part: |b| &b.network,
             part_mut: |b| &mut b.network,
+        }
+    }
+
+    fn downloads(&self) -> Book<'_, super::downloads::DownloadBook> {
+        Book {
+            books: self.books(),
+            part: |b| &b.downloads,
+            part_mut: |b| &mut b.downloads,
         }
     }
 }
@@ -365,6 +376,11 @@ impl TabHandle {
     /// The tab's recent requests and interception state; usable without a turn.
     pub fn network(&self) -> Book<'_, super::network::NetworkBook> {
         self.queue.network()
+    }
+
+    /// The tab's downloads in flight and capture state; usable without a turn (the pump).
+    pub fn downloads(&self) -> Book<'_, super::downloads::DownloadBook> {
+        self.queue.downloads()
     }
 
     /// Where the tab's load history stands now (`TabGuard::load_mark`, without the turn).
