@@ -36,6 +36,7 @@ mod never_replay;
 mod observe_diff;
 mod page_scripts;
 mod protocol_core;
+mod scale;
 mod tool_examples;
 mod version_json;
 mod watchdogs;
