@@ -83,17 +83,35 @@ def broker_pid(home: str) -> int:
     return pid
 
 
+def alive(pid: int) -> bool:
+    """Running, not a zombie (an exited Broker's parent may be slow to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.fixture
 def home() -> Iterator[str]:
     path = tempfile.mkdtemp(prefix="browser-pilot-client-")
     yield path
     env = dict(os.environ, BROWSER_PILOT_HOME=path)
+    try:
+        broker = broker_pid(path)
+    except (OSError, AssertionError, KeyError, ValueError):
+        broker = None
     for command in ([EXECUTABLE, "browser", "stop"], [BP, "disconnect"]):
         subprocess.run(command, env=env, capture_output=True, timeout=60)
-    try:  # a Broker that a failed test left serving a client
-        os.kill(broker_pid(path), signal.SIGTERM)
-    except (OSError, AssertionError, KeyError, ValueError):
-        pass
+    if broker is not None:  # also one that a failed test left serving a client
+        try:
+            os.kill(broker, signal.SIGTERM)
+        except OSError:
+            pass
+        for _ in range(100):  # its own cleanup writes in the home until it exits
+            if not alive(broker):
+                break
+            time.sleep(0.1)
     for _ in range(10):  # Chromium's helpers may write to the profile a moment longer
         try:
             shutil.rmtree(path)

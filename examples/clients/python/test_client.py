@@ -14,7 +14,7 @@ import pytest
 
 from browser_pilot_client import (BrokerError, Client, ClientOptions, JSON, SyncClient,
                                   UnknownOutcome)
-from conftest import EXECUTABLE, Pages, broker_pid
+from conftest import EXECUTABLE, Pages, alive, broker_pid
 
 
 def options(home: str, scope: str, **overrides: Any) -> ClientOptions:
@@ -126,7 +126,8 @@ def test_broker_killed_mid_click_is_unknown_outcome_and_recovery_starts_a_new_wo
                 "observationId": seen["observationId"],
                 "ref": ref(seen, "button", "Place order")}))
             assert await asyncio.to_thread(pages.held.wait, 30), "the click never reached the page"
-            os.kill(broker_pid(browser), signal.SIGKILL)
+            broker = broker_pid(browser)
+            os.kill(broker, signal.SIGKILL)
             with pytest.raises(UnknownOutcome) as unknown:
                 await click
             assert unknown.value.code == "unknown_outcome" and not unknown.value.retryable
@@ -138,6 +139,10 @@ def test_broker_killed_mid_click_is_unknown_outcome_and_recovery_starts_a_new_wo
                 await client.call("call-5", "browser.observe")
             assert gone.value.code == "broker_unavailable" and gone.value.retryable
 
+            # Recover once the killed process is gone: a new bridge that reached the Broker's
+            # socket sooner once answered browser_disconnected (alive but no handshake).
+            while alive(broker):
+                await asyncio.sleep(0.05)
             recovery = await client.recover()
             assert recovery.workspace_lost
             assert recovery.previous_workspace_id == old_workspace

@@ -66,10 +66,16 @@ async function makeHome(t, { browser = true } = {}) {
   const home = mkdtempSync(join(tmpdir(), "browser-pilot-client-"));
   const env = { ...process.env, BROWSER_PILOT_HOME: home };
   t.after(async () => {
+    let broker = null;
+    try { broker = brokerPid(home); } catch { /* none started */ }
     for (const [program, ...args] of [[EXECUTABLE, "browser", "stop"], [BP, "disconnect"]]) {
       await run(program, args, env);
     }
-    try { process.kill(brokerPid(home), "SIGTERM"); } catch { /* none left */ }
+    if (broker !== null) { // also one that a failed test left serving a client
+      try { process.kill(broker, "SIGTERM"); } catch { /* gone */ }
+      // Its own cleanup writes in the home until it exits.
+      for (let wait = 0; wait < 100 && alive(broker); wait++) await sleep(100);
+    }
     for (let attempt = 0; attempt < 10; attempt++) {
       try { await rm(home, { recursive: true }); return; } catch { await sleep(500); }
     }
@@ -78,6 +84,15 @@ async function makeHome(t, { browser = true } = {}) {
     assert.equal(await run(EXECUTABLE, ["browser", "launch", "--headless"], env), 0);
   }
   return home;
+}
+
+/** Running, not a zombie (an exited Broker's parent may be slow to reap it). */
+function alive(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop().trim()[0] !== "Z";
+  } catch {
+    return false;
+  }
 }
 
 /** The test's own Broker (the test reads the locator; a host never does). */
@@ -192,7 +207,8 @@ describe("TypeScript client", { concurrency: true }, () => {
           observationId: seen.observationId, ref: ref(seen, "button", "Place order") });
         click.catch(() => {}); // awaited below
         await pages.held;
-        process.kill(brokerPid(home), "SIGKILL");
+        const broker = brokerPid(home);
+        process.kill(broker, "SIGKILL");
         await assert.rejects(click, (error) => {
           assert.ok(error instanceof UnknownOutcome);
           assert.equal(error.code, "unknown_outcome");
@@ -206,6 +222,9 @@ describe("TypeScript client", { concurrency: true }, () => {
         await assert.rejects(client.call("call-5", "browser.observe"),
           { code: "broker_unavailable", retryable: true });
 
+        // Recover once the killed process is gone: a new bridge that reached the Broker's
+        // socket sooner once answered browser_disconnected (alive but no handshake).
+        while (alive(broker)) await sleep(50);
         const recovery = await client.recover();
         assert.equal(recovery.workspaceLost, true);
         assert.equal(recovery.previousWorkspaceId, oldWorkspace);
