@@ -7,11 +7,107 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::builder::PossibleValuesParser;
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use crate::protocol::negotiate::{CAPABILITIES, DEFAULT_CAPABILITIES};
 
 /// Exit codes, also printed at the end of `bp --help` and in the man page.
 pub const EXIT_CODES: &str = "Exit codes: 0 ok, 1 tool error, 2 usage, 3 no Broker running, \
 4 Broker or tab in use, 5 no browser ready.";
+
+/// Every Broker tool and the `bp` command that calls it. The coverage test checks it against
+/// the tool manifest (a tool without a command fails it) and renders the table of
+/// `docs/cli.md` from it; texts that name a tool name its command instead (`output::bp_text`).
+pub const TOOL_COMMANDS: &[(&str, &str)] = &[
+    ("browser.discover", "bp status"),
+    ("browser.connect", "bp connect"),
+    ("browser.open", "bp open"),
+    ("browser.navigate", "bp goto"),
+    ("browser.navigate", "bp back"),
+    ("browser.navigate", "bp forward"),
+    ("browser.navigate", "bp reload"),
+    ("browser.tabs.list", "bp tabs"),
+    ("browser.tabs.close", "bp close"),
+    ("browser.observe", "bp observe"),
+    ("browser.read", "bp read"),
+    ("browser.search", "bp search"),
+    ("browser.elements.find", "bp find"),
+    ("browser.click", "bp click"),
+    ("browser.press", "bp press"),
+    ("browser.type", "bp type"),
+    ("browser.keyboard", "bp keyboard"),
+    ("browser.scroll", "bp scroll"),
+    ("browser.dropdown.options", "bp select"),
+    ("browser.dropdown.select", "bp select"),
+    ("browser.dialogs.list", "bp dialogs"),
+    ("browser.dialogs.respond", "bp dialog"),
+    ("browser.frames.list", "bp frames"),
+    ("browser.frames.select", "bp frame"),
+    ("browser.capture", "bp screenshot"),
+    ("browser.pdf", "bp pdf"),
+    ("browser.cookies.list", "bp cookies list"),
+    ("browser.eval", "bp eval"),
+    ("browser.wait", "bp wait"),
+    ("browser.hover", "bp hover"),
+    ("browser.drag", "bp drag"),
+    ("browser.console.list", "bp console"),
+    ("browser.upload", "bp upload"),
+    ("browser.network.list", "bp network list"),
+    ("browser.network.get", "bp network get"),
+    ("browser.network.rules.add", "bp network rules add"),
+    ("browser.network.rules.list", "bp network rules list"),
+    ("browser.network.rules.remove", "bp network rules remove"),
+    ("browser.auth.set", "bp auth set"),
+    ("browser.auth.clear", "bp auth clear"),
+];
+
+/// Tools every `bp` command calls on its own, with what it does with them: no command of
+/// their own would do more.
+pub const IMPLICIT_TOOLS: &[(&str, &str)] = &[(
+    "browser.tabs.release",
+    "every command, at exit, for the tabs it used",
+)];
+
+/// The capabilities beyond the contract's six that `bp` asks for only when told to (`--allow`,
+/// `BP_ALLOW`): network data, network control and code in the page.
+pub fn extra_capabilities() -> Vec<&'static str> {
+    CAPABILITIES
+        .iter()
+        .copied()
+        .filter(|c| !DEFAULT_CAPABILITIES.contains(c))
+        .collect()
+}
+
+/// The `docs/cli.md` table of every tool, its capability and its `bp` command, from the
+/// manifest's `(tool, capability)` rows and [`TOOL_COMMANDS`] / [`IMPLICIT_TOOLS`].
+pub fn tool_coverage_markdown(tools: &[(&str, &str)]) -> String {
+    let mut out = String::from("| tool | capability | `bp` command |\n| --- | --- | --- |\n");
+    for (tool, capability) in tools {
+        let grant = match DEFAULT_CAPABILITIES.contains(capability) {
+            true => format!("`{capability}`"),
+            false => format!("`{capability}` (`--allow {capability}`)"),
+        };
+        let commands: Vec<String> = TOOL_COMMANDS
+            .iter()
+            .filter(|(name, _)| name == tool)
+            .map(|(_, command)| format!("`{command}`"))
+            .chain(
+                IMPLICIT_TOOLS
+                    .iter()
+                    .filter(|(name, _)| name == tool)
+                    .map(|(_, how)| (*how).to_owned()),
+            )
+            .collect();
+        let commands = match commands.is_empty() {
+            true => "**none**".to_owned(),
+            false => commands.join(", "),
+        };
+        out.push_str(&format!("| `{tool}` | {grant} | {commands} |\n"));
+    }
+    out
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,6 +124,17 @@ text on a terminal and JSON in a pipe.",
 pub struct Cli {
     #[command(flatten)]
     pub output: OutputFlags,
+    /// Also ask for these capabilities, which bp does not request by default (comma-separated
+    /// or repeated; BP_ALLOW sets the same): network.read for cookies and network requests,
+    /// network.control for network rules and HTTP auth, page.eval for eval.
+    #[arg(
+        long,
+        global = true,
+        value_name = "CAPABILITY",
+        value_delimiter = ',',
+        value_parser = PossibleValuesParser::new(extra_capabilities())
+    )]
+    pub allow: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -169,6 +276,172 @@ pub enum Command {
         /// An option's value, or else its label.
         value: String,
     },
+    /// Load URL in the current tab (`bp open` makes a new tab) and wait for it.
+    #[command(after_help = "Example: bp goto https://example.com/pricing")]
+    Goto { url: String },
+    /// Close tab N (default: the current tab). Only tabs bp opened close, never your own.
+    #[command(after_help = "Examples: bp close\n          bp close 2")]
+    Close {
+        /// The number `bp tabs` printed.
+        #[arg(value_name = "N")]
+        number: Option<usize>,
+    },
+    /// Type TEXT into the element that has focus now (`-` reads it from stdin).
+    #[command(
+        after_help = "Examples: bp keyboard \"hello\"\n          printf %s \"$CODE\" | bp keyboard - --submit"
+    )]
+    Keyboard {
+        /// The text, or `-` to read it from stdin.
+        text: String,
+        /// Press Enter afterwards.
+        #[arg(long)]
+        submit: bool,
+    },
+    /// Move the mouse over a ref from the last observation, or viewport coordinates, without
+    /// clicking (menus and tooltips open).
+    #[command(after_help = "Examples: bp hover 4\n          bp hover --xy 120,48")]
+    Hover {
+        /// The ref printed by the last `bp observe` (or open, click ...).
+        #[arg(
+            value_name = "REF",
+            required_unless_present = "xy",
+            conflicts_with = "xy"
+        )]
+        reference: Option<u32>,
+        /// Viewport coordinates in CSS pixels, `X,Y`.
+        #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
+        xy: Option<(f64, f64)>,
+    },
+    /// Drag a ref (or the point --xy) and drop it on another ref of the same observation or at
+    /// viewport coordinates.
+    #[command(after_help = "Examples: bp drag 3 --to 7\n          bp drag 3 --to 400,220")]
+    Drag {
+        /// The ref to drag, from the last observation.
+        #[arg(
+            value_name = "REF",
+            required_unless_present = "xy",
+            conflicts_with = "xy"
+        )]
+        reference: Option<u32>,
+        /// Start at these viewport coordinates instead, `X,Y`.
+        #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
+        xy: Option<(f64, f64)>,
+        /// Where to drop: a ref of the same observation, or viewport coordinates `X,Y`.
+        #[arg(long, value_name = "REF|X,Y", value_parser = parse_drop)]
+        to: DropPoint,
+        /// Mouse moves between the two ends (default 10).
+        #[arg(long)]
+        steps: Option<u32>,
+    },
+    /// Wait until TEXT shows (or --gone: goes), a selector matches visibly (or --hidden: none
+    /// does), the URL matches a glob, or the network is quiet.
+    #[command(
+        after_help = "Examples: bp wait \"Saved\"\n          bp wait --selector \".spinner\" --hidden --timeout 60000\n          bp wait --url \"*/dashboard*\"\n          bp wait --network-idle",
+        group(ArgGroup::new("condition").required(true).args(["text", "gone", "selector", "url", "network_idle"]))
+    )]
+    Wait {
+        /// Wait until this text is shown (case-insensitive).
+        text: Option<String>,
+        /// This text is no longer shown.
+        #[arg(long)]
+        gone: Option<String>,
+        /// A CSS selector has a visible match.
+        #[arg(long)]
+        selector: Option<String>,
+        /// With --selector: wait until nothing matches visibly.
+        #[arg(long, requires = "selector")]
+        hidden: bool,
+        /// The tab's whole URL matches this glob (`*` is any run of characters).
+        #[arg(long)]
+        url: Option<String>,
+        /// No request in flight for --idle-ms (default 500).
+        #[arg(long)]
+        network_idle: bool,
+        /// With --network-idle: the quiet milliseconds required.
+        #[arg(long, value_name = "MS", requires = "network_idle")]
+        idle_ms: Option<u32>,
+        /// Give up after this many milliseconds (default: the Broker's 30 s).
+        #[arg(long, value_name = "MS")]
+        timeout: Option<u64>,
+    },
+    /// Print the current tab's console messages and uncaught errors, oldest first.
+    #[command(after_help = "Examples: bp console\n          bp console --level error,exception")]
+    Console {
+        /// Only these levels (comma-separated or repeated).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        level: Vec<ConsoleLevel>,
+        /// Only entries after this sequence number (the last one you read).
+        #[arg(long, value_name = "SEQUENCE")]
+        after: Option<u64>,
+        /// At most this many entries (default 100).
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// Run JavaScript in the page's own world and print the result (`-` reads it from stdin).
+    #[command(
+        after_help = "Examples: bp --allow page.eval eval \"location.href\"\n          bp --allow page.eval eval --function \"function add(a, b) { return a + b }\" --arg 2 --arg 3\n          cat check.js | bp --allow page.eval eval -\n\nNeeds the page.eval capability, which bp does not ask for by default: pass --allow page.eval, or set BP_ALLOW=page.eval."
+    )]
+    Eval {
+        /// An expression (top-level await allowed), a function's source with --function, or
+        /// `-` to read it from stdin.
+        #[arg(value_name = "JS")]
+        source: String,
+        /// JS is a function, called with the --arg values.
+        #[arg(long)]
+        function: bool,
+        /// A JSON argument for --function (repeatable, in order).
+        #[arg(long = "arg", value_name = "JSON", value_parser = parse_json, requires = "function")]
+        args: Vec<Value>,
+        /// Most characters of the serialized result.
+        #[arg(long)]
+        max_chars: Option<u32>,
+    },
+    /// Select FILE in a file input: the ref's, the --index-th of the page, or the one a click
+    /// just opened a file chooser for.
+    #[command(
+        after_help = "Examples: bp upload 6 ~/cv.pdf\n          bp upload --index 0 report.csv\n          bp click 9 && bp upload cv.pdf"
+    )]
+    Upload {
+        /// `REF FILE`, or only `FILE` (with --index, or for the input a click opened a chooser for).
+        #[arg(value_name = "REF FILE", num_args = 1..=2, required = true)]
+        items: Vec<String>,
+        /// The 0-based index of the page's file input instead of a ref.
+        #[arg(long)]
+        index: Option<u32>,
+    },
+    /// List the downloads of bp's tabs; --save DIR saves the completed ones there.
+    #[command(
+        after_help = "Examples: bp downloads\n          bp downloads --save ~/Downloads/bp\n\nSaved files are named download-<id>-<the page's name> (so no page can name them conftest.py\nor Makefile), at most 20 files and 256 MiB per run, into a directory of yours that others\ncannot write to (created 0700 when missing)."
+    )]
+    Downloads {
+        /// Save every completed download that is still kept into this directory.
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+    },
+    /// The cookies the current tab's browser would send (HttpOnly included).
+    #[command(
+        after_help = "Examples: bp --allow network.read cookies\n          bp --allow network.read cookies list --domain example.com\n\nNeeds the network.read capability, which bp does not ask for by default: pass --allow network.read, or set BP_ALLOW=network.read."
+    )]
+    Cookies {
+        #[command(subcommand)]
+        action: Option<CookiesAction>,
+    },
+    /// The current tab's recent requests, one request in full, and this Workspace's network rules.
+    #[command(
+        after_help = "Examples: bp --allow network.read network\n          bp --allow network.read network get 3 --body\n          bp --allow network.control network rules add \"*/ads/*\" block\n\nThe request commands need network.read and the rules network.control, which bp does not ask\nfor by default: pass --allow network.read,network.control, or set BP_ALLOW to them."
+    )]
+    Network {
+        #[command(subcommand)]
+        action: Option<NetworkAction>,
+    },
+    /// Answer HTTP Basic/Digest logins of an origin on bp's tabs, or stop answering them.
+    #[command(
+        after_help = "Examples: printf %s \"$PASSWORD\" | bp --allow network.control auth set https://intranet.example ada -\n          bp --allow network.control auth clear\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
     /// List the current tab's frames.
     #[command(after_help = "Example: bp frames")]
     Frames,
@@ -189,13 +462,21 @@ pub enum Command {
         text: Option<String>,
     },
     /// Save a screenshot of the current tab (PNG).
-    #[command(after_help = "Example: bp screenshot page.png --full")]
+    #[command(
+        after_help = "Examples: bp screenshot page.png --full\n          bp screenshot --annotate\n          bp screenshot boxes.png --annotate --refs 3,7"
+    )]
     Screenshot {
         /// Where to save it (default: a new file in the current directory).
         file: Option<PathBuf>,
         /// The whole page, not only the viewport.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "annotate")]
         full: bool,
+        /// Outline the last observation's elements with their ref numbers (viewport only).
+        #[arg(long)]
+        annotate: bool,
+        /// With --annotate: only these refs (comma-separated).
+        #[arg(long, value_delimiter = ',', requires = "annotate")]
+        refs: Vec<u32>,
     },
     /// Save the current tab as PDF (headless browsers only).
     #[command(after_help = "Example: bp pdf page.pdf")]
@@ -221,6 +502,208 @@ pub enum Command {
         /// Write bp.1 and every bp-COMMAND.1 it links to here (created when missing).
         dir: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CookiesAction {
+    /// List cookies (default: those of the current tab's URL).
+    #[command(
+        after_help = "Examples: bp --allow network.read cookies list\n          bp --allow network.read cookies list --url https://example.com/account\n\nNeeds the network.read capability, which bp does not ask for by default: pass --allow network.read, or set BP_ALLOW=network.read."
+    )]
+    List {
+        /// Only cookies whose domain is this one or under it.
+        #[arg(long)]
+        domain: Option<String>,
+        /// Only cookies the browser would send to this URL (repeatable).
+        #[arg(long = "url", value_name = "URL")]
+        urls: Vec<String>,
+        /// At most this many cookies.
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+}
+
+#[derive(Args, Debug, Default, Clone)]
+pub struct RequestFilter {
+    /// Only requests whose URL contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub url_contains: Option<String>,
+    /// Only this resource type (Document, Script, Image, XHR, Fetch, ...).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub resource_type: Option<String>,
+    /// Only responses with this HTTP status.
+    #[arg(long)]
+    pub status: Option<u16>,
+    /// Only the newest this many (default 50).
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NetworkAction {
+    /// List the current tab's recent requests, numbered for `bp network get N`.
+    #[command(
+        after_help = "Examples: bp --allow network.read network list\n          bp --allow network.read network list --type XHR --status 500\n\nNeeds the network.read capability, which bp does not ask for by default: pass --allow network.read, or set BP_ALLOW=network.read."
+    )]
+    List(RequestFilter),
+    /// One request in full: headers (Authorization redacted) and, with --body, the response body.
+    #[command(
+        after_help = "Examples: bp --allow network.read network get 3 --body\n          bp --allow network.read network get request:4bcc...\n\nNeeds the network.read capability, which bp does not ask for by default: pass --allow network.read, or set BP_ALLOW=network.read."
+    )]
+    Get {
+        /// The number `bp network list` printed, or a requestId.
+        #[arg(value_name = "N|ID")]
+        request: String,
+        /// Also print the response body.
+        #[arg(long)]
+        body: bool,
+        /// Most bytes of the body (default 256 KiB).
+        #[arg(long, requires = "body")]
+        max_body_bytes: Option<u32>,
+    },
+    /// This Workspace's network rules: list (default), add, remove.
+    #[command(
+        after_help = "Example: bp --allow network.control network rules\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Rules {
+        #[command(subcommand)]
+        action: Option<RulesAction>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesAction {
+    /// List the rules, oldest first, numbered for `bp network rules remove N`.
+    #[command(
+        after_help = "Example: bp --allow network.control network rules list\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    List,
+    /// Block, mock or add headers to the requests whose whole URL matches PATTERN (`*` any run).
+    #[command(
+        after_help = "Examples: bp --allow network.control network rules add \"*/ads/*\" block\n          bp --allow network.control network rules add \"*/api/me\" mock --status 200 --body '{\"name\":\"Ada\"}' --header \"Content-Type: application/json\"\n          bp --allow network.control network rules add \"*/api/*\" headers --header \"X-Debug: 1\"\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Add {
+        /// A glob over the whole URL.
+        pattern: String,
+        /// What to do with a matching request.
+        action: RuleAction,
+        /// The mock response's HTTP status.
+        #[arg(long)]
+        status: Option<u16>,
+        /// The mock response's body, as text.
+        #[arg(long, conflicts_with = "body_file")]
+        body: Option<String>,
+        /// The mock response's body, the bytes of this file.
+        #[arg(long, value_name = "FILE")]
+        body_file: Option<PathBuf>,
+        /// `Name: value`: a mock response header, or a header added to the request (repeatable).
+        #[arg(long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+        headers: Vec<(String, String)>,
+    },
+    /// Remove rule N (from `bp network rules`) or the rule with this ruleId.
+    #[command(
+        after_help = "Example: bp --allow network.control network rules remove 1\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Remove {
+        #[arg(value_name = "N|ID")]
+        rule: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuthAction {
+    /// Answer ORIGIN's HTTP logins with USER and PASSWORD (`-` reads it from stdin, keeping it
+    /// out of the shell's history and the process list).
+    #[command(
+        after_help = "Example: printf %s \"$PASSWORD\" | bp --allow network.control auth set https://intranet.example ada -\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Set {
+        /// scheme://host[:port]
+        origin: String,
+        username: String,
+        /// The password, or `-` to read it from stdin.
+        password: String,
+    },
+    /// Stop answering ORIGIN's logins (every origin's when omitted).
+    #[command(
+        after_help = "Example: bp --allow network.control auth clear https://intranet.example\n\nNeeds the network.control capability, which bp does not ask for by default: pass --allow network.control, or set BP_ALLOW=network.control."
+    )]
+    Clear { origin: Option<String> },
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleAction {
+    Block,
+    Mock,
+    Headers,
+}
+
+impl RuleAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleAction::Block => "block",
+            RuleAction::Mock => "mock",
+            RuleAction::Headers => "headers",
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsoleLevel {
+    Log,
+    Debug,
+    Info,
+    Warning,
+    Error,
+    Exception,
+}
+
+impl ConsoleLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsoleLevel::Log => "log",
+            ConsoleLevel::Debug => "debug",
+            ConsoleLevel::Info => "info",
+            ConsoleLevel::Warning => "warning",
+            ConsoleLevel::Error => "error",
+            ConsoleLevel::Exception => "exception",
+        }
+    }
+}
+
+/// Where `bp drag --to` drops: a ref of the same observation, or viewport coordinates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DropPoint {
+    Ref(u32),
+    At(f64, f64),
+}
+
+fn parse_drop(text: &str) -> Result<DropPoint, String> {
+    match text.contains(',') {
+        true => parse_xy(text).map(|(x, y)| DropPoint::At(x, y)),
+        false => text
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|r| *r > 0)
+            .map(DropPoint::Ref)
+            .ok_or_else(|| format!("{text:?} is neither a ref nor X,Y")),
+    }
+}
+
+fn parse_json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON ({e}); quote strings: '\"text\"'"))
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| "expected `Name: value`".to_owned())?;
+    let name = name.trim();
+    match name.is_empty() {
+        true => Err("the header name is empty".to_owned()),
+        false => Ok((name.to_owned(), value.trim_start().to_owned())),
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,19 +781,122 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// Every command and subcommand, as `bp a b`, with its clap definition.
+    fn every_command() -> Vec<(String, clap::Command)> {
+        fn walk(prefix: &str, command: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+            for sub in command.get_subcommands() {
+                let name = format!("{prefix} {}", sub.get_name());
+                out.push((name.clone(), sub.clone()));
+                walk(&name, sub, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk("bp", &Cli::command(), &mut out);
+        out
+    }
+
     #[test]
     fn every_command_has_an_example() {
-        for sub in Cli::command().get_subcommands() {
+        for (name, sub) in every_command() {
             let help = sub
                 .get_after_help()
                 .map(|h| h.to_string())
                 .unwrap_or_default();
+            assert!(help.starts_with("Example"), "{name} has no example");
+        }
+    }
+
+    /// The tool coverage: every tool of the manifest (all of which the Broker advertises to a
+    /// `bp` that was allowed the extras) has a `bp` command that exists, and a command whose
+    /// tool needs a capability bp does not ask for by default says how to grant it.
+    #[test]
+    fn every_tool_has_a_bp_command() {
+        let commands = every_command();
+        for tool in crate::tools::manifest() {
+            let mapped: Vec<&str> = TOOL_COMMANDS
+                .iter()
+                .filter(|(name, _)| *name == tool.name)
+                .map(|(_, command)| *command)
+                .collect();
+            let implicit = IMPLICIT_TOOLS.iter().any(|(name, _)| *name == tool.name);
             assert!(
-                help.starts_with("Example"),
-                "bp {} has no example",
-                sub.get_name()
+                !mapped.is_empty() || implicit,
+                "{} has no bp command: add one (src/cli/args.rs, run.rs) and its TOOL_COMMANDS row",
+                tool.name
+            );
+            for command in mapped {
+                let (_, definition) = commands
+                    .iter()
+                    .find(|(name, _)| name == command)
+                    .unwrap_or_else(|| panic!("{command} (for {}) is not a command", tool.name));
+                if DEFAULT_CAPABILITIES.contains(&tool.capability) {
+                    continue;
+                }
+                let help = definition
+                    .get_after_help()
+                    .map(|h| h.to_string())
+                    .unwrap_or_default();
+                assert!(
+                    help.contains(&format!("--allow {}", tool.capability)),
+                    "{command} must say how to grant {}",
+                    tool.capability
+                );
+            }
+        }
+        for (name, _) in TOOL_COMMANDS.iter().chain(IMPLICIT_TOOLS) {
+            assert!(
+                crate::tools::find(name).is_some(),
+                "{name} is no tool of the manifest"
             );
         }
+    }
+
+    #[test]
+    fn docs_cli_md_lists_every_tool() {
+        const START: &str = "<!-- tool coverage: generated -->\n";
+        const END: &str = "<!-- end of tool coverage -->";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/cli.md");
+        let rows: Vec<(&str, &str)> = crate::tools::manifest()
+            .iter()
+            .map(|tool| (tool.name, tool.capability))
+            .collect();
+        let table = tool_coverage_markdown(&rows);
+        assert!(!table.contains("**none**"), "{table}");
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        let (Some(start), Some(end)) = (on_disk.find(START), on_disk.find(END)) else {
+            panic!("docs/cli.md lacks the {START:?} ... {END:?} section");
+        };
+        let rendered = format!("{}{START}{table}{}", &on_disk[..start], &on_disk[end..]);
+        if std::env::var_os("BROWSER_PILOT_UPDATE_DOCS").is_some() {
+            std::fs::write(path, &rendered).expect("write docs/cli.md");
+        }
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == rendered,
+            "docs/cli.md's tool table is stale: run BROWSER_PILOT_UPDATE_DOCS=1 cargo test --lib cli::args"
+        );
+    }
+
+    #[test]
+    fn parsers() {
+        assert_eq!(parse_drop("7"), Ok(DropPoint::Ref(7)));
+        assert_eq!(parse_drop("400,220"), Ok(DropPoint::At(400.0, 220.0)));
+        assert!(parse_drop("0").is_err() && parse_drop("x").is_err());
+        assert_eq!(
+            parse_header("X-Debug:  1"),
+            Ok(("X-Debug".to_owned(), "1".to_owned()))
+        );
+        assert!(parse_header("nothing").is_err() && parse_header(": v").is_err());
+        assert_eq!(parse_json("[1,2]"), Ok(serde_json::json!([1, 2])));
+        assert!(parse_json("bare").is_err());
+        let cli = Cli::try_parse_from(["bp", "--allow", "page.eval,network.read", "tabs"]).unwrap();
+        assert_eq!(cli.allow, ["page.eval", "network.read"]);
+        assert!(Cli::try_parse_from(["bp", "--allow", "browser.control", "tabs"]).is_err());
+        assert!(Cli::try_parse_from(["bp", "wait"]).is_err());
+        let cli = Cli::try_parse_from(["bp", "upload", "--index", "0", "cv.pdf"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Upload { ref items, index: Some(0) } if items == &["cv.pdf"])
+        );
     }
 
     #[test]

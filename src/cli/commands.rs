@@ -181,7 +181,7 @@ fn render_status(value: &Value, style: &Style) -> String {
 /// `bp disconnect`: releases the compatibility Workspace first, then asks the Broker to exit.
 /// It refuses while any other live Connection exists (`broker_in_use`, exit 4) or when another
 /// installation started it (`protocol_incompatible`), and says which happened.
-pub async fn disconnect(home: &Home, output: &Output) -> i32 {
+pub async fn disconnect(home: &Home, output: &Output, allowed: &[String]) -> i32 {
     match CliClient::connect(home).await {
         Ok(_) => {}
         Err(CliError::NotRunning) => {
@@ -192,7 +192,7 @@ pub async fn disconnect(home: &Home, output: &Output) -> i32 {
         }
         Err(error) => return report(output, error),
     }
-    let released = match Compat::open(home, None).await {
+    let released = match Compat::open(home, None, allowed).await {
         Ok(compat) => compat.release_workspace().await,
         Err(error) => Err(error),
     };

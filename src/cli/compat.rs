@@ -46,6 +46,9 @@ const OBSERVING_TOOLS: &[&str] = &[
     "browser.keyboard",
     "browser.scroll",
     "browser.dropdown.select",
+    "browser.hover",
+    "browser.drag",
+    "browser.upload",
 ];
 
 /// Tools after which their target is no longer anyone's current tab.
@@ -104,9 +107,15 @@ pub struct Compat {
 }
 
 impl Compat {
-    /// Launches the bridge, picks the browser (`preference`, else a connected one, else the
-    /// Broker's selection), and takes the compatibility Workspace and a Lease.
-    pub async fn open(home: &Home, preference: Option<&str>) -> Result<Compat, RpcError> {
+    /// Launches the bridge asking for the contract's six capabilities plus `extras` (what the
+    /// user allowed with `--allow` / `BP_ALLOW`), picks the browser (`preference`, else a
+    /// connected one, else the Broker's selection), and takes the compatibility Workspace and
+    /// a Lease.
+    pub async fn open(
+        home: &Home,
+        preference: Option<&str>,
+        extras: &[String],
+    ) -> Result<Compat, RpcError> {
         let mut spec = LaunchSpec::new(sibling_executable()?);
         spec.browser = preference.map(str::to_owned);
         let identity = ClientIdentity {
@@ -115,8 +124,13 @@ impl Compat {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instance_id: instance_id(home),
         };
-        let (session, _notifications) =
-            BridgeSession::launch(&spec, &identity, &SessionOptions::default()).await?;
+        let mut options = SessionOptions::default();
+        for extra in extras {
+            if !options.capabilities.contains(extra) {
+                options.capabilities.push(extra.clone());
+            }
+        }
+        let (session, _notifications) = BridgeSession::launch(&spec, &identity, &options).await?;
         let discovered = session
             .call_connection_tool(&ToolCall::new("browser.discover", json!({}), "discover"))
             .await?;
@@ -159,6 +173,17 @@ impl Compat {
         arguments: Value,
         target_id: Option<&str>,
     ) -> Result<ToolOutcome, RpcError> {
+        self.tool_within(name, arguments, target_id, None).await
+    }
+
+    /// [`Compat::tool`] with the Command's own deadline (`bp wait --timeout`).
+    pub async fn tool_within(
+        &self,
+        name: &str,
+        arguments: Value,
+        target_id: Option<&str>,
+        deadline_ms: Option<u64>,
+    ) -> Result<ToolOutcome, RpcError> {
         if let Some(target) = target_id {
             let mut used = self.used.lock().expect("used lock");
             if !used.iter().any(|t| t == target) {
@@ -167,8 +192,9 @@ impl Compat {
         }
         let started = Instant::now();
         loop {
-            let call = ToolCall::new(name, arguments.clone(), self.next_call_id())
+            let mut call = ToolCall::new(name, arguments.clone(), self.next_call_id())
                 .on_target(target_id.map(str::to_owned));
+            call.deadline_ms = deadline_ms;
             match self.workspace.call(&self.lease, &call).await {
                 Err(error)
                     if error.code == ErrorCode::TargetControlledElsewhere

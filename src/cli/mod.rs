@@ -4,7 +4,8 @@
 //! CLI channel for what no public method does. It never touches the store, CDP or Broker
 //! internals, and never writes a tab, Observation, ref or cursor to disk.
 //!
-//! Files: `args` (clap definitions, completions, man page), `run` (commands -> tools),
+//! Files: `args` (clap definitions, completions, man page, the tool -> command table), `run`
+//! (commands -> tools), `data` (the console, eval, cookie, network, auth and download commands),
 //! `compat` (the compatibility Workspace session and the current tab), `output` (TTY text,
 //! JSON, colours, spinner), `exit` (exit codes), `commands` + `client` (private channel),
 //! `table` (debug sql rows).
@@ -13,12 +14,16 @@ mod args;
 mod client;
 mod commands;
 mod compat;
+mod data;
 mod exit;
 mod output;
 mod run;
 mod table;
 
-pub use args::{Cli, Command, EXIT_CODES, Shell, completions, man_page, man_pages};
+pub use args::{
+    Cli, Command, EXIT_CODES, IMPLICIT_TOOLS, Shell, TOOL_COMMANDS, completions, man_page,
+    man_pages, tool_coverage_markdown,
+};
 pub use commands::{debug_sql, disconnect, status};
 pub use compat::{CLIENT_ID, instance_id};
 pub use exit::log_level;

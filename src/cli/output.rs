@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use super::args::OutputFlags;
+use super::args::{OutputFlags, TOOL_COMMANDS};
 use crate::adapter::lean::{self, Notes};
 use crate::protocol::errors::RpcError;
 
@@ -176,29 +176,17 @@ pub fn clean(text: &str) -> String {
         .collect()
 }
 
-/// The `bp` command that does what a Broker tool does, for texts that name the tool.
-const BP_COMMANDS: &[(&str, &str)] = &[
-    ("browser.discover", "bp status"),
-    ("browser.connect", "bp connect"),
-    ("browser.open", "bp open"),
-    ("browser.tabs.list", "bp tabs"),
-    ("browser.observe", "bp observe"),
-    ("browser.read", "bp read"),
-    ("browser.search", "bp search"),
-    ("browser.elements.find", "bp find"),
-    ("browser.click", "bp click"),
-    ("browser.type", "bp type"),
-    ("browser.press", "bp press"),
-    ("browser.scroll", "bp scroll"),
-    ("browser.dropdown.select", "bp select"),
-    ("browser.frames.list", "bp frames"),
-    ("browser.frames.select", "bp frame"),
-    ("browser.dialogs.list", "bp dialogs"),
-    ("browser.dialogs.*", "bp dialogs"),
-    ("browser.dialogs.respond", "bp dialog"),
-    ("browser.capture", "bp screenshot"),
-    ("browser.pdf", "bp pdf"),
-];
+/// The `bp` command of a tool name in a text: the coverage table (`args::TOOL_COMMANDS`, first
+/// row of a tool), or the dialogs wildcard some remediation texts use.
+fn command_of(tool: &str) -> Option<&'static str> {
+    match tool {
+        "browser.dialogs.*" => Some("bp dialogs"),
+        _ => TOOL_COMMANDS
+            .iter()
+            .find(|(name, _)| *name == tool)
+            .map(|(_, command)| *command),
+    }
+}
 
 /// `text` with each Broker tool name that a `bp` command covers spelled as that command
 /// (`browser.observe` -> `` `bp observe` ``, without doubling backticks already there).
@@ -213,9 +201,9 @@ pub fn bp_text(text: &str) -> String {
             .unwrap_or(rest.len() - at);
         let word = rest[at..at + word_len].trim_end_matches('.');
         let boundary = before.is_none_or(|c| !(c.is_ascii_alphanumeric() || "._".contains(c)));
-        match BP_COMMANDS.iter().find(|(tool, _)| *tool == word) {
-            Some((_, command)) if boundary && before == Some('`') => out.push_str(command),
-            Some((_, command)) if boundary => out.push_str(&format!("`{command}`")),
+        match command_of(word) {
+            Some(command) if boundary && before == Some('`') => out.push_str(command),
+            Some(command) if boundary => out.push_str(&format!("`{command}`")),
             _ => out.push_str(word),
         }
         rest = &rest[at + word.len()..];
@@ -269,10 +257,7 @@ pub fn render_error(error: &RpcError, style: &Style) -> String {
 
 /// The `bp` command of a Broker tool (`browser.observe` -> `bp observe`), else the tool.
 pub fn bp_command(tool: &str) -> String {
-    BP_COMMANDS
-        .iter()
-        .find(|(name, _)| *name == tool)
-        .map_or_else(|| tool.to_owned(), |(_, command)| (*command).to_owned())
+    command_of(tool).map_or_else(|| tool.to_owned(), str::to_owned)
 }
 
 /// The lean text of a result (`crate::adapter::lean`, the form MCP hosts read): an
@@ -349,9 +334,9 @@ mod tests {
     fn errors_name_bp_commands() {
         assert_eq!(
             bp_text(
-                "Call browser.observe, then `browser.dialogs.list`; browser.control and browser.upload stay."
+                "Call browser.observe, then `browser.dialogs.list`; browser.control and browser.tabs stay; browser.upload."
             ),
-            "Call `bp observe`, then `bp dialogs`; browser.control and browser.upload stay."
+            "Call `bp observe`, then `bp dialogs`; browser.control and browser.tabs stay; `bp upload`."
         );
         let error = RpcError::new(ErrorCode::StaleRef, "ref 3 of browser.observe is gone")
             .with_remediation(

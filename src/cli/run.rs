@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::args::{Cli, Command, DialogAction};
+use super::args::{Cli, Command, DialogAction, DropPoint, extra_capabilities};
 use super::commands;
 use super::compat::Compat;
+use super::data;
 use super::exit;
 use super::output::{Output, Style, clean, render_lean};
 use crate::adapter::ToolOutcome;
@@ -47,6 +48,13 @@ pub fn run(cli: Cli) -> i32 {
         Command::Man { dir: Some(dir) } => return write_man_pages(dir, &output),
         _ => {}
     }
+    let allowed = match allowed_capabilities(&cli.allow) {
+        Ok(allowed) => allowed,
+        Err(error) => {
+            output.error(&error);
+            return exit::USAGE;
+        }
+    };
     let home = match Home::from_env() {
         Ok(home) => home,
         Err(error) => {
@@ -66,22 +74,67 @@ pub fn run(cli: Cli) -> i32 {
     runtime.block_on(async move {
         match cli.command {
             Command::Status => commands::status(&home, &output).await,
-            Command::Disconnect => commands::disconnect(&home, &output).await,
+            Command::Disconnect => commands::disconnect(&home, &output, &allowed).await,
             Command::Launch {
                 headless,
                 executable,
-            } => launch(&home, &output, headless, executable).await,
+            } => launch(&home, &output, &allowed, headless, executable).await,
             Command::Stop => stop(&home, &output).await,
-            command => match tool_command(&home, &output, command).await {
+            command => match tool_command(&home, &output, &allowed, command).await {
                 Ok(()) => exit::OK,
                 Err(error) => {
-                    let error = with_launch_hint(error);
+                    let error = with_launch_hint(with_grant_hint(error));
                     output.error(&error);
                     exit::for_code(error.code)
                 }
             },
         }
     })
+}
+
+/// The extra capabilities to ask for: `--allow`, then `BP_ALLOW` (comma-separated), each one of
+/// the extras; anything else is a usage error naming them.
+fn allowed_capabilities(flag: &[String]) -> Result<Vec<String>, RpcError> {
+    let from_env = std::env::var("BP_ALLOW").unwrap_or_default();
+    let mut allowed: Vec<String> = Vec::new();
+    let extras = extra_capabilities();
+    for name in flag
+        .iter()
+        .map(String::as_str)
+        .chain(from_env.split(',').map(str::trim))
+        .filter(|name| !name.is_empty())
+    {
+        if !extras.contains(&name) {
+            return Err(RpcError::invalid_params(format!(
+                "BP_ALLOW names {name:?}, which is not one of {}",
+                extras.join(", ")
+            )));
+        }
+        if !allowed.iter().any(|a| a == name) {
+            allowed.push(name.to_owned());
+        }
+    }
+    Ok(allowed)
+}
+
+/// A capability bp did not ask for: say how to let it.
+fn with_grant_hint(mut error: RpcError) -> RpcError {
+    if error.code == ErrorCode::CapabilityDenied {
+        let capability = error
+            .context
+            .as_ref()
+            .and_then(|c| c.get("capability"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        error = error.with_remediation(
+            RemediationAction::RequestCapability,
+            format!(
+                "bp does not ask for {capability} unless allowed: run `bp --allow {capability} ...`, or set BP_ALLOW={capability} for every bp command."
+            ),
+        );
+    }
+    error
 }
 
 /// A browser that is not ready can also be replaced by the managed Chromium: say so.
@@ -109,14 +162,19 @@ fn with_launch_hint(mut error: RpcError) -> RpcError {
 
 /// Opens the compatibility session, connects to the browser, runs `command`, and always closes
 /// the session (the Lease is released; the Workspace stays for the next invocation).
-async fn tool_command(home: &Home, output: &Output, command: Command) -> Result<(), RpcError> {
+async fn tool_command(
+    home: &Home,
+    output: &Output,
+    allowed: &[String],
+    command: Command,
+) -> Result<(), RpcError> {
     let preference = match &command {
         Command::Connect { browser } => browser.clone(),
         _ => None,
     };
     let compat = {
         let _spinner = output.spinner("starting the Broker session");
-        Compat::open(home, preference.as_deref()).await?
+        Compat::open(home, preference.as_deref(), allowed).await?
     };
     let connected = {
         let _spinner =
@@ -198,23 +256,12 @@ async fn run_tool_command(
             output.print(&value, |style| render_tabs(&marked, style));
         }
         Command::Tab { number } => {
-            let tabs = compat.tab_ids().await?;
-            let target = number
-                .checked_sub(1)
-                .and_then(|i| tabs.get(i))
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!("there is no tab {number}"))
-                        .with_context("tabs", json!(tabs.len()))
-                        .with_remediation(
-                            RemediationAction::ListTabs,
-                            "Run `bp tabs` for the numbers.",
-                        )
-                })?;
+            let target = tab_target(compat, number).await?;
             let observed = compat
                 .tool(
                     "browser.observe",
                     observe_arguments(output, None),
-                    Some(target),
+                    Some(&target),
                 )
                 .await?;
             output.print(&observed.result, |style| {
@@ -234,18 +281,208 @@ async fn run_tool_command(
                     .tool("browser.navigate", json!({"action": action}), Some(&target))
                     .await?
             };
-            output.print(&navigated.result, |style| {
+            print_navigated(output, &navigated.result);
+        }
+        Command::Goto { url } => {
+            let (target, _) = compat.current_target().await?;
+            let navigated = {
+                let _spinner = output.spinner(&format!("loading {url}"));
+                compat
+                    .tool(
+                        "browser.navigate",
+                        json!({"action": "goto", "url": url}),
+                        Some(&target),
+                    )
+                    .await?
+            };
+            print_navigated(output, &navigated.result);
+        }
+        Command::Close { number } => {
+            let target = match number {
+                Some(number) => tab_target(compat, number).await?,
+                None => compat.current_target().await?.0,
+            };
+            let closed = compat
+                .tool("browser.tabs.close", json!({}), Some(&target))
+                .await?;
+            output.print(&closed.result, |style| {
+                format!("{}\n", style.green("closed the tab"))
+            });
+        }
+        Command::Keyboard { text, submit } => {
+            let text = match text.as_str() {
+                "-" => text_from_stdin()?,
+                _ => text,
+            };
+            let (target, current) = compat.current_target().await?;
+            let arguments = json!({"text": text, "submit": submit});
+            let since = current.observation_id;
+            action(
+                compat,
+                output,
+                "browser.keyboard",
+                arguments,
+                &target,
+                since,
+            )
+            .await?;
+        }
+        Command::Hover { reference, xy } => {
+            let (target, arguments, since) = pointer_target(compat, reference, xy).await?;
+            action(compat, output, "browser.hover", arguments, &target, since).await?;
+        }
+        Command::Drag {
+            reference,
+            xy,
+            to,
+            steps,
+        } => {
+            let by_ref = reference.is_some() || matches!(to, DropPoint::Ref(_));
+            let (target, observation) = match by_ref {
+                true => {
+                    let (target, observation) = compat.current_observation().await?;
+                    (target, Some(observation))
+                }
+                false => {
+                    let (target, current) = compat.current_target().await?;
+                    (target, current.observation_id)
+                }
+            };
+            let mut arguments = match (reference, xy) {
+                (Some(reference), _) => json!({"ref": reference}),
+                (None, Some((x, y))) => json!({"x": x, "y": y}),
+                (None, None) => return Err(RpcError::invalid_params("give a ref or --xy X,Y")),
+            };
+            match to {
+                DropPoint::Ref(to) => arguments["toRef"] = json!(to),
+                DropPoint::At(x, y) => {
+                    arguments["toX"] = json!(x);
+                    arguments["toY"] = json!(y);
+                }
+            }
+            if by_ref {
+                arguments["observationId"] = json!(observation);
+            }
+            if let Some(steps) = steps {
+                arguments["steps"] = json!(steps);
+            }
+            action(
+                compat,
+                output,
+                "browser.drag",
+                arguments,
+                &target,
+                observation,
+            )
+            .await?;
+        }
+        Command::Wait {
+            text,
+            gone,
+            selector,
+            hidden,
+            url,
+            network_idle,
+            idle_ms,
+            timeout,
+        } => {
+            let (target, _) = compat.current_target().await?;
+            let mut arguments = json!({});
+            if let Some(text) = text {
+                arguments["text"] = json!(text);
+            }
+            if let Some(gone) = gone {
+                arguments["textGone"] = json!(gone);
+            }
+            if let Some(selector) = selector {
+                arguments["selector"] = json!(selector);
+                arguments["state"] = json!(if hidden { "hidden" } else { "visible" });
+            }
+            if let Some(url) = url {
+                arguments["url"] = json!(url);
+            }
+            if network_idle {
+                arguments["networkIdle"] = json!(true);
+            }
+            if let Some(idle_ms) = idle_ms {
+                arguments["idleMs"] = json!(idle_ms);
+            }
+            let waited = {
+                let _spinner = output.spinner("waiting for the condition");
+                compat
+                    .tool_within("browser.wait", arguments, Some(&target), timeout)
+                    .await?
+            };
+            output.print(&waited.result, |style| {
                 format!(
                     "{} {} {}\n",
-                    style.bold(&clean(navigated.result["title"].as_str().unwrap_or(""))),
-                    style.dim(&clean(navigated.result["url"].as_str().unwrap_or(""))),
-                    style.dim(&format!(
-                        "({})",
-                        navigated.result["loadState"].as_str().unwrap_or("")
-                    ))
+                    style.green("ok"),
+                    waited.result["condition"].as_str().unwrap_or(""),
+                    style.dim(&format!("after {} ms", waited.result["waitedMs"]))
                 )
             });
         }
+        Command::Console {
+            level,
+            after,
+            limit,
+        } => data::console(compat, output, &level, after, limit).await?,
+        Command::Eval {
+            source,
+            function,
+            args,
+            max_chars,
+        } => data::eval(compat, output, source, function, args, max_chars).await?,
+        Command::Upload { items, index } => {
+            let (reference, file) = match items.as_slice() {
+                [file] => (None, file.clone()),
+                [reference, file] => {
+                    let reference = reference.parse::<u32>().ok().filter(|r| *r > 0);
+                    let reference = reference.ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "{:?} is not a ref: give `REF FILE` or `FILE`",
+                            items[0]
+                        ))
+                    })?;
+                    (Some(reference), file.clone())
+                }
+                _ => return Err(RpcError::invalid_params("give `REF FILE` or `FILE`")),
+            };
+            if reference.is_some() && index.is_some() {
+                return Err(RpcError::invalid_params("give a ref or --index, not both"));
+            }
+            let (target, since) = match reference {
+                Some(_) => {
+                    let (target, observation) = compat.current_observation().await?;
+                    (target, Some(observation))
+                }
+                None => {
+                    let (target, current) = compat.current_target().await?;
+                    (target, current.observation_id)
+                }
+            };
+            let path = absolute(Path::new(&file))?;
+            let imported = compat
+                .session
+                .request(
+                    "artifacts/import",
+                    json!({"workspaceId": compat.workspace.id(), "leaseId": compat.lease.id(), "path": path}),
+                )
+                .await?;
+            let mut arguments = json!({"artifactId": imported["artifact"]["id"]});
+            if let Some(reference) = reference {
+                arguments["observationId"] = json!(since);
+                arguments["ref"] = json!(reference);
+            }
+            if let Some(index) = index {
+                arguments["inputIndex"] = json!(index);
+            }
+            action(compat, output, "browser.upload", arguments, &target, since).await?;
+        }
+        Command::Downloads { save } => data::downloads(compat, output, save.as_deref()).await?,
+        Command::Cookies { action } => data::cookies(compat, output, action).await?,
+        Command::Network { action } => data::network(compat, output, action).await?,
+        Command::Auth { action } => data::auth(compat, output, action).await?,
         Command::Observe { limit } => {
             let (target, _) = compat.current_target().await?;
             let observed = compat
@@ -299,21 +536,7 @@ async fn run_tool_command(
             output.print(&found.result, |style| render_found(&found.result, style));
         }
         Command::Click { reference, xy } => {
-            let (target, arguments, since) = match (reference, xy) {
-                (_, Some((x, y))) => {
-                    let (target, current) = compat.current_target().await?;
-                    (target, json!({"x": x, "y": y}), current.observation_id)
-                }
-                (Some(reference), None) => {
-                    let (target, observation) = compat.current_observation().await?;
-                    (
-                        target,
-                        json!({"observationId": observation, "ref": reference}),
-                        Some(observation),
-                    )
-                }
-                (None, None) => return Err(RpcError::invalid_params("give a ref or --xy X,Y")),
-            };
+            let (target, arguments, since) = pointer_target(compat, reference, xy).await?;
             action(compat, output, "browser.click", arguments, &target, since).await?;
         }
         Command::Type {
@@ -473,15 +696,28 @@ async fn run_tool_command(
                 )
             });
         }
-        Command::Screenshot { file, full } => {
-            let (target, _) = compat.current_target().await?;
+        Command::Screenshot {
+            file,
+            full,
+            annotate,
+            refs,
+        } => {
             // The full-size image is saved, never the 1600 px preview a tall page gets.
+            let mut arguments = json!({"fullPage": full, "includeOriginal": true});
+            let target = match annotate {
+                true => {
+                    let (target, observation) = compat.current_observation().await?;
+                    let mut annotations = json!({"observationId": observation});
+                    if !refs.is_empty() {
+                        annotations["refs"] = json!(refs);
+                    }
+                    arguments["annotations"] = annotations;
+                    target
+                }
+                false => compat.current_target().await?.0,
+            };
             let captured = compat
-                .tool(
-                    "browser.capture",
-                    json!({"fullPage": full, "includeOriginal": true}),
-                    Some(&target),
-                )
+                .tool("browser.capture", arguments, Some(&target))
                 .await?;
             let mut result = captured.result;
             if let Some(original) = result.get("original").filter(|o| o.is_object()).cloned() {
@@ -515,8 +751,70 @@ async fn run_tool_command(
     Ok(())
 }
 
+/// The target of tab N as `bp tabs` numbers them.
+async fn tab_target(compat: &Compat, number: usize) -> Result<String, RpcError> {
+    let tabs = compat.tab_ids().await?;
+    number
+        .checked_sub(1)
+        .and_then(|i| tabs.get(i))
+        .cloned()
+        .ok_or_else(|| {
+            RpcError::invalid_params(format!("there is no tab {number}"))
+                .with_context("tabs", json!(tabs.len()))
+                .with_remediation(
+                    RemediationAction::ListTabs,
+                    "Run `bp tabs` for the numbers.",
+                )
+        })
+}
+
+/// A pointer action's target, arguments and the Observation to diff against: a ref of the
+/// latest Observation, or viewport coordinates.
+async fn pointer_target(
+    compat: &Compat,
+    reference: Option<u32>,
+    xy: Option<(f64, f64)>,
+) -> Result<(String, Value, Option<String>), RpcError> {
+    match (reference, xy) {
+        (_, Some((x, y))) => {
+            let (target, current) = compat.current_target().await?;
+            Ok((target, json!({"x": x, "y": y}), current.observation_id))
+        }
+        (Some(reference), None) => {
+            let (target, observation) = compat.current_observation().await?;
+            Ok((
+                target,
+                json!({"observationId": observation, "ref": reference}),
+                Some(observation),
+            ))
+        }
+        (None, None) => Err(RpcError::invalid_params("give a ref or --xy X,Y")),
+    }
+}
+
+/// `path` made absolute against the working directory (the Broker takes absolute paths only).
+pub(super) fn absolute(path: &Path) -> Result<PathBuf, RpcError> {
+    match path.is_absolute() {
+        true => Ok(path.to_path_buf()),
+        false => std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .map_err(|e| RpcError::invalid_params(format!("no working directory: {e}"))),
+    }
+}
+
+fn print_navigated(output: &Output, result: &Value) {
+    output.print(result, |style| {
+        format!(
+            "{} {} {}\n",
+            style.bold(&clean(result["title"].as_str().unwrap_or(""))),
+            style.dim(&clean(result["url"].as_str().unwrap_or(""))),
+            style.dim(&format!("({})", result["loadState"].as_str().unwrap_or("")))
+        )
+    });
+}
+
 /// `bp type REF -`: the text from stdin, without one trailing newline (never echoed).
-fn text_from_stdin() -> Result<String, RpcError> {
+pub(super) fn text_from_stdin() -> Result<String, RpcError> {
     use std::io::Read;
     let mut text = String::new();
     std::io::stdin()
@@ -546,7 +844,7 @@ fn observe_arguments(output: &Output, limit: Option<u32>) -> Value {
 
 /// An action with evidence and a fresh Observation: for text output, the lean form (what
 /// changed since `since`, the tab's latest Observation, or the whole new document).
-async fn action(
+pub(super) async fn action(
     compat: &Compat,
     output: &Output,
     name: &str,
@@ -615,12 +913,31 @@ async fn save_artifact(
 }
 
 fn print_saved(output: &Output, path: &Path, result: &Value) {
-    let value = json!({"path": path, "artifact": {
+    let mut value = json!({"path": path, "artifact": {
         "kind": result["artifact"]["kind"], "mimeType": result["artifact"]["mimeType"],
         "byteLength": result["artifact"]["byteLength"]},
         "width": result["width"], "height": result["height"]});
+    for key in ["annotationCount", "skippedRefs"] {
+        if let Some(found) = result.get(key) {
+            value[key] = found.clone();
+        }
+    }
     output.print(&value, |style| {
-        format!("{} {}\n", style.green("saved"), path.display())
+        let mut line = format!("{} {}", style.green("saved"), path.display());
+        if let Some(count) = result["annotationCount"].as_u64() {
+            line.push_str(&format!(" ({count} refs outlined"));
+            let skipped: Vec<String> = result["skippedRefs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| format!("{} {}", s["ref"], s["reason"].as_str().unwrap_or("")))
+                .collect();
+            if !skipped.is_empty() {
+                line.push_str(&format!("; skipped: {}", skipped.join(", ")));
+            }
+            line.push(')');
+        }
+        line + "\n"
     });
 }
 
@@ -827,7 +1144,13 @@ fn render_dialogs(result: &Value, style: &Style) -> String {
 }
 
 /// `bp launch`: `browser-pilot browser launch` beside this `bp`, then `browser.connect` to it.
-async fn launch(home: &Home, output: &Output, headless: bool, executable: Option<PathBuf>) -> i32 {
+async fn launch(
+    home: &Home,
+    output: &Output,
+    allowed: &[String],
+    headless: bool,
+    executable: Option<PathBuf>,
+) -> i32 {
     let mut args = vec!["browser".to_owned(), "launch".to_owned()];
     if headless {
         args.push("--headless".into());
@@ -857,7 +1180,7 @@ async fn launch(home: &Home, output: &Output, headless: bool, executable: Option
     };
     let browser_id = candidate["id"].as_str().unwrap_or_default().to_owned();
     let connected = async {
-        let compat = Compat::open(home, Some(&browser_id)).await?;
+        let compat = Compat::open(home, Some(&browser_id), allowed).await?;
         let connected = {
             let _spinner = output.spinner("connecting to Chromium");
             compat.connect(Some(&browser_id)).await

@@ -18,7 +18,7 @@ use support::{BP, TestHome, wait_until};
 
 /// Runs `bp ARGS` in `cwd` with the rig's home (stdout is a pipe: JSON) and parses each stdout
 /// line as JSON.
-fn bp_in(
+pub(crate) fn bp_in(
     home: &TestHome,
     cwd: &Path,
     args: &[&str],
@@ -46,7 +46,7 @@ fn bp_in(
 }
 
 /// `bp ARGS` that must succeed with one JSON object.
-fn ok(home: &TestHome, cwd: &Path, args: &[&str]) -> Value {
+pub(crate) fn ok(home: &TestHome, cwd: &Path, args: &[&str]) -> Value {
     let (code, lines, stderr) = bp_in(home, cwd, args, &[]);
     assert_eq!(code, 0, "bp {args:?}: {lines:?} {stderr}");
     assert_eq!(lines.len(), 1, "bp {args:?}: {lines:?}");
@@ -54,7 +54,7 @@ fn ok(home: &TestHome, cwd: &Path, args: &[&str]) -> Value {
 }
 
 /// `bp ARGS` that must fail with `exit` and `data.code` (printed as `{"error": ...}`).
-fn fails(home: &TestHome, cwd: &Path, args: &[&str], exit: i32, code: &str) -> Value {
+pub(crate) fn fails(home: &TestHome, cwd: &Path, args: &[&str], exit: i32, code: &str) -> Value {
     let (status, lines, stderr) = bp_in(home, cwd, args, &[]);
     assert_eq!(status, exit, "bp {args:?}: {lines:?} {stderr}");
     let error = lines
@@ -65,7 +65,7 @@ fn fails(home: &TestHome, cwd: &Path, args: &[&str], exit: i32, code: &str) -> V
     error
 }
 
-fn element(observation: &Value, reference: u64) -> &Value {
+pub(crate) fn element(observation: &Value, reference: u64) -> &Value {
     observation["elements"]
         .as_array()
         .unwrap()
@@ -75,7 +75,7 @@ fn element(observation: &Value, reference: u64) -> &Value {
 }
 
 /// The ref (as an argument) of the element named `name`.
-fn ref_of(observation: &Value, name: &str) -> String {
+pub(crate) fn ref_of(observation: &Value, name: &str) -> String {
     observation["elements"]
         .as_array()
         .unwrap()
@@ -855,11 +855,24 @@ fn generated_docs(cwd: &Path) {
     }
     let help = run(&["--help"]);
     assert!(help.contains("Exit codes: 0 ok"), "{help}");
-    for missing in ["upload", "cookies", "network", "eval", "downloads"] {
+    for listed in [
+        "upload",
+        "cookies",
+        "network",
+        "eval",
+        "downloads",
+        "auth",
+        "wait",
+    ] {
         assert!(
-            !help.contains(&format!("  {missing} ")),
-            "{missing} listed: {help}"
+            help.contains(&format!("  {listed} ")),
+            "{listed} not listed: {help}"
         );
     }
+    let eval = run(&["eval", "--help"]);
+    assert!(
+        eval.contains("--allow page.eval") && eval.contains("BP_ALLOW=page.eval"),
+        "{eval}"
+    );
     assert!(run(&["click", "--help"]).contains("bp click 3"));
 }

@@ -13,6 +13,7 @@ mod artifacts;
 mod background;
 mod bp_cli;
 mod bp_quickstart;
+mod bp_tools;
 mod broker_bounds;
 mod browser_launch;
 mod browser_session;
