@@ -74,7 +74,7 @@ fn render_console(result: &Value, style: &Style) -> String {
         };
         out.push_str(&format!(
             "{:>5} {painted} {}\n",
-            entry["sequence"],
+            entry["sequence"].as_u64().unwrap_or(0),
             clean(entry["text"].as_str().unwrap_or(""))
         ));
     }
@@ -312,7 +312,7 @@ async fn network_list(
             };
             out.push_str(&format!(
                 "{:>4}  {status:>3} {} {} {}\n",
-                request["number"],
+                request["number"].as_u64().unwrap_or(0),
                 request["method"].as_str().unwrap_or(""),
                 style.dim(request["resourceType"].as_str().unwrap_or("")),
                 clean(request["url"].as_str().unwrap_or(""))
@@ -428,7 +428,7 @@ async fn rules(compat: &Compat, output: &Output, action: RulesAction) -> Result<
                 for rule in &rules {
                     out.push_str(&format!(
                         "{:>3}  {}\n",
-                        rule["number"],
+                        rule["number"].as_u64().unwrap_or(0),
                         rule_line(rule, style)
                     ));
                 }

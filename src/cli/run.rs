@@ -1008,7 +1008,7 @@ fn print_event(output: &Output, event: &Value) {
         };
         format!(
             "{:>6} {} {}\n",
-            event["sequence"],
+            event["sequence"].as_u64().unwrap_or(0),
             style.cyan(event["type"].as_str().unwrap_or("")),
             detail
         )
@@ -1031,7 +1031,7 @@ fn render_tabs(tabs: &[Value], style: &Style) -> String {
         }
         out.push_str(&format!(
             "{mark} {:>2}  {}  {}{}\n",
-            tab["number"],
+            tab["number"].as_u64().unwrap_or(0),
             style.bold(&clean(tab["title"].as_str().unwrap_or(""))),
             style.dim(&clean(tab["url"].as_str().unwrap_or(""))),
             match flags.is_empty() {

@@ -45,6 +45,30 @@ fn ok_with_stdin(home: &TestHome, cwd: &Path, args: &[&str], input: &str) -> (Va
     (value, stdout + &stderr)
 }
 
+/// `bp --text ARGS`: must succeed; its stdout, the text a person reads.
+fn as_text(home: &TestHome, cwd: &Path, args: &[&str]) -> String {
+    let output = home
+        .command(BP)
+        .current_dir(cwd)
+        .arg("--text")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bp");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "bp --text {args:?}: {stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !stdout.contains('\u{1b}'),
+        "no colours in a pipe: {stdout:?}"
+    );
+    stdout
+}
+
 fn evidence_status(result: &Value) -> &str {
     result["evidence"]["status"].as_str().unwrap_or("")
 }
@@ -174,6 +198,12 @@ fn bp_covers_the_data_action_and_network_tools() {
         .filter_map(|e| e["text"].as_str())
         .collect();
     assert!(texts.contains(&"bp tools ready"), "{console}");
+    let printed = as_text(home, cwd, &["console", "--level", "log,error"]);
+    assert!(
+        printed.contains(" log       bp tools ready\n")
+            && printed.contains(" error     bp tools failed once\n"),
+        "{printed}"
+    );
     let errors = ok(home, cwd, &["console", "--level", "error"]);
     let entries = errors["entries"].as_array().unwrap();
     assert!(
@@ -246,6 +276,23 @@ fn bp_covers_the_data_action_and_network_tools() {
             .iter()
             .any(|r| r["number"] == api_number && r["url"] == api_requests[0]["url"]),
         "{listed}"
+    );
+    let printed = as_text(
+        home,
+        cwd,
+        &[
+            "--allow",
+            "network.read",
+            "network",
+            "list",
+            "--url-contains",
+            "api-data",
+        ],
+    );
+    assert!(
+        printed.contains(&format!("{:>4}  200 GET ", api_number.as_u64().unwrap()))
+            && printed.contains("/page/api-data\n"),
+        "{printed}"
     );
     let got = ok(
         home,
@@ -422,6 +469,11 @@ fn bp_covers_the_data_action_and_network_tools() {
             .mode();
         assert_eq!(mode & 0o077, 0, "{mode:o}");
     }
+    let printed = as_text(home, cwd, &["downloads"]);
+    assert!(
+        printed.starts_with("completed  conftest.py  10 bytes"),
+        "{printed}"
+    );
     let twice = ok(home, cwd, &["downloads", "--save", "saved"]);
     assert_eq!(twice["saved"], json!([]), "{twice}");
     assert_eq!(
