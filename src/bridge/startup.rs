@@ -36,6 +36,9 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// A failed connect to a missing socket costs microseconds, so it is tried often.
 const STARTUP_POLL: Duration = Duration::from_millis(1);
 
+/// How long a Broker that dropped a handshake connection is given to show that it is exiting.
+const DYING_GRACE: Duration = Duration::from_millis(500);
+
 /// Line limit on the Broker link: the Broker only sends lines the service limits allow, with
 /// headroom for the response envelope around a maximal result.
 pub const LINK_MAX_LINE_BYTES: usize = 1024 * 1024 * 1024 + 64 * 1024;
@@ -148,6 +151,11 @@ async fn attempt(home: &Home, hello: &Hello) -> Attempt {
             tracing::warn!(%why, "refusing a Broker endpoint of another user");
             Attempt::Failed(untrusted(why))
         }
+        Err(HandshakeError::Io(_) | HandshakeError::Closed) if broker_went_away(home).await => {
+            // A Broker killed a moment ago can still take a connection it then drops: that is
+            // a missing Broker, not an unresponsive one.
+            Attempt::NoEndpoint
+        }
         Err(HandshakeError::Io(_) | HandshakeError::Closed | HandshakeError::Silent) => {
             Attempt::Failed(unresponsive(
                 home,
@@ -246,6 +254,21 @@ fn spawn_broker(home: &Home) -> Result<std::process::Child, RpcError> {
     command
         .spawn()
         .map_err(|e| unavailable_io("cannot spawn the Broker", &e))
+}
+
+/// Whether the Broker named by the locator is gone (exited, or a zombie no longer running the
+/// Broker role), waiting up to [`DYING_GRACE`] for a killed one to finish exiting.
+async fn broker_went_away(home: &Home) -> bool {
+    let deadline = tokio::time::Instant::now() + DYING_GRACE;
+    loop {
+        if !locator_pid(home).is_some_and(os::pid_is_broker) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn locator_pid(home: &Home) -> Option<u32> {

@@ -287,6 +287,29 @@ fn fill_accept_queue(path: &std::path::Path) -> Vec<std::os::fd::OwnedFd> {
     }
 }
 
+/// A Broker killed while a bridge's handshake waits on it drops that connection as it dies: the
+/// bridge sees a missing Broker and starts a new one, never `restart_unresponsive_broker` for a
+/// process that no longer exists.
+#[test]
+fn a_broker_killed_during_a_handshake_is_replaced_not_reported_unresponsive() {
+    let home = TestHome::new();
+    let (_bystander, _ws, _lease) = bystander(&home);
+    let broker = home.broker_pid().expect("a Broker runs");
+    stop_process(broker);
+    let mut host = home.spawn_bridge();
+    let init = host.request(
+        "initialize",
+        initialize_params("com.example.after-death", "i1", (1, 1)),
+    );
+    // The bridge is connected and waiting for the stopped Broker's welcome.
+    std::thread::sleep(Duration::from_millis(800));
+    unsafe_kill(broker, "KILL");
+    let answer = host.response(&init);
+    assert!(answer["result"]["connectionId"].is_string(), "{answer}");
+    let replacement = home.broker_pid().expect("a new Broker runs");
+    assert_ne!(replacement, broker);
+}
+
 /// A Broker whose accept queue is briefly full is busy, not unresponsive: a bridge keeps
 /// trying for its handshake time and never reports `restart_unresponsive_broker` for it.
 #[test]
