@@ -364,6 +364,43 @@ def bracketed(line):
     return f"[{number}] {rest}" if number.isdigit() else line
 
 
+# Effects a changed line already shows: the evidence line leaves them out.
+SHOWN_BY_LINES = {"checked_changed", "selected_changed", "pressed_changed", "expanded_changed",
+                  "value_changed", "focus_changed", "content_appeared", "content_changed",
+                  "element_moved", "scrolled"}
+
+
+def changed_line(line, fields):
+    """``~[ref] "name" state``: the current state, without the role (unless it changed) and
+    the coordinates."""
+    at = line.rfind(" @")
+    body = line[:at] if at >= 0 else line
+    parts = body.split(" ", 2)
+    if len(parts) < 3:
+        return "~" + body
+    ref, role, rest = parts
+    if {"role", "level"} & set(fields):
+        return f"~[{ref}] {role} {rest}"
+    return f"~[{ref}] {rest}"
+
+
+def dialog_named_below(line, following):
+    """A grouping line ending in a dialog, without the dialog's name when ``following`` is that
+    dialog's own line, which names it; else None."""
+    at = line.rfind(' dialog "')
+    if not line.startswith("##") or at < 0:
+        return None
+    try:
+        section = json.loads(line[at + len(" dialog "):])
+        ref, role, rest = following.split(" ", 2)
+        name, _ = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return None
+    if not ref.isdigit() or role not in ("dialog", "alertdialog"):
+        return None
+    return line[:at + len(" dialog")] if section and name.startswith(section) else None
+
+
 def lean_text(result):
     """The text a model reads: evidence, then a full Observation (header, lines, hints) or what
     changed (``+`` added, ``~`` changed, ``removed``); other results as JSON without the ids."""
@@ -373,8 +410,9 @@ def lean_text(result):
         line = evidence.get("status", "unknown")
         if evidence.get("reason"):
             line += f" ({evidence['reason']})"
-        if evidence.get("effects"):
-            line += ": " + ", ".join(evidence["effects"])
+        effects = [e for e in evidence.get("effects", []) if e not in SHOWN_BY_LINES]
+        if effects:
+            line += ": " + ", ".join(effects)
         out.append(line)
     if not isinstance(result.get("observationId"), str):
         if not isinstance(evidence, dict):
@@ -385,14 +423,14 @@ def lean_text(result):
     diff = result.get("diff")
     if isinstance(diff, dict):
         added = set(diff.get("added", []))
-        changed = {c["ref"] for c in diff.get("changed", [])
+        changed = {c["ref"]: c["fields"] for c in diff.get("changed", [])
                    if set(c["fields"]) - {"inViewport", "focused"}}
         for line in lines:
             number = line.split(" ", 1)[0]
             if number.isdigit() and int(number) in added:
                 out.append("+" + bracketed(line))
             elif number.isdigit() and int(number) in changed:
-                out.append("~" + bracketed(line))
+                out.append(changed_line(line, changed[int(number)]))
         if diff.get("removed"):
             out.append("removed " + ",".join(str(r) for r in diff["removed"]))
         return "\n".join(out)
@@ -406,7 +444,8 @@ def lean_text(result):
         header += (f" | {shown} of {result.get('candidateCount')} shown: browser.scroll, "
                    "then browser.observe for the rest")
     out.append(header)
-    out.extend(bracketed(line) for line in lines)
+    for line, following in zip(lines, lines[1:] + [""]):
+        out.append(dialog_named_below(line, following) or bracketed(line))
     for hint in result.get("hints", []):
         out.append(f"hint {hint['code']}: {hint['recommendedAction']}")
     return "\n".join(out)

@@ -350,8 +350,12 @@ fn push_hints(out: &mut String, result: &Value, blocking_only: bool) {
 fn push_observation(out: &mut String, result: &Value, notes: &Notes) {
     let lines = compact_lines(result);
     push_line(out, &header(result, &lines, notes));
-    for line in &lines {
-        push_line(out, &bracketed(line));
+    for (index, line) in lines.iter().enumerate() {
+        let next = lines.get(index + 1).copied().unwrap_or("");
+        match dialog_named_below(line, next) {
+            Some(grouping) => push_line(out, grouping),
+            None => push_line(out, &bracketed(line)),
+        }
     }
     if result.get("compact").is_none()
         && let Some(elements) = result["elements"].as_array()
@@ -362,6 +366,30 @@ fn push_observation(out: &mut String, result: &Value, notes: &Notes) {
         }
     }
     push_hints(out, result, false);
+}
+
+/// A grouping line whose innermost section is a dialog, without the dialog's name, when `next`
+/// is that dialog's own element line, which names it (`## main > dialog "Pay"` above `7 dialog
+/// "Pay" @…` becomes `## main > dialog`): the name is shown once. The grouping line's name is
+/// cut at 40 characters, so the element's may be longer.
+fn dialog_named_below<'a>(line: &'a str, next: &str) -> Option<&'a str> {
+    if !line.starts_with("##") {
+        return None;
+    }
+    let at = line.rfind(" dialog \"")?;
+    let quoted = &line[at + " dialog ".len()..];
+    let section: String = serde_json::from_str(quoted).ok()?;
+    let mut words = next.splitn(3, ' ');
+    let (_, role, rest) = (line_ref(next)?, words.nth(1)?, words.next()?);
+    if role != "dialog" && role != "alertdialog" {
+        return None;
+    }
+    let name = serde_json::Deserializer::from_str(rest)
+        .into_iter::<String>()
+        .next()?
+        .ok()?;
+    let section = section.strip_suffix('\u{2026}').unwrap_or(&section);
+    (!section.is_empty() && name.starts_with(section)).then_some(&line[..at + " dialog".len()])
 }
 
 /// What changed since the base Observation: added lines (`+`), changed ones (`~`, current
@@ -442,6 +470,19 @@ mod tests {
         assert_eq!(
             text,
             "\"Shop\" http://x/a | scroll 0/900 | 1 below view\n[1] link \"Home\" @20,20\n[2] checkbox \"Agree\" unchecked @30,620\nhint modal_overlay: resolve_overlay_first refs 2 (blocking)"
+        );
+    }
+
+    #[test]
+    fn a_dialog_is_named_once_by_its_own_line() {
+        let result = json!({
+            "url": "http://x/a", "title": "Shop", "observationId": "observation:1",
+            "compact": "## main\n1 button \"Buy\" @20,20\n## main > dialog \"Confirm the order\"\n4 dialog \"Confirm the order\" @100,100\n5 button \"OK\" @120,200\n## dialog \"Long name of the alert that the section c\"\n8 alertdialog \"Long name of the alert that the section cuts short\" @0,0\n## dialog \"Other\"\n9 button \"Close\" @10,10",
+            "page": page(), "truncated": false, "truncationReasons": [], "hints": [],
+        });
+        assert_eq!(
+            text("browser.observe", &result, &Notes::default()),
+            "\"Shop\" http://x/a | scroll 0/900\n## main\n[1] button \"Buy\" @20,20\n## main > dialog\n[4] dialog \"Confirm the order\" @100,100\n[5] button \"OK\" @120,200\n## dialog\n[8] alertdialog \"Long name of the alert that the section cuts short\" @0,0\n## dialog \"Other\"\n[9] button \"Close\" @10,10"
         );
     }
 

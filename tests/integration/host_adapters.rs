@@ -671,7 +671,8 @@ fn reference_python_dispatcher_runs_a_turn() {
     assert!(
         lean_lines(clicked).iter().any(|l| l.mark == '~'
             && l.element_ref == checkbox.element_ref
-            && l.rest.contains(" checked")),
+            && l.role.is_none()
+            && l.rest.starts_with(" checked")),
         "{clicked}"
     );
     assert_eq!(steps["capture"]["content"], json!(["text", "image"]));
