@@ -18,16 +18,13 @@ use tokio::time::Instant;
 use crate::cdp::runtime::{ConsoleApiCalled, ExceptionThrown, RemoteObject};
 use crate::cdp::{CdpClient, Event, SessionId};
 
-/// Console entries kept per tab: the newest win. Enough for the last screens of a noisy page,
-/// small enough (with `MAX_ENTRY_CHARS`) to stay under a megabyte per tab.
-pub const MAX_CONSOLE_ENTRIES: usize = 500;
-/// Characters of one entry's text (the joined arguments, or the exception with its stack).
-pub const MAX_ENTRY_CHARS: usize = 2_000;
+/// The per-tab bounds of this book (count and bytes), with the other books' in one place.
+pub use super::bounds::{
+    MAX_CONSOLE_BOOK_BYTES, MAX_CONSOLE_ENTRIES, MAX_ENTRY_CHARS, MAX_IN_FLIGHT,
+    MAX_IN_FLIGHT_BYTES,
+};
 /// Arguments of one console call rendered into its text.
 const MAX_ARGS: usize = 16;
-/// Requests tracked as in flight per tab; a page that starts more at once is not idle anyway,
-/// and the ids of finished requests leave the set.
-const MAX_IN_FLIGHT: usize = 4_096;
 /// How long one setup call may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -90,6 +87,13 @@ pub struct ConsoleEntry {
     pub timestamp_ms: i64,
 }
 
+impl ConsoleEntry {
+    /// What the entry holds in memory, in bytes: what `MAX_CONSOLE_BOOK_BYTES` counts.
+    fn weight(&self) -> usize {
+        std::mem::size_of::<ConsoleEntry>() + self.text.len()
+    }
+}
+
 /// A tab's collected activity.
 #[derive(Debug)]
 pub struct ActivityBook {
@@ -97,10 +101,14 @@ pub struct ActivityBook {
     /// Broker controlled the tab (`Runtime.enable` replays them) and are not kept.
     since_ms: Option<i64>,
     entries: VecDeque<ConsoleEntry>,
+    /// The summed `ConsoleEntry::weight` of `entries`.
+    entry_bytes: usize,
     next_sequence: u64,
     /// Entries that left the ring since collection started.
     dropped: u64,
     in_flight: HashSet<String>,
+    /// The summed lengths of the ids in `in_flight`.
+    in_flight_bytes: usize,
     /// When a request last started or ended (or collection began).
     last_network_change: Instant,
     /// `Network.enable` succeeded on the current session: `in_flight` means something.
@@ -112,9 +120,11 @@ impl Default for ActivityBook {
         ActivityBook {
             since_ms: None,
             entries: VecDeque::new(),
+            entry_bytes: 0,
             next_sequence: 1,
             dropped: 0,
             in_flight: HashSet::new(),
+            in_flight_bytes: 0,
             last_network_change: Instant::now(),
             counting: false,
         }
@@ -136,7 +146,7 @@ impl ActivityBook {
     /// entries and the start.
     pub fn start(&mut self, now_ms: i64) {
         self.since_ms.get_or_insert(now_ms);
-        self.in_flight.clear();
+        self.clear_in_flight();
         self.counting = false;
         self.last_network_change = Instant::now();
     }
@@ -146,7 +156,28 @@ impl ActivityBook {
     /// not kept either. Sequences keep counting up.
     pub fn hand_over(&mut self, now_ms: i64) {
         self.entries.clear();
+        self.entry_bytes = 0;
         self.since_ms = Some(now_ms);
+    }
+
+    /// What the entries and the requests in flight hold in memory, in bytes (within
+    /// `MAX_CONSOLE_BOOK_BYTES` and `MAX_IN_FLIGHT_BYTES`).
+    pub fn bytes(&self) -> (usize, usize) {
+        (self.entry_bytes, self.in_flight_bytes)
+    }
+
+    /// Entries kept now.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn clear_in_flight(&mut self) {
+        self.in_flight.clear();
+        self.in_flight_bytes = 0;
     }
 
     /// `Network.enable` succeeded: requests are counted from now on.
@@ -157,7 +188,7 @@ impl ActivityBook {
 
     /// The session ended: its requests can no longer finish, and none are counted.
     pub fn session_ended(&mut self) {
-        self.in_flight.clear();
+        self.clear_in_flight();
         self.counting = false;
         self.last_network_change = Instant::now();
     }
@@ -198,16 +229,22 @@ impl ActivityBook {
             return;
         }
         let (text, truncated) = bounded(&text);
-        self.entries.push_back(ConsoleEntry {
+        let entry = ConsoleEntry {
             sequence: self.next_sequence,
             level,
             text,
             truncated,
             timestamp_ms,
-        });
+        };
+        self.entry_bytes += entry.weight();
+        self.entries.push_back(entry);
         self.next_sequence += 1;
-        while self.entries.len() > MAX_CONSOLE_ENTRIES {
-            self.entries.pop_front();
+        while self.entries.len() > MAX_CONSOLE_ENTRIES || self.entry_bytes > MAX_CONSOLE_BOOK_BYTES
+        {
+            let Some(old) = self.entries.pop_front() else {
+                break;
+            };
+            self.entry_bytes -= old.weight();
             self.dropped += 1;
         }
     }
@@ -240,13 +277,18 @@ impl ActivityBook {
     }
 
     fn on_request(&mut self, request_id: &str, started: bool) {
+        let fits = self.in_flight.len() < MAX_IN_FLIGHT
+            && self.in_flight_bytes + request_id.len() <= MAX_IN_FLIGHT_BYTES;
         let changed = match started {
-            true if self.in_flight.len() < MAX_IN_FLIGHT => {
-                self.in_flight.insert(request_id.to_owned())
-            }
+            true if fits => self.in_flight.insert(request_id.to_owned()),
             true => false,
             false => self.in_flight.remove(request_id),
         };
+        match (started, changed) {
+            (true, true) => self.in_flight_bytes += request_id.len(),
+            (false, true) => self.in_flight_bytes -= request_id.len(),
+            _ => {}
+        }
         // A redirect re-announces a request; a finish of a request we never saw start (it
         // began before collection) changes nothing in flight but is still activity.
         if changed || !started {
@@ -410,6 +452,58 @@ mod tests {
         let (page, more) = book.entries(0, &[], 2);
         assert!(more);
         assert_eq!(page[0].text, "7");
+    }
+
+    /// A flood of the widest console text and of requests that never finish: the book stays
+    /// within its count and byte bounds, and its byte counts are what it holds.
+    #[test]
+    fn a_flood_stays_within_the_count_and_byte_bounds() {
+        let mut book = ActivityBook::default();
+        book.start(0);
+        book.counting_started();
+        // Four-byte characters: 2,000 of them are 8,000 bytes, so the byte bound binds first.
+        let wide = "\u{1F600}".repeat(MAX_ENTRY_CHARS);
+        for _ in 0..(2 * MAX_CONSOLE_ENTRIES) {
+            on_event(
+                &mut book,
+                &console("log", json!([{"type": "string", "value": wide}]), 1.0),
+            );
+            let (bytes, _) = book.bytes();
+            assert!(bytes <= MAX_CONSOLE_BOOK_BYTES, "{bytes} bytes");
+        }
+        let held: usize = book.entries.iter().map(ConsoleEntry::weight).sum();
+        assert_eq!(book.bytes().0, held);
+        assert!(book.len() < MAX_CONSOLE_ENTRIES, "{} entries", book.len());
+        let (dropped, latest) = book.dropped_and_latest();
+        assert_eq!(
+            dropped + book.len() as u64,
+            latest,
+            "every entry is kept or counted"
+        );
+        for n in 0..(2 * MAX_IN_FLIGHT) {
+            let id = format!("{n:0>40}");
+            let sent = Event::decode(
+                "Network.requestWillBeSent",
+                json!({"requestId": id, "loaderId": "L", "type": "Fetch",
+                       "request": {"url": "http://127.0.0.1/x", "method": "GET"}}),
+            )
+            .unwrap();
+            on_event(&mut book, &sent);
+        }
+        let (_, in_flight_bytes) = book.bytes();
+        assert!(
+            in_flight_bytes <= MAX_IN_FLIGHT_BYTES,
+            "{in_flight_bytes} bytes"
+        );
+        assert!(book.network().in_flight <= MAX_IN_FLIGHT);
+        assert_eq!(
+            in_flight_bytes,
+            book.in_flight.iter().map(String::len).sum::<usize>()
+        );
+        book.session_ended();
+        book.hand_over(2);
+        assert_eq!(book.bytes(), (0, 0));
+        assert!(book.is_empty());
     }
 
     #[test]

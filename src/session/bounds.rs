@@ -7,6 +7,9 @@
 //! so a cut can never leave part of a password behind: these are the choke points through which
 //! every URL that Chromium reports reaches a result, an event or a network record.
 //!
+//! The bounds of every per-tab book are here too ("Per-tab books"): each book is bounded by a
+//! count and by the bytes it holds, forgets its oldest entries first, and goes with its tab.
+//!
 //! Pure functions; they decide nothing else about the strings (no escaping).
 
 use crate::protocol::redact::redact_url;
@@ -27,6 +30,46 @@ pub const MAX_EVENT_URL_CHARS: usize = 2048;
 
 /// Longest name (a frame's name, a dialog's message) in a result or event, in characters.
 pub const MAX_NAME_CHARS: usize = 2000;
+
+// Per-tab books. Each is bounded by count and by bytes (what its entries hold in memory: their
+// own size and every string they own); the oldest entries go first, and a tab's books go with
+// the tab (docs/performance.md, "Memory"). At most, one tab's books hold about 3.5 MiB.
+
+/// Requests kept per tab (`network::NetworkBook`). A page load of a few hundred subresources
+/// fits twice; older ones are forgotten first, and `browser.network.get` of one answers
+/// `request_not_found`.
+pub const MAX_REQUESTS_PER_TARGET: usize = 1000;
+
+/// Bytes of the requests kept per tab: a thousand requests of ordinary headers fit; a page
+/// whose requests carry kilobytes of headers keeps fewer. The newest request always stays.
+pub const MAX_NETWORK_BOOK_BYTES: usize = 2 << 20;
+
+/// Console entries kept per tab (`activity::ActivityBook`): the newest win. Enough for the
+/// last screens of a noisy page.
+pub const MAX_CONSOLE_ENTRIES: usize = 500;
+
+/// Characters of one console entry's text (the joined arguments, or the exception with its
+/// stack).
+pub const MAX_ENTRY_CHARS: usize = 2_000;
+
+/// Bytes of the console entries kept per tab: 500 entries of 2,000 ASCII characters fit, text
+/// of wider characters keeps fewer.
+pub const MAX_CONSOLE_BOOK_BYTES: usize = 1 << 20;
+
+/// Requests tracked as in flight per tab (for network idle); a page that starts more at once
+/// is not idle anyway, and the ids of finished requests leave the set.
+pub const MAX_IN_FLIGHT: usize = 4_096;
+
+/// Bytes of the request ids tracked as in flight per tab.
+pub const MAX_IN_FLIGHT_BYTES: usize = 128 << 10;
+
+/// Downloads tracked per tab (`downloads::DownloadBook`), the Broker's cancels not yet
+/// confirmed included: one beyond it is cancelled before it is announced.
+pub const MAX_TRACKED_DOWNLOADS_PER_TAB: usize = 64;
+
+/// Bytes of the downloads tracked per tab (ids, bounded names): one that would pass it is
+/// cancelled before it is announced, like one beyond the count.
+pub const MAX_DOWNLOAD_BOOK_BYTES: usize = 256 << 10;
 
 /// Ends a string that was cut. Counted within the bound.
 pub const TRUNCATION_MARKER: char = '\u{2026}';

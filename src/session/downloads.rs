@@ -60,9 +60,8 @@ pub const SESSION_QUOTA_BYTES: u64 = MAX_ARTIFACT_BYTES;
 /// never come. One beyond it is cancelled before it is announced.
 const MAX_TRACKED: usize = 1024;
 
-/// Downloads tracked at once per tab (the Broker's cancels not yet confirmed included): one
-/// beyond it is cancelled before it is announced, like one beyond `MAX_TRACKED`.
-pub const MAX_TRACKED_PER_TAB: usize = 64;
+/// The per-tab bounds of the book (count and bytes), with the other books' in one place.
+pub use super::bounds::{MAX_DOWNLOAD_BOOK_BYTES, MAX_TRACKED_DOWNLOADS_PER_TAB};
 
 /// What `BROWSER_PILOT_DOWNLOAD_QUOTA_BYTES` may set the session quota to.
 const QUOTA_OVERRIDE_RANGE: RangeInclusive<u64> = 1024..=SESSION_QUOTA_BYTES;
@@ -183,6 +182,19 @@ impl DownloadBook {
         self.active.len()
     }
 
+    /// What the tracked downloads hold in memory, in bytes.
+    pub fn bytes(&self) -> usize {
+        (self.active.iter())
+            .map(|(guid, active)| guid.len() + active.weight())
+            .sum()
+    }
+
+    /// Whether one more download (`guid`) stays within the book's count and byte bounds.
+    fn fits(&self, guid: &str, active: &Active) -> bool {
+        self.active.len() < MAX_TRACKED_DOWNLOADS_PER_TAB
+            && self.bytes() + guid.len() + active.weight() <= MAX_DOWNLOAD_BOOK_BYTES
+    }
+
     pub fn is_empty(&self) -> bool {
         self.active.is_empty() && self.sessions.is_empty()
     }
@@ -266,6 +278,18 @@ struct Active {
 }
 
 impl Active {
+    /// What the entry holds in memory, in bytes: what `MAX_DOWNLOAD_BOOK_BYTES` counts.
+    fn weight(&self) -> usize {
+        std::mem::size_of::<(String, Active)>()
+            + self.id.len()
+            + self.session.as_str().len()
+            + self.target.as_str().len()
+            + self.workspace_id.len()
+            + self.lease_id.as_ref().map_or(0, String::len)
+            + self.opaque.len()
+            + self.suggested.len()
+    }
+
     /// Whether the browser announced a length and received all of it: a cancel can no longer
     /// stop the file from being written.
     fn fully_received(&self) -> bool {
@@ -503,15 +527,18 @@ pub(super) fn on_will_begin(
         if handle.downloads().restored.contains(session) {
             return None;
         }
-        let here = handle.downloads().len();
-        if here >= MAX_TRACKED_PER_TAB || tracked(registry) >= MAX_TRACKED {
-            // Never announced, so it needs no end: cancelled before it can land anywhere.
+        // Never announced, so it needs no end: cancelled before it can land anywhere.
+        let refuse = || {
             tracing::warn!("too many downloads in flight; one is cancelled unannounced");
             let client = client.clone();
             let session = session.clone();
             let guid = begin.guid.clone();
             tokio::spawn(async move { cancel(&client, Some(&session), guid).await });
-            return None;
+            None
+        };
+        let here = handle.downloads().len();
+        if here >= MAX_TRACKED_DOWNLOADS_PER_TAB || tracked(registry) >= MAX_TRACKED {
+            return refuse();
         }
         let (workspace_id, lease_id, opaque) = registry.capture_owner(&handle.target)?;
         let mut active = Active {
@@ -526,8 +553,12 @@ pub(super) fn on_will_begin(
             total: 0,
             cancelled: None,
         };
-        let started = active.started(&begin.url);
         let mut book = handle.downloads();
+        if !book.fits(&begin.guid, &active) {
+            drop(book);
+            return refuse();
+        }
+        let started = active.started(&begin.url);
         let over = book.running(session).count() >= downloads.limits.max_active_per_session;
         if over {
             active.cancelled = Some("quota_exceeded");
@@ -1174,6 +1205,50 @@ mod tests {
             json!({"state": "capture_unavailable", "targetId": "target:1", "reason": "session_refused"})
         );
         assert!(emit.payload.get("hints").is_none(), "no download started");
+    }
+
+    /// A flood of downloads with the longest names a page can give: the book admits one only
+    /// while it stays within its count and byte bounds (`on_will_begin` cancels the rest
+    /// unannounced), and `clear` takes everything with the tab.
+    #[test]
+    fn a_flood_stays_within_the_count_and_byte_bounds() {
+        let mut book = DownloadBook::default();
+        book.watch(SessionId::new("S"));
+        let wide = bound_name(&"\u{1F600}".repeat(5 * super::super::bounds::MAX_NAME_CHARS));
+        let mut refused = 0;
+        for n in 0..1000 {
+            let mut download = active(None);
+            download.suggested = wide.clone();
+            let guid = format!("{n:0>36}");
+            match book.fits(&guid, &download) {
+                true => {
+                    book.active.insert(guid, download);
+                }
+                false => refused += 1,
+            }
+            assert!(book.len() <= MAX_TRACKED_DOWNLOADS_PER_TAB);
+            assert!(
+                book.bytes() <= MAX_DOWNLOAD_BOOK_BYTES,
+                "{} bytes",
+                book.bytes()
+            );
+        }
+        assert!(
+            refused > 0 && book.len() < MAX_TRACKED_DOWNLOADS_PER_TAB,
+            "the bytes bind first"
+        );
+        // Small names: the count binds.
+        let mut small = DownloadBook::default();
+        for n in 0..1000 {
+            let guid = format!("{n:0>36}");
+            if small.fits(&guid, &active(None)) {
+                small.active.insert(guid, active(None));
+            }
+        }
+        assert_eq!(small.len(), MAX_TRACKED_DOWNLOADS_PER_TAB);
+        let (taken, _) = book.clear();
+        assert!(!taken.is_empty());
+        assert!(book.is_empty() && book.bytes() == 0);
     }
 
     #[test]

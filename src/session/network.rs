@@ -28,9 +28,8 @@ use crate::page::{EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::protocol::redact::redact_url;
 
-/// Requests kept per tab. A page load of a few hundred subresources fits twice; older ones are
-/// forgotten first, and `browser.network.get` of one answers `request_not_found`.
-pub const MAX_REQUESTS_PER_TARGET: usize = 1000;
+/// The per-tab bounds of this book (count and bytes), with the other books' in one place.
+pub use super::bounds::{MAX_NETWORK_BOOK_BYTES, MAX_REQUESTS_PER_TARGET};
 
 /// Headers kept per request and direction; the rest are dropped (`headersTruncated`).
 pub const MAX_HEADERS: usize = 64;
@@ -107,6 +106,34 @@ impl NetRecord {
         (self.session.clone(), self.raw_id.clone())
     }
 
+    /// What the record holds in memory, in bytes (its own size and every string it owns): what
+    /// `MAX_NETWORK_BOOK_BYTES` counts.
+    fn weight(&self) -> usize {
+        let headers = |list: &[(String, String)]| {
+            list.iter()
+                .map(|(name, value)| {
+                    std::mem::size_of::<(String, String)>() + name.len() + value.len()
+                })
+                .sum::<usize>()
+        };
+        std::mem::size_of::<NetRecord>()
+            + self.id.len()
+            + self.session.as_str().len()
+            + self.raw_id.len()
+            + self
+                .workspaces
+                .iter()
+                .map(|w| std::mem::size_of::<String>() + w.len())
+                .sum::<usize>()
+            + self.method.len()
+            + self.url.len()
+            + self.resource_type.len()
+            + self.mime_type.as_ref().map_or(0, String::len)
+            + self.error.as_ref().map_or(0, String::len)
+            + headers(&self.request_headers)
+            + headers(&self.response_headers)
+    }
+
     fn elapsed_ms(&self, timestamp: f64) -> Option<u64> {
         let ms = (timestamp - self.started_monotonic) * 1000.0;
         (timestamp > 0.0 && ms >= 0.0).then_some(ms.round() as u64)
@@ -145,6 +172,8 @@ impl NetFilter {
 #[derive(Default)]
 pub struct NetworkBook {
     records: VecDeque<NetRecord>,
+    /// The summed `NetRecord::weight` of `records`.
+    bytes: usize,
     next_seq: u64,
     /// Status of the current main document's response, once it arrived.
     main_status: Option<u16>,
@@ -192,21 +221,57 @@ impl NetworkBook {
         self.records.is_empty()
     }
 
-    fn find_mut(&mut self, session: &SessionId, raw_id: &str) -> Option<&mut NetRecord> {
-        self.records
+    /// What the kept records hold in memory, in bytes (at most `MAX_NETWORK_BOOK_BYTES`, or
+    /// the newest record alone when it is larger).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Forgets every record (the tab's last controller let it go); positions keep counting up.
+    pub fn forget_records(&mut self) {
+        self.records.clear();
+        self.bytes = 0;
+        self.main_status = None;
+    }
+
+    /// Changes the newest record of `raw_id` on `session`, keeping the byte count and bounds.
+    fn update<T>(
+        &mut self,
+        session: &SessionId,
+        raw_id: &str,
+        f: impl FnOnce(&mut NetRecord) -> T,
+    ) -> Option<T> {
+        let record = self
+            .records
             .iter_mut()
             .rev()
-            .find(|r| r.raw_id == raw_id && r.session == *session)
+            .find(|r| r.raw_id == raw_id && r.session == *session)?;
+        let before = record.weight();
+        let value = f(record);
+        self.bytes = self.bytes - before + record.weight();
+        self.trim();
+        Some(value)
     }
 
     fn push(&mut self, mut record: NetRecord) -> &NetRecord {
         self.next_seq += 1;
         record.seq = self.next_seq;
-        if self.records.len() >= MAX_REQUESTS_PER_TARGET {
-            self.records.pop_front();
-        }
+        self.bytes += record.weight();
         self.records.push_back(record);
-        self.records.back().expect("just pushed")
+        self.trim();
+        self.records.back().expect("the newest record is kept")
+    }
+
+    /// Forgets the oldest records until the book is within its count and byte bounds; the
+    /// newest one always stays.
+    fn trim(&mut self) {
+        while self.records.len() > 1
+            && (self.records.len() > MAX_REQUESTS_PER_TARGET || self.bytes > MAX_NETWORK_BOOK_BYTES)
+        {
+            if let Some(old) = self.records.pop_front() {
+                self.bytes -= old.weight();
+            }
+        }
     }
 }
 
@@ -393,17 +458,17 @@ fn on_response_of(
     response: &Response,
 ) -> Vec<Emit> {
     let found = with_book(registry, tab, |book| {
-        let record = book.find_mut(session, raw_id)?;
-        record.status = Some(response.status);
-        record.mime_type = Some(bound(&response.mime_type, 128));
-        record.from_cache = response.from_disk_cache || response.from_prefetch_cache;
-        record.response_ms = record.elapsed_ms(timestamp);
-        let (response_headers, truncated) = headers(&response.headers);
-        record.response_headers = response_headers;
-        record.headers_truncated |= truncated;
-        let main_document = record.main_document;
-        let payload = response_payload(record);
-        let workspaces = record.workspaces.clone();
+        let (main_document, payload, workspaces) = book.update(session, raw_id, |record| {
+            record.status = Some(response.status);
+            record.mime_type = Some(bound(&response.mime_type, 128));
+            record.from_cache = response.from_disk_cache || response.from_prefetch_cache;
+            record.response_ms = record.elapsed_ms(timestamp);
+            let (response_headers, truncated) = headers(&response.headers);
+            record.response_headers = response_headers;
+            record.headers_truncated |= truncated;
+            let payload = response_payload(record);
+            (record.main_document, payload, record.workspaces.clone())
+        })?;
         if main_document {
             book.main_status = Some(response.status);
         }
@@ -447,10 +512,10 @@ pub(super) fn on_finished(
     finished: LoadingFinished,
 ) {
     with_book(registry, tab, |book| {
-        if let Some(record) = book.find_mut(session, &finished.request_id) {
+        book.update(session, &finished.request_id, |record| {
             record.finished_ms = record.elapsed_ms(finished.timestamp);
             record.encoded_bytes = Some(finished.encoded_data_length.max(0.0) as u64);
-        }
+        })
     });
 }
 
@@ -463,22 +528,23 @@ pub(super) fn on_failed(
     failed: LoadingFailed,
 ) -> Vec<Emit> {
     let found = with_book(registry, tab, |book| {
-        let record = book.find_mut(session, &failed.request_id)?;
-        record.error = Some(bound(&failed.error_text, MAX_ERROR_CHARS));
-        record.finished_ms = record.elapsed_ms(failed.timestamp);
-        let payload = json!({
-            "requestId": record.id,
-            "method": record.method,
-            "url": bound_event_url(&record.url),
-            "resourceType": record.resource_type,
-            "mainDocument": record.main_document,
-            "status": Value::Null,
-            "failed": true,
-            "errorText": record.error,
-            "blockedByRule": failed.blocked_reason.as_deref() == Some("inspector"),
-            "timing": {"startedAt": record.started_at, "finishedMs": record.finished_ms},
-        });
-        Some((payload, record.workspaces.clone()))
+        book.update(session, &failed.request_id, |record| {
+            record.error = Some(bound(&failed.error_text, MAX_ERROR_CHARS));
+            record.finished_ms = record.elapsed_ms(failed.timestamp);
+            let payload = json!({
+                "requestId": record.id,
+                "method": record.method,
+                "url": bound_event_url(&record.url),
+                "resourceType": record.resource_type,
+                "mainDocument": record.main_document,
+                "status": Value::Null,
+                "failed": true,
+                "errorText": record.error,
+                "blockedByRule": failed.blocked_reason.as_deref() == Some("inspector"),
+                "timing": {"startedAt": record.started_at, "finishedMs": record.finished_ms},
+            });
+            (payload, record.workspaces.clone())
+        })
     })
     .flatten();
     let Some((payload, workspaces)) = found else {
@@ -573,6 +639,67 @@ mod tests {
         assert_eq!(book.len(), MAX_REQUESTS_PER_TARGET);
         let (first, _) = book.list("workspace:a", &NetFilter::default(), 1);
         assert_eq!(first[0].url, "http://a/5");
+    }
+
+    /// A flood of requests with the largest headers the book keeps: the book never holds more
+    /// than its count and byte bounds, its byte count is what its records hold, and a
+    /// response that grows a record is counted too.
+    #[test]
+    fn a_flood_stays_within_the_count_and_byte_bounds() {
+        let mut book = NetworkBook::default();
+        let big = |n: usize| {
+            let mut heavy = record(0, &format!("http://a/{n}"), "XHR", None, "workspace:a");
+            heavy.raw_id = n.to_string();
+            heavy.request_headers = (0..MAX_HEADERS)
+                .map(|h| (format!("h{h}"), "v".repeat(MAX_HEADER_VALUE_CHARS)))
+                .collect();
+            heavy
+        };
+        let recount =
+            |book: &NetworkBook| book.records.iter().map(NetRecord::weight).sum::<usize>();
+        for n in 0..50 {
+            book.push(big(n));
+            assert!(
+                book.bytes() <= MAX_NETWORK_BOOK_BYTES,
+                "{} bytes",
+                book.bytes()
+            );
+            assert_eq!(book.bytes(), recount(&book));
+        }
+        assert!(book.len() < 10, "{} records of 256 KiB", book.len());
+        let (newest, _) = book.list(
+            "workspace:a",
+            &NetFilter {
+                after: Some(49),
+                ..NetFilter::default()
+            },
+            10,
+        );
+        assert_eq!(newest[0].url, "http://a/49", "the newest stays");
+        // A response adds headers to a kept record: still within the bound.
+        let response_headers: Vec<(String, String)> = (0..MAX_HEADERS)
+            .map(|h| (format!("r{h}"), "w".repeat(MAX_HEADER_VALUE_CHARS)))
+            .collect();
+        book.update(&SessionId::new("S"), "49", |record| {
+            record.response_headers = response_headers;
+        });
+        assert!(book.bytes() <= MAX_NETWORK_BOOK_BYTES || book.len() == 1);
+        assert_eq!(book.bytes(), recount(&book));
+        // Many small ones: the count bound holds, and the bytes stay far below theirs.
+        for n in 0..3 * MAX_REQUESTS_PER_TARGET {
+            book.push(record(
+                0,
+                &format!("http://a/s{n}"),
+                "Image",
+                None,
+                "workspace:a",
+            ));
+        }
+        assert_eq!(book.len(), MAX_REQUESTS_PER_TARGET);
+        assert_eq!(book.bytes(), recount(&book));
+        assert!(book.bytes() <= MAX_NETWORK_BOOK_BYTES);
+        book.forget_records();
+        assert_eq!((book.len(), book.bytes()), (0, 0));
     }
 
     #[test]

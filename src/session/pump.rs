@@ -1052,6 +1052,79 @@ mod tests {
         );
     }
 
+    /// Fills a tab's console and network books through the pump, as its session would.
+    fn fill_books(tabs: &mut Tabs, net: &NetControl, session: &str, n: usize) {
+        for i in 0..n {
+            let logged = event(
+                "Runtime.consoleAPICalled",
+                json!({"type": "log", "args": [{"type": "string", "value": format!("line {i}")}], "timestamp": 5.0}),
+            );
+            on_event(tabs, net, Some(SessionId::new(session)), logged);
+            let sent = event(
+                "Network.requestWillBeSent",
+                json!({"requestId": format!("R{i}"), "request": {"url": "http://127.0.0.1/x", "method": "GET"},
+                    "type": "XHR", "frameId": "mine", "timestamp": 1.0, "wallTime": 2.0}),
+            );
+            on_event(tabs, net, Some(SessionId::new(session)), sent);
+        }
+    }
+
+    /// Closing a tab frees its books: the registry lets its handle go, so the books go with the
+    /// last handle; ending control of a user tab nobody else manages or controls empties what
+    /// they kept of the page, while a managed tab keeps its books for its Workspace.
+    #[test]
+    fn a_tab_s_books_go_when_it_closes_or_its_control_ends() {
+        let mut tabs = tabs_with_a_managed_tab();
+        let net = NetControl::default();
+        let mine = TargetId::new("mine");
+        let sizes = |handle: &TabHandle| {
+            let console = handle.activity().len();
+            (console, handle.network().len())
+        };
+        let handle = tabs.registry.handle(&mine).unwrap();
+        handle.activity().start(0);
+        fill_books(&mut tabs, &net, "S", 10);
+        assert_eq!(sizes(&handle), (10, 10));
+        // The managed tab's Lease lets go: the Workspace still manages it, the books stay.
+        assert!(
+            tabs.registry
+                .release_control(&mine, "workspace:a", "lease:a")
+        );
+        assert_eq!(sizes(&handle), (10, 10));
+        // Closed: only this test's handle is left holding the books.
+        let destroyed = event("Target.targetDestroyed", json!({"targetId": "mine"}));
+        on_event(&mut tabs, &net, None, destroyed);
+        assert_eq!(handle.holders(), 1, "the registry let the tab's books go");
+
+        // A user tab under a Lease's control: its books empty when the control ends.
+        let created = event(
+            "Target.targetCreated",
+            json!({"targetInfo": info("user", None)}),
+        );
+        on_event(&mut tabs, &net, None, created);
+        let user = TargetId::new("user");
+        let attached = event(
+            "Target.attachedToTarget",
+            json!({"sessionId": "U", "targetInfo": info("user", None), "waitingForDebugger": false}),
+        );
+        on_event(&mut tabs, &net, None, attached);
+        assert_eq!(
+            tabs.registry
+                .acquire_control(&user, "workspace:a", "lease:a"),
+            Ok(false)
+        );
+        let handle = tabs.registry.handle(&user).unwrap();
+        handle.activity().start(0);
+        fill_books(&mut tabs, &net, "U", 10);
+        assert_eq!(sizes(&handle), (10, 10));
+        assert_eq!(
+            tabs.registry.end_lease_control("workspace:a", "lease:a"),
+            vec![user]
+        );
+        assert_eq!(sizes(&handle), (0, 0));
+        assert_eq!(handle.network().bytes(), 0);
+    }
+
     #[test]
     fn a_main_frame_commit_changes_the_document_and_feeds_the_load_book() {
         let mut tabs = tabs_with_a_managed_tab();

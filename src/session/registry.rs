@@ -47,6 +47,16 @@ struct TabEntry {
     last_workspace: Option<String>,
 }
 
+impl TabEntry {
+    /// Control of the tab ended: when no Workspace manages or controls it any more, what its
+    /// books kept of the page (console entries, requests) goes (`TabHandle::forget_page_data`).
+    fn let_go(&self) {
+        if self.managed_by.is_none() && self.controller.is_none() {
+            self.handle.forget_page_data(crate::version::now_ms());
+        }
+    }
+}
+
 /// One row of `browser.tabs.list`, as seen by one Lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TabView {
@@ -276,6 +286,7 @@ impl Registry {
                     .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id) =>
             {
                 entry.controller = None;
+                entry.let_go();
                 true
             }
             _ => false,
@@ -422,6 +433,7 @@ impl Registry {
                 .is_some_and(|c| c.workspace_id == workspace_id && c.lease_id == lease_id)
             {
                 entry.controller = None;
+                entry.let_go();
                 ended.push(target.clone());
             }
         }

@@ -360,6 +360,20 @@ impl TabHandle {
         self.queue.choosers()
     }
 
+    /// Nobody manages or controls the tab any more: its console entries and requests go (the
+    /// next controller sees only what the page does from then on, as after a hand-over).
+    pub fn forget_page_data(&self, now_ms: i64) {
+        let mut books = self.queue.books();
+        books.activity.hand_over(now_ms);
+        books.network.forget_records();
+    }
+
+    /// How many handles to this tab exist (its books are freed when the last one goes).
+    #[cfg(test)]
+    pub fn holders(&self) -> usize {
+        Arc::strong_count(&self.queue)
+    }
+
     /// Offers a session auto-attach opened for this tab (the pump).
     pub fn offer_session(&self, session: SessionId) {
         self.queue.books().auto_session = Some(session);
