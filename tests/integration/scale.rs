@@ -6,7 +6,7 @@
 use crate::support;
 
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Barrier, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ const LOOPS: usize = 2;
 /// How many agents create their tab at once. A new tab's renderer start is Chromium's work
 /// (hundreds of ms of CPU each); 32 at once on a small machine that also runs other tests can
 /// outlast the setup of the first ones, which is not what this test is about. The loops run
-/// all 32 at once.
+/// all 32 at once, once every tab is open.
 const OPENING_AT_ONCE: usize = 8;
 
 /// A counting semaphore for the tab openings.
@@ -70,7 +70,7 @@ fn run(
     outcome["result"].clone()
 }
 
-fn agent_loop(rig: &Rig, gate: &Gate, index: usize) -> Run {
+fn agent_loop(rig: &Rig, gate: &Gate, ready: &Barrier, index: usize) -> Run {
     let mut agent = Agent::new(rig, &format!("com.example.scale{index}"));
     let mut commands = Vec::new();
     run(
@@ -91,6 +91,9 @@ fn agent_loop(rig: &Rig, gate: &Gate, index: usize) -> Run {
         )
     });
     let target = opened["targetId"].clone();
+    // Every tab is open before any loop starts: the loops then meet each other, not the
+    // renderer starts of the last tabs.
+    ready.wait();
     for _ in 0..LOOPS {
         run(
             &mut agent,
@@ -174,11 +177,12 @@ fn thirty_two_agents_loop_on_one_broker_without_errors_lost_events_or_held_lease
         free: Mutex::new(OPENING_AT_ONCE),
         freed: Condvar::new(),
     };
+    let ready = Barrier::new(AGENTS);
     let runs: Vec<Run> = std::thread::scope(|scope| {
         let agents: Vec<_> = (0..AGENTS)
             .map(|index| {
-                let (rig, gate) = (&rig, &gate);
-                scope.spawn(move || agent_loop(rig, gate, index))
+                let (rig, gate, ready) = (&rig, &gate, &ready);
+                scope.spawn(move || agent_loop(rig, gate, ready, index))
             })
             .collect();
         agents.into_iter().map(|a| a.join().unwrap()).collect()
