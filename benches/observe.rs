@@ -9,9 +9,11 @@
 //! tree spent (Chromium, janitor and this process, from Linux schedstat: a
 //! figure that stays meaningful on a shared, loaded machine), output bytes
 //! and wall ms per 1,000 elements (linear growth shows as a flat column).
-//! Each size is measured two ways, interleaved so both see the same load: `script`, the
-//! observe.js call alone (`page::run`), and `tool`, what `browser.observe` pays
-//! (`page::run_observe`: the listener listing of the document first, docs/cdp.md).
+//! Each size is measured three ways, interleaved so all see the same load: `script`, the
+//! observe.js call alone (`page::run`); `tool`, what `browser.observe` pays on an unchanged
+//! document (`page::run_observe` with the listener listing it keeps, docs/cdp.md); and `fresh`,
+//! what it pays after the document changed (an attribute of `body` set, untimed, before each
+//! call), when the listing is taken again.
 //! Run with `cargo bench --bench observe`.
 
 #[path = "../tests/integration/support/mod.rs"]
@@ -103,7 +105,32 @@ fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-async fn observe_once(tab: &Tab, key: &str, size: usize, tool: bool) -> (Duration, usize, usize) {
+/// How an iteration observes (the rows' `path`).
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Script,
+    Tool,
+    Fresh,
+}
+
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Script => "script",
+            Path::Tool => "tool",
+            Path::Fresh => "fresh",
+        }
+    }
+}
+
+async fn observe_once(tab: &Tab, key: &str, size: usize, path: Path) -> (Duration, usize, usize) {
+    if path == Path::Fresh {
+        // A changed document: the kept listener listing is stale.
+        tab.eval(&format!(
+            "document.body.setAttribute('data-bench', {key:?})"
+        ))
+        .await;
+    }
     let started = Instant::now();
     let script = Observe {
         key: key.to_owned(),
@@ -118,7 +145,7 @@ async fn observe_once(tab: &Tab, key: &str, size: usize, tool: bool) -> (Duratio
         click_verdict: None,
         state_of: None,
     };
-    let observation = match tool {
+    let observation = match path != Path::Script {
         true => {
             page::run_observe(
                 &tab.client,
@@ -150,18 +177,23 @@ fn main() {
         let mut rows = Vec::new();
         for size in SIZES {
             let tab = Tab::open(&client, &server.url(&format!("/generated/{size}"))).await;
-            let (first, _, _) = observe_once(&tab, "warm-up", size, true).await;
-            for (path, tool) in [("script", false), ("tool", true)] {
+            let (first, _, _) = observe_once(&tab, "warm-up", size, Path::Tool).await;
+            for path in [Path::Script, Path::Tool, Path::Fresh] {
+                let other = match path {
+                    Path::Script => Path::Tool,
+                    Path::Tool => Path::Script,
+                    Path::Fresh => Path::Tool,
+                };
                 let mut times = Vec::new();
                 let mut cpu = Vec::new();
                 let mut bytes = 0;
                 let mut returned = 0;
                 for iteration in 0..iterations(size) {
                     // The other path between two of this one's: both see the same load.
-                    let _ = observe_once(&tab, &format!("other-{iteration}"), size, !tool).await;
+                    let _ = observe_once(&tab, &format!("other-{iteration}"), size, other).await;
                     let cpu_before = tree_cpu_ns();
                     let (elapsed, wire_bytes, count) =
-                        observe_once(&tab, &format!("bench-{iteration}"), size, tool).await;
+                        observe_once(&tab, &format!("bench-{iteration}"), size, path).await;
                     if let (Some(before), Some(after)) = (cpu_before, tree_cpu_ns()) {
                         cpu.push(after.saturating_sub(before));
                     }
@@ -173,7 +205,7 @@ fn main() {
                 cpu.sort_unstable();
                 rows.push(Row {
                     size,
-                    path,
+                    path: path.name(),
                     returned,
                     first_ms: millis(first),
                     median_ms: millis(times[times.len() / 2]),

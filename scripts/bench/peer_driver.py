@@ -6,12 +6,18 @@ harness's own):
   manifest's largest `limit`, so the 20,000-element page (25,003 elements) is returned whole;
   `find_ref` reads the compact lines (`ref role "name" ...`);
 - `type()` defaults to fill (`keystrokes=False`) like `drivers/base.py` and every other driver,
-  so the harness's fill row uses `mode: "fill"` and its keystroke row keystrokes.
+  so the harness's fill row uses `mode: "fill"` and its keystroke row keystrokes;
+- `browser-pilot-mcp` navigates the tab it opened first with `browser_navigate` (`action:
+  "goto"`), as the other MCP drivers navigate their current page (Playwright MCP's
+  `browser_navigate`, Chrome DevTools MCP's `navigate_page`) and the bridge driver its tab; the
+  stock driver calls `browser_open` for every navigation, which opens a new tab in a window of
+  its own each time.
 """
 import json
 import re
 
 from .browser_pilot import BrowserPilot
+from .browser_pilot_mcp import BrowserPilotMcp
 
 LINE = re.compile(r'^(\S+) ([a-z]+)(?::\d+)? ("(?:[^"\\]|\\.)*")', re.M)
 
@@ -30,3 +36,15 @@ class BrowserPilotAdapted(BrowserPilot):
 
     def type(self, ref, text, keystrokes=False):
         return super().type(ref, text, keystrokes=keystrokes)
+
+
+class BrowserPilotMcpAdapted(BrowserPilotMcp):
+    def start(self):
+        super().start()
+        self.opened = False
+
+    def navigate(self, url):
+        if not self.opened:
+            self.opened = True
+            return super().navigate(url)
+        return self._obs(self.m.tool("browser_navigate", {"action": "goto", "url": url}))
