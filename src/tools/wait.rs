@@ -330,13 +330,16 @@ async fn wait(
     let until = started + remaining.saturating_sub(reserve);
     let mut last = Seen::default();
     loop {
-        let seen = match look(&mut tab, &condition).await {
-            Ok(seen) => seen,
-            Err(error) if transient(&error) => Seen {
+        // A look slowed by a busy page or machine must not run into the Command's deadline:
+        // the answer at `until` is this tool's, with the last state seen.
+        let seen = match tokio::time::timeout_at(until, look(&mut tab, &condition)).await {
+            Err(_late) => return Err(not_held(&condition, &last)),
+            Ok(Ok(seen)) => seen,
+            Ok(Err(error)) if transient(&error) => Seen {
                 unreadable: true,
                 ..last.clone()
             },
-            Err(error) => return Err(error),
+            Ok(Err(error)) => return Err(error),
         };
         if !seen.unreadable && condition.holds(&seen) {
             let (url, title) = tab.page_info().await?;
@@ -349,20 +352,26 @@ async fn wait(
         }
         last = seen;
         if tokio::time::Instant::now() + POLL_INTERVAL > until {
-            return Err(ToolError::from(
-                RpcError::new(
-                    ErrorCode::DeadlineExceeded,
-                    format!(
-                        "the {} condition did not hold before the deadline",
-                        condition.name()
-                    ),
-                )
-                .with_context("condition", json!(condition.name()))
-                .with_context("lastState", last.to_json()),
-            ));
+            return Err(not_held(&condition, &last));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
+}
+
+/// The condition did not hold before the deadline: `deadline_exceeded` naming it, with the
+/// last state seen.
+fn not_held(condition: &Condition, last: &Seen) -> ToolError {
+    ToolError::from(
+        RpcError::new(
+            ErrorCode::DeadlineExceeded,
+            format!(
+                "the {} condition did not hold before the deadline",
+                condition.name()
+            ),
+        )
+        .with_context("condition", json!(condition.name()))
+        .with_context("lastState", last.to_json()),
+    )
 }
 
 #[cfg(test)]
