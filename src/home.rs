@@ -143,6 +143,8 @@ fn is_home_entry(name: &std::ffi::OsStr) -> bool {
         "startup.lock",
         "artifacts",
         "browser",
+        // Written by the user, read by the Broker (`browser::REMOTE_FILE`, docs/remote.md).
+        "remote-browsers.toml",
     ];
     let name = name.to_string_lossy();
     NAMES.contains(&name.as_ref())

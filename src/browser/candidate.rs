@@ -1,12 +1,30 @@
-//! The browser candidate value: identity, the four state axes the contract
-//! names, and remediation. `to_json` is the only wire form and it never
-//! contains a port, a WebSocket path or a filesystem path; the endpoint and
-//! the user-data directory stay behind crate-visible getters. This file does
+//! The browser candidate value: identity, kind (local or remote), the four state axes the
+//! contract names, remediation and a remote entry's diagnostics. `to_json` is the only wire
+//! form and it never contains a port, a WebSocket path, a filesystem path or a token; the
+//! endpoint and the user-data directory stay behind crate-visible getters. This file does
 //! no I/O.
 
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
+
+use super::remote::{Diagnostic, RemoteEndpoint};
+
+/// Where the browser runs: found on this machine, or listed in `remote-browsers.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateKind {
+    Local,
+    Remote,
+}
+
+impl CandidateKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CandidateKind::Local => "local",
+            CandidateKind::Remote => "remote",
+        }
+    }
+}
 
 /// The aggregate state a host branches on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,15 +88,22 @@ pub enum Endpoint {
     Port { port: u16, path: String },
     /// The managed browser, which has no port: its keeper's owner-only socket.
     Keeper { socket: PathBuf },
+    /// A remote browser of `remote-browsers.toml`: its URL and headers with the token.
+    Remote(RemoteEndpoint),
 }
 
 impl Endpoint {
-    /// The janitor's argument: the browser-level WebSocket URL, or `keeper:<socket>`.
+    /// The janitor's argument: the browser-level WebSocket URL, `keeper:<socket>`, or for a
+    /// remote browser `remote:<candidate id>` (the URL and headers travel in the janitor's
+    /// environment, `janitor::REMOTE_ENV`, never on its command line).
     pub fn janitor_arg(&self) -> String {
         match self {
             Endpoint::Port { port, path } => format!("ws://127.0.0.1:{port}{path}"),
             Endpoint::Keeper { socket } => {
                 format!("{}{}", crate::janitor::KEEPER_SCHEME, socket.display())
+            }
+            Endpoint::Remote(remote) => {
+                format!("{}{}", crate::janitor::REMOTE_SCHEME, remote.browser_id)
             }
         }
     }
@@ -97,11 +122,14 @@ pub struct Candidate {
     /// A display name, never a path.
     pub profile: String,
     pub managed: bool,
+    pub kind: CandidateKind,
     pub state: CandidateState,
     pub process_state: ProcessState,
     pub remote_debugging_state: RemoteDebuggingState,
     pub authorization_state: AuthorizationState,
     pub remediation: Option<Remediation>,
+    /// What is wrong with a remote entry (empty for local candidates and usable entries).
+    pub diagnostics: Vec<Diagnostic>,
     pub(super) endpoint: Option<Endpoint>,
     pub(super) user_data_dir: PathBuf,
 }
@@ -121,6 +149,7 @@ impl Candidate {
         object.insert("channel".into(), json!(self.channel));
         object.insert("profile".into(), json!(self.profile));
         object.insert("managed".into(), json!(self.managed));
+        object.insert("kind".into(), json!(self.kind.as_str()));
         object.insert("state".into(), json!(self.state.as_str()));
         object.insert("processState".into(), json!(self.process_state.as_str()));
         object.insert(
@@ -140,6 +169,10 @@ impl Candidate {
                 value["url"] = json!(url);
             }
             object.insert("remediation".into(), value);
+        }
+        if !self.diagnostics.is_empty() {
+            let diagnostics = self.diagnostics.iter().map(Diagnostic::to_json).collect();
+            object.insert("diagnostics".into(), Value::Array(diagnostics));
         }
         Value::Object(object)
     }

@@ -14,8 +14,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::candidate::{
-    AuthorizationState, Candidate, CandidateState, Endpoint, ProcessState, Remediation,
-    RemoteDebuggingState,
+    AuthorizationState, Candidate, CandidateKind, CandidateState, Endpoint, ProcessState,
+    Remediation, RemoteDebuggingState,
 };
 use super::os;
 
@@ -81,7 +81,17 @@ struct Source {
 
 /// Lists candidates in stable order: explicit discovery dirs as given (or
 /// the platform defaults that exist), then the managed profile, which is
-/// always present. Duplicate directories are listed once.
+/// always present, then the entries of `remote-browsers.toml` in file order (read, never
+/// contacted). Duplicate directories are listed once. The second value holds the diagnostics
+/// of the remote file as a whole.
+pub fn discover_all(cfg: &DiscoveryConfig) -> (Vec<Candidate>, Vec<super::remote::Diagnostic>) {
+    let mut candidates = discover(cfg);
+    let remote = super::remote::scan(&cfg.home);
+    candidates.extend(remote.candidates);
+    (candidates, remote.diagnostics)
+}
+
+/// The local candidates of `discover_all`.
 pub fn discover(cfg: &DiscoveryConfig) -> Vec<Candidate> {
     let mut sources = Vec::new();
     match &cfg.discovery_dirs {
@@ -179,7 +189,7 @@ fn inspect(source: Source, key: &Path) -> Candidate {
                 true => (RemoteDebuggingState::Enabled, Some(endpoint)),
                 false => (RemoteDebuggingState::Stale, None),
             },
-            ActivePort::Found(Endpoint::Keeper { .. }) => (RemoteDebuggingState::Stale, None),
+            ActivePort::Found(_) => (RemoteDebuggingState::Stale, None),
         },
     };
     let process_state = match remote_debugging_state {
@@ -198,11 +208,13 @@ fn inspect(source: Source, key: &Path) -> Candidate {
         channel: source.channel.to_owned(),
         profile: source.profile,
         managed: source.managed,
+        kind: CandidateKind::Local,
         state,
         process_state,
         remote_debugging_state,
         authorization_state: AuthorizationState::Unknown,
         remediation,
+        diagnostics: Vec::new(),
         endpoint,
         user_data_dir: source.dir,
     }
@@ -433,7 +445,7 @@ mod tests {
     fn check_port(text: &str, expect: Option<(u16, &str)>) {
         let got = parse_active_port(text).map(|endpoint| match endpoint {
             Endpoint::Port { port, path } => (port, path),
-            Endpoint::Keeper { .. } => unreachable!("a port file names a port"),
+            _ => unreachable!("a port file names a port"),
         });
         let expect = expect.map(|(port, path)| (port, path.to_owned()));
         assert_eq!(got, expect, "input {text:?}");
@@ -583,6 +595,7 @@ mod tests {
                 "authorizationState",
                 "channel",
                 "id",
+                "kind",
                 "managed",
                 "processState",
                 "product",
@@ -677,11 +690,13 @@ mod tests {
             channel: channel.to_owned(),
             profile: "default".to_owned(),
             managed: channel == "managed",
+            kind: CandidateKind::Local,
             state,
             process_state: ProcessState::Unknown,
             remote_debugging_state: RemoteDebuggingState::Disabled,
             authorization_state: AuthorizationState::Unknown,
             remediation: None,
+            diagnostics: Vec::new(),
             endpoint: None,
             user_data_dir: PathBuf::new(),
         }

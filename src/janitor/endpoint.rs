@@ -1,17 +1,66 @@
-//! Parsing and vetting the browser WebSocket URL handed to the janitor. Only
-//! loopback endpoints are accepted: the janitor must never carry CDP to
-//! another host. No I/O here.
+//! Parsing and vetting the browser WebSocket URL handed to the janitor. A URL on the command
+//! line must be loopback; only a remote browser the user listed in `remote-browsers.toml`
+//! (handed over in `REMOTE_ENV`, with its handshake headers) may name another host, and then
+//! only over `ws://` when its entry allows it. No I/O here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use super::socket::JanitorError;
 
-/// A vetted `ws://<loopback>:<port>/<path>` endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A vetted `ws://<loopback>:<port>/<path>` endpoint, or a remote browser's.
+#[derive(Clone, PartialEq, Eq)]
 pub(super) struct WsEndpoint {
+    /// The loopback address (unspecified for a remote endpoint, which has `remote`).
     pub(super) address: SocketAddr,
     /// The URL as sent in the handshake request (Host is the loopback IP).
     pub(super) url: String,
+    /// Extra handshake headers (a remote browser's, maybe carrying its token).
+    pub(super) headers: Vec<(String, String)>,
+    /// A remote endpoint's `host:port`, resolved when connecting.
+    pub(super) remote: Option<String>,
+}
+
+/// Never shows the URL or the headers (a remote one may carry a token).
+impl std::fmt::Debug for WsEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WsEndpoint({})", self.address)
+    }
+}
+
+/// What the Broker hands a janitor for a remote browser, in `REMOTE_ENV`.
+#[derive(serde::Deserialize)]
+struct RemoteSpec {
+    url: String,
+    #[serde(default)]
+    headers: Vec<(String, String)>,
+    #[serde(default, rename = "allowInsecure")]
+    allow_insecure: bool,
+}
+
+/// Parses the remote spec (JSON) of `REMOTE_ENV`. Errors never quote it.
+pub(super) fn parse_remote_spec(spec: &str) -> Result<WsEndpoint, JanitorError> {
+    let invalid = || JanitorError::InvalidUrl("the remote browser's endpoint".to_owned());
+    let spec: RemoteSpec = serde_json::from_str(spec).map_err(|_| invalid())?;
+    let url = url::Url::parse(&spec.url).map_err(|_| invalid())?;
+    let host = url
+        .host_str()
+        .filter(|host| !host.is_empty())
+        .ok_or_else(invalid)?;
+    let port = url.port_or_known_default().ok_or_else(invalid)?;
+    let loopback = {
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        bare.eq_ignore_ascii_case("localhost")
+            || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    };
+    if url.scheme() != "ws" || !(loopback || spec.allow_insecure) || port == 0 {
+        return Err(invalid());
+    }
+    Ok(WsEndpoint {
+        address: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        url: spec.url,
+        headers: spec.headers,
+        remote: Some(format!("{host}:{port}")),
+    })
 }
 
 /// Accepts `ws://127.0.0.1:PORT/...`, `ws://localhost:PORT/...` and
@@ -41,6 +90,8 @@ pub(super) fn parse_ws_url(url: &str) -> Result<WsEndpoint, JanitorError> {
     Ok(WsEndpoint {
         address,
         url: format!("ws://{host}:{port}{path}"),
+        headers: Vec::new(),
+        remote: None,
     })
 }
 
@@ -75,5 +126,25 @@ mod tests {
         check("ws://127.0.0.1:0/devtools/browser", None);
         check("ws://127.0.0.1:port/devtools/browser", None);
         check("ws://127.0.0.1/devtools/browser", None);
+    }
+
+    #[test]
+    fn remote_specs_need_loopback_or_allow_insecure() {
+        let spec = |url: &str, insecure: bool| {
+            let json = serde_json::json!({"url": url, "headers": [["X-Key", "k"]], "allowInsecure": insecure});
+            parse_remote_spec(&json.to_string())
+        };
+        let local = spec("ws://localhost:3000/chrome?token=T", false).unwrap();
+        assert_eq!(local.remote.as_deref(), Some("localhost:3000"));
+        assert_eq!(local.url, "ws://localhost:3000/chrome?token=T");
+        assert_eq!(local.headers, [("X-Key".to_owned(), "k".to_owned())]);
+        assert!(spec("ws://10.0.0.1:3000/chrome", false).is_err());
+        let far = spec("ws://farm.example/chrome", true).unwrap();
+        assert_eq!(far.remote.as_deref(), Some("farm.example:80"));
+        assert!(spec("wss://farm.example/chrome", true).is_err());
+        let error = spec("ws://10.0.0.1:3000/?token=SECRET", false).unwrap_err();
+        assert!(!error.to_string().contains("SECRET"));
+        assert!(!format!("{local:?}").contains("token"));
+        assert!(parse_remote_spec("not json").is_err());
     }
 }

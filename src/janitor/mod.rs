@@ -1,6 +1,6 @@
-//! The janitor role (`--browser-pilot-internal=janitor <ws_url>|keeper:<socket>`):
+//! The janitor role (`--browser-pilot-internal=janitor <ws_url>|keeper:<socket>|remote:<id>`):
 //! the only owner of the browser-level CDP connection, a WebSocket to a user's
-//! browser or the keeper's socket for the managed one. It proxies CDP between
+//! browser or a remote one, or the keeper's socket for the managed one. It proxies CDP between
 //! the Broker's pipes (one message per line) and that connection, tracks the targets
 //! the Broker created through it (and their popups), and closes exactly
 //! those when the Broker goes away. It never reads disk state, never touches
@@ -15,6 +15,8 @@ mod socket;
 mod tracker;
 
 pub use close::close_browser;
-pub use run::{CLEANUP_TIMEOUT, HANDSHAKE_TIMEOUT, KEEPER_SCHEME, run_janitor};
+pub use run::{
+    CLEANUP_TIMEOUT, HANDSHAKE_TIMEOUT, KEEPER_SCHEME, REMOTE_ENV, REMOTE_SCHEME, run_janitor,
+};
 pub use socket::{JanitorError, MAX_MESSAGE_BYTES};
 pub use tracker::PRIVATE_ID_BASE;

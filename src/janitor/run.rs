@@ -21,8 +21,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::{Message, error::Error as WsError};
 
-use super::endpoint::parse_ws_url;
-use super::socket::{Connection, MAX_MESSAGE_BYTES, connect};
+use super::endpoint::{parse_remote_spec, parse_ws_url};
+use super::socket::{Connection, JanitorError, MAX_MESSAGE_BYTES, connect};
 use super::tracker::{Outbound, PrivateCall, Tracker, Verdict};
 use crate::cdp::pipe::JanitorLine;
 
@@ -71,6 +71,13 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// WebSocket URL.
 pub const KEEPER_SCHEME: &str = "keeper:";
 
+/// The janitor argument's prefix for a remote browser: `remote:<candidate id>`; its URL and
+/// headers (which may carry a token) come in `REMOTE_ENV`, never on the command line.
+pub const REMOTE_SCHEME: &str = "remote:";
+
+/// The environment variable holding a remote browser's `{"url","headers","allowInsecure"}`.
+pub const REMOTE_ENV: &str = "BROWSER_PILOT_JANITOR_REMOTE";
+
 /// Runs the janitor role against `ws_url` (or `keeper:<socket>`) and returns the exit code.
 /// Safe to call under any runtime: stdin is read on a plain thread, so
 /// dropping the runtime afterwards does not wait for stdin.
@@ -82,7 +89,13 @@ pub async fn run_janitor(ws_url: String) -> i32 {
         let _ = writer.await;
         return code;
     }
-    let connected = match parse_ws_url(&ws_url) {
+    let endpoint = match ws_url.starts_with(REMOTE_SCHEME) {
+        true => std::env::var(REMOTE_ENV)
+            .map_err(|_| JanitorError::InvalidUrl(format!("{REMOTE_ENV} is not set")))
+            .and_then(|spec| parse_remote_spec(&spec)),
+        false => parse_ws_url(&ws_url),
+    };
+    let connected = match endpoint {
         Ok(endpoint) => connect(&endpoint, ws_handshake_timeout()).await,
         Err(error) => Err(error),
     };

@@ -179,18 +179,27 @@ pub(super) async fn connect(
 }
 
 async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError> {
-    let stream = TcpStream::connect(endpoint.address)
-        .await
-        .map_err(JanitorError::from_io)?;
+    let stream = match &endpoint.remote {
+        Some(authority) => TcpStream::connect(authority.as_str()).await,
+        None => TcpStream::connect(endpoint.address).await,
+    }
+    .map_err(JanitorError::from_io)?;
     let _ = stream.set_nodelay(true);
     let stream = Arc::new(stream);
     // tungstenite's request has Host, Upgrade, Connection, Sec-WebSocket-*
     // and no Origin: any Origin gets HTTP 403 from Chromium.
-    let request = endpoint
+    let mut request = endpoint
         .url
         .as_str()
         .into_client_request()
         .map_err(JanitorError::from_ws)?;
+    for (name, value) in &endpoint.headers {
+        let header = |_| JanitorError::Protocol("a configured header cannot be sent".to_owned());
+        let name = tungstenite::http::HeaderName::from_bytes(name.as_bytes()).map_err(header)?;
+        let value = tungstenite::http::HeaderValue::from_str(value)
+            .map_err(|_| JanitorError::Protocol("a configured header cannot be sent".to_owned()))?;
+        request.headers_mut().insert(name, value);
+    }
     let mut attempt = tungstenite::client::client_with_config(
         request,
         TryIo::new(Arc::clone(&stream)),

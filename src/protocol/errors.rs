@@ -110,6 +110,8 @@ error_codes! {
     BrokerUntrusted           "broker_untrusted"            -32060    false;
     HomeNotAllowed            "home_not_allowed"            -32061    false;
     CopyStalled               "copy_stalled"                -32062    false;
+    // Remote browsers.
+    RemoteConfigInvalid       "remote_config_invalid"       -32065    false;
     // Eval.
     EvalException             "eval_exception"              -32070    false;
     // Network observation and rules.

@@ -84,6 +84,16 @@ pub enum ConnectError {
     AuthorizationDenied(String),
     AuthorizationTimeout,
     Failed(String),
+    /// A remote candidate whose entry in `remote-browsers.toml` has diagnostics.
+    RemoteConfig {
+        browser_id: String,
+        message: String,
+    },
+    /// A remote browser answered the WebSocket upgrade with an HTTP error (a wrong token).
+    RemoteRefused {
+        browser_id: String,
+        status: u16,
+    },
 }
 
 /// A failed connection attempt, numbered by `Inner::attempts_ended`.
@@ -212,8 +222,13 @@ impl BrowserService {
     /// Passive discovery (files and TCP probes, off the tokio workers) with this Broker's
     /// authorization outcomes and live connection overlaid.
     pub async fn candidates(&self) -> Vec<Candidate> {
+        self.discovery().await.0
+    }
+
+    /// `candidates` and the diagnostics of `remote-browsers.toml` as a whole.
+    pub async fn discovery(&self) -> (Vec<Candidate>, Vec<browser::Diagnostic>) {
         let config = DiscoveryConfig::from_env(self.inner.home.root().to_owned());
-        tokio::task::spawn_blocking(move || browser::discover(&config))
+        tokio::task::spawn_blocking(move || browser::discover_all(&config))
             .await
             .unwrap_or_default()
     }
@@ -339,17 +354,24 @@ impl BrowserService {
             candidate = relaunched;
         }
         let Some(endpoint) = candidate.endpoint() else {
+            if let Some(diagnostic) = candidate.diagnostics.first() {
+                return Err(ConnectError::RemoteConfig {
+                    browser_id: browser_id.to_owned(),
+                    message: diagnostic.message.clone(),
+                });
+            }
             return Err(ConnectError::NotReady {
                 remediation: candidate.to_json().get("remediation").cloned(),
             });
         };
-        let ws_url = endpoint.janitor_arg();
-        let (client, events, child, janitor) = match self.spawn_janitor(&ws_url).await {
+        let (client, events, child, janitor) = match self.spawn_janitor(endpoint).await {
             Ok(parts) => parts,
             Err(error) => {
                 // A timeout says nothing of the prompt's answer: still unknown.
                 let state = match &error {
-                    ConnectError::AuthorizationDenied(_) => AuthorizationState::Denied,
+                    ConnectError::AuthorizationDenied(_) | ConnectError::RemoteRefused { .. } => {
+                        AuthorizationState::Denied
+                    }
                     _ => AuthorizationState::Unknown,
                 };
                 self.inner
@@ -451,7 +473,7 @@ impl BrowserService {
 
     async fn spawn_janitor(
         &self,
-        ws_url: &str,
+        endpoint: &browser::Endpoint,
     ) -> Result<
         (
             CdpClient,
@@ -463,9 +485,20 @@ impl BrowserService {
     > {
         let exe = std::env::current_exe()
             .map_err(|e| ConnectError::Failed(format!("cannot find own executable: {e}")))?;
-        let mut child = tokio::process::Command::new(exe)
+        let mut command = tokio::process::Command::new(exe);
+        // A remote browser's URL and headers may carry its token: they go in the janitor's
+        // environment (readable only by this user), never on its command line.
+        let remote = match endpoint {
+            browser::Endpoint::Remote(remote) => {
+                let spec = json!({"url": remote.url, "headers": remote.headers, "allowInsecure": remote.allow_insecure});
+                command.env(browser::JANITOR_REMOTE_ENV, spec.to_string());
+                Some(remote)
+            }
+            _ => None,
+        };
+        let mut child = command
             .arg("--browser-pilot-internal=janitor")
-            .arg(ws_url)
+            .arg(endpoint.janitor_arg())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
@@ -489,6 +522,9 @@ impl BrowserService {
         match status {
             Some(Ok(JanitorLine::Connected)) => {}
             Some(Ok(JanitorLine::Failed { reason, message })) => {
+                if let Some(remote) = remote {
+                    return Err(remote_failure(remote, reason, &message));
+                }
                 return Err(match reason {
                     FailReason::Timeout => ConnectError::AuthorizationTimeout,
                     FailReason::Http(403) => ConnectError::AuthorizationDenied(message),
@@ -937,5 +973,27 @@ impl BrowserService {
                 tracing::debug!(%error, "closing a managed tab on release");
             }
         }
+    }
+}
+
+/// A remote browser's failed connection, naming the candidate and never its token.
+fn remote_failure(
+    remote: &browser::RemoteEndpoint,
+    reason: FailReason,
+    message: &str,
+) -> ConnectError {
+    let browser_id = remote.browser_id.clone();
+    match reason {
+        FailReason::Http(status) => ConnectError::RemoteRefused { browser_id, status },
+        FailReason::Refused | FailReason::Closed => ConnectError::NotReady {
+            remediation: Some(json!({
+                "action": "start_browser",
+                "message": format!("the remote browser {browser_id} does not accept connections: start its engine or check its endpoint in remote-browsers.toml"),
+            })),
+        },
+        _ => ConnectError::Failed(format!(
+            "remote browser {browser_id}: {reason}: {}",
+            remote.scrub(message)
+        )),
     }
 }

@@ -10,7 +10,7 @@ use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 pub fn defs() -> Vec<ToolDef> {
     vec![ToolDef {
         name: "browser.discover",
-        description: "List browser candidates (user profiles with a debugging endpoint, and the Broker-managed profile) and which one this bridge would use. Passive: opens no browser connection.",
+        description: "List browser candidates (user profiles with a debugging endpoint, the Broker-managed profile, and the remote browsers of remote-browsers.toml, `kind` local or remote) and which one this bridge would use. Passive: opens no browser connection. `diagnostics` lists problems of remote-browsers.toml as a whole; an entry's own are on its candidate.",
         capability: "browser.control",
         mutating: false,
         input_schema: object(json!({}), &[]),
@@ -18,6 +18,7 @@ pub fn defs() -> Vec<ToolDef> {
             json!({
                 "browsers": {"type": "array", "items": candidate_schema()},
                 "selectedBrowserId": {"type": ["string", "null"]},
+                "diagnostics": {"type": "array", "items": diagnostic_schema()},
             }),
             &["browsers", "selectedBrowserId"],
         ),
@@ -38,11 +39,13 @@ pub fn candidate_schema() -> Value {
             "channel": {"type": "string"},
             "profile": {"type": "string"},
             "managed": {"type": "boolean"},
+            "kind": {"type": "string", "enum": ["local", "remote"]},
             "state": {"type": "string"},
             "processState": {"type": "string"},
             "remoteDebuggingState": {"type": "string"},
             "authorizationState": {"type": "string", "enum": crate::browser::AuthorizationState::ALL.map(|state| state.as_str())},
             "remediation": {"type": "object"},
+            "diagnostics": {"type": "array", "items": diagnostic_schema()},
         }),
         &[
             "id",
@@ -56,13 +59,22 @@ pub fn candidate_schema() -> Value {
     )
 }
 
+/// One problem of `remote-browsers.toml`: a stable `code` and human text.
+fn diagnostic_schema() -> Value {
+    open_object(
+        json!({"code": {"type": "string"}, "message": {"type": "string"}}),
+        &["code", "message"],
+    )
+}
+
 async fn discover(env: &ToolEnv, scope: &CallScope, _params: NoParams) -> Result<Value, ToolError> {
-    let found = env.browser.candidates().await;
+    let (found, diagnostics) = env.browser.discovery().await;
     let selected = (env.browser)
         .default_browser_id(scope.browser_preference.as_deref())
         .await;
     Ok(json!({
         "browsers": found.iter().map(|c| env.browser.candidate_json(c)).collect::<Vec<_>>(),
         "selectedBrowserId": selected,
+        "diagnostics": diagnostics.iter().map(|d| d.to_json()).collect::<Vec<_>>(),
     }))
 }

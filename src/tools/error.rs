@@ -142,6 +142,13 @@ fn connect(error: ConnectError) -> RpcError {
         ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")
             .with_remediation(RemediationAction::ApproveInBrowser, "Approve the remote debugging prompt in the browser window, then call browser.connect again with a longer deadlineMs."),
         ConnectError::Failed(message) => RpcError::new(ErrorCode::BrowserDisconnected, format!("cannot connect: {message}")),
+        ConnectError::RemoteConfig { browser_id, message } => RpcError::new(ErrorCode::RemoteConfigInvalid, format!("the remote browser {browser_id} cannot be used as configured: {message}"))
+            .with_context("browserId", json!(browser_id))
+            .with_remediation(RemediationAction::FixRemoteConfig, "Fix this entry of remote-browsers.toml in the Browser Pilot home (browser.discover lists its diagnostics), then call browser.connect again."),
+        ConnectError::RemoteRefused { browser_id, status } => RpcError::new(ErrorCode::AuthorizationDenied, format!("the remote browser {browser_id} refused the connection (HTTP {status})"))
+            .with_context("browserId", json!(browser_id))
+            .with_context("httpStatus", json!(status))
+            .with_remediation(RemediationAction::FixRemoteConfig, "Check the entry's endpoint and token file in remote-browsers.toml, then call browser.connect again."),
     }
 }
 
@@ -390,6 +397,26 @@ mod tests {
         assert_eq!(
             code(ConnectError::NotReady { remediation: None }),
             (ErrorCode::BrowserNotReady, Some("start_browser".into()))
+        );
+        assert_eq!(
+            code(ConnectError::RemoteConfig {
+                browser_id: "browser:remote:farm".into(),
+                message: "m".into()
+            }),
+            (
+                ErrorCode::RemoteConfigInvalid,
+                Some("fix_remote_config".into())
+            )
+        );
+        assert_eq!(
+            code(ConnectError::RemoteRefused {
+                browser_id: "browser:remote:farm".into(),
+                status: 401
+            }),
+            (
+                ErrorCode::AuthorizationDenied,
+                Some("fix_remote_config".into())
+            )
         );
         assert_eq!(code(ArtifactError::NotFound).0, ErrorCode::ArtifactNotFound);
         assert_eq!(

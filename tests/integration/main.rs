@@ -37,6 +37,7 @@ mod never_replay;
 mod observe_diff;
 mod page_scripts;
 mod protocol_core;
+mod remote;
 mod scale;
 mod tool_examples;
 mod version_json;

@@ -1,0 +1,357 @@
+//! Remote browsers of `remote-browsers.toml` (docs/remote.md), `sessions = "shared"`: a second
+//! plain headless Chromium with its own debugging port stands in for the shared endpoint, with a
+//! token in the endpoint's query and in an `Authorization` header (Chromium ignores both). The
+//! tests check the candidate, a connection that then works like a local one, the diagnostics of
+//! broken files, the refused handshake, and that the token shows up nowhere a host, `debug sql`,
+//! the locator file, the janitor's command line or the Broker's log could show it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::chromium::{Fixtures, TempChromium};
+use crate::support::rig::Agent;
+use crate::support::*;
+
+/// The token the tests put in their token files; it must never come back.
+const TOKEN: &str = "tok-5ecret-Remote-7f3a9c";
+
+/// A Broker home that discovers no local browser but the managed profile, logs at trace level
+/// to a file, and reads the `remote-browsers.toml` the test writes.
+struct RemoteHome {
+    home: TestHome,
+    /// The log and the token file: outside the home, which holds only Browser Pilot's files.
+    _outside: tempfile::TempDir,
+    log: PathBuf,
+    token_file: PathBuf,
+}
+
+impl RemoteHome {
+    fn new() -> RemoteHome {
+        let home = TestHome::new();
+        let outside = tempfile::tempdir().unwrap();
+        let log = outside.path().join("test-broker.log");
+        let token_file = outside.path().join("farm.token");
+        write_mode(&token_file, &format!("{TOKEN}\n"), 0o600);
+        let home = home
+            .with_env("BROWSER_PILOT_DISCOVERY_DIRS", "")
+            .with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
+            .with_env("BROWSER_PILOT_LOG", "trace");
+        RemoteHome {
+            home,
+            _outside: outside,
+            log,
+            token_file,
+        }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home.path().join("remote-browsers.toml")
+    }
+
+    fn write_config(&self, text: &str, mode: u32) {
+        write_mode(&self.config(), text, mode);
+    }
+
+    /// One shared entry `id` for the browser at `ws_url`, with the token in the query and in a
+    /// header.
+    fn entry(&self, id: &str, ws_url: &str) -> String {
+        format!(
+            "[[browser]]\nid = \"{id}\"\nendpoint = \"{ws_url}?token={{token}}\"\ntoken_file = \"{}\"\nheaders = {{ Authorization = \"Bearer {{token}}\" }}\nsessions = \"shared\"\nmax_sessions = 4\n",
+            self.token_file.display()
+        )
+    }
+
+    fn broker_log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+fn write_mode(path: &Path, text: &str, mode: u32) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn candidate<'a>(browsers: &'a Value, id: &str) -> &'a Value {
+    browsers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == id)
+        .unwrap_or_else(|| panic!("no candidate {id} in {browsers}"))
+}
+
+fn discover(agent: &mut Agent) -> Value {
+    agent.tool("browser.discover", None, json!({}))
+}
+
+fn codes(diagnostics: &Value) -> Vec<String> {
+    diagnostics
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|d| d["code"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn shared_remote_browser_is_a_candidate_and_drives_a_page_without_leaking_its_token() {
+    let remote = RemoteHome::new();
+    let chromium = TempChromium::start();
+    let fixtures = Fixtures::start();
+    remote.write_config(&remote.entry("farm", &chromium.ws_url()), 0o600);
+    let mut output = String::new();
+
+    let mut probe = remote.home.spawn_bridge();
+    let init = probe.initialize("com.example.probe", "p");
+    output.push_str(&init.to_string());
+    let browsers = init["browsers"].clone();
+    let listed = browsers.as_array().unwrap();
+    assert_eq!(
+        listed.last().unwrap()["id"],
+        "browser:remote:farm",
+        "remote candidates come after the local ones: {browsers}"
+    );
+    assert!(
+        listed
+            .iter()
+            .any(|b| b["managed"] == true && b["kind"] == "local")
+    );
+    let farm = candidate(&browsers, "browser:remote:farm");
+    assert_eq!(farm["kind"], "remote");
+    assert_eq!(farm["state"], "ready");
+    assert_eq!(farm["product"], "remote");
+    assert_eq!(farm["channel"], "shared");
+    assert_eq!(
+        farm["authorizationState"], "unknown",
+        "discovery is passive"
+    );
+    assert!(farm.get("diagnostics").is_none(), "{farm}");
+    drop(probe);
+
+    let mut bridge = remote.home.spawn_bridge();
+    bridge.initialize("com.example.remote", "i1");
+    let ws = bridge.ok(
+        "workspaces/create",
+        json!({"browserId": "browser:remote:farm"}),
+    );
+    output.push_str(&ws.to_string());
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
+    );
+    let mut agent = Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+    };
+    let connected = agent.connect();
+    output.push_str(&connected.to_string());
+    assert_eq!(connected["browserId"], "browser:remote:farm");
+    assert_eq!(connected["browserConnectionGeneration"], 1);
+
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/fixture/form")}),
+    );
+    output.push_str(&opened.to_string());
+    let target = opened["targetId"].clone();
+    assert_eq!(opened["managed"], true);
+    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 500}));
+    output.push_str(&observation.to_string());
+    let agree = observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["role"] == "checkbox" && e["name"].as_str().unwrap_or("").contains("I agree"))
+        .unwrap_or_else(|| panic!("no checkbox in {observation}"))["ref"]
+        .clone();
+    let clicked = agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": agree}),
+    );
+    output.push_str(&clicked.to_string());
+    assert_eq!(clicked["evidence"]["status"], "verified", "{clicked}");
+    assert_eq!(clicked["evidence"]["checked"], true);
+
+    let after = discover(&mut agent);
+    output.push_str(&after.to_string());
+    let farm = candidate(&after["browsers"], "browser:remote:farm");
+    assert_eq!(farm["state"], "connected");
+    assert_eq!(farm["authorizationState"], "authorized");
+    let tabs = agent.tool("browser.tabs.list", None, json!({}));
+    output.push_str(&tabs.to_string());
+    output.push_str(&json!(agent.events()).to_string());
+
+    // The token reached the janitor through its environment, not its command line.
+    let broker = remote.home.broker_pid().expect("broker pid");
+    let janitor = janitor_pid(broker).expect("the remote browser's janitor");
+    let cmdline = std::fs::read(format!("/proc/{janitor}/cmdline")).unwrap();
+    output.push_str(&String::from_utf8_lossy(&cmdline));
+    let locator = std::fs::read_to_string(remote.home.path().join("broker-locator.json")).unwrap();
+    output.push_str(&locator);
+    for table in ["events", "commands", "workspaces", "connections"] {
+        let (code, out, err) = remote
+            .home
+            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
+        assert_eq!(code, 0, "debug sql {table}: {err}");
+        output.push_str(&out);
+    }
+    assert!(output.contains("browser:remote:farm"));
+    let log = remote.broker_log();
+    assert!(
+        log.contains("Target.createTarget"),
+        "the trace log shows the CDP traffic"
+    );
+    for (place, text) in [("output", &output), ("Broker log", &log)] {
+        assert!(!text.contains(TOKEN), "the {place} holds the token");
+    }
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
+}
+
+#[test]
+fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candidate() {
+    let remote = RemoteHome::new();
+    let chromium = TempChromium::start();
+    let mut agent = Agent::with_home(&remote.home, "com.example.remote");
+    let mut output = String::new();
+
+    // A file others can read: listed, with the diagnostic, and not connectable.
+    remote.write_config(&remote.entry("farm", &chromium.ws_url()), 0o644);
+    let found = discover(&mut agent);
+    output.push_str(&found.to_string());
+    assert_eq!(
+        codes(&found["diagnostics"]),
+        ["remote_config_not_owner_only"]
+    );
+    let farm = candidate(&found["browsers"], "browser:remote:farm");
+    assert_eq!(farm["state"], "needs_setup");
+    assert_eq!(
+        codes(&farm["diagnostics"]),
+        ["remote_config_not_owner_only"]
+    );
+    assert_eq!(farm["remediation"]["action"], "fix_remote_config");
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:farm"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "remote_config_invalid");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(error["data"]["context"]["browserId"], "browser:remote:farm");
+    assert_eq!(error["data"]["remediation"]["action"], "fix_remote_config");
+
+    // A token file others can read, a wss:// endpoint (no TLS yet) and a pool: each on its own.
+    write_mode(&remote.token_file, TOKEN, 0o644);
+    let wss = "[[browser]]\nid = \"tls\"\nendpoint = \"wss://127.0.0.1:1/chrome\"\n";
+    remote.write_config(
+        &format!(
+            "{}\n{wss}\n[[pool]]\nid = \"both\"\n",
+            remote.entry("farm", &chromium.ws_url())
+        ),
+        0o600,
+    );
+    let found = discover(&mut agent);
+    output.push_str(&found.to_string());
+    assert_eq!(codes(&found["diagnostics"]), ["remote_unsupported"]);
+    let farm = candidate(&found["browsers"], "browser:remote:farm");
+    assert_eq!(codes(&farm["diagnostics"]), ["remote_token_not_owner_only"]);
+    let tls = candidate(&found["browsers"], "browser:remote:tls");
+    assert_eq!(codes(&tls["diagnostics"]), ["remote_unsupported"]);
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:tls"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "remote_config_invalid");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("browser:remote:tls"),
+        "{error}"
+    );
+
+    // A file that is not TOML: one diagnostic for the file, no candidate, the Broker answers on.
+    remote.write_config("[[browser]]\nid = \"farm\nendpoint = 3\n", 0o600);
+    let found = discover(&mut agent);
+    output.push_str(&found.to_string());
+    assert_eq!(codes(&found["diagnostics"]), ["remote_config_malformed"]);
+    assert!(
+        found["diagnostics"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("line 2"),
+        "{found}"
+    );
+    assert!(
+        found["browsers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["kind"] == "local"),
+        "{found}"
+    );
+
+    // The endpoint answers the upgrade with an HTTP error (here Chromium's 404 for a browser id
+    // it does not have; an engine answers a wrong token with 401 or 403): non-retryable, named.
+    write_mode(&remote.token_file, TOKEN, 0o600);
+    let wrong = format!(
+        "ws://127.0.0.1:{}/devtools/browser/not-this-one",
+        chromium.chromium.port
+    );
+    remote.write_config(&remote.entry("farm", &wrong), 0o600);
+    let found = discover(&mut agent);
+    output.push_str(&found.to_string());
+    assert_eq!(
+        candidate(&found["browsers"], "browser:remote:farm")["state"],
+        "ready"
+    );
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:farm"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "authorization_denied", "{error}");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(error["data"]["context"]["browserId"], "browser:remote:farm");
+    assert_eq!(error["data"]["context"]["httpStatus"], 404);
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("browser:remote:farm"),
+        "{error}"
+    );
+    let found = discover(&mut agent);
+    assert_eq!(
+        candidate(&found["browsers"], "browser:remote:farm")["authorizationState"],
+        "denied"
+    );
+
+    let log = remote.broker_log();
+    for code in [
+        "remote_config_not_owner_only",
+        "remote_token_not_owner_only",
+        "remote_config_malformed",
+    ] {
+        assert!(log.contains(code), "the Broker's stderr names {code}");
+    }
+    for (place, text) in [("output", &output), ("Broker log", &log)] {
+        assert!(!text.contains(TOKEN), "the {place} holds the token");
+    }
+    drop(chromium);
+}
