@@ -6,7 +6,11 @@
 //! `EventSink::emit_all` (`BURST` events, one store call); and two baselines:
 //! `Store::append_event` called directly, and an empty round trip through tokio's blocking pool. Each Connection is what the Broker gives
 //! it: a bounded queue drained by its own task. In-process, no sockets and no Chromium; the
-//! socket write is `bridge_roundtrip`'s business.
+//! socket write is `bridge_roundtrip`'s business. `event_delivery_32_agents` is the shape of the
+//! 32-agent scale bench (`benches/scale.rs`): 32 Principals, each with its Workspace and one
+//! subscribed Connection, one emitting task per Workspace; its time is the process's CPU time
+//! per event (journal append, notification line, queue, the Connection's task taking it), not
+//! wall time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -223,5 +227,96 @@ fn emit_throughput(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, emit_throughput);
+/// Agents in `event_delivery_32_agents`.
+const AGENTS: usize = 32;
+
+/// CPU time of this whole process (every thread), for costs measured as CPU rather than wall
+/// time.
+fn process_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+fn emit_32_agents(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store = Store::open(StoreLimits::default()).expect("open store");
+    let hub = Arc::new(Hub::default());
+    let delivered = Arc::new(AtomicU64::new(0));
+    let mut workspaces = Vec::new();
+    for agent in 0..AGENTS {
+        let principal = PrincipalKey {
+            client_id: format!("com.example.agent{agent}"),
+            instance_id: "i1".into(),
+        };
+        let workspace_id = format!("workspace:agent{agent}");
+        store
+            .create_workspace(&NewWorkspace {
+                id: workspace_id.clone(),
+                principal: principal.clone(),
+                browser_id: "browser:bench".into(),
+                client_key: None,
+                now: 0,
+            })
+            .expect("create workspace");
+        hub.add_workspace(&workspace_id, &principal);
+        let (tx, mut rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
+        hub.subscribe(&principal, &format!("connection:agent{agent}"), tx);
+        let delivered = delivered.clone();
+        runtime.spawn(async move {
+            while let Some(line) = rx.recv().await {
+                std::hint::black_box(line);
+                delivered.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        workspaces.push(workspace_id);
+    }
+    let sink = EventSink::new(store, hub, Arc::new(AtomicU64::new(1)));
+    let mut group = c.benchmark_group("event_delivery_32_agents");
+    group.throughput(Throughput::Elements(1));
+    let mut offered = 0u64;
+    group.bench_function("emit_cpu_per_event", |b| {
+        b.iter_custom(|iters| {
+            offered += iters;
+            let (sink, workspaces) = (sink.clone(), workspaces.clone());
+            runtime.block_on(async move {
+                let started = process_cpu();
+                let mut producers = tokio::task::JoinSet::new();
+                for (agent, workspace_id) in workspaces.into_iter().enumerate() {
+                    let sink = sink.clone();
+                    producers.spawn(async move {
+                        let mut n = agent as u64;
+                        while n < iters {
+                            let payload = json!({"commandId": "command:bench", "status": "completed", "method": "browser.click", "n": n});
+                            let row = sink
+                                .emit(Emit::new(&workspace_id, "command.status", payload))
+                                .await
+                                .expect("emit");
+                            std::hint::black_box(row);
+                            n += AGENTS as u64;
+                        }
+                    });
+                }
+                while let Some(done) = producers.join_next().await {
+                    done.expect("producer");
+                }
+                process_cpu() - started
+            })
+        });
+    });
+    group.finish();
+    runtime.block_on(async { tokio::time::sleep(Duration::from_millis(100)).await });
+    eprintln!(
+        "32 agents: {} of {offered} notifications delivered",
+        delivered.load(Ordering::Relaxed)
+    );
+}
+
+criterion_group!(benches, emit_throughput, emit_32_agents);
 criterion_main!(benches);
