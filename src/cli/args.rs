@@ -368,8 +368,8 @@ pub enum Command {
     #[command(after_help = "Examples: bp console\n          bp console --level error,exception")]
     Console {
         /// Only these levels (comma-separated or repeated).
-        #[arg(long, value_enum, value_delimiter = ',')]
-        level: Vec<ConsoleLevel>,
+        #[arg(long, value_delimiter = ',', value_parser = CONSOLE_LEVELS)]
+        level: Vec<String>,
         /// Only entries after this sequence number (the last one you read).
         #[arg(long, value_name = "SEQUENCE")]
         after: Option<u64>,
@@ -648,28 +648,8 @@ impl RuleAction {
     }
 }
 
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConsoleLevel {
-    Log,
-    Debug,
-    Info,
-    Warning,
-    Error,
-    Exception,
-}
-
-impl ConsoleLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConsoleLevel::Log => "log",
-            ConsoleLevel::Debug => "debug",
-            ConsoleLevel::Info => "info",
-            ConsoleLevel::Warning => "warning",
-            ConsoleLevel::Error => "error",
-            ConsoleLevel::Exception => "exception",
-        }
-    }
-}
+/// The levels `browser.console.list` filters by (its `levels` schema).
+const CONSOLE_LEVELS: [&str; 6] = ["log", "debug", "info", "warning", "error", "exception"];
 
 /// Where `bp drag --to` drops: a ref of the same observation, or viewport coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,9 +13,7 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::args::{
-    AuthAction, ConsoleLevel, CookiesAction, NetworkAction, RequestFilter, RulesAction,
-};
+use super::args::{AuthAction, CookiesAction, NetworkAction, RequestFilter, RulesAction};
 use super::compat::Compat;
 use super::output::{Output, Style, clean};
 use super::run::{absolute, text_from_stdin};
@@ -37,15 +35,14 @@ const SAVE_REMEDIATION: &str = "Give --save a directory you own that others cann
 pub async fn console(
     compat: &Compat,
     output: &Output,
-    levels: &[ConsoleLevel],
+    levels: &[String],
     after: Option<u64>,
     limit: Option<u32>,
 ) -> Result<(), RpcError> {
     let (target, _) = compat.current_target().await?;
     let mut arguments = json!({});
     if !levels.is_empty() {
-        let names: Vec<&str> = levels.iter().map(|l| l.as_str()).collect();
-        arguments["levels"] = json!(names);
+        arguments["levels"] = json!(levels);
     }
     if let Some(after) = after {
         arguments["after"] = json!(after);
