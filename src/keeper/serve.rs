@@ -34,8 +34,13 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest first line of a connection.
 const MAX_HELLO_BYTES: usize = 4096;
 
-/// Connections waiting to send their first line; more are closed at once.
+/// Connections read for their first line at once; later ones wait for a turn.
 const MAX_GREETERS: usize = 8;
+
+/// Connections accepted and not yet greeted (reading their first line or waiting for a turn);
+/// more are closed at once. Discovery's probes (a connect and hang-up) from many agents arrive
+/// together with a janitor's attach, which must wait its turn rather than be closed.
+const MAX_PENDING: usize = 64;
 
 /// Messages buffered in each direction (pipe to loop, loop to pipe, loop to client, client to
 /// loop).
@@ -196,6 +201,7 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
     let identity = crate::os::file_identity(&socket);
     let (greet_tx, mut greetings) = mpsc::channel::<Greeting>(MAX_GREETERS);
     let greeters = Arc::new(Semaphore::new(MAX_GREETERS));
+    let pending = Arc::new(Semaphore::new(MAX_PENDING));
 
     loop {
         let stalled_out = keeper.stalled_sender();
@@ -213,12 +219,14 @@ async fn serve(dir: &Path, executable: &Path, args: &[OsString]) -> Result<(), S
                 }
             },
             accepted = listener.accept() => match accepted {
-                Ok((reader, writer)) => match greeters.clone().try_acquire_owned() {
-                    Ok(permit) => {
-                        let greet_tx = greet_tx.clone();
+                Ok((reader, writer)) => match pending.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        let (greeters, greet_tx) = (greeters.clone(), greet_tx.clone());
                         tokio::spawn(async move {
-                            greet(reader, writer, greet_tx).await;
-                            drop(permit);
+                            if let Ok(_turn) = greeters.acquire_owned().await {
+                                greet(reader, writer, greet_tx).await;
+                            }
+                            drop(slot);
                         });
                     }
                     Err(_) => tracing::warn!("too many connections waiting; closing one"),

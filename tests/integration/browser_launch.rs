@@ -1,10 +1,13 @@
 //! Process tests of `browser-pilot browser launch|stop` against the real
 //! headless Chromium, each with its own temporary `BROWSER_PILOT_HOME`.
 
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -343,4 +346,30 @@ fn another_uid_finds_no_debugging_port_of_the_managed_browser() {
     let _ = with_port.kill();
     let _ = with_port.wait();
     assert_eq!(found, vec![port], "the look finds a debugging port");
+}
+
+/// Many connections arriving at once (discovery's probes from many agents) do not get a
+/// janitor's attach behind them closed: it waits for a turn and is attached.
+#[test]
+fn an_attach_behind_many_silent_connections_waits_its_turn() {
+    require_chromium();
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().join("bp-home");
+    let _stop = StopOnDrop(&home);
+    let launched = json_stdout(&run(&home, &["browser", "launch", "--headless"]));
+    assert_eq!(launched["state"], "ready");
+    let socket = keeper_socket(&home);
+    let silent: Vec<UnixStream> = (0..12)
+        .map(|_| UnixStream::connect(&socket).unwrap())
+        .collect();
+    let mut attach = UnixStream::connect(&socket).unwrap();
+    attach.write_all(b"{\"keeper\":\"attach\"}\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(silent);
+    attach
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(&attach).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), r#"{"keeper":"attached"}"#);
 }
