@@ -121,28 +121,57 @@ pub struct RemoteScan {
 }
 
 /// Reads `<home>/remote-browsers.toml`. A missing file is an empty scan. Every diagnostic is
-/// also logged (warn) with the candidate it belongs to.
+/// also logged (warn) with the candidate it belongs to, once per change: the file is read at
+/// every candidate lookup, and a broken file must not fill the log with one copy per agent.
 pub fn scan(home: &Path) -> RemoteScan {
     let path = home.join(REMOTE_FILE);
     let scan = scan_file(&path);
-    for diagnostic in &scan.diagnostics {
-        tracing::warn!(
-            code = diagnostic.code,
-            "{REMOTE_FILE}: {}",
-            diagnostic.message
-        );
-    }
-    for candidate in &scan.candidates {
-        for diagnostic in &candidate.diagnostics {
+    let lines: Vec<(Option<&str>, &Diagnostic)> = scan
+        .diagnostics
+        .iter()
+        .map(|diagnostic| (None, diagnostic))
+        .chain(scan.candidates.iter().flat_map(|candidate| {
+            let id = Some(candidate.id.as_str());
+            candidate
+                .diagnostics
+                .iter()
+                .map(move |diagnostic| (id, diagnostic))
+        }))
+        .collect();
+    if LAST_LOGGED.changed(&lines) {
+        for (candidate, diagnostic) in lines {
             tracing::warn!(
                 code = diagnostic.code,
-                candidate = %candidate.id,
+                candidate = candidate.unwrap_or("-"),
                 "{REMOTE_FILE}: {}",
                 diagnostic.message
             );
         }
     }
     scan
+}
+
+/// The diagnostics last logged, as a digest; see [`scan`].
+static LAST_LOGGED: LoggedDigest = LoggedDigest(std::sync::Mutex::new(0));
+
+struct LoggedDigest(std::sync::Mutex<u64>);
+
+impl LoggedDigest {
+    /// Whether `lines` differ from the set last seen (an empty set is remembered too, so a
+    /// problem that comes back is logged again).
+    fn changed(&self, lines: &[(Option<&str>, &Diagnostic)]) -> bool {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        for (candidate, diagnostic) in lines {
+            (candidate, diagnostic.code, &diagnostic.message).hash(&mut hasher);
+        }
+        let digest = hasher.finish();
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        std::mem::replace(&mut *last, digest) != digest
+    }
 }
 
 fn scan_file(path: &Path) -> RemoteScan {
@@ -686,6 +715,18 @@ mod tests {
     fn write(path: &Path, text: &str, mode: u32) {
         std::fs::write(path, text).unwrap();
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn the_same_diagnostics_are_logged_once_and_again_after_a_change() {
+        let digest = LoggedDigest(std::sync::Mutex::new(0));
+        let broken = Diagnostic::new("remote_token_missing", "no token file");
+        let other = Diagnostic::new("remote_insecure_endpoint", "ws to a remote host");
+        assert!(digest.changed(&[(Some("browser:remote:farm"), &broken)]));
+        assert!(!digest.changed(&[(Some("browser:remote:farm"), &broken)]));
+        assert!(digest.changed(&[(Some("browser:remote:farm"), &other)]));
+        assert!(digest.changed(&[]));
+        assert!(digest.changed(&[(Some("browser:remote:farm"), &broken)]));
     }
 
     fn codes(candidate: &Candidate) -> Vec<&'static str> {
