@@ -139,6 +139,21 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What a pointer command aims at: a ref of the last observation, or viewport coordinates.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Aim {
+    /// The ref printed by the last `bp observe` (or open, tab, click ...).
+    #[arg(
+        value_name = "REF",
+        required_unless_present = "xy",
+        conflicts_with = "xy"
+    )]
+    pub reference: Option<u32>,
+    /// Viewport coordinates in CSS pixels, `X,Y`, instead of a ref.
+    #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
+    pub xy: Option<(f64, f64)>,
+}
+
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub struct OutputFlags {
     /// Print JSON (the default when stdout is not a terminal).
@@ -220,16 +235,8 @@ pub enum Command {
     /// Click a ref from the last observation, or viewport coordinates.
     #[command(after_help = "Examples: bp click 3\n          bp click --xy 120,48")]
     Click {
-        /// The ref printed by the last `bp observe` (or open, tab, click ...).
-        #[arg(
-            value_name = "REF",
-            required_unless_present = "xy",
-            conflicts_with = "xy"
-        )]
-        reference: Option<u32>,
-        /// Viewport coordinates in CSS pixels, `X,Y`.
-        #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
-        xy: Option<(f64, f64)>,
+        #[command(flatten)]
+        aim: Aim,
     },
     /// Type TEXT into a ref (`-` reads it from stdin, keeping a password out of the shell's
     /// history and the process list).
@@ -301,31 +308,15 @@ pub enum Command {
     /// clicking (menus and tooltips open).
     #[command(after_help = "Examples: bp hover 4\n          bp hover --xy 120,48")]
     Hover {
-        /// The ref printed by the last `bp observe` (or open, click ...).
-        #[arg(
-            value_name = "REF",
-            required_unless_present = "xy",
-            conflicts_with = "xy"
-        )]
-        reference: Option<u32>,
-        /// Viewport coordinates in CSS pixels, `X,Y`.
-        #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
-        xy: Option<(f64, f64)>,
+        #[command(flatten)]
+        aim: Aim,
     },
     /// Drag a ref (or the point --xy) and drop it on another ref of the same observation or at
     /// viewport coordinates.
     #[command(after_help = "Examples: bp drag 3 --to 7\n          bp drag 3 --to 400,220")]
     Drag {
-        /// The ref to drag, from the last observation.
-        #[arg(
-            value_name = "REF",
-            required_unless_present = "xy",
-            conflicts_with = "xy"
-        )]
-        reference: Option<u32>,
-        /// Start at these viewport coordinates instead, `X,Y`.
-        #[arg(long, value_name = "X,Y", value_parser = parse_xy)]
-        xy: Option<(f64, f64)>,
+        #[command(flatten)]
+        aim: Aim,
         /// Where to drop: a ref of the same observation, or viewport coordinates `X,Y`.
         #[arg(long, value_name = "REF|X,Y", value_parser = parse_drop)]
         to: DropPoint,

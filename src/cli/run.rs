@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::args::{Cli, Command, DialogAction, DropPoint, extra_capabilities};
+use super::args::{Aim, Cli, Command, DialogAction, DropPoint, extra_capabilities};
 use super::commands;
 use super::compat::Compat;
 use super::data;
@@ -327,13 +327,14 @@ async fn run_tool_command(
             )
             .await?;
         }
-        Command::Hover { reference, xy } => {
+        Command::Hover {
+            aim: Aim { reference, xy },
+        } => {
             let (target, arguments, since) = pointer_target(compat, reference, xy).await?;
             action(compat, output, "browser.hover", arguments, &target, since).await?;
         }
         Command::Drag {
-            reference,
-            xy,
+            aim: Aim { reference, xy },
             to,
             steps,
         } => {
@@ -535,7 +536,9 @@ async fn run_tool_command(
                 .await?;
             output.print(&found.result, |style| render_found(&found.result, style));
         }
-        Command::Click { reference, xy } => {
+        Command::Click {
+            aim: Aim { reference, xy },
+        } => {
             let (target, arguments, since) = pointer_target(compat, reference, xy).await?;
             action(compat, output, "browser.click", arguments, &target, since).await?;
         }
