@@ -46,24 +46,30 @@ struct Fixture {
     delivered: Arc<AtomicU64>,
 }
 
-fn fixture(runtime: &Runtime, subscribers: usize) -> Fixture {
-    let store = Store::open(StoreLimits::default()).expect("open store");
+/// Creates a Workspace of a new Principal `client_id` in the store and the hub.
+fn add_workspace(store: &Store, hub: &Hub, client_id: &str, workspace_id: &str) -> PrincipalKey {
     let principal = PrincipalKey {
-        client_id: "com.example.bench".into(),
+        client_id: client_id.into(),
         instance_id: "i1".into(),
     };
-    let workspace_id = "workspace:bench".to_owned();
     store
         .create_workspace(&NewWorkspace {
-            id: workspace_id.clone(),
+            id: workspace_id.into(),
             principal: principal.clone(),
             browser_id: "browser:bench".into(),
             client_key: None,
             now: 0,
         })
         .expect("create workspace");
+    hub.add_workspace(workspace_id, &principal);
+    principal
+}
+
+fn fixture(runtime: &Runtime, subscribers: usize) -> Fixture {
+    let store = Store::open(StoreLimits::default()).expect("open store");
     let hub = Arc::new(Hub::default());
-    hub.add_workspace(&workspace_id, &principal);
+    let workspace_id = "workspace:bench".to_owned();
+    let principal = add_workspace(&store, &hub, "com.example.bench", &workspace_id);
     let delivered = Arc::new(AtomicU64::new(0));
     for n in 0..subscribers {
         let (tx, mut rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
@@ -251,21 +257,13 @@ fn emit_32_agents(c: &mut Criterion) {
     let delivered = Arc::new(AtomicU64::new(0));
     let mut workspaces = Vec::new();
     for agent in 0..AGENTS {
-        let principal = PrincipalKey {
-            client_id: format!("com.example.agent{agent}"),
-            instance_id: "i1".into(),
-        };
         let workspace_id = format!("workspace:agent{agent}");
-        store
-            .create_workspace(&NewWorkspace {
-                id: workspace_id.clone(),
-                principal: principal.clone(),
-                browser_id: "browser:bench".into(),
-                client_key: None,
-                now: 0,
-            })
-            .expect("create workspace");
-        hub.add_workspace(&workspace_id, &principal);
+        let principal = add_workspace(
+            &store,
+            &hub,
+            &format!("com.example.agent{agent}"),
+            &workspace_id,
+        );
         let (tx, mut rx) = mpsc::channel::<String>(NOTIFICATION_QUEUE);
         hub.subscribe(&principal, &format!("connection:agent{agent}"), tx);
         let delivered = delivered.clone();
