@@ -1,15 +1,19 @@
 //! Remote browsers of `remote-browsers.toml` (docs/remote.md), `sessions = "shared"`: a second
-//! plain headless Chromium with its own debugging port stands in for the shared endpoint, with a
-//! token in the endpoint's query and in an `Authorization` header (Chromium ignores both). The
-//! tests check the candidate, a connection that then works like a local one, the diagnostics of
-//! broken files, the refused handshake, and that the token shows up nowhere a host, `debug sql`,
-//! the locator file, the janitor's command line or the Broker's log could show it.
+//! plain headless Chromium with its own debugging port stands in for a shared endpoint, with a
+//! token in the endpoint's query and in an `Authorization` header (Chromium ignores both), and a
+//! real engine, browserless (`support::browserless`, one instance for the module, as uid nobody),
+//! checks its token. The tests check the candidate, a connection that then works like a local
+//! one, on the plain endpoint and on the engine, the diagnostics of broken files, the refused
+//! handshake (the engine's 401 for a wrong token), and that no token shows up anywhere a host,
+//! `bp`, `debug sql`, the locator file, the janitor's command line or the Broker's log could
+//! show it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::support::browserless::{BROWSERLESS_TOKEN, Browserless};
 use crate::support::chromium::{Fixtures, TempChromium};
 use crate::support::rig::Agent;
 use crate::support::*;
@@ -354,4 +358,216 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
         assert!(!text.contains(TOKEN), "the {place} holds the token");
     }
     drop(chromium);
+}
+
+/// A Workspace of a fresh agent bound to `browser_id` and leased; not connected yet.
+fn agent_on(home: &TestHome, browser_id: &str) -> Agent {
+    let mut bridge = home.spawn_bridge();
+    bridge.initialize("com.example.remote", "i1");
+    let ws = bridge.ok("workspaces/create", json!({"browserId": browser_id}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
+    );
+    Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A browserless entry `id` with the token in the query, as the engine expects it.
+fn browserless_entry(id: &str, engine: &Browserless, token_file: &Path) -> String {
+    format!(
+        "[[browser]]\nid = \"{id}\"\nendpoint = \"{}?token={{token}}\"\ntoken_file = \"{}\"\nsessions = \"shared\"\n",
+        engine.ws_url(),
+        token_file.display()
+    )
+}
+
+/// The body of a plain HTTP GET to the engine on 127.0.0.1.
+fn engine_get(engine: &Browserless, path_and_query: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", engine.port)).unwrap();
+    write!(
+        stream,
+        "GET {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+/// Everything `bp status` shows about the home's Broker.
+fn bp_status(home: &TestHome) -> String {
+    let (_, out, err) = home.run(BP, &["status", "--json"]);
+    format!("{out}{err}")
+}
+
+#[test]
+fn a_workspace_on_browserless_opens_observes_clicks_types_and_captures() {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    let fixtures = Fixtures::start();
+    remote.write_config(
+        &browserless_entry("engine", engine, &remote.token_file),
+        0o600,
+    );
+    let mut output = String::new();
+    let mut agent = agent_on(&remote.home, "browser:remote:engine");
+    let connected = agent.connect();
+    output.push_str(&connected.to_string());
+    assert_eq!(connected["browserId"], "browser:remote:engine");
+
+    let url = fixtures.url("/fixture/form");
+    let opened = agent.tool("browser.open", None, json!({"url": url}));
+    output.push_str(&opened.to_string());
+    let target = opened["targetId"].clone();
+    // The tab is the engine's: its session list (the engine's own account) shows the page.
+    let sessions = engine_get(engine, &format!("/sessions?token={BROWSERLESS_TOKEN}"));
+    assert!(
+        sessions.contains(&url),
+        "the engine runs the page: {sessions}"
+    );
+
+    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 500}));
+    output.push_str(&observation.to_string());
+    let find = |role: &str, name: &str| -> Value {
+        observation["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["role"] == role && e["name"].as_str().unwrap_or("").contains(name))
+            .unwrap_or_else(|| panic!("no {role} {name} in {observation}"))["ref"]
+            .clone()
+    };
+    let (agree, email) = (find("checkbox", "I agree"), find("textbox", "Email"));
+    let clicked = agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": agree}),
+    );
+    output.push_str(&clicked.to_string());
+    assert_eq!(clicked["evidence"]["status"], "verified", "{clicked}");
+    assert_eq!(clicked["evidence"]["checked"], true);
+    let typed = agent.tool(
+        "browser.type",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": email, "text": "me@example.com", "mode": "fill"}),
+    );
+    output.push_str(&typed.to_string());
+    assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
+    let field = typed["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ref"] == email)
+        .unwrap_or_else(|| panic!("no email field in {typed}"));
+    assert_eq!(field["value"], "me@example.com", "{typed}");
+
+    let shot = agent.tool("browser.capture", Some(&target), json!({}));
+    output.push_str(&shot.to_string());
+    assert_eq!(shot["artifact"]["kind"], "screenshot");
+    assert_eq!(shot["artifact"]["mimeType"], "image/png");
+    assert!(shot["width"].as_u64().unwrap() >= 200, "{shot}");
+    assert!(shot["artifact"]["byteLength"].as_u64().unwrap() > 1000);
+
+    output.push_str(&json!(agent.events()).to_string());
+    output.push_str(&bp_status(&remote.home));
+    for table in ["events", "commands", "workspaces", "connections"] {
+        let (code, out, err) = remote
+            .home
+            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
+        assert_eq!(code, 0, "debug sql {table}: {err}");
+        output.push_str(&out);
+    }
+    assert!(output.contains("browser:remote:engine"));
+    let log = remote.broker_log();
+    assert!(
+        log.contains("Target.createTarget"),
+        "the trace log shows CDP"
+    );
+    for (place, text) in [("output", &output), ("Broker log", &log)] {
+        assert!(
+            !text.contains(BROWSERLESS_TOKEN),
+            "the {place} holds the token"
+        );
+    }
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
+}
+
+#[test]
+fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_it() {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    // TOKEN is not the engine's: the upgrade is refused.
+    remote.write_config(
+        &browserless_entry("engine", engine, &remote.token_file),
+        0o600,
+    );
+    let mut output = String::new();
+    let mut agent = agent_on(&remote.home, "browser:remote:engine");
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:engine"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "authorization_denied", "{error}");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(
+        error["data"]["context"]["browserId"],
+        "browser:remote:engine"
+    );
+    assert_eq!(error["data"]["context"]["httpStatus"], 401, "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("browser:remote:engine"),
+        "{error}"
+    );
+    // Asking again gets the same answer (nothing cached a half-open connection).
+    let (code, again) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:engine"}),
+    );
+    output.push_str(&again.to_string());
+    assert_eq!(code, "authorization_denied", "{again}");
+    let found = discover(&mut agent);
+    output.push_str(&found.to_string());
+    assert_eq!(
+        candidate(&found["browsers"], "browser:remote:engine")["authorizationState"],
+        "denied"
+    );
+    // bp on the same Broker: its refusal names the candidate, never the token.
+    let (code, out, err) = remote.home.run(
+        BP,
+        &["connect", "--browser", "browser:remote:engine", "--json"],
+    );
+    let bp_output = format!("{out}{err}");
+    assert_ne!(code, 0, "{bp_output}");
+    assert!(bp_output.contains("authorization_denied"), "{bp_output}");
+    output.push_str(&bp_output);
+    output.push_str(&bp_status(&remote.home));
+    for table in ["events", "commands", "workspaces", "connections"] {
+        let (_, out, _) = remote
+            .home
+            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
+        output.push_str(&out);
+    }
+    let log = remote.broker_log();
+    for (place, text) in [("output", &output), ("Broker log", &log)] {
+        for token in [TOKEN, BROWSERLESS_TOKEN] {
+            assert!(!text.contains(token), "the {place} holds a token");
+        }
+    }
 }

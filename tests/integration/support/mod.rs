@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod browserless;
 pub mod chromium;
 pub mod pages;
 pub mod rig;
