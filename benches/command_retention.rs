@@ -79,6 +79,7 @@ fn insert_and_complete(c: &mut Criterion) {
                 principal: principal(),
                 browser_id: "browser:bench".to_owned(),
                 client_key: None,
+                options: Default::default(),
                 now: 1,
             })
             .expect("workspace");

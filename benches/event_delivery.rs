@@ -58,6 +58,7 @@ fn add_workspace(store: &Store, hub: &Hub, client_id: &str, workspace_id: &str) 
             principal: principal.clone(),
             browser_id: "browser:bench".into(),
             client_key: None,
+            options: Default::default(),
             now: 0,
         })
         .expect("create workspace");

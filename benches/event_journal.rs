@@ -73,6 +73,7 @@ fn full_journal_of(limits: StoreLimits) -> (Store, u64) {
             principal,
             browser_id: "browser:bench".to_owned(),
             client_key: None,
+            options: Default::default(),
             now: 0,
         })
         .expect("create workspace");

@@ -46,6 +46,7 @@ fn fixture(runtime: &Runtime) -> Fixture {
             principal: principal.clone(),
             browser_id: "browser:bench".into(),
             client_key: None,
+            options: Default::default(),
             now: 0,
         })
         .expect("create workspace");

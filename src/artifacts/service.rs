@@ -1132,6 +1132,7 @@ mod tests {
                     principal: principal.clone(),
                     browser_id: "browser:x".into(),
                     client_key: None,
+                    options: Default::default(),
                     now: 1,
                 })
                 .unwrap();

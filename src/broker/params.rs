@@ -132,12 +132,18 @@ params_schema!(
 pub struct WorkspaceCreate {
     pub browser_id: Option<String>,
     pub client_key: Option<String>,
+    /// Checked member by member by `session::url_policy` (its errors name the entry).
+    pub url_policy: Option<Value>,
 }
 params_schema!(
     WorkspaceCreate,
     object(
         &[],
-        json!({"browserId": optional_id(), "clientKey": optional_id()})
+        json!({
+            "browserId": optional_id(),
+            "clientKey": optional_id(),
+            "urlPolicy": {"type": ["object", "null"]},
+        })
     )
 );
 

@@ -11,9 +11,10 @@ use super::state::Broker;
 use super::sweep::workspace_idle_limit_ms;
 use crate::protocol::errors::RpcError;
 use crate::protocol::ids::{IdKind, format_cursor, new_id};
+use crate::session::url_policy::UrlPolicy;
 use crate::store::{
     CreateWorkspace, NewWorkspace, ReleaseReason, ReleaseWorkspace, StoreError, WorkspaceLookup,
-    WorkspaceRow,
+    WorkspaceOptions, WorkspaceRow,
 };
 use crate::version::now_ms;
 
@@ -34,6 +35,7 @@ pub async fn create(
     params: WorkspaceCreate,
 ) -> Result<Value, RpcError> {
     let client_key = client_key(session, params.client_key)?;
+    let url_policy = url_policy(session, params.url_policy.as_ref())?;
     // A retry that names the key but no browser is the same request as the first call, whatever
     // browser the Broker would pick now.
     let keyed_browser = match &client_key {
@@ -63,6 +65,9 @@ pub async fn create(
         principal: session.principal.clone(),
         browser_id,
         client_key,
+        options: WorkspaceOptions {
+            url_policy: url_policy.as_ref().map(UrlPolicy::to_canonical),
+        },
         now: now_ms(),
     };
     let created = context
@@ -225,14 +230,39 @@ pub fn client_key(session: &Session, key: Option<String>) -> Result<Option<Strin
     Ok(Some(key))
 }
 
+/// A `urlPolicy` as the call may send it: only on protocol 1.1; each entry a pattern of the
+/// grammar in docs/network.md ("URL policy"), a bad one named in `context.path`.
+fn url_policy(session: &Session, policy: Option<&Value>) -> Result<Option<UrlPolicy>, RpcError> {
+    let Some(policy) = policy.filter(|policy| !policy.is_null()) else {
+        return Ok(None);
+    };
+    if session.negotiated.protocol.minor < 1 {
+        return Err(RpcError::invalid_params("\"urlPolicy\" needs protocol 1.1")
+            .with_context("path", json!("params.urlPolicy")));
+    }
+    UrlPolicy::from_json(policy, "params.urlPolicy").map_err(|error| {
+        RpcError::invalid_params(format!("{} {}", error.path, error.message))
+            .with_context("path", json!(error.path))
+    })
+}
+
 fn workspace_json(row: &WorkspaceRow) -> Value {
     let tab_set = format!(
         "{}{}",
         IdKind::ManagedTabSet.prefix(),
         row.id.trim_start_matches(IdKind::Workspace.prefix())
     );
+    let mut workspace = json!({"id": row.id, "browserId": row.browser_id, "state": "active", "createdAt": row.created_at});
+    if let Some(policy) = row
+        .options
+        .url_policy
+        .as_deref()
+        .and_then(UrlPolicy::from_canonical)
+    {
+        workspace["urlPolicy"] = policy.to_json();
+    }
     json!({
-        "workspace": {"id": row.id, "browserId": row.browser_id, "state": "active", "createdAt": row.created_at},
+        "workspace": workspace,
         "managedTabSet": {"id": tab_set},
         "eventCursor": format_cursor(row.latest_sequence),
     })

@@ -334,6 +334,7 @@ mod tests {
                 principal: principal.clone(),
                 browser_id: "browser:test".into(),
                 client_key: None,
+                options: Default::default(),
                 now: 0,
             })
             .expect("create workspace");

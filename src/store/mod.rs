@@ -136,5 +136,5 @@ pub use model::{
     ArtifactRow, CommandRow, CommandStatus, ConnectionKind, CreateWorkspace, EventPoll, EventRow,
     EventVisibility, InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease,
     NewWorkspace, PrincipalKey, QueryRows, ReleaseReason, ReleaseWorkspace, SqlValue, TombstoneRow,
-    WorkspaceLookup, WorkspaceRow,
+    WorkspaceLookup, WorkspaceOptions, WorkspaceRow,
 };

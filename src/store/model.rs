@@ -56,8 +56,19 @@ pub struct NewWorkspace {
     pub browser_id: String,
     /// Optional protocol 1.1 `clientKey` making creation idempotent.
     pub client_key: Option<String>,
+    /// The protocol 1.1 options it is created with; a repeated `clientKey` must repeat them.
+    pub options: WorkspaceOptions,
     /// Creation time.
     pub now: i64,
+}
+
+/// The protocol 1.1 options of `workspaces/create` a Workspace keeps for its lifetime. A
+/// repeated `clientKey` with different options is `client_key_conflict`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkspaceOptions {
+    /// The URL policy in its canonical text (`session::url_policy::UrlPolicy::to_canonical`);
+    /// `None`: no policy.
+    pub url_policy: Option<String>,
 }
 
 /// An active Workspace.
@@ -71,6 +82,8 @@ pub struct WorkspaceRow {
     pub browser_id: String,
     /// The `clientKey` it was created with, if any.
     pub client_key: Option<String>,
+    /// The options it was created with.
+    pub options: WorkspaceOptions,
     /// Creation time.
     pub created_at: i64,
     /// Last time the broker touched it (for idle sweeps).

@@ -47,6 +47,7 @@ pub(super) fn new_workspace(
         principal: principal.clone(),
         browser_id: "browser:a".to_owned(),
         client_key: client_key.map(str::to_owned),
+        options: Default::default(),
         now: 10,
     }
 }

@@ -11,7 +11,7 @@ use super::error::StoreError;
 use super::leases::{lease_columns, lease_from_row};
 use super::model::{
     CreateWorkspace, NewWorkspace, PrincipalKey, ReleaseReason, ReleaseWorkspace, TombstoneRow,
-    WorkspaceLookup, WorkspaceRow,
+    WorkspaceLookup, WorkspaceOptions, WorkspaceRow,
 };
 use super::principals::{ensure_principal, find_principal, forget_principal_if_unused};
 
@@ -21,7 +21,8 @@ macro_rules! workspace_columns {
     () => {
         "w.workspace_id, p.client_id, p.instance_id, w.browser_id, w.client_key,
          w.created_at, w.last_active_at,
-         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_key = w.workspace_key)"
+         (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_key = w.workspace_key),
+         w.url_policy"
     };
 }
 
@@ -37,6 +38,9 @@ fn workspace_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<WorkspaceRow>
         created_at: row.get(5)?,
         last_active_at: row.get(6)?,
         latest_sequence: column_u64(row, 7)?,
+        options: WorkspaceOptions {
+            url_policy: row.get(8)?,
+        },
     })
 }
 
@@ -88,7 +92,8 @@ pub(super) fn owns_workspace(
 
 impl Store {
     /// Creates a Workspace, or returns the active one its `client_key`
-    /// already names on the same browser (`ClientKeyConflict` on another).
+    /// already names on the same browser with the same options (`ClientKeyConflict` on
+    /// another browser or with other options).
     pub fn create_workspace(
         &self,
         workspace: &NewWorkspace,
@@ -106,7 +111,10 @@ impl Store {
                     .query_row((principal_id, client_key), workspace_from_row)
                     .optional()?;
                 match existing {
-                    Some(row) if row.browser_id == workspace.browser_id => {
+                    Some(row)
+                        if row.browser_id == workspace.browser_id
+                            && row.options == workspace.options =>
+                    {
                         return Ok(CreateWorkspace::Existing(row));
                     }
                     Some(_) => return Err(StoreError::ClientKeyConflict),
@@ -126,8 +134,9 @@ impl Store {
             transaction
                 .prepare_cached(
                     "INSERT INTO workspaces
-                       (workspace_id, principal_id, browser_id, client_key, created_at, last_active_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                       (workspace_id, principal_id, browser_id, client_key, created_at, last_active_at,
+                        url_policy)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
                 )?
                 .execute((
                     &workspace.id,
@@ -135,6 +144,7 @@ impl Store {
                     &workspace.browser_id,
                     &workspace.client_key,
                     workspace.now,
+                    &workspace.options.url_policy,
                 ))?;
             let created = find_workspace(transaction, principal_id, &workspace.id)?
                 .ok_or(StoreError::WorkspaceNotFound)?;
@@ -487,6 +497,28 @@ mod tests {
             create("workspace:6", &a, Some("k"), "browser:b"),
             "created workspace:6"
         );
+    }
+
+    #[test]
+    fn a_repeated_client_key_must_repeat_the_options() {
+        let store = store();
+        let a = principal("a");
+        let create = |id: &str, policy: Option<&str>| {
+            let mut new = new_workspace(id, &a, Some("k"));
+            new.options.url_policy = policy.map(str::to_owned);
+            outcome(store.create_workspace(&new), render_create)
+        };
+        let policy = r#"{"allow":[],"block":["https://b.test"]}"#;
+        assert_eq!(create("workspace:1", Some(policy)), "created workspace:1");
+        assert_eq!(create("workspace:2", Some(policy)), "existing workspace:1");
+        assert_eq!(create("workspace:3", None), "ClientKeyConflict");
+        let other = r#"{"allow":[],"block":["https://c.test"]}"#;
+        assert_eq!(create("workspace:4", Some(other)), "ClientKeyConflict");
+        let lookup = store.get_workspace(&a, "workspace:1").unwrap();
+        let WorkspaceLookup::Active(row) = lookup else {
+            panic!("{lookup:?}");
+        };
+        assert_eq!(row.options.url_policy.as_deref(), Some(policy));
     }
 
     #[test]
