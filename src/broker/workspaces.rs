@@ -84,6 +84,20 @@ pub async fn create(
         .events
         .hub()
         .add_workspace(&row.id, &session.principal);
+    // The stored policy, so a repeated clientKey installs exactly what the Workspace has.
+    if let Some(policy) = row
+        .options
+        .url_policy
+        .as_deref()
+        .and_then(UrlPolicy::from_canonical)
+    {
+        context
+            .broker
+            .tools
+            .browser
+            .net()
+            .set_policy(&row.id, policy);
+    }
     let mut result = workspace_json(&row);
     if let Some(expired) = expired {
         // Said once, to the first create after the reclaim: the clientKey's previous Workspace

@@ -117,6 +117,7 @@ error_codes! {
     // Network observation and rules.
     RequestNotFound           "request_not_found"           -32071    false;
     RuleNotFound              "rule_not_found"              -32072    false;
+    UrlBlocked                "url_blocked"                 -32073    false;
 }
 
 /// An error on its way to a JSON-RPC `error` member.

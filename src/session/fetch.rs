@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 use super::registry::Registry;
 use super::service::{BrowserService, Live};
 use super::tab::TabHandle;
+use super::url_policy::{Blocked, UrlPolicy};
 use crate::cdp::fetch::{
     AuthChallengeResponse, AuthRequired, ContinueRequest, ContinueWithAuth, Disable, Enable,
     FailRequest, FulfillRequest, HeaderEntry, RequestPattern, RequestPaused,
@@ -134,6 +135,8 @@ pub enum ControlLimit {
 struct WorkspaceNet {
     rules: Vec<Rule>,
     credentials: Vec<Credential>,
+    /// The Workspace's `urlPolicy`, set at its creation and kept for its lifetime.
+    policy: Option<UrlPolicy>,
 }
 
 /// Rules and credentials of every Workspace.
@@ -239,16 +242,39 @@ impl NetControl {
         })
     }
 
-    /// The Workspace ended: its rules and credentials go with it.
+    /// The Workspace ended: its rules, credentials and URL policy go with it.
     pub fn forget_workspace(&self, workspace_id: &str) {
         self.with(|all| all.remove(workspace_id));
+    }
+
+    /// Holds the Workspace's requests to `policy` (at its creation; the same policy again for a
+    /// repeated `clientKey`).
+    pub fn set_policy(&self, workspace_id: &str, policy: UrlPolicy) {
+        self.with(|all| all.entry(workspace_id.to_owned()).or_default().policy = Some(policy));
+    }
+
+    /// The Workspace's URL policy, if it has one.
+    pub fn policy(&self, workspace_id: &str) -> Option<UrlPolicy> {
+        self.with(|all| all.get(workspace_id).and_then(|n| n.policy.clone()))
+    }
+
+    /// Why the URL policy of one of these Workspaces refuses `url`, if one does.
+    pub fn policy_refusal(&self, workspaces: &[String], url: &str) -> Option<Blocked> {
+        self.with(|all| {
+            workspaces
+                .iter()
+                .filter_map(|w| all.get(w)?.policy.as_ref())
+                .find_map(|policy| policy.decide(url).err())
+        })
     }
 
     /// The mode a session of a tab these Workspaces manage or control needs.
     pub fn wanted(&self, workspaces: &[String]) -> FetchMode {
         self.with(|all| {
             let nets: Vec<&WorkspaceNet> = workspaces.iter().filter_map(|w| all.get(w)).collect();
-            let rules = nets.iter().any(|n| !n.rules.is_empty());
+            let rules = nets
+                .iter()
+                .any(|n| !n.rules.is_empty() || n.policy.is_some());
             let auth = nets.iter().any(|n| !n.credentials.is_empty());
             match (rules, auth) {
                 (false, false) => FetchMode::Off,
@@ -257,9 +283,13 @@ impl NetControl {
         })
     }
 
-    /// The answer for a paused request: the first block or mock rule that matches wins;
-    /// otherwise every matching header rule applies, merged over the original headers.
+    /// The answer for a paused request: blocked when a Workspace's URL policy refuses it; else
+    /// the first block or mock rule that matches wins; otherwise every matching header rule
+    /// applies, merged over the original headers.
     pub fn plan(&self, workspaces: &[String], url: &str, headers: &Map<String, Value>) -> Answer {
+        if self.policy_refusal(workspaces, url).is_some() {
+            return Answer::Block;
+        }
         let rules: Vec<Rule> = self.with(|all| {
             workspaces
                 .iter()

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::bounds::{bound, bound_event_url, bound_url};
+use super::fetch::NetControl;
 use super::registry::Registry;
 use crate::cdp::network::{
     Enable, LoadingFailed, LoadingFinished, RequestWillBeSent, Response, ResponseReceived,
@@ -520,13 +521,17 @@ pub(super) fn on_finished(
 }
 
 /// A request that failed (blocked, refused, cancelled) gets its `network.response` with
-/// `failed: true` and no status.
+/// `failed: true` and no status. One the Broker failed as blocked (`blockedReason: "inspector"`)
+/// because a Workspace's URL policy refuses its URL says so in `urlPolicy` (`reason`, and the
+/// `block` pattern it matched); one a `block` rule failed says `blockedByRule`.
 pub(super) fn on_failed(
     registry: &mut Registry,
+    net: &NetControl,
     tab: &TargetId,
     session: &SessionId,
     failed: LoadingFailed,
 ) -> Vec<Emit> {
+    let by_broker = failed.blocked_reason.as_deref() == Some("inspector");
     let found = with_book(registry, tab, |book| {
         book.update(session, &failed.request_id, |record| {
             record.error = Some(bound(&failed.error_text, MAX_ERROR_CHARS));
@@ -540,16 +545,25 @@ pub(super) fn on_failed(
                 "status": Value::Null,
                 "failed": true,
                 "errorText": record.error,
-                "blockedByRule": failed.blocked_reason.as_deref() == Some("inspector"),
+                "blockedByRule": by_broker,
                 "timing": {"startedAt": record.started_at, "finishedMs": record.finished_ms},
             });
-            (payload, record.workspaces.clone())
+            (payload, record.workspaces.clone(), record.url.clone())
         })
     })
     .flatten();
-    let Some((payload, workspaces)) = found else {
+    let Some((mut payload, workspaces, url)) = found else {
         return Vec::new();
     };
+    // The policy is fixed for a Workspace's lifetime, so asking it again gives the reason the
+    // request was failed for (the policy is asked before any rule).
+    if let Some(refusal) = by_broker
+        .then(|| net.policy_refusal(&workspaces, &url))
+        .flatten()
+    {
+        payload["blockedByRule"] = json!(false);
+        payload["urlPolicy"] = refusal.to_json();
+    }
     emits_for(registry, tab, &workspaces, "network.response", &payload)
 }
 

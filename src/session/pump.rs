@@ -462,7 +462,9 @@ pub fn on_event(
             Vec::new()
         }
         (Some(session), Event::LoadingFailed(failed)) => match sessions.tab_of(session) {
-            Some(tab) => emits(super::network::on_failed(registry, tab, session, failed)),
+            Some(tab) => emits(super::network::on_failed(
+                registry, net, tab, session, failed,
+            )),
             None => Vec::new(),
         },
         (Some(session), Event::RequestPaused(paused)) => {

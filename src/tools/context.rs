@@ -25,6 +25,7 @@ pub use crate::session::fetch::{
     MAX_PATTERN_CHARS, MAX_RULE_HEADERS, MAX_RULES_PER_WORKSPACE, Rule, RuleAction,
 };
 pub use crate::session::network::{NetFilter, NetRecord};
+pub use crate::session::url_policy::Blocked;
 pub use crate::session::{ConnectError, TargetError};
 
 /// Process-wide services a tool may use. Cheap to clone.

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::context::Blocked;
 use super::context::NoParams;
 use super::context::TargetError;
 use super::context::{TargetScope, ToolEnv, WorkspaceScope};
@@ -240,6 +241,27 @@ fn check_url(url: &str) -> Result<(), ToolError> {
     }
 }
 
+/// `url_blocked` when the Workspace's URL policy does not admit `url` (docs/network.md, "URL
+/// policy"): asked before dispatch, so a refused navigation sends nothing to the browser.
+fn check_policy(env: &ToolEnv, workspace_id: &str, url: &str) -> Result<(), ToolError> {
+    let Some(policy) = env.browser.net().policy(workspace_id) else {
+        return Ok(());
+    };
+    policy.decide(url).map_err(|refusal| url_blocked(&refusal))
+}
+
+fn url_blocked(refusal: &Blocked) -> ToolError {
+    let mut error = RpcError::new(
+        ErrorCode::UrlBlocked,
+        "the Workspace's urlPolicy does not admit this URL; nothing was loaded",
+    )
+    .with_context("reason", json!(refusal.reason()));
+    if let Blocked::BlockList(pattern) = refusal {
+        error = error.with_context("pattern", json!(pattern));
+    }
+    ToolError::from(error)
+}
+
 async fn open(
     env: &ToolEnv,
     scope: &WorkspaceScope<'_>,
@@ -247,6 +269,7 @@ async fn open(
 ) -> Result<Value, ToolError> {
     let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
+    check_policy(env, scope.workspace_id, &url)?;
     if let Some(target) = scope.target() {
         let mut tab = ControlledTab::acquire(env, &target).await?;
         return goto(env, &mut tab, &target, target.target_id, &url).await;
@@ -288,13 +311,25 @@ async fn navigate(
     NavigateParams { action, url }: NavigateParams,
 ) -> Result<Value, ToolError> {
     if action == NavigateAction::Goto {
-        check_url(url.as_deref().ok_or_else(|| {
+        let url = url.as_deref().ok_or_else(|| {
             RpcError::invalid_params("\"url\" is required for goto")
                 .with_context("path", json!("arguments.url"))
-        })?)?;
+        })?;
+        check_url(url)?;
+        check_policy(env, scope.workspace_id, url)?;
     }
     let mut tab = ControlledTab::acquire(env, scope).await?;
     let session = tab.session().await?;
+    if action == NavigateAction::Reload && env.browser.net().policy(scope.workspace_id).is_some() {
+        // A user tab may have been on a URL the policy refuses before this Workspace took it.
+        let history = tab
+            .calls()
+            .navigation_history(&session, CALL_TIMEOUT)
+            .await?;
+        if let Some(current) = history.entry(0) {
+            check_policy(env, scope.workspace_id, &current.url)?;
+        }
+    }
     tab.begin_navigation();
     let dispatched = tokio::time::Instant::now();
     let awaited = match action {
@@ -332,6 +367,7 @@ async fn navigate(
                     .with_context("action", json!(direction)),
                 ));
             };
+            check_policy(env, scope.workspace_id, &entry.url)?;
             let mark = tab.load_mark();
             tab.calls()
                 .navigate_to_history_entry(&session, entry.id, CALL_TIMEOUT)

@@ -214,7 +214,7 @@ impl OwnCdp {
     }
 
     /// A call whose CDP error is the caller's to judge (the whole answer as the error).
-    fn try_call_in(
+    pub fn try_call_in(
         &mut self,
         session: Option<&str>,
         method: &str,
