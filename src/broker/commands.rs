@@ -28,7 +28,7 @@ use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{
     CommandRow, CommandStatus, ConnectionId, InsertCommand, LeaseId, NewCommand, StoreError,
-    WorkspaceId,
+    TargetRef, WorkspaceId,
 };
 use crate::tools::{self, CallScope, DispatchGate, MutationsSent, Scope, ScopeIds, ToolDef};
 use crate::version::now_ms;
@@ -192,20 +192,20 @@ async fn accept(
             }
             match def.scope() {
                 Scope::Target => ScopeIds::Target {
-                    workspace_id,
-                    lease_id,
-                    target_id: needed(params.target_id, "targetId")?,
+                    workspace_id: workspace_id.into(),
+                    lease_id: lease_id.into(),
+                    target_id: needed(params.target_id, "targetId")?.into(),
                 },
                 _ => ScopeIds::Workspace {
-                    workspace_id,
-                    lease_id,
-                    target_id: params.target_id,
+                    workspace_id: workspace_id.into(),
+                    lease_id: lease_id.into(),
+                    target_id: params.target_id.map(TargetRef::from),
                 },
             }
         }
     };
-    let workspace_id = ids.workspace_id().map(str::to_owned);
-    let target_id = ids.target_id().map(str::to_owned);
+    let workspace_id = ids.workspace_id().map(String::from);
+    let target_id = ids.target_id().map(String::from);
     let arguments = params.arguments.unwrap_or_default();
     if let Err(violation) = def.validate_arguments(&Value::Object(arguments.clone())) {
         return Err(
@@ -485,8 +485,8 @@ async fn finish(
     let error_json = error.as_ref().map(|e| e.to_json().to_string());
     let id = scope.command_id.clone();
     let (lease_id, target_id) = (
-        scope.ids.lease_id().map(str::to_owned),
-        scope.ids.target_id().map(str::to_owned),
+        scope.ids.lease_id().map(String::from),
+        scope.ids.target_id().map(String::from),
     );
     // The completion and its `command.status` event are one unit of work on the store's writer.
     let (row, journaled) = broker

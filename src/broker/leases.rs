@@ -149,9 +149,9 @@ pub async fn announce_expired(broker: &Broker, expired: Vec<LeaseRow>) {
     let emits = expired
         .into_iter()
         .map(|lease| Emit {
-            workspace_id: lease.workspace_id,
+            workspace_id: lease.workspace_id.into(),
             event_type: "lease.expired",
-            lease_id: Some(lease.id.clone()),
+            lease_id: Some(lease.id.to_string()),
             target_id: None,
             sensitivity: "none",
             payload: json!({"leaseId": lease.id, "expiredAt": lease.expires_at}),

@@ -19,6 +19,7 @@ use crate::cdp::dom::BackendNodeId;
 use crate::cdp::page::{FileChooserOpened, SetInterceptFileChooserDialog};
 use crate::cdp::{CdpClient, SessionId, TargetId};
 use crate::events::Emit;
+use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
 /// How long switching interception may take.
 const INTERCEPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,7 +102,7 @@ pub(super) fn on_opened(
                 "file_chooser",
                 json!({"targetId": opaque, "mode": mode, "intercepted": true}),
             );
-            emit.target_id = Some(opaque);
+            emit.target_id = Some(opaque.into());
             emit
         })
         .collect()
@@ -111,7 +112,12 @@ pub(super) fn on_opened(
 /// user's own file inputs open the browser's chooser again; the next controlled Command
 /// switches it back on (`TabGuard::ensure_file_chooser_interception`). Runs before control is
 /// released, so no other Lease's Command can slip in between. Managed tabs keep intercepting.
-pub async fn release(service: &BrowserService, workspace_id: &str, lease_id: &str, opaque: &str) {
+pub async fn release(
+    service: &BrowserService,
+    workspace_id: &WorkspaceId,
+    lease_id: &LeaseId,
+    opaque: &TargetRef,
+) {
     let Some(live) = service.live() else {
         return;
     };
@@ -121,7 +127,7 @@ pub async fn release(service: &BrowserService, workspace_id: &str, lease_id: &st
         let controlled = registry
             .list(workspace_id, lease_id)
             .iter()
-            .any(|tab| tab.target_id == opaque && tab.controlled);
+            .any(|tab| tab.target_id == *opaque && tab.controlled);
         (controlled && !managed).then_some(handle)
     });
     let Some(handle) = found else {

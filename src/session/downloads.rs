@@ -41,6 +41,7 @@ use crate::cdp::{CdpClient, CdpError, SessionId, TargetId};
 use crate::events::{Emit, EventSink};
 use crate::page::{DownloadPhase, EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
+use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
 /// Timeout of one setting or cancel call (and of one read of a popup's attachment).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -269,7 +270,7 @@ struct Active {
     target: TargetId,
     workspace_id: String,
     lease_id: Option<String>,
-    opaque: String,
+    opaque: TargetRef,
     suggested: String,
     received: u64,
     total: u64,
@@ -302,7 +303,7 @@ impl Active {
 
     fn emit(&self, payload: Value) -> Emit {
         let mut emit = Emit::new(&self.workspace_id, "download", payload);
-        emit.target_id = Some(self.opaque.clone());
+        emit.target_id = Some(self.opaque.to_string());
         emit.lease_id.clone_from(&self.lease_id);
         emit.sensitivity = "browser_data";
         emit
@@ -353,14 +354,14 @@ impl Active {
 }
 
 /// The `capture_unavailable` event for one Workspace: setup state, no hint, no download.
-fn unavailable(workspace_id: &str, lease_id: &str, opaque: &str) -> Emit {
+fn unavailable(workspace_id: &WorkspaceId, lease_id: &LeaseId, opaque: &TargetRef) -> Emit {
     let mut emit = Emit::new(
         workspace_id,
         "download",
         json!({"state": "capture_unavailable", "targetId": opaque, "reason": "session_refused"}),
     );
-    emit.target_id = Some(opaque.to_owned());
-    emit.lease_id = Some(lease_id.to_owned());
+    emit.target_id = Some(opaque.to_string());
+    emit.lease_id = Some(lease_id.to_string());
     emit
 }
 
@@ -994,8 +995,8 @@ pub async fn on_control(
     service: &BrowserService,
     client: &CdpClient,
     guard: &mut TabGuard,
-    workspace_id: &str,
-    lease_id: &str,
+    workspace_id: &WorkspaceId,
+    lease_id: &LeaseId,
 ) {
     let Some(session) = guard.state().session.clone() else {
         return;
@@ -1012,7 +1013,7 @@ pub async fn on_control(
     if guard.state().download_capture != Capture::Refused {
         return;
     }
-    let first = (handle.downloads().told_unavailable).insert((session, workspace_id.to_owned()));
+    let first = (handle.downloads().told_unavailable).insert((session, workspace_id.to_string()));
     let target = guard.target.clone();
     let opaque = service.with_registry(|registry| registry.known_opaque(workspace_id, &target));
     if let (true, Some(opaque)) = (first, opaque) {
@@ -1058,7 +1059,7 @@ async fn release_tab(
 
 impl BrowserService {
     /// `browser.tabs.release` handed the tab back: its sessions stop capturing downloads.
-    pub async fn downloads_tab_released(&self, workspace_id: &str, opaque: &str) {
+    pub async fn downloads_tab_released(&self, workspace_id: &WorkspaceId, opaque: &TargetRef) {
         let Some(live) = self.live() else { return };
         let Ok((target, _)) = live.with_tabs(|tabs| tabs.registry.resolve(workspace_id, opaque))
         else {
@@ -1073,7 +1074,11 @@ impl BrowserService {
     }
 
     /// A Lease ended (released or expired): the user tabs it controlled stop capturing.
-    pub(super) async fn downloads_lease_ended(&self, workspace_id: &str, lease_id: &str) {
+    pub(super) async fn downloads_lease_ended(
+        &self,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+    ) {
         let Some(live) = self.live() else { return };
         let tabs =
             live.with_tabs(|tabs| (tabs.registry).user_tabs_controlled_by(workspace_id, lease_id));
@@ -1198,7 +1203,7 @@ mod tests {
             method: "Browser.setDownloadBehavior".into(),
         };
         assert_eq!(Capture::after(Err(closed)), Capture::Off);
-        let emit = unavailable("workspace:1", "lease:1", "target:1");
+        let emit = unavailable(&"workspace:1".into(), &"lease:1".into(), &"target:1".into());
         assert_eq!(emit.event_type, "download");
         assert_eq!(
             emit.payload,

@@ -31,6 +31,7 @@ use crate::cdp::fetch::{
     FailRequest, FulfillRequest, HeaderEntry, RequestPattern, RequestPaused,
 };
 use crate::cdp::{CdpClient, CdpError, Command, SessionId, TargetId};
+use crate::store::WorkspaceId;
 
 /// Rules per Workspace: each paused request is matched against all of them.
 pub const MAX_RULES_PER_WORKSPACE: usize = 64;
@@ -194,9 +195,9 @@ impl NetControl {
     }
 
     /// True when the rule existed.
-    pub fn remove_rule(&self, workspace_id: &str, rule_id: &str) -> bool {
+    pub fn remove_rule(&self, workspace_id: &WorkspaceId, rule_id: &str) -> bool {
         self.with(|all| {
-            let Some(net) = all.get_mut(workspace_id) else {
+            let Some(net) = all.get_mut(workspace_id.as_str()) else {
                 return false;
             };
             let before = net.rules.len();
@@ -915,7 +916,7 @@ mod tests {
             FetchMode::Off,
             "another Workspace's rules do not apply"
         );
-        assert!(control.remove_rule("workspace:a", "rule:*"));
+        assert!(control.remove_rule(&"workspace:a".into(), "rule:*"));
         assert_eq!(control.wanted(&a), FetchMode::Intercept { auth: true });
         assert_eq!(control.clear_credentials("workspace:a", None), 1);
         assert_eq!(control.wanted(&a), FetchMode::Off);

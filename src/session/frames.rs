@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::cdp::SessionId;
 use crate::protocol::ids::{IdKind, new_id};
+use crate::store::WorkspaceId;
 
 /// Opaque frame ids kept per tab (all Workspaces together). Pages that keep creating iframes
 /// (ads, widgets) would otherwise grow the map without end; past the bound, ids of unselected
@@ -150,7 +151,7 @@ impl FrameBook {
     }
 
     /// The raw frame id behind a Workspace's opaque id.
-    pub fn resolve(&self, workspace_id: &str, opaque: &str) -> Option<String> {
+    pub fn resolve(&self, workspace_id: &WorkspaceId, opaque: &str) -> Option<String> {
         match self.raw_of.get(opaque) {
             Some((owner, raw)) if owner == workspace_id => Some(raw.clone()),
             _ => None,
@@ -261,9 +262,12 @@ mod tests {
         assert_eq!(book.opaque_id("workspace:a", "F1"), a, "stable");
         let b = book.opaque_id("workspace:b", "F1");
         assert_ne!(a, b);
-        assert_eq!(book.resolve("workspace:a", &a).as_deref(), Some("F1"));
-        assert_eq!(book.resolve("workspace:b", &a), None);
-        assert_eq!(book.resolve("workspace:a", "frame:unknown"), None);
+        assert_eq!(
+            book.resolve(&"workspace:a".into(), &a).as_deref(),
+            Some("F1")
+        );
+        assert_eq!(book.resolve(&"workspace:b".into(), &a), None);
+        assert_eq!(book.resolve(&"workspace:a".into(), "frame:unknown"), None);
     }
 
     #[test]
@@ -335,7 +339,10 @@ mod tests {
             book.opaque_id("workspace:a", &format!("F{n}"));
         }
         assert!(book.opaque_of.len() <= MAX_FRAME_IDS);
-        assert_eq!(book.resolve("workspace:a", &kept).as_deref(), Some("KEEP"));
-        assert_eq!(book.resolve("workspace:a", &early), None);
+        assert_eq!(
+            book.resolve(&"workspace:a".into(), &kept).as_deref(),
+            Some("KEEP")
+        );
+        assert_eq!(book.resolve(&"workspace:a".into(), &early), None);
     }
 }

@@ -28,6 +28,7 @@ use crate::events::Emit;
 use crate::page::{EventHint, Hint};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::protocol::redact::redact_url;
+use crate::store::WorkspaceId;
 
 /// The per-tab bounds of this book (count and bytes), with the other books' in one place.
 pub use super::bounds::{MAX_NETWORK_BOOK_BYTES, MAX_REQUESTS_PER_TARGET};
@@ -207,7 +208,7 @@ impl NetworkBook {
     }
 
     /// One record by its opaque id, when `workspace_id` may see it.
-    pub fn get(&self, workspace_id: &str, id: &str) -> Option<&NetRecord> {
+    pub fn get(&self, workspace_id: &WorkspaceId, id: &str) -> Option<&NetRecord> {
         self.records
             .iter()
             .find(|r| r.id == id && r.workspaces.iter().any(|w| w == workspace_id))
@@ -320,7 +321,7 @@ fn emits_for(
             let mut payload = payload.clone();
             payload["targetId"] = json!(opaque);
             let mut emit = Emit::new(workspace_id, event_type, payload);
-            emit.target_id = Some(opaque);
+            emit.target_id = Some(opaque.into());
             emit.sensitivity = "browser_data";
             Some(emit)
         })
@@ -635,7 +636,7 @@ mod tests {
             book.list("workspace:a", &forbidden, 10).0[0].url,
             "http://a/x.png"
         );
-        assert!(book.get("workspace:b", &page[0].id).is_none());
+        assert!(book.get(&"workspace:b".into(), &page[0].id).is_none());
     }
 
     #[test]

@@ -315,7 +315,7 @@ pub fn on_event(
                     "target.detached",
                     json!({"targetId": opaque, "reason": "closed"}),
                 );
-                emit.target_id = Some(opaque);
+                emit.target_id = Some(opaque.into());
                 Effect::Emit(emit)
             }));
             effects.extend(downloads.map(|book| Effect::Download(DownloadInput::TabGone(book))));
@@ -676,13 +676,13 @@ fn frame_detached(registry: &Registry, tab: &TargetId, gone: Vec<FrameGone>) -> 
             "watchdog.frame_detached",
             json!({"targetId": opaque, "frameId": gone.frame_id, "reason": gone.reason.as_str()}),
         );
-        watchdog.target_id = Some(opaque.clone());
+        watchdog.target_id = Some(opaque.to_string());
         let mut invalidated = Emit::new(
             &gone.workspace_id,
             "observation.invalidated",
             json!({"targetId": opaque, "frameId": gone.frame_id, "reason": "frame_detached"}),
         );
-        invalidated.target_id = Some(opaque);
+        invalidated.target_id = Some(opaque.into());
         emits.push(watchdog);
         emits.push(invalidated);
     }
@@ -762,14 +762,14 @@ fn on_created(registry: &mut Registry, info: &TargetInfo) -> Vec<Effect> {
         "popup.opened",
         json!({"targetId": opaque, "openerTargetId": opener, "url": bounded(&info.url)}),
     );
-    popup.target_id = Some(opaque.clone());
+    popup.target_id = Some(opaque.to_string());
     popup.sensitivity = "browser_data";
     let mut attached = Emit::new(
         &workspace_id,
         "target.attached",
         json!({"targetId": opaque, "managed": true, "popup": true}),
     );
-    attached.target_id = Some(opaque);
+    attached.target_id = Some(opaque.into());
     vec![
         Effect::Owned {
             target: info.target_id.clone(),
@@ -880,7 +880,7 @@ fn for_interested(
         .map(|(workspace_id, opaque)| {
             let (event_type, payload) = make(&opaque);
             let mut emit = Emit::new(&workspace_id, event_type, payload);
-            emit.target_id = Some(opaque);
+            emit.target_id = Some(opaque.into());
             emit.sensitivity = "browser_data";
             emit
         })
@@ -916,8 +916,11 @@ mod tests {
             on_event(&mut tabs, &net, None, created).is_empty(),
             "a user tab at first"
         );
-        tabs.registry
-            .adopt(&TargetId::new("mine"), "workspace:a", "lease:a");
+        tabs.registry.adopt(
+            &TargetId::new("mine"),
+            &"workspace:a".into(),
+            &"lease:a".into(),
+        );
         let attached = event(
             "Target.attachedToTarget",
             json!({"sessionId": "S", "targetInfo": info("mine", None), "waitingForDebugger": false}),
@@ -1090,7 +1093,7 @@ mod tests {
         // The managed tab's Lease lets go: the Workspace still manages it, the books stay.
         assert!(
             tabs.registry
-                .release_control(&mine, "workspace:a", "lease:a")
+                .release_control(&mine, &"workspace:a".into(), &"lease:a".into())
         );
         assert_eq!(sizes(&handle), (10, 10));
         // Closed: only this test's handle is left holding the books.
@@ -1112,7 +1115,7 @@ mod tests {
         on_event(&mut tabs, &net, None, attached);
         assert_eq!(
             tabs.registry
-                .acquire_control(&user, "workspace:a", "lease:a"),
+                .acquire_control(&user, &"workspace:a".into(), &"lease:a".into()),
             Ok(false)
         );
         let handle = tabs.registry.handle(&user).unwrap();
@@ -1120,7 +1123,8 @@ mod tests {
         fill_books(&mut tabs, &net, "U", 10);
         assert_eq!(sizes(&handle), (10, 10));
         assert_eq!(
-            tabs.registry.end_lease_control("workspace:a", "lease:a"),
+            tabs.registry
+                .end_lease_control(&"workspace:a".into(), &"lease:a".into()),
             vec![user]
         );
         assert_eq!(sizes(&handle), (0, 0));

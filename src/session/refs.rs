@@ -9,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::tab::ElementSummary;
 use crate::page::DOCUMENT_REFS;
+use crate::store::WorkspaceId;
 
 /// How many Observation ids a tab remembers (oldest forgotten first): an id older than that
 /// answers as never issued.
@@ -66,7 +67,7 @@ impl RefBook {
     pub fn record<'a>(
         &mut self,
         observation_id: &str,
-        workspace_id: &str,
+        workspace_id: &WorkspaceId,
         frame_id: &str,
         document_key: &str,
         elements: impl IntoIterator<Item = (&'a u32, &'a ElementSummary)>,
@@ -74,7 +75,7 @@ impl RefBook {
         self.issued.insert(
             observation_id.to_owned(),
             Issued {
-                workspace_id: workspace_id.to_owned(),
+                workspace_id: workspace_id.to_string(),
                 frame_id: frame_id.to_owned(),
                 document_key: document_key.to_owned(),
             },
@@ -93,7 +94,7 @@ impl RefBook {
             Some(at) => &mut self.documents[at],
             None => {
                 self.documents.push(DocumentRefs {
-                    workspace_id: workspace_id.to_owned(),
+                    workspace_id: workspace_id.to_string(),
                     frame_id: frame_id.to_owned(),
                     ..DocumentRefs::default()
                 });
@@ -124,7 +125,7 @@ impl RefBook {
     /// selection is `frame_id`.
     pub fn resolve(
         &self,
-        workspace_id: &str,
+        workspace_id: &WorkspaceId,
         frame_id: &str,
         observation_id: &str,
         element_ref: u64,
@@ -201,7 +202,7 @@ mod tests {
         let mut book = RefBook::default();
         book.record(
             "o1",
-            "w",
+            &"w".into(),
             "f",
             "doc:a",
             &elements(&[(1, "button"), (2, "link")]),
@@ -209,14 +210,14 @@ mod tests {
         for n in 2..20 {
             book.record(
                 &format!("o{n}"),
-                "w",
+                &"w".into(),
                 "f",
                 "doc:a",
                 &elements(&[(1, "button")]),
             );
         }
         assert_eq!(
-            book.resolve("w", "f", "o1", 2),
+            book.resolve(&"w".into(), "f", "o1", 2),
             RefLookup::Found {
                 summary: summary("link"),
                 document_key: "doc:a".to_owned()
@@ -224,11 +225,11 @@ mod tests {
         );
         // A ref of any Observation of the document: o19 never showed ref 2.
         assert!(matches!(
-            book.resolve("w", "f", "o19", 2),
+            book.resolve(&"w".into(), "f", "o19", 2),
             RefLookup::Found { .. }
         ));
         assert_eq!(
-            book.resolve("w", "f", "o1", 7),
+            book.resolve(&"w".into(), "f", "o1", 7),
             RefLookup::NotInDocument {
                 handed_out: 2,
                 highest: 2
@@ -239,38 +240,56 @@ mod tests {
     #[test]
     fn another_document_workspace_or_frame_is_told_apart() {
         let mut book = RefBook::default();
-        book.record("o1", "w", "f", "doc:a", &elements(&[(1, "button")]));
-        book.record("o2", "w", "f", "doc:b", &elements(&[(1, "link")]));
-        assert_eq!(book.resolve("w", "f", "o1", 1), RefLookup::DocumentReplaced);
-        assert!(
-            matches!(book.resolve("w", "f", "o2", 1), RefLookup::Found { summary, .. } if summary.role == "link")
+        book.record("o1", &"w".into(), "f", "doc:a", &elements(&[(1, "button")]));
+        book.record("o2", &"w".into(), "f", "doc:b", &elements(&[(1, "link")]));
+        assert_eq!(
+            book.resolve(&"w".into(), "f", "o1", 1),
+            RefLookup::DocumentReplaced
         );
-        assert_eq!(book.resolve("other", "f", "o2", 1), RefLookup::NotIssued);
-        assert_eq!(book.resolve("w", "g", "o2", 1), RefLookup::OtherFrame);
-        assert_eq!(book.resolve("w", "f", "o9", 1), RefLookup::NotIssued);
+        assert!(
+            matches!(book.resolve(&"w".into(), "f", "o2", 1), RefLookup::Found { summary, .. } if summary.role == "link")
+        );
+        assert_eq!(
+            book.resolve(&"other".into(), "f", "o2", 1),
+            RefLookup::NotIssued
+        );
+        assert_eq!(
+            book.resolve(&"w".into(), "g", "o2", 1),
+            RefLookup::OtherFrame
+        );
+        assert_eq!(
+            book.resolve(&"w".into(), "f", "o9", 1),
+            RefLookup::NotIssued
+        );
         book.forget_frames("w", &["f".to_owned()]);
-        assert_eq!(book.resolve("w", "f", "o2", 1), RefLookup::NotIssued);
+        assert_eq!(
+            book.resolve(&"w".into(), "f", "o2", 1),
+            RefLookup::NotIssued
+        );
     }
 
     #[test]
     fn the_book_is_bounded() {
         let mut book = RefBook::default();
         for n in 0..ISSUED_OBSERVATIONS + 10 {
-            book.record(&format!("o{n}"), "w", "f", "doc:a", &HashMap::new());
+            book.record(&format!("o{n}"), &"w".into(), "f", "doc:a", &HashMap::new());
         }
         assert_eq!(book.issued.len(), ISSUED_OBSERVATIONS);
-        assert_eq!(book.resolve("w", "f", "o0", 1), RefLookup::NotIssued);
+        assert_eq!(
+            book.resolve(&"w".into(), "f", "o0", 1),
+            RefLookup::NotIssued
+        );
         let many: HashMap<u32, ElementSummary> = (1..=DOCUMENT_REFS as u32 + 1)
             .map(|r| (r, summary("button")))
             .collect();
-        book.record("big", "w", "f", "doc:a", &many);
+        book.record("big", &"w".into(), "f", "doc:a", &many);
         assert!(book.documents[0].elements.len() <= DOCUMENT_REFS);
         assert!(matches!(
-            book.resolve("w", "f", "big", 1),
+            book.resolve(&"w".into(), "f", "big", 1),
             RefLookup::NotInDocument { .. }
         ));
         assert!(matches!(
-            book.resolve("w", "f", "big", DOCUMENT_REFS as u64 + 1),
+            book.resolve(&"w".into(), "f", "big", DOCUMENT_REFS as u64 + 1),
             RefLookup::Found { .. }
         ));
     }

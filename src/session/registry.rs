@@ -11,6 +11,7 @@ use super::bounds::{bound_title, bound_url};
 use super::tab::TabHandle;
 use crate::cdp::{TargetId, TargetInfo};
 use crate::protocol::ids::{IdKind, new_id};
+use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
 /// Why a target id could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,13 +61,13 @@ impl TabEntry {
 /// One row of `browser.tabs.list`, as seen by one Lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TabView {
-    pub target_id: String,
+    pub target_id: TargetRef,
     pub url: String,
     pub title: String,
     pub managed: bool,
     pub controlled: bool,
     pub controlled_elsewhere: bool,
-    pub opener_target_id: Option<String>,
+    pub opener_target_id: Option<TargetRef>,
 }
 
 /// A JavaScript dialog waiting for an explicit answer. Only the session that had `Page`
@@ -89,9 +90,9 @@ pub struct Registry {
     pub dialogs: HashMap<TargetId, DialogInfo>,
     tabs: HashMap<TargetId, TabEntry>,
     /// Opaque id -> (Workspace, physical tab).
-    by_opaque: HashMap<String, (String, TargetId)>,
+    by_opaque: HashMap<TargetRef, (String, TargetId)>,
     /// (Workspace, physical tab) -> opaque id.
-    opaque_of: HashMap<(String, TargetId), String>,
+    opaque_of: HashMap<(String, TargetId), TargetRef>,
     /// Workspaces whose dedicated window exists.
     windows: HashMap<String, TargetId>,
 }
@@ -137,16 +138,16 @@ impl Registry {
     }
 
     /// Marks a freshly created tab as managed by a Workspace and controlled by its Lease.
-    pub fn adopt(&mut self, target: &TargetId, workspace_id: &str, lease_id: &str) {
+    pub fn adopt(&mut self, target: &TargetId, workspace_id: &WorkspaceId, lease_id: &LeaseId) {
         if let Some(entry) = self.tabs.get_mut(target) {
-            entry.managed_by = Some(workspace_id.to_owned());
+            entry.managed_by = Some(workspace_id.to_string());
             entry.controller = Some(Controller {
-                workspace_id: workspace_id.to_owned(),
-                lease_id: lease_id.to_owned(),
+                workspace_id: workspace_id.to_string(),
+                lease_id: lease_id.to_string(),
             });
         }
         self.windows
-            .entry(workspace_id.to_owned())
+            .entry(workspace_id.to_string())
             .or_insert_with(|| target.clone());
     }
 
@@ -171,10 +172,10 @@ impl Registry {
     }
 
     /// Removes a destroyed target; returns `(workspace, opaque id)` for every Workspace that knew it.
-    pub fn remove(&mut self, target: &TargetId) -> Vec<(String, String)> {
+    pub fn remove(&mut self, target: &TargetId) -> Vec<(String, TargetRef)> {
         self.tabs.remove(target);
         self.dialogs.remove(target);
-        let known: Vec<(String, String)> = self
+        let known: Vec<(String, TargetRef)> = self
             .opaque_of
             .iter()
             .filter(|((_, t), _)| t == target)
@@ -188,12 +189,12 @@ impl Registry {
     }
 
     /// The Workspace's opaque id for a tab, minted on first use.
-    pub fn opaque_id(&mut self, workspace_id: &str, target: &TargetId) -> String {
+    pub fn opaque_id(&mut self, workspace_id: &str, target: &TargetId) -> TargetRef {
         let key = (workspace_id.to_owned(), target.clone());
         if let Some(id) = self.opaque_of.get(&key) {
             return id.clone();
         }
-        let id = new_id(IdKind::Target);
+        let id = TargetRef::from(new_id(IdKind::Target));
         self.by_opaque.insert(id.clone(), key.clone());
         self.opaque_of.insert(key, id.clone());
         id
@@ -202,10 +203,10 @@ impl Registry {
     /// The physical tab behind a Workspace's opaque id.
     pub fn resolve(
         &self,
-        workspace_id: &str,
-        opaque: &str,
+        workspace_id: &WorkspaceId,
+        opaque: &TargetRef,
     ) -> Result<(TargetId, TabHandle), TargetError> {
-        match self.by_opaque.get(opaque) {
+        match self.by_opaque.get(opaque.as_str()) {
             Some((owner, target)) if owner == workspace_id => match self.tabs.get(target) {
                 Some(entry) => Ok((target.clone(), entry.handle.clone())),
                 None => Err(TargetError::NotFound),
@@ -238,8 +239,8 @@ impl Registry {
     pub fn acquire_control(
         &mut self,
         target: &TargetId,
-        workspace_id: &str,
-        lease_id: &str,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
     ) -> Result<bool, TargetError> {
         let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
         match &entry.controller {
@@ -250,13 +251,13 @@ impl Registry {
             }),
             None => {
                 entry.controller = Some(Controller {
-                    workspace_id: workspace_id.to_owned(),
-                    lease_id: lease_id.to_owned(),
+                    workspace_id: workspace_id.to_string(),
+                    lease_id: lease_id.to_string(),
                 });
                 if entry.managed_by.is_some() {
                     return Ok(false);
                 }
-                let previous = entry.last_workspace.replace(workspace_id.to_owned());
+                let previous = entry.last_workspace.replace(workspace_id.to_string());
                 Ok(previous.is_some_and(|w| w != workspace_id))
             }
         }
@@ -275,8 +276,8 @@ impl Registry {
     pub fn release_control(
         &mut self,
         target: &TargetId,
-        workspace_id: &str,
-        lease_id: &str,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
     ) -> bool {
         match self.tabs.get_mut(target) {
             Some(entry)
@@ -294,7 +295,7 @@ impl Registry {
     }
 
     /// Every eligible ordinary user tab plus the Workspace's managed tabs, as seen by one Lease.
-    pub fn list(&mut self, workspace_id: &str, lease_id: &str) -> Vec<TabView> {
+    pub fn list(&mut self, workspace_id: &WorkspaceId, lease_id: &LeaseId) -> Vec<TabView> {
         let mut eligible: Vec<TargetId> = self
             .tabs
             .iter()
@@ -377,7 +378,7 @@ impl Registry {
     }
 
     /// The Workspace's opaque id for a tab it already knows (no minting).
-    pub fn known_opaque(&self, workspace_id: &str, target: &TargetId) -> Option<String> {
+    pub fn known_opaque(&self, workspace_id: &str, target: &TargetId) -> Option<TargetRef> {
         self.opaque_of
             .get(&(workspace_id.to_owned(), target.clone()))
             .cloned()
@@ -397,7 +398,10 @@ impl Registry {
     /// Who a download of this tab belongs to: the controlling Lease's Workspace, else the
     /// managing Workspace (a managed tab or popup nobody controls right now); `None` for an
     /// uncontrolled user tab. `(Workspace, Lease, opaque id)`.
-    pub fn capture_owner(&mut self, target: &TargetId) -> Option<(String, Option<String>, String)> {
+    pub fn capture_owner(
+        &mut self,
+        target: &TargetId,
+    ) -> Option<(String, Option<String>, TargetRef)> {
         let entry = self.tabs.get(target)?;
         let (workspace_id, lease_id) = match (&entry.controller, &entry.managed_by) {
             (Some(c), _) => (c.workspace_id.clone(), Some(c.lease_id.clone())),
@@ -409,7 +413,11 @@ impl Registry {
     }
 
     /// Tabs a Lease controls that no Workspace manages (user tabs it took).
-    pub fn user_tabs_controlled_by(&self, workspace_id: &str, lease_id: &str) -> Vec<TargetId> {
+    pub fn user_tabs_controlled_by(
+        &self,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+    ) -> Vec<TargetId> {
         self.tabs
             .iter()
             .filter(|(_, e)| {
@@ -424,7 +432,11 @@ impl Registry {
 
     /// Ends every control this Lease held (it is gone) and returns those tabs, managed or not,
     /// so no tab stays "controlled elsewhere" by a Lease nobody holds.
-    pub fn end_lease_control(&mut self, workspace_id: &str, lease_id: &str) -> Vec<TargetId> {
+    pub fn end_lease_control(
+        &mut self,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+    ) -> Vec<TargetId> {
         let mut ended = Vec::new();
         for (target, entry) in &mut self.tabs {
             if entry
@@ -441,7 +453,7 @@ impl Registry {
     }
 
     /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
-    pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, String)> {
+    pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, TargetRef)> {
         let Some(entry) = self.tabs.get(target) else {
             return Vec::new();
         };
@@ -493,12 +505,17 @@ mod tests {
         let mut registry = Registry::default();
         registry.upsert(&info("user", "page", None));
         registry.upsert(&info("mine", "page", None));
-        assert_eq!(registry.list("workspace:b", "lease:b").len(), 2);
+        assert_eq!(
+            registry
+                .list(&"workspace:b".into(), &"lease:b".into())
+                .len(),
+            2
+        );
         registry.adopt_recovered(&TargetId::new("mine"), "workspace:a");
-        let b = registry.list("workspace:b", "lease:b");
+        let b = registry.list(&"workspace:b".into(), &"lease:b".into());
         assert_eq!(b.len(), 1, "another Workspace no longer sees it: {b:?}");
         assert!(b[0].url.ends_with("/user"));
-        let a = registry.list("workspace:a", "lease:a");
+        let a = registry.list(&"workspace:a".into(), &"lease:a".into());
         let mine = a.iter().find(|v| v.url.ends_with("/mine")).unwrap();
         assert!(mine.managed && !mine.controlled && !mine.controlled_elsewhere);
         assert!(registry.has_window("workspace:a"));
@@ -522,7 +539,11 @@ mod tests {
         registry.upsert(&info("user", "page", None));
         registry.upsert(&info("ui", "browser_ui", None));
         registry.upsert(&info("mine", "page", None));
-        registry.adopt(&TargetId::new("mine"), "workspace:a", "lease:a");
+        registry.adopt(
+            &TargetId::new("mine"),
+            &"workspace:a".into(),
+            &"lease:a".into(),
+        );
         assert_eq!(
             registry.upsert(&info("popup", "page", Some("mine"))),
             Some("workspace:a".into())
@@ -533,9 +554,9 @@ mod tests {
             "popups of user tabs are not adopted"
         );
 
-        let a = registry.list("workspace:a", "lease:a");
+        let a = registry.list(&"workspace:a".into(), &"lease:a".into());
         assert_eq!(a.len(), 4, "user, userpopup, mine, popup; no browser_ui");
-        let b = registry.list("workspace:b", "lease:b");
+        let b = registry.list(&"workspace:b".into(), &"lease:b".into());
         assert_eq!(b.len(), 2, "another Workspace sees only user tabs");
         assert!(b.iter().all(|v| !v.managed));
         // Opaque ids differ per Workspace and resolve only for their owner.
@@ -552,42 +573,42 @@ mod tests {
             .target_id
             .clone();
         assert_ne!(a_user, b_user);
-        assert!(registry.resolve("workspace:b", &a_user).is_err());
-        let (target, _) = registry.resolve("workspace:b", &b_user).unwrap();
+        assert!(registry.resolve(&"workspace:b".into(), &a_user).is_err());
+        let (target, _) = registry.resolve(&"workspace:b".into(), &b_user).unwrap();
         assert_eq!(target, TargetId::new("user"));
 
         // One controller at a time; release hands it over.
         assert_eq!(
-            registry.acquire_control(&target, "workspace:a", "lease:a"),
+            registry.acquire_control(&target, &"workspace:a".into(), &"lease:a".into()),
             Ok(false)
         );
         assert!(matches!(
-            registry.acquire_control(&target, "workspace:b", "lease:b"),
+            registry.acquire_control(&target, &"workspace:b".into(), &"lease:b".into()),
             Err(TargetError::ControlledElsewhere { .. })
         ));
-        assert!(!registry.release_control(&target, "workspace:b", "lease:b"));
-        assert!(registry.release_control(&target, "workspace:a", "lease:a"));
+        assert!(!registry.release_control(&target, &"workspace:b".into(), &"lease:b".into()));
+        assert!(registry.release_control(&target, &"workspace:a".into(), &"lease:a".into()));
         // Handed over to another Workspace: its console history must not follow.
         assert_eq!(
-            registry.acquire_control(&target, "workspace:b", "lease:b"),
+            registry.acquire_control(&target, &"workspace:b".into(), &"lease:b".into()),
             Ok(true)
         );
-        assert!(registry.release_control(&target, "workspace:b", "lease:b"));
+        assert!(registry.release_control(&target, &"workspace:b".into(), &"lease:b".into()));
         assert_eq!(
-            registry.acquire_control(&target, "workspace:b", "lease:b2"),
+            registry.acquire_control(&target, &"workspace:b".into(), &"lease:b2".into()),
             Ok(false)
         );
 
         let known = registry.remove(&target);
         assert_eq!(known.len(), 2);
         assert_eq!(
-            registry.resolve("workspace:b", &b_user).err(),
+            registry.resolve(&"workspace:b".into(), &b_user).err(),
             Some(TargetError::NotFound)
         );
         registry.forget_workspace("workspace:a");
         assert!(
             registry
-                .list("workspace:a", "lease:a")
+                .list(&"workspace:a".into(), &"lease:a".into())
                 .iter()
                 .all(|v| !v.controlled)
         );

@@ -26,7 +26,7 @@ use crate::cdp::{CdpClient, TargetId};
 use crate::events::{Emit, EventSink};
 use crate::framing::{FramingError, LineReader};
 use crate::home::Home;
-use crate::store::Store;
+use crate::store::{LeaseId, Store, TargetRef, WorkspaceId};
 use crate::version::now_ms;
 
 /// Lines buffered between the CDP client and the janitor's pipes, each way.
@@ -209,7 +209,11 @@ impl BrowserService {
     }
 
     /// The tab behind a Workspace's opaque id, without taking control.
-    pub fn tab_handle(&self, workspace_id: &str, opaque: &str) -> Result<TabHandle, TargetError> {
+    pub fn tab_handle(
+        &self,
+        workspace_id: &WorkspaceId,
+        opaque: &TargetRef,
+    ) -> Result<TabHandle, TargetError> {
         self.with_registry(|registry| registry.resolve(workspace_id, opaque))
             .map(|(_, handle)| handle)
     }
@@ -733,9 +737,9 @@ impl BrowserService {
         &self,
         target: &TargetId,
         url: &str,
-        workspace_id: &str,
-        lease_id: &str,
-    ) -> String {
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+    ) -> TargetRef {
         let opaque = self.with_registry(|registry| {
             if registry.handle(target).is_none() {
                 registry.upsert(&crate::cdp::TargetInfo {
@@ -766,7 +770,7 @@ impl BrowserService {
         self.with_registry(|registry| registry.has_window(workspace_id))
     }
 
-    pub fn list_tabs(&self, workspace_id: &str, lease_id: &str) -> Vec<TabView> {
+    pub fn list_tabs(&self, workspace_id: &WorkspaceId, lease_id: &LeaseId) -> Vec<TabView> {
         self.with_registry(|registry| registry.list(workspace_id, lease_id))
     }
 
@@ -776,9 +780,9 @@ impl BrowserService {
     /// about to drive the tab asks for its Workspace's network rules (`apply_network_rules`).
     pub async fn control(
         &self,
-        workspace_id: &str,
-        lease_id: &str,
-        opaque: &str,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+        opaque: &TargetRef,
     ) -> Result<(TargetId, TabHandle), TargetError> {
         let (target, handle) =
             self.with_registry(|registry| registry.resolve(workspace_id, opaque))?;
@@ -797,7 +801,10 @@ impl BrowserService {
                     workspace_id: holder_ws,
                     lease_id: holder_lease,
                 }) => {
-                    let (ws, lease) = (holder_ws.clone(), holder_lease.clone());
+                    let (ws, lease) = (
+                        WorkspaceId::from(holder_ws.as_str()),
+                        LeaseId::from(holder_lease.as_str()),
+                    );
                     let alive = match (self.inner.store)
                         .call_read(move |store| store.lease_alive(&ws, &lease, now_ms()))
                         .await
@@ -838,7 +845,11 @@ impl BrowserService {
     /// A place in the queue of the tab behind a Workspace's opaque id, taken when the Command is
     /// accepted so that Commands for one tab run in acceptance order. `None` when the id does not
     /// resolve (the Command then fails with the precise error when it runs).
-    pub fn ticket(&self, workspace_id: &str, opaque: &str) -> Option<super::TabTicket> {
+    pub fn ticket(
+        &self,
+        workspace_id: &WorkspaceId,
+        opaque: &TargetRef,
+    ) -> Option<super::TabTicket> {
         self.with_registry(|registry| registry.resolve(workspace_id, opaque).ok())
             .map(|(_, handle)| handle.ticket())
     }
@@ -846,7 +857,7 @@ impl BrowserService {
     /// A Lease ended (released, expired, or its Connection closed): its downloads stop, then
     /// every tab it controlled is free at once (not "controlled elsewhere" until someone asks
     /// for it) and the Workspace's network rules stop applying to the user tabs among them.
-    pub async fn lease_ended(&self, workspace_id: &str, lease_id: &str) {
+    pub async fn lease_ended(&self, workspace_id: &WorkspaceId, lease_id: &LeaseId) {
         self.downloads_lease_ended(workspace_id, lease_id).await;
         let Some(live) = self.live() else { return };
         let freed =
@@ -859,9 +870,9 @@ impl BrowserService {
     /// Hands control of a tab back; true when this Lease held it.
     pub fn release_control(
         &self,
-        workspace_id: &str,
-        lease_id: &str,
-        opaque: &str,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
+        opaque: &TargetRef,
     ) -> Result<bool, TargetError> {
         let released = self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
@@ -882,7 +893,11 @@ impl BrowserService {
     }
 
     /// Whether the Workspace's target is one it manages (created or adopted popup).
-    pub fn is_managed_opaque(&self, workspace_id: &str, opaque: &str) -> Result<bool, TargetError> {
+    pub fn is_managed_opaque(
+        &self,
+        workspace_id: &WorkspaceId,
+        opaque: &TargetRef,
+    ) -> Result<bool, TargetError> {
         self.with_registry(|registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
             Ok(registry.managed_by(&target) == Some(workspace_id))
@@ -899,7 +914,7 @@ impl BrowserService {
     }
 
     /// Open dialogs on tabs this Workspace knows, with its opaque target ids.
-    pub fn dialogs_for(&self, workspace_id: &str) -> Vec<(String, super::DialogInfo)> {
+    pub fn dialogs_for(&self, workspace_id: &str) -> Vec<(TargetRef, super::DialogInfo)> {
         self.with_registry(|registry| {
             let dialogs: Vec<super::DialogInfo> = registry.dialogs.values().cloned().collect();
             dialogs
@@ -916,9 +931,9 @@ impl BrowserService {
     /// The open dialog with this id, if this Workspace knows its tab.
     pub fn dialog(
         &self,
-        workspace_id: &str,
+        workspace_id: &WorkspaceId,
         dialog_id: &str,
-    ) -> Option<(String, super::DialogInfo)> {
+    ) -> Option<(TargetRef, super::DialogInfo)> {
         self.dialogs_for(workspace_id)
             .into_iter()
             .find(|(_, d)| d.id == dialog_id)

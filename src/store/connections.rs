@@ -167,14 +167,17 @@ mod tests {
         );
         // No new Lease on a lost Connection; the old one still checks out.
         let refused = store.create_lease(&lease("lease:2"));
-        assert_eq!(outcome(refused, |row| row.id), "ConnectionNotFound");
+        assert_eq!(
+            outcome(refused, |row| row.id.to_string()),
+            "ConnectionNotFound"
+        );
         let kept = store.check_lease(
             &"connection:1".into(),
             &"workspace:1".into(),
             &"lease:1".into(),
             500,
         );
-        assert_eq!(outcome(kept, |row| row.id), "lease:1");
+        assert_eq!(outcome(kept, |row| row.id.to_string()), "lease:1");
         // Not reclaimed while it owns a Lease, and the leased Workspace is not idle.
         assert_eq!(store.reclaim_lost_connections().unwrap(), 0);
         let idle: Vec<String> = store

@@ -579,7 +579,7 @@ mod tests {
                                     store.heartbeat_lease(
                                         &id_.clone().into(),
                                         &own_.clone().into(),
-                                        &lease.id.clone().into(),
+                                        &lease.id,
                                         20,
                                         20,
                                     )?;

@@ -1,19 +1,78 @@
-//! Typed ids for the store functions that take several ids in a row (a Lease is named by its
-//! Connection, Workspace and id): a transposed argument is a compile error, not a Lease that is
-//! never found. Each binds as SQL text and reads back from it (`ToSql`/`FromSql`); the text is
-//! the caller's prefixed id, unchanged.
+//! Typed ids for the functions that take several ids in a row (a Lease is named by its
+//! Connection, Workspace and id; a tab by its Workspace and opaque `targetId`): a transposed
+//! argument is a compile error, not a Lease or tab that is never found. Each binds as SQL text
+//! and reads back from it (`ToSql`/`FromSql`), serializes as its text, and reads as `&str`
+//! (`Deref`) wherever a single id is formatted or compared; the text is the caller's prefixed
+//! id, unchanged. Owns the types only: minting ids is `protocol::ids`.
 
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
 macro_rules! text_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
         pub struct $name(String);
 
         impl $name {
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl From<&$name> for String {
+            fn from(id: &$name) -> String {
+                id.0.clone()
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl PartialEq<&$name> for String {
+            fn eq(&self, other: &&$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
             }
         }
 
@@ -60,6 +119,15 @@ text_id!(
 text_id!(
     /// A Lease's id (`lease:...`).
     LeaseId
+);
+text_id!(
+    /// A Command's id (`command:...`).
+    CommandId
+);
+text_id!(
+    /// A tab as one Workspace names it: the opaque `targetId` (`target:...`) the Broker handed
+    /// out, never the browser's own target id.
+    TargetRef
 );
 
 #[cfg(test)]

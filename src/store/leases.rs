@@ -199,15 +199,13 @@ impl Store {
     /// Whether a Lease with this id exists in this Workspace and has not expired.
     pub fn lease_alive(
         &self,
-        workspace_id: &str,
-        lease_id: &str,
+        workspace_id: &WorkspaceId,
+        lease_id: &LeaseId,
         now: i64,
     ) -> Result<bool, StoreError> {
         self.read(|transaction| {
-            Ok(
-                find_lease(transaction, &workspace_id.into(), &lease_id.into())?
-                    .is_some_and(|lease| lease.expires_at > now),
-            )
+            Ok(find_lease(transaction, workspace_id, lease_id)?
+                .is_some_and(|lease| lease.expires_at > now))
         })
     }
 
@@ -617,7 +615,7 @@ mod tests {
             .expire_leases(1_010)
             .unwrap()
             .into_iter()
-            .map(|l| l.id)
+            .map(|l| l.id.to_string())
             .collect();
         assert_eq!(expired, ["lease:1", "lease:2"]);
         assert_eq!(store.expire_leases(1_010).unwrap(), []);
@@ -661,7 +659,7 @@ mod tests {
             .close_connection("connection:1", 20)
             .unwrap()
             .into_iter()
-            .map(|l| l.id)
+            .map(|l| l.id.to_string())
             .collect();
         released.sort();
         assert_eq!(released, ["lease:1", "lease:2"]);

@@ -126,7 +126,7 @@ pub use db::{BUSY_TIMEOUT, POOL_CHECKOUT_TIMEOUT, POOL_MAX_CONNECTIONS, Store};
 pub use debug::{DEBUG_QUERY_MAX_ROWS, DEBUG_QUERY_TIME_BUDGET};
 pub use error::StoreError;
 pub use events::PRUNE_BATCH;
-pub use ids::{ConnectionId, LeaseId, WorkspaceId};
+pub use ids::{CommandId, ConnectionId, LeaseId, TargetRef, WorkspaceId};
 pub use limits::{
     DEFAULT_EVENT_JOURNAL_SIZE, DEFAULT_MAX_LEASES_PER_CONNECTION,
     DEFAULT_MAX_RESULT_BYTES_PER_PRINCIPAL, DEFAULT_MAX_TERMINAL_COMMANDS_PER_PRINCIPAL,

@@ -1,6 +1,8 @@
 //! Plain row and argument structs of the store API. Owns their shapes only:
 //! no serde (they never cross a process boundary), no SQL, no protocol types.
-//! Timestamps are epoch milliseconds; ids are the caller's prefixed strings.
+//! Timestamps are epoch milliseconds; ids are the caller's prefixed strings, typed where a row carries several.
+
+use super::ids::{ConnectionId, LeaseId, WorkspaceId};
 
 /// A ClientPrincipal: `client.id + client.instanceId` from `initialize`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -207,11 +209,11 @@ pub struct NewLease {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseRow {
     /// Lease id.
-    pub id: String,
+    pub id: LeaseId,
     /// Its Workspace.
-    pub workspace_id: String,
+    pub workspace_id: WorkspaceId,
     /// The owning Connection.
-    pub connection_id: String,
+    pub connection_id: ConnectionId,
     /// The `clientKey` it was created with, if any.
     pub client_key: Option<String>,
     /// Time to live used by heartbeats.

@@ -605,7 +605,10 @@ mod tests {
             client_key: None,
             now: 10,
         });
-        assert_eq!(outcome(lease, |row| row.id), "WorkspaceNotFound");
+        assert_eq!(
+            outcome(lease, |row| row.id.to_string()),
+            "WorkspaceNotFound"
+        );
         let command = store.insert_command(&NewCommand {
             id: "command:b".to_owned(),
             principal: b.clone(),
@@ -778,7 +781,7 @@ mod tests {
             .heartbeat_lease(
                 &"connection:a".into(),
                 &"workspace:1".into(),
-                &lease.id.clone().into(),
+                &lease.id,
                 30,
                 30,
             )
@@ -806,7 +809,7 @@ mod tests {
             .release_lease(
                 &"connection:a".into(),
                 &"workspace:1".into(),
-                &lease.id.clone().into(),
+                &lease.id,
                 50,
                 50,
             )

@@ -509,8 +509,8 @@ fn watch_late_effects(
         move |effect: Effect| {
             let payload = json!({"targetId": target_id, "commandId": command_id, "action": action, "effect": effect.as_str()});
             let mut emit = Emit::new(&workspace_id, "action.late_effect", payload);
-            emit.lease_id = Some(lease_id.clone());
-            emit.target_id = Some(target_id.clone());
+            emit.lease_id = Some(lease_id.to_string());
+            emit.target_id = Some(target_id.to_string());
             emit
         }
     };
@@ -699,8 +699,8 @@ async fn finish_with_observation(
             "watchdog.no_progress",
             json!({"targetId": scope.target_id, "action": action, "reason": crossed.reason.as_str(), "consecutiveActions": crossed.consecutive, "hints": event_hints}),
         );
-        emit.lease_id = Some(scope.lease_id.to_owned());
-        emit.target_id = Some(scope.target_id.to_owned());
+        emit.lease_id = Some(scope.lease_id.to_string());
+        emit.target_id = Some(scope.target_id.to_string());
         if let Err(error) = env.events.emit(emit).await {
             tracing::debug!(%error, "watchdog.no_progress not journaled");
         }

@@ -14,7 +14,7 @@ use crate::events::EventSink;
 use crate::home::Home;
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::session::{BrowserService, TabTicket};
-use crate::store::{CommandStatus, PrincipalKey, Store};
+use crate::store::{CommandStatus, LeaseId, PrincipalKey, Store, TargetRef, WorkspaceId};
 use crate::version::now_ms;
 
 // The session-wide types and helpers a tool names: with `tab.rs` (the per-tab ones) this is
@@ -226,14 +226,14 @@ pub enum ScopeIds {
     Connection,
     /// A Workspace tool; `target_id` is the envelope's optional `targetId`.
     Workspace {
-        workspace_id: String,
-        lease_id: String,
-        target_id: Option<String>,
+        workspace_id: WorkspaceId,
+        lease_id: LeaseId,
+        target_id: Option<TargetRef>,
     },
     Target {
-        workspace_id: String,
-        lease_id: String,
-        target_id: String,
+        workspace_id: WorkspaceId,
+        lease_id: LeaseId,
+        target_id: TargetRef,
     },
 }
 
@@ -255,7 +255,7 @@ pub struct CallScope {
 impl ScopeIds {
     /// The Workspace, if the scope has one (the Broker's bookkeeping; handlers use the typed
     /// scopes).
-    pub fn workspace_id(&self) -> Option<&str> {
+    pub fn workspace_id(&self) -> Option<&WorkspaceId> {
         match self {
             ScopeIds::Connection => None,
             ScopeIds::Workspace { workspace_id, .. } | ScopeIds::Target { workspace_id, .. } => {
@@ -265,7 +265,7 @@ impl ScopeIds {
     }
 
     /// The Lease, if the scope has one.
-    pub fn lease_id(&self) -> Option<&str> {
+    pub fn lease_id(&self) -> Option<&LeaseId> {
         match self {
             ScopeIds::Connection => None,
             ScopeIds::Workspace { lease_id, .. } | ScopeIds::Target { lease_id, .. } => {
@@ -275,10 +275,10 @@ impl ScopeIds {
     }
 
     /// The envelope `targetId`, if any.
-    pub fn target_id(&self) -> Option<&str> {
+    pub fn target_id(&self) -> Option<&TargetRef> {
         match self {
             ScopeIds::Connection => None,
-            ScopeIds::Workspace { target_id, .. } => target_id.as_deref(),
+            ScopeIds::Workspace { target_id, .. } => target_id.as_ref(),
             ScopeIds::Target { target_id, .. } => Some(target_id),
         }
     }
@@ -297,7 +297,7 @@ impl CallScope {
                 call: self,
                 workspace_id,
                 lease_id,
-                target_id: target_id.as_deref(),
+                target_id: target_id.as_ref(),
             }),
             ScopeIds::Target {
                 workspace_id,
@@ -323,9 +323,9 @@ impl CallScope {
 #[derive(Clone, Copy)]
 pub struct WorkspaceScope<'a> {
     call: &'a CallScope,
-    pub workspace_id: &'a str,
-    pub lease_id: &'a str,
-    target_id: Option<&'a str>,
+    pub workspace_id: &'a WorkspaceId,
+    pub lease_id: &'a LeaseId,
+    target_id: Option<&'a TargetRef>,
 }
 
 impl<'a> WorkspaceScope<'a> {
@@ -351,7 +351,7 @@ impl std::ops::Deref for WorkspaceScope<'_> {
 #[derive(Clone, Copy)]
 pub struct TargetScope<'a> {
     workspace: WorkspaceScope<'a>,
-    pub target_id: &'a str,
+    pub target_id: &'a TargetRef,
 }
 
 impl<'a> std::ops::Deref for TargetScope<'a> {
@@ -458,14 +458,14 @@ mod tests {
             lease_id: "lease:a".into(),
             target_id: None,
         };
-        assert_eq!(workspace.workspace_id(), Some("workspace:a"));
-        assert_eq!(workspace.lease_id(), Some("lease:a"));
+        assert_eq!(workspace.workspace_id(), Some(&"workspace:a".into()));
+        assert_eq!(workspace.lease_id(), Some(&"lease:a".into()));
         assert_eq!(workspace.target_id(), None);
         let target = ScopeIds::Target {
             workspace_id: "workspace:a".into(),
             lease_id: "lease:a".into(),
             target_id: "target:t".into(),
         };
-        assert_eq!(target.target_id(), Some("target:t"));
+        assert_eq!(target.target_id(), Some(&"target:t".into()));
     }
 }

@@ -47,6 +47,7 @@ use crate::session::bounds::{
     MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
 };
 use crate::session::{FrameBook, KEPT_OBSERVATIONS, ObservationRecord, RefLookup, TabGuard};
+use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
 // The per-tab types a tool names: with `context.rs` (the session-wide ones) this is the only
 // file of `tools/` that imports `session`.
@@ -719,9 +720,9 @@ async fn controlled_tab(
 /// (`browser.tabs.release`): the user gets the native chooser again.
 pub async fn release_file_choosers(
     env: &ToolEnv,
-    workspace_id: &str,
-    lease_id: &str,
-    opaque: &str,
+    workspace_id: &WorkspaceId,
+    lease_id: &LeaseId,
+    opaque: &TargetRef,
 ) {
     crate::session::release_file_chooser_interception(&env.browser, workspace_id, lease_id, opaque)
         .await;
@@ -855,7 +856,7 @@ async fn take_observation_reading(
             .state()
             .observations
             .iter()
-            .find(|o| o.id == *since && o.workspace_id == scope.workspace_id)
+            .find(|o| o.id == *since && o.workspace_id == *scope.workspace_id)
             .cloned();
         match found {
             None => unavailable = Some(DiffUnavailable::Expired),
@@ -983,7 +984,7 @@ async fn take_observation_reading(
     );
     state.observations.push_back(ObservationRecord {
         id: observation_id,
-        workspace_id: scope.workspace_id.to_owned(),
+        workspace_id: scope.workspace_id.to_string(),
         frame_id: page_context.frame_id.clone(),
         document_key: observation.document_key,
         elements: std::sync::Arc::new(shaped.elements),
@@ -1186,7 +1187,7 @@ async fn navigation_stalled(
         "watchdog.navigation_stalled",
         json!({"targetId": opaque, "url": url, "elapsedMs": elapsed_ms}),
     );
-    emit.lease_id = Some(lease_id.to_owned());
+    emit.lease_id = Some(lease_id.to_string());
     emit.target_id = Some(opaque.to_owned());
     emit.sensitivity = "browser_data";
     if let Err(error) = env.events.emit(emit).await {

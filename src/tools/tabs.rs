@@ -293,8 +293,8 @@ async fn open(
         "target.attached",
         json!({"targetId": opaque, "managed": true, "popup": false}),
     );
-    attached.target_id = Some(opaque.clone());
-    attached.lease_id = Some(lease_id.to_owned());
+    attached.target_id = Some(opaque.to_string());
+    attached.lease_id = Some(lease_id.to_string());
     let _ = env.events.emit(attached).await;
     let (target, handle) = env.browser.control(workspace_id, lease_id, &opaque).await?;
     env.browser.apply_network_rules(&target).await;
@@ -477,8 +477,8 @@ async fn tabs_release(
             "target_control.released",
             json!({"targetId": opaque}),
         );
-        emit.target_id = Some(opaque.clone());
-        emit.lease_id = Some(lease_id.to_owned());
+        emit.target_id = Some(opaque.to_string());
+        emit.lease_id = Some(lease_id.to_string());
         let _ = env.events.emit(emit).await;
     }
     Ok(json!({"targetId": opaque, "released": released}))
