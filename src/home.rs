@@ -114,6 +114,11 @@ impl Home {
         self.root.join("broker.sock")
     }
 
+    /// The live view's owner-only control socket (`browser-pilot view`, docs/view.md).
+    pub fn view_socket_path(&self) -> PathBuf {
+        self.root.join("view.sock")
+    }
+
     pub fn startup_lock_path(&self) -> PathBuf {
         self.root.join("startup.lock")
     }
@@ -140,6 +145,7 @@ fn is_home_entry(name: &std::ffi::OsStr) -> bool {
         "broker-locator.json",
         "broker-versions.json",
         "broker.sock",
+        "view.sock",
         "startup.lock",
         "artifacts",
         "browser",

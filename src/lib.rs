@@ -27,3 +27,4 @@ pub mod session;
 pub mod store;
 pub mod tools;
 pub mod version;
+pub mod view;

@@ -1,8 +1,8 @@
 //! The `browser-pilot` executable: a thin entry point over the library.
 //!
-//! Public commands: `bridge --stdio`, `mcp`, `debug sql`, `browser launch|stop`, `conformance`,
+//! Public commands: `bridge --stdio`, `mcp`, `view`, `debug sql`, `browser launch|stop`, `conformance`,
 //! `--version --json` (the version and protocol data the release manifest repeats).
-//! Private roles (`--browser-pilot-internal=broker|janitor|keeper`) are respawns of this same
+//! Private roles (`--browser-pilot-internal=broker|janitor|keeper|view`) are respawns of this same
 //! executable and are not a Host API.
 
 use std::process::ExitCode;
@@ -68,6 +68,16 @@ enum Command {
         /// hosts that consume structured results; the text content stays the lean form).
         #[arg(long)]
         structured: bool,
+    },
+    /// Print the URL of this user's live view of every Workspace (starting the view when none
+    /// runs); see docs/view.md.
+    View {
+        /// Also hand the URL to the desktop's browser, where there is a desktop.
+        #[arg(long)]
+        open: bool,
+        /// Stop the running view instead.
+        #[arg(long, conflicts_with = "open")]
+        stop: bool,
     },
     /// Development introspection of the running Broker.
     Debug {
@@ -187,6 +197,12 @@ fn main() -> ExitCode {
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             exit(code)
         }
+        Command::View { open, stop } => {
+            if let Err(code) = init_cli_tracing("warn") {
+                return code;
+            }
+            with_home(|home| browser_pilot::view::run_cli(home, open, stop))
+        }
         Command::Debug {
             command: DebugCommand::Sql { query },
         } => {
@@ -280,6 +296,21 @@ fn run_internal(role: &str, rest: &[std::ffi::OsString]) -> i32 {
             let code = runtime.block_on(browser_pilot::janitor::run_janitor(ws_url.to_owned()));
             runtime.shutdown_timeout(std::time::Duration::from_millis(50));
             code
+        }
+        "view" => {
+            init_tracing("warn");
+            match Home::from_env() {
+                Ok(home) => {
+                    let runtime = current_thread_runtime();
+                    let code = runtime.block_on(browser_pilot::view::run_role(home));
+                    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+                    code
+                }
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    2
+                }
+            }
         }
         "keeper" => {
             init_tracing("warn");

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::connection::{ConnectionContext, Session};
 use super::params::{self, Params};
-use super::{artifacts, cli, commands, events, initialize, leases, workspaces};
+use super::{artifacts, cli, commands, events, initialize, leases, view, workspaces};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::internal::PeerRole;
 use crate::protocol::methods::{Lane, TOOL_FLAGS_METHOD};
@@ -158,6 +158,10 @@ pub fn table() -> &'static [MethodDef] {
             row("broker/status", ORDINARY, Cli, None, handler!(Connection: cli::status)),
             row("broker/shutdown", ORDINARY, Cli, None, handler!(Connection: cli::shutdown)),
             row("debug/sql", ORDINARY, Cli, None, handler!(Connection: cli::debug_sql)),
+            row("view/register", ORDINARY, Cli, None, handler!(Connection: view::register)),
+            row("view/state", ORDINARY, Cli, None, handler!(Connection: view::state)),
+            row("view/events", ORDINARY, Cli, None, handler!(Connection: view::events)),
+            row("view/frame", ORDINARY, Cli, None, handler!(Connection: view::frame)),
             row(TOOL_FLAGS_METHOD, ORDINARY, Bridge, None, handler!(Connection: commands::flags)),
         ];
         rows
@@ -290,7 +294,15 @@ mod tests {
 
     #[test]
     fn only_the_cli_reaches_its_private_methods() {
-        for name in ["broker/status", "broker/shutdown", "debug/sql"] {
+        for name in [
+            "broker/status",
+            "broker/shutdown",
+            "debug/sql",
+            "view/register",
+            "view/state",
+            "view/events",
+            "view/frame",
+        ] {
             assert!(find(name, PeerRole::Bridge).is_none(), "{name}");
             assert!(find(name, PeerRole::Cli).is_some(), "{name}");
         }

@@ -20,6 +20,7 @@ mod responses;
 mod server;
 mod state;
 mod sweep;
+mod view;
 mod workspaces;
 
 pub use server::{MAX_LIVE_CONNECTIONS, run_broker};

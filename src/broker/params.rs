@@ -287,6 +287,43 @@ pub struct DebugSql {
 }
 params_schema!(DebugSql, object(&["sql"], json!({"sql": id()})));
 
+/// `view/register` (CLI): the live view's origin.
+#[derive(Deserialize)]
+pub struct ViewRegister {
+    pub origin: String,
+}
+params_schema!(ViewRegister, object(&["origin"], json!({"origin": id()})));
+
+/// `view/events` (CLI): a Workspace's newest journal rows, of one tab when given.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewEvents {
+    pub workspace_id: String,
+    pub target_id: Option<String>,
+}
+params_schema!(
+    ViewEvents,
+    object(
+        &["workspaceId"],
+        json!({"workspaceId": id(), "targetId": optional_id()})
+    )
+);
+
+/// `view/frame` (CLI): one frame of a Workspace's tab.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewFrame {
+    pub workspace_id: String,
+    pub target_id: String,
+}
+params_schema!(
+    ViewFrame,
+    object(
+        &["workspaceId", "targetId"],
+        json!({"workspaceId": id(), "targetId": id()})
+    )
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,6 +388,9 @@ mod tests {
             ArtifactImport::schema(),
             BrokerShutdown::schema(),
             DebugSql::schema(),
+            ViewRegister::schema(),
+            ViewEvents::schema(),
+            ViewFrame::schema(),
         ] {
             assert_eq!(schema::unknown_keywords(schema), Vec::<String>::new());
         }

@@ -478,6 +478,17 @@ pub enum Command {
         #[arg(long)]
         follow: bool,
     },
+    /// Print the URL of your live view of every Workspace (starting the view when none runs):
+    /// watch agents' tabs and answer their hand-offs (docs/view.md).
+    #[command(after_help = "Example: bp view --open")]
+    View {
+        /// Also hand the URL to the desktop's browser, where there is a desktop.
+        #[arg(long)]
+        open: bool,
+        /// Stop the running view instead.
+        #[arg(long, conflicts_with = "open")]
+        stop: bool,
+    },
     /// Release the compatibility Workspace, then stop the Broker unless another host is
     /// connected.
     #[command(after_help = "Example: bp disconnect")]

@@ -80,6 +80,7 @@ pub fn run(cli: Cli) -> i32 {
                 executable,
             } => launch(&home, &output, &allowed, headless, executable).await,
             Command::Stop => stop(&home, &output).await,
+            Command::View { open, stop } => crate::view::cli(home.clone(), open, stop).await,
             command => match tool_command(&home, &output, &allowed, command).await {
                 Ok(()) => exit::OK,
                 Err(error) => {
@@ -748,6 +749,7 @@ async fn run_tool_command(
         | Command::Disconnect
         | Command::Launch { .. }
         | Command::Stop
+        | Command::View { .. }
         | Command::Completions { .. }
         | Command::Man { .. } => unreachable!("handled before a session is opened"),
     }

@@ -14,10 +14,44 @@ use std::borrow::Cow;
 /// What the Broker reports in place of a secret: a URL's password, an `Authorization` header.
 pub const REDACTED: &str = "[redacted]";
 
+/// What precedes the live view's one-time secret in the fragment of its URL
+/// (`http://127.0.0.1:PORT/#bpview=SECRET`, docs/view.md). Whatever reports such a URL reports
+/// the secret as `REDACTED`, wherever the URL appears.
+pub const VIEW_SECRET_MARKER: &str = "bpview=";
+
+/// `text` with every live-view secret (the characters after [`VIEW_SECRET_MARKER`] that a
+/// secret may hold) replaced by `REDACTED`. Borrowed when there is none.
+fn redact_view_secret(text: Cow<'_, str>) -> Cow<'_, str> {
+    if !text.contains(VIEW_SECRET_MARKER) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest: &str = &text;
+    while let Some(found) = rest.find(VIEW_SECRET_MARKER) {
+        let start = found + VIEW_SECRET_MARKER.len();
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        let secret_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(after.len());
+        if secret_len > 0 {
+            out.push_str(REDACTED);
+        }
+        rest = &after[secret_len..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
 /// `text` with the credentials of every `scheme://userinfo@host` in it replaced: the password
 /// after `user:` becomes `REDACTED`, and a userinfo without a password (a bare access token more
-/// often than a name) becomes `REDACTED` whole. Borrowed when nothing needed redacting.
+/// often than a name) becomes `REDACTED` whole, and a live view's secret
+/// ([`VIEW_SECRET_MARKER`]) becomes `REDACTED`. Borrowed when nothing needed redacting.
 pub fn redact_url(text: &str) -> Cow<'_, str> {
+    redact_view_secret(redact_userinfo(text))
+}
+
+fn redact_userinfo(text: &str) -> Cow<'_, str> {
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut search = 0;
@@ -87,6 +121,23 @@ mod tests {
         check("", "");
         check("://", "://");
         check("x://@", "x://[redacted]@");
+    }
+
+    #[test]
+    fn view_secrets_are_redacted_wherever_they_appear() {
+        check(
+            "http://127.0.0.1:4000/#bpview=0a1B-c_9",
+            "http://127.0.0.1:4000/#bpview=[redacted]",
+        );
+        check(
+            "go to http://u:p@127.0.0.1:4000/#bpview=abc and #bpview=def.",
+            "go to http://u:[redacted]@127.0.0.1:4000/#bpview=[redacted] and #bpview=[redacted].",
+        );
+        check("#bpview=", "#bpview=");
+        check(
+            "http://127.0.0.1:4000/#bpview=[redacted]",
+            "http://127.0.0.1:4000/#bpview=[redacted]",
+        );
     }
 
     #[test]

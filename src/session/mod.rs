@@ -21,6 +21,7 @@ mod registry;
 mod service;
 mod tab;
 pub mod url_policy;
+pub mod view;
 
 pub use choosers::release as release_file_chooser_interception;
 pub use downloads::{Capture, DownloadLimits, on_control as download_capture_on_control};

@@ -208,8 +208,11 @@ impl Registry {
     ) -> Result<(TargetId, TabHandle), TargetError> {
         match self.by_opaque.get(opaque.as_str()) {
             Some((owner, target)) if owner == workspace_id => match self.tabs.get(target) {
-                Some(entry) => Ok((target.clone(), entry.handle.clone())),
-                None => Err(TargetError::NotFound),
+                // A tab showing the live view is nobody's to drive (docs/view.md).
+                Some(entry) if !super::view::is_view_url(&entry.url) => {
+                    Ok((target.clone(), entry.handle.clone()))
+                }
+                _ => Err(TargetError::NotFound),
             },
             _ => Err(TargetError::NotFound),
         }
@@ -452,6 +455,47 @@ impl Registry {
         ended
     }
 
+    /// Every ordinary tab some Workspace manages or controls, as the live view lists it: one
+    /// row per (Workspace, tab), in the Workspace's own opaque ids. Mints no id: a tab a
+    /// Workspace manages or controls already has one.
+    pub fn view_rows(&self) -> Vec<super::view::ViewTab> {
+        let mut rows = Vec::new();
+        for (target, entry) in &self.tabs {
+            if !is_ordinary_page(entry) {
+                continue;
+            }
+            let mut workspaces: Vec<&str> = entry.managed_by.iter().map(String::as_str).collect();
+            if let Some(controller) = &entry.controller
+                && !workspaces.contains(&controller.workspace_id.as_str())
+            {
+                workspaces.push(&controller.workspace_id);
+            }
+            for workspace_id in workspaces {
+                let Some(opaque) = self.known_opaque(workspace_id, target) else {
+                    continue;
+                };
+                let dialog = self.dialogs.get(target).map(|d| super::view::ViewDialog {
+                    dialog_type: d.dialog_type.clone(),
+                    message: d.message.clone(),
+                });
+                rows.push(super::view::ViewTab {
+                    workspace_id: workspace_id.to_owned(),
+                    target_id: opaque,
+                    url: entry.url.clone(),
+                    title: entry.title.clone(),
+                    managed: entry.managed_by.as_deref() == Some(workspace_id),
+                    controlled_by: (entry.controller.as_ref())
+                        .filter(|c| c.workspace_id == workspace_id)
+                        .map(|c| c.lease_id.clone()),
+                    dialog,
+                    handle: entry.handle.clone(),
+                });
+            }
+        }
+        rows.sort_by(|a, b| (&a.workspace_id, &a.target_id).cmp(&(&b.workspace_id, &b.target_id)));
+        rows
+    }
+
     /// `(Workspace, opaque id)` for the Workspace managing the tab and the one controlling it.
     pub fn interested_workspaces(&mut self, target: &TargetId) -> Vec<(String, TargetRef)> {
         let Some(entry) = self.tabs.get(target) else {
@@ -479,6 +523,7 @@ fn is_ordinary_page(entry: &TabEntry) -> bool {
         && entry.subtype.as_deref() != Some("prerender")
         && !entry.url.starts_with("devtools://")
         && !entry.url.starts_with("chrome-extension://")
+        && !super::view::is_view_url(&entry.url)
 }
 
 #[cfg(test)]

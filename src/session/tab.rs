@@ -71,6 +71,9 @@ pub struct TabBooks {
     /// A session the browser connection's auto-attach opened for this tab and nobody set up
     /// yet: the next `TabGuard::session` uses it instead of attaching again.
     pub auto_session: Option<SessionId>,
+    /// The session the tools set up for this tab, for the live view's read-only frames
+    /// (`session::view`); cleared when that session is dropped.
+    pub view_session: Option<SessionId>,
 }
 
 /// The tab's books, borrowed under its lock. A second borrow of the same tab's books on the
@@ -591,6 +594,7 @@ impl TabGuard {
             tracing::warn!(%error, "auto-attach of out-of-process iframes failed");
         }
         self.state.session = Some(session.clone());
+        self.queue.books().view_session = Some(session.clone());
         Ok(session)
     }
 
@@ -627,6 +631,7 @@ impl TabGuard {
         let mut books = self.queue.books();
         books.frames.clear_children();
         books.load = LoadBook::default();
+        books.view_session = None;
         books.activity.session_ended();
     }
 

@@ -116,6 +116,7 @@ mod leases;
 mod limits;
 mod model;
 mod principals;
+mod view;
 mod workspaces;
 
 #[cfg(test)]
@@ -137,4 +138,7 @@ pub use model::{
     EventVisibility, InsertCommand, LeaseRow, NewCommand, NewConnection, NewEvent, NewLease,
     NewWorkspace, PrincipalKey, QueryRows, ReleaseReason, ReleaseWorkspace, SqlValue, TombstoneRow,
     WorkspaceLookup, WorkspaceOptions, WorkspaceRow,
+};
+pub use view::{
+    VIEW_COMMANDS_PER_WORKSPACE, VIEW_EVENTS_PAGE, ViewCommand, ViewEvent, ViewLease, ViewWorkspace,
 };

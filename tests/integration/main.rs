@@ -41,5 +41,6 @@ mod remote;
 mod scale;
 mod tool_examples;
 mod version_json;
+mod view;
 mod watchdogs;
 mod widgets;

@@ -1,0 +1,157 @@
+//! The live view's private methods (docs/view.md), served only to a CLI peer (the view role
+//! connects as one, like `bp`; a bridge's host never reaches them): `view/register` (the view's
+//! origin, never an eligible tab), `view/state` (every active Workspace, its Leases, tabs and
+//! newest Commands), `view/events` (a Workspace's newest journal rows) and `view/frame` (one
+//! JPEG of a tab).
+//!
+//! Everything here is a read: the store's reader threads and the session's in-memory registry,
+//! never the writer or a tab's turn, so a view open beside the agents does not slow their
+//! requests. What it returns was already masked and redacted where it entered the Broker.
+
+use serde_json::{Value, json};
+
+use super::connection::ConnectionContext;
+use super::params::{Raw, ViewEvents, ViewFrame, ViewRegister};
+use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::protocol::redact::redact_url;
+use crate::session::view::{FrameError, register_view_origin};
+use crate::store::{ViewCommand, ViewWorkspace};
+
+pub async fn register(
+    context: &ConnectionContext,
+    params: ViewRegister,
+) -> Result<Value, RpcError> {
+    let origin = params.origin;
+    let valid = origin
+        .strip_prefix("http://127.0.0.1:")
+        .is_some_and(|port| !port.is_empty() && port.parse::<u16>().is_ok());
+    if !valid {
+        return Err(RpcError::invalid_params(
+            "params.origin must be http://127.0.0.1:PORT",
+        ));
+    }
+    register_view_origin(&origin);
+    let _ = context;
+    Ok(json!({"registered": true}))
+}
+
+pub async fn state(context: &ConnectionContext, _: Raw) -> Result<Value, RpcError> {
+    let broker = context.broker.clone();
+    let workspaces = broker
+        .store
+        .call_read(|store| store.view_workspaces())
+        .await?;
+    let tabs = broker.tools.browser.view_tabs();
+    let connected = broker.tools.browser.live().map(|live| live.browser_id);
+    let workspaces: Vec<Value> = workspaces
+        .iter()
+        .map(|workspace| {
+            let tabs: Vec<Value> = (tabs.iter())
+                .filter(|tab| tab.workspace_id == workspace.workspace_id)
+                .map(|tab| {
+                    let (requests, downloads) = tab.activity_counts();
+                    json!({
+                        "targetId": tab.target_id,
+                        "url": redact_url(&tab.url),
+                        "title": tab.title,
+                        "managed": tab.managed,
+                        "controlledBy": tab.controlled_by,
+                        "dialog": tab.dialog.as_ref().map(|d| json!({"type": d.dialog_type, "message": d.message})),
+                        "requests": requests,
+                        "downloads": downloads,
+                    })
+                })
+                .collect();
+            workspace_json(workspace, tabs)
+        })
+        .collect();
+    Ok(json!({
+        "browser": {"connected": connected.is_some(), "browserId": connected},
+        "workspaces": workspaces,
+    }))
+}
+
+fn workspace_json(workspace: &ViewWorkspace, tabs: Vec<Value>) -> Value {
+    let leases: Vec<Value> = (workspace.leases.iter())
+        .map(|lease| json!({"leaseId": lease.lease_id, "expiresAt": lease.expires_at}))
+        .collect();
+    let commands: Vec<Value> = workspace.commands.iter().map(command_json).collect();
+    json!({
+        "workspaceId": workspace.workspace_id,
+        "client": {"id": workspace.client_id, "instanceId": workspace.instance_id},
+        "browserId": workspace.browser_id,
+        "createdAt": workspace.created_at,
+        "leases": leases,
+        "tabs": tabs,
+        "commands": commands,
+    })
+}
+
+/// A Command's row: its tool, status, and the evidence or error it answered with (the result
+/// as the agent got it, typed values already masked).
+fn command_json(command: &ViewCommand) -> Value {
+    let parse = |text: &Option<String>| {
+        text.as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+    };
+    let result = parse(&command.result_json);
+    let evidence = result
+        .as_ref()
+        .and_then(|r| r.get("evidence"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let error = parse(&command.error_json).map(|e| {
+        json!({
+            "code": e.pointer("/data/code").cloned().unwrap_or(Value::Null),
+            "message": e.get("message").cloned().unwrap_or(Value::Null),
+        })
+    });
+    json!({
+        "commandId": command.command_id,
+        "method": command.method,
+        "status": command.status,
+        "acceptedAt": command.accepted_at,
+        "evidence": evidence,
+        "error": error,
+    })
+}
+
+pub async fn events(context: &ConnectionContext, params: ViewEvents) -> Result<Value, RpcError> {
+    let ViewEvents {
+        workspace_id,
+        target_id,
+    } = params;
+    let rows = context
+        .broker
+        .store
+        .call_read(move |store| store.view_events(&workspace_id, target_id.as_deref()))
+        .await?;
+    let events: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            json!({
+                "sequence": row.sequence,
+                "timestamp": row.timestamp,
+                "type": row.event_type,
+                "targetId": row.target_id,
+                "payload": serde_json::from_str::<Value>(&row.payload_json).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    Ok(json!({"events": events}))
+}
+
+pub async fn frame(context: &ConnectionContext, params: ViewFrame) -> Result<Value, RpcError> {
+    let browser = &context.broker.tools.browser;
+    match browser
+        .view_frame(&params.workspace_id, &params.target_id)
+        .await
+    {
+        Ok(data) => Ok(json!({"mimeType": "image/jpeg", "data": data})),
+        Err(FrameError::NotFound) => Err(RpcError::new(
+            ErrorCode::TargetNotFound,
+            "no such tab in this Workspace",
+        )),
+        Err(error) => Ok(json!({"data": null, "reason": error.to_string()})),
+    }
+}

@@ -1,0 +1,273 @@
+//! The live view (`browser-pilot view`, docs/view.md) against a real Broker and headless
+//! Chromium: the page opened in the browser lists what the Broker holds and shows live frames of
+//! an agent's tab; requests without the secret, with a foreign `Host` or a foreign `Origin` are
+//! refused; the secret never reaches an agent, and no agent lists or drives the view's tab.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::chromium::OwnCdp;
+use crate::support::rig::{Agent, Rig};
+use crate::support::{BIN, TestHome, wait_until};
+
+/// One HTTP/1.1 request to the view: (status, body).
+fn http(port: u16, request: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+fn get(port: u16, path: &str, headers: &str) -> (u16, String) {
+    http(
+        port,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Connection: close\r\n\r\n"
+        ),
+    )
+}
+
+fn post(port: u16, path: &str, host: &str, headers: &str, body: &str) -> (u16, String) {
+    http(
+        port,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// `browser-pilot view`: (url, port, secret).
+fn view_url(home: &TestHome) -> (String, u16, String) {
+    let (code, out, err) = home.run(BIN, &["view"]);
+    assert_eq!(code, 0, "view: {out} {err}");
+    let url = out.trim().to_owned();
+    let rest = url.strip_prefix("http://127.0.0.1:").expect(&url);
+    let port: u16 = rest.split('/').next().unwrap().parse().unwrap();
+    let secret = url.split("#bpview=").nth(1).expect(&url).to_owned();
+    assert_eq!(secret.len(), 64, "{url}");
+    (url, port, secret)
+}
+
+/// Evaluates `expression` in the view's page (found by its URL, the secret already gone).
+fn in_view(cdp: &mut OwnCdp, port: u16, expression: &str) -> Value {
+    cdp.evaluate_in_page(&format!(":{port}/"), expression)["result"]["value"].clone()
+}
+
+#[test]
+fn the_view_shows_the_brokers_workspaces_and_refuses_strangers() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "view-agent");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/Alpha")}),
+    );
+    let target = opened["targetId"].clone();
+
+    let (url, port, secret) = view_url(&rig.home);
+    let (_, again, second) = view_url(&rig.home);
+    assert_eq!(again, port, "a second `view` finds the running one");
+    assert_ne!(second, secret, "each URL carries a fresh secret");
+    assert!(
+        !std::fs::read_dir(rig.home.path())
+            .unwrap()
+            .flatten()
+            .any(|entry| std::fs::read(entry.path())
+                .is_ok_and(|bytes| { String::from_utf8_lossy(&bytes).contains(&secret) })),
+        "the secret is written nowhere in the home"
+    );
+
+    // Strangers: no token, a rebound Host, a foreign Origin, a wrong secret.
+    let (status, body) = get(port, "/api/state", "");
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = get(port, "/api/state", "X-BP-Token: 00\r\n");
+    assert_eq!(status, 403, "{body}");
+    let rebound = format!("evil.test:{port}");
+    let (status, _) = post(
+        port,
+        "/api/session",
+        &rebound,
+        &format!("X-BP-Secret: {second}\r\n"),
+        "",
+    );
+    assert_eq!(status, 403, "a rebound Host is refused");
+    let (status, page) = http(
+        port,
+        &format!("GET / HTTP/1.1\r\nHost: {rebound}\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(status, 403, "even the static page: {page}");
+    let own = format!("127.0.0.1:{port}");
+    let (status, _) = post(
+        port,
+        "/api/session",
+        &own,
+        &format!("Origin: http://evil.test\r\nX-BP-Secret: {second}\r\n"),
+        "",
+    );
+    assert_eq!(status, 403, "a foreign Origin is refused");
+    let (status, _) = post(port, "/api/session", &own, "X-BP-Secret: 1234\r\n", "");
+    assert_eq!(status, 403, "a wrong secret is refused");
+    // The first GET of the page carries no data.
+    let (status, page) = get(port, "/", "");
+    assert_eq!(status, 200);
+    assert!(
+        !page.contains("workspace:") && !page.contains("Alpha"),
+        "{page}"
+    );
+    // The second secret, refused above only for its Host and Origin, is still good once.
+    let (status, body) = post(
+        port,
+        "/api/session",
+        &own,
+        &format!("X-BP-Secret: {second}\r\n"),
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    let token: Value = serde_json::from_str(&body).unwrap();
+    let token = token["token"].as_str().unwrap().to_owned();
+    let (status, _) = post(
+        port,
+        "/api/session",
+        &own,
+        &format!("X-BP-Secret: {second}\r\n"),
+        "",
+    );
+    assert_eq!(status, 403, "a secret is spent once");
+    let (status, body) = get(port, "/api/state", &format!("X-BP-Token: {token}\r\n"));
+    assert_eq!(status, 200, "{body}");
+    let state: Value = serde_json::from_str(&body).unwrap();
+    let workspace = (state["workspaces"].as_array().unwrap().iter())
+        .find(|w| w["workspaceId"] == agent.workspace_id)
+        .unwrap_or_else(|| panic!("the agent's Workspace is listed: {state}"))
+        .clone();
+    assert_eq!(workspace["client"]["id"], "view-agent");
+    assert_eq!(workspace["leases"][0]["leaseId"], agent.lease_id);
+    let tab = &workspace["tabs"][0];
+    assert_eq!(tab["targetId"], target, "{workspace}");
+    assert_eq!(tab["controlledBy"], agent.lease_id);
+    assert_eq!(tab["title"], "Alpha");
+    assert!(
+        (workspace["commands"].as_array().unwrap().iter()).any(|c| c["method"] == "browser.open"),
+        "{workspace}"
+    );
+
+    // The page in the browser: the secret leaves the address bar, the list matches.
+    let mut cdp = OwnCdp::connect(&rig.chromium);
+    cdp.open_user_tab(&url);
+    let ready = format!(
+        "document.body.dataset.ready === 'true' && !!document.querySelector('[data-workspace-id=\"{}\"] [data-target-id=\"{}\"]')",
+        agent.workspace_id.as_str().unwrap(),
+        target.as_str().unwrap()
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            cdp.pages()
+                .iter()
+                .any(|(_, u)| u.ends_with(&format!(":{port}/")))
+                && in_view(&mut cdp, port, &ready) == true
+        }),
+        "the view lists the agent's Workspace and tab"
+    );
+    assert_eq!(
+        in_view(&mut cdp, port, "location.href"),
+        json!(format!("http://127.0.0.1:{port}/"))
+    );
+
+    // Live frames: watch the tab, then the agent navigates and the frame changes.
+    let watch = format!(
+        "document.querySelector('[data-watch=\"{}\"]').click(); true",
+        target.as_str().unwrap()
+    );
+    in_view(&mut cdp, port, &watch);
+    let frame = "(() => { const i = document.getElementById('frame'); return [Number(i.dataset.frames), i.src]; })()";
+    let mut before = Value::Null;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            before = in_view(&mut cdp, port, frame);
+            before[0].as_u64().unwrap_or(0) >= 1
+        }),
+        "a first frame arrives"
+    );
+    agent.tool(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": rig.fixtures.url("/fixture/form")}),
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let now = in_view(&mut cdp, port, frame);
+            now[1] != before[1] && now[0].as_u64() > before[0].as_u64()
+        }),
+        "the frame changes after the agent navigates"
+    );
+
+    // No agent lists the view's tab, or sees the secret; one that goes there loses the tab.
+    let tabs = agent.tabs();
+    assert!(
+        !tabs.iter().any(|t| t["url"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!(":{port}"))),
+        "{tabs:?}"
+    );
+    let (_, _, third) = view_url(&rig.home);
+    let view_link = format!("http://127.0.0.1:{port}/#bpview={third}");
+    let navigated = agent.call(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": view_link}),
+    );
+    let after = agent.call("browser.observe", Some(&target), json!({}));
+    assert_eq!(
+        after["error"]["data"]["code"], "target_not_found",
+        "the view's tab is nobody's to drive: {after}"
+    );
+    let events = agent.events();
+    let tabs = agent.tabs();
+    let (code, dump, _) = rig.home.run(
+        BIN,
+        &["debug", "sql", "SELECT payload_json FROM events UNION ALL SELECT coalesce(result_json, error_json) FROM commands"],
+    );
+    assert_eq!(code, 0);
+    for secret in [&secret, &second, &third] {
+        for (what, text) in [
+            ("navigate", navigated.to_string()),
+            ("observe", after.to_string()),
+            ("events", json!(events).to_string()),
+            ("tabs", json!(tabs).to_string()),
+            ("debug sql", dump.clone()),
+        ] {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{what} holds a secret: {text}"
+            );
+        }
+    }
+
+    let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
+    assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
+    assert!(
+        wait_until(Duration::from_secs(10), || TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_err()),
+        "the view stops"
+    );
+}
