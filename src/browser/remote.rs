@@ -1,8 +1,9 @@
 //! Remote browser candidates from the owner-only `<home>/remote-browsers.toml` (docs/remote.md):
 //! parsing with the `toml` crate, vetting of each entry (endpoint scheme and host, token file,
-//! headers, options that are not implemented yet) and the structured diagnostics that say what
-//! is wrong, on the entry's candidate or, for a file that cannot be used at all, on the file.
-//! It reads the file and the token files and nothing else: no network, no writes. The token
+//! CA file, headers, options that are not implemented yet) and the structured diagnostics that
+//! say what is wrong, on the entry's candidate or, for a file that cannot be used at all, on the
+//! file. It reads the file, the token files and the CA files and nothing else: no network, no
+//! writes. The token
 //! only ever lives in `RemoteEndpoint`, whose `Debug` form hides it, and no diagnostic quotes
 //! the file's text.
 
@@ -68,6 +69,8 @@ pub struct RemoteEndpoint {
     pub(crate) headers: Vec<(String, String)>,
     /// The entry allows plain `ws://` to a host that is not loopback.
     pub(crate) allow_insecure: bool,
+    /// A PEM CA bundle trusted for this `wss://` endpoint besides the web-PKI roots.
+    pub(crate) ca_file: Option<PathBuf>,
     /// The token, so that anything reported about this endpoint can be scrubbed of it.
     pub(crate) token: Option<String>,
 }
@@ -466,18 +469,27 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
             false
         }
     };
-    match string("ca_file") {
-        Ok(None) => {}
-        Ok(Some(path)) if Path::new(path).is_absolute() => bad(
-            "remote_unsupported",
-            "`ca_file` is not implemented yet: wss:// endpoints are not supported".to_owned(),
-        ),
-        Ok(Some(_)) => bad(
-            "remote_config_malformed",
-            "`ca_file` must be an absolute path".to_owned(),
-        ),
-        Err(message) => bad("remote_config_malformed", message),
-    }
+    let ca_file = match string("ca_file") {
+        Ok(None) => None,
+        Ok(Some(path)) if Path::new(path).is_absolute() => match read_ca_file(Path::new(path)) {
+            Ok(()) => Some(PathBuf::from(path)),
+            Err(message) => {
+                bad("remote_ca_invalid", message);
+                None
+            }
+        },
+        Ok(Some(_)) => {
+            bad(
+                "remote_config_malformed",
+                "`ca_file` must be an absolute path".to_owned(),
+            );
+            None
+        }
+        Err(message) => {
+            bad("remote_config_malformed", message);
+            None
+        }
+    };
     let token = match string("token_file") {
         Ok(None) => None,
         Ok(Some(path)) if Path::new(path).is_absolute() => match read_token(Path::new(path)) {
@@ -542,7 +554,15 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
         Ok(Some(endpoint)) => {
             uses_token |= endpoint.contains(TOKEN_PLACEHOLDER);
             match vet_endpoint(endpoint, allow_insecure) {
-                Ok(()) => Some(endpoint.to_owned()),
+                Ok(tls) => {
+                    if !tls && ca_file.is_some() {
+                        bad(
+                            "remote_config_malformed",
+                            "`ca_file` applies to wss:// endpoints only".to_owned(),
+                        );
+                    }
+                    Some(endpoint.to_owned())
+                }
                 Err((code, message)) => {
                     bad(code, message);
                     None
@@ -581,6 +601,7 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
                     .map(|(name, value)| (name.clone(), fill(value)))
                     .collect(),
                 allow_insecure,
+                ca_file,
                 token,
             })
         }
@@ -652,9 +673,10 @@ fn read_token(path: &Path) -> Result<String, (&'static str, String)> {
     }
 }
 
-/// Checks the endpoint's form without any network: `ws://` (to loopback unless
-/// `allow_insecure`) is accepted; `wss://` and `http(s)://` are not implemented yet.
-fn vet_endpoint(endpoint: &str, allow_insecure: bool) -> Result<(), (&'static str, String)> {
+/// Checks the endpoint's form without any network: `wss://` to any host and `ws://` (to
+/// loopback unless `allow_insecure`) are accepted, and `Ok` says whether it is TLS;
+/// `http(s)://` is not implemented yet.
+fn vet_endpoint(endpoint: &str, allow_insecure: bool) -> Result<bool, (&'static str, String)> {
     // `{token}` is not valid in every URL position; any stand-in parses the same way.
     let parsed = url::Url::parse(&endpoint.replace(TOKEN_PLACEHOLDER, "t")).map_err(|error| {
         (
@@ -678,25 +700,70 @@ fn vet_endpoint(endpoint: &str, allow_insecure: bool) -> Result<(), (&'static st
     }
     match parsed.scheme() {
         "ws" => match allow_insecure || is_loopback(host) {
-            true => Ok(()),
+            true => Ok(false),
             false => Err((
                 "remote_insecure_endpoint",
                 "plain ws:// is accepted only to a loopback host; use wss:// or set allow_insecure = true".to_owned(),
             )),
         },
-        "wss" => Err((
-            "remote_unsupported",
-            "wss:// endpoints are not implemented yet (no TLS in the connection); use ws:// to loopback, e.g. through a local TLS tunnel".to_owned(),
-        )),
+        "wss" => Ok(true),
         "http" | "https" => Err((
             "remote_unsupported",
             "http(s):// endpoints (/json/version lookup) are not implemented yet; give the browser's ws:// URL".to_owned(),
         )),
         _ => Err((
             "remote_config_malformed",
-            "`endpoint` must be a ws:// URL".to_owned(),
+            "`endpoint` must be a wss:// or ws:// URL".to_owned(),
         )),
     }
+}
+
+/// Largest CA bundle read (the whole web-PKI is about 250 KiB of PEM).
+const MAX_CA_BYTES: u64 = 1024 * 1024;
+
+/// Checks a `ca_file`: a regular file of at most 1 MiB that nobody but its owner (this user or
+/// root) may change, holding at least one PEM certificate usable as a trust anchor. The janitor
+/// reads it again when it connects.
+fn read_ca_file(path: &Path) -> Result<(), String> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject};
+    let name = display(path);
+    let metadata = std::fs::metadata(path)
+        .map_err(|error| format!("the CA file {name} cannot be read: {}", error.kind()))?;
+    if !metadata.is_file() || metadata.len() > MAX_CA_BYTES {
+        return Err(format!(
+            "the CA file {name} must be a regular file of at most {MAX_CA_BYTES} bytes"
+        ));
+    }
+    if !protected(&metadata) {
+        return Err(format!(
+            "the CA file {name} must be owned by this user or root and not writable by group or others (chmod 644)"
+        ));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|error| format!("the CA file {name} cannot be read: {}", error.kind()))?;
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("the CA file {name} is not a PEM certificate bundle"))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(certificates);
+    match added {
+        0 => Err(format!(
+            "the CA file {name} holds no usable CA certificate (-----BEGIN CERTIFICATE-----)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(unix)]
+fn protected(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.uid() == crate::os::effective_uid() || metadata.uid() == 0)
+        && metadata.mode() & 0o022 == 0
+}
+
+#[cfg(not(unix))]
+fn protected(_metadata: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// `localhost`, `127.0.0.0/8` or `::1`.
@@ -858,10 +925,7 @@ endpoint = "ws://127.0.0.1:1/?t={{token}}"
             [
                 ("browser:remote:open", vec!["remote_token_not_owner_only"]),
                 ("browser:remote:gone", vec!["remote_token_missing"]),
-                (
-                    "browser:remote:tls",
-                    vec!["remote_unsupported", "remote_unsupported"]
-                ),
+                ("browser:remote:tls", vec!["remote_ca_invalid"]),
                 (
                     "browser:remote:pw",
                     vec!["remote_config_malformed", "remote_unsupported"]
@@ -877,6 +941,87 @@ endpoint = "ws://127.0.0.1:1/?t={{token}}"
             assert_eq!(candidate.state, CandidateState::NeedsSetup);
             assert!(!candidate.to_json().to_string().contains("OPEN-SECRET"));
         }
+    }
+
+    /// A self-signed CA certificate (its key was thrown away), for `ca_file`.
+    const TEST_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBsTCCAVegAwIBAgIUI8rYouoWlCr4kYG93VgeXgT8TycwCgYIKoZIzj0EAwIw
+JTEjMCEGA1UEAwwaQnJvd3NlciBQaWxvdCB1bml0IHRlc3QgQ0EwIBcNMjYxMjA1
+MTcwNjU3WhgPMjEyNjExMTExNzA2NTdaMCUxIzAhBgNVBAMMGkJyb3dzZXIgUGls
+b3QgdW5pdCB0ZXN0IENBMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE0bnecP57
+40usE6urge/TEy1jrrtpsypr4jE7E+K5T+HVVlwwoYSU8+yfDGldvrA27offLvC/
+YA3AMZYwEOgsRqNjMGEwHQYDVR0OBBYEFE9BEehE9eEFrVCEcrMBYI3tfddnMB8G
+A1UdIwQYMBaAFE9BEehE9eEFrVCEcrMBYI3tfddnMA8GA1UdEwEB/wQFMAMBAf8w
+DgYDVR0PAQH/BAQDAgIEMAoGCCqGSM49BAMCA0gAMEUCIFFNXz3adQ9qM26ihUJf
+g0LeMhbVSvQivwtpy0VRcjlfAiEAi2dmfin9IoeOOlYAYxrtgQnUuSPwz3fg1AZz
+a/WSbmU=
+-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn wss_entries_take_a_ca_file_that_only_its_owner_can_change() {
+        let home = tempfile::tempdir().unwrap();
+        let ca = home.path().join("ca.pem");
+        write(&ca, TEST_CA, 0o644);
+        let open_ca = home.path().join("open-ca.pem");
+        write(&open_ca, TEST_CA, 0o666);
+        let junk = home.path().join("junk.pem");
+        write(&junk, "not a certificate\n", 0o644);
+        let text = format!(
+            r#"
+[[browser]]
+id = "web"
+endpoint = "wss://farm.example/chrome"
+
+[[browser]]
+id = "own"
+endpoint = "wss://localhost:9443/devtools/browser/x"
+ca_file = "{ca}"
+
+[[browser]]
+id = "open"
+endpoint = "wss://localhost:9443/"
+ca_file = "{open}"
+
+[[browser]]
+id = "junk"
+endpoint = "wss://localhost:9443/"
+ca_file = "{junk}"
+
+[[browser]]
+id = "plain"
+endpoint = "ws://127.0.0.1:9222/"
+ca_file = "{ca}"
+"#,
+            ca = ca.display(),
+            open = open_ca.display(),
+            junk = junk.display()
+        );
+        let path = home.path().join(REMOTE_FILE);
+        write(&path, &text, 0o600);
+        let scan = scan_file(&path);
+        let listed: Vec<(&str, Vec<&str>)> = scan
+            .candidates
+            .iter()
+            .map(|c| (c.id.as_str(), codes(c)))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("browser:remote:web", vec![]),
+                ("browser:remote:own", vec![]),
+                ("browser:remote:open", vec!["remote_ca_invalid"]),
+                ("browser:remote:junk", vec!["remote_ca_invalid"]),
+                ("browser:remote:plain", vec!["remote_config_malformed"]),
+            ]
+        );
+        let Some(Endpoint::Remote(own)) = scan.candidates[1].endpoint() else {
+            panic!("own has an endpoint");
+        };
+        assert_eq!(own.ca_file.as_deref(), Some(ca.as_path()));
+        let Some(Endpoint::Remote(web)) = scan.candidates[0].endpoint() else {
+            panic!("web has an endpoint");
+        };
+        assert_eq!(web.ca_file, None);
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub enum FailReason {
     Http(u16),
     Io,
     Protocol,
+    /// The TLS handshake with a `wss://` endpoint failed (e.g. its certificate is not trusted).
+    Tls,
 }
 
 impl std::fmt::Display for FailReason {
@@ -68,6 +70,7 @@ impl std::fmt::Display for FailReason {
             FailReason::Http(status) => write!(f, "http_{status}"),
             FailReason::Io => f.write_str("io"),
             FailReason::Protocol => f.write_str("protocol"),
+            FailReason::Tls => f.write_str("tls"),
         }
     }
 }
@@ -89,6 +92,7 @@ impl TryFrom<String> for FailReason {
             "closed" => FailReason::Closed,
             "io" => FailReason::Io,
             "protocol" => FailReason::Protocol,
+            "tls" => FailReason::Tls,
             other => match other.strip_prefix("http_").map(str::parse) {
                 Some(Ok(status)) => FailReason::Http(status),
                 _ => return Err(format!("unknown failure reason {other:?}")),

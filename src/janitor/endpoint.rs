@@ -1,9 +1,10 @@
 //! Parsing and vetting the browser WebSocket URL handed to the janitor. A URL on the command
 //! line must be loopback; only a remote browser the user listed in `remote-browsers.toml`
-//! (handed over in `REMOTE_ENV`, with its handshake headers) may name another host, and then
-//! only over `ws://` when its entry allows it. No I/O here.
+//! (handed over in `REMOTE_ENV`, with its handshake headers and CA file) may name another host,
+//! over `wss://`, or over plain `ws://` when its entry allows it. No I/O here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
 
 use super::socket::JanitorError;
 
@@ -18,6 +19,17 @@ pub(super) struct WsEndpoint {
     pub(super) headers: Vec<(String, String)>,
     /// A remote endpoint's `host:port`, resolved when connecting.
     pub(super) remote: Option<String>,
+    /// A `wss://` endpoint's TLS: the server name its certificate must carry.
+    pub(super) tls: Option<Tls>,
+}
+
+/// How a `wss://` endpoint's certificate is checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Tls {
+    /// The URL's host (a DNS name or an IP address).
+    pub(super) server_name: String,
+    /// A PEM CA bundle trusted besides the web-PKI roots.
+    pub(super) ca_file: Option<PathBuf>,
 }
 
 /// Never shows the URL or the headers (a remote one may carry a token).
@@ -35,6 +47,8 @@ struct RemoteSpec {
     headers: Vec<(String, String)>,
     #[serde(default, rename = "allowInsecure")]
     allow_insecure: bool,
+    #[serde(default, rename = "caFile")]
+    ca_file: Option<PathBuf>,
 }
 
 /// Parses the remote spec (JSON) of `REMOTE_ENV`. Errors never quote it.
@@ -52,7 +66,18 @@ pub(super) fn parse_remote_spec(spec: &str) -> Result<WsEndpoint, JanitorError> 
         bare.eq_ignore_ascii_case("localhost")
             || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     };
-    if url.scheme() != "ws" || !(loopback || spec.allow_insecure) || port == 0 {
+    let tls = match url.scheme() {
+        "wss" => Some(Tls {
+            server_name: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+            ca_file: spec.ca_file,
+        }),
+        "ws" if (loopback || spec.allow_insecure) && spec.ca_file.is_none() => None,
+        _ => return Err(invalid()),
+    };
+    if port == 0 {
         return Err(invalid());
     }
     Ok(WsEndpoint {
@@ -60,6 +85,7 @@ pub(super) fn parse_remote_spec(spec: &str) -> Result<WsEndpoint, JanitorError> 
         url: spec.url,
         headers: spec.headers,
         remote: Some(format!("{host}:{port}")),
+        tls,
     })
 }
 
@@ -92,6 +118,7 @@ pub(super) fn parse_ws_url(url: &str) -> Result<WsEndpoint, JanitorError> {
         url: format!("ws://{host}:{port}{path}"),
         headers: Vec::new(),
         remote: None,
+        tls: None,
     })
 }
 
@@ -141,7 +168,27 @@ mod tests {
         assert!(spec("ws://10.0.0.1:3000/chrome", false).is_err());
         let far = spec("ws://farm.example/chrome", true).unwrap();
         assert_eq!(far.remote.as_deref(), Some("farm.example:80"));
-        assert!(spec("wss://farm.example/chrome", true).is_err());
+        assert_eq!(far.tls, None);
+        let tls = spec("wss://farm.example/chrome", false).unwrap();
+        assert_eq!(tls.remote.as_deref(), Some("farm.example:443"));
+        assert_eq!(
+            tls.tls,
+            Some(Tls {
+                server_name: "farm.example".to_owned(),
+                ca_file: None
+            })
+        );
+        let with_ca = serde_json::json!({"url": "wss://[::1]:9443/", "caFile": "/etc/farm-ca.pem"});
+        let with_ca = parse_remote_spec(&with_ca.to_string()).unwrap();
+        assert_eq!(
+            with_ca.tls,
+            Some(Tls {
+                server_name: "::1".to_owned(),
+                ca_file: Some(PathBuf::from("/etc/farm-ca.pem"))
+            })
+        );
+        let plain_with_ca = serde_json::json!({"url": "ws://127.0.0.1:1/", "caFile": "/ca.pem"});
+        assert!(parse_remote_spec(&plain_with_ca.to_string()).is_err());
         let error = spec("ws://10.0.0.1:3000/?token=SECRET", false).unwrap_err();
         assert!(!error.to_string().contains("SECRET"));
         assert!(!format!("{local:?}").contains("token"));

@@ -1,8 +1,10 @@
 //! The WebSocket transport: tungstenite's protocol state machine driven over
 //! a non-blocking tokio `TcpStream` by readiness (`try_read`/`try_write` +
-//! `ready()`), plus the client handshake with the request Chromium accepts
-//! (no `Origin` header, loopback `Host`) and raised frame/message limits.
-//! It knows nothing about CDP messages, targets or the Broker's pipes.
+//! `ready()`), for `wss://` through a rustls client (ring provider, web-PKI
+//! roots plus an entry's CA file), plus the client handshake with the request
+//! Chromium accepts (no `Origin` header, loopback `Host`) and raised
+//! frame/message limits. It knows nothing about CDP messages, targets or the
+//! Broker's pipes.
 
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -17,7 +19,7 @@ use tokio_tungstenite::tungstenite::{
     protocol::WebSocketConfig,
 };
 
-use super::endpoint::WsEndpoint;
+use super::endpoint::{Tls, WsEndpoint};
 use crate::cdp::pipe::FailReason;
 
 /// Largest CDP message (and frame) accepted: the pipe's line bound
@@ -44,6 +46,8 @@ pub enum JanitorError {
     Io(#[source] io::Error),
     #[error("websocket protocol error: {0}")]
     Protocol(String),
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl JanitorError {
@@ -57,6 +61,7 @@ impl JanitorError {
             JanitorError::Http(status) => FailReason::Http(*status),
             JanitorError::Io(_) => FailReason::Io,
             JanitorError::Protocol(_) => FailReason::Protocol,
+            JanitorError::Tls(_) => FailReason::Tls,
         }
     }
 
@@ -75,6 +80,12 @@ impl JanitorError {
     }
 
     pub(super) fn from_io(error: io::Error) -> JanitorError {
+        if let Some(tls) = error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return JanitorError::Tls(tls.to_string());
+        }
         match error.kind() {
             io::ErrorKind::ConnectionRefused => JanitorError::Refused,
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => JanitorError::Timeout,
@@ -149,9 +160,148 @@ impl Write for TryIo {
     }
 }
 
+/// The byte stream under the WebSocket: the socket itself, or TLS over it.
+pub(super) enum Transport {
+    Plain(TryIo),
+    Tls(Box<TlsIo>),
+}
+
+impl Transport {
+    /// The socket, whose blocked flags say which readiness to wait for.
+    fn io(&mut self) -> &mut TryIo {
+        match self {
+            Transport::Plain(io) => io,
+            Transport::Tls(tls) => &mut tls.io,
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(io) => io.read(buffer),
+            Transport::Tls(tls) => tls.read(buffer),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(io) => io.write(buffer),
+            Transport::Tls(tls) => tls.write(buffer),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(io) => io.flush(),
+            Transport::Tls(tls) => tls.flush(),
+        }
+    }
+}
+
+/// A rustls client session over the non-blocking socket. Reading returns `WouldBlock` only
+/// when no decrypted byte is left and the socket has nothing more; writing encrypts at once and
+/// sends what the socket takes, and `flush` reports `WouldBlock` while records wait, so the
+/// driver's flush-then-wait loop works as over the plain socket. A rustls error (an untrusted
+/// certificate) travels inside the `io::Error` and becomes [`JanitorError::Tls`].
+pub(super) struct TlsIo {
+    session: rustls::ClientConnection,
+    io: TryIo,
+}
+
+impl TlsIo {
+    /// Sends pending TLS records until none is left or the socket would block.
+    fn send_records(&mut self) -> io::Result<()> {
+        while self.session.wants_write() {
+            if self.session.write_tls(&mut self.io)? == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Read for TlsIo {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.session.reader().read(buffer) {
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                done => return done,
+            }
+            // Handshake answers go out before more is read; a full socket is no reason to stop
+            // reading (the driver flushes them later).
+            match self.send_records() {
+                Err(error) if error.kind() != io::ErrorKind::WouldBlock => return Err(error),
+                _ => {}
+            }
+            let received = self.session.read_tls(&mut self.io)?;
+            if let Err(error) = self.session.process_new_packets() {
+                // The alert rustls queued for the peer, if the socket takes it.
+                let _ = self.send_records();
+                return Err(io::Error::new(io::ErrorKind::InvalidData, error));
+            }
+            if received == 0 {
+                // End of stream: the reader now says whether it was a clean close.
+                return self.session.reader().read(buffer);
+            }
+        }
+    }
+}
+
+impl Write for TlsIo {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        // Records still waiting: take nothing more until they are out.
+        self.send_records()?;
+        let written = self.session.writer().write(buffer)?;
+        match self.send_records() {
+            Err(error) if error.kind() != io::ErrorKind::WouldBlock => Err(error),
+            _ => Ok(written),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.session.writer().flush()?;
+        self.send_records()
+    }
+}
+
+/// The client configuration of a `wss://` endpoint: TLS 1.2 and 1.3 with the ring provider,
+/// trusting the web-PKI roots and the certificates of the entry's CA file.
+fn tls_session(tls: &Tls) -> Result<rustls::ClientConnection, JanitorError> {
+    use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = &tls.ca_file {
+        let unusable = || JanitorError::Tls("the entry's ca_file holds no usable CA".to_owned());
+        let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+            .map_err(|_| unusable())?
+            .collect::<Result<_, _>>()
+            .map_err(|_| unusable())?;
+        if roots.add_parsable_certificates(certificates).0 == 0 {
+            return Err(unusable());
+        }
+    }
+    // The ring provider (ring is already a dependency; aws-lc-rs would add a C build). rustls
+    // deprecates it for lacking post-quantum key exchange, which only aws-lc-rs offers.
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| JanitorError::Tls(error.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = ServerName::try_from(tls.server_name.clone())
+        .map_err(|_| JanitorError::Tls("the endpoint's host is not a valid server name".into()))?;
+    rustls::ClientConnection::new(Arc::new(config), name)
+        .map_err(|error| JanitorError::Tls(error.to_string()))
+}
+
 /// An open browser WebSocket driven by readiness.
 pub(super) struct Connection {
-    pub(super) ws: WebSocket<TryIo>,
+    pub(super) ws: WebSocket<Transport>,
     stream: Arc<TcpStream>,
 }
 
@@ -160,7 +310,7 @@ impl Connection {
     /// last blocked (always reading; writing too when a flush is pending).
     /// It does not borrow the connection, so it can sit in a `select!`.
     pub(super) fn readiness(&mut self) -> impl Future<Output = io::Result<()>> + use<> {
-        let interest = self.ws.get_mut().take_interest();
+        let interest = self.ws.get_mut().io().take_interest();
         let stream = Arc::clone(&self.stream);
         async move { stream.ready(interest).await.map(|_| ()) }
     }
@@ -200,17 +350,22 @@ async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError
             .map_err(|_| JanitorError::Protocol("a configured header cannot be sent".to_owned()))?;
         request.headers_mut().insert(name, value);
     }
-    let mut attempt = tungstenite::client::client_with_config(
-        request,
-        TryIo::new(Arc::clone(&stream)),
-        Some(ws_config()),
-    );
+    let io = TryIo::new(Arc::clone(&stream));
+    let transport = match &endpoint.tls {
+        Some(tls) => Transport::Tls(Box::new(TlsIo {
+            session: tls_session(tls)?,
+            io,
+        })),
+        None => Transport::Plain(io),
+    };
+    let mut attempt =
+        tungstenite::client::client_with_config(request, transport, Some(ws_config()));
     loop {
         match attempt {
             Ok((ws, _response)) => return Ok(Connection { ws, stream }),
             Err(HandshakeError::Failure(error)) => return Err(JanitorError::from_ws(error)),
             Err(HandshakeError::Interrupted(mut mid)) => {
-                let io = mid.get_mut().get_mut();
+                let io = mid.get_mut().get_mut().io();
                 let interest = match (io.read_blocked, io.write_blocked) {
                     (_, true) => Interest::WRITABLE,
                     _ => Interest::READABLE,

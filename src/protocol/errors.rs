@@ -112,6 +112,7 @@ error_codes! {
     CopyStalled               "copy_stalled"                -32062    false;
     // Remote browsers.
     RemoteConfigInvalid       "remote_config_invalid"       -32065    false;
+    RemoteTlsFailed           "remote_tls_failed"           -32066    false;
     // Eval.
     EvalException             "eval_exception"              -32070    false;
     // Network observation and rules.

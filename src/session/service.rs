@@ -94,6 +94,11 @@ pub enum ConnectError {
         browser_id: String,
         status: u16,
     },
+    /// The TLS handshake with a `wss://` remote browser failed (its certificate is not trusted).
+    RemoteTls {
+        browser_id: String,
+        message: String,
+    },
 }
 
 /// A failed connection attempt, numbered by `Inner::attempts_ended`.
@@ -494,7 +499,7 @@ impl BrowserService {
         // environment (readable only by this user), never on its command line.
         let remote = match endpoint {
             browser::Endpoint::Remote(remote) => {
-                let spec = json!({"url": remote.url, "headers": remote.headers, "allowInsecure": remote.allow_insecure});
+                let spec = json!({"url": remote.url, "headers": remote.headers, "allowInsecure": remote.allow_insecure, "caFile": remote.ca_file});
                 command.env(browser::JANITOR_REMOTE_ENV, spec.to_string());
                 Some(remote)
             }
@@ -1000,6 +1005,10 @@ fn remote_failure(
     let browser_id = remote.browser_id.clone();
     match reason {
         FailReason::Http(status) => ConnectError::RemoteRefused { browser_id, status },
+        FailReason::Tls => ConnectError::RemoteTls {
+            browser_id,
+            message: remote.scrub(message),
+        },
         FailReason::Refused | FailReason::Closed => ConnectError::NotReady {
             remediation: Some(json!({
                 "action": "start_browser",

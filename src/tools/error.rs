@@ -149,6 +149,9 @@ fn connect(error: ConnectError) -> RpcError {
             .with_context("browserId", json!(browser_id))
             .with_context("httpStatus", json!(status))
             .with_remediation(RemediationAction::FixRemoteConfig, "Check the entry's endpoint and token file in remote-browsers.toml, then call browser.connect again."),
+        ConnectError::RemoteTls { browser_id, message } => RpcError::new(ErrorCode::RemoteTlsFailed, format!("the TLS handshake with the remote browser {browser_id} failed: {message}"))
+            .with_context("browserId", json!(browser_id))
+            .with_remediation(RemediationAction::FixRemoteConfig, "Check the entry's wss:// host name; if its engine's certificate is signed by a private CA, name that CA's PEM file in the entry's ca_file (remote-browsers.toml), then call browser.connect again."),
     }
 }
 
@@ -417,6 +420,13 @@ mod tests {
                 ErrorCode::AuthorizationDenied,
                 Some("fix_remote_config".into())
             )
+        );
+        assert_eq!(
+            code(ConnectError::RemoteTls {
+                browser_id: "browser:remote:farm".into(),
+                message: "invalid peer certificate: UnknownIssuer".into()
+            }),
+            (ErrorCode::RemoteTlsFailed, Some("fix_remote_config".into()))
         );
         assert_eq!(code(ArtifactError::NotFound).0, ErrorCode::ArtifactNotFound);
         assert_eq!(

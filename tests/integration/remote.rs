@@ -256,12 +256,13 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
     assert_eq!(error["data"]["context"]["browserId"], "browser:remote:farm");
     assert_eq!(error["data"]["remediation"]["action"], "fix_remote_config");
 
-    // A token file others can read, a wss:// endpoint (no TLS yet) and a pool: each on its own.
+    // A token file others can read, an http:// endpoint (not implemented yet) and a pool: each
+    // on its own.
     write_mode(&remote.token_file, TOKEN, 0o644);
-    let wss = "[[browser]]\nid = \"tls\"\nendpoint = \"wss://127.0.0.1:1/chrome\"\n";
+    let http = "[[browser]]\nid = \"json\"\nendpoint = \"http://127.0.0.1:1/\"\n";
     remote.write_config(
         &format!(
-            "{}\n{wss}\n[[pool]]\nid = \"both\"\n",
+            "{}\n{http}\n[[pool]]\nid = \"both\"\n",
             remote.entry("farm", &chromium.ws_url())
         ),
         0o600,
@@ -271,12 +272,12 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
     assert_eq!(codes(&found["diagnostics"]), ["remote_unsupported"]);
     let farm = candidate(&found["browsers"], "browser:remote:farm");
     assert_eq!(codes(&farm["diagnostics"]), ["remote_token_not_owner_only"]);
-    let tls = candidate(&found["browsers"], "browser:remote:tls");
-    assert_eq!(codes(&tls["diagnostics"]), ["remote_unsupported"]);
+    let json_entry = candidate(&found["browsers"], "browser:remote:json");
+    assert_eq!(codes(&json_entry["diagnostics"]), ["remote_unsupported"]);
     let (code, error) = agent.tool_err(
         "browser.connect",
         None,
-        json!({"browserId": "browser:remote:tls"}),
+        json!({"browserId": "browser:remote:json"}),
     );
     output.push_str(&error.to_string());
     assert_eq!(code, "remote_config_invalid");
@@ -284,7 +285,7 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
         error["message"]
             .as_str()
             .unwrap()
-            .contains("browser:remote:tls"),
+            .contains("browser:remote:json"),
         "{error}"
     );
 
@@ -570,4 +571,222 @@ fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_
             assert!(!text.contains(token), "the {place} holds a token");
         }
     }
+}
+
+/// The TLS endpoint of the `wss://` test: a CA and a server certificate for `localhost` and
+/// 127.0.0.1 made with the `openssl` CLI, and a TLS-terminating proxy (Python's asyncio) on
+/// 127.0.0.1 in front of a plain Chromium's debugging port. Killed on drop.
+struct TlsProxy {
+    child: std::process::Child,
+    port: u16,
+    /// The CA's certificate (PEM), for `ca_file`.
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+const TLS_PROXY: &str = r#"
+import asyncio, os, ssl, sys
+
+async def main():
+    cert, key, upstream, ready = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+
+    async def pump(reader, writer):
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    async def serve(reader, writer):
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)
+    with open(ready + ".tmp", "w") as out:
+        out.write(str(server.sockets[0].getsockname()[1]))
+    os.rename(ready + ".tmp", ready)
+    await server.serve_forever()
+
+asyncio.run(main())
+"#;
+
+impl TlsProxy {
+    fn start(upstream_port: u16) -> TlsProxy {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        std::fs::write(
+            path("server.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        let openssl = |args: &[&str]| {
+            let output = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect(
+                    "the openssl CLI makes the test certificates: sudo apt-get install -y openssl",
+                );
+            assert!(
+                output.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &["-keyout", "ca.key", "-out", "ca.pem", "-days", "2"],
+                &["-subj", "/CN=Browser Pilot test CA"],
+                &["-addext", "basicConstraints=critical,CA:TRUE"],
+                &["-addext", "keyUsage=critical,keyCertSign"],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req"][..],
+                &ec,
+                &["-keyout", "server.key", "-out", "server.csr"],
+                &["-subj", "/CN=localhost"],
+            ]
+            .concat(),
+        );
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            "2",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ]);
+        let ready = path("port");
+        let child = std::process::Command::new("python3")
+            .args(["-c", TLS_PROXY])
+            .arg(path("server.pem"))
+            .arg(path("server.key"))
+            .arg(upstream_port.to_string())
+            .arg(&ready)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            // asyncio reports each refused handshake; those are the point of the test.
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs the TLS proxy");
+        assert!(
+            wait_until(std::time::Duration::from_secs(20), || ready.exists()),
+            "the TLS proxy listens"
+        );
+        let port = std::fs::read_to_string(&ready).unwrap().parse().unwrap();
+        TlsProxy {
+            child,
+            port,
+            ca: path("ca.pem"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for TlsProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_wss_endpoint_is_refused_until_its_ca_file_is_given_then_drives_a_page() {
+    let remote = RemoteHome::new();
+    let chromium = TempChromium::start();
+    let fixtures = Fixtures::start();
+    let proxy = TlsProxy::start(chromium.chromium.port);
+    let endpoint = format!(
+        "wss://localhost:{}{}",
+        proxy.port, chromium.chromium.ws_path
+    );
+    remote.write_config(&remote.entry("tls", &endpoint), 0o600);
+    let mut output = String::new();
+    let mut agent = agent_on(&remote.home, "browser:remote:tls");
+    let found = discover(&mut agent);
+    let tls = candidate(&found["browsers"], "browser:remote:tls");
+    assert_eq!(tls["state"], "ready", "{tls}");
+
+    // The certificate's CA is no web-PKI root: the handshake fails, named and not retryable.
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:tls"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "remote_tls_failed", "{error}");
+    assert_eq!(error["data"]["retryable"], false);
+    assert_eq!(error["data"]["context"]["browserId"], "browser:remote:tls");
+    assert_eq!(error["data"]["remediation"]["action"], "fix_remote_config");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("browser:remote:tls"), "{error}");
+    assert!(message.contains("certificate"), "{error}");
+
+    // The same entry trusting the test CA: connected, and the page works through TLS.
+    let with_ca = format!(
+        "{}ca_file = \"{}\"\n",
+        remote.entry("tls", &endpoint),
+        proxy.ca.display()
+    );
+    remote.write_config(&with_ca, 0o600);
+    let connected = agent.tool(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:tls"}),
+    );
+    output.push_str(&connected.to_string());
+    assert_eq!(connected["browserId"], "browser:remote:tls");
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/fixture/form")}),
+    );
+    output.push_str(&opened.to_string());
+    let observation = agent.tool(
+        "browser.observe",
+        Some(&opened["targetId"]),
+        json!({"limit": 50}),
+    );
+    output.push_str(&observation.to_string());
+    assert_eq!(observation["title"], "Form", "{observation}");
+
+    let log = remote.broker_log();
+    for (place, text) in [("output", &output), ("Broker log", &log)] {
+        assert!(!text.contains(TOKEN), "the {place} holds the token");
+    }
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
 }
