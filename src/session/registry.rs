@@ -480,7 +480,7 @@ impl Registry {
                 });
                 rows.push(super::view::ViewTab {
                     workspace_id: workspace_id.to_owned(),
-                    target_id: opaque,
+                    target_id: opaque.to_string(),
                     url: entry.url.clone(),
                     title: entry.title.clone(),
                     managed: entry.managed_by.as_deref() == Some(workspace_id),

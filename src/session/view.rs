@@ -99,7 +99,7 @@ impl BrowserService {
     /// One JPEG frame (base64) of a Workspace's tab, taken on the session the tools set up.
     pub async fn view_frame(&self, workspace_id: &str, opaque: &str) -> Result<String, FrameError> {
         let handle = self
-            .tab_handle(workspace_id, opaque)
+            .tab_handle(&workspace_id.into(), &opaque.into())
             .map_err(|_| FrameError::NotFound)?;
         let session = handle.books().view_session.clone();
         let session = session.ok_or(FrameError::NoSession)?;
