@@ -25,8 +25,6 @@ pub use super::bounds::{
 };
 /// Arguments of one console call rendered into its text.
 const MAX_ARGS: usize = 16;
-/// How long one setup call may take.
-const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The kind of a console entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,10 +322,15 @@ fn bounded(text: &str) -> (String, bool) {
 /// `session::network::enable`, after which `TabGuard::session` calls `counting_started`.
 /// Collection is best effort: a failure is logged, and the tools that read it say what they
 /// could not see.
-pub async fn enable(client: &CdpClient, session: &SessionId, tab: &super::TabHandle) {
+pub async fn enable(
+    client: &CdpClient,
+    session: &SessionId,
+    tab: &super::TabHandle,
+    timeout: Duration,
+) {
     tab.activity().start(crate::version::now_ms());
     if let Err(error) = client
-        .execute(session, &crate::cdp::runtime::Enable {}, SETUP_TIMEOUT)
+        .execute(session, &crate::cdp::runtime::Enable {}, timeout)
         .await
     {
         tracing::warn!(%error, "enabling Runtime (console collection) failed");

@@ -65,9 +65,14 @@ impl FileChooserBook {
 
 /// Switches file-chooser interception on (or off) for `session`. A refusal is logged: the
 /// tab still works, a chooser would then be the browser's own.
-pub async fn intercept(client: &CdpClient, session: &SessionId, enabled: bool) -> bool {
+pub async fn intercept(
+    client: &CdpClient,
+    session: &SessionId,
+    enabled: bool,
+    timeout: Duration,
+) -> bool {
     let command = SetInterceptFileChooserDialog { enabled };
-    match client.execute(session, &command, INTERCEPT_TIMEOUT).await {
+    match client.execute(session, &command, timeout).await {
         Ok(_) => true,
         Err(error) => {
             tracing::warn!(%error, enabled, "switching file-chooser interception failed");
@@ -142,7 +147,7 @@ pub(super) async fn stop_intercepting(client: &CdpClient, tabs: &[TabHandle]) {
     for handle in tabs {
         let session = handle.file_choosers().intercepting.take();
         if let Some(session) = session {
-            intercept(client, &session, false).await;
+            intercept(client, &session, false, INTERCEPT_TIMEOUT).await;
         }
     }
 }

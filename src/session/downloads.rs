@@ -134,17 +134,12 @@ fn refusal_injected() -> bool {
 }
 
 /// Turns on download events for a freshly attached controlled tab session.
-pub async fn enable(client: &CdpClient, session: &SessionId) -> Capture {
+pub async fn enable(client: &CdpClient, session: &SessionId, timeout: Duration) -> Capture {
     let request = match refusal_injected() {
         true => SetDownloadBehavior::refused(),
         false => SetDownloadBehavior::observe(),
     };
-    Capture::after(
-        client
-            .execute(session, &request, CALL_TIMEOUT)
-            .await
-            .map(|_| ()),
-    )
+    Capture::after(client.execute(session, &request, timeout).await.map(|_| ()))
 }
 
 /// What the download handlers share over the Broker's life: the Artifact store (attached once,
@@ -1008,7 +1003,7 @@ pub async fn on_control(
         tracing::debug!(%error, "focus emulation not enabled again");
     }
     if restored || guard.state().download_capture == Capture::Off {
-        guard.state().download_capture = enable(client, &session).await;
+        guard.state().download_capture = enable(client, &session, CALL_TIMEOUT).await;
     }
     if guard.state().download_capture != Capture::Refused {
         return;

@@ -43,9 +43,6 @@ pub const MAX_HEADER_VALUE_CHARS: usize = 4096;
 /// Longest error text of a failed request, in characters.
 const MAX_ERROR_CHARS: usize = 256;
 
-/// How long `Network.enable` on a fresh session may take.
-const ENABLE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// Main-document statuses that mean the site refused this client (contract: 403 and 429 only).
 pub const ACCESS_BLOCKED_STATUSES: [u16; 2] = [403, 429];
 
@@ -283,8 +280,9 @@ pub async fn enable(
     client: &CdpClient,
     session: &SessionId,
     handle: &super::TabHandle,
+    timeout: Duration,
 ) -> Result<(), CdpError> {
-    client.execute(session, &Enable {}, ENABLE_TIMEOUT).await?;
+    client.execute(session, &Enable {}, timeout).await?;
     super::fetch::on_session(client, session, handle).await;
     Ok(())
 }

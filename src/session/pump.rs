@@ -630,7 +630,7 @@ async fn setup_child(client: &CdpClient, child: &SessionId, handle: &super::TabH
         tracing::debug!(%error, "enabling Page on an out-of-process frame session");
         return;
     }
-    if let Err(error) = super::network::enable(client, child, handle).await {
+    if let Err(error) = super::network::enable(client, child, handle, CHILD_SETUP_TIMEOUT).await {
         tracing::debug!(%error, "enabling Network on an out-of-process frame session");
     }
     let auto_attach = SetAutoAttach::iframes();
@@ -642,7 +642,7 @@ async fn setup_child(client: &CdpClient, child: &SessionId, handle: &super::TabH
         return;
     }
     super::tab::register_document_start(client, child).await;
-    super::choosers::intercept(client, child, true).await;
+    super::choosers::intercept(client, child, true, CHILD_SETUP_TIMEOUT).await;
 }
 
 async fn resume(client: &CdpClient, child: &SessionId) {

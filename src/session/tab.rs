@@ -523,7 +523,10 @@ impl Drop for TabGuard {
     }
 }
 
-/// How long one setup call of a fresh session may take.
+/// How long one setup call of a fresh session may take when no Command bounds it (the pump's
+/// background setup, a page-state read); a Command's own setup is bounded by its deadline
+/// instead ([`TabGuard::session_within`]), so a browser slowed by many tabs opening at once
+/// is waited for as long as the agent asked, not failed at a fixed bound.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Registers the click-truth listener and the keystroke guard (`page::document_start_script`)
@@ -546,13 +549,23 @@ impl TabGuard {
     /// offered) and enabling the domains the tools need on first use. `Page` is enabled before anything else can run, so a dialog the page opens
     /// later stays answerable by this session (docs/cdp.md, "dialog session").
     pub async fn session(&mut self, client: &CdpClient) -> Result<SessionId, CdpError> {
+        self.session_within(client, SETUP_TIMEOUT).await
+    }
+
+    /// [`TabGuard::session`] with each setup call bounded by `timeout` (what is left of the
+    /// Command's deadline).
+    pub async fn session_within(
+        &mut self,
+        client: &CdpClient,
+        timeout: Duration,
+    ) -> Result<SessionId, CdpError> {
         if let Some(session) = &self.state.session {
             return Ok(session.clone());
         }
         let offered = self.queue.books().auto_session.take();
         let session = match offered {
             Some(session) => session,
-            None => client.attach_to_target(&self.target, SETUP_TIMEOUT).await?,
+            None => client.attach_to_target(&self.target, timeout).await?,
         };
         // Load waits follow the lifecycle events; Chromium replays the current document's.
         self.queue.books().load = LoadBook::default();
@@ -560,11 +573,11 @@ impl TabGuard {
         // order, and only the waits for the earlier replies go (a new tab's renderer answers
         // its first calls slowly).
         let handle = self.handle();
-        let page = client.execute(&session, &Enable {}, SETUP_TIMEOUT);
-        let lifecycle = client.set_lifecycle_events_enabled(&session, true, SETUP_TIMEOUT);
+        let page = client.execute(&session, &Enable {}, timeout);
+        let lifecycle = client.set_lifecycle_events_enabled(&session, true, timeout);
         // Managed tabs run in unfocused windows (background driving): the page behaves as
         // focused (focus/blur events, `:focus`, `hasFocus()`) without any window activated.
-        let focus = super::background::emulate(client, &session, SETUP_TIMEOUT);
+        let focus = super::background::emulate(client, &session, timeout);
         // OOPIFs become child sessions the pump records in the FrameBook. Without it frames
         // still work in-process, so a failure is logged rather than fatal.
         let iframes = SetAutoAttach::iframes();
@@ -573,11 +586,11 @@ impl TabGuard {
             lifecycle,
             register_document_start(client, &session),
             focus,
-            super::downloads::enable(client, &session),
-            super::activity::enable(client, &session, &handle),
-            choosers::intercept(client, &session, true),
-            super::network::enable(client, &session, &handle),
-            client.execute(&session, &iframes, SETUP_TIMEOUT),
+            super::downloads::enable(client, &session, timeout),
+            super::activity::enable(client, &session, &handle, timeout),
+            choosers::intercept(client, &session, true, timeout),
+            super::network::enable(client, &session, &handle, timeout),
+            client.execute(&session, &iframes, timeout),
         );
         page?;
         lifecycle?;
@@ -607,7 +620,7 @@ impl TabGuard {
         if self.file_choosers().intercepting() {
             return;
         }
-        let intercepting = choosers::intercept(client, &session, true).await;
+        let intercepting = choosers::intercept(client, &session, true, SETUP_TIMEOUT).await;
         self.file_choosers()
             .set_intercepting(intercepting, Some(&session));
     }

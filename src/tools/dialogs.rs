@@ -100,7 +100,7 @@ async fn dialogs_respond(
     scope: &WorkspaceScope<'_>,
     asked: RespondParams,
 ) -> Result<Value, ToolError> {
-    let calls = TabCalls::watched(env, &scope.gate)?;
+    let calls = TabCalls::watched(env, scope)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let dialog_id = asked.dialog_id.as_str();
     let action = asked.action;

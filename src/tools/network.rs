@@ -390,7 +390,7 @@ async fn network_get(
     let body = match finished {
         false => json!({"available": false, "reason": "not_finished"}),
         true => {
-            let read = TabCalls::watched(env, &scope.gate)?
+            let read = TabCalls::watched(env, scope)?
                 .execute(
                     &session,
                     &GetResponseBody { request_id: raw_id },

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::actions::INPUT_TIMEOUT;
-use super::context::{DispatchGate, TargetScope, ToolEnv, WorkspaceScope};
+use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::observation::{
     DiffBase, DiffUnavailable, ObservationRequest, fingerprint_fields, shape,
@@ -158,9 +158,11 @@ impl ControlledTab {
         &self.guard.target
     }
 
-    /// The tab's flattened CDP session, attached and set up on first use.
+    /// The tab's flattened CDP session, attached and set up on first use, each setup call
+    /// bounded by what is left of the Command's deadline.
     pub async fn session(&mut self) -> Result<SessionId, ToolError> {
-        Ok(self.guard.session(&self.calls.client).await?)
+        let left = (self.calls.deadline).saturating_duration_since(tokio::time::Instant::now());
+        Ok(self.guard.session_within(&self.calls.client, left).await?)
     }
 
     /// URL and title of the tab's current history entry, bounded (`TabGuard::page_info`).
@@ -466,16 +468,19 @@ pub struct MouseStep {
 #[derive(Clone)]
 pub struct TabCalls {
     client: CdpClient,
+    /// The Command's deadline: what bounds the set-up of a tab's session.
+    deadline: tokio::time::Instant,
 }
 
 impl TabCalls {
     /// The watched handle of a Command (its `gate`) on the live browser connection
     /// (`Disconnected` when there is none): the one way a tool without a controlled tab sends
     /// CDP calls.
-    pub fn watched(env: &ToolEnv, gate: &DispatchGate) -> Result<TabCalls, ToolError> {
+    pub fn watched(env: &ToolEnv, call: &CallScope) -> Result<TabCalls, ToolError> {
         let live = env.browser.live().ok_or(ToolError::Disconnected)?;
         Ok(TabCalls {
-            client: gate.watch(&live.client),
+            client: call.gate.watch(&live.client),
+            deadline: call.deadline,
         })
     }
 
@@ -711,7 +716,10 @@ async fn controlled_tab(
     let client = scope.gate.watch(&live.client);
     guard.ensure_file_chooser_interception(&client).await;
     Ok(ControlledTab {
-        calls: TabCalls { client },
+        calls: TabCalls {
+            client,
+            deadline: scope.deadline,
+        },
         guard,
     })
 }

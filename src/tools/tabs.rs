@@ -274,7 +274,7 @@ async fn open(
         let mut tab = ControlledTab::acquire(env, &target).await?;
         return goto(env, &mut tab, &target, target.target_id, &url).await;
     }
-    let client = TabCalls::watched(env, &scope.gate)?;
+    let client = TabCalls::watched(env, scope)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     scope.gate.pass().await?;
     // Every managed tab opens as the front tab of a window of its own, shown without being
