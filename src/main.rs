@@ -68,6 +68,14 @@ enum Command {
         /// hosts that consume structured results; the text content stays the lean form).
         #[arg(long)]
         structured: bool,
+        /// Hold the session's Workspace to these origins only (comma-separated or repeated):
+        /// `https://example.com`, `https://*.example.com`, `http://127.0.0.1:*`.
+        #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+        url_allow: Vec<String>,
+        /// Never let the session's Workspace load these origins (comma-separated or repeated);
+        /// wins over --url-allow.
+        #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+        url_block: Vec<String>,
     },
     /// Print the URL of this user's live view of every Workspace (starting the view when none
     /// runs); see docs/view.md.
@@ -170,6 +178,8 @@ fn main() -> ExitCode {
             upload_dir,
             capabilities,
             structured,
+            url_allow,
+            url_block,
         } => {
             if let Err(code) = init_cli_tracing("warn") {
                 return code;
@@ -185,6 +195,7 @@ fn main() -> ExitCode {
             ) {
                 Ok(options) => browser_pilot::mcp::McpOptions {
                     structured,
+                    url_policy: browser_pilot::mcp::url_policy(&url_allow, &url_block),
                     ..options
                 },
                 Err(error) => {

@@ -94,6 +94,7 @@ impl ToolRuntime {
             .create_workspace(&WorkspaceOptions {
                 client_key: Some(work_scope.to_owned()),
                 browser_id: None,
+                ..WorkspaceOptions::default()
             })
             .await?;
         let lease = workspace.create_lease(&LeaseOptions::default()).await?;

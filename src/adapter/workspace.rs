@@ -21,6 +21,8 @@ pub struct WorkspaceOptions {
     /// Makes creation idempotent within the Principal: the same key returns the same Workspace.
     pub client_key: Option<String>,
     pub browser_id: Option<String>,
+    /// Protocol 1.1 `urlPolicy` `{allow, block}` (docs/network.md, "URL policy"), sent as is.
+    pub url_policy: Option<Value>,
 }
 
 /// One active Workspace of a [`BridgeSession`].
@@ -49,6 +51,9 @@ impl BridgeSession {
         }
         if let Some(browser_id) = &options.browser_id {
             params["browserId"] = json!(browser_id);
+        }
+        if let Some(policy) = &options.url_policy {
+            params["urlPolicy"] = policy.clone();
         }
         let created = self.request("workspaces/create", params).await?;
         let (closing, _) = watch::channel(false);

@@ -135,6 +135,15 @@ pub struct Cli {
         value_parser = PossibleValuesParser::new(extra_capabilities())
     )]
     pub allow: Vec<String>,
+    /// Hold bp's Workspace to these origins only (comma-separated or repeated; BP_URL_ALLOW
+    /// sets the same): `https://example.com`, `https://*.example.com`, `http://127.0.0.1:*`.
+    /// Navigations elsewhere answer url_blocked and the pages' requests elsewhere fail.
+    #[arg(long, global = true, value_name = "PATTERN", value_delimiter = ',')]
+    pub url_allow: Vec<String>,
+    /// Never let bp's Workspace load these origins (comma-separated or repeated; BP_URL_BLOCK
+    /// sets the same); wins over --url-allow. Patterns as for --url-allow.
+    #[arg(long, global = true, value_name = "PATTERN", value_delimiter = ',')]
+    pub url_block: Vec<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::client::{CliClient, CliError};
-use super::compat::{self, Compat};
+use super::compat::{self, Compat, Grants};
 use super::exit;
 use super::output::{Output, Style, clean, render_error};
 use super::table;
@@ -91,6 +91,26 @@ pub(super) async fn discover(home: &Home) -> Option<Value> {
 }
 
 /// One read-only query, its rows as objects keyed by column (none when it fails).
+/// The ids of this home's bp Workspaces held to a URL policy (`clientKey`
+/// `bp:BROWSER:policy:DIGEST`, see `compat::Compat::open`).
+async fn policy_workspaces(home: &Home) -> Vec<String> {
+    let Ok(mut client) = CliClient::connect(home).await else {
+        return Vec::new();
+    };
+    // The instance id is `cli:` and hex digits (compat::instance_id): nothing to escape.
+    let sql = format!(
+        "SELECT w.workspace_id AS workspace FROM workspaces AS w JOIN principals AS p USING (principal_id) \
+         WHERE p.client_id = '{}' AND p.instance_id = '{}' AND w.client_key LIKE 'bp:%:policy:%'",
+        compat::CLIENT_ID,
+        compat::instance_id(home)
+    );
+    rows(&mut client, &sql)
+        .await
+        .iter()
+        .filter_map(|row| row["workspace"].as_str().map(str::to_owned))
+        .collect()
+}
+
 async fn rows(client: &mut CliClient, sql: &str) -> Vec<Value> {
     let params = json!({"sql": sql}).as_object().cloned().unwrap_or_default();
     match client.call("debug/sql", params).await {
@@ -181,7 +201,7 @@ fn render_status(value: &Value, style: &Style) -> String {
 /// `bp disconnect`: releases the compatibility Workspace first, then asks the Broker to exit.
 /// It refuses while any other live Connection exists (`broker_in_use`, exit 4) or when another
 /// installation started it (`protocol_incompatible`), and says which happened.
-pub async fn disconnect(home: &Home, output: &Output, allowed: &[String]) -> i32 {
+pub async fn disconnect(home: &Home, output: &Output, allowed: &Grants) -> i32 {
     match CliClient::connect(home).await {
         Ok(_) => {}
         Err(CliError::NotRunning) => {
@@ -192,8 +212,18 @@ pub async fn disconnect(home: &Home, output: &Output, allowed: &[String]) -> i32
         }
         Err(error) => return report(output, error),
     }
+    let held = policy_workspaces(home).await;
     let released = match Compat::open(home, None, allowed).await {
-        Ok(compat) => compat.release_workspace().await,
+        Ok(compat) => {
+            // The Workspaces of invocations with a URL policy, one per policy, go too.
+            for workspace_id in held {
+                let params = json!({"workspaceId": workspace_id});
+                if let Err(error) = compat.session.request("workspaces/release", params).await {
+                    tracing::debug!(%error, "a URL-policy Workspace was not released");
+                }
+            }
+            compat.release_workspace().await
+        }
         Err(error) => Err(error),
     };
     let workspace = match &released {

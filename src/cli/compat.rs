@@ -106,16 +106,40 @@ pub struct Compat {
     used: std::sync::Mutex<Vec<String>>,
 }
 
+/// What the user let this invocation have: the extra capabilities (`--allow` / `BP_ALLOW`) and
+/// the URL policy of its Workspace (`--url-allow`, `--url-block` / `BP_URL_ALLOW`,
+/// `BP_URL_BLOCK`).
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    pub extras: Vec<String>,
+    /// `{allow, block}`, or `None` for no policy.
+    pub url_policy: Option<Value>,
+}
+
+/// The compatibility Workspace's `clientKey`: `bp:BROWSER`, plus the digest of the URL policy
+/// when there is one.
+fn workspace_key(browser_id: &str, url_policy: Option<&Value>) -> String {
+    match url_policy {
+        None => format!("bp:{browser_id}"),
+        Some(policy) => {
+            let digest = crate::hex::sha256(policy.to_string().as_bytes());
+            format!("bp:{browser_id}:policy:{}", &digest[..16])
+        }
+    }
+}
+
 impl Compat {
-    /// Launches the bridge asking for the contract's six capabilities plus `extras` (what the
-    /// user allowed with `--allow` / `BP_ALLOW`), picks the browser (`preference`, else a
-    /// connected one, else the Broker's selection), and takes the compatibility Workspace and
-    /// a Lease.
+    /// Launches the bridge asking for the contract's six capabilities plus the granted extras,
+    /// picks the browser (`preference`, else a connected one, else the Broker's selection), and
+    /// takes the compatibility Workspace and a Lease. A URL policy gets a Workspace of its own
+    /// (its `clientKey` names the policy's digest): a Workspace keeps its policy for life, so
+    /// invocations with another policy, or none, never share one.
     pub async fn open(
         home: &Home,
         preference: Option<&str>,
-        extras: &[String],
+        grants: &Grants,
     ) -> Result<Compat, RpcError> {
+        let extras = &grants.extras;
         let mut spec = LaunchSpec::new(sibling_executable()?);
         spec.browser = preference.map(str::to_owned);
         let identity = ClientIdentity {
@@ -137,8 +161,9 @@ impl Compat {
         let browser_id = choose_browser(&discovered.result, preference)?;
         let workspace = session
             .create_workspace(&WorkspaceOptions {
-                client_key: Some(format!("bp:{browser_id}")),
+                client_key: Some(workspace_key(&browser_id, grants.url_policy.as_ref())),
                 browser_id: Some(browser_id),
+                url_policy: grants.url_policy.clone(),
             })
             .await?;
         let lease = workspace

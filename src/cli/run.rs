@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::args::{Aim, Cli, Command, DialogAction, DropPoint, extra_capabilities};
 use super::commands;
-use super::compat::Compat;
+use super::compat::{Compat, Grants};
 use super::data;
 use super::exit;
 use super::output::{Output, Style, clean, render_lean};
@@ -49,7 +49,10 @@ pub fn run(cli: Cli) -> i32 {
         _ => {}
     }
     let allowed = match allowed_capabilities(&cli.allow) {
-        Ok(allowed) => allowed,
+        Ok(extras) => Grants {
+            extras,
+            url_policy: url_policy(&cli.url_allow, &cli.url_block),
+        },
         Err(error) => {
             output.error(&error);
             return exit::USAGE;
@@ -118,6 +121,26 @@ fn allowed_capabilities(flag: &[String]) -> Result<Vec<String>, RpcError> {
     Ok(allowed)
 }
 
+/// The Workspace's URL policy from the flags and `BP_URL_ALLOW` / `BP_URL_BLOCK`
+/// (comma-separated), each list sorted without duplicates; `None` when both are empty. The
+/// Broker checks the patterns (a bad one is `invalid_params` naming it).
+fn url_policy(allow: &[String], block: &[String]) -> Option<Value> {
+    let list = |flag: &[String], variable: &str| -> Vec<String> {
+        let from_env = std::env::var(variable).unwrap_or_default();
+        let mut list: Vec<String> = flag
+            .iter()
+            .map(|p| p.trim().to_owned())
+            .chain(from_env.split(',').map(|p| p.trim().to_owned()))
+            .filter(|p| !p.is_empty())
+            .collect();
+        list.sort();
+        list.dedup();
+        list
+    };
+    let (allow, block) = (list(allow, "BP_URL_ALLOW"), list(block, "BP_URL_BLOCK"));
+    (!allow.is_empty() || !block.is_empty()).then(|| json!({"allow": allow, "block": block}))
+}
+
 /// A capability bp did not ask for: say how to let it.
 fn with_grant_hint(mut error: RpcError) -> RpcError {
     if error.code == ErrorCode::CapabilityDenied {
@@ -166,7 +189,7 @@ fn with_launch_hint(mut error: RpcError) -> RpcError {
 async fn tool_command(
     home: &Home,
     output: &Output,
-    allowed: &[String],
+    allowed: &Grants,
     command: Command,
 ) -> Result<(), RpcError> {
     let preference = match &command {
@@ -1152,7 +1175,7 @@ fn render_dialogs(result: &Value, style: &Style) -> String {
 async fn launch(
     home: &Home,
     output: &Output,
-    allowed: &[String],
+    allowed: &Grants,
     headless: bool,
     executable: Option<PathBuf>,
 ) -> i32 {

@@ -227,6 +227,7 @@ impl Host {
                     .create_workspace(&WorkspaceOptions {
                         client_key: Some("mcp-session".to_owned()),
                         browser_id: self.browser_id.clone(),
+                        url_policy: self.options.url_policy.clone(),
                     })
                     .await?;
                 let lease = workspace.create_lease(&lease_options()).await?;

@@ -16,6 +16,6 @@ mod server;
 mod tools;
 
 pub use content::{base64, file_uri};
-pub use options::McpOptions;
+pub use options::{McpOptions, url_policy};
 pub use server::{MCP_PROTOCOL_VERSIONS, run_mcp};
 pub use tools::{mcp_name, mcp_tool};

@@ -1,10 +1,13 @@
 //! The flags of `browser-pilot mcp` as one value, with the rules between them.
 //!
-//! Owns parsing and checking only (capability names; the output and upload directories: absolute,
+//! Owns parsing and checking only (capability names; the URL policy's lists, whose patterns the
+//! Broker checks; the output and upload directories: absolute,
 //! owned by this user, not writable by others, not a symlink); it starts nothing and writes no
 //! file.
 
 use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
 
 pub use crate::adapter::exports::{DirProblem, check_private_dir};
 use crate::protocol::negotiate::{CAPABILITIES, DEFAULT_CAPABILITIES};
@@ -28,6 +31,26 @@ pub struct McpOptions {
     /// `--structured`: results also carry `structuredContent` (the Command's result) and
     /// `tools/list` the output schemas. Off: text content only, the lean form.
     pub structured: bool,
+    /// `--url-allow` / `--url-block`: the `urlPolicy` of the session's Workspace
+    /// ([`url_policy`]), checked by the Broker when the Workspace is created.
+    pub url_policy: Option<Value>,
+}
+
+/// The `urlPolicy` `{allow, block}` of the flags' patterns (each list trimmed, sorted, without
+/// duplicates); `None` when both are empty.
+pub fn url_policy(allow: &[String], block: &[String]) -> Option<Value> {
+    let list = |patterns: &[String]| -> Vec<String> {
+        let mut list: Vec<String> = patterns
+            .iter()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        list.sort();
+        list.dedup();
+        list
+    };
+    let (allow, block) = (list(allow), list(block));
+    (!allow.is_empty() || !block.is_empty()).then(|| json!({"allow": allow, "block": block}))
 }
 
 impl McpOptions {
@@ -90,6 +113,7 @@ impl McpOptions {
             upload_dirs: uploads,
             capabilities,
             structured: false,
+            url_policy: None,
         })
     }
 }
@@ -173,6 +197,21 @@ mod tests {
             McpOptions::new(None, false, None, &[], Some("+page.eval,event.read"), cwd).is_err()
         );
         assert!(McpOptions::new(None, false, None, &[], Some("+made.up"), cwd).is_err());
+    }
+
+    #[test]
+    fn url_policy_flags_make_one_policy() {
+        let patterns = |list: &[&str]| list.iter().map(|p| (*p).to_owned()).collect::<Vec<_>>();
+        assert_eq!(url_policy(&[], &patterns(&[" ", ""])), None);
+        assert_eq!(
+            url_policy(
+                &patterns(&["https://b.test", "https://a.test", "https://b.test"]),
+                &patterns(&[" http://127.0.0.1:9 "])
+            ),
+            Some(
+                json!({"allow": ["https://a.test", "https://b.test"], "block": ["http://127.0.0.1:9"]})
+            )
+        );
     }
 
     #[cfg(unix)]

@@ -472,6 +472,7 @@ fn bp_drives_the_shared_browser_between_invocations() {
 
     full_size_screenshot(&rig, cwd);
     failed_open_leaves_no_tab_in_use(&rig, cwd);
+    url_policy_flags(&rig, cwd);
     two_bp_processes_on_one_tab(&rig, cwd);
     tty_rendering(&rig);
     status_and_disconnect(&rig, cwd);
@@ -629,6 +630,46 @@ fn failed_open_leaves_no_tab_in_use(rig: &Rig, cwd: &Path) {
     for tab in tabs {
         assert_eq!(tab["controlledElsewhere"], false, "{tabs:?}");
     }
+}
+
+/// `--url-block` / `BP_URL_ALLOW` give bp's invocation a Workspace held to that policy (one of
+/// its own: bp's ordinary Workspace stays unrestricted); a bad pattern is the Broker's
+/// `invalid_params` naming it.
+fn url_policy_flags(rig: &Rig, cwd: &Path) {
+    let home = &rig.home;
+    let page = rig.fixtures.url("/page/policy");
+    let origin = rig.fixtures.url("");
+    let error = fails(
+        home,
+        cwd,
+        &["--url-block", &origin, "open", &page],
+        1,
+        "url_blocked",
+    );
+    assert_eq!(error["context"]["reason"], "blocked", "{error}");
+    assert_eq!(rig.fixtures.hits("/page/policy"), 0);
+    let (code, lines, stderr) = bp_in(
+        home,
+        cwd,
+        &["open", &page],
+        &[("BP_URL_ALLOW", "https://elsewhere.example")],
+    );
+    assert_eq!(code, 1, "{lines:?} {stderr}");
+    assert_eq!(lines[0]["error"]["context"]["reason"], "not_allowed");
+    let error = fails(
+        home,
+        cwd,
+        &["--url-allow", "ftp://x.example", "open", &page],
+        1,
+        "invalid_params",
+    );
+    assert_eq!(
+        error["context"]["path"], "params.urlPolicy.allow[0]",
+        "{error}"
+    );
+    let opened = ok(home, cwd, &["--url-allow", &origin, "open", &page]);
+    assert_eq!(opened["tab"]["loadState"], "complete", "{opened}");
+    assert_eq!(rig.fixtures.hits("/page/policy"), 1);
 }
 
 /// The second `bp` waits a bounded time for the tab the first one controls, then fails with

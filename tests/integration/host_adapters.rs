@@ -186,6 +186,7 @@ async fn open(home: &TestHome, shared: &Shared, page: &str, lease: LeaseOptions)
         .create_workspace(&WorkspaceOptions {
             client_key: Some("work-scope".into()),
             browser_id: None,
+            ..WorkspaceOptions::default()
         })
         .await
         .expect("workspace");
@@ -194,6 +195,7 @@ async fn open(home: &TestHome, shared: &Shared, page: &str, lease: LeaseOptions)
         .create_workspace(&WorkspaceOptions {
             client_key: Some("work-scope".into()),
             browser_id: None,
+            ..WorkspaceOptions::default()
         })
         .await
         .expect("workspace again");
@@ -700,7 +702,9 @@ fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
         .args(["mcp", "--capabilities"])
         .arg("browser.control,workspace.manage,observation.read,artifact.read,event.read")
         .arg("--output-dir")
-        .arg(output.path());
+        .arg(output.path())
+        .arg("--url-allow")
+        .arg(shared.fixtures.url(""));
     let mut mcp = support::Bridge::spawn(command);
     // Before initialize only ping is answered.
     assert_eq!(mcp.call("tools/list", json!({}))["error"]["code"], -32002);
@@ -763,6 +767,21 @@ fn mcp_wire_rules_capability_withholding_and_sigterm_cleanup() {
             .contains("sigterm"),
         "{read}"
     );
+    // --url-allow holds the session's Workspace to the fixture origin: `localhost` is another.
+    let elsewhere = shared
+        .fixtures
+        .url("/page/mcp-elsewhere")
+        .replace("127.0.0.1", "localhost");
+    let blocked = mcp.ok(
+        "tools/call",
+        json!({"name": "browser_open", "arguments": {"url": elsewhere}}),
+    );
+    assert_eq!(blocked["isError"], true, "{blocked}");
+    assert_eq!(
+        blocked["_meta"]["browser-pilot/error"]["code"], "url_blocked",
+        "{blocked}"
+    );
+    assert_eq!(shared.fixtures.hits("/page/mcp-elsewhere"), 0);
     // Bad arguments are a tool error the model can read, with the code.
     let bad = mcp.ok(
         "tools/call",
