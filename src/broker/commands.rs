@@ -274,6 +274,7 @@ async fn accept(
 
     let scope = CallScope {
         principal: session.principal.clone(),
+        capabilities: session.negotiated.granted.clone(),
         connection_id: session.connection_id.clone(),
         ids,
         command_id: row.id.clone(),

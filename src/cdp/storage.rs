@@ -1,6 +1,8 @@
-//! The `Storage` domain: `Storage.getCookies`, which answers every cookie of the browser
-//! context of the session it is sent on (HttpOnly ones included; docs/cdp.md, "cookies"). Wire shapes
-//! only: which cookies a tool may return, and how they are filtered and bounded, is
+//! The cookie jar: `Storage.getCookies`, which answers every cookie of the browser context of
+//! the session it is sent on (HttpOnly ones included; docs/cdp.md, "cookies"), and the two
+//! `Network` writes into that jar, `Network.setCookie` (one cookie, refused by the browser with
+//! an error when it is malformed) and `Network.deleteCookies`. Wire shapes only: which cookies
+//! a tool may read or write, and how they are filtered, checked and bounded, is
 //! `tools::cookies`'.
 
 use serde::{Deserialize, Serialize};
@@ -47,6 +49,60 @@ pub struct Cookie {
     pub same_site: Option<String>,
 }
 
+/// `Network.setCookie`: one cookie into the jar of the session's browser context. `url` or
+/// `domain` says whose it is (with `url` a host-only cookie of its host, with `domain` a domain
+/// cookie); absent fields keep the browser's defaults. The browser answers an error for a
+/// cookie it refuses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetCookie {
+    pub name: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    pub path: String,
+    pub secure: bool,
+    pub http_only: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<String>,
+    /// Seconds since the epoch; absent for a session cookie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+}
+
+/// The reply of `Network.setCookie`: `success` is deprecated and may be absent (a refusal is an
+/// error reply).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SetCookieReply {
+    #[serde(default)]
+    pub success: Option<bool>,
+}
+
+impl Command for SetCookie {
+    const METHOD: &'static str = "Network.setCookie";
+    type Reply = SetCookieReply;
+}
+
+/// `Network.deleteCookies`: every cookie named `name` that `url` would be sent (or whose
+/// domain is exactly `domain`), limited to `path` when given.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeleteCookies {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+impl Command for DeleteCookies {
+    const METHOD: &'static str = "Network.deleteCookies";
+    type Reply = super::command::Empty;
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -68,5 +124,39 @@ mod tests {
         assert_eq!(list.cookies[1].domain, ".example.com");
         assert_eq!(list.cookies[1].same_site.as_deref(), Some("Lax"));
         assert_eq!(reply::<GetCookies>(json!({})).cookies, Vec::new());
+    }
+
+    #[test]
+    fn cookie_writes_have_the_wire_shape() {
+        let set = SetCookie {
+            name: "sid".into(),
+            value: "v".into(),
+            url: Some("http://127.0.0.1:8080/".into()),
+            domain: None,
+            path: "/".into(),
+            secure: false,
+            http_only: true,
+            same_site: Some("Lax".into()),
+            expires: None,
+        };
+        assert_eq!(
+            params(&set),
+            json!({"name": "sid", "value": "v", "url": "http://127.0.0.1:8080/", "path": "/", "secure": false, "httpOnly": true, "sameSite": "Lax"})
+        );
+        assert_eq!(
+            reply::<SetCookie>(json!({"success": true})).success,
+            Some(true)
+        );
+        assert_eq!(reply::<SetCookie>(json!({})).success, None);
+        let delete = DeleteCookies {
+            name: "sid".into(),
+            url: None,
+            domain: Some("example.com".into()),
+            path: None,
+        };
+        assert_eq!(
+            params(&delete),
+            json!({"name": "sid", "domain": "example.com"})
+        );
     }
 }

@@ -48,6 +48,8 @@ pub const TOOL_COMMANDS: &[(&str, &str)] = &[
     ("browser.capture", "bp screenshot"),
     ("browser.pdf", "bp pdf"),
     ("browser.cookies.list", "bp cookies list"),
+    ("browser.cookies.set", "bp cookies set"),
+    ("browser.cookies.delete", "bp cookies delete"),
     ("browser.eval", "bp eval"),
     ("browser.wait", "bp wait"),
     ("browser.hover", "bp hover"),
@@ -126,7 +128,8 @@ pub struct Cli {
     pub output: OutputFlags,
     /// Also ask for these capabilities, which bp does not request by default (comma-separated
     /// or repeated; BP_ALLOW sets the same): network.read for cookies and network requests,
-    /// network.control for network rules and HTTP auth, page.eval for eval.
+    /// network.control for network rules, HTTP auth and cookie writes, page.eval for eval,
+    /// profile.write for cookie writes into the shared browser profile.
     #[arg(
         long,
         global = true,
@@ -418,9 +421,9 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         save: Option<PathBuf>,
     },
-    /// The cookies the current tab's browser would send (HttpOnly included).
+    /// The cookies the current tab's browser would send (HttpOnly included); set or delete one.
     #[command(
-        after_help = "Examples: bp --allow network.read cookies\n          bp --allow network.read cookies list --domain example.com\n\nNeeds the network.read capability, which bp does not ask for by default: pass --allow network.read, or set BP_ALLOW=network.read."
+        after_help = "Examples: bp --allow network.read cookies\n          bp --allow network.read cookies list --domain example.com\n          printf %s \"$TOKEN\" | bp --allow network.control,profile.write cookies set sid - --http-only\n\nListing needs network.read and writing network.control (plus profile.write, since bp's\nWorkspace shares the browser profile), which bp does not ask for by default: pass --allow, or\nset BP_ALLOW."
     )]
     Cookies {
         #[command(subcommand)]
@@ -532,6 +535,53 @@ pub enum CookiesAction {
         #[arg(long)]
         limit: Option<u32>,
     },
+    /// Set cookie NAME to VALUE (`-` reads it from stdin) for the current tab's URL, another
+    /// --url, or a --domain; the browser's copy is read back.
+    #[command(
+        after_help = "Examples: bp --allow network.control,profile.write cookies set theme dark\n          printf %s \"$TOKEN\" | bp --allow network.control,profile.write cookies set sid - --http-only --domain example.com\n\nNeeds the network.control capability, and profile.write because bp's Workspace shares the\nbrowser profile with your own tabs (they see the cookie too); bp asks for neither by default:\npass --allow network.control,profile.write, or set BP_ALLOW to them."
+    )]
+    Set {
+        name: String,
+        /// The value, or `-` to read it from stdin.
+        value: String,
+        #[command(flatten)]
+        place: CookiePlace,
+        /// Sent over https only.
+        #[arg(long)]
+        secure: bool,
+        /// Hidden from the page's scripts.
+        #[arg(long)]
+        http_only: bool,
+        /// Strict, Lax or None.
+        #[arg(long, value_name = "POLICY", value_parser = ["Strict", "Lax", "None"])]
+        same_site: Option<String>,
+        /// Expiry in seconds since the epoch (default: a session cookie).
+        #[arg(long, value_name = "EPOCH_SECONDS")]
+        expires: Option<f64>,
+    },
+    /// Delete the cookies named NAME of the current tab's URL, another --url, or a --domain.
+    #[command(
+        after_help = "Example: bp --allow network.control,profile.write cookies delete sid\n\nNeeds the network.control capability, and profile.write because bp's Workspace shares the\nbrowser profile with your own tabs; bp asks for neither by default: pass\n--allow network.control,profile.write, or set BP_ALLOW to them."
+    )]
+    Delete {
+        name: String,
+        #[command(flatten)]
+        place: CookiePlace,
+    },
+}
+
+/// Whose cookie `bp cookies set|delete` writes (default: the current tab's URL).
+#[derive(Args, Debug, Default, Clone)]
+pub struct CookiePlace {
+    /// The cookie of this http(s) URL's host.
+    #[arg(long, value_name = "URL", conflicts_with = "domain")]
+    pub url: Option<String>,
+    /// A domain cookie (sent to its subdomains too).
+    #[arg(long, value_name = "DOMAIN")]
+    pub domain: Option<String>,
+    /// The cookie's path (default /).
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
 }
 
 #[derive(Args, Debug, Default, Clone)]

@@ -13,7 +13,9 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::args::{AuthAction, CookiesAction, NetworkAction, RequestFilter, RulesAction};
+use super::args::{
+    AuthAction, CookiePlace, CookiesAction, NetworkAction, RequestFilter, RulesAction,
+};
 use super::compat::Compat;
 use super::output::{Output, Style, clean};
 use super::run::{absolute, text_from_stdin};
@@ -162,6 +164,39 @@ pub async fn cookies(
             urls,
             limit,
         }) => (domain, urls, limit),
+        Some(CookiesAction::Set {
+            name,
+            value,
+            place,
+            secure,
+            http_only,
+            same_site,
+            expires,
+        }) => {
+            let value = match value.as_str() {
+                "-" => text_from_stdin()?,
+                _ => value,
+            };
+            let mut arguments = json!({"name": name, "value": value});
+            place.add_to(&mut arguments);
+            for (key, flag) in [("secure", secure), ("httpOnly", http_only)] {
+                if flag {
+                    arguments[key] = json!(true);
+                }
+            }
+            if let Some(same_site) = same_site {
+                arguments["sameSite"] = json!(same_site);
+            }
+            if let Some(expires) = expires {
+                arguments["expires"] = json!(expires);
+            }
+            return cookie_write(compat, output, "browser.cookies.set", arguments).await;
+        }
+        Some(CookiesAction::Delete { name, place }) => {
+            let mut arguments = json!({"name": name});
+            place.add_to(&mut arguments);
+            return cookie_write(compat, output, "browser.cookies.delete", arguments).await;
+        }
     };
     let (target, _) = compat.current_target().await?;
     let mut arguments = json!({});
@@ -202,6 +237,59 @@ pub async fn cookies(
             ));
         }
         out.push_str(&style.dim(&format!("{} cookie(s)\n", listed.result["total"])));
+        out
+    });
+    Ok(())
+}
+
+impl CookiePlace {
+    fn add_to(self, arguments: &mut Value) {
+        for (key, value) in [
+            ("url", self.url),
+            ("domain", self.domain),
+            ("path", self.path),
+        ] {
+            if let Some(value) = value {
+                arguments[key] = json!(value);
+            }
+        }
+    }
+}
+
+/// `bp cookies set|delete`: the write, then what reading the jar back showed (`verified`, or
+/// why not), as every action command prints its evidence.
+async fn cookie_write(
+    compat: &Compat,
+    output: &Output,
+    tool: &str,
+    arguments: Value,
+) -> Result<(), RpcError> {
+    let (target, _) = compat.current_target().await?;
+    let written = compat.tool(tool, arguments, Some(&target)).await?;
+    let result = &written.result;
+    let evidence = &result["evidence"];
+    output.print(result, |style| {
+        let what = match tool {
+            "browser.cookies.set" => match result["cookie"].as_object() {
+                Some(cookie) => format!(
+                    "set {}  {}{}",
+                    style.bold(&clean(cookie["name"].as_str().unwrap_or(""))),
+                    clean(cookie["domain"].as_str().unwrap_or("")),
+                    clean(cookie["path"].as_str().unwrap_or(""))
+                ),
+                None => "set".to_owned(),
+            },
+            _ => format!("deleted {} cookie(s)", result["deleted"]),
+        };
+        let status = clean(evidence["status"].as_str().unwrap_or("unavailable"));
+        let mut out = format!("{what}  {}\n", style.dim(&status));
+        if let Some(reason) = evidence["reason"].as_str() {
+            out.push_str(&style.dim(&format!(
+                "  {}: {}\n",
+                clean(reason),
+                clean(&evidence["differs"].to_string())
+            )));
+        }
         out
     });
     Ok(())

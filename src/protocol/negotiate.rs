@@ -36,11 +36,13 @@ pub const CAPABILITIES: &[&str] = &[
     "action.input",
     "artifact.read",
     "event.read",
-    // The extras (docs/protocol.md): data that can hold secrets, control of the network, and
-    // code in the page. A host names them to get them.
+    // The extras (docs/protocol.md): data that can hold secrets, control of the network, code
+    // in the page, and writes into the profile the user's own tabs share (a cookie set in a
+    // shared-profile Workspace). A host names them to get them.
     "network.read",
     "network.control",
     "page.eval",
+    "profile.write",
 ];
 
 /// What an omitted `requestedCapabilities` grants: the contract's six. The extras above read
@@ -331,7 +333,12 @@ mod tests {
         let p = base(range((1, 1), (1, 1)), Value::Null);
         let granted = negotiate(&p).unwrap().granted;
         assert_eq!(granted, DEFAULT_CAPABILITIES);
-        for extra in ["network.read", "network.control", "page.eval"] {
+        for extra in [
+            "network.read",
+            "network.control",
+            "page.eval",
+            "profile.write",
+        ] {
             assert!(!granted.iter().any(|g| g == extra), "{extra}");
             assert!(CAPABILITIES.contains(&extra), "{extra} is supported");
         }

@@ -240,6 +240,10 @@ pub enum ScopeIds {
 /// Who is calling and on what, for one `tools/call`.
 pub struct CallScope {
     pub principal: PrincipalKey,
+    /// The capabilities the calling Connection was granted: a tool that needs a second one
+    /// beyond its own (`profile.write` for a cookie write into the shared profile) asks
+    /// [`CallScope::granted`].
+    pub capabilities: Vec<String>,
     pub connection_id: String,
     /// The envelope ids; handlers read them through [`WorkspaceScope`] / [`TargetScope`].
     pub ids: ScopeIds,
@@ -285,6 +289,11 @@ impl ScopeIds {
 }
 
 impl CallScope {
+    /// Whether the calling Connection was granted `capability`.
+    pub fn granted(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
     /// The typed scope of a Workspace (or Target) tool.
     pub fn workspace(&self) -> Option<WorkspaceScope<'_>> {
         match &self.ids {

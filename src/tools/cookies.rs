@@ -1,9 +1,16 @@
-//! `browser.cookies.list` (capability `network.read`): the cookies of a controlled tab's
-//! browser context that apply to given URLs or belong to a domain, HttpOnly ones included, with
-//! every value labelled `credential`. The cookie jar is per browser context (the profile), not
-//! per tab, so the filter is what scopes the answer: without `urls` or `domain` it is the tab's
-//! current URL, and nothing is ever returned unfiltered. Owns the URL and domain matching and
-//! the bounds; it never writes a cookie and never reads one through the page.
+//! The cookie tools. `browser.cookies.list` (capability `network.read`): the cookies of a
+//! controlled tab's browser context that apply to given URLs or belong to a domain, HttpOnly
+//! ones included, with every value labelled `credential`. The cookie jar is per browser context
+//! (the profile), not per tab, so the filter is what scopes the answer: without `urls` or
+//! `domain` it is the tab's current URL, and nothing is ever returned unfiltered.
+//!
+//! `browser.cookies.set` and `browser.cookies.delete` (capability `network.control`, input
+//! `credential`) write into that jar. A write into the profile the user's own tabs share needs
+//! the Connection's `profile.write` as well ([`Jar`]); the evidence reads the jar back
+//! (`verified` only when the browser holds the cookie as asked, or, for a delete, none is left).
+//! A value given is compared inside the Broker and never returned, so neither result carries
+//! one. Owns the URL and domain matching, the argument checks and the bounds; it never reads or
+//! writes a cookie through the page.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -12,8 +19,9 @@ use super::context::{TargetScope, ToolEnv};
 use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
-use crate::cdp::storage::{Cookie, GetCookies};
-use crate::protocol::errors::RpcError;
+use crate::cdp::CdpError;
+use crate::cdp::storage::{Cookie, DeleteCookies, GetCookies, SetCookie};
+use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// Most URLs one call may name (each adds a pass over the jar).
 pub const MAX_URLS: usize = 20;
@@ -26,52 +34,150 @@ pub const MAX_LIMIT: u64 = 500;
 /// Longest cookie value returned (browsers keep name + value under 4,096 bytes; a longer one is
 /// cut and marked `valueTruncated`).
 pub const MAX_VALUE_CHARS: usize = 4096;
-/// Longest cookie name, domain or path returned.
+/// Longest cookie name, domain or path returned, and accepted by a write.
 pub const MAX_FIELD_CHARS: usize = 1024;
+/// The capability a cookie write into the shared profile needs beside `network.control`.
+pub const PROFILE_WRITE: &str = "profile.write";
 
 pub fn defs() -> Vec<ToolDef> {
-    vec![ToolDef {
-        name: "browser.cookies.list",
-        description: "Cookies of the tab's browser context that the browser would send to `urls` (http/https), or whose domain is `domain` or one of its subdomains; HttpOnly cookies included. Without either filter: the cookies of the tab's current URL. The jar is profile-wide, so the filter is the scope. Values are credentials; at most `limit` cookies, values cut at 4,096 characters.",
-        capability: "network.read",
-        mutating: false,
-        input_schema: object(
-            json!({
-                "urls": {"type": "array", "minItems": 1, "maxItems": MAX_URLS, "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]}, "description": "Only cookies sent to one of these URLs."},
-                "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies whose domain matches this one."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most cookies to return."},
-            }),
-            &[],
-        ),
-        output_schema: open_object(
-            json!({
-                "workspaceId": {"type": "string"},
-                "leaseId": {"type": "string"},
-                "targetId": {"type": "string"},
-                "cookies": {"type": "array", "maxItems": MAX_LIMIT, "items": open_object(json!({
-                    "name": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
-                    "value": {"type": "string", "maxLength": MAX_VALUE_CHARS, "x-browser-pilot-sensitivity": ["credential"]},
-                    "valueTruncated": {"type": "boolean"},
-                    "domain": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
-                    "hostOnly": {"type": "boolean"},
-                    "path": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
-                    "expires": {"type": ["number", "null"]},
-                    "session": {"type": "boolean"},
-                    "httpOnly": {"type": "boolean"},
-                    "secure": {"type": "boolean"},
-                    "sameSite": {"type": ["string", "null"]},
-                }), &["name", "value", "valueTruncated", "domain", "hostOnly", "path", "expires", "session", "httpOnly", "secure", "sameSite"])},
-                "total": {"type": "integer"},
-                "truncated": {"type": "boolean"},
-            }),
-            &["targetId", "cookies", "total", "truncated"],
-        ),
-        sensitivity_input: &["browser_data"],
-        sensitivity_output: &["browser_data", "credential"],
-        lane: Lane::Ordinary,
-        gate: Gate::InTool,
-        handler: handler!(Target: list),
-    }]
+    vec![
+        ToolDef {
+            name: "browser.cookies.list",
+            description: "Cookies of the tab's browser context that the browser would send to `urls` (http/https), or whose domain is `domain` or one of its subdomains; HttpOnly cookies included. Without either filter: the cookies of the tab's current URL. The jar is profile-wide, so the filter is the scope. Values are credentials; at most `limit` cookies, values cut at 4,096 characters.",
+            capability: "network.read",
+            mutating: false,
+            input_schema: object(
+                json!({
+                    "urls": {"type": "array", "minItems": 1, "maxItems": MAX_URLS, "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"]}, "description": "Only cookies sent to one of these URLs."},
+                    "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies whose domain matches this one."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most cookies to return."},
+                }),
+                &[],
+            ),
+            output_schema: open_object(
+                json!({
+                    "workspaceId": {"type": "string"},
+                    "leaseId": {"type": "string"},
+                    "targetId": {"type": "string"},
+                    "cookies": {"type": "array", "maxItems": MAX_LIMIT, "items": open_object(json!({
+                        "name": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                        "value": {"type": "string", "maxLength": MAX_VALUE_CHARS, "x-browser-pilot-sensitivity": ["credential"]},
+                        "valueTruncated": {"type": "boolean"},
+                        "domain": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                        "hostOnly": {"type": "boolean"},
+                        "path": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+                        "expires": {"type": ["number", "null"]},
+                        "session": {"type": "boolean"},
+                        "httpOnly": {"type": "boolean"},
+                        "secure": {"type": "boolean"},
+                        "sameSite": {"type": ["string", "null"]},
+                    }), &["name", "value", "valueTruncated", "domain", "hostOnly", "path", "expires", "session", "httpOnly", "secure", "sameSite"])},
+                    "total": {"type": "integer"},
+                    "truncated": {"type": "boolean"},
+                }),
+                &["targetId", "cookies", "total", "truncated"],
+            ),
+            sensitivity_input: &["browser_data"],
+            sensitivity_output: &["browser_data", "credential"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(Target: list),
+        },
+        ToolDef {
+            name: "browser.cookies.set",
+            description: "Sets one cookie in the tab's browser context: a host-only cookie of `url` (default: the tab's URL) or a domain cookie of `domain`. Evidence reads it back: `verified` when the browser holds it as asked. In a shared-profile Workspace also needs `profile.write`. The value is never echoed.",
+            capability: "network.control",
+            mutating: true,
+            input_schema: object(
+                json!({
+                    "name": {"type": "string", "minLength": 1, "maxLength": MAX_FIELD_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Cookie name."},
+                    "value": {"type": "string", "maxLength": MAX_VALUE_CHARS, "x-browser-pilot-sensitivity": ["credential"], "description": "Cookie value; never echoed."},
+                    "url": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "http(s) URL whose host gets a host-only cookie."},
+                    "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Domain for a domain cookie (sent to its subdomains too)."},
+                    "path": {"type": "string", "minLength": 1, "maxLength": MAX_FIELD_CHARS, "description": "Cookie path; default /."},
+                    "secure": {"type": "boolean", "description": "Sent over https only."},
+                    "httpOnly": {"type": "boolean", "description": "Hidden from page scripts."},
+                    "sameSite": {"enum": ["Strict", "Lax", "None"], "description": "SameSite attribute; default the browser's."},
+                    "expires": {"type": "number", "minimum": 1, "description": "Expiry, seconds since the epoch; default a session cookie."},
+                }),
+                &["name", "value"],
+            ),
+            output_schema: open_object(
+                json!({
+                    "workspaceId": {"type": "string"},
+                    "leaseId": {"type": "string"},
+                    "targetId": {"type": "string"},
+                    "cookie": {"type": ["object", "null"], "properties": written_cookie_properties(), "description": "The cookie as the browser holds it, without its value."},
+                    "evidence": written_evidence_schema(),
+                }),
+                &["targetId", "cookie", "evidence"],
+            ),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(Target: set),
+        },
+        ToolDef {
+            name: "browser.cookies.delete",
+            description: "Deletes the cookies named `name` that the browser would send to `url` (default: the tab's URL), or whose domain is `domain`, limited to `path` when given. Evidence reads the jar back: `verified` when none is left. In a shared-profile Workspace also needs `profile.write`.",
+            capability: "network.control",
+            mutating: true,
+            input_schema: object(
+                json!({
+                    "name": {"type": "string", "minLength": 1, "maxLength": MAX_FIELD_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Cookie name."},
+                    "url": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies sent to this http(s) URL."},
+                    "domain": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS, "x-browser-pilot-sensitivity": ["browser_data"], "description": "Only cookies of exactly this domain."},
+                    "path": {"type": "string", "minLength": 1, "maxLength": MAX_FIELD_CHARS, "description": "Only cookies of this path."},
+                }),
+                &["name"],
+            ),
+            output_schema: open_object(
+                json!({
+                    "workspaceId": {"type": "string"},
+                    "leaseId": {"type": "string"},
+                    "targetId": {"type": "string"},
+                    "deleted": {"type": "integer", "description": "Matching cookies before the delete."},
+                    "evidence": written_evidence_schema(),
+                }),
+                &["targetId", "deleted", "evidence"],
+            ),
+            sensitivity_input: &["browser_data", "credential"],
+            sensitivity_output: &["browser_data"],
+            lane: Lane::Ordinary,
+            gate: Gate::InTool,
+            handler: handler!(Target: delete),
+        },
+    ]
+}
+
+/// A cookie as a write's result shows it: `browser.cookies.list`'s fields but the value.
+fn written_cookie_properties() -> Value {
+    json!({
+        "name": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+        "domain": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+        "hostOnly": {"type": "boolean"},
+        "path": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
+        "expires": {"type": ["number", "null"]},
+        "session": {"type": "boolean"},
+        "httpOnly": {"type": "boolean"},
+        "secure": {"type": "boolean"},
+        "sameSite": {"type": ["string", "null"]},
+    })
+}
+
+/// The `evidence` of a cookie write: what reading the jar back showed.
+fn written_evidence_schema() -> Value {
+    open_object(
+        json!({
+            "status": {"enum": ["verified", "mismatch", "unavailable"]},
+            "reason": {"enum": ["absent", "differs", "remains", "refused", "unreadable"]},
+            "differs": {"type": "array", "items": {"enum": ["value", "secure", "httpOnly", "sameSite", "expires"]}, "description": "Fields the browser holds otherwise than asked (never their values)."},
+            "remaining": {"type": "integer"},
+            "browserMessage": {"type": "string"},
+        }),
+        &["status"],
+    )
 }
 
 #[derive(Deserialize)]
@@ -270,6 +376,402 @@ async fn list(
     }))
 }
 
+/// Whose jar a write on a tab reaches: the browser context the tab lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jar {
+    /// A browser context of the Workspace's own (`isolation: "context"`): its cookies are
+    /// shared with nobody else.
+    Workspace,
+    /// The profile the user's own tabs and every shared-profile Workspace use.
+    SharedProfile,
+}
+
+impl Jar {
+    /// The jar of a tab in browser context `tab_context`, for a Workspace whose own context is
+    /// `workspace_context` (`None`: the Workspace shares the profile). A tab the Workspace
+    /// controls in any other context (a user tab) is the shared profile's.
+    fn of(tab_context: Option<&str>, workspace_context: Option<&str>) -> Jar {
+        match (tab_context, workspace_context) {
+            (Some(tab), Some(own)) if tab == own => Jar::Workspace,
+            _ => Jar::SharedProfile,
+        }
+    }
+}
+
+/// The refusal of a write into the shared profile by a Connection without `profile.write`.
+fn profile_write_denied() -> RpcError {
+    RpcError::new(
+        ErrorCode::CapabilityDenied,
+        "this Workspace shares the user's browser profile; writing its cookies needs profile.write",
+    )
+    .with_context("capability", json!(PROFILE_WRITE))
+    .with_context("jar", json!("shared_profile"))
+    .with_remediation(
+        RemediationAction::RequestCapability,
+        "Request \"profile.write\" in initialize.requestedCapabilities (the user's own tabs see the cookie too), or use a Workspace created with isolation \"context\".",
+    )
+}
+
+/// The Workspace scope of a write on the controlled tab: refused before anything is sent when
+/// the tab's jar is the shared profile and the Connection lacks `profile.write`.
+async fn writable_jar(tab: &mut ControlledTab, scope: &TargetScope<'_>) -> Result<Jar, ToolError> {
+    // The Workspace's own browser context, where it has one (`isolation: "context"`); the
+    // session layer records none yet, so every Workspace writes into the shared profile. The
+    // tab's context is read only when there is one to compare it with.
+    let workspace_context: Option<String> = None;
+    let tab_context = match &workspace_context {
+        None => None,
+        Some(_) => {
+            let target = tab.target().clone();
+            let targets = tab.calls().get_targets(SCRIPT_TIMEOUT).await?;
+            (targets.into_iter())
+                .find(|info| info.target_id == target)
+                .and_then(|info| info.browser_context_id)
+        }
+    };
+    let jar = Jar::of(tab_context.as_deref(), workspace_context.as_deref());
+    match (jar, scope.granted(PROFILE_WRITE)) {
+        (Jar::SharedProfile, false) => Err(profile_write_denied().into()),
+        _ => Ok(jar),
+    }
+}
+
+/// A cookie name or path as RFC 6265 allows it in a `Set-Cookie` line: no control character,
+/// no `;`, and for a name no `=`, space or separator either.
+fn cookie_token(text: &str, name: bool) -> bool {
+    !text.is_empty()
+        && text.chars().all(|c| {
+            !c.is_control()
+                && c != ';'
+                && (!name || !(c.is_whitespace() || "=,\"()<>@:\\/[]?{}".contains(c)))
+        })
+}
+
+fn bad_argument(path: &str, message: &str) -> RpcError {
+    RpcError::invalid_params(format!("arguments.{path} {message}"))
+        .with_context("path", json!(format!("arguments.{path}")))
+}
+
+/// Where a write goes: a host-only cookie of a URL's host, or a domain cookie.
+#[derive(Debug, Clone, PartialEq)]
+enum WriteScope {
+    Url { url: String, host: String },
+    Domain(String),
+}
+
+impl WriteScope {
+    /// From `url` / `domain` (they exclude each other); `None` when neither is given.
+    fn from_args(url: Option<&str>, domain: Option<&str>) -> Result<Option<WriteScope>, RpcError> {
+        match (url, domain) {
+            (Some(_), Some(_)) => Err(bad_argument("domain", "and url exclude each other")),
+            (Some(url), None) => match CookieUrl::parse(url) {
+                Some(parsed) => Ok(Some(WriteScope::Url {
+                    url: url.to_owned(),
+                    host: parsed.host,
+                })),
+                None => Err(bad_argument(
+                    "url",
+                    "must be an http or https URL with a host",
+                )),
+            },
+            (None, Some(domain)) => {
+                let params = ListParams {
+                    urls: None,
+                    domain: Some(domain.to_owned()),
+                    limit: None,
+                };
+                match CookieFilter::from_params(&params) {
+                    Ok(Some(CookieFilter::Domain(domain))) => Ok(Some(WriteScope::Domain(domain))),
+                    _ => Err(bad_argument(
+                        "domain",
+                        "must be a host name such as example.com",
+                    )),
+                }
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The tab's URL as the scope (a tab not on an http(s) page has none).
+    async fn of_tab(tab: &mut ControlledTab) -> Result<WriteScope, ToolError> {
+        let (url, _) = tab.page_info().await?;
+        match CookieUrl::parse(&url) {
+            Some(parsed) => Ok(WriteScope::Url {
+                url,
+                host: parsed.host,
+            }),
+            None => Err(RpcError::invalid_params(
+                "the tab is not on an http(s) page: give url or domain",
+            )
+            .with_context("path", json!("arguments.url"))
+            .into()),
+        }
+    }
+
+    /// Whether `cookie` is the one this scope writes (same jar entry: host-only cookie of the
+    /// host, or the domain's cookie; the browser keeps an IP address's as host-only).
+    fn holds(&self, cookie: &Cookie) -> bool {
+        let domain = cookie.domain.to_ascii_lowercase();
+        match self {
+            WriteScope::Url { host, .. } => domain == *host,
+            WriteScope::Domain(own) => domain.trim_start_matches('.') == own,
+        }
+    }
+
+    /// Whether a delete of this scope reaches `cookie`: cookies the URL is sent, or exactly the
+    /// domain's.
+    fn reaches(&self, cookie: &Cookie) -> bool {
+        match self {
+            WriteScope::Url { url, .. } => {
+                CookieUrl::parse(url).is_some_and(|url| url.sends(cookie))
+            }
+            WriteScope::Domain(_) => self.holds(cookie),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SetParams {
+    name: String,
+    value: String,
+    url: Option<String>,
+    domain: Option<String>,
+    path: Option<String>,
+    secure: Option<bool>,
+    http_only: Option<bool>,
+    same_site: Option<String>,
+    expires: Option<f64>,
+}
+
+impl SetParams {
+    /// The checks the schema cannot say: cookie syntax, and the scope.
+    fn check(&self) -> Result<Option<WriteScope>, RpcError> {
+        if !cookie_token(&self.name, true) {
+            return Err(bad_argument(
+                "name",
+                "must be a cookie name (no spaces, control characters or ;=,)",
+            ));
+        }
+        if self.value.chars().any(|c| c.is_control() || c == ';') {
+            return Err(bad_argument(
+                "value",
+                "must not hold ; or control characters",
+            ));
+        }
+        if let Some(path) = &self.path
+            && !(path.starts_with('/') && cookie_token(path, false))
+        {
+            return Err(bad_argument(
+                "path",
+                "must start with / and hold no ; or control characters",
+            ));
+        }
+        WriteScope::from_args(self.url.as_deref(), self.domain.as_deref())
+    }
+}
+
+/// What reading the jar back after a set showed, as wire evidence.
+fn set_evidence(
+    params: &SetParams,
+    path: &str,
+    scope: &WriteScope,
+    jar: &[Cookie],
+) -> (Value, Value) {
+    let Some(held) = jar
+        .iter()
+        .find(|c| c.name == params.name && c.path == path && scope.holds(c))
+    else {
+        return (
+            Value::Null,
+            json!({"status": "mismatch", "reason": "absent"}),
+        );
+    };
+    let mut differs = Vec::new();
+    if held.value != params.value {
+        differs.push("value");
+    }
+    if held.secure != params.secure.unwrap_or(false) {
+        differs.push("secure");
+    }
+    if held.http_only != params.http_only.unwrap_or(false) {
+        differs.push("httpOnly");
+    }
+    if let Some(same_site) = &params.same_site
+        && held.same_site.as_deref().unwrap_or("None") != same_site
+    {
+        differs.push("sameSite");
+    }
+    let session = held.session || held.expires < 0.0;
+    match params.expires {
+        // The browser may shorten an expiry (Chromium caps it at 400 days), never lengthen it.
+        Some(expires) if session || held.expires > expires + 1.0 => differs.push("expires"),
+        None if !session => differs.push("expires"),
+        _ => {}
+    }
+    let mut cookie = cookie_json(held);
+    if let Some(cookie) = cookie.as_object_mut() {
+        cookie.remove("value");
+        cookie.remove("valueTruncated");
+    }
+    let evidence = match differs.is_empty() {
+        true => json!({"status": "verified"}),
+        false => json!({"status": "mismatch", "reason": "differs", "differs": differs}),
+    };
+    (cookie, evidence)
+}
+
+/// A browser refusal of the write (an error reply: the cookie was not stored), as evidence.
+fn refused(error: CdpError) -> Result<String, ToolError> {
+    match error {
+        CdpError::Remote { message, .. } => Ok(cut(&message, 200).0),
+        other => Err(other.into()),
+    }
+}
+
+async fn set(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    params: SetParams,
+) -> Result<Value, ToolError> {
+    let given = params.check()?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    writable_jar(&mut tab, scope).await?;
+    let write = match given {
+        Some(write) => write,
+        None => WriteScope::of_tab(&mut tab).await?,
+    };
+    let session = tab.session().await?;
+    let path = params.path.clone().unwrap_or_else(|| "/".to_owned());
+    let (url, domain) = match &write {
+        WriteScope::Url { url, .. } => (Some(url.clone()), None),
+        WriteScope::Domain(domain) => (None, Some(domain.clone())),
+    };
+    let command = SetCookie {
+        name: params.name.clone(),
+        value: params.value.clone(),
+        url,
+        domain,
+        path: path.clone(),
+        secure: params.secure.unwrap_or(false),
+        http_only: params.http_only.unwrap_or(false),
+        same_site: params.same_site.clone(),
+        expires: params.expires,
+    };
+    let refusal = match tab.execute(&session, &command, SCRIPT_TIMEOUT).await {
+        Ok(reply) if reply.success == Some(false) => {
+            Some("the browser did not store the cookie".to_owned())
+        }
+        Ok(_) => None,
+        Err(error) => Some(refused(error)?),
+    };
+    let (cookie, mut evidence) = match tab.execute(&session, &GetCookies {}, SCRIPT_TIMEOUT).await {
+        Ok(jar) => set_evidence(&params, &path, &write, &jar.cookies),
+        Err(_) => (
+            Value::Null,
+            json!({"status": "unavailable", "reason": "unreadable"}),
+        ),
+    };
+    if let Some(message) = refusal
+        && evidence["status"] != "verified"
+    {
+        evidence["reason"] = json!("refused");
+        evidence["browserMessage"] = json!(message);
+    }
+    Ok(json!({
+        "workspaceId": scope.workspace_id,
+        "leaseId": scope.lease_id,
+        "targetId": scope.target_id,
+        "cookie": cookie,
+        "evidence": evidence,
+    }))
+}
+
+#[derive(Deserialize)]
+struct DeleteParams {
+    name: String,
+    url: Option<String>,
+    domain: Option<String>,
+    path: Option<String>,
+}
+
+async fn delete(
+    env: &ToolEnv,
+    scope: &TargetScope<'_>,
+    params: DeleteParams,
+) -> Result<Value, ToolError> {
+    if !cookie_token(&params.name, true) {
+        return Err(bad_argument(
+            "name",
+            "must be a cookie name (no spaces, control characters or ;=,)",
+        )
+        .into());
+    }
+    if let Some(path) = &params.path
+        && !(path.starts_with('/') && cookie_token(path, false))
+    {
+        return Err(bad_argument(
+            "path",
+            "must start with / and hold no ; or control characters",
+        )
+        .into());
+    }
+    let given = WriteScope::from_args(params.url.as_deref(), params.domain.as_deref())?;
+    let mut tab = ControlledTab::acquire(env, scope).await?;
+    writable_jar(&mut tab, scope).await?;
+    let write = match given {
+        Some(write) => write,
+        None => WriteScope::of_tab(&mut tab).await?,
+    };
+    let session = tab.session().await?;
+    let matching = |jar: &[Cookie]| {
+        jar.iter()
+            .filter(|c| {
+                c.name == params.name
+                    && params.path.as_ref().is_none_or(|p| *p == c.path)
+                    && write.reaches(c)
+            })
+            .count()
+    };
+    let before = tab
+        .execute(&session, &GetCookies {}, SCRIPT_TIMEOUT)
+        .await
+        .map(|jar| matching(&jar.cookies))?;
+    let (url, domain) = match &write {
+        WriteScope::Url { url, .. } => (Some(url.clone()), None),
+        WriteScope::Domain(domain) => (None, Some(domain.clone())),
+    };
+    let command = DeleteCookies {
+        name: params.name.clone(),
+        url,
+        domain,
+        path: params.path.clone(),
+    };
+    tab.execute(&session, &command, SCRIPT_TIMEOUT).await?;
+    // A domain cookie is stored under `.domain`: the delete names both forms.
+    if let WriteScope::Domain(domain) = &write {
+        let dotted = DeleteCookies {
+            domain: Some(format!(".{domain}")),
+            ..command
+        };
+        tab.execute(&session, &dotted, SCRIPT_TIMEOUT).await?;
+    }
+    let evidence = match tab.execute(&session, &GetCookies {}, SCRIPT_TIMEOUT).await {
+        Ok(jar) => match matching(&jar.cookies) {
+            0 => json!({"status": "verified"}),
+            remaining => json!({"status": "mismatch", "reason": "remains", "remaining": remaining}),
+        },
+        Err(_) => json!({"status": "unavailable", "reason": "unreadable"}),
+    };
+    Ok(json!({
+        "workspaceId": scope.workspace_id,
+        "leaseId": scope.lease_id,
+        "targetId": scope.target_id,
+        "deleted": before,
+        "evidence": evidence,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,5 +920,124 @@ mod tests {
             schema["properties"]["cookies"]["items"]["properties"]["value"]["x-browser-pilot-sensitivity"],
             json!(["credential"])
         );
+    }
+
+    fn set_params(v: Value) -> SetParams {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn only_the_workspaces_own_context_is_its_jar() {
+        assert_eq!(Jar::of(Some("C1"), Some("C1")), Jar::Workspace);
+        assert_eq!(Jar::of(Some("DEFAULT"), Some("C1")), Jar::SharedProfile);
+        assert_eq!(Jar::of(Some("C1"), None), Jar::SharedProfile);
+        assert_eq!(Jar::of(None, Some("C1")), Jar::SharedProfile);
+    }
+
+    #[test]
+    fn writes_are_checked_before_they_are_sent() {
+        let path_of = |v: Value| {
+            let error = set_params(v).check().unwrap_err();
+            error.context.unwrap()["path"].clone()
+        };
+        for (args, path) in [
+            (json!({"name": "a b", "value": "v"}), "arguments.name"),
+            (json!({"name": "a=b", "value": "v"}), "arguments.name"),
+            (json!({"name": "a", "value": "v;w"}), "arguments.value"),
+            (json!({"name": "a", "value": "v\n"}), "arguments.value"),
+            (
+                json!({"name": "a", "value": "v", "path": "x"}),
+                "arguments.path",
+            ),
+            (
+                json!({"name": "a", "value": "v", "url": "ftp://h/"}),
+                "arguments.url",
+            ),
+            (
+                json!({"name": "a", "value": "v", "domain": "a b"}),
+                "arguments.domain",
+            ),
+            (
+                json!({"name": "a", "value": "v", "url": "http://h/", "domain": "h"}),
+                "arguments.domain",
+            ),
+        ] {
+            assert_eq!(path_of(args.clone()), path, "{args}");
+        }
+        assert_eq!(
+            set_params(json!({"name": "a", "value": ""}))
+                .check()
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            set_params(json!({"name": "a", "value": "v", "domain": ".Example.com"}))
+                .check()
+                .unwrap(),
+            Some(WriteScope::Domain("example.com".into()))
+        );
+        assert_eq!(
+            set_params(json!({"name": "a", "value": "v", "url": "https://Shop.example/x"}))
+                .check()
+                .unwrap(),
+            Some(WriteScope::Url {
+                url: "https://Shop.example/x".into(),
+                host: "shop.example".into()
+            })
+        );
+    }
+
+    #[test]
+    fn the_evidence_compares_the_jar_with_the_request_without_echoing_the_value() {
+        let scope = WriteScope::Url {
+            url: "http://a.test/".into(),
+            host: "a.test".into(),
+        };
+        let mut held = cookie("sid", "a.test", "/", false);
+        held.value = "secret".into();
+        let params = set_params(json!({"name": "sid", "value": "secret"}));
+        let (cookie_out, evidence) =
+            set_evidence(&params, "/", &scope, std::slice::from_ref(&held));
+        assert_eq!(evidence, json!({"status": "verified"}));
+        assert!(cookie_out.get("value").is_none() && !cookie_out.to_string().contains("secret"));
+        // Another value, attributes otherwise than asked.
+        let params = set_params(
+            json!({"name": "sid", "value": "other", "httpOnly": true, "sameSite": "Strict", "expires": 2e9}),
+        );
+        let (_, evidence) = set_evidence(&params, "/", &scope, std::slice::from_ref(&held));
+        assert_eq!(evidence["status"], "mismatch");
+        assert_eq!(
+            evidence["differs"],
+            json!(["value", "httpOnly", "sameSite", "expires"])
+        );
+        assert!(!evidence.to_string().contains("other"));
+        // Another path or a domain cookie of the host is not the cookie written.
+        let (none, evidence) = set_evidence(&params, "/app", &scope, std::slice::from_ref(&held));
+        assert_eq!(
+            (none, evidence),
+            (
+                Value::Null,
+                json!({"status": "mismatch", "reason": "absent"})
+            )
+        );
+        let domain = cookie("sid", ".a.test", "/", false);
+        let (_, evidence) = set_evidence(&params, "/", &scope, std::slice::from_ref(&domain));
+        assert_eq!(evidence["reason"], "absent");
+        let (_, evidence) = set_evidence(
+            &params,
+            "/",
+            &WriteScope::Domain("a.test".into()),
+            &[domain],
+        );
+        assert_eq!(evidence["reason"], "differs");
+        // An expiry the browser shortened still counts as set; a longer one does not.
+        let mut persistent = held.clone();
+        (persistent.session, persistent.expires) = (false, 1.5e9);
+        let params = set_params(json!({"name": "sid", "value": "secret", "expires": 2e9}));
+        let (_, evidence) = set_evidence(&params, "/", &scope, std::slice::from_ref(&persistent));
+        assert_eq!(evidence["status"], "verified");
+        persistent.expires = 2.5e9;
+        let (_, evidence) = set_evidence(&params, "/", &scope, &[persistent]);
+        assert_eq!(evidence["differs"], json!(["expires"]));
     }
 }

@@ -248,6 +248,40 @@ fn bp_covers_the_data_action_and_network_tools() {
         .iter()
         .find(|c| c["name"] == "theme");
     assert_eq!(theme.unwrap()["value"], "dark", "{cookies}");
+    // Cookie writes need network.control, and profile.write for bp's shared-profile Workspace;
+    // a value from stdin is set, read back and deleted.
+    fails(
+        home,
+        cwd,
+        &[
+            "--allow",
+            "network.control",
+            "cookies",
+            "set",
+            "bp-token",
+            "x",
+        ],
+        1,
+        "capability_denied",
+    );
+    let write = ["--allow", "network.control,profile.write", "cookies"];
+    let (set, _) = ok_with_stdin(
+        home,
+        cwd,
+        &[&write[..], &["set", "bp-token", "-", "--http-only"]].concat(),
+        "from-stdin-value",
+    );
+    assert_eq!(set["evidence"]["status"], "verified", "{set}");
+    assert_eq!(set["cookie"]["httpOnly"], true, "{set}");
+    assert!(!set.to_string().contains("from-stdin-value"), "{set}");
+    let cookies = ok(home, cwd, &["--allow", "network.read", "cookies"]);
+    assert!(
+        cookies.to_string().contains("from-stdin-value"),
+        "{cookies}"
+    );
+    let deleted = ok(home, cwd, &[&write[..], &["delete", "bp-token"]].concat());
+    assert_eq!(deleted["evidence"]["status"], "verified", "{deleted}");
+    assert_eq!(deleted["deleted"], 1, "{deleted}");
     let listed = ok(home, cwd, &["--allow", "network.read", "network"]);
     let requests = listed["requests"].as_array().unwrap();
     let document = requests

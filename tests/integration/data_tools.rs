@@ -1,6 +1,8 @@
 //! Process tests of the data tools behind the extra capabilities, against a real headless
 //! Chromium: `browser.cookies.list` (HttpOnly cookies set by a fixture server, URL and domain
-//! filters, bounds), `browser.eval` (an expression, a function with arguments, a promise, a
+//! filters, bounds), `browser.cookies.set|delete` (read back through the list and by the page,
+//! refused in the shared profile without `profile.write`, values nowhere but the jar),
+//! `browser.eval` (an expression, a function with arguments, a promise, a
 //! throw and a rejection, a 50 MB string and a large array bounded in the page, a cycle, an
 //! eval whose outcome is unknown), and least privilege (an omitted `requestedCapabilities`
 //! grants the six; a Connection without an extra neither sees its tools nor can call them, nor
@@ -13,8 +15,8 @@ use crate::support;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use support::TEST_LEASE_TTL_MS;
 use support::rig::{Agent, Rig};
+use support::{TEST_LEASE_TTL_MS, TestHome};
 
 const SIX: [&str; 6] = [
     "browser.control",
@@ -162,11 +164,32 @@ fn cookie<'a>(listed: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no cookie {name} in {listed}"))
 }
 
+/// The module's Chromium and Broker, with a trace-level Broker log to search for secrets.
+fn start_rig(log: &std::path::Path) -> Rig {
+    let profile = tempfile::tempdir().unwrap();
+    let chromium = support::chromium::Chromium::start(profile.path());
+    let home = TestHome::new()
+        .with_env(
+            "BROWSER_PILOT_DISCOVERY_DIRS",
+            profile.path().to_str().unwrap(),
+        )
+        .with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
+        .with_env("BROWSER_PILOT_LOG", "trace");
+    Rig {
+        home,
+        profile,
+        chromium,
+        fixtures: support::chromium::Fixtures::start(),
+    }
+}
+
 #[test]
 fn data_tools_against_real_pages() {
-    let rig = Rig::start();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let rig = start_rig(log.path());
     let site = CookieSite::start();
     least_privilege(&rig);
+    cookie_writes(&rig, &site, log.path());
     let (mut agent, _) = agent_with(
         &rig,
         "com.example.data",
@@ -250,15 +273,17 @@ fn gated_results_stay_gated(agent: &mut Agent, rig: &Rig) {
     assert!(!out.contains("s3cret-session-value"), "{out}");
 }
 
-/// An omitted list grants the six and lists all nine as supported; without an extra its tools
+/// An omitted list grants the six and lists all ten as supported; without an extra its tools
 /// are neither listed nor callable; naming one extra grants exactly that one.
 fn least_privilege(rig: &Rig) {
     let (mut plain, initialized) = agent_with(rig, "com.example.plain", None);
     let supported = strings(&initialized["capabilities"]["supported"]);
-    for name in SIX
-        .iter()
-        .chain(&["network.read", "network.control", "page.eval"])
-    {
+    for name in SIX.iter().chain(&[
+        "network.read",
+        "network.control",
+        "page.eval",
+        "profile.write",
+    ]) {
         assert!(
             supported.iter().any(|s| s == name),
             "{name} in {supported:?}"
@@ -403,6 +428,195 @@ fn cookies(agent: &mut Agent, site: &CookieSite) {
     assert_eq!(code, "invalid_params");
     assert_eq!(error["data"]["context"]["path"], "arguments.domain");
     agent.tool("browser.tabs.close", Some(&other), json!({}));
+}
+
+/// A value only the jar may hold: never in a result, an event, the store or the Broker log.
+const SECRET_VALUE: &str = "s3cret-written-token";
+const SECRET_HTTP_ONLY: &str = "s3cret-written-httponly";
+
+fn cookie_writes(rig: &Rig, site: &CookieSite, log: &std::path::Path) {
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        [&SIX[..], &["network.read", "page.eval"], extra].concat()
+    };
+    // network.control alone: the Workspace shares the user's profile, so writes are refused
+    // before anything reaches the jar.
+    let (mut plain, _) = agent_with(
+        rig,
+        "com.example.cookiewriter",
+        Some(&with(&["network.control"])),
+    );
+    plain.connect();
+    let target = plain.tool(
+        "browser.open",
+        None,
+        json!({"url": site.url("127.0.0.1", "/data")}),
+    )["targetId"]
+        .clone();
+    for (tool, arguments) in [
+        (
+            "browser.cookies.set",
+            json!({"name": "token", "value": SECRET_VALUE}),
+        ),
+        ("browser.cookies.delete", json!({"name": "theme"})),
+    ] {
+        let (code, error) = plain.tool_err(tool, Some(&target), arguments);
+        assert_eq!(code, "capability_denied", "{tool}: {error}");
+        assert_eq!(error["data"]["context"]["capability"], "profile.write");
+        assert_eq!(error["data"]["context"]["jar"], "shared_profile");
+        assert_eq!(error["data"]["remediation"]["action"], "request_capability");
+        assert!(!error.to_string().contains(SECRET_VALUE), "{error}");
+    }
+    let listed = plain.tool(
+        "browser.cookies.list",
+        Some(&target),
+        json!({"domain": "127.0.0.1"}),
+    );
+    assert!(
+        !cookie_names(&listed).contains(&"token".to_owned()),
+        "{listed}"
+    );
+    plain.tool("browser.tabs.close", Some(&target), json!({}));
+
+    // With profile.write: set, read back by the list and by the page, then deleted.
+    let (mut agent, _) = agent_with(
+        rig,
+        "com.example.cookiewriter",
+        Some(&with(&["network.control", "profile.write"])),
+    );
+    agent.connect();
+    let target = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": site.url("127.0.0.1", "/data")}),
+    )["targetId"]
+        .clone();
+    let mut results = Vec::new();
+    let set = agent.tool(
+        "browser.cookies.set",
+        Some(&target),
+        json!({"name": "token", "value": SECRET_VALUE, "sameSite": "Lax"}),
+    );
+    assert_eq!(set["evidence"]["status"], "verified", "{set}");
+    assert_eq!(set["cookie"]["name"], "token");
+    assert_eq!(set["cookie"]["domain"], "127.0.0.1");
+    assert_eq!(set["cookie"]["hostOnly"], true);
+    assert_eq!(set["cookie"]["path"], "/");
+    assert_eq!(set["cookie"]["sameSite"], "Lax");
+    assert!(set["cookie"].get("value").is_none(), "{set}");
+    results.push(set);
+    let hidden = agent.tool(
+        "browser.cookies.set",
+        Some(&target),
+        json!({"name": "hsid", "value": SECRET_HTTP_ONLY, "httpOnly": true, "url": site.url("127.0.0.1", "/"), "expires": 4_000_000_000u64}),
+    );
+    assert_eq!(hidden["evidence"]["status"], "verified", "{hidden}");
+    assert_eq!(hidden["cookie"]["httpOnly"], true);
+    assert_eq!(hidden["cookie"]["session"], false);
+    results.push(hidden);
+    let listed = agent.tool("browser.cookies.list", Some(&target), json!({}));
+    assert_eq!(cookie(&listed, "token")["value"], SECRET_VALUE);
+    assert_eq!(cookie(&listed, "hsid")["value"], SECRET_HTTP_ONLY);
+    let page = agent.tool(
+        "browser.eval",
+        Some(&target),
+        json!({"expression": "document.cookie"}),
+    );
+    let page_cookies = page["value"].as_str().unwrap();
+    assert!(
+        page_cookies.contains(&format!("token={SECRET_VALUE}")),
+        "{page_cookies}"
+    );
+    assert!(
+        !page_cookies.contains(SECRET_HTTP_ONLY),
+        "HttpOnly stays hidden: {page_cookies}"
+    );
+
+    // The browser's own answer decides the evidence: an expiry in the past stores nothing.
+    let expired = agent.tool(
+        "browser.cookies.set",
+        Some(&target),
+        json!({"name": "gone", "value": "x", "expires": 1}),
+    );
+    assert_eq!(expired["evidence"]["status"], "mismatch", "{expired}");
+    assert_eq!(expired["evidence"]["reason"], "absent");
+    assert_eq!(expired["cookie"], Value::Null);
+    let (code, error) = agent.tool_err(
+        "browser.cookies.set",
+        Some(&target),
+        json!({"name": "bad name", "value": "x"}),
+    );
+    assert_eq!(code, "invalid_params");
+    assert_eq!(error["data"]["context"]["path"], "arguments.name");
+
+    for name in ["token", "hsid"] {
+        let deleted = agent.tool(
+            "browser.cookies.delete",
+            Some(&target),
+            json!({"name": name}),
+        );
+        assert_eq!(deleted["evidence"]["status"], "verified", "{deleted}");
+        assert_eq!(deleted["deleted"], 1, "{deleted}");
+        results.push(deleted);
+    }
+    let listed = agent.tool(
+        "browser.cookies.list",
+        Some(&target),
+        json!({"domain": "127.0.0.1"}),
+    );
+    let names = cookie_names(&listed);
+    assert!(
+        !names.contains(&"token".to_owned()) && !names.contains(&"hsid".to_owned()),
+        "{listed}"
+    );
+    let page = agent.tool(
+        "browser.eval",
+        Some(&target),
+        json!({"expression": "document.cookie"}),
+    );
+    assert!(
+        !page["value"].as_str().unwrap().contains("token="),
+        "{page}"
+    );
+
+    // The values are in no result, event, store row or log line.
+    let journal: String = agent.events().iter().map(Value::to_string).collect();
+    assert!(
+        journal.contains("browser.cookies.set"),
+        "the journal shows the writes"
+    );
+    let mut dump = String::new();
+    for table in ["events", "commands"] {
+        let (code, out, err) = rig.home.run(
+            env!("CARGO_BIN_EXE_browser-pilot"),
+            &["debug", "sql", &format!("SELECT * FROM {table}")],
+        );
+        assert_eq!(code, 0, "debug sql {table}: {err}");
+        dump.push_str(&out);
+    }
+    assert!(
+        dump.contains("browser.cookies.set"),
+        "the dump shows the writes"
+    );
+    let broker_log = std::fs::read_to_string(log).unwrap_or_default();
+    assert!(
+        broker_log.contains("Network.setCookie"),
+        "the trace log shows the writes"
+    );
+    for secret in [SECRET_VALUE, SECRET_HTTP_ONLY] {
+        for result in &results {
+            assert!(!result.to_string().contains(secret), "{result}");
+        }
+        assert!(
+            !journal.contains(secret),
+            "the journal holds a cookie value"
+        );
+        assert!(!dump.contains(secret), "debug sql holds a cookie value");
+        assert!(
+            !broker_log.contains(secret),
+            "the Broker log holds a cookie value"
+        );
+    }
+    agent.tool("browser.tabs.close", Some(&target), json!({}));
 }
 
 fn eval_ok(agent: &mut Agent, target: &Value, arguments: Value) -> Value {

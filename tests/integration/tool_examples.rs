@@ -325,6 +325,18 @@ fn every_tool_has_a_real_example() {
         json!({"expression": "(document.cookie = 'theme=dark; path=/', document.title)"}),
     );
     record(&mut agent, "browser.cookies.list", Some(&target), json!({}));
+    record(
+        &mut agent,
+        "browser.cookies.set",
+        Some(&target),
+        json!({"name": "sid", "value": "example-secret", "httpOnly": true, "sameSite": "Lax"}),
+    );
+    record(
+        &mut agent,
+        "browser.cookies.delete",
+        Some(&target),
+        json!({"name": "sid"}),
+    );
     // Upload: an imported client file into the first file input of the upload fixture.
     let uploading = agent.tool(
         "browser.open",
