@@ -558,7 +558,7 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
                     if !tls && ca_file.is_some() {
                         bad(
                             "remote_config_malformed",
-                            "`ca_file` applies to wss:// endpoints only".to_owned(),
+                            "`ca_file` applies to wss:// and https:// endpoints only".to_owned(),
                         );
                     }
                     Some(endpoint.to_owned())
@@ -673,9 +673,10 @@ fn read_token(path: &Path) -> Result<String, (&'static str, String)> {
     }
 }
 
-/// Checks the endpoint's form without any network: `wss://` to any host and `ws://` (to
-/// loopback unless `allow_insecure`) are accepted, and `Ok` says whether it is TLS;
-/// `http(s)://` is not implemented yet.
+/// Checks the endpoint's form without any network: `wss://` and `https://` to any host, `ws://`
+/// and `http://` to loopback unless `allow_insecure`; `Ok` says whether it is TLS. An
+/// `http(s)://` endpoint names the engine whose `/json/version` gives the WebSocket path at
+/// connect.
 fn vet_endpoint(endpoint: &str, allow_insecure: bool) -> Result<bool, (&'static str, String)> {
     // `{token}` is not valid in every URL position; any stand-in parses the same way.
     let parsed = url::Url::parse(&endpoint.replace(TOKEN_PLACEHOLDER, "t")).map_err(|error| {
@@ -699,21 +700,17 @@ fn vet_endpoint(endpoint: &str, allow_insecure: bool) -> Result<bool, (&'static 
         ));
     }
     match parsed.scheme() {
-        "ws" => match allow_insecure || is_loopback(host) {
+        "ws" | "http" => match allow_insecure || is_loopback(host) {
             true => Ok(false),
             false => Err((
                 "remote_insecure_endpoint",
-                "plain ws:// is accepted only to a loopback host; use wss:// or set allow_insecure = true".to_owned(),
+                "plain ws:// and http:// are accepted only to a loopback host; use wss:// or https://, or set allow_insecure = true".to_owned(),
             )),
         },
-        "wss" => Ok(true),
-        "http" | "https" => Err((
-            "remote_unsupported",
-            "http(s):// endpoints (/json/version lookup) are not implemented yet; give the browser's ws:// URL".to_owned(),
-        )),
+        "wss" | "https" => Ok(true),
         _ => Err((
             "remote_config_malformed",
-            "`endpoint` must be a wss:// or ws:// URL".to_owned(),
+            "`endpoint` must be a wss://, ws://, https:// or http:// URL".to_owned(),
         )),
     }
 }

@@ -1,7 +1,8 @@
 //! Parsing and vetting the browser WebSocket URL handed to the janitor. A URL on the command
 //! line must be loopback; only a remote browser the user listed in `remote-browsers.toml`
 //! (handed over in `REMOTE_ENV`, with its handshake headers and CA file) may name another host,
-//! over `wss://`, or over plain `ws://` when its entry allows it. No I/O here.
+//! over `wss://`, or over plain `ws://` when its entry allows it; its `http(s)://` form names an
+//! engine whose `/json/version` gives the WebSocket URL. No I/O here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
@@ -19,8 +20,11 @@ pub(super) struct WsEndpoint {
     pub(super) headers: Vec<(String, String)>,
     /// A remote endpoint's `host:port`, resolved when connecting.
     pub(super) remote: Option<String>,
-    /// A `wss://` endpoint's TLS: the server name its certificate must carry.
+    /// A `wss://` (or `https://`) endpoint's TLS: the server name its certificate must carry.
     pub(super) tls: Option<Tls>,
+    /// `url` is an `http(s)://` base whose `/json/version` names the WebSocket (see
+    /// `socket::resolve_json_version`).
+    pub(super) json_version: bool,
 }
 
 /// How a `wss://` endpoint's certificate is checked.
@@ -67,16 +71,17 @@ pub(super) fn parse_remote_spec(spec: &str) -> Result<WsEndpoint, JanitorError> 
             || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
     };
     let tls = match url.scheme() {
-        "wss" => Some(Tls {
+        "wss" | "https" => Some(Tls {
             server_name: host
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_owned(),
             ca_file: spec.ca_file,
         }),
-        "ws" if (loopback || spec.allow_insecure) && spec.ca_file.is_none() => None,
+        "ws" | "http" if (loopback || spec.allow_insecure) && spec.ca_file.is_none() => None,
         _ => return Err(invalid()),
     };
+    let json_version = matches!(url.scheme(), "http" | "https");
     if port == 0 {
         return Err(invalid());
     }
@@ -86,6 +91,7 @@ pub(super) fn parse_remote_spec(spec: &str) -> Result<WsEndpoint, JanitorError> 
         headers: spec.headers,
         remote: Some(format!("{host}:{port}")),
         tls,
+        json_version,
     })
 }
 
@@ -119,6 +125,7 @@ pub(super) fn parse_ws_url(url: &str) -> Result<WsEndpoint, JanitorError> {
         headers: Vec::new(),
         remote: None,
         tls: None,
+        json_version: false,
     })
 }
 
@@ -187,6 +194,13 @@ mod tests {
                 ca_file: Some(PathBuf::from("/etc/farm-ca.pem"))
             })
         );
+        assert!(!tls.json_version);
+        let https = spec("https://farm.example/?token=T", false).unwrap();
+        assert!(https.json_version && https.tls.is_some());
+        assert_eq!(https.remote.as_deref(), Some("farm.example:443"));
+        let http = spec("http://localhost:3000/", false).unwrap();
+        assert!(http.json_version && http.tls.is_none());
+        assert!(spec("http://10.0.0.1:3000/", false).is_err());
         let plain_with_ca = serde_json::json!({"url": "ws://127.0.0.1:1/", "caFile": "/ca.pem"});
         assert!(parse_remote_spec(&plain_with_ca.to_string()).is_err());
         let error = spec("ws://10.0.0.1:3000/?token=SECRET", false).unwrap_err();

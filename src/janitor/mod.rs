@@ -9,6 +9,7 @@
 
 mod close;
 mod endpoint;
+mod json_version;
 mod keeper_link;
 mod run;
 mod socket;

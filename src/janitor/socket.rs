@@ -328,7 +328,11 @@ pub(super) async fn connect(
     }
 }
 
-async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError> {
+/// A new connection to the endpoint: the socket, and the transport over it (TLS for
+/// `wss://` and `https://`).
+pub(super) async fn open_transport(
+    endpoint: &WsEndpoint,
+) -> Result<(Arc<TcpStream>, Transport), JanitorError> {
     let stream = match &endpoint.remote {
         Some(authority) => TcpStream::connect(authority.as_str()).await,
         None => TcpStream::connect(endpoint.address).await,
@@ -336,10 +340,39 @@ async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError
     .map_err(JanitorError::from_io)?;
     let _ = stream.set_nodelay(true);
     let stream = Arc::new(stream);
+    let io = TryIo::new(Arc::clone(&stream));
+    let transport = match &endpoint.tls {
+        Some(tls) => Transport::Tls(Box::new(TlsIo {
+            session: tls_session(tls)?,
+            io,
+        })),
+        None => Transport::Plain(io),
+    };
+    Ok((stream, transport))
+}
+
+/// Waits until the socket can make progress on what last blocked the transport.
+pub(super) async fn wait_ready(
+    stream: &TcpStream,
+    transport: &mut Transport,
+) -> Result<(), JanitorError> {
+    let interest = transport.io().take_interest();
+    stream
+        .ready(interest)
+        .await
+        .map(|_| ())
+        .map_err(JanitorError::from_io)
+}
+
+async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError> {
+    let url = match endpoint.json_version {
+        true => super::json_version::resolve(endpoint).await?,
+        false => endpoint.url.clone(),
+    };
+    let (stream, transport) = open_transport(endpoint).await?;
     // tungstenite's request has Host, Upgrade, Connection, Sec-WebSocket-*
     // and no Origin: any Origin gets HTTP 403 from Chromium.
-    let mut request = endpoint
-        .url
+    let mut request = url
         .as_str()
         .into_client_request()
         .map_err(JanitorError::from_ws)?;
@@ -350,14 +383,6 @@ async fn connect_inner(endpoint: &WsEndpoint) -> Result<Connection, JanitorError
             .map_err(|_| JanitorError::Protocol("a configured header cannot be sent".to_owned()))?;
         request.headers_mut().insert(name, value);
     }
-    let io = TryIo::new(Arc::clone(&stream));
-    let transport = match &endpoint.tls {
-        Some(tls) => Transport::Tls(Box::new(TlsIo {
-            session: tls_session(tls)?,
-            io,
-        })),
-        None => Transport::Plain(io),
-    };
     let mut attempt =
         tungstenite::client::client_with_config(request, transport, Some(ws_config()));
     loop {

@@ -256,13 +256,13 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
     assert_eq!(error["data"]["context"]["browserId"], "browser:remote:farm");
     assert_eq!(error["data"]["remediation"]["action"], "fix_remote_config");
 
-    // A token file others can read, an http:// endpoint (not implemented yet) and a pool: each
-    // on its own.
+    // A token file others can read, a per-Workspace entry (not implemented yet) and a pool:
+    // each on its own.
     write_mode(&remote.token_file, TOKEN, 0o644);
-    let http = "[[browser]]\nid = \"json\"\nendpoint = \"http://127.0.0.1:1/\"\n";
+    let per_workspace = "[[browser]]\nid = \"perws\"\nendpoint = \"ws://127.0.0.1:1/\"\nsessions = \"per_workspace\"\n";
     remote.write_config(
         &format!(
-            "{}\n{http}\n[[pool]]\nid = \"both\"\n",
+            "{}\n{per_workspace}\n[[pool]]\nid = \"both\"\n",
             remote.entry("farm", &chromium.ws_url())
         ),
         0o600,
@@ -272,12 +272,12 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
     assert_eq!(codes(&found["diagnostics"]), ["remote_unsupported"]);
     let farm = candidate(&found["browsers"], "browser:remote:farm");
     assert_eq!(codes(&farm["diagnostics"]), ["remote_token_not_owner_only"]);
-    let json_entry = candidate(&found["browsers"], "browser:remote:json");
-    assert_eq!(codes(&json_entry["diagnostics"]), ["remote_unsupported"]);
+    let perws = candidate(&found["browsers"], "browser:remote:perws");
+    assert_eq!(codes(&perws["diagnostics"]), ["remote_unsupported"]);
     let (code, error) = agent.tool_err(
         "browser.connect",
         None,
-        json!({"browserId": "browser:remote:json"}),
+        json!({"browserId": "browser:remote:perws"}),
     );
     output.push_str(&error.to_string());
     assert_eq!(code, "remote_config_invalid");
@@ -285,7 +285,7 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
         error["message"]
             .as_str()
             .unwrap()
-            .contains("browser:remote:json"),
+            .contains("browser:remote:perws"),
         "{error}"
     );
 
@@ -384,6 +384,16 @@ fn browserless_entry(id: &str, engine: &Browserless, token_file: &Path) -> Strin
     format!(
         "[[browser]]\nid = \"{id}\"\nendpoint = \"{}?token={{token}}\"\ntoken_file = \"{}\"\nsessions = \"shared\"\n",
         engine.ws_url(),
+        token_file.display()
+    )
+}
+
+/// The same engine named by its `http://` form: the Broker asks its `/json/version` for the
+/// WebSocket at connect.
+fn browserless_http_entry(id: &str, engine: &Browserless, token_file: &Path) -> String {
+    format!(
+        "[[browser]]\nid = \"{id}\"\nendpoint = \"http://127.0.0.1:{}/?token={{token}}\"\ntoken_file = \"{}\"\n",
+        engine.port,
         token_file.display()
     )
 }
@@ -535,7 +545,8 @@ fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_
             .contains("browser:remote:engine"),
         "{error}"
     );
-    // Asking again gets the same answer (nothing cached a half-open connection).
+    // Asking again gets the same answer (nothing cached a half-open connection), and so does
+    // the engine's http:// form, whose /json/version lookup carries the same token.
     let (code, again) = agent.tool_err(
         "browser.connect",
         None,
@@ -543,6 +554,26 @@ fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_
     );
     output.push_str(&again.to_string());
     assert_eq!(code, "authorization_denied", "{again}");
+    remote.write_config(
+        &format!(
+            "{}{}",
+            browserless_entry("engine", engine, &remote.token_file),
+            browserless_http_entry("byhttp", engine, &remote.token_file)
+        ),
+        0o600,
+    );
+    let (code, by_http) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:byhttp"}),
+    );
+    output.push_str(&by_http.to_string());
+    assert_eq!(code, "authorization_denied", "{by_http}");
+    assert_eq!(by_http["data"]["context"]["httpStatus"], 401, "{by_http}");
+    assert_eq!(
+        by_http["data"]["context"]["browserId"],
+        "browser:remote:byhttp"
+    );
     let found = discover(&mut agent);
     output.push_str(&found.to_string());
     assert_eq!(
@@ -785,6 +816,49 @@ fn a_wss_endpoint_is_refused_until_its_ca_file_is_given_then_drives_a_page() {
     for (place, text) in [("output", &output), ("Broker log", &log)] {
         assert!(!text.contains(TOKEN), "the {place} holds the token");
     }
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
+}
+
+#[test]
+fn an_http_endpoint_is_resolved_through_the_engines_json_version() {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    let fixtures = Fixtures::start();
+    remote.write_config(
+        &browserless_http_entry("byhttp", engine, &remote.token_file),
+        0o600,
+    );
+    let mut agent = agent_on(&remote.home, "browser:remote:byhttp");
+    let found = discover(&mut agent);
+    let entry = candidate(&found["browsers"], "browser:remote:byhttp");
+    assert_eq!(entry["state"], "ready", "{entry}");
+    let connected = agent.connect();
+    assert_eq!(connected["browserId"], "browser:remote:byhttp");
+    let url = fixtures.url("/page/through-json-version");
+    let opened = agent.tool("browser.open", None, json!({"url": url}));
+    let observation = agent.tool(
+        "browser.observe",
+        Some(&opened["targetId"]),
+        json!({"limit": 20}),
+    );
+    assert_eq!(
+        observation["title"], "through-json-version",
+        "{observation}"
+    );
+    let sessions = engine_get(engine, &format!("/sessions?token={BROWSERLESS_TOKEN}"));
+    assert!(
+        sessions.contains(&url),
+        "the engine runs the page: {sessions}"
+    );
+    let log = remote.broker_log();
+    assert!(
+        !log.contains(BROWSERLESS_TOKEN),
+        "the Broker log holds the token"
+    );
     agent.bridge.ok(
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
