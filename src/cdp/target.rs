@@ -204,11 +204,14 @@ pub struct SetAutoAttach {
 }
 
 impl SetAutoAttach {
-    /// What a tab (or OOPIF) session enables: Chromium attaches every out-of-process iframe as
-    /// a flattened child session (`Target.attachedToTarget` carrying the parent's session),
-    /// paused at its start until the pump has enabled its domains (network observation from
-    /// its first request) and sent `Runtime.runIfWaitingForDebugger`, and nothing but iframes
-    /// (no workers). Field notes §2 "Auto-attach".
+    /// What a tab (or OOPIF) session enables: Chromium attaches every out-of-process iframe and
+    /// every dedicated worker as a flattened child session (`Target.attachedToTarget` carrying
+    /// the parent's session), paused at its start until the pump has enabled its domains
+    /// (network observation and interception from its first request) and sent
+    /// `Runtime.runIfWaitingForDebugger`. Workers must be in the filter: with
+    /// `waitForDebuggerOnStart`, Chromium 156 also holds a dedicated worker the filter excludes,
+    /// and nothing would ever resume it (docs/network.md, "URL policy"). Field notes §2
+    /// "Auto-attach".
     pub fn iframes() -> SetAutoAttach {
         SetAutoAttach {
             auto_attach: true,
@@ -217,6 +220,10 @@ impl SetAutoAttach {
             filter: vec![
                 TargetFilter {
                     target_type: Some("iframe"),
+                    exclude: None,
+                },
+                TargetFilter {
+                    target_type: Some("worker"),
                     exclude: None,
                 },
                 TargetFilter {
@@ -501,7 +508,7 @@ mod tests {
         assert_eq!(
             params(&SetAutoAttach::iframes()),
             json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
-                "filter": [{"type": "iframe"}, {"exclude": true}]})
+                "filter": [{"type": "iframe"}, {"type": "worker"}, {"exclude": true}]})
         );
         assert_eq!(CloseTarget::METHOD, "Target.closeTarget");
     }

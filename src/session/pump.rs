@@ -70,6 +70,9 @@ pub enum Effect {
     Resume(SessionId),
     /// A fresh OOPIF session of a tracked frame: set it up (`setup_child`), then resume it.
     SetupFrame { session: SessionId, tab: TabHandle },
+    /// A dedicated worker of a tab, paused at its start: network observation and the tab's
+    /// interception (rules, URL policy) on its session, then resumed.
+    SetupWorker { session: SessionId, tab: TabHandle },
     /// A managed popup paused at its start: its Workspace's rules and its session setup first,
     /// then resume it.
     SetupPopup {
@@ -229,6 +232,18 @@ fn execute(service: &BrowserService, live: &Live, effect: Effect) -> Vec<Emit> {
             tokio::spawn(async move {
                 setup_child(&client, &session, &tab).await;
                 // Whatever the setup achieved, the frame must not stay paused.
+                resume(&client, &session).await;
+            });
+        }
+        Effect::SetupWorker { session, tab } => {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let enabled =
+                    super::network::enable(&client, &session, &tab, CHILD_SETUP_TIMEOUT).await;
+                if let Err(error) = enabled {
+                    tracing::debug!(%error, "enabling Network on a worker session");
+                }
+                // Whatever the setup achieved, the worker must not stay paused.
                 resume(&client, &session).await;
             });
         }
@@ -589,7 +604,8 @@ fn on_main_frame_navigated(
 }
 
 /// An OOPIF attached under a tab session or under another OOPIF of the same tab: record its
-/// session, then enable `Page` there (its own frames' events) and auto-attach its OOPIFs.
+/// session, then enable `Page` there (its own frames' events) and auto-attach its OOPIFs. A
+/// dedicated worker of the tab: its session is recorded as the tab's, for its requests.
 fn on_child_attached(
     registry: &Registry,
     sessions: &mut Sessions,
@@ -598,6 +614,21 @@ fn on_child_attached(
 ) -> Effect {
     let is_iframe = attached.target_info.target_type == "iframe";
     let child = attached.session_id;
+    if attached.target_info.target_type == "worker" {
+        // A dedicated worker's requests are its own session's: they count as the tab's.
+        let tab = sessions.tab_of(parent).cloned();
+        let handle = tab.as_ref().and_then(|tab| registry.handle(tab));
+        return match (tab, handle) {
+            (Some(tab), Some(handle)) if sessions.frames.len() < MAX_FRAME_SESSIONS => {
+                sessions.frames.insert(child.clone(), tab);
+                Effect::SetupWorker {
+                    session: child,
+                    tab: handle,
+                }
+            }
+            _ => Effect::Resume(child),
+        };
+    }
     // For an iframe target the target id is the frame id (field notes §2).
     let frame = attached.target_info.target_id.as_str();
     let handle = match (sessions.tab_of(parent).cloned(), is_iframe) {

@@ -385,12 +385,23 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
                          fetch('{other}/policy/fetched').catch(() => {{}});\
                          new EventSource('{other}/policy/events');\
                          try {{ new WebSocket('ws://127.0.0.1:{port}/policy/socket'); }} catch (e) {{}}\
+                         new Worker('/policy/worker.js?to={port}').onmessage = e => {{ document.title = 'worker ' + e.data; }};\
                          </script>",
                         port = query_value(&path, "to"),
                     ),
                 ),
             )
         }
+        "/policy/worker.js" => (
+            "200 OK",
+            "application/javascript",
+            String::new(),
+            format!(
+                "fetch('http://127.0.0.1:{}/policy/from-worker').then(r => postMessage('fetched ' + r.status), () => postMessage('failed'));",
+                query_value(&path, "to")
+            )
+            .into_bytes(),
+        ),
         "/policy/redirect" => (
             "302 Found",
             "text/html",
@@ -1617,7 +1628,7 @@ fn policy_blocked(events: &[Value], part: &str) -> bool {
 /// A Workspace's `urlPolicy` against a fixture site on two origins (two ports of 127.0.0.1, one
 /// blocked): bad patterns and a changed policy under the same `clientKey` are refused; a
 /// navigation to the blocked origin answers `url_blocked` before dispatch; the page's image,
-/// fetch, EventSource, iframe, a link click, a popup and a 302 to the
+/// fetch, EventSource, iframe, dedicated worker's fetch, a link click, a popup and a 302 to the
 /// blocked origin never reach its server and are reported with `urlPolicy`; the allowed
 /// origin keeps working; an allow list refuses everything else. A WebSocket is the documented
 /// gap (docs/network.md, "URL policy"): Chromium shows its handshake to no interception.
@@ -1701,9 +1712,10 @@ fn url_policy_holds_navigations_and_requests_to_its_origins() {
     let page = allowed.url(&format!("/policy/page?to={}", blocked.port));
     let opened = agent.tool("browser.open", None, json!({"url": page}));
     let target = opened["targetId"].clone();
-    assert_eq!(opened["title"], "policy");
+    assert_eq!(opened["loadState"], "complete", "{opened}");
     let mut seen = Vec::new();
     let subresources = [
+        "/policy/from-worker",
         "/policy/img.png",
         "/policy/fetched",
         "/policy/events",
@@ -1714,6 +1726,16 @@ fn url_policy_holds_navigations_and_requests_to_its_origins() {
         &mut seen,
         |events| subresources.iter().all(|part| policy_blocked(events, part)),
         "the page's requests to the blocked origin are reported blocked",
+    );
+    // A dedicated worker runs (the tab's auto-attach resumes it) and its fetch is held too.
+    let mut title = Value::Null;
+    let worker_done = wait_until(Duration::from_secs(20), || {
+        title = agent.tool("browser.read", Some(&target), json!({}))["title"].clone();
+        title == "worker failed"
+    });
+    assert!(
+        worker_done,
+        "the dedicated worker's fetch failed: title {title}"
     );
     assert_eq!(
         allowed.requests("/policy/own.png").len(),
