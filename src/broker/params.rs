@@ -134,6 +134,9 @@ pub struct WorkspaceCreate {
     pub client_key: Option<String>,
     /// Checked member by member by `session::url_policy` (its errors name the entry).
     pub url_policy: Option<Value>,
+    /// `"context"`: managed tabs in a browser context of their own; `"profile"` (the default):
+    /// the contract's shared profile.
+    pub isolation: Option<String>,
 }
 params_schema!(
     WorkspaceCreate,
@@ -143,6 +146,7 @@ params_schema!(
             "browserId": optional_id(),
             "clientKey": optional_id(),
             "urlPolicy": {"type": ["object", "null"]},
+            "isolation": {"enum": ["profile", "context", null]},
         })
     )
 );

@@ -36,6 +36,7 @@ pub async fn create(
 ) -> Result<Value, RpcError> {
     let client_key = client_key(session, params.client_key)?;
     let url_policy = url_policy(session, params.url_policy.as_ref())?;
+    let isolated = isolated(session, params.isolation.as_deref())?;
     // A retry that names the key but no browser is the same request as the first call, whatever
     // browser the Broker would pick now.
     let keyed_browser = match &client_key {
@@ -67,6 +68,7 @@ pub async fn create(
         client_key,
         options: WorkspaceOptions {
             url_policy: url_policy.as_ref().map(UrlPolicy::to_canonical),
+            isolated,
         },
         now: now_ms(),
     };
@@ -260,6 +262,19 @@ fn url_policy(session: &Session, policy: Option<&Value>) -> Result<Option<UrlPol
     })
 }
 
+/// `isolation` as the call may send it: `"context"` (a browser context of the Workspace's own,
+/// protocol 1.1 only) or `"profile"` (the default shared profile, which any version may name).
+fn isolated(session: &Session, isolation: Option<&str>) -> Result<bool, RpcError> {
+    match isolation {
+        Some("context") if session.negotiated.protocol.minor < 1 => {
+            Err(RpcError::invalid_params("\"isolation\" needs protocol 1.1")
+                .with_context("path", json!("params.isolation")))
+        }
+        Some("context") => Ok(true),
+        _ => Ok(false),
+    }
+}
+
 fn workspace_json(row: &WorkspaceRow) -> Value {
     let tab_set = format!(
         "{}{}",
@@ -274,6 +289,9 @@ fn workspace_json(row: &WorkspaceRow) -> Value {
         .and_then(UrlPolicy::from_canonical)
     {
         workspace["urlPolicy"] = policy.to_json();
+    }
+    if row.options.isolated {
+        workspace["isolation"] = json!("context");
     }
     json!({
         "workspace": workspace,

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serializer};
 
 use super::client::{CdpClient, CdpError};
-use super::ids::{SessionId, TargetId};
+use super::ids::{BrowserContextId, SessionId, TargetId};
 
 /// Every CDP method that changes the browser or the page when it arrives, by its whole name:
 /// input events, navigations, dialog answers, DOM writes, tab creation and closing, cookie and
@@ -124,6 +124,25 @@ pub(crate) fn decode_reply<C: Command>(result: serde_json::Value) -> Result<C::R
 /// never reach an agent-protocol response); command params opt in field by field.
 pub(crate) fn target_id<S: Serializer>(id: &TargetId, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(id.as_str())
+}
+
+/// Serializes a raw browser context id into params (no `Serialize`, like `TargetId`).
+pub(crate) fn browser_context_id<S: Serializer>(
+    id: &BrowserContextId,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(id.as_str())
+}
+
+/// Serializes an optional raw browser context id (with `skip_serializing_if = "Option::is_none"`).
+pub(crate) fn optional_browser_context_id<S: Serializer>(
+    id: &Option<BrowserContextId>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => serializer.serialize_str(id.as_str()),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Serializes a raw session id into params (`SessionId` has no `Serialize`, like `TargetId`).

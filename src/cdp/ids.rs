@@ -18,6 +18,30 @@ pub struct SessionId(String);
 #[serde(transparent)]
 pub struct TargetId(String);
 
+/// A browser context id (`browserContextId`): a context made by `Target.createBrowserContext`
+/// (its own cookies, storage and cache) or the profile's default one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+#[serde(transparent)]
+pub struct BrowserContextId(String);
+
+impl BrowserContextId {
+    /// Wraps a raw browser context id read from CDP.
+    pub fn new(raw: impl Into<String>) -> BrowserContextId {
+        BrowserContextId(raw.into())
+    }
+
+    /// The raw id, for building CDP messages only.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for BrowserContextId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl SessionId {
     /// Wraps a raw session id read from CDP.
     pub fn new(raw: impl Into<String>) -> SessionId {

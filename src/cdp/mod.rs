@@ -31,7 +31,7 @@ pub use client::{
 };
 pub use command::{Command, Empty, MUTATING_METHODS, request_line};
 pub use event::{Event, EventError, EventParams};
-pub use ids::{SessionId, TargetId};
+pub use ids::{BrowserContextId, SessionId, TargetId};
 pub use page::{NavigateOutcome, NavigationEntry, NavigationHistory};
 pub use runtime::Evaluation;
 pub use target::TargetInfo;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::client::{CdpClient, CdpError};
 use super::command::{self, Command, Empty};
 use super::event::EventParams;
-use super::ids::{SessionId, TargetId};
+use super::ids::{BrowserContextId, SessionId, TargetId};
 
 /// One entry of `Target.getTargets` / `Target.targetCreated`, as Chromium
 /// describes it. Crate-internal: the agent protocol maps it to its own ids.
@@ -52,6 +52,12 @@ pub struct CreateTarget {
     /// `false`: the new tab (or window) is not activated; absent: Chromium's default (focused).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub focus: Option<bool>,
+    /// The browser context to open it in; absent: the profile's default context.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "command::optional_browser_context_id"
+    )]
+    pub browser_context_id: Option<BrowserContextId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -63,6 +69,41 @@ pub struct CreateTargetReply {
 impl Command for CreateTarget {
     const METHOD: &'static str = "Target.createTarget";
     type Reply = CreateTargetReply;
+}
+
+/// `Target.createBrowserContext`: a new context with cookies, storage and cache of its own
+/// (shared with no other context, the user's included). With `disposeOnDetach` Chromium disposes
+/// it, and closes its pages, when the connection or browser-target session that made it ends;
+/// without it the context outlives its maker (docs/cdp.md, "browser contexts").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateBrowserContext {
+    pub dispose_on_detach: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateBrowserContextReply {
+    pub browser_context_id: BrowserContextId,
+}
+
+impl Command for CreateBrowserContext {
+    const METHOD: &'static str = "Target.createBrowserContext";
+    type Reply = CreateBrowserContextReply;
+}
+
+/// `Target.disposeBrowserContext`: closes every page of the context and drops its cookies and
+/// storage. Any connection may dispose any context; an unknown id is an error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DisposeBrowserContext {
+    #[serde(serialize_with = "command::browser_context_id")]
+    pub browser_context_id: BrowserContextId,
+}
+
+impl Command for DisposeBrowserContext {
+    const METHOD: &'static str = "Target.disposeBrowserContext";
+    type Reply = Empty;
 }
 
 /// `Target.attachToTarget` with `flatten: true`; the session id goes on the top-level
@@ -353,6 +394,7 @@ impl CdpClient {
             url: url.to_owned(),
             new_window,
             focus: None,
+            browser_context_id: None,
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -360,15 +402,19 @@ impl CdpClient {
     /// `Target.createTarget {newWindow: true, focus: false}`: a new window whose only tab is
     /// its visible front tab, shown without being activated, so the window the user works in
     /// keeps the focus (docs/cdp.md "Background driving").
+    /// With a `context`, the window is that browser context's (its first window when it has
+    /// none yet).
     pub async fn create_background_window(
         &self,
         url: &str,
+        context: Option<&BrowserContextId>,
         timeout: Duration,
     ) -> Result<TargetId, CdpError> {
         let command = CreateTarget {
             url: url.to_owned(),
             new_window: true,
             focus: Some(false),
+            browser_context_id: context.cloned(),
         };
         Ok(self.execute(None, &command, timeout).await?.target_id)
     }
@@ -471,12 +517,14 @@ mod tests {
             url: "about:blank".to_owned(),
             new_window: false,
             focus: None,
+            browser_context_id: None,
         };
         assert_eq!(params(&create), json!({"url": "about:blank"}));
         let window = CreateTarget {
             url: "about:blank".to_owned(),
             new_window: true,
             focus: None,
+            browser_context_id: None,
         };
         assert_eq!(
             params(&window),
@@ -486,10 +534,30 @@ mod tests {
             url: "about:blank".to_owned(),
             new_window: true,
             focus: Some(false),
+            browser_context_id: Some(BrowserContextId::new("C")),
         };
         assert_eq!(
             params(&background),
-            json!({"url": "about:blank", "newWindow": true, "focus": false})
+            json!({"url": "about:blank", "newWindow": true, "focus": false, "browserContextId": "C"})
+        );
+        assert_eq!(
+            params(&CreateBrowserContext {
+                dispose_on_detach: true
+            }),
+            json!({"disposeOnDetach": true})
+        );
+        assert_eq!(
+            params(&DisposeBrowserContext {
+                browser_context_id: BrowserContextId::new("C")
+            }),
+            json!({"browserContextId": "C"})
+        );
+        let context = reply::<CreateBrowserContext>(
+            json!({"browserContextId": "61AA6D1E12CB21616691505BEBA3BC0E"}),
+        );
+        assert_eq!(
+            context.browser_context_id.as_str(),
+            "61AA6D1E12CB21616691505BEBA3BC0E"
         );
         let attach = AttachToTarget {
             target_id: TargetId::new("T"),

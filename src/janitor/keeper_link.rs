@@ -1,7 +1,8 @@
 //! The janitor over the keeper's socket (the managed browser, which has no debugging port): the
 //! same announce, proxy and clean-up as over a WebSocket, on lines both ways. The socket is read
 //! and written by two small tasks over bounded channels; one loop owns the tracker. On stdin EOF
-//! it closes exactly the managed targets (at most `CLEANUP_TIMEOUT`) and exits 0, which hangs up
+//! it disposes the browser contexts the Broker made and closes exactly the managed targets (at
+//! most `CLEANUP_TIMEOUT`) and exits 0, which hangs up
 //! on the keeper: the keeper detaches this connection's browser session and the browser lives
 //! on.
 
@@ -103,10 +104,7 @@ pub(super) async fn run(socket: PathBuf, stdout: mpsc::Sender<String>) -> i32 {
                 }
                 None => {
                     cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
-                    let targets = tracker.managed_targets();
-                    tracing::debug!(n_targets = targets.len(), "closing managed targets");
-                    for target_id in targets {
-                        let line = tracker.private_request(PrivateCall::CloseTarget(target_id));
+                    for line in tracker.cleanup_requests() {
                         if outbound.send(line).await.is_err() {
                             return 0;
                         }

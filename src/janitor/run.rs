@@ -1,9 +1,10 @@
 //! The janitor process: connect, announce, proxy, clean up. One loop owns
 //! the WebSocket and the tracker; stdin and stdout are pumped by two small
 //! tasks over bounded channels, so a slow Broker slows the socket reads
-//! (backpressure) instead of growing memory. On stdin EOF it closes exactly
-//! the managed targets, waits at most `CLEANUP_TIMEOUT`, and exits 0. It
-//! reads no disk state and writes nothing but its stdout lines.
+//! (backpressure) instead of growing memory. On stdin EOF it disposes exactly
+//! the browser contexts the Broker made, closes exactly the managed targets,
+//! waits at most `CLEANUP_TIMEOUT`, and exits 0. It reads no disk state and
+//! writes nothing but its stdout lines.
 //!
 //! Stdout protocol (the status lines are `cdp::pipe::JanitorLine`): the
 //! first line is `{"janitor":"connected"}` or
@@ -262,12 +263,7 @@ impl Proxy {
     }
 
     fn start_cleanup(&mut self) -> Result<(), WsError> {
-        let targets = self.tracker.managed_targets();
-        tracing::debug!(n_targets = targets.len(), "closing managed targets");
-        for target_id in targets {
-            let line = self
-                .tracker
-                .private_request(PrivateCall::CloseTarget(target_id));
+        for line in self.tracker.cleanup_requests() {
             self.write(line)?;
         }
         Ok(())

@@ -3,7 +3,11 @@
 //! the matching response), popups whose `openerId` is already managed, and
 //! targets the Broker hands over with a private `JanitorLine::Adopt` line
 //! (tabs it created under an earlier janitor that died; that line is never
-//! forwarded to Chromium).
+//! forwarded to Chromium). And which browser contexts it may dispose: exactly
+//! those made by a proxied `Target.createBrowserContext` (read from its
+//! response the same way) and not yet disposed by a proxied
+//! `Target.disposeBrowserContext`; never the default context, never one another
+//! client made.
 //! It also allocates the janitor's own request ids and recognises their
 //! responses so they are not forwarded to the Broker. Pure bookkeeping over
 //! message text: no I/O, no disk. Method and event names, the private
@@ -16,10 +20,10 @@ use serde::Deserialize;
 
 use crate::cdp::pipe::JanitorLine;
 use crate::cdp::target::{
-    CloseTarget, CreateTarget, SetDiscoverTargets, TARGET_EVENTS_PREFIX, TargetCreated,
-    TargetDestroyed, TargetInfoChanged,
+    CloseTarget, CreateBrowserContext, CreateTarget, DisposeBrowserContext, SetDiscoverTargets,
+    TARGET_EVENTS_PREFIX, TargetCreated, TargetDestroyed, TargetInfoChanged,
 };
-use crate::cdp::{Command, EventParams, TargetId, request_line};
+use crate::cdp::{BrowserContextId, Command, EventParams, TargetId, request_line};
 
 /// First id of the janitor's own requests. Chromium parses `id` as a 32-bit
 /// int, so private ids live just below `i32::MAX`; the Broker's client
@@ -34,11 +38,17 @@ const MAX_MANAGED_TARGETS: usize = 4096;
 /// Upper bound of `Target.createTarget` requests awaiting their response.
 const MAX_PENDING_CREATES: usize = 1024;
 
+/// Upper bound of tracked browser contexts: one per isolated Workspace, and a Principal has at
+/// most 64 active Workspaces. A context beyond it is not tracked (so never disposed by the
+/// janitor), erring, like targets, on the side of touching nothing.
+const MAX_CONTEXTS: usize = 4096;
+
 /// What the janitor itself asked Chromium.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum PrivateCall {
     DiscoverTargets,
     CloseTarget(TargetId),
+    DisposeContext(BrowserContextId),
 }
 
 /// Whether a Broker line goes on to Chromium.
@@ -61,6 +71,10 @@ pub(super) enum Verdict {
 pub(super) struct Tracker {
     managed: HashSet<TargetId>,
     pending_creates: HashSet<u64>,
+    /// Browser contexts made through this janitor and not disposed since.
+    contexts: HashSet<BrowserContextId>,
+    /// `Target.createBrowserContext` requests awaiting their response.
+    pending_contexts: HashSet<u64>,
     private_pending: HashMap<u64, PrivateCall>,
     next_private: u64,
 }
@@ -81,6 +95,8 @@ struct Peek {
 struct PeekResult {
     #[serde(default, rename = "targetId")]
     target_id: Option<TargetId>,
+    #[serde(default, rename = "browserContextId")]
+    browser_context_id: Option<BrowserContextId>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +105,8 @@ struct PeekParams {
     target_info: Option<PeekTargetInfo>,
     #[serde(default, rename = "targetId")]
     target_id: Option<TargetId>,
+    #[serde(default, rename = "browserContextId")]
+    browser_context_id: Option<BrowserContextId>,
 }
 
 #[derive(Deserialize)]
@@ -101,8 +119,9 @@ struct PeekTargetInfo {
 
 impl Tracker {
     /// Notes a Broker line and says whether it goes on to Chromium. Only
-    /// `Target.createTarget` and the private control line matter; other
-    /// lines are not parsed.
+    /// `Target.createTarget`, `Target.createBrowserContext`,
+    /// `Target.disposeBrowserContext` and the private control line matter;
+    /// other lines are not parsed.
     pub(super) fn on_outbound(&mut self, line: &str) -> Outbound {
         if let Some(control) = JanitorLine::from_line(line) {
             match control {
@@ -111,19 +130,48 @@ impl Tracker {
             }
             return Outbound::Control;
         }
-        if !line.contains(CreateTarget::METHOD) {
+        if ![
+            CreateTarget::METHOD,
+            CreateBrowserContext::METHOD,
+            DisposeBrowserContext::METHOD,
+        ]
+        .iter()
+        .any(|method| line.contains(method))
+        {
             return Outbound::Forward;
         }
         let Ok(peek) = serde_json::from_str::<Peek>(line) else {
             return Outbound::Forward;
         };
-        if let (Some(id), Some(CreateTarget::METHOD)) = (peek.id, peek.method.as_deref()) {
-            match self.pending_creates.len() < MAX_PENDING_CREATES {
-                true => {
-                    self.pending_creates.insert(id);
+        match (peek.id, peek.method.as_deref()) {
+            (Some(id), Some(CreateTarget::METHOD)) => {
+                match self.pending_creates.len() < MAX_PENDING_CREATES {
+                    true => {
+                        self.pending_creates.insert(id);
+                    }
+                    false => {
+                        tracing::warn!(id, "too many pending createTarget calls; not tracking")
+                    }
                 }
-                false => tracing::warn!(id, "too many pending createTarget calls; not tracking"),
             }
+            (Some(id), Some(CreateBrowserContext::METHOD)) => {
+                match self.pending_contexts.len() < MAX_PENDING_CREATES {
+                    true => {
+                        self.pending_contexts.insert(id);
+                    }
+                    false => tracing::warn!(
+                        id,
+                        "too many pending createBrowserContext calls; not tracking"
+                    ),
+                }
+            }
+            (Some(_), Some(DisposeBrowserContext::METHOD)) => {
+                // Disposed by the Broker: nothing left to dispose at its death.
+                if let Some(context) = peek.params.and_then(|params| params.browser_context_id) {
+                    self.contexts.remove(&context);
+                }
+            }
+            _ => {}
         }
         Outbound::Forward
     }
@@ -131,7 +179,9 @@ impl Tracker {
     /// Updates the managed set from one inbound message and says whether it
     /// goes on to the Broker. Messages are parsed only when they can matter.
     pub(super) fn on_inbound(&mut self, text: &str) -> Verdict {
-        let awaiting = !self.pending_creates.is_empty() || !self.private_pending.is_empty();
+        let awaiting = !self.pending_creates.is_empty()
+            || !self.pending_contexts.is_empty()
+            || !self.private_pending.is_empty();
         if !awaiting && !text.contains(TARGET_EVENTS_PREFIX) {
             return Verdict::Forward;
         }
@@ -144,9 +194,19 @@ impl Tracker {
                     return Verdict::Private(call);
                 }
                 if self.pending_creates.remove(&id)
-                    && let Some(target_id) = peek.result.and_then(|result| result.target_id)
+                    && let Some(target_id) = peek.result.as_ref().and_then(|r| r.target_id.clone())
                 {
                     self.adopt(target_id);
+                }
+                if self.pending_contexts.remove(&id)
+                    && let Some(context) = peek.result.and_then(|result| result.browser_context_id)
+                {
+                    match self.contexts.len() < MAX_CONTEXTS {
+                        true => {
+                            self.contexts.insert(context);
+                        }
+                        false => tracing::warn!("browser context limit reached; not tracking"),
+                    }
                 }
             }
             (None, Some(TargetCreated::METHOD | TargetInfoChanged::METHOD)) => {
@@ -190,6 +250,12 @@ impl Tracker {
                     target_id: target_id.clone(),
                 },
             ),
+            PrivateCall::DisposeContext(context) => request_line(
+                id,
+                &DisposeBrowserContext {
+                    browser_context_id: context.clone(),
+                },
+            ),
         };
         self.private_pending.insert(id, call);
         line
@@ -200,6 +266,29 @@ impl Tracker {
         let mut targets: Vec<TargetId> = self.managed.iter().cloned().collect();
         targets.sort();
         targets
+    }
+
+    /// Browser contexts made through this janitor and not disposed, sorted.
+    pub(super) fn contexts(&self) -> Vec<BrowserContextId> {
+        let mut contexts: Vec<BrowserContextId> = self.contexts.iter().cloned().collect();
+        contexts.sort();
+        contexts
+    }
+
+    /// The private requests of the cleanup at the Broker's death: dispose every context the
+    /// Broker made (which closes its pages), then close every managed target (those of the
+    /// default context; one already closed with its context answers an error, which is fine).
+    pub(super) fn cleanup_requests(&mut self) -> Vec<String> {
+        let contexts = self.contexts();
+        let targets = self.managed_targets();
+        tracing::debug!(
+            n_contexts = contexts.len(),
+            n_targets = targets.len(),
+            "disposing contexts and closing managed targets"
+        );
+        let calls = (contexts.into_iter().map(PrivateCall::DisposeContext))
+            .chain(targets.into_iter().map(PrivateCall::CloseTarget));
+        calls.map(|call| self.private_request(call)).collect()
     }
 
     /// Whether any janitor-private request still waits for its response.
@@ -284,6 +373,47 @@ mod tests {
         tracker.on_inbound(r#"{"id":2,"result":{"targetId":"U"}}"#);
         // A createTarget sent on a page session still counts by id.
         assert!(tracker.managed_targets().is_empty());
+    }
+
+    #[test]
+    fn contexts_made_through_the_janitor_are_disposed_and_no_other() {
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(
+            r#"{"id":4,"method":"Target.createBrowserContext","params":{"disposeOnDetach":true}}"#,
+        );
+        tracker.on_outbound(
+            r#"{"id":5,"method":"Target.createBrowserContext","params":{"disposeOnDetach":true}}"#,
+        );
+        tracker.on_outbound(r#"{"id":6,"method":"Target.createBrowserContext","params":{}}"#);
+        tracker.on_inbound(r#"{"id":4,"result":{"browserContextId":"C1"}}"#);
+        tracker.on_inbound(r#"{"id":5,"result":{"browserContextId":"C2"}}"#);
+        tracker.on_inbound(r#"{"id":6,"error":{"code":-32000,"message":"refused"}}"#);
+        // Contexts seen only in events (another client's, the default one) are not the Broker's.
+        tracker.on_inbound(r#"{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"U","type":"page","browserContextId":"DEFAULT"}}}"#);
+        tracker.on_inbound(r#"{"id":9,"result":{"browserContextId":"OTHER"}}"#);
+        assert_eq!(
+            tracker.contexts(),
+            vec![BrowserContextId::new("C1"), BrowserContextId::new("C2")]
+        );
+        // The Broker disposed one itself: only the other is left.
+        tracker.on_outbound(r#"{"id":7,"method":"Target.disposeBrowserContext","params":{"browserContextId":"C1"}}"#);
+        tracker.on_outbound(r#"{"id":8,"method":"Target.createTarget","params":{"url":"about:blank","browserContextId":"C2"}}"#);
+        tracker.on_inbound(r#"{"id":8,"result":{"targetId":"T"}}"#);
+        let lines = tracker.cleanup_requests();
+        let requests: Vec<Value> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0]["method"], "Target.disposeBrowserContext");
+        assert_eq!(requests[0]["params"]["browserContextId"], "C2");
+        assert_eq!(requests[1]["method"], "Target.closeTarget");
+        assert_eq!(requests[1]["params"]["targetId"], "T");
+        let reply = format!(r#"{{"id":{},"result":{{}}}}"#, requests[0]["id"]);
+        assert_eq!(
+            tracker.on_inbound(&reply),
+            Verdict::Private(PrivateCall::DisposeContext(BrowserContextId::new("C2")))
+        );
     }
 
     #[test]

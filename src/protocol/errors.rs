@@ -119,6 +119,8 @@ error_codes! {
     RequestNotFound           "request_not_found"           -32071    false;
     RuleNotFound              "rule_not_found"              -32072    false;
     UrlBlocked                "url_blocked"                 -32073    false;
+    // Isolation and state.
+    IsolationUnavailable      "isolation_unavailable"       -32080    false;
 }
 
 /// An error on its way to a JSON-RPC `error` member.

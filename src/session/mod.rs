@@ -10,6 +10,7 @@ pub mod activity;
 pub mod background;
 pub mod bounds;
 mod choosers;
+pub mod contexts;
 mod downloads;
 pub mod fetch;
 mod frames;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use super::bounds::{bound_title, bound_url};
 use super::tab::TabHandle;
-use crate::cdp::{TargetId, TargetInfo};
+use crate::cdp::{BrowserContextId, TargetId, TargetInfo};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
@@ -40,6 +40,9 @@ struct TabEntry {
     url: String,
     title: String,
     opener: Option<TargetId>,
+    /// Its browser context, when discovery named one (an isolated Workspace's tabs are in the
+    /// Workspace's own context; `session::contexts`).
+    context: Option<BrowserContextId>,
     /// The Workspace that created the tab (or whose managed tab opened it as a popup).
     managed_by: Option<String>,
     controller: Option<Controller>,
@@ -68,6 +71,8 @@ pub struct TabView {
     pub controlled: bool,
     pub controlled_elsewhere: bool,
     pub opener_target_id: Option<TargetRef>,
+    /// The tab's browser context, for the service to tell an isolated Workspace's tabs apart.
+    pub context: Option<BrowserContextId>,
 }
 
 /// A JavaScript dialog waiting for an explicit answer. Only the session that had `Page`
@@ -108,6 +113,9 @@ impl Registry {
             .and_then(|e| e.managed_by.clone());
         match self.tabs.get_mut(&info.target_id) {
             Some(entry) => {
+                if let Some(context) = &info.browser_context_id {
+                    entry.context = Some(BrowserContextId::new(context.as_str()));
+                }
                 entry.url = bound_url(&info.url);
                 entry.title = bound_title(&info.title);
                 entry.target_type.clone_from(&info.target_type);
@@ -127,6 +135,7 @@ impl Registry {
                         url: bound_url(&info.url),
                         title: bound_title(&info.title),
                         opener: info.opener_id.clone(),
+                        context: (info.browser_context_id.as_deref()).map(BrowserContextId::new),
                         managed_by: adopted.clone(),
                         controller: None,
                         last_workspace: None,
@@ -328,9 +337,24 @@ impl Registry {
                 controlled: mine,
                 controlled_elsewhere: entry.controller.is_some() && !mine,
                 opener_target_id,
+                context: entry.context.clone(),
             });
         }
         views
+    }
+
+    /// Records the browser context a tab was created in (discovery may not have named it yet).
+    pub fn note_context(&mut self, target: &TargetId, context: &BrowserContextId) {
+        if let Some(entry) = self.tabs.get_mut(target) {
+            entry.context = Some(context.clone());
+        }
+    }
+
+    /// The browser context of a tab, when discovery named one.
+    pub fn context_of(&self, target: &TargetId) -> Option<BrowserContextId> {
+        self.tabs
+            .get(target)
+            .and_then(|entry| entry.context.clone())
     }
 
     /// Tabs created for (or adopted by) a Workspace.

@@ -22,7 +22,7 @@ use super::registry::{Controller, Registry, TabView, TargetError};
 use super::tab::TabHandle;
 use crate::browser::{self, AuthorizationState, Candidate, DiscoveryConfig};
 use crate::cdp::pipe::{self, FailReason, JanitorLine};
-use crate::cdp::{CdpClient, TargetId};
+use crate::cdp::{BrowserContextId, CdpClient, TargetId};
 use crate::events::{Emit, EventSink};
 use crate::framing::{FramingError, LineReader};
 use crate::home::Home;
@@ -119,6 +119,8 @@ pub struct Live {
     /// What this connection knows of its tabs (`pump::Tabs`): each connection owns its own, so
     /// ids and books end with it.
     tabs: Arc<Mutex<pump::Tabs>>,
+    /// The browser contexts of isolated Workspaces made on this connection; they end with it.
+    contexts: Arc<super::contexts::Contexts>,
 }
 
 impl Live {
@@ -408,6 +410,7 @@ impl BrowserService {
             generation,
             janitor,
             tabs: Arc::default(),
+            contexts: Arc::default(),
         };
         let mut orphans = Vec::new();
         // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
@@ -737,13 +740,15 @@ impl BrowserService {
         }
     }
 
-    /// Records a tab created for a Workspace and returns its opaque id.
+    /// Records a tab created for a Workspace (in `context`, an isolated Workspace's own) and
+    /// returns its opaque id.
     pub fn adopt_created(
         &self,
         target: &TargetId,
         url: &str,
         workspace_id: &WorkspaceId,
         lease_id: &LeaseId,
+        context: Option<&BrowserContextId>,
     ) -> TargetRef {
         let opaque = self.with_registry(|registry| {
             if registry.handle(target).is_none() {
@@ -753,11 +758,14 @@ impl BrowserService {
                     title: String::new(),
                     url: url.to_owned(),
                     opener_id: None,
-                    browser_context_id: None,
+                    browser_context_id: context.map(|context| context.as_str().to_owned()),
                     attached: false,
                     subtype: None,
                     parent_frame_id: None,
                 });
+            }
+            if let Some(context) = context {
+                registry.note_context(target, context);
             }
             registry.adopt(target, workspace_id, lease_id);
             registry.opaque_id(workspace_id, target)
@@ -775,8 +783,52 @@ impl BrowserService {
         self.with_registry(|registry| registry.has_window(workspace_id))
     }
 
+    /// The tabs `browser.tabs.list` shows this Lease. A tab in another Workspace's context is
+    /// never among them, even before its Workspace adopted it.
     pub fn list_tabs(&self, workspace_id: &WorkspaceId, lease_id: &LeaseId) -> Vec<TabView> {
-        self.with_registry(|registry| registry.list(workspace_id, lease_id))
+        let Some(live) = self.live() else {
+            return Vec::new();
+        };
+        let mut views = live.with_tabs(|tabs| tabs.registry.list(workspace_id, lease_id));
+        views.retain(|view| {
+            (view.context.as_ref())
+                .and_then(|context| live.contexts.owner_of(context))
+                .is_none_or(|owner| owner == workspace_id.as_str())
+        });
+        views
+    }
+
+    /// The Workspace's own browser context on the live connection, if it has one yet.
+    pub fn workspace_context(&self, workspace_id: &WorkspaceId) -> Option<BrowserContextId> {
+        self.live().and_then(|live| live.contexts.of(workspace_id))
+    }
+
+    /// The isolated Workspace's own browser context, made on `client` (the Command's watched
+    /// handle) at its first managed navigation on this connection. Never the default context.
+    pub async fn isolated_context(
+        &self,
+        workspace_id: &WorkspaceId,
+        client: &CdpClient,
+        timeout: Duration,
+    ) -> Result<BrowserContextId, super::contexts::ContextError> {
+        let live = self.live().ok_or(super::contexts::ContextError::Cdp(
+            crate::cdp::CdpError::Disconnected,
+        ))?;
+        live.contexts
+            .get_or_make(workspace_id, client, timeout)
+            .await
+    }
+
+    /// The browser context of the tab behind a Workspace's opaque id, when discovery named one.
+    pub fn tab_context(
+        &self,
+        workspace_id: &WorkspaceId,
+        opaque: &TargetRef,
+    ) -> Option<BrowserContextId> {
+        self.with_registry(|registry| {
+            let (target, _) = registry.resolve(workspace_id, opaque).ok()?;
+            registry.context_of(&target)
+        })
     }
 
     /// Resolves a Workspace's opaque id and takes control of the tab for this Lease. A
@@ -992,6 +1044,14 @@ impl BrowserService {
             {
                 tracing::debug!(%error, "closing a managed tab on release");
             }
+        }
+        // Disposing the context closes whatever is left in it (a popup not yet adopted) and
+        // drops its cookies and storage.
+        if let Some(context) = live.contexts.take(workspace_id)
+            && let Err(error) =
+                super::contexts::dispose(&live.client, &context, Duration::from_secs(5)).await
+        {
+            tracing::debug!(%error, "disposing an isolated Workspace's context on release");
         }
     }
 }

@@ -61,6 +61,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0003_workspace_expiry.sql"),
     include_str!("../../migrations/0004_journal_classes.sql"),
     include_str!("../../migrations/0005_workspace_url_policy.sql"),
+    include_str!("../../migrations/0006_workspace_isolation.sql"),
 ];
 
 /// Numbers Stores within the process, so a writer thread knows whose units it runs.

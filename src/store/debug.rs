@@ -358,7 +358,7 @@ mod tests {
         check(
             &store,
             "PRAGMA user_version",
-            "[\"user_version\"] [[Integer(5)]]",
+            "[\"user_version\"] [[Integer(6)]]",
         );
         check(
             &store,

@@ -24,7 +24,9 @@
 //!   `client.id + client.instanceId`; dropped once nothing refers to it.
 //! - `connections(connection_id, principal_id, kind, protocol_minor, opened_at)`.
 //! - `workspaces(workspace_key, workspace_id, principal_id, browser_id,
-//!   client_key, created_at, last_active_at)`; `last_active_at` is the idle
+//!   client_key, created_at, last_active_at, url_policy, isolation)`; `isolation`
+//!   is `'context'` for a Workspace in a browser context of its own, NULL for the
+//!   shared profile; `last_active_at` is the idle
 //!   clock, moved by Commands, Lease calls and polls; `workspace_key` is a private
 //!   integer that keys the journal; `client_key` unique per Principal among
 //!   active Workspaces.

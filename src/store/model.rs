@@ -71,6 +71,9 @@ pub struct WorkspaceOptions {
     /// The URL policy in its canonical text (`session::url_policy::UrlPolicy::to_canonical`);
     /// `None`: no policy.
     pub url_policy: Option<String>,
+    /// Its managed tabs live in a browser context of their own (`isolation: "context"`);
+    /// false: the contract's shared profile.
+    pub isolated: bool,
 }
 
 /// An active Workspace.

@@ -17,12 +17,16 @@ use super::principals::{ensure_principal, find_principal, forget_principal_if_un
 
 /// Columns read by `workspace_from_row`, in order; needs `workspaces AS w`
 /// joined with `principals AS p`.
+/// The `isolation` column of a Workspace whose managed tabs live in a browser context of their
+/// own; NULL is the shared profile.
+const ISOLATION_CONTEXT: &str = "context";
+
 macro_rules! workspace_columns {
     () => {
         "w.workspace_id, p.client_id, p.instance_id, w.browser_id, w.client_key,
          w.created_at, w.last_active_at,
          (SELECT ifnull(max(e.sequence), 0) FROM events AS e WHERE e.workspace_key = w.workspace_key),
-         w.url_policy"
+         w.url_policy, w.isolation"
     };
 }
 
@@ -40,6 +44,7 @@ fn workspace_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<WorkspaceRow>
         latest_sequence: column_u64(row, 7)?,
         options: WorkspaceOptions {
             url_policy: row.get(8)?,
+            isolated: row.get::<_, Option<String>>(9)?.as_deref() == Some(ISOLATION_CONTEXT),
         },
     })
 }
@@ -135,8 +140,8 @@ impl Store {
                 .prepare_cached(
                     "INSERT INTO workspaces
                        (workspace_id, principal_id, browser_id, client_key, created_at, last_active_at,
-                        url_policy)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+                        url_policy, isolation)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
                 )?
                 .execute((
                     &workspace.id,
@@ -145,6 +150,7 @@ impl Store {
                     &workspace.client_key,
                     workspace.now,
                     &workspace.options.url_policy,
+                    workspace.options.isolated.then_some(ISOLATION_CONTEXT),
                 ))?;
             let created = find_workspace(transaction, principal_id, &workspace.id)?
                 .ok_or(StoreError::WorkspaceNotFound)?;
@@ -519,6 +525,25 @@ mod tests {
             panic!("{lookup:?}");
         };
         assert_eq!(row.options.url_policy.as_deref(), Some(policy));
+    }
+
+    #[test]
+    fn a_repeated_client_key_must_repeat_the_isolation() {
+        let store = store();
+        let a = principal("a");
+        let create = |id: &str, isolated: bool| {
+            let mut new = new_workspace(id, &a, Some("k"));
+            new.options.isolated = isolated;
+            outcome(store.create_workspace(&new), render_create)
+        };
+        assert_eq!(create("workspace:1", true), "created workspace:1");
+        assert_eq!(create("workspace:2", true), "existing workspace:1");
+        assert_eq!(create("workspace:3", false), "ClientKeyConflict");
+        let lookup = store.get_workspace(&a, "workspace:1").unwrap();
+        let WorkspaceLookup::Active(row) = lookup else {
+            panic!("{lookup:?}");
+        };
+        assert!(row.options.isolated);
     }
 
     #[test]

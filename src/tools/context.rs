@@ -20,6 +20,7 @@ use crate::version::now_ms;
 // The session-wide types and helpers a tool names: with `tab.rs` (the per-tab ones) this is
 // the only file of `tools/` that imports `session`.
 pub use crate::session::bounds::bound;
+pub use crate::session::contexts::{ContextError, MAX_CONTEXTS};
 pub use crate::session::fetch::{
     self as fetch_rules, ControlLimit, Credential, MAX_AUTH_ORIGINS, MAX_MOCK_BODY_BYTES,
     MAX_PATTERN_CHARS, MAX_RULE_HEADERS, MAX_RULES_PER_WORKSPACE, Rule, RuleAction,

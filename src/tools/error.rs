@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-use super::context::{ConnectError, TargetError};
+use super::context::{ConnectError, ContextError, TargetError};
 use crate::artifacts::ArtifactError;
 use crate::cdp::CdpError;
 use crate::page::{PageError, ScriptErrorCode};
@@ -24,6 +24,9 @@ pub enum ToolError {
     Target(TargetError),
     #[error("connect: {0:?}")]
     Connect(ConnectError),
+    /// An isolated Workspace got no browser context of its own.
+    #[error(transparent)]
+    Isolation(#[from] ContextError),
     #[error(transparent)]
     Artifact(#[from] ArtifactError),
     #[error(transparent)]
@@ -65,6 +68,7 @@ impl From<ToolError> for RpcError {
             ToolError::Page(error) => page(error),
             ToolError::Target(error) => target(error),
             ToolError::Connect(error) => connect(error),
+            ToolError::Isolation(error) => isolation(error),
             ToolError::Artifact(error) => artifact(error),
             ToolError::Store(error) => {
                 tracing::error!(%error, "a tool's store call failed");
@@ -91,6 +95,27 @@ fn disconnected() -> RpcError {
         RemediationAction::CallBrowserConnect,
         "Call browser.connect, then browser.tabs.list to rebuild target state.",
     )
+}
+
+/// An isolated Workspace without a context of its own: never retried onto the shared profile.
+fn isolation(error: ContextError) -> RpcError {
+    match error {
+        ContextError::Refused(message) => RpcError::new(
+            ErrorCode::IsolationUnavailable,
+            format!("the browser refused a separate browser context for this isolated Workspace: {message}"),
+        )
+        .with_remediation(
+            RemediationAction::Discover,
+            "This browser cannot isolate a Workspace. Create the Workspace on another browser (browser.discover), or without isolation if sharing the profile is acceptable.",
+        ),
+        ContextError::TooMany => RpcError::new(
+            ErrorCode::IsolationUnavailable,
+            "this browser connection holds the most isolated Workspace contexts it keeps",
+        )
+        .with_context("limit", json!(super::context::MAX_CONTEXTS))
+        .with_remediation(RemediationAction::ReleaseUnused, "Release isolated Workspaces that are no longer used."),
+        ContextError::Cdp(error) => cdp(error),
+    }
 }
 
 fn target(error: TargetError) -> RpcError {

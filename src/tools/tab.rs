@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::actions::INPUT_TIMEOUT;
-use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
+use super::context::{CallScope, ContextError, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::observation::{
     DiffBase, DiffUnavailable, ObservationRequest, fingerprint_fields, shape,
@@ -31,8 +31,8 @@ use crate::cdp::input::{
     self, DispatchKeyEvent, DispatchMouseEvent, MouseButton, MouseEventType, Stroke,
 };
 use crate::cdp::{
-    CdpClient, CdpError, Command, NavigateOutcome, NavigationHistory, SessionId, TargetId,
-    TargetInfo,
+    BrowserContextId, CdpClient, CdpError, Command, NavigateOutcome, NavigationHistory, SessionId,
+    TargetId, TargetInfo,
 };
 use crate::events::Emit;
 use crate::page::{
@@ -540,13 +540,30 @@ impl TabCalls {
             .await
     }
 
-    /// Opens a tab in a window of its own, shown without being activated.
+    /// Opens a tab in a window of its own, shown without being activated, in `context` (an
+    /// isolated Workspace's own) or the profile's default context.
     pub async fn create_background_window(
         &self,
         url: &str,
+        context: Option<&BrowserContextId>,
         timeout: Duration,
     ) -> Result<TargetId, CdpError> {
-        self.client.create_background_window(url, timeout).await
+        (self.client)
+            .create_background_window(url, context, timeout)
+            .await
+    }
+
+    /// The isolated Workspace's own browser context, made on this handle at its first managed
+    /// navigation (`session::contexts`).
+    pub async fn isolated_context(
+        &self,
+        env: &ToolEnv,
+        workspace_id: &WorkspaceId,
+        timeout: Duration,
+    ) -> Result<BrowserContextId, ContextError> {
+        (env.browser)
+            .isolated_context(workspace_id, &self.client, timeout)
+            .await
     }
 
     /// Reloads the tab on `session` (`Page.reload`).

@@ -20,6 +20,7 @@ use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{Awaited, ControlledTab, PageState, TabCalls};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
+use crate::store::TargetRef;
 
 /// Longest URL accepted by `browser.open` / `browser.navigate`.
 const MAX_URL_CHARS: usize = 8192;
@@ -39,6 +40,7 @@ fn page_result_schema() -> Value {
             "url": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
             "title": {"type": "string", "x-browser-pilot-sensitivity": ["browser_data"]},
             "managed": {"type": "boolean"},
+            "isolated": {"type": "boolean"},
             "loadState": {"enum": ["complete", "interactive", "loading", "timeout"]},
         }),
         &["targetId", "url", "title", "loadState"],
@@ -115,6 +117,7 @@ pub fn defs() -> Vec<ToolDef> {
                     "controlled": {"type": "boolean"},
                     "controlledElsewhere": {"type": "boolean"},
                     "openerTargetId": {"type": ["string", "null"]},
+                    "isolated": {"type": "boolean"},
                 }), &["targetId", "url", "title", "managed", "controlled", "controlledElsewhere"])}}),
                 &["tabs"],
             ),
@@ -205,6 +208,23 @@ async fn connect(
 }
 
 async fn workspace_browser(env: &ToolEnv, scope: &WorkspaceScope<'_>) -> Result<String, ToolError> {
+    Ok(workspace_row(env, scope).await?.browser_id)
+}
+
+/// Whether the Workspace was created with `isolation: "context"`: its managed tabs live in a
+/// browser context of its own (`session::contexts`).
+pub(super) async fn workspace_isolated(
+    env: &ToolEnv,
+    scope: &WorkspaceScope<'_>,
+) -> Result<bool, ToolError> {
+    Ok(workspace_row(env, scope).await?.options.isolated)
+}
+
+/// The Workspace's active row.
+async fn workspace_row(
+    env: &ToolEnv,
+    scope: &WorkspaceScope<'_>,
+) -> Result<crate::store::WorkspaceRow, ToolError> {
     let store = env.store.clone();
     let principal = scope.principal.clone();
     let id = scope.workspace_id.to_owned();
@@ -216,7 +236,7 @@ async fn workspace_browser(env: &ToolEnv, scope: &WorkspaceScope<'_>) -> Result<
             RpcError::new(ErrorCode::InternalError, "internal store error")
         })?;
     match lookup {
-        crate::store::WorkspaceLookup::Active(row) => Ok(row.browser_id),
+        crate::store::WorkspaceLookup::Active(row) => Ok(row),
         _ => Err(ToolError::from(RpcError::new(
             ErrorCode::WorkspaceNotFound,
             "no active Workspace with this id for this client",
@@ -270,24 +290,38 @@ async fn open(
     let url = params.url.unwrap_or_else(|| "about:blank".to_owned());
     check_url(&url)?;
     check_policy(env, scope.workspace_id, &url)?;
+    let isolated = workspace_isolated(env, scope).await?;
     if let Some(target) = scope.target() {
         let mut tab = ControlledTab::acquire(env, &target).await?;
-        return goto(env, &mut tab, &target, target.target_id, &url).await;
+        let mut result = goto(env, &mut tab, &target, target.target_id, &url).await?;
+        if isolated {
+            result["isolated"] = json!(tab_isolated(env, &target, target.target_id));
+        }
+        return Ok(result);
     }
     let client = TabCalls::watched(env, scope)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     scope.gate.pass().await?;
+    // An isolated Workspace's managed tabs open in its own browser context, made at its first
+    // managed navigation; a refused context fails the call, never falling back to the profile.
+    let context = match isolated {
+        true => Some(
+            client
+                .isolated_context(env, workspace_id, CALL_TIMEOUT)
+                .await?,
+        ),
+        false => None,
+    };
     // Every managed tab opens as the front tab of a window of its own, shown without being
     // activated: the user's window keeps the focus, and the tab renders, so it can be captured
     // at once (docs/cdp.md "Background driving"). Create blank, then navigate through the
     // tab's own session: `Page.navigate` answers at commit, so the load wait below reads the
     // new document, never the initial about:blank.
     let target = client
-        .create_background_window("about:blank", CALL_TIMEOUT)
+        .create_background_window("about:blank", context.as_ref(), CALL_TIMEOUT)
         .await?;
-    let opaque = env
-        .browser
-        .adopt_created(&target, &url, workspace_id, lease_id);
+    let opaque =
+        (env.browser).adopt_created(&target, &url, workspace_id, lease_id, context.as_ref());
     let mut attached = Emit::new(
         workspace_id,
         "target.attached",
@@ -302,7 +336,17 @@ async fn open(
     let mut result = goto(env, &mut tab, scope, &opaque, &url).await?;
     result["targetId"] = json!(opaque);
     result["managed"] = json!(true);
+    if isolated {
+        result["isolated"] = json!(true);
+    }
     Ok(result)
+}
+
+/// Whether the tab behind an opaque id is in the Workspace's own browser context (false for a
+/// user tab an isolated Workspace controls).
+fn tab_isolated(env: &ToolEnv, scope: &WorkspaceScope<'_>, opaque: &TargetRef) -> bool {
+    let own = env.browser.workspace_context(scope.workspace_id);
+    own.is_some() && env.browser.tab_context(scope.workspace_id, opaque) == own
 }
 
 async fn navigate(
@@ -334,14 +378,18 @@ async fn navigate(
     let dispatched = tokio::time::Instant::now();
     let awaited = match action {
         NavigateAction::Goto => {
-            return goto(
+            let mut result = goto(
                 env,
                 &mut tab,
                 scope,
                 scope.target_id,
                 url.as_deref().unwrap_or("about:blank"),
             )
-            .await;
+            .await?;
+            if workspace_isolated(env, scope).await? {
+                result["isolated"] = json!(tab_isolated(env, scope, scope.target_id));
+            }
+            return Ok(result);
         }
         NavigateAction::Reload => {
             let mark = tab.load_mark();
@@ -379,7 +427,11 @@ async fn navigate(
     let page = tab
         .wait_for_load(env, scope, scope.target_id, &awaited, dispatched)
         .await?;
-    Ok(page_result(scope.target_id, page, false))
+    let mut result = page_result(scope.target_id, page, false);
+    if workspace_isolated(env, scope).await? {
+        result["isolated"] = json!(tab_isolated(env, scope, scope.target_id));
+    }
+    Ok(result)
 }
 
 async fn goto(
@@ -432,12 +484,17 @@ async fn tabs_list(
 ) -> Result<Value, ToolError> {
     env.connected()?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
+    // An isolated Workspace's rows say which tabs are in its own context.
+    let own_context = match workspace_isolated(env, scope).await? {
+        true => Some(env.browser.workspace_context(workspace_id)),
+        false => None,
+    };
     let tabs: Vec<Value> = env
         .browser
         .list_tabs(workspace_id, lease_id)
         .into_iter()
         .map(|tab| {
-            json!({
+            let mut row = json!({
                 "targetId": tab.target_id,
                 "url": tab.url,
                 "title": tab.title,
@@ -445,7 +502,11 @@ async fn tabs_list(
                 "controlled": tab.controlled,
                 "controlledElsewhere": tab.controlled_elsewhere,
                 "openerTargetId": tab.opener_target_id,
-            })
+            });
+            if let Some(own) = &own_context {
+                row["isolated"] = json!(own.is_some() && tab.context == *own);
+            }
+            row
         })
         .collect();
     Ok(json!({"tabs": tabs}))

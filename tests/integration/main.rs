@@ -28,6 +28,7 @@ mod files;
 mod frames;
 mod host_adapters;
 mod hostile_pages;
+mod isolation;
 mod janitor;
 mod janitor_death;
 mod keys_truth;
