@@ -162,6 +162,7 @@ pub fn table() -> &'static [MethodDef] {
             row("view/state", ORDINARY, Cli, None, handler!(Connection: view::state)),
             row("view/events", ORDINARY, Cli, None, handler!(Connection: view::events)),
             row("view/frame", ORDINARY, Cli, None, handler!(Connection: view::frame)),
+            row("handoff/done", ORDINARY, Cli, None, handler!(Connection: view::handoff_done)),
             row(TOOL_FLAGS_METHOD, ORDINARY, Bridge, None, handler!(Connection: commands::flags)),
         ];
         rows
@@ -302,6 +303,7 @@ mod tests {
             "view/state",
             "view/events",
             "view/frame",
+            "handoff/done",
         ] {
             assert!(find(name, PeerRole::Bridge).is_none(), "{name}");
             assert!(find(name, PeerRole::Cli).is_some(), "{name}");

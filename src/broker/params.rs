@@ -328,6 +328,21 @@ params_schema!(
     )
 );
 
+/// `handoff/done` (CLI): the person is done with a hand-off (the only one when no id).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffDoneParams {
+    pub handoff_id: Option<String>,
+    pub note: Option<String>,
+}
+params_schema!(
+    HandoffDoneParams,
+    object(
+        &[],
+        json!({"handoffId": optional_id(), "note": {"type": ["string", "null"], "maxLength": 2000}})
+    )
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -395,6 +410,7 @@ mod tests {
             ViewRegister::schema(),
             ViewEvents::schema(),
             ViewFrame::schema(),
+            HandoffDoneParams::schema(),
         ] {
             assert_eq!(schema::unknown_keywords(schema), Vec::<String>::new());
         }

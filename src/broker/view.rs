@@ -1,8 +1,9 @@
 //! The live view's private methods (docs/view.md), served only to a CLI peer (the view role
 //! connects as one, like `bp`; a bridge's host never reaches them): `view/register` (the view's
 //! origin, never an eligible tab), `view/state` (every active Workspace, its Leases, tabs and
-//! newest Commands), `view/events` (a Workspace's newest journal rows) and `view/frame` (one
-//! JPEG of a tab).
+//! newest Commands, and the hand-offs waiting), `view/events` (a Workspace's newest journal
+//! rows), `view/frame` (one JPEG of a tab) and `handoff/done` (the person pressed Done in the
+//! view, or ran `bp handoff done`).
 //!
 //! Everything here is a read: the store's reader threads and the session's in-memory registry,
 //! never the writer or a tab's turn, so a view open beside the agents does not slow their
@@ -11,10 +12,12 @@
 use serde_json::{Value, json};
 
 use super::connection::ConnectionContext;
-use super::params::{Raw, ViewEvents, ViewFrame, ViewRegister};
+use super::params::{HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewRegister};
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::redact::redact_url;
-use crate::session::view::{FrameError, register_view_origin};
+use crate::session::view::{
+    FinishError, FrameError, HandoffDone, finish_handoff, pending_handoffs, register_view_origin,
+};
 use crate::store::{ViewCommand, ViewWorkspace};
 
 pub async fn register(
@@ -68,7 +71,37 @@ pub async fn state(context: &ConnectionContext, _: Raw) -> Result<Value, RpcErro
     Ok(json!({
         "browser": {"connected": connected.is_some(), "browserId": connected},
         "workspaces": workspaces,
+        "handoffs": handoffs_json(),
     }))
+}
+
+fn handoffs_json() -> Vec<Value> {
+    (pending_handoffs().iter())
+        .map(|h| {
+            json!({
+                "handoffId": h.handoff_id,
+                "workspaceId": h.workspace_id,
+                "targetId": h.target_id,
+                "reason": h.reason,
+                "requestedAt": h.requested_at,
+            })
+        })
+        .collect()
+}
+
+/// The person is done: the waiting `browser.handoff` reads its evidence and completes.
+pub async fn handoff_done(
+    _: &ConnectionContext,
+    params: HandoffDoneParams,
+) -> Result<Value, RpcError> {
+    let done = HandoffDone { note: params.note };
+    match finish_handoff(params.handoff_id.as_deref(), done) {
+        Ok(handoff) => Ok(json!({"done": true, "handoffId": handoff.handoff_id})),
+        Err(error @ FinishError::NotFound) => Err(RpcError::invalid_params(error.to_string())
+            .with_context("handoffs", json!(handoffs_json()))),
+        Err(error @ FinishError::Ambiguous(_)) => Err(RpcError::invalid_params(error.to_string())
+            .with_context("handoffs", json!(handoffs_json()))),
+    }
 }
 
 fn workspace_json(workspace: &ViewWorkspace, tabs: Vec<Value>) -> Value {

@@ -52,6 +52,7 @@ pub const TOOL_COMMANDS: &[(&str, &str)] = &[
     ("browser.cookies.delete", "bp cookies delete"),
     ("browser.eval", "bp eval"),
     ("browser.wait", "bp wait"),
+    ("browser.handoff", "bp handoff ask"),
     ("browser.hover", "bp hover"),
     ("browser.drag", "bp drag"),
     ("browser.console.list", "bp console"),
@@ -490,6 +491,15 @@ pub enum Command {
         #[arg(long)]
         follow: bool,
     },
+    /// Ask the person at the live view to act on the current tab (a captcha, a second factor),
+    /// or tell a waiting hand-off that you are done.
+    #[command(
+        after_help = "Examples: bp handoff ask \"Solve the captcha\" --timeout 300000\n          bp handoff done --note \"logged in\""
+    )]
+    Handoff {
+        #[command(subcommand)]
+        action: HandoffAction,
+    },
     /// Print the URL of your live view of every Workspace (starting the view when none runs):
     /// watch agents' tabs and answer their hand-offs (docs/view.md).
     #[command(after_help = "Example: bp view --open")]
@@ -515,6 +525,30 @@ pub enum Command {
     Man {
         /// Write bp.1 and every bp-COMMAND.1 it links to here (created when missing).
         dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HandoffAction {
+    /// Wait until the person at the live view presses Done (`browser.handoff`).
+    #[command(
+        after_help = "Example: bp handoff ask \"Solve the captcha, then press Done\" --timeout 300000"
+    )]
+    Ask {
+        /// What the person should do.
+        reason: String,
+        /// Give up after this many milliseconds (default: the Broker's 30 s).
+        #[arg(long, value_name = "MS")]
+        timeout: Option<u64>,
+    },
+    /// The person is done: the waiting hand-off completes (the only one when no id is given).
+    #[command(after_help = "Example: bp handoff done --note \"logged in\"")]
+    Done {
+        /// The hand-off's id (`handoff:...`, from the `handoff.requested` event or the view).
+        id: Option<String>,
+        /// A note for the agent.
+        #[arg(long)]
+        note: Option<String>,
     },
 }
 

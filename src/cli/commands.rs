@@ -338,6 +338,36 @@ pub async fn debug_sql(home: &Home, sql: &str) -> i32 {
     0
 }
 
+/// `bp handoff done [ID] [--note TEXT]`: tells a waiting `browser.handoff` the person is done
+/// (the only one waiting when no id is given), like Done in the live view.
+pub async fn handoff_done(
+    home: &Home,
+    output: &Output,
+    handoff_id: Option<String>,
+    note: Option<String>,
+) -> i32 {
+    let mut client = match CliClient::connect(home).await {
+        Ok(client) => client,
+        Err(error) => return report(output, error),
+    };
+    let mut params = Map::new();
+    params.insert("handoffId".into(), json!(handoff_id));
+    params.insert("note".into(), json!(note));
+    match client.call("handoff/done", params).await {
+        Ok(done) => {
+            output.print(&done, |style| {
+                format!(
+                    "{} {}\n",
+                    style.green("done"),
+                    done["handoffId"].as_str().unwrap_or("")
+                )
+            });
+            exit::OK
+        }
+        Err(error) => report(output, error),
+    }
+}
+
 fn report(output: &Output, error: CliError) -> i32 {
     let text = error.to_string();
     let (exit_code, rpc) = match error {

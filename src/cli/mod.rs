@@ -24,7 +24,7 @@ pub use args::{
     Cli, Command, EXIT_CODES, IMPLICIT_TOOLS, Shell, TOOL_COMMANDS, completions, man_page,
     man_pages, tool_coverage_markdown,
 };
-pub use commands::{debug_sql, disconnect, status};
+pub use commands::{debug_sql, disconnect, handoff_done, status};
 pub use compat::{CLIENT_ID, instance_id};
 pub use exit::log_level;
 pub use run::run;

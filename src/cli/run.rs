@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::args::{Aim, Cli, Command, DialogAction, DropPoint, extra_capabilities};
+use super::args::{Aim, Cli, Command, DialogAction, DropPoint, HandoffAction, extra_capabilities};
 use super::commands;
 use super::compat::{Compat, Grants};
 use super::data;
@@ -84,6 +84,9 @@ pub fn run(cli: Cli) -> i32 {
             } => launch(&home, &output, &allowed, headless, executable).await,
             Command::Stop => stop(&home, &output).await,
             Command::View { open, stop } => crate::view::cli(home.clone(), open, stop).await,
+            Command::Handoff {
+                action: HandoffAction::Done { id, note },
+            } => commands::handoff_done(&home, &output, id, note).await,
             command => match tool_command(&home, &output, &allowed, command).await {
                 Ok(()) => exit::OK,
                 Err(error) => {
@@ -447,6 +450,29 @@ async fn run_tool_command(
                 )
             });
         }
+        Command::Handoff {
+            action: HandoffAction::Ask { reason, timeout },
+        } => {
+            let (target, _) = compat.current_target().await?;
+            let mut arguments = json!({"reason": reason});
+            if let Some(timeout) = timeout {
+                arguments["timeoutMs"] = json!(timeout);
+            }
+            eprintln!(
+                "waiting for you: run `bp view`, act on the tab, then press Done (or run `bp handoff done`)"
+            );
+            let done = compat
+                .tool_within("browser.handoff", arguments, Some(&target), timeout)
+                .await?;
+            output.print(&done.result, |style| {
+                format!(
+                    "{} {} {}\n",
+                    style.green("done"),
+                    done.result["url"].as_str().unwrap_or(""),
+                    style.dim(&done.result["evidence"].to_string())
+                )
+            });
+        }
         Command::Console {
             level,
             after,
@@ -773,6 +799,9 @@ async fn run_tool_command(
         | Command::Launch { .. }
         | Command::Stop
         | Command::View { .. }
+        | Command::Handoff {
+            action: HandoffAction::Done { .. },
+        }
         | Command::Completions { .. }
         | Command::Man { .. } => unreachable!("handled before a session is opened"),
     }

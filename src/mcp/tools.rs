@@ -234,6 +234,10 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
         "Drag from an element or point to another element or point.",
     ),
     (
+        "browser.handoff",
+        "Let the user act on the tab (captcha, 2FA) in the live view; ends at their Done.",
+    ),
+    (
         "browser.console.list",
         "Read the page's console messages and errors.",
     ),
@@ -311,10 +315,10 @@ fn without_bounds(schema: &mut Value) {
 }
 
 /// A ref argument: from the latest result of the tab (the server adds its `observationId`).
-const REF_DESCRIPTION: &str = "Element ref from the tab's latest result.";
+const REF_DESCRIPTION: &str = "Ref of the latest result.";
 
 /// The `targetId` every tab tool accepts.
-const TARGET_ID_DESCRIPTION: &str = "Tab id; default: the current tab.";
+const TARGET_ID_DESCRIPTION: &str = "Tab; default: current.";
 
 /// The MCP `tools/list` entry of one Broker tool; `tools` is the whole list, so descriptions
 /// name the MCP tools a host can call. `structured` adds the output schema.

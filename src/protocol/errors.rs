@@ -121,6 +121,8 @@ error_codes! {
     UrlBlocked                "url_blocked"                 -32073    false;
     // Isolation and state.
     IsolationUnavailable      "isolation_unavailable"       -32080    false;
+    // The live view.
+    HandoffTimeout            "handoff_timeout"             -32090    true;
 }
 
 /// An error on its way to a JSON-RPC `error` member.

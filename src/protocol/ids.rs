@@ -23,6 +23,7 @@ pub enum IdKind {
     Broker,
     Request,
     Rule,
+    Handoff,
 }
 
 impl IdKind {
@@ -43,6 +44,7 @@ impl IdKind {
             IdKind::Broker => "broker:",
             IdKind::Request => "request:",
             IdKind::Rule => "rule:",
+            IdKind::Handoff => "handoff:",
         }
     }
 }

@@ -120,6 +120,86 @@ impl BrowserService {
     }
 }
 
+/// A hand-off an agent asked for (`browser.handoff`), waiting for the person's Done.
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    pub handoff_id: String,
+    pub workspace_id: String,
+    /// The Workspace's opaque id of the tab.
+    pub target_id: String,
+    pub reason: String,
+    pub requested_at: i64,
+}
+
+/// What the person said when they pressed Done.
+#[derive(Debug, Clone, Default)]
+pub struct HandoffDone {
+    pub note: Option<String>,
+}
+
+type Waiting = Vec<(Handoff, tokio::sync::oneshot::Sender<HandoffDone>)>;
+
+/// Hand-offs waiting now, each tied to its running Command (so bounded by the Commands a
+/// Broker runs at once): the entry goes when the Command ends, however it ends.
+static HANDOFFS: std::sync::Mutex<Waiting> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps a hand-off listed while it lives; dropping it (the Command completed, timed out or
+/// was cancelled) takes it off the list.
+pub struct HandoffGuard {
+    handoff_id: String,
+}
+
+impl Drop for HandoffGuard {
+    fn drop(&mut self) {
+        let mut waiting = HANDOFFS.lock().expect("handoffs lock");
+        waiting.retain(|(h, _)| h.handoff_id != self.handoff_id);
+    }
+}
+
+/// Lists `handoff` until the guard drops; the receiver resolves when the person is done.
+pub fn open_handoff(
+    handoff: Handoff,
+) -> (HandoffGuard, tokio::sync::oneshot::Receiver<HandoffDone>) {
+    let (done, wait) = tokio::sync::oneshot::channel();
+    let guard = HandoffGuard {
+        handoff_id: handoff.handoff_id.clone(),
+    };
+    HANDOFFS
+        .lock()
+        .expect("handoffs lock")
+        .push((handoff, done));
+    (guard, wait)
+}
+
+/// Every hand-off waiting now, oldest first.
+pub fn pending_handoffs() -> Vec<Handoff> {
+    let waiting = HANDOFFS.lock().expect("handoffs lock");
+    waiting.iter().map(|(h, _)| h.clone()).collect()
+}
+
+/// Why Done reached no hand-off.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FinishError {
+    #[error("no hand-off is waiting with that id")]
+    NotFound,
+    #[error("{0} hand-offs are waiting: name one by its id")]
+    Ambiguous(usize),
+}
+
+/// The person is done with `handoff_id` (or with the only one waiting when `None`).
+pub fn finish_handoff(handoff_id: Option<&str>, done: HandoffDone) -> Result<Handoff, FinishError> {
+    let mut waiting = HANDOFFS.lock().expect("handoffs lock");
+    let position = match handoff_id {
+        Some(id) => waiting.iter().position(|(h, _)| h.handoff_id == id),
+        None if waiting.len() > 1 => return Err(FinishError::Ambiguous(waiting.len())),
+        None => (!waiting.is_empty()).then_some(0),
+    };
+    let (handoff, sender) = waiting.remove(position.ok_or(FinishError::NotFound)?);
+    // A Command that ended in the same instant no longer listens; its guard is about to go.
+    let _ = sender.send(done);
+    Ok(handoff)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

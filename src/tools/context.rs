@@ -27,6 +27,7 @@ pub use crate::session::fetch::{
 };
 pub use crate::session::network::{NetFilter, NetRecord};
 pub use crate::session::url_policy::Blocked;
+pub use crate::session::view::{Handoff, open_handoff};
 pub use crate::session::{ConnectError, TargetError};
 
 /// Process-wide services a tool may use. Cheap to clone.

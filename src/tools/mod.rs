@@ -23,6 +23,7 @@ mod eval;
 mod evidence;
 mod frames;
 mod gesture;
+mod handoff;
 mod keys;
 mod network;
 mod observation;

@@ -258,6 +258,28 @@ fn every_tool_has_a_real_example() {
         Some(&board),
         json!({"text": "Card A"}),
     );
+    // A hand-off, answered by the person's `bp handoff done` as soon as it is waiting.
+    let person = {
+        let mut done = rig.home.command(crate::support::BP);
+        done.args(["handoff", "done", "--note", "solved it"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        std::thread::spawn(move || {
+            crate::support::wait_until(std::time::Duration::from_secs(20), || {
+                done.status().is_ok_and(|status| status.success())
+            })
+        })
+    };
+    record(
+        &mut agent,
+        "browser.handoff",
+        Some(&board),
+        json!({"reason": "Solve the captcha, then press Done", "timeoutMs": 20000}),
+    );
+    assert!(
+        person.join().unwrap(),
+        "bp handoff done reached the hand-off"
+    );
     let cards = agent.tool("browser.observe", Some(&board), json!({"limit": 20}));
     let card = |name: &str| -> Value {
         cards["elements"]

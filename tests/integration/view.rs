@@ -271,3 +271,108 @@ fn the_view_shows_the_brokers_workspaces_and_refuses_strangers() {
         "the view stops"
     );
 }
+
+#[test]
+fn a_handoff_completes_with_evidence_when_done_is_pressed_in_the_page() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "handoff-agent");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/Captcha")}),
+    );
+    let target = opened["targetId"].clone();
+    let (url, port, secret) = view_url(&rig.home);
+    let mut cdp = OwnCdp::connect(&rig.chromium);
+    cdp.open_user_tab(&url);
+
+    // The agent asks; its call waits for the person.
+    let asking = std::thread::spawn(move || {
+        let response = agent.call(
+            "browser.handoff",
+            Some(&target),
+            json!({"reason": "Solve the captcha", "timeoutMs": 60000}),
+        );
+        (agent, response)
+    });
+    let waiting = "!!document.querySelector('[data-handoff-done]')";
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            cdp.pages()
+                .iter()
+                .any(|(_, u)| u.ends_with(&format!(":{port}/")))
+                && in_view(&mut cdp, port, waiting) == true
+        }),
+        "the view shows the waiting hand-off"
+    );
+    assert_eq!(
+        in_view(
+            &mut cdp,
+            port,
+            "document.querySelector('[data-handoff-id]').textContent.includes('Solve the captcha')"
+        ),
+        true
+    );
+    // The person solves it: a cookie and a new document in the agent's tab.
+    cdp.evaluate_in_page(
+        "/page/Captcha",
+        "document.cookie = 'solved=1; path=/'; location.href = '/page/Solved'; true",
+    );
+    cdp.wait_for_document("/page/Solved", "Solved");
+    in_view(
+        &mut cdp,
+        port,
+        "document.querySelector('.handoff input').value = 'captcha solved'; document.querySelector('[data-handoff-done]').click(); true",
+    );
+    let (mut agent, response) = asking.join().unwrap();
+    let result = &response["result"]["result"];
+    assert_eq!(
+        response["result"]["command"]["status"], "completed",
+        "{response}"
+    );
+    let evidence = &result["evidence"];
+    assert_eq!(evidence["status"], "verified", "{result}");
+    assert_eq!(evidence["urlChanged"], true, "{result}");
+    assert_eq!(evidence["titleChanged"], true, "{result}");
+    assert_eq!(evidence["documentChanged"], true, "{result}");
+    assert_eq!(evidence["cookieCountChanged"], true, "{result}");
+    assert_eq!(evidence["note"], "captcha solved", "{result}");
+    assert_eq!(result["title"], "Solved");
+
+    let events = agent.events();
+    let requested = (events.iter())
+        .find(|e| e["type"] == "handoff.requested")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(requested["payload"]["reason"], "Solve the captcha");
+    assert_eq!(requested["payload"]["view"]["path"], "/");
+    assert!(events.iter().any(|e| e["type"] == "handoff.completed"));
+    assert!(!json!(events).to_string().contains(&secret));
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            in_view(
+                &mut cdp,
+                port,
+                "!document.querySelector('[data-handoff-done]')",
+            ) == true
+        }),
+        "the page drops the finished hand-off"
+    );
+
+    // Without Done, the hand-off ends in handoff_timeout, never in a completion.
+    let tabs = agent.tabs();
+    let target = (tabs.iter())
+        .find(|t| t["managed"] == true)
+        .unwrap_or_else(|| panic!("{tabs:?}"))["targetId"]
+        .clone();
+    let (code, error) = agent.tool_err(
+        "browser.handoff",
+        Some(&target),
+        json!({"reason": "nobody comes", "timeoutMs": 1000}),
+    );
+    assert_eq!(code, "handoff_timeout", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
+    assert_eq!(error["data"]["remediation"]["action"], "open_view");
+    let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
+    assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
+}
