@@ -19,7 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory_after_heavy_pages import EXE, rss  # noqa: E402
+from memory_after_heavy_pages import EXE, pss, rss  # noqa: E402
 import bench  # noqa: E402
 import common  # noqa: E402
 from drivers import browser_pilot as driver_module  # noqa: E402
@@ -45,7 +45,7 @@ def main():
 
     def sample():
         while not done.is_set():
-            samples.append(rss())
+            samples.append((*rss(), pss()))
             time.sleep(0.2)
 
     def loop(driver, loops):
@@ -73,7 +73,8 @@ def main():
     print(f"{loops} loops per agent in {time.time() - started:.1f} s, {len(samples)} samples")
     for share in (0.25, 0.5, 0.75, 1.0):
         part = samples[:max(1, int(len(samples) * share))]
-        print(f"first {int(share * 100)}%: peak {max(s[0] for s in part)} MiB, last {part[-1]}")
+        print(f"first {int(share * 100)}%: peak RSS {max(s[0] for s in part)} MiB, "
+              f"peak PSS {max(s[2] for s in part)} MiB, last {part[-1]}")
     # What the Broker's store holds at the end (rows and payload bytes per table).
     query = ("SELECT (SELECT count(*) FROM events), (SELECT sum(length(payload_json)) FROM events), "
              "(SELECT count(*) FROM commands), (SELECT sum(length(result_json)) FROM commands), "

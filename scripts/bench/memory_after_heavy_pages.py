@@ -39,6 +39,21 @@ def rss():
     return sum(r for r, _ in rows), rows
 
 
+def pss():
+    """Total PSS in MiB of the processes running EXE: each shared page (the executable's code,
+    libc) counted once across them, not once per process as summed RSS counts it."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/exe") != EXE:
+                continue
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                total += next(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+    return round(total / 1024)
+
+
 def main():
     BrowserPilot.executable = EXE
     _server, base = bench.serve_fixtures()
