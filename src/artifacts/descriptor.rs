@@ -15,6 +15,9 @@ pub enum ArtifactKind {
     UploadInput,
     /// A scaled-down screenshot sized for a model.
     Preview,
+    /// A Workspace's cookies and web storage, written by `browser.storage.save` (sensitivity
+    /// `credential`; the versioned JSON of docs/artifacts.md, "Storage state").
+    StorageState,
 }
 
 impl ArtifactKind {
@@ -24,6 +27,7 @@ impl ArtifactKind {
         ArtifactKind::Download,
         ArtifactKind::UploadInput,
         ArtifactKind::Preview,
+        ArtifactKind::StorageState,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -33,6 +37,7 @@ impl ArtifactKind {
             ArtifactKind::Download => "download",
             ArtifactKind::UploadInput => "upload_input",
             ArtifactKind::Preview => "preview",
+            ArtifactKind::StorageState => "storage_state",
         }
     }
 

@@ -62,6 +62,9 @@ pub const MUTATING_METHODS: &[&str] = &[
     "Storage.clearCookies",
     "Storage.clearDataForOrigin",
     "Storage.clearDataForStorageKey",
+    "DOMStorage.setDOMStorageItem",
+    "DOMStorage.removeDOMStorageItem",
+    "DOMStorage.clear",
 ];
 
 /// One CDP command. The implementing type is the command's params: it serializes to the

@@ -11,6 +11,7 @@ pub mod browser;
 mod client;
 mod command;
 pub mod dom;
+pub mod dom_storage;
 pub mod emulation;
 mod event;
 pub mod fetch;

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::command::Command;
+use super::ids::BrowserContextId;
 
 /// `Storage.getCookies {}`: the cookies of the session's browser context (a profile-wide jar,
 /// not a per-tab one).
@@ -103,6 +104,59 @@ impl Command for DeleteCookies {
     type Reply = super::command::Empty;
 }
 
+/// `Storage.getCookies {browserContextId}` on the browser connection: every cookie of that
+/// context. On a page session `Storage.getCookies` answers the *default* context's jar whatever
+/// the page's context (Chromium 156; docs/cdp.md, "browser contexts"), so an isolated
+/// Workspace's jar is read by naming its context on the browser connection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetContextCookies {
+    #[serde(serialize_with = "super::command::browser_context_id")]
+    pub browser_context_id: BrowserContextId,
+}
+
+impl Command for GetContextCookies {
+    const METHOD: &'static str = "Storage.getCookies";
+    type Reply = CookieList;
+}
+
+/// One cookie to write with `Storage.setCookies` (a `Network.CookieParam`). A `domain` with a
+/// leading `.` is a domain cookie, a bare host a host-only one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CookieParam {
+    pub name: String,
+    pub value: String,
+    pub domain: String,
+    pub path: String,
+    pub secure: bool,
+    pub http_only: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<String>,
+    /// Seconds since the epoch; absent for a session cookie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+}
+
+/// `Storage.setCookies {cookies, browserContextId}` on the browser connection: writes the
+/// cookies into that context's jar, or without a context into the default one (which is also
+/// what a page session's `Storage.setCookies` writes, whatever the page's context).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetContextCookies {
+    pub cookies: Vec<CookieParam>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "super::command::optional_browser_context_id"
+    )]
+    pub browser_context_id: Option<BrowserContextId>,
+}
+
+impl Command for SetContextCookies {
+    const METHOD: &'static str = "Storage.setCookies";
+    type Reply = super::command::Empty;
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -157,6 +211,34 @@ mod tests {
         assert_eq!(
             params(&delete),
             json!({"name": "sid", "domain": "example.com"})
+        );
+    }
+
+    #[test]
+    fn context_cookie_calls_name_the_context() {
+        let context = BrowserContextId::new("C");
+        assert_eq!(
+            params(&GetContextCookies {
+                browser_context_id: context.clone()
+            }),
+            json!({"browserContextId": "C"})
+        );
+        let set = SetContextCookies {
+            cookies: vec![CookieParam {
+                name: "sid".into(),
+                value: "v".into(),
+                domain: "127.0.0.1".into(),
+                path: "/".into(),
+                secure: false,
+                http_only: true,
+                same_site: None,
+                expires: None,
+            }],
+            browser_context_id: Some(context),
+        };
+        assert_eq!(
+            params(&set),
+            json!({"cookies": [{"name": "sid", "value": "v", "domain": "127.0.0.1", "path": "/", "secure": false, "httpOnly": true}], "browserContextId": "C"})
         );
     }
 }

@@ -50,6 +50,8 @@ pub const TOOL_COMMANDS: &[(&str, &str)] = &[
     ("browser.cookies.list", "bp cookies list"),
     ("browser.cookies.set", "bp cookies set"),
     ("browser.cookies.delete", "bp cookies delete"),
+    ("browser.storage.save", "bp storage save"),
+    ("browser.storage.load", "bp storage load"),
     ("browser.eval", "bp eval"),
     ("browser.wait", "bp wait"),
     ("browser.handoff", "bp handoff ask"),
@@ -430,6 +432,14 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<CookiesAction>,
     },
+    /// Save bp's storage state (cookies, web storage) to a file, or load one from a file.
+    #[command(
+        after_help = "Examples: bp --allow network.control,profile.write storage load state.json\n          bp --allow network.read storage save state.json\n\nThe file is a credential (docs/artifacts.md, \"Storage state\"). bp's Workspace shares the browser\nprofile, so save is refused there (it reads only an isolated Workspace) and load needs\nnetwork.control and profile.write: pass --allow, or set BP_ALLOW."
+    )]
+    Storage {
+        #[command(subcommand)]
+        action: StorageAction,
+    },
     /// The current tab's recent requests, one request in full, and this Workspace's network rules.
     #[command(
         after_help = "Examples: bp --allow network.read network\n          bp --allow network.read network get 3 --body\n          bp --allow network.control network rules add \"*/ads/*\" block\n\nThe request commands need network.read and the rules network.control, which bp does not ask\nfor by default: pass --allow network.read,network.control, or set BP_ALLOW to them."
@@ -526,6 +536,21 @@ pub enum Command {
         /// Write bp.1 and every bp-COMMAND.1 it links to here (created when missing).
         dir: Option<PathBuf>,
     },
+}
+
+/// `bp storage` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum StorageAction {
+    /// Save the Workspace's storage state into FILE (created 0600 by the Broker's export).
+    #[command(
+        after_help = "Example: bp --allow network.read storage save state.json\n\nNeeds network.read, which bp does not ask for by default: pass --allow network.read, or set\nBP_ALLOW. Save reads only an isolated Workspace, and bp's shares the browser profile."
+    )]
+    Save { file: PathBuf },
+    /// Load the storage state of FILE into the Workspace.
+    #[command(
+        after_help = "Example: bp --allow network.control,profile.write storage load state.json\n\nNeeds network.control, and profile.write because bp's Workspace shares the browser profile\nwith your own tabs: pass --allow network.control,profile.write, or set BP_ALLOW to them."
+    )]
+    Load { file: PathBuf },
 }
 
 #[derive(Subcommand, Debug)]

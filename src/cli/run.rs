@@ -532,6 +532,7 @@ async fn run_tool_command(
         }
         Command::Downloads { save } => data::downloads(compat, output, save.as_deref()).await?,
         Command::Cookies { action } => data::cookies(compat, output, action).await?,
+        Command::Storage { action } => storage(compat, output, action).await?,
         Command::Network { action } => data::network(compat, output, action).await?,
         Command::Auth { action } => data::auth(compat, output, action).await?,
         Command::Observe { limit } => {
@@ -1351,4 +1352,48 @@ async fn run_sibling(args: &[String]) -> Result<String, RpcError> {
                 .with_remediation(RemediationAction::InstallChromium, "Install Chromium (Debian: sudo apt-get install -y chromium) or pass --executable PATH."))
         }
     }
+}
+
+/// `bp storage save FILE` (the state exported to FILE, then released) and `bp storage load FILE`
+/// (FILE imported, then loaded).
+async fn storage(
+    compat: &Compat,
+    output: &Output,
+    action: super::args::StorageAction,
+) -> Result<(), RpcError> {
+    let ids = json!({"workspaceId": compat.workspace.id(), "leaseId": compat.lease.id()});
+    let result = match action {
+        super::args::StorageAction::Save { file } => {
+            let path = absolute(&file)?;
+            let saved = compat.tool("browser.storage.save", json!({}), None).await?;
+            let artifact_id = saved.result["artifact"]["id"].clone();
+            let mut params = ids.clone();
+            params["artifactId"] = artifact_id.clone();
+            params["path"] = json!(path);
+            let exported = compat.session.request("artifacts/export", params).await;
+            let mut release = ids.clone();
+            release["artifactId"] = artifact_id;
+            let _ = compat.session.request("artifacts/release", release).await;
+            exported?;
+            json!({"path": path, "cookies": saved.result["cookies"], "origins": saved.result["origins"]})
+        }
+        super::args::StorageAction::Load { file } => {
+            let mut params = ids.clone();
+            params["path"] = json!(absolute(&file)?);
+            let imported = compat.session.request("artifacts/import", params).await?;
+            let arguments = json!({"artifactId": imported["artifact"]["id"]});
+            compat
+                .tool("browser.storage.load", arguments, None)
+                .await?
+                .result
+        }
+    };
+    output.print(&result, |_| {
+        format!(
+            "{} cookie(s), {} origin(s)\n",
+            result["cookies"],
+            result["origins"].as_array().map_or(0, Vec::len)
+        )
+    });
+    Ok(())
 }

@@ -121,6 +121,8 @@ error_codes! {
     UrlBlocked                "url_blocked"                 -32073    false;
     // Isolation and state.
     IsolationUnavailable      "isolation_unavailable"       -32080    false;
+    StorageStateInvalid       "storage_state_invalid"       -32081    false;
+    WorkspaceNotIsolated      "workspace_not_isolated"      -32082    false;
     // The live view.
     HandoffTimeout            "handoff_timeout"             -32090    true;
 }

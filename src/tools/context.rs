@@ -347,6 +347,23 @@ impl<'a> WorkspaceScope<'a> {
             target_id,
         })
     }
+
+    /// The scope of one of the Workspace's own tabs that a Workspace tool visits in turn
+    /// (`browser.storage.save` reading each tab's storage), by its opaque id.
+    pub fn visiting<'t>(&self, target_id: &'t TargetRef) -> TargetScope<'t>
+    where
+        'a: 't,
+    {
+        TargetScope {
+            workspace: WorkspaceScope {
+                call: self.call,
+                workspace_id: self.workspace_id,
+                lease_id: self.lease_id,
+                target_id: Some(target_id),
+            },
+            target_id,
+        }
+    }
 }
 
 impl std::ops::Deref for WorkspaceScope<'_> {

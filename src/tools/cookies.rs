@@ -20,7 +20,10 @@ use super::error::ToolError;
 use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, SCRIPT_TIMEOUT};
 use crate::cdp::CdpError;
-use crate::cdp::storage::{Cookie, DeleteCookies, GetCookies, SetCookie};
+use crate::cdp::storage::{
+    Cookie, CookieList, DeleteCookies, GetContextCookies, GetCookies, SetCookie,
+};
+use crate::cdp::{BrowserContextId, SessionId};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 
 /// Most URLs one call may name (each adds a pass over the jar).
@@ -362,9 +365,7 @@ async fn list(
             CookieFilter::Urls(CookieUrl::parse(&url).into_iter().collect())
         }
     };
-    let jar = tab
-        .execute(&session, &GetCookies {}, SCRIPT_TIMEOUT)
-        .await?;
+    let jar = read_jar(env, &tab, scope, &session).await?;
     let (cookies, total) = select(&jar.cookies, &filter, limit);
     Ok(json!({
         "workspaceId": scope.workspace_id,
@@ -414,25 +415,46 @@ fn profile_write_denied() -> RpcError {
 
 /// The Workspace scope of a write on the controlled tab: refused before anything is sent when
 /// the tab's jar is the shared profile and the Connection lacks `profile.write`.
-async fn writable_jar(tab: &mut ControlledTab, scope: &TargetScope<'_>) -> Result<Jar, ToolError> {
-    // The Workspace's own browser context, where it has one (`isolation: "context"`); the
-    // session layer records none yet, so every Workspace writes into the shared profile. The
-    // tab's context is read only when there is one to compare it with.
-    let workspace_context: Option<String> = None;
-    let tab_context = match &workspace_context {
-        None => None,
-        Some(_) => {
-            let target = tab.target().clone();
-            let targets = tab.calls().get_targets(SCRIPT_TIMEOUT).await?;
-            (targets.into_iter())
-                .find(|info| info.target_id == target)
-                .and_then(|info| info.browser_context_id)
-        }
-    };
-    let jar = Jar::of(tab_context.as_deref(), workspace_context.as_deref());
+fn writable_jar(env: &ToolEnv, scope: &TargetScope<'_>) -> Result<Jar, ToolError> {
+    let jar = tab_jar(env, scope).0;
     match (jar, scope.granted(PROFILE_WRITE)) {
         (Jar::SharedProfile, false) => Err(profile_write_denied().into()),
         _ => Ok(jar),
+    }
+}
+
+/// The jar of the controlled tab and, when it is the Workspace's own browser context, that
+/// context (`isolation: "context"`, `session::contexts`).
+fn tab_jar(env: &ToolEnv, scope: &TargetScope<'_>) -> (Jar, Option<BrowserContextId>) {
+    let own = env.browser.workspace_context(scope.workspace_id);
+    let tab = env.browser.tab_context(scope.workspace_id, scope.target_id);
+    let jar = Jar::of(
+        tab.as_ref().map(BrowserContextId::as_str),
+        own.as_ref().map(BrowserContextId::as_str),
+    );
+    match jar {
+        Jar::Workspace => (jar, own),
+        Jar::SharedProfile => (jar, None),
+    }
+}
+
+/// Every cookie of the tab's jar. A page session's `Storage.getCookies` answers the default
+/// context's whatever the page's context (docs/cdp.md, "browser contexts"), so a tab in the
+/// Workspace's own context is read by naming that context on the browser connection.
+async fn read_jar(
+    env: &ToolEnv,
+    tab: &ControlledTab,
+    scope: &TargetScope<'_>,
+    session: &SessionId,
+) -> Result<CookieList, CdpError> {
+    match tab_jar(env, scope).1 {
+        Some(context) => {
+            let command = GetContextCookies {
+                browser_context_id: context,
+            };
+            tab.calls().execute(None, &command, SCRIPT_TIMEOUT).await
+        }
+        None => tab.execute(session, &GetCookies {}, SCRIPT_TIMEOUT).await,
     }
 }
 
@@ -636,7 +658,7 @@ async fn set(
 ) -> Result<Value, ToolError> {
     let given = params.check()?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    writable_jar(&mut tab, scope).await?;
+    writable_jar(env, scope)?;
     let write = match given {
         Some(write) => write,
         None => WriteScope::of_tab(&mut tab).await?,
@@ -665,7 +687,7 @@ async fn set(
         Ok(_) => None,
         Err(error) => Some(refused(error)?),
     };
-    let (cookie, mut evidence) = match tab.execute(&session, &GetCookies {}, SCRIPT_TIMEOUT).await {
+    let (cookie, mut evidence) = match read_jar(env, &tab, scope, &session).await {
         Ok(jar) => set_evidence(&params, &path, &write, &jar.cookies),
         Err(_) => (
             Value::Null,
@@ -718,7 +740,7 @@ async fn delete(
     }
     let given = WriteScope::from_args(params.url.as_deref(), params.domain.as_deref())?;
     let mut tab = ControlledTab::acquire(env, scope).await?;
-    writable_jar(&mut tab, scope).await?;
+    writable_jar(env, scope)?;
     let write = match given {
         Some(write) => write,
         None => WriteScope::of_tab(&mut tab).await?,
@@ -733,8 +755,7 @@ async fn delete(
             })
             .count()
     };
-    let before = tab
-        .execute(&session, &GetCookies {}, SCRIPT_TIMEOUT)
+    let before = read_jar(env, &tab, scope, &session)
         .await
         .map(|jar| matching(&jar.cookies))?;
     let (url, domain) = match &write {
@@ -756,7 +777,7 @@ async fn delete(
         };
         tab.execute(&session, &dotted, SCRIPT_TIMEOUT).await?;
     }
-    let evidence = match tab.execute(&session, &GetCookies {}, SCRIPT_TIMEOUT).await {
+    let evidence = match read_jar(env, &tab, scope, &session).await {
         Ok(jar) => match matching(&jar.cookies) {
             0 => json!({"status": "verified"}),
             remaining => json!({"status": "mismatch", "reason": "remains", "remaining": remaining}),

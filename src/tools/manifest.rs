@@ -17,7 +17,7 @@ use super::error::ToolError;
 use super::schema::{self, Violation};
 use super::{
     capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, handoff,
-    keys, network, observe, scroll, tabs, typing, upload, wait,
+    keys, network, observe, scroll, storage, tabs, typing, upload, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -200,6 +200,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(frames::defs());
         tools.extend(capture::defs());
         tools.extend(cookies::defs());
+        tools.extend(storage::defs());
         tools.extend(eval::defs());
         tools.extend(wait::defs());
         tools.extend(handoff::defs());

@@ -32,6 +32,7 @@ mod pointer;
 mod progress;
 pub mod schema;
 mod scroll;
+mod storage;
 mod tab;
 mod tabs;
 mod typing;

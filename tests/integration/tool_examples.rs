@@ -53,12 +53,17 @@ fn tidy(value: &Value) -> Value {
 
 /// An agent granted every capability the Broker supports, so `tools/list` shows every tool.
 fn agent_with_every_capability(rig: &Rig) -> Agent {
+    agent_in(rig, json!({}))
+}
+
+/// [`agent_with_every_capability`] in a Workspace created with `create`'s params.
+fn agent_in(rig: &Rig, create: Value) -> Agent {
     let mut bridge = rig.home.spawn_bridge();
     let mut params = support::initialize_params("com.example.docs", "i1", (1, 1));
     let probe = rig.home.spawn_bridge().ok("initialize", params.clone());
     params["requestedCapabilities"] = probe["capabilities"]["supported"].clone();
     bridge.ok("initialize", params);
-    let ws = bridge.ok("workspaces/create", json!({}));
+    let ws = bridge.ok("workspaces/create", create);
     let workspace_id = ws["workspace"]["id"].clone();
     let lease = bridge.ok(
         "leases/create",
@@ -422,6 +427,20 @@ fn every_tool_has_a_real_example() {
         "browser.auth.clear",
         None,
         json!({"origin": "https://intranet.example"}),
+    );
+    // The storage state tools, in an isolated Workspace of the same Principal.
+    let mut isolated = agent_in(&rig, json!({"isolation": "context"}));
+    isolated.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/page/signed-in")}),
+    );
+    let saved = record(&mut isolated, "browser.storage.save", None, json!({}));
+    record(
+        &mut isolated,
+        "browser.storage.load",
+        None,
+        json!({"artifactId": saved["artifact"]["id"]}),
     );
     record(&mut agent, "browser.tabs.release", Some(&target), json!({}));
     record(&mut agent, "browser.tabs.close", Some(&target), json!({}));
