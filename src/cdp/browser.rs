@@ -1,5 +1,6 @@
 //! The `Browser` domain: `Browser.close`, which `browser-pilot browser stop` sends to a browser
-//! the Broker owns, and the per-session download commands and events (`setDownloadBehavior`,
+//! the Broker owns, the permission overrides of `browser.emulate` (`setPermission` for one
+//! origin, `resetPermissions` of a browser context), and the per-session download commands and events (`setDownloadBehavior`,
 //! `cancelDownload`, `downloadWillBegin`, `downloadProgress`; docs/cdp.md, "downloads"). Wire shapes only;
 //! who may close a browser is `browser/`'s rule, which downloads are captured `session/`'s.
 
@@ -24,6 +25,44 @@ pub struct GetVersion {}
 
 impl Command for GetVersion {
     const METHOD: &'static str = "Browser.getVersion";
+    type Reply = Empty;
+}
+
+/// `Browser.setPermission` for one origin of a browser context (the default one when
+/// `browser_context_id` is absent): an override of the profile's own setting until
+/// [`ResetPermissions`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPermission {
+    pub permission: PermissionDescriptor,
+    pub setting: &'static str,
+    pub origin: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser_context_id: Option<String>,
+}
+
+/// A permission by name (`geolocation`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionDescriptor {
+    pub name: &'static str,
+}
+
+impl Command for SetPermission {
+    const METHOD: &'static str = "Browser.setPermission";
+    type Reply = Empty;
+}
+
+/// `Browser.resetPermissions`: ends every permission override of a browser context (the
+/// profile's own settings apply again).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResetPermissions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser_context_id: Option<String>,
+}
+
+impl Command for ResetPermissions {
+    const METHOD: &'static str = "Browser.resetPermissions";
     type Reply = Empty;
 }
 

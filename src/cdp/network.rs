@@ -1,5 +1,6 @@
-//! The `Network` domain: `Network.enable`, `Network.getResponseBody` and the four events the
-//! Broker reads of a request's life (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
+//! The `Network` domain: `Network.enable`, `Network.getResponseBody`,
+//! `Network.emulateNetworkConditions` (offline and throttling of one session, in effect only
+//! while `Network` is enabled there) and the four events the Broker reads of a request's life (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
 //! `loadingFailed`). Wire shapes only: what is kept, bounded and shown to a Workspace is
 //! `session::network`'s business. Header maps stay raw JSON here; they never reach an agent
 //! without passing the session's bounds.
@@ -18,6 +19,35 @@ pub struct Enable {}
 
 impl Command for Enable {
     const METHOD: &'static str = "Network.enable";
+    type Reply = Empty;
+}
+
+/// `Network.emulateNetworkConditions`: offline, added latency and throughput caps in bytes per
+/// second (`-1`: no cap) for the session's requests. Chromium 156 still honours it on a session
+/// with `Network` enabled; `NetworkConditions::none()` clears.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmulateNetworkConditions {
+    pub offline: bool,
+    pub latency: f64,
+    pub download_throughput: f64,
+    pub upload_throughput: f64,
+}
+
+impl EmulateNetworkConditions {
+    /// The browser's own network: online, no latency, no caps.
+    pub fn none() -> EmulateNetworkConditions {
+        EmulateNetworkConditions {
+            offline: false,
+            latency: 0.0,
+            download_throughput: -1.0,
+            upload_throughput: -1.0,
+        }
+    }
+}
+
+impl Command for EmulateNetworkConditions {
+    const METHOD: &'static str = "Network.emulateNetworkConditions";
     type Reply = Empty;
 }
 

@@ -52,6 +52,7 @@ pub const TOOL_COMMANDS: &[(&str, &str)] = &[
     ("browser.cookies.delete", "bp cookies delete"),
     ("browser.storage.save", "bp storage save"),
     ("browser.storage.load", "bp storage load"),
+    ("browser.emulate", "bp emulate"),
     ("browser.eval", "bp eval"),
     ("browser.wait", "bp wait"),
     ("browser.handoff", "bp handoff ask"),
@@ -132,7 +133,7 @@ pub struct Cli {
     /// Also ask for these capabilities, which bp does not request by default (comma-separated
     /// or repeated; BP_ALLOW sets the same): network.read for cookies and network requests,
     /// network.control for network rules, HTTP auth and cookie writes, page.eval for eval,
-    /// profile.write for cookie writes into the shared browser profile.
+    /// profile.write for cookie writes into the shared browser profile, page.emulate for emulate.
     #[arg(
         long,
         global = true,
@@ -456,6 +457,11 @@ pub enum Command {
         #[command(subcommand)]
         action: AuthAction,
     },
+    /// Emulate a device, place or network on the current tab (only the fields given change).
+    #[command(
+        after_help = "Examples: bp --allow page.emulate emulate --device phone --color-scheme dark\n          bp --allow page.emulate emulate --locale fr-FR --timezone Europe/Paris --geo 48.8566,2.3522\n          bp --allow page.emulate emulate --offline true\n          bp --allow page.emulate emulate --reset\n\nNeeds the page.emulate capability, which bp does not ask for by default: pass --allow page.emulate,\nor set BP_ALLOW=page.emulate. A user tab bp controlled is handed back unemulated when the\ncommand ends; bp's own tabs keep the emulation until --reset."
+    )]
+    Emulate(EmulateArgs),
     /// List the current tab's frames.
     #[command(after_help = "Example: bp frames")]
     Frames,
@@ -627,6 +633,65 @@ pub enum CookiesAction {
         #[command(flatten)]
         place: CookiePlace,
     },
+}
+
+/// `bp emulate`'s fields, each an argument of `browser.emulate`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct EmulateArgs {
+    /// Drop every override first.
+    #[arg(long)]
+    pub reset: bool,
+    /// A device preset.
+    #[arg(long, value_parser = ["phone", "tablet", "desktop"])]
+    pub device: Option<String>,
+    /// Viewport width in CSS pixels.
+    #[arg(long)]
+    pub width: Option<u32>,
+    /// Viewport height in CSS pixels.
+    #[arg(long)]
+    pub height: Option<u32>,
+    /// Device pixel ratio.
+    #[arg(long, value_name = "RATIO")]
+    pub scale: Option<f64>,
+    /// Touch screen on or off.
+    #[arg(long, value_name = "BOOL")]
+    pub touch: Option<bool>,
+    /// User-Agent string.
+    #[arg(long, value_name = "UA")]
+    pub user_agent: Option<String>,
+    /// BCP 47 locale, such as fr-FR.
+    #[arg(long)]
+    pub locale: Option<String>,
+    /// IANA timezone, such as Asia/Tokyo.
+    #[arg(long)]
+    pub timezone: Option<String>,
+    /// Position as LATITUDE,LONGITUDE (granted to the tab's origin).
+    #[arg(
+        long,
+        value_name = "LAT,LON",
+        value_delimiter = ',',
+        num_args = 2,
+        allow_negative_numbers = true
+    )]
+    pub geo: Vec<f64>,
+    /// light or dark.
+    #[arg(long, value_parser = ["light", "dark"])]
+    pub color_scheme: Option<String>,
+    /// prefers-reduced-motion: reduce on or off.
+    #[arg(long, value_name = "BOOL")]
+    pub reduced_motion: Option<bool>,
+    /// Every request of the tab fails (true) or not (false).
+    #[arg(long, value_name = "BOOL")]
+    pub offline: Option<bool>,
+    /// Added round-trip latency in ms (a throttle).
+    #[arg(long, value_name = "MS")]
+    pub latency: Option<u64>,
+    /// Download cap in kilobits per second (a throttle).
+    #[arg(long, value_name = "KBPS")]
+    pub download_kbps: Option<u64>,
+    /// Upload cap in kilobits per second (a throttle).
+    #[arg(long, value_name = "KBPS")]
+    pub upload_kbps: Option<u64>,
 }
 
 /// Whose cookie `bp cookies set|delete` writes (default: the current tab's URL).

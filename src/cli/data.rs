@@ -1,5 +1,5 @@
 //! `bp`'s commands over the page's data and the network: `bp console`, `bp eval`, `bp cookies`,
-//! `bp network` (requests, one request, rules), `bp auth` and `bp downloads`. Each maps to tool
+//! `bp network` (requests, one request, rules), `bp auth`, `bp downloads` and `bp emulate`. Each maps to tool
 //! calls on the compatibility session (`compat.rs`) and prints through `output.rs`, exactly as
 //! the commands of `run.rs` do.
 //!
@@ -14,7 +14,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::args::{
-    AuthAction, CookiePlace, CookiesAction, NetworkAction, RequestFilter, RulesAction,
+    AuthAction, CookiePlace, CookiesAction, EmulateArgs, NetworkAction, RequestFilter, RulesAction,
 };
 use super::compat::Compat;
 use super::output::{Output, Style, clean};
@@ -291,6 +291,77 @@ async fn cookie_write(
             )));
         }
         out
+    });
+    Ok(())
+}
+
+/// `bp emulate`: `browser.emulate` with the fields given, then the overrides in force.
+pub async fn emulate(compat: &Compat, output: &Output, args: EmulateArgs) -> Result<(), RpcError> {
+    let (target, _) = compat.current_target().await?;
+    let mut arguments = json!({});
+    if args.reset {
+        arguments["reset"] = json!(true);
+    }
+    let text = [
+        ("device", args.device),
+        ("userAgent", args.user_agent),
+        ("locale", args.locale),
+        ("timezone", args.timezone),
+        ("colorScheme", args.color_scheme),
+    ];
+    for (key, value) in text {
+        if let Some(value) = value {
+            arguments[key] = json!(value);
+        }
+    }
+    for (key, value) in [("width", args.width), ("height", args.height)] {
+        if let Some(value) = value {
+            arguments[key] = json!(value);
+        }
+    }
+    if let Some(scale) = args.scale {
+        arguments["deviceScaleFactor"] = json!(scale);
+    }
+    let flags = [
+        ("touch", args.touch),
+        ("reducedMotion", args.reduced_motion),
+        ("offline", args.offline),
+    ];
+    for (key, value) in flags {
+        if let Some(value) = value {
+            arguments[key] = json!(value);
+        }
+    }
+    if let [latitude, longitude] = args.geo[..] {
+        arguments["geolocation"] = json!({"latitude": latitude, "longitude": longitude});
+    }
+    let mut throttle = json!({});
+    let caps = [
+        ("latencyMs", args.latency),
+        ("downloadKbps", args.download_kbps),
+        ("uploadKbps", args.upload_kbps),
+    ];
+    for (key, value) in caps {
+        if let Some(value) = value {
+            throttle[key] = json!(value);
+        }
+    }
+    if throttle.as_object().is_some_and(|t| !t.is_empty()) {
+        arguments["throttle"] = throttle;
+    }
+    let emulated = compat
+        .tool("browser.emulate", arguments, Some(&target))
+        .await?;
+    output.print(&emulated.result, |_| {
+        let emulation = &emulated.result["emulation"];
+        match emulation.as_object() {
+            None => "no emulation: the tab's own device, place and network\n".to_owned(),
+            Some(fields) => fields
+                .iter()
+                .filter(|(_, v)| !v.is_null() && **v != json!(false))
+                .map(|(k, v)| format!("{k}: {}\n", clean(&v.to_string())))
+                .collect(),
+        }
     });
     Ok(())
 }

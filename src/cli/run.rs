@@ -533,6 +533,7 @@ async fn run_tool_command(
         Command::Downloads { save } => data::downloads(compat, output, save.as_deref()).await?,
         Command::Cookies { action } => data::cookies(compat, output, action).await?,
         Command::Storage { action } => storage(compat, output, action).await?,
+        Command::Emulate(args) => data::emulate(compat, output, args).await?,
         Command::Network { action } => data::network(compat, output, action).await?,
         Command::Auth { action } => data::auth(compat, output, action).await?,
         Command::Observe { limit } => {

@@ -37,12 +37,14 @@ pub const CAPABILITIES: &[&str] = &[
     "artifact.read",
     "event.read",
     // The extras (docs/protocol.md): data that can hold secrets, control of the network, code
-    // in the page, and writes into the profile the user's own tabs share (a cookie set in a
-    // shared-profile Workspace). A host names them to get them.
+    // in the page, writes into the profile the user's own tabs share (a cookie set in a
+    // shared-profile Workspace), and emulation that tells sites another device, place or
+    // network (`browser.emulate`). A host names them to get them.
     "network.read",
     "network.control",
     "page.eval",
     "profile.write",
+    "page.emulate",
 ];
 
 /// What an omitted `requestedCapabilities` grants: the contract's six. The extras above read
@@ -338,6 +340,7 @@ mod tests {
             "network.control",
             "page.eval",
             "profile.write",
+            "page.emulate",
         ] {
             assert!(!granted.iter().any(|g| g == extra), "{extra}");
             assert!(CAPABILITIES.contains(&extra), "{extra} is supported");

@@ -17,11 +17,22 @@
 //! runs again when a Lease controls it once more. The release path is the one of download
 //! capture (`downloads::release_tab` and `downloads::on_control` call these two), so a new
 //! per-session emulation adds its setting to `emulate` and its restore to `hand_back`.
+//!
+//! The overrides `browser.emulate` asked for ([`Emulated`], kept in the tab's books with the
+//! session they are on) are applied by [`apply`] and undone by `hand_back` the same way: a
+//! user tab is handed back as it was found (its viewport, agent, locale, timezone, position,
+//! media and network its own again, the geolocation grant of its browser context ended).
 
 use std::future::Future;
 use std::time::Duration;
 
-use crate::cdp::emulation::SetFocusEmulationEnabled;
+use crate::cdp::browser::{PermissionDescriptor, ResetPermissions, SetPermission};
+use crate::cdp::emulation::{
+    ClearDeviceMetricsOverride, ClearGeolocationOverride, MediaFeature, SetDeviceMetricsOverride,
+    SetEmulatedMedia, SetFocusEmulationEnabled, SetGeolocationOverride, SetLocaleOverride,
+    SetTimezoneOverride, SetTouchEmulationEnabled, SetUserAgentOverride,
+};
+use crate::cdp::network::EmulateNetworkConditions;
 use crate::cdp::page::{StartScreencast, StopScreencast};
 use crate::cdp::{CdpClient, CdpError, SessionId};
 
@@ -80,10 +91,219 @@ pub async fn emulate(
 }
 
 /// Undoes [`emulate`] on a tab handed back: the page reports its true focus and visibility
-/// again. Best effort (the session may be gone with its tab, which ends the emulation too).
-pub async fn hand_back(client: &CdpClient, session: &SessionId, timeout: Duration) {
+/// again, and the overrides of `browser.emulate` (`emulated`, when they were set on this
+/// session) end. Best effort (the session may be gone with its tab, which ends the emulation
+/// too).
+pub async fn hand_back(
+    client: &CdpClient,
+    session: &SessionId,
+    emulated: Option<&Emulated>,
+    timeout: Duration,
+) {
     let focus = SetFocusEmulationEnabled { enabled: false };
     if let Err(error) = client.execute(session, &focus, timeout).await {
         tracing::debug!(%error, "ending focus emulation of a released tab");
     }
+    if let Some(emulated) = emulated.filter(|e| e.session == *session)
+        && let Err(error) = apply(
+            client,
+            session,
+            &Emulated::none(session.clone()),
+            emulated,
+            timeout,
+        )
+        .await
+    {
+        tracing::debug!(%error, "ending the emulation of a released tab");
+    }
+}
+
+/// A viewport override (CSS pixels).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Viewport {
+    pub width: u32,
+    pub height: u32,
+    pub scale: f64,
+    pub mobile: bool,
+}
+
+/// A position `navigator.geolocation` reports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    pub latitude: f64,
+    pub longitude: f64,
+    pub accuracy: f64,
+}
+
+/// Network conditions: offline, added latency (ms) and throughput caps (bytes/s, `None`: none).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Conditions {
+    pub offline: bool,
+    pub latency_ms: f64,
+    pub download: Option<f64>,
+    pub upload: Option<f64>,
+}
+
+/// The overrides in force on one session of a tab (`None` / `false`: the tab's own). Plain
+/// data in the tab's books; [`apply`] moves a session from one to another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emulated {
+    pub session: SessionId,
+    pub viewport: Option<Viewport>,
+    pub touch: bool,
+    pub user_agent: Option<String>,
+    pub locale: Option<String>,
+    pub timezone: Option<String>,
+    pub position: Option<Position>,
+    /// The origin geolocation was granted for, and the browser context it was granted in.
+    pub granted: Option<(String, Option<String>)>,
+    pub color_scheme: Option<&'static str>,
+    pub reduced_motion: Option<bool>,
+    pub network: Conditions,
+}
+
+impl Emulated {
+    /// Nothing overridden on `session`.
+    pub fn none(session: SessionId) -> Emulated {
+        Emulated {
+            session,
+            viewport: None,
+            touch: false,
+            user_agent: None,
+            locale: None,
+            timezone: None,
+            position: None,
+            granted: None,
+            color_scheme: None,
+            reduced_motion: None,
+            network: Conditions::default(),
+        }
+    }
+
+    /// Whether anything is overridden.
+    pub fn any(&self) -> bool {
+        *self != Emulated::none(self.session.clone())
+    }
+}
+
+/// Moves `session` from the overrides `from` to `to`, sending only the calls for what differs
+/// (each override and the call that clears it; a permission granted for `from` is reset in its
+/// browser context, one granted for `to` is set). Stops at the first refusal.
+pub async fn apply(
+    client: &CdpClient,
+    session: &SessionId,
+    to: &Emulated,
+    from: &Emulated,
+    timeout: Duration,
+) -> Result<(), CdpError> {
+    if to.viewport != from.viewport {
+        match to.viewport {
+            Some(v) => {
+                let metrics = SetDeviceMetricsOverride {
+                    width: v.width,
+                    height: v.height,
+                    device_scale_factor: v.scale,
+                    mobile: v.mobile,
+                };
+                client.execute(session, &metrics, timeout).await?;
+            }
+            None => {
+                client
+                    .execute(session, &ClearDeviceMetricsOverride {}, timeout)
+                    .await?;
+            }
+        }
+    }
+    if to.touch != from.touch {
+        let touch = SetTouchEmulationEnabled {
+            enabled: to.touch,
+            max_touch_points: to.touch.then_some(5),
+        };
+        client.execute(session, &touch, timeout).await?;
+    }
+    if (&to.user_agent, &to.locale) != (&from.user_agent, &from.locale) {
+        // One call carries both: the agent string and the Accept-Language / navigator.language
+        // of the locale (an empty agent keeps the browser's own).
+        let agent = SetUserAgentOverride {
+            user_agent: to.user_agent.clone().unwrap_or_default(),
+            accept_language: to.locale.clone(),
+        };
+        client.execute(session, &agent, timeout).await?;
+    }
+    if to.locale != from.locale {
+        let locale = SetLocaleOverride {
+            locale: to.locale.clone(),
+        };
+        client.execute(session, &locale, timeout).await?;
+    }
+    if to.timezone != from.timezone {
+        let timezone = SetTimezoneOverride {
+            timezone_id: to.timezone.clone().unwrap_or_default(),
+        };
+        client.execute(session, &timezone, timeout).await?;
+    }
+    if to.position != from.position {
+        match to.position {
+            Some(p) => {
+                let position = SetGeolocationOverride {
+                    latitude: p.latitude,
+                    longitude: p.longitude,
+                    accuracy: p.accuracy,
+                };
+                client.execute(session, &position, timeout).await?;
+            }
+            None => {
+                client
+                    .execute(session, &ClearGeolocationOverride {}, timeout)
+                    .await?;
+            }
+        }
+    }
+    if to.granted != from.granted {
+        if let Some((_, context)) = &from.granted {
+            let reset = ResetPermissions {
+                browser_context_id: context.clone(),
+            };
+            client.execute(None, &reset, timeout).await?;
+        }
+        if let Some((origin, context)) = &to.granted {
+            let grant = SetPermission {
+                permission: PermissionDescriptor {
+                    name: "geolocation",
+                },
+                setting: "granted",
+                origin: origin.clone(),
+                browser_context_id: context.clone(),
+            };
+            client.execute(None, &grant, timeout).await?;
+        }
+    }
+    if (to.color_scheme, to.reduced_motion) != (from.color_scheme, from.reduced_motion) {
+        let mut features = Vec::new();
+        if let Some(scheme) = to.color_scheme {
+            features.push(MediaFeature {
+                name: "prefers-color-scheme",
+                value: scheme,
+            });
+        }
+        if let Some(reduce) = to.reduced_motion {
+            features.push(MediaFeature {
+                name: "prefers-reduced-motion",
+                value: if reduce { "reduce" } else { "no-preference" },
+            });
+        }
+        client
+            .execute(session, &SetEmulatedMedia { features }, timeout)
+            .await?;
+    }
+    if to.network != from.network {
+        let conditions = EmulateNetworkConditions {
+            offline: to.network.offline,
+            latency: to.network.latency_ms,
+            download_throughput: to.network.download.unwrap_or(-1.0),
+            upload_throughput: to.network.upload.unwrap_or(-1.0),
+        };
+        client.execute(session, &conditions, timeout).await?;
+    }
+    Ok(())
 }

@@ -1032,14 +1032,24 @@ async fn release_tab(
         return Vec::new();
     };
     let sessions: Vec<SessionId> = handle.downloads().sessions.keys().cloned().collect();
+    let emulated = handle.books().emulation.take();
     for session in &sessions {
         handle.downloads().restored.insert(session.clone());
-        super::background::hand_back(client, session, CALL_TIMEOUT).await;
+        super::background::hand_back(client, session, emulated.as_ref(), CALL_TIMEOUT).await;
         if let Err(error) = client
             .execute(session, &SetDownloadBehavior::restore(), CALL_TIMEOUT)
             .await
         {
             tracing::debug!(%error, "restoring the download setting of a released tab");
+        }
+    }
+    // Overrides on a session download capture does not know end too.
+    if let Some(emulated) = emulated.filter(|e| !sessions.contains(&e.session)) {
+        let own = super::background::Emulated::none(emulated.session.clone());
+        let undo =
+            super::background::apply(client, &emulated.session, &own, &emulated, CALL_TIMEOUT);
+        if let Err(error) = undo.await {
+            tracing::debug!(%error, "ending the emulation of a released tab");
         }
     }
     let (taken, dirs) = {

@@ -74,6 +74,9 @@ pub struct TabBooks {
     /// The session the tools set up for this tab, for the live view's read-only frames
     /// (`session::view`); cleared when that session is dropped.
     pub view_session: Option<SessionId>,
+    /// The overrides `browser.emulate` set on the tab's session, undone when control ends
+    /// (`background::hand_back`).
+    pub emulation: Option<super::background::Emulated>,
 }
 
 /// The tab's books, borrowed under its lock. A second borrow of the same tab's books on the

@@ -19,6 +19,7 @@ use crate::version::now_ms;
 
 // The session-wide types and helpers a tool names: with `tab.rs` (the per-tab ones) this is
 // the only file of `tools/` that imports `session`.
+pub use crate::session::background::{Conditions, Emulated, Position, Viewport};
 pub use crate::session::bounds::bound;
 pub use crate::session::contexts::{ContextError, MAX_CONTEXTS};
 pub use crate::session::fetch::{

@@ -16,8 +16,8 @@ use super::context::{CallScope, TargetScope, ToolEnv, WorkspaceScope};
 use super::error::ToolError;
 use super::schema::{self, Violation};
 use super::{
-    capture, click, console, cookies, dialogs, discover, dropdowns, eval, frames, gesture, handoff,
-    keys, network, observe, scroll, storage, tabs, typing, upload, wait,
+    capture, click, console, cookies, dialogs, discover, dropdowns, emulate, eval, frames, gesture,
+    handoff, keys, network, observe, scroll, storage, tabs, typing, upload, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -202,6 +202,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(cookies::defs());
         tools.extend(storage::defs());
         tools.extend(eval::defs());
+        tools.extend(emulate::defs());
         tools.extend(wait::defs());
         tools.extend(handoff::defs());
         tools.extend(gesture::defs());

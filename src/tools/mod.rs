@@ -18,6 +18,7 @@ mod discover;
 mod dispatch;
 mod docs;
 mod dropdowns;
+mod emulate;
 mod error;
 mod eval;
 mod evidence;

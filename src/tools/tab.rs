@@ -195,6 +195,31 @@ impl ControlledTab {
         self.calls.execute(session, command, timeout).await
     }
 
+    /// The overrides `browser.emulate` set on this tab's session (none set: nothing).
+    pub fn emulation(&self, session: &SessionId) -> background::Emulated {
+        let books = self.guard.handle();
+        let current = books.books().emulation.clone();
+        current
+            .filter(|e| e.session == *session)
+            .unwrap_or_else(|| background::Emulated::none(session.clone()))
+    }
+
+    /// Moves the tab's session to the overrides `to` (`background::apply`) and records what is
+    /// in force, so the hand-back undoes it; on a refusal midway the record keeps `to` too (an
+    /// undo of what was not set is harmless).
+    pub async fn emulate(&mut self, to: background::Emulated) -> Result<(), CdpError> {
+        let from = self.emulation(&to.session);
+        let outcome =
+            background::apply(&self.calls.client, &to.session, &to, &from, SCRIPT_TIMEOUT).await;
+        let handle = self.guard.handle();
+        let record = match (outcome.is_ok(), to.any()) {
+            (true, false) => None,
+            _ => Some(to),
+        };
+        handle.books().emulation = record;
+        outcome
+    }
+
     /// Where the tab's load history stands now; take it before dispatching a navigation.
     pub fn load_mark(&self) -> LoadMark {
         self.guard.load_mark()

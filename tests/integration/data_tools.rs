@@ -2,7 +2,8 @@
 //! Chromium: `browser.cookies.list` (HttpOnly cookies set by a fixture server, URL and domain
 //! filters, bounds), `browser.cookies.set|delete` (read back through the list and by the page,
 //! refused in the shared profile without `profile.write`, values nowhere but the jar),
-//! `browser.eval` (an expression, a function with arguments, a promise, a
+//! `browser.emulate` (a phone's viewport, locale, timezone, position and dark scheme seen by the
+//! page, offline and back, a user tab handed back as it was found), `browser.eval` (an expression, a function with arguments, a promise, a
 //! throw and a rejection, a 50 MB string and a large array bounded in the page, a cycle, an
 //! eval whose outcome is unknown), and least privilege (an omitted `requestedCapabilities`
 //! grants the six; a Connection without an extra neither sees its tools nor can call them, nor
@@ -67,7 +68,7 @@ fn serve_cookie_site(stream: TcpStream) {
         }
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("/");
-    let (cookies, body): (&[&str], &str) = match path {
+    let (cookies, body): (&[&str], &str) = match path.split('?').next().unwrap_or(path) {
         "/login" => (
             &[
                 "sid=s3cret-session-value; HttpOnly; Path=/; SameSite=Lax",
@@ -79,6 +80,10 @@ fn serve_cookie_site(stream: TcpStream) {
         "/other" => (
             &["other=elsewhere; Path=/"],
             "<!doctype html><title>Other host</title><p>other</p>",
+        ),
+        "/mobile" => (
+            &[],
+            "<!doctype html><meta name=\"viewport\" content=\"width=device-width\"><title>Mobile</title><p>mobile</p>",
         ),
         _ => (&[], "<!doctype html><title>Data</title><p>data</p>"),
     };
@@ -190,6 +195,7 @@ fn data_tools_against_real_pages() {
     let site = CookieSite::start();
     least_privilege(&rig);
     cookie_writes(&rig, &site, log.path());
+    emulation(&rig, &site);
     let (mut agent, _) = agent_with(
         &rig,
         "com.example.data",
@@ -617,6 +623,108 @@ fn cookie_writes(rig: &Rig, site: &CookieSite, log: &std::path::Path) {
         );
     }
     agent.tool("browser.tabs.close", Some(&target), json!({}));
+}
+
+/// What the page says about its device, place and media.
+const PAGE_SEES: &str = "(async () => ({width: innerWidth, ratio: devicePixelRatio, touch: navigator.maxTouchPoints, language: navigator.language, intl: Intl.DateTimeFormat().resolvedOptions().locale, timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone, dark: matchMedia('(prefers-color-scheme: dark)').matches, reduced: matchMedia('(prefers-reduced-motion: reduce)').matches, position: await new Promise(done => navigator.geolocation.getCurrentPosition(p => done([p.coords.latitude, p.coords.longitude]), e => done('error ' + e.code), {timeout: 5000}))}))()";
+const FETCH: &str = "fetch('/data?probe').then(r => 'ok ' + r.status, e => 'failed')";
+
+fn emulation(rig: &Rig, site: &CookieSite) {
+    let (mut agent, _) = agent_with(
+        rig,
+        "com.example.emulator",
+        Some(&[&SIX[..], &["page.eval", "page.emulate"]].concat()),
+    );
+    agent.connect();
+    let target = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": site.url("127.0.0.1", "/mobile")}),
+    )["targetId"]
+        .clone();
+    let own = eval_ok(&mut agent, &target, json!({"expression": PAGE_SEES}))["value"].clone();
+    assert_eq!(own["dark"], false, "{own}");
+    let emulated = agent.tool(
+        "browser.emulate",
+        Some(&target),
+        json!({"device": "phone", "locale": "fr-FR", "timezone": "Asia/Tokyo", "geolocation": {"latitude": 48.8566, "longitude": 2.3522}, "colorScheme": "dark", "reducedMotion": true}),
+    );
+    let state = &emulated["emulation"];
+    assert_eq!(
+        state["viewport"],
+        json!({"width": 390, "height": 844, "deviceScaleFactor": 3.0, "mobile": true})
+    );
+    assert_eq!(state["geolocationGrantedTo"], site.url("127.0.0.1", ""));
+    let seen = eval_ok(&mut agent, &target, json!({"expression": PAGE_SEES}))["value"].clone();
+    assert_eq!(
+        seen,
+        json!({"width": 390, "ratio": 3, "touch": 5, "language": "fr-FR", "intl": "fr-FR", "timeZone": "Asia/Tokyo", "dark": true, "reduced": true, "position": [48.8566, 2.3522]}),
+        "the page sees the phone"
+    );
+
+    // Offline: the page's fetch fails; clearing it restores the network.
+    agent.tool("browser.emulate", Some(&target), json!({"offline": true}));
+    assert_eq!(
+        eval_ok(&mut agent, &target, json!({"expression": FETCH}))["value"],
+        "failed"
+    );
+    let online = agent.tool("browser.emulate", Some(&target), json!({"offline": false}));
+    assert_eq!(online["emulation"]["offline"], false);
+    assert_eq!(
+        eval_ok(&mut agent, &target, json!({"expression": FETCH}))["value"],
+        "ok 200"
+    );
+    let (code, error) =
+        agent.tool_err("browser.emulate", Some(&target), json!({"locale": "fr FR"}));
+    assert_eq!(code, "invalid_params", "{error}");
+    let reset = agent.tool("browser.emulate", Some(&target), json!({"reset": true}));
+    assert_eq!(reset["emulation"], Value::Null);
+    let back = eval_ok(&mut agent, &target, json!({"expression": PAGE_SEES}))["value"].clone();
+    assert_eq!(back["width"], own["width"], "{back}");
+    assert_eq!(back["timeZone"], own["timeZone"], "{back}");
+    agent.tool("browser.tabs.close", Some(&target), json!({}));
+
+    // A user tab: emulated while controlled, as it was once its Lease is released.
+    let mut cdp = support::chromium::OwnCdp::connect(&rig.chromium);
+    cdp.open_user_tab(&site.url("127.0.0.1", "/mobile?user"));
+    cdp.wait_for_document("/mobile?user", "Mobile");
+    let user_sees = |cdp: &mut support::chromium::OwnCdp| {
+        cdp.evaluate_in_page("/mobile?user", "JSON.stringify([innerWidth, devicePixelRatio, Intl.DateTimeFormat().resolvedOptions().timeZone, matchMedia('(prefers-color-scheme: dark)').matches, navigator.onLine])")["result"]["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let before = user_sees(&mut cdp);
+    let user = agent
+        .tabs()
+        .into_iter()
+        .find(|t| t["url"].as_str().unwrap_or("").ends_with("/mobile?user"))
+        .expect("the user tab is listed")["targetId"]
+        .clone();
+    agent.tool(
+        "browser.emulate",
+        Some(&user),
+        json!({"device": "tablet", "timezone": "America/Lima", "colorScheme": "dark", "offline": true, "geolocation": {"latitude": 1, "longitude": 2}}),
+    );
+    let during = eval_ok(
+        &mut agent,
+        &user,
+        json!({"expression": "[innerWidth, Intl.DateTimeFormat().resolvedOptions().timeZone, matchMedia('(prefers-color-scheme: dark)').matches]"}),
+    );
+    assert_eq!(during["value"], json!([820, "America/Lima", true]));
+    let id = (agent.workspace_id.clone(), agent.lease_id.clone());
+    agent.bridge.ok(
+        "leases/release",
+        json!({"workspaceId": id.0, "leaseId": id.1}),
+    );
+    let mut after = String::new();
+    assert!(
+        support::wait_until(std::time::Duration::from_secs(10), || {
+            after = user_sees(&mut cdp);
+            after == before
+        }),
+        "the user tab is as it was found: {before} then {after}"
+    );
 }
 
 fn eval_ok(agent: &mut Agent, target: &Value, arguments: Value) -> Value {

@@ -364,6 +364,13 @@ fn every_tool_has_a_real_example() {
         Some(&target),
         json!({"name": "sid"}),
     );
+    record(
+        &mut agent,
+        "browser.emulate",
+        Some(&target),
+        json!({"device": "phone", "colorScheme": "dark", "timezone": "Europe/Paris"}),
+    );
+    agent.tool("browser.emulate", Some(&target), json!({"reset": true}));
     // Upload: an imported client file into the first file input of the upload fixture.
     let uploading = agent.tool(
         "browser.open",
