@@ -70,6 +70,28 @@ impl RemoteHome {
     fn broker_log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Every row `debug sql` shows of the tables a token could end up in.
+    fn store_dump(&self) -> String {
+        let mut dump = String::new();
+        for table in ["events", "commands", "workspaces", "connections"] {
+            let (code, out, err) =
+                (self.home).run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
+            assert_eq!(code, 0, "debug sql {table}: {err}");
+            dump.push_str(&out);
+        }
+        dump
+    }
+
+    /// None of `tokens` is in `output` or the Broker's trace log.
+    fn assert_never_shown(&self, output: &str, tokens: &[&str]) {
+        let log = self.broker_log();
+        for (place, text) in [("output", output), ("Broker log", log.as_str())] {
+            for token in tokens {
+                assert!(!text.contains(token), "the {place} holds a token");
+            }
+        }
+    }
 }
 
 fn write_mode(path: &Path, text: &str, mode: u32) {
@@ -201,22 +223,13 @@ fn shared_remote_browser_is_a_candidate_and_drives_a_page_without_leaking_its_to
     output.push_str(&String::from_utf8_lossy(&cmdline));
     let locator = std::fs::read_to_string(remote.home.path().join("broker-locator.json")).unwrap();
     output.push_str(&locator);
-    for table in ["events", "commands", "workspaces", "connections"] {
-        let (code, out, err) = remote
-            .home
-            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
-        assert_eq!(code, 0, "debug sql {table}: {err}");
-        output.push_str(&out);
-    }
+    output.push_str(&remote.store_dump());
     assert!(output.contains("browser:remote:farm"));
-    let log = remote.broker_log();
     assert!(
-        log.contains("Target.createTarget"),
+        remote.broker_log().contains("Target.createTarget"),
         "the trace log shows the CDP traffic"
     );
-    for (place, text) in [("output", &output), ("Broker log", &log)] {
-        assert!(!text.contains(TOKEN), "the {place} holds the token");
-    }
+    remote.assert_never_shown(&output, &[TOKEN]);
     agent.bridge.ok(
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
@@ -489,25 +502,13 @@ fn a_workspace_on_browserless_opens_observes_clicks_types_and_captures() {
 
     output.push_str(&json!(agent.events()).to_string());
     output.push_str(&bp_status(&remote.home));
-    for table in ["events", "commands", "workspaces", "connections"] {
-        let (code, out, err) = remote
-            .home
-            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
-        assert_eq!(code, 0, "debug sql {table}: {err}");
-        output.push_str(&out);
-    }
+    output.push_str(&remote.store_dump());
     assert!(output.contains("browser:remote:engine"));
-    let log = remote.broker_log();
     assert!(
-        log.contains("Target.createTarget"),
+        remote.broker_log().contains("Target.createTarget"),
         "the trace log shows CDP"
     );
-    for (place, text) in [("output", &output), ("Broker log", &log)] {
-        assert!(
-            !text.contains(BROWSERLESS_TOKEN),
-            "the {place} holds the token"
-        );
-    }
+    remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
     agent.bridge.ok(
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
@@ -590,18 +591,8 @@ fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_
     assert!(bp_output.contains("authorization_denied"), "{bp_output}");
     output.push_str(&bp_output);
     output.push_str(&bp_status(&remote.home));
-    for table in ["events", "commands", "workspaces", "connections"] {
-        let (_, out, _) = remote
-            .home
-            .run(BIN, &["debug", "sql", &format!("SELECT * FROM {table}")]);
-        output.push_str(&out);
-    }
-    let log = remote.broker_log();
-    for (place, text) in [("output", &output), ("Broker log", &log)] {
-        for token in [TOKEN, BROWSERLESS_TOKEN] {
-            assert!(!text.contains(token), "the {place} holds a token");
-        }
-    }
+    output.push_str(&remote.store_dump());
+    remote.assert_never_shown(&output, &[TOKEN, BROWSERLESS_TOKEN]);
 }
 
 /// The TLS endpoint of the `wss://` test: a CA and a server certificate for `localhost` and
