@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use support::rig::{Agent, Rig};
-use support::{TEST_LEASE_TTL_MS, TestHome};
+use support::TEST_LEASE_TTL_MS;
 
 const SIX: [&str; 6] = [
     "browser.control",
@@ -169,29 +169,10 @@ fn cookie<'a>(listed: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no cookie {name} in {listed}"))
 }
 
-/// The module's Chromium and Broker, with a trace-level Broker log to search for secrets.
-fn start_rig(log: &std::path::Path) -> Rig {
-    let profile = tempfile::tempdir().unwrap();
-    let chromium = support::chromium::Chromium::start(profile.path());
-    let home = TestHome::new()
-        .with_env(
-            "BROWSER_PILOT_DISCOVERY_DIRS",
-            profile.path().to_str().unwrap(),
-        )
-        .with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
-        .with_env("BROWSER_PILOT_LOG", "trace");
-    Rig {
-        home,
-        profile,
-        chromium,
-        fixtures: support::chromium::Fixtures::start(),
-    }
-}
-
 #[test]
 fn data_tools_against_real_pages() {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let rig = start_rig(log.path());
+    let rig = Rig::start_logging(log.path());
     let site = CookieSite::start();
     least_privilege(&rig);
     cookie_writes(&rig, &site, log.path());

@@ -449,25 +449,6 @@ fn query_value(path: &str, name: &str) -> String {
     }
 }
 
-/// The shared Chromium and Broker, with a Broker log to search for secrets.
-fn start_rig(log: &std::path::Path) -> Rig {
-    let profile = tempfile::tempdir().unwrap();
-    let chromium = Chromium::start(profile.path());
-    let home = TestHome::new()
-        .with_env(
-            "BROWSER_PILOT_DISCOVERY_DIRS",
-            profile.path().to_str().unwrap(),
-        )
-        .with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
-        .with_env("BROWSER_PILOT_LOG", "trace");
-    Rig {
-        home,
-        profile,
-        chromium,
-        fixtures: support::chromium::Fixtures::start(),
-    }
-}
-
 /// An agent of `client` with the given capabilities, a Workspace and a Lease.
 fn agent_with(rig: &Rig, client: &str, capabilities: &[&str]) -> Agent {
     let mut bridge = rig.home.spawn_bridge();
@@ -623,7 +604,7 @@ fn network_events_never_push_out_what_a_host_without_network_read_sees() {
 #[test]
 fn network_observation_rules_and_auth_on_controlled_tabs_only() {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let rig = start_rig(log.path());
+    let rig = Rig::start_logging(log.path());
     let site = Site::start();
     observation_and_access_blocked(&rig, &site);
     rules_block_mock_headers_popup_and_user_tab(&rig, &site);
@@ -1514,7 +1495,7 @@ fn reload_is_ruled(own: &mut OwnCdp, site: &Site) -> bool {
 #[test]
 fn rules_stop_applying_to_a_user_tab_when_its_lease_ends() {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let rig = start_rig(log.path());
+    let rig = Rig::start_logging(log.path());
     let site = Site::start();
     let mut agent = agent_with(&rig, "com.example.leased-rules", &ALL_CAPABILITIES);
     agent.connect();
@@ -1635,7 +1616,7 @@ fn policy_blocked(events: &[Value], part: &str) -> bool {
 #[test]
 fn url_policy_holds_navigations_and_requests_to_its_origins() {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let rig = start_rig(log.path());
+    let rig = Rig::start_logging(log.path());
     let (allowed, blocked) = (Site::start(), Site::start());
     let mut bridge = rig.home.spawn_bridge();
     let mut params = support::initialize_params("com.example.policy", "i1", (1, 1));

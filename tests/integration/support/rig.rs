@@ -18,12 +18,25 @@ pub struct Rig {
 
 impl Rig {
     pub fn start() -> Rig {
+        Rig::start_with(|home| home)
+    }
+
+    /// [`Rig::start`] with the Broker logging at trace level to `log`, for tests that search
+    /// the log for secrets.
+    pub fn start_logging(log: &std::path::Path) -> Rig {
+        Rig::start_with(|home| {
+            home.with_env("BROWSER_PILOT_BROKER_LOG", log.to_str().unwrap())
+                .with_env("BROWSER_PILOT_LOG", "trace")
+        })
+    }
+
+    fn start_with(env: impl FnOnce(TestHome) -> TestHome) -> Rig {
         let profile = tempfile::tempdir().unwrap();
         let chromium = Chromium::start(profile.path());
-        let home = TestHome::new().with_env(
+        let home = env(TestHome::new().with_env(
             "BROWSER_PILOT_DISCOVERY_DIRS",
             profile.path().to_str().unwrap(),
-        );
+        ));
         Rig {
             home,
             profile,
