@@ -16,8 +16,8 @@ use crate::support;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use support::rig::{Agent, Rig};
 use support::TEST_LEASE_TTL_MS;
+use support::rig::{Agent, Rig};
 
 const SIX: [&str; 6] = [
     "browser.control",
