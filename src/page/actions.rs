@@ -610,10 +610,14 @@ pub struct KeyRecord;
 /// document `seen` at all (fewer than were sent: some went elsewhere) and
 /// those the guard `stopped` (the rest went through), the editing insertions
 /// (`beforeinput`) it `blocked`, and why the guard began refusing
-/// (`focus_changed`, `expired`, `held`).
+/// (`focus_changed`, `expired`, `held`). Unarmed, `lapsed` says a key made
+/// after the burst's deadline and linger disarmed the guard and went through
+/// unguarded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeysRecorded {
     pub armed: bool,
+    #[serde(default)]
+    pub lapsed: bool,
     pub stopped: u64,
     pub seen: u64,
     pub blocked: u64,

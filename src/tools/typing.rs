@@ -291,6 +291,14 @@ impl Guarded {
         let sent = steps.len() as u64;
         let record = match record {
             Ok(record) if record.armed => record,
+            // The keys came later than the guard waits (a loaded machine) and went through
+            // unguarded: they count as sent when the pinned element still has focus in the
+            // pinned document, and the evidence judges the value.
+            Ok(record) if record.lapsed => {
+                self.dispatched += sent;
+                self.check(&mut act.tab, "the end").await?;
+                return Ok(steps.len());
+            }
             // The pinned document is gone: where the keys went is not known.
             _ => {
                 self.dispatched += sent;
@@ -309,9 +317,15 @@ impl Guarded {
     }
 
     /// What the guard's record says of fill's insertion: stopped in the page (nothing was
-    /// inserted anywhere) fails as if refused before it; an unreadable record means the pinned
-    /// document is gone and where the text went is not known.
-    fn judge_insertion(&mut self, record: Option<KeysRecorded>) -> Result<(), ToolError> {
+    /// inserted anywhere) fails as if refused before it; a lapsed guard (the insertion came
+    /// later than it waits) let it through unguarded, so the pinned element must still have
+    /// focus in the pinned document; an unreadable record means the pinned document is gone
+    /// and where the text went is not known.
+    async fn judge_insertion(
+        &mut self,
+        tab: &mut ControlledTab,
+        record: Option<KeysRecorded>,
+    ) -> Result<(), ToolError> {
         match record {
             Some(record) if record.armed && record.blocked > 0 => {
                 self.dispatched = self.dispatched.saturating_sub(1);
@@ -319,6 +333,7 @@ impl Guarded {
                 Err(ToolError::from(self.fail("insert_text", reason)))
             }
             Some(record) if record.armed => Ok(()),
+            Some(record) if record.lapsed => self.check(tab, "the end").await.map(|_| ()),
             _ => Err(ToolError::from(self.fail("the end", "document_changed"))),
         }
     }
@@ -943,7 +958,7 @@ async fn type_keys(act: &mut Act<'_>, own: &mut TypeAim) -> Result<TypeOutcome, 
         (true, None) => Some(key_record(tab.calls(), &guarded.pin.page()).await.ok()),
     };
     if let Some(record) = record {
-        guarded.judge_insertion(record)?;
+        guarded.judge_insertion(tab, record).await?;
     }
     let (mut after, mut closing) = match reading {
         Some((closing, read)) => (read.state, Some(closing)),

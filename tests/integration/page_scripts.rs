@@ -7,12 +7,13 @@
 
 use crate::support::pages::{Browser, FixtureServer, Tab, WAIT, client_over_janitor};
 use browser_pilot::page::{
-    self, ActiveElementKey, Checked, ClickPoint, Find, FocusAndSelectAll, HintContext, ListOptions,
-    Observe, ObserveOptions, ObservedElement, OptionsKind, PageError, PageObservation, PageScript,
-    Read, RefTarget, Role, ScriptCall, ScriptErrorCode, Search, SelectOptions, SetNativeValue,
-    StateSnapshot, TruncationReason,
+    self, ActiveElementKey, ArmKeys, Checked, ClickPoint, Find, FocusAndSelectAll, HintContext,
+    KeyRecord, ListOptions, Observe, ObserveOptions, ObservedElement, OptionsKind, PageError,
+    PageObservation, PageScript, Read, RefTarget, Role, ScriptCall, ScriptErrorCode, Search,
+    SelectOptions, SetNativeValue, StateSnapshot, TruncationReason,
 };
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Everything one test needs, kept alive together.
 struct Fixture {
@@ -1158,4 +1159,59 @@ async fn active_element_key_reaches_into_shadow_roots_and_passwords_stay_hidden(
     let state = fixture.tab.run(&StateSnapshot(password)).await.unwrap();
     assert!(state.sensitive);
     assert_eq!((state.value, state.value_length), (None, Some(7)));
+}
+
+/// The keystroke guard, installed as at document start: a key made after the burst's deadline
+/// but within its linger is stopped (`expired`); one made after the linger passes unguarded,
+/// disarms the guard, and the record says the guard lapsed (once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
+    let fixture = open("/controls.html").await;
+    let tab = &fixture.tab;
+    tab.eval_in_world(&page::document_start_script()).await;
+    let observation = observe(tab, "keys").await;
+    let notes = RefTarget::new("keys", named(&observation, "Notes").element_ref);
+    assert!(
+        tab.run(&FocusAndSelectAll(notes.clone()))
+            .await
+            .unwrap()
+            .focused
+    );
+    let value = || async { tab.run(&StateSnapshot(notes.clone())).await.unwrap().value };
+    let arm = |linger: u64| ArmKeys {
+        budget: Duration::ZERO,
+        gap: Duration::from_secs(5),
+        linger: Duration::from_millis(linger),
+    };
+
+    assert!(tab.run(&arm(5_000)).await.unwrap().armed);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    tab.stroke("a").await;
+    let record = tab.run(&KeyRecord).await.unwrap();
+    assert!(record.armed && !record.lapsed, "{record:?}");
+    assert_eq!(
+        (record.stopped, record.refused.as_deref()),
+        (1, Some("expired"))
+    );
+    assert_eq!(
+        value().await.as_deref(),
+        Some("line one"),
+        "an expired key is stopped"
+    );
+
+    assert!(tab.run(&arm(0)).await.unwrap().armed);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    tab.stroke("b").await;
+    let record = tab.run(&KeyRecord).await.unwrap();
+    assert!(!record.armed && record.lapsed, "{record:?}");
+    assert_eq!(
+        value().await.as_deref(),
+        Some("b"),
+        "a lapsed key goes through"
+    );
+    let again = tab.run(&KeyRecord).await.unwrap();
+    assert!(
+        !again.armed && !again.lapsed,
+        "the lapse is told once: {again:?}"
+    );
 }

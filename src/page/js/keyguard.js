@@ -13,7 +13,9 @@ function (early) {
   // key event of the burst is stopped before any page listener runs and its
   // default (the character) prevented, except the key-up of a key whose
   // key-down went through: a stroke goes whole or not at all. A key made well
-  // after the deadline is not the burst's: it disarms the guard and passes.
+  // after the deadline is not the burst's: it disarms the guard and passes,
+  // and the record says the guard lapsed (on a loaded machine the burst's own
+  // keys can be that late: they went through unguarded).
   // The same holds for a trusted `beforeinput` outside a stroke (an editing
   // insertion such as fill's, which sends no key): stopped, default
   // prevented, once focus left the element or the guard refused, and counted
@@ -25,7 +27,7 @@ function (early) {
   'use strict';
   const key = Symbol.for('browser-pilot.key-guard.v1');
   if (Object.prototype.hasOwnProperty.call(globalThis, key)) return false;
-  const state = { early: early === true, armed: null };
+  const state = { early: early === true, armed: null, lapsed: false };
   Object.defineProperty(globalThis, key, { value: state, enumerable: false, configurable: false, writable: false });
   const modifiers = new Set(['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'CapsLock']);
   const focused = function () {
@@ -40,6 +42,7 @@ function (early) {
     if (armed === null || !event.isTrusted) return;
     if (event.timeStamp > armed.deadline + armed.linger) {
       state.armed = null;
+      state.lapsed = true;
       return;
     }
     if (event.type === 'beforeinput') {

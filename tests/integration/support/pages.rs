@@ -242,6 +242,34 @@ impl Tab {
         }
     }
 
+    /// Evaluates `expression` in the isolated world of `self.context`.
+    pub async fn eval_in_world(&self, expression: &str) -> Value {
+        self.client
+            .call(
+                Some(&self.session),
+                "Runtime.evaluate",
+                json!({"expression": expression, "contextId": self.context.get(), "returnByValue": true}),
+                WAIT,
+            )
+            .await
+            .unwrap()
+    }
+
+    /// One trusted key stroke (down with its text, then up) of a character key.
+    pub async fn stroke(&self, character: &str) {
+        let code = format!("Key{}", character.to_uppercase());
+        for kind in ["keyDown", "keyUp"] {
+            let mut params = json!({"type": kind, "key": character, "code": code});
+            if kind == "keyDown" {
+                params["text"] = json!(character);
+            }
+            self.client
+                .call(Some(&self.session), "Input.dispatchKeyEvent", params, WAIT)
+                .await
+                .unwrap();
+        }
+    }
+
     /// A trusted left click at viewport coordinates.
     pub async fn click_at(&self, x: f64, y: f64) {
         for (kind, buttons) in [("mouseMoved", 0), ("mousePressed", 1), ("mouseReleased", 0)] {
