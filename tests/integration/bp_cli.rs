@@ -119,8 +119,23 @@ sys.exit(child.wait())
     let output = command.output().expect("python3 with pty");
     (
         output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
+        as_shown(&String::from_utf8_lossy(&output.stdout)),
     )
+}
+
+/// What a terminal shows of `raw`: each line as what follows its last carriage return. A slow
+/// call draws a progress line on stderr and clears it with `\r` before the output comes, so the
+/// bytes of a loaded machine carry it while the screen does not.
+fn as_shown(raw: &str) -> String {
+    raw.split('\n')
+        .map(|line| {
+            line.trim_end_matches('\r')
+                .rsplit('\r')
+                .next()
+                .unwrap_or("")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
