@@ -19,7 +19,7 @@ pub use discovery::{
     DISCOVERY_DIRS_ENV, DiscoveryConfig, PROBE_TIMEOUT, discover, discover_all,
     managed_profile_dir, select,
 };
-pub use remote::{Diagnostic, REMOTE_FILE, RemoteEndpoint};
+pub use remote::{Diagnostic, REMOTE_FILE, REMOTE_ID_PREFIX, RemoteEndpoint};
 
 /// Where the janitor of a remote browser finds its URL and headers (`janitor::REMOTE_ENV`).
 pub use crate::janitor::REMOTE_ENV as JANITOR_REMOTE_ENV;

@@ -83,5 +83,6 @@ pub use shape::{
     estimate_tokens, json_escaped_len, role_word, sections_bytes, select_by_tier, select_within,
 };
 pub use upload::{
-    FileInputChoice, InputState, PickFileInput, PickedInput, Readback, UploadReadback,
+    ChunkReceived, FileInputChoice, FilesSet, InputState, PickFileInput, PickedInput, Readback,
+    UploadChunk, UploadReadback, UploadSetFiles,
 };

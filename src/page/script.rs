@@ -120,6 +120,8 @@ scripts! {
     PickFileInput      "pickFileInput"      Json      false;
     PickedFileInput    "pickedFileInput"    Element   false;
     UploadReadback     "uploadReadback"     Json      false;
+    UploadChunk        "uploadChunk"        Json      false;
+    UploadSetFiles     "uploadSetFiles"     Json      true;
     AnnotationBoxes    "annotationBoxes"    Json      false;
     ListingRoot        "listingRoot"        Element   false;
 }

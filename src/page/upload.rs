@@ -1,8 +1,9 @@
 //! `browser.upload` on the page side: choosing the file input (`PickFileInput`, by ref, by
 //! index among the document's file inputs, or the only one), and reading back what it holds
 //! after the files were set (`UploadReadback`). The element handle for `DOM.setFileInputFiles`
-//! comes from `run::picked_file_input`. File names read in the page are compared there and
-//! never returned. No I/O.
+//! comes from `run::picked_file_input`. On a remote browser the bytes travel instead of a path:
+//! `UploadChunk` hands them to the isolated world piece by piece and `UploadSetFiles` selects
+//! them as a File. File names read in the page are compared there and never returned. No I/O.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -116,6 +117,64 @@ impl PageScript for UploadReadback {
     }
 }
 
+/// One base64 piece of a remote upload's bytes, appended to the isolated world's buffer
+/// (`reset`: the first piece, a new buffer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadChunk {
+    pub reset: bool,
+    pub base64: String,
+}
+
+/// How many bytes the world holds after a piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct ChunkReceived {
+    pub received: u64,
+}
+
+impl PageScript for UploadChunk {
+    type Output = ChunkReceived;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::UploadChunk,
+            argument: json!({ "reset": self.reset, "data": self.base64 }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<ChunkReceived, PageError> {
+        decode(Script::UploadChunk, json)
+    }
+}
+
+/// Selects the collected bytes (exactly `byte_len` of them) as one File named `name` of type
+/// `mime_type` in the picked input, with the `input` and `change` events of a selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadSetFiles {
+    pub name: String,
+    pub mime_type: String,
+    pub byte_len: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct FilesSet {
+    pub set: bool,
+}
+
+impl PageScript for UploadSetFiles {
+    type Output = FilesSet;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::UploadSetFiles,
+            argument: json!({ "name": self.name, "type": self.mime_type, "byteLength": self.byte_len }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<FilesSet, PageError> {
+        decode(Script::UploadSetFiles, json)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +196,30 @@ mod tests {
                 .argument,
             json!({})
         );
+    }
+
+    #[test]
+    fn remote_upload_calls_carry_bytes_not_paths() {
+        let chunk = UploadChunk {
+            reset: true,
+            base64: "aGk=".to_owned(),
+        };
+        let call = chunk.call().unwrap();
+        assert_eq!(call.script, Script::UploadChunk);
+        assert_eq!(call.argument, json!({"reset": true, "data": "aGk="}));
+        assert_eq!(chunk.parse(r#"{"received":2}"#).unwrap().received, 2);
+        let set = UploadSetFiles {
+            name: "a.txt".to_owned(),
+            mime_type: "text/plain".to_owned(),
+            byte_len: 2,
+        };
+        let call = set.call().unwrap();
+        assert!(call.script.writes_page() && !Script::UploadChunk.writes_page());
+        assert_eq!(
+            call.argument,
+            json!({"name": "a.txt", "type": "text/plain", "byteLength": 2})
+        );
+        assert!(set.parse(r#"{"set":true}"#).unwrap().set);
     }
 
     #[test]

@@ -16,6 +16,13 @@
 //! download's end is reported) is read from the paused response into an Artifact instead, so the
 //! browser never downloads it (`on_first_document`).
 //!
+//! A remote browser writes downloads on its own machine, whose files the Broker cannot read: a
+//! controlled tab's sessions there pause their `Document` responses, and one the browser would
+//! download is streamed into an Artifact the same way and its request failed
+//! (`remote_download`, `on_remote_response`); a `blob:` or `data:` download, which pauses
+//! nothing, is cancelled and reported `capture_unavailable` (`not_streamable`). The browser's
+//! `filePath` is never used there.
+//!
 //! Must not: set anything browser-wide, touch the session of an uncontrolled tab, or let a CDP
 //! guid, a browser file path or a staging path reach an event (ids are opaque `download:` ids).
 
@@ -48,6 +55,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Bytes asked for per `IO.read` of a popup's attachment.
 const READ_CHUNK_BYTES: u64 = 1 << 20;
+
+/// Streamed URLs remembered per tab (`DownloadBook::streamed`).
+const MAX_STREAMED: usize = 16;
 
 /// Downloads in flight per session: a page that starts a burst of downloads gets its first four
 /// captured and the rest cancelled (`quota_exceeded`); an agent rarely needs more at once.
@@ -165,6 +175,10 @@ pub struct DownloadBook {
     restored: HashSet<SessionId>,
     /// `(session, Workspace)` pairs already told `capture_unavailable`.
     told_unavailable: HashSet<(SessionId, String)>,
+    /// Remote browser: the URLs of the last responses streamed to the Broker, per session. A
+    /// `download` link's request belongs to the browser's download manager, which announces the
+    /// download after its request was failed: that announcement is this capture's, not another.
+    streamed: std::collections::VecDeque<(SessionId, String)>,
 }
 
 impl DownloadBook {
@@ -233,6 +247,7 @@ impl DownloadBook {
         self.sessions.clear();
         self.restored.clear();
         self.told_unavailable.clear();
+        self.streamed.clear();
         (taken, dirs)
     }
 }
@@ -358,6 +373,31 @@ fn unavailable(workspace_id: &WorkspaceId, lease_id: &LeaseId, opaque: &TargetRe
     emit.target_id = Some(opaque.to_string());
     emit.lease_id = Some(lease_id.to_string());
     emit
+}
+
+/// The `capture_unavailable` event of a remote browser's download that never crossed the
+/// network (a `blob:` or `data:` URL, or one no response pause showed): cancelled in the
+/// browser, so nothing lands on the far machine, and not captured.
+fn not_streamable(owner: (String, Option<String>, TargetRef), url: &str, name: &str) -> Emit {
+    let (workspace_id, lease_id, opaque) = owner;
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
+    let mut emit = Emit::new(
+        &workspace_id,
+        "download",
+        json!({"state": "capture_unavailable", "targetId": opaque, "reason": "not_streamable",
+               "scheme": bound_name(scheme), "suggestedFilename": bound_name(name)}),
+    );
+    emit.target_id = Some(opaque.to_string());
+    emit.lease_id = lease_id;
+    emit.sensitivity = "browser_data";
+    emit
+}
+
+/// Whether the connection is to a remote browser (`browser:remote:*`), whose downloads land on
+/// its own machine: they are streamed from their responses instead.
+fn is_remote(live: &Live) -> bool {
+    live.browser_id
+        .starts_with(crate::browser::REMOTE_ID_PREFIX)
 }
 
 /// Why an Artifact could not be made of a completed download: the quotas are the Broker's own
@@ -511,6 +551,9 @@ pub(super) fn on_will_begin(
     session: &SessionId,
     begin: DownloadWillBegin,
 ) -> Vec<Emit> {
+    if is_remote(live) {
+        return remote_will_begin(live, session, begin);
+    }
     let client = &live.client;
     let outcome = live.with_tabs(|tabs| {
         let registry = &mut tabs.registry;
@@ -523,6 +566,7 @@ pub(super) fn on_will_begin(
         if handle.downloads().restored.contains(session) {
             return None;
         }
+
         // Never announced, so it needs no end: cancelled before it can land anywhere.
         let refuse = || {
             tracing::warn!("too many downloads in flight; one is cancelled unannounced");
@@ -726,6 +770,162 @@ async fn remove_browser_file(file: PathBuf) {
         }
     })
     .await;
+}
+
+/// A remote browser's `Browser.downloadWillBegin` on a controlled tab: every download that
+/// crosses the network was streamed from its paused response before the browser could write it
+/// (`on_remote_response`; a `download` link's own announcement, which follows, is swallowed).
+/// Anything else (a `blob:` or `data:` URL) is cancelled in the browser, so nothing lands on the
+/// far machine, and reported `capture_unavailable` (`not_streamable`).
+fn remote_will_begin(live: &Live, session: &SessionId, begin: DownloadWillBegin) -> Vec<Emit> {
+    let told = live.with_tabs(|tabs| {
+        let registry = &mut tabs.registry;
+        let handle = tab_of_session(registry, session)?;
+        let mut book = handle.downloads();
+        if book.restored.contains(session) {
+            return None;
+        }
+        let known = (book.streamed.iter()).position(|(s, url)| s == session && *url == begin.url);
+        if let Some(at) = known {
+            book.streamed.remove(at);
+            return Some(None);
+        }
+        drop(book);
+        let owner = registry.capture_owner(&handle.target)?;
+        Some(Some(not_streamable(
+            owner,
+            &begin.url,
+            &begin.suggested_filename,
+        )))
+    });
+    let Some(told) = told else {
+        return Vec::new();
+    };
+    let (client, session) = (live.client.clone(), session.clone());
+    tokio::spawn(async move { cancel(&client, Some(&session), begin.guid).await });
+    told.into_iter().collect()
+}
+
+/// A paused response on a tab of a remote browser that the browser would download, when the
+/// tab is controlled (its Fetch book says so) and has a capture owner: the file name it gets.
+/// Chromium downloads a successful `Document` response that is an attachment, of a type it
+/// does not show, or requested by its download manager (a `download` link: the request has no
+/// `Accept` header, which every navigation sends; verified on Chromium 156).
+pub(super) fn remote_download(
+    registry: &mut Registry,
+    target: &TargetId,
+    paused: &RequestPaused,
+) -> Option<String> {
+    let success = matches!(paused.response_status_code, Some(200..=299));
+    if !success || paused.resource_type != "Document" {
+        return None;
+    }
+    if !registry.handle(target)?.network().fetch.remote_downloads {
+        return None;
+    }
+    registry.capture_owner(target)?;
+    if let Some(name) = attachment_name(paused) {
+        return Some(name);
+    }
+    let headers = &paused.request.headers;
+    let navigation = headers
+        .keys()
+        .any(|name| name.eq_ignore_ascii_case("accept"));
+    match navigation && shown(paused.response_header("content-type")) {
+        true => None,
+        false => Some(url_file_name(&paused.request.url)),
+    }
+}
+
+/// Whether Chromium shows a document of this `Content-Type` rather than downloading it (no
+/// type: it sniffs, and shows).
+fn shown(content_type: Option<&str>) -> bool {
+    let essence = content_type
+        .and_then(|t| t.split(';').next())
+        .map(|t| t.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let shown_types = [
+        "application/xml",
+        "application/json",
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-javascript",
+        "application/pdf",
+        "multipart/x-mixed-replace",
+    ];
+    essence.is_empty()
+        || ["text/", "image/", "video/", "audio/"]
+            .iter()
+            .any(|p| essence.starts_with(p))
+        || essence.ends_with("+xml")
+        || essence.ends_with("+json")
+        || shown_types.contains(&essence.as_str())
+}
+
+/// A controlled tab's response the remote browser would download, paused: the Broker reads its
+/// body (`capture_response`) into a `download` Artifact with the events of any download,
+/// `started` then `completed`, `cancelled` (`quota_exceeded`) or `failed`; then the request is
+/// failed (`Aborted`), so the browser never downloads it and the page stays where it was.
+pub(super) fn on_remote_response(
+    service: &BrowserService,
+    live: &Live,
+    session: SessionId,
+    target: TargetId,
+    paused: RequestPaused,
+    name: String,
+) {
+    let owner = live.with_tabs(|tabs| {
+        let registry = &mut tabs.registry;
+        let owner = registry.capture_owner(&target)?;
+        if let Some(handle) = registry.handle(&target) {
+            let mut book = handle.downloads();
+            if book.streamed.len() >= MAX_STREAMED {
+                book.streamed.pop_front();
+            }
+            book.streamed
+                .push_back((session.clone(), paused.request.url.clone()));
+        }
+        Some(owner)
+    });
+    let (service, live) = (service.clone(), live.clone());
+    tokio::spawn(async move {
+        let (client, downloads) = (&live.client, service.downloads());
+        let Some((workspace_id, lease_id, opaque)) = owner else {
+            let go_on = ContinueRequest {
+                request_id: paused.request_id,
+                headers: None,
+            };
+            if let Err(error) = client.execute(&session, &go_on, CALL_TIMEOUT).await {
+                tracing::debug!(%error, "letting a response through");
+            }
+            return;
+        };
+        let active = Active {
+            id: new_id(IdKind::Download),
+            session: session.clone(),
+            target: target.clone(),
+            workspace_id,
+            lease_id,
+            opaque,
+            suggested: bound_name(&name),
+            received: 0,
+            total: paused
+                .response_header("content-length")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0),
+            cancelled: None,
+        };
+        (downloads.emit(vec![active.started(&paused.request.url)])).await;
+        let end = capture_response(downloads, client, active, &paused.request_id).await;
+        let fail = FailRequest {
+            request_id: paused.request_id,
+            error_reason: "Aborted",
+        };
+        if let Err(error) = client.execute(&session, &fail, CALL_TIMEOUT).await {
+            tracing::debug!(%error, "ending a streamed download's response");
+        }
+        downloads.emit(vec![end]).await;
+    });
 }
 
 /// A managed popup's first document response, paused at the response stage
@@ -945,18 +1145,18 @@ fn attachment_name(paused: &RequestPaused) -> Option<String> {
             _ => {}
         }
     }
-    let from_url = || {
-        let url = paused.request.url.split(['?', '#']).next().unwrap_or("");
-        percent_decode(url.rsplit('/').next().unwrap_or(""))
-    };
-    let name = extended
-        .or(plain)
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(from_url);
-    Some(match name.is_empty() {
+    let name = extended.or(plain).filter(|n| !n.is_empty());
+    Some(name.unwrap_or_else(|| url_file_name(&paused.request.url)))
+}
+
+/// A file name from a URL's last path segment, `download` when it has none.
+fn url_file_name(url: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or("");
+    let name = percent_decode(path.rsplit('/').next().unwrap_or(""));
+    match name.is_empty() {
         true => "download".to_owned(),
         false => name,
-    })
+    }
 }
 
 /// `%XX` decoding (invalid escapes kept as they are, invalid UTF-8 replaced).
@@ -997,6 +1197,13 @@ pub async fn on_control(
         return;
     };
     let handle = guard.handle();
+    if let Some(live) = service.live().filter(is_remote)
+        && !handle.network().fetch.remote_downloads
+    {
+        // Its downloads are streamed from their responses (`remote_download`).
+        handle.network().fetch.remote_downloads = true;
+        super::fetch::refresh_tab(&live, service.net(), &guard.target).await;
+    }
     let restored = handle.downloads().restored.remove(&session);
     if restored && let Err(error) = super::background::emulate(client, &session, CALL_TIMEOUT).await
     {

@@ -455,6 +455,10 @@ pub struct FetchBook {
     /// captured by the Broker instead of downloaded by the browser
     /// (`session::downloads::on_first_document`).
     first_document: FirstDocument,
+    /// A controlled tab of a remote browser: its sessions pause every `Document` response, so
+    /// one the browser would download is streamed to the Broker instead of landing on the far
+    /// machine (`session::downloads::remote_download`).
+    pub(super) remote_downloads: bool,
     /// What each known session was last told.
     applied: HashMap<SessionId, Patterns>,
     /// Auth challenges already answered with credentials: (session, Fetch request id).
@@ -500,7 +504,7 @@ impl FetchBook {
     fn wanted_patterns(&self) -> Patterns {
         Patterns {
             mode: self.wanted,
-            first_document: self.first_document != FirstDocument::Off,
+            first_document: self.first_document != FirstDocument::Off || self.remote_downloads,
         }
     }
 }

@@ -116,6 +116,14 @@ pub enum DownloadInput {
     /// A tab left the registry with downloads still in its book (its sessions had not
     /// detached yet): they end as if they had.
     TabGone(super::downloads::DownloadBook),
+    /// A response a controlled tab of a remote browser would download, paused
+    /// (`downloads::remote_download`): streamed to the Broker, with the file name it gets.
+    RemoteResponse {
+        session: SessionId,
+        target: TargetId,
+        paused: RequestPaused,
+        name: String,
+    },
 }
 
 /// The pump's view of flattened sessions.
@@ -291,6 +299,17 @@ fn execute(service: &BrowserService, live: &Live, effect: Effect) -> Vec<Emit> {
                 }
                 DownloadInput::TabGone(book) => {
                     super::downloads::on_tab_gone(downloads, live, book)
+                }
+                DownloadInput::RemoteResponse {
+                    session,
+                    target,
+                    paused,
+                    name,
+                } => {
+                    super::downloads::on_remote_response(
+                        service, live, session, target, paused, name,
+                    );
+                    Vec::new()
                 }
             };
         }
@@ -491,6 +510,16 @@ pub fn on_event(
                     session: session.clone(),
                     target,
                     paused,
+                })];
+            }
+            if let Some(target) = tab.as_ref()
+                && let Some(name) = super::downloads::remote_download(registry, target, &paused)
+            {
+                return vec![Effect::Download(DownloadInput::RemoteResponse {
+                    session: session.clone(),
+                    target: target.clone(),
+                    paused,
+                    name,
                 })];
             }
             let reply = super::fetch::on_paused(registry, net, tab.as_ref(), paused);

@@ -495,9 +495,23 @@ pub struct TabCalls {
     client: CdpClient,
     /// The Command's deadline: what bounds the set-up of a tab's session.
     deadline: tokio::time::Instant,
+    /// The connection is to a remote browser (`browser:remote:*`): a file of the Broker's
+    /// machine is not on the browser's (`browser.upload` sends bytes instead of a path).
+    remote: bool,
+}
+
+/// Whether a connected browser id names a remote browser of `remote-browsers.toml`.
+fn is_remote(browser_id: &str) -> bool {
+    browser_id.starts_with(crate::browser::REMOTE_ID_PREFIX)
 }
 
 impl TabCalls {
+    /// Whether the browser runs on another machine (a remote browser): files of this machine
+    /// are not on its disk, and its downloads land on its own.
+    pub fn remote_browser(&self) -> bool {
+        self.remote
+    }
+
     /// The watched handle of a Command (its `gate`) on the live browser connection
     /// (`Disconnected` when there is none): the one way a tool without a controlled tab sends
     /// CDP calls.
@@ -506,6 +520,7 @@ impl TabCalls {
         Ok(TabCalls {
             client: call.gate.watch(&live.client),
             deadline: call.deadline,
+            remote: is_remote(&live.browser_id),
         })
     }
 
@@ -761,6 +776,7 @@ async fn controlled_tab(
         calls: TabCalls {
             client,
             deadline: scope.deadline,
+            remote: is_remote(&live.browser_id),
         },
         guard,
     })

@@ -3,9 +3,12 @@
 //! back. Without a named input it takes the input of the tab's latest intercepted file
 //! chooser, else the document's only file input. Output Artifacts (screenshots, previews, PDFs, downloads) are refused
 //! (`artifact_kind_not_allowed`); another Workspace's or client's Artifact is
-//! `artifact_not_found`, exactly like an unknown id. The protected path goes only into
-//! `DOM.setFileInputFiles`; evidence carries counts and a name-match boolean, never a path or a
-//! file name the page reports. The page side is `page::PickFileInput` / `UploadReadback`.
+//! `artifact_not_found`, exactly like an unknown id. On a local browser the protected path goes
+//! only into `DOM.setFileInputFiles`; a remote browser's machine does not have that file, so its
+//! bytes are streamed into the Broker's isolated world (`page::UploadChunk`) and selected there as
+//! a File through a DataTransfer (`page::UploadSetFiles`), with the input's `input` and `change`
+//! events. Evidence carries counts and a name-match boolean, never a path or a file name the page
+//! reports. The page side is `page::PickFileInput` / `UploadReadback`.
 
 use std::time::Duration;
 
@@ -34,11 +37,15 @@ const UPLOAD_SETTLE: Duration = Duration::from_millis(50);
 const MAX_ARTIFACT_ID_CHARS: usize = 128;
 /// Largest accepted `inputIndex`.
 const MAX_INPUT_INDEX: u32 = 10_000;
+/// Bytes of the file per page-script call on a remote browser (base64 makes a call about 1.4 MB).
+const REMOTE_CHUNK_BYTES: usize = 1 << 20;
+/// Longest wait for the page to build and select a remote upload's File.
+const REMOTE_SET_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn defs() -> Vec<ToolDef> {
     vec![ToolDef {
         name: "browser.upload",
-        description: "Select an imported file (an `upload_input` Artifact from artifacts/import) in a file input of the selected frame: the input of `observationId` + `ref`, the `inputIndex`-th file input of the document (0-based), else the input whose file chooser a click just opened (file_chooser event), else the document's only one. Output Artifacts (screenshots, PDFs, downloads) are refused. The input is read back: evidence `verified` only when exactly one file with the imported name is selected, `mismatch` when the page cleared, swapped or replaced it, `unavailable` when the input is gone. Returns evidence {fileCount, fileNameMatches, ...} (never a path) and a fresh Observation. A click that opens a file chooser reports the effect `file_chooser_opened`; answer it with this tool.",
+        description: "Select an imported file (an `upload_input` Artifact from artifacts/import) in a file input of the selected frame: the input of `observationId` + `ref`, the `inputIndex`-th file input of the document (0-based), else the input whose file chooser a click just opened (file_chooser event), else the document's only one. Output Artifacts (screenshots, PDFs, downloads) are refused. The input is read back: evidence `verified` only when exactly one file with the imported name is selected, `mismatch` when the page cleared, swapped or replaced it, `unavailable` when the input is gone. Returns evidence {fileCount, fileNameMatches, ...} (never a path) and a fresh Observation. On a remote browser the file's bytes are sent to the page (its input/change events are then untrusted). A click that opens a file chooser reports the effect `file_chooser_opened`; answer it with this tool.",
         capability: "action.input",
         mutating: true,
         input_schema: object(
@@ -132,6 +139,8 @@ async fn upload(
         by_ref,
         file,
         expected_name,
+        mime_type: artifact.mime_type,
+        byte_len: artifact.byte_len,
     };
     act::run(env, scope, call, upload).await
 }
@@ -143,6 +152,62 @@ struct Upload {
     /// The protected path of the imported file.
     file: String,
     expected_name: String,
+    mime_type: String,
+    byte_len: u64,
+}
+
+impl Upload {
+    /// A remote browser: the file's bytes, read from the protected path, go to the picked
+    /// input's world in pieces (nothing of the page changes yet).
+    async fn send_bytes(&self, act: &mut Act<'_>) -> Result<(), ToolError> {
+        use base64::Engine as _;
+        use tokio::io::AsyncReadExt;
+        let missing = |error: std::io::Error| {
+            tracing::warn!(%error, "reading an imported file for a remote upload");
+            ToolError::from(RpcError::new(
+                ErrorCode::InternalError,
+                "the imported file is missing from protected storage",
+            ))
+        };
+        let mut file = tokio::fs::File::open(&self.file).await.map_err(missing)?;
+        let mut buffer = vec![0_u8; REMOTE_CHUNK_BYTES];
+        let (mut sent, mut first) = (0_u64, true);
+        loop {
+            let mut filled = 0;
+            while filled < buffer.len() {
+                match file.read(&mut buffer[filled..]).await.map_err(missing)? {
+                    0 => break,
+                    n => filled += n,
+                }
+            }
+            if filled == 0 && !first {
+                break;
+            }
+            let chunk = page::UploadChunk {
+                reset: first,
+                base64: base64::engine::general_purpose::STANDARD.encode(&buffer[..filled]),
+            };
+            let held = act.tab.run(&act.ctx, &chunk).await?;
+            sent += filled as u64;
+            first = false;
+            if held.received != sent {
+                return Err(ToolError::from(RpcError::new(
+                    ErrorCode::InternalError,
+                    "the page lost part of the upload's bytes",
+                )));
+            }
+            if filled < buffer.len() {
+                break;
+            }
+        }
+        match sent == self.byte_len {
+            true => Ok(()),
+            false => Err(ToolError::from(RpcError::new(
+                ErrorCode::InternalError,
+                "the imported file changed in protected storage",
+            ))),
+        }
+    }
 }
 
 /// The file input picked, as the page reported it before the upload, and its element handle.
@@ -188,6 +253,9 @@ impl ActionTool for Upload {
                 "the file input left the document",
             ))
         })?;
+        if tab.calls().remote_browser() {
+            self.send_bytes(act).await?;
+        }
         let own = UploadAim {
             multiple: picked.multiple,
             file_count: picked.file_count,
@@ -201,19 +269,53 @@ impl ActionTool for Upload {
         act: &mut Act<'_>,
         aimed: &mut Aimed<UploadAim>,
     ) -> Result<Option<Option<Readback>>, ToolError> {
-        let set = SetFileInputFiles {
-            files: vec![self.file.clone()],
-            object_id: aimed.own.element.as_str().to_owned(),
+        let client = act.tab.input();
+        // What the page script refused, when it did (not a CDP failure: nothing was set).
+        let refused = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let dialog = match client.remote_browser() {
+            false => {
+                let set = SetFileInputFiles {
+                    files: vec![self.file.clone()],
+                    object_id: aimed.own.element.as_str().to_owned(),
+                };
+                let session = act.ctx.session.clone();
+                act.race(async move {
+                    client
+                        .execute(&session, &set, INPUT_TIMEOUT)
+                        .await
+                        .map(|_| ())
+                })
+                .await?
+            }
+            true => {
+                let set = page::UploadSetFiles {
+                    name: self.expected_name.clone(),
+                    mime_type: self.mime_type.clone(),
+                    byte_len: self.byte_len,
+                };
+                let ctx = PageContext {
+                    session: act.ctx.session.clone(),
+                    frame_id: act.ctx.frame_id.clone(),
+                    context: act.ctx.context,
+                    session_root: act.ctx.session_root,
+                };
+                let slot = refused.clone();
+                act.race(async move {
+                    match ctx.run_within(&client, &set, REMOTE_SET_TIMEOUT).await {
+                        Ok(_) => Ok(()),
+                        Err(page::PageError::Cdp(error)) => Err(error),
+                        Err(error) => {
+                            *slot.lock().expect("refusal slot") = Some(error);
+                            Ok(())
+                        }
+                    }
+                })
+                .await?
+            }
         };
-        let (client, session) = (act.tab.input(), act.ctx.session.clone());
-        let dialog = act
-            .race(async move {
-                client
-                    .execute(&session, &set, INPUT_TIMEOUT)
-                    .await
-                    .map(|_| ())
-            })
-            .await?;
+        if let Some(error) = refused.lock().expect("refusal slot").take() {
+            return Err(ToolError::from(error));
+        }
         let (tab, ctx) = (&act.tab, &act.ctx);
         if !dialog {
             // The element handle is not needed any more (best effort).

@@ -855,3 +855,309 @@ fn an_http_endpoint_is_resolved_through_the_engines_json_version() {
         json!({"workspaceId": agent.workspace_id}),
     );
 }
+
+/// The pages of the file-transfer tests: `/upload` a file input whose `change` handler writes
+/// the selected file's name, size and text into `#got` (and counts `input` events), `/links`
+/// every kind of download, `/attach/NAME` an attachment, `/plain/NAME` a text file (downloaded
+/// only through a `download` link).
+const FILE_PAGES_UPLOAD: &str = r#"<!doctype html><html><head><title>upload</title></head><body>
+<label>Resume <input type="file" id="resume"></label>
+<p id="got">nothing yet</p>
+<script>
+  const input = document.getElementById('resume');
+  let inputs = 0;
+  input.addEventListener('input', () => { inputs += 1; });
+  input.addEventListener('change', async () => {
+    const file = input.files[0];
+    const text = await file.text();
+    document.getElementById('got').textContent = `inputs=${inputs} ${file.name} ${file.size} [${text}]`;
+  });
+</script></body></html>"#;
+
+const FILE_PAGES_LINKS: &str = r#"<!doctype html><html><head><title>links</title></head><body>
+<a href="/attach/report.csv">Attachment</a>
+<a href="/plain/notes.txt" download="notes.txt">Download link</a>
+<button type="button" id="blob">Generate file</button>
+<p id="still">still here</p>
+<script>
+  document.getElementById('blob').addEventListener('click', () => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob(['made in the page'], {type: 'text/plain'}));
+    a.download = 'generated.txt';
+    document.body.append(a);
+    a.click();
+  });
+</script></body></html>"#;
+
+/// The bytes served for a file name: the name repeated, so no two files match.
+fn file_body(name: &str) -> Vec<u8> {
+    name.bytes().cycle().take(3000).collect()
+}
+
+/// Serves the file-transfer pages on 127.0.0.1; returns the port.
+fn serve_file_pages() -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
+                    return;
+                }
+                let mut header = String::new();
+                while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                    header.clear();
+                }
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let (kind, body, disposition) = match path.as_str() {
+                    "/upload" => ("text/html", FILE_PAGES_UPLOAD.as_bytes().to_vec(), None),
+                    "/links" => ("text/html", FILE_PAGES_LINKS.as_bytes().to_vec(), None),
+                    p if p.starts_with("/attach/") => {
+                        let name = &p["/attach/".len()..];
+                        ("text/csv", file_body(name), Some(name.to_owned()))
+                    }
+                    p if p.starts_with("/plain/") => {
+                        ("text/plain", file_body(&p["/plain/".len()..]), None)
+                    }
+                    _ => ("text/plain", Vec::new(), None),
+                };
+                let disposition = disposition
+                    .map(|n| format!("Content-Disposition: attachment; filename=\"{n}\"\r\n"))
+                    .unwrap_or_default();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{disposition}Connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(&body);
+            });
+        }
+    });
+    port
+}
+
+/// A leased Workspace connected to the module's browserless engine, with its home.
+fn agent_on_engine() -> (RemoteHome, Agent) {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    remote.write_config(
+        &browserless_entry("engine", engine, &remote.token_file),
+        0o600,
+    );
+    let mut agent = agent_on(&remote.home, "browser:remote:engine");
+    let connected = agent.connect();
+    assert_eq!(connected["browserId"], "browser:remote:engine");
+    (remote, agent)
+}
+
+/// Whether uid nobody (the engine's) can read `path`.
+fn nobody_reads(path: &Path) -> bool {
+    std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "test",
+            "-r",
+        ])
+        .arg(path)
+        .status()
+        .expect("setpriv (util-linux)")
+        .success()
+}
+
+/// `browser.upload` on a remote browser sends the bytes: the imported file's protected path is
+/// unreadable to the engine (uid nobody), yet the page's own `change` handler reads exactly
+/// those bytes, under the imported name, after an `input` event, and the evidence is verified.
+#[test]
+fn an_upload_to_browserless_sends_the_bytes_the_engine_cannot_read_from_disk() {
+    let (_remote, mut agent) = agent_on_engine();
+    let port = serve_file_pages();
+    let client_dir = tempfile::tempdir().unwrap();
+    let report = client_dir.path().join("report.txt");
+    std::fs::write(&report, b"quarterly numbers: 42").unwrap();
+    let imported = agent.bridge.ok(
+        "artifacts/import",
+        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "path": report}),
+    );
+    let artifact = imported["artifact"]["id"].clone();
+    let got = agent.bridge.ok(
+        "artifacts/get",
+        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": artifact}),
+    );
+    let stored = PathBuf::from(got["path"].as_str().expect("protected path"));
+    assert_eq!(std::fs::read(&stored).unwrap(), b"quarterly numbers: 42");
+    assert!(
+        !nobody_reads(&stored),
+        "the engine's uid can read the Artifact's file: the test would prove nothing"
+    );
+
+    let url = format!("http://127.0.0.1:{port}/upload");
+    let target = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
+    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
+    let input = observation["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["inputType"] == "file")
+        .unwrap_or_else(|| panic!("no file input in {observation}"))["ref"]
+        .clone();
+    let uploaded = agent.tool(
+        "browser.upload",
+        Some(&target),
+        json!({"artifactId": artifact, "observationId": observation["observationId"], "ref": input}),
+    );
+    let evidence = &uploaded["evidence"];
+    assert_eq!(evidence["status"], "verified", "{uploaded}");
+    assert_eq!(evidence["fileCount"], 1);
+    assert_eq!(evidence["fileNameMatches"], true);
+    assert!(
+        !uploaded.to_string().contains(stored.to_str().unwrap()),
+        "a path leaked: {uploaded}"
+    );
+    let mut text = String::new();
+    assert!(
+        wait_until(std::time::Duration::from_secs(10), || {
+            let read = agent.tool("browser.read", Some(&target), json!({"selector": "#got"}));
+            text = read["text"].as_str().unwrap_or("").to_owned();
+            text.contains('[')
+        }),
+        "the page never saw the file: {text}"
+    );
+    assert_eq!(
+        text.trim(),
+        "inputs=1 report.txt 21 [quarterly numbers: 42]"
+    );
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
+}
+
+/// Files under `dir` (recursively) whose name is one of `names`.
+fn files_named(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, names));
+        } else if names
+            .iter()
+            .any(|n| entry.file_name().to_string_lossy().starts_with(n))
+        {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Downloads on a remote browser are streamed from their responses: an attachment navigation
+/// and a `download` link each end `completed` with a `download` Artifact of the served bytes
+/// (one `started` each, no duplicate from the browser's own announcement), the page stays, and
+/// nothing lands in the engine's private folders (0700, uid nobody: unreadable to a Broker of
+/// any other uid but root, which this one only uses to look). A blob download never crosses
+/// the network: reported `capture_unavailable` (`not_streamable`) and cancelled in the browser
+/// (a small one may be written on the engine's side before the cancel arrives).
+#[test]
+fn downloads_on_browserless_stream_back_as_artifacts_and_never_land_on_the_engine() {
+    let engine = Browserless::shared();
+    let (_remote, mut agent) = agent_on_engine();
+    let port = serve_file_pages();
+    for dir in &engine.private_dirs {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(dir).unwrap();
+        assert_eq!(
+            (meta.mode() & 0o777, meta.uid()),
+            (0o700, 65534),
+            "{}",
+            dir.display()
+        );
+    }
+    let url = format!("http://127.0.0.1:{port}/links");
+    let target = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
+    let mut seen: Vec<Value> = Vec::new();
+    let mut wait = |agent: &mut Agent, what: &str, pred: &dyn Fn(&Value) -> bool| -> Value {
+        let mut found = None;
+        let done = wait_until(std::time::Duration::from_secs(30), || {
+            seen.extend(
+                agent
+                    .events()
+                    .into_iter()
+                    .filter(|e| e["type"] == "download"),
+            );
+            found = seen.iter().find(|e| pred(&e["payload"])).cloned();
+            found.is_some()
+        });
+        assert!(done, "no download event {what}: {seen:?}");
+        found.unwrap()["payload"].clone()
+    };
+    for (link, name) in [("Attachment", "report.csv"), ("Download link", "notes.txt")] {
+        let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
+        let element = crate::support::rig::find_ref(&observation, "link", link);
+        agent.tool(
+            "browser.click",
+            Some(&target),
+            json!({"observationId": observation["observationId"], "ref": element}),
+        );
+        let started = wait(&mut agent, name, &|p| {
+            p["state"] == "started" && p["suggestedFilename"] == name
+        });
+        let id = started["downloadId"].clone();
+        let ended = wait(&mut agent, name, &|p| {
+            p["downloadId"] == id && p["state"] != "started"
+        });
+        assert_eq!(ended["state"], "completed", "{name}: {ended}");
+        let artifact = &ended["artifact"];
+        assert_eq!(artifact["kind"], "download");
+        assert_eq!(artifact["fileName"], name);
+        let got = agent.bridge.ok(
+            "artifacts/get",
+            json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": artifact["id"]}),
+        );
+        let path = PathBuf::from(got["path"].as_str().expect("protected path"));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            file_body(name),
+            "{name} bytes"
+        );
+    }
+    let read = agent.tool("browser.read", Some(&target), json!({"selector": "#still"}));
+    assert_eq!(read["text"], "still here", "the page stayed: {read}");
+
+    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
+    let button = crate::support::rig::find_ref(&observation, "button", "Generate file");
+    agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation["observationId"], "ref": button}),
+    );
+    let unavailable = wait(&mut agent, "blob", &|p| p["state"] == "capture_unavailable");
+    assert_eq!(unavailable["reason"], "not_streamable", "{unavailable}");
+    assert_eq!(unavailable["scheme"], "blob");
+    assert_eq!(unavailable["suggestedFilename"], "generated.txt");
+    let starts = seen
+        .iter()
+        .filter(|e| e["payload"]["state"] == "started")
+        .count();
+    assert_eq!(starts, 2, "one started per streamed download: {seen:?}");
+    let landed = engine
+        .private_dirs
+        .iter()
+        .flat_map(|dir| files_named(dir, &["report", "notes"]))
+        .collect::<Vec<_>>();
+    assert!(
+        landed.is_empty(),
+        "downloads landed on the engine: {landed:?}"
+    );
+    agent.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": agent.workspace_id}),
+    );
+}

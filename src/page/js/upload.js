@@ -3,8 +3,11 @@
 // remembers it in this world's state; `pickedFileInput` hands that element to
 // the Broker (the only helper here that returns an element, for
 // DOM.setFileInputFiles); `uploadReadback` reads back what the remembered
-// input holds after the files were set. File names read here are page data:
-// they are compared, never returned.
+// input holds after the files were set. On a remote browser the file is not on
+// the browser's machine: `uploadChunk` collects its bytes in this world's state
+// and `uploadSetFiles` builds the File from them and selects it through a
+// DataTransfer, with the `input` and `change` events of a selection. File
+// names read here are page data: they are compared, never returned.
 
 function bpFileInputs() {
   const all = document.querySelectorAll('input');
@@ -94,4 +97,43 @@ function uploadReadback(options) {
     return { state: 'replaced', fileCount: held.fileCount, nameMatches: held.nameMatches };
   }
   return { state: 'removed' };
+}
+
+// One piece of a remote upload's bytes (base64), appended to this world's
+// buffer; `reset` starts a new buffer. Returns the bytes held so far.
+function uploadChunk(options) {
+  const state = bpState();
+  if (options.reset || state.uploadBytes === undefined) {
+    state.uploadBytes = { parts: [], length: 0 };
+  }
+  const text = atob(options.data);
+  const part = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) part[i] = text.charCodeAt(i);
+  state.uploadBytes.parts.push(part);
+  state.uploadBytes.length += part.length;
+  return { received: state.uploadBytes.length };
+}
+
+// Selects the collected bytes as the one file of the remembered input:
+// `input.files` from a DataTransfer holding a File of them, then `input`
+// (bubbling, composed) and `change` (bubbling), as a real selection fires them.
+function uploadSetFiles(options) {
+  const state = bpState();
+  const held = state.uploadBytes;
+  state.uploadBytes = undefined;
+  const picked = state.upload;
+  if (picked === undefined || picked.doc !== document || !picked.el.isConnected) {
+    return bpError('ref_stale', 'the file input left the document');
+  }
+  if (held === undefined || held.length !== options.byteLength) {
+    return bpError('invalid_argument', 'the upload bytes did not all arrive');
+  }
+  const file = new File(held.parts, options.name, { type: options.type, lastModified: Date.now() });
+  const transfer = new DataTransfer();
+  transfer.items.add(file);
+  const el = picked.el;
+  el.files = transfer.files;
+  el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
+  el.dispatchEvent(new Event('change', { bubbles: true }));
+  return { set: true };
 }

@@ -39,6 +39,9 @@ pub struct Browserless {
     pub port: u16,
     /// The engine's stdout and stderr (its debug log), for failure messages.
     log: PathBuf,
+    /// The engine's private HOME and TMPDIR (0700, uid nobody): where its browsers' files,
+    /// downloads included, would be.
+    pub private_dirs: [PathBuf; 2],
 }
 
 impl Browserless {
@@ -131,7 +134,11 @@ impl Browserless {
             .recv()
             .unwrap()
             .expect("setpriv (util-linux) starts the browserless engine");
-        let engine = Browserless { port, log };
+        let engine = Browserless {
+            port,
+            log,
+            private_dirs: [home, tmp],
+        };
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
