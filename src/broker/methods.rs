@@ -162,6 +162,9 @@ pub fn table() -> &'static [MethodDef] {
             row("view/state", ORDINARY, Cli, None, handler!(Connection: view::state)),
             row("view/events", ORDINARY, Cli, None, handler!(Connection: view::events)),
             row("view/frame", ORDINARY, Cli, None, handler!(Connection: view::frame)),
+            row("view/takeover", ORDINARY, Cli, None, handler!(Connection: view::take_over)),
+            row("view/input", ORDINARY, Cli, None, handler!(Connection: view::input)),
+            row("view/handback", ORDINARY, Cli, None, handler!(Connection: view::hand_back)),
             row("handoff/done", ORDINARY, Cli, None, handler!(Connection: view::handoff_done)),
             row(TOOL_FLAGS_METHOD, ORDINARY, Bridge, None, handler!(Connection: commands::flags)),
         ];
@@ -303,6 +306,9 @@ mod tests {
             "view/state",
             "view/events",
             "view/frame",
+            "view/takeover",
+            "view/input",
+            "view/handback",
             "handoff/done",
         ] {
             assert!(find(name, PeerRole::Bridge).is_none(), "{name}");

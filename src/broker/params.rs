@@ -328,6 +328,44 @@ params_schema!(
     )
 );
 
+/// `view/takeover` and `view/handback` (CLI): the person takes a Workspace's tab, or hands
+/// it back (the same shape as [`ViewFrame`]).
+pub type ViewTab = ViewFrame;
+
+/// `view/input` (CLI): one step of the person's input on a tab they hold; `x`/`y` are fractions
+/// of the tab's viewport.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewInputParams {
+    pub workspace_id: String,
+    pub target_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub x: Option<f64>,
+    pub y: Option<f64>,
+    pub button: Option<String>,
+    pub dx: Option<f64>,
+    pub dy: Option<f64>,
+    pub key: Option<String>,
+}
+params_schema!(
+    ViewInputParams,
+    object(
+        &["workspaceId", "targetId", "type"],
+        json!({
+            "workspaceId": id(),
+            "targetId": id(),
+            "type": {"enum": ["click", "wheel", "key"]},
+            "x": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+            "y": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+            "button": {"enum": ["left", "middle", "right", null]},
+            "dx": {"type": ["number", "null"]},
+            "dy": {"type": ["number", "null"]},
+            "key": {"type": ["string", "null"], "minLength": 1, "maxLength": 24},
+        })
+    )
+);
+
 /// `handoff/done` (CLI): the person is done with a hand-off (the only one when no id).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -410,6 +448,7 @@ mod tests {
             ViewRegister::schema(),
             ViewEvents::schema(),
             ViewFrame::schema(),
+            ViewInputParams::schema(),
             HandoffDoneParams::schema(),
         ] {
             assert_eq!(schema::unknown_keywords(schema), Vec::<String>::new());

@@ -2,21 +2,29 @@
 //! connects as one, like `bp`; a bridge's host never reaches them): `view/register` (the view's
 //! origin, never an eligible tab), `view/state` (every active Workspace, its Leases, tabs and
 //! newest Commands, and the hand-offs waiting), `view/events` (a Workspace's newest journal
-//! rows), `view/frame` (one JPEG of a tab) and `handoff/done` (the person pressed Done in the
-//! view, or ran `bp handoff done`).
+//! rows), `view/frame` (one JPEG of a tab), `handoff/done` (the person pressed Done in the
+//! view, or ran `bp handoff done`), and the take-over: `view/takeover`, `view/input` (the
+//! person's mouse, wheel and keys) and `view/handback`.
 //!
-//! Everything here is a read: the store's reader threads and the session's in-memory registry,
-//! never the writer or a tab's turn, so a view open beside the agents does not slow their
-//! requests. What it returns was already masked and redacted where it entered the Broker.
+//! The reads take the store's reader threads and the session's in-memory registry, never the
+//! writer or a tab's turn, so a view open beside the agents does not slow their requests. What
+//! they return was already masked and redacted where it entered the Broker. A take-over is the
+//! one write: it holds the tab for the person (`session::view`) and tells every Workspace
+//! managing or controlling the tab (`target_control.human`, then `target_control.returned`
+//! with what changed), so control is never taken silently.
 
 use serde_json::{Value, json};
 
 use super::connection::ConnectionContext;
-use super::params::{HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewRegister};
+use super::params::{
+    HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewInputParams, ViewRegister, ViewTab,
+};
+use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::redact::redact_url;
 use crate::session::view::{
-    FinishError, FrameError, HandoffDone, finish_handoff, pending_handoffs, register_view_origin,
+    FinishError, FrameError, HandoffDone, Interested, TakeoverError, ViewInput, finish_handoff,
+    pending_handoffs, register_view_origin,
 };
 use crate::store::{ViewCommand, ViewWorkspace};
 
@@ -62,6 +70,7 @@ pub async fn state(context: &ConnectionContext, _: Raw) -> Result<Value, RpcErro
                         "dialog": tab.dialog.as_ref().map(|d| json!({"type": d.dialog_type, "message": d.message})),
                         "requests": requests,
                         "downloads": downloads,
+                        "human": tab.human,
                     })
                 })
                 .collect();
@@ -187,4 +196,124 @@ pub async fn frame(context: &ConnectionContext, params: ViewFrame) -> Result<Val
         )),
         Err(error) => Ok(json!({"data": null, "reason": error.to_string()})),
     }
+}
+
+fn takeover_error(error: TakeoverError) -> RpcError {
+    match error {
+        TakeoverError::NotFound => {
+            RpcError::new(ErrorCode::TargetNotFound, "no such tab in this Workspace")
+        }
+        TakeoverError::Invalid(message) => RpcError::invalid_params(message),
+        other => RpcError::new(ErrorCode::InternalError, other.to_string()),
+    }
+}
+
+/// Journals `event_type` with `payload` (plus each Workspace's own `targetId`) to every
+/// Workspace interested in the tab.
+async fn tell(
+    context: &ConnectionContext,
+    interested: &Interested,
+    event_type: &'static str,
+    payload: Value,
+) {
+    for (workspace_id, opaque) in interested {
+        let mut body = payload.clone();
+        body["targetId"] = json!(opaque);
+        let mut emit = Emit::new(workspace_id, event_type, body);
+        emit.target_id = Some(opaque.to_string());
+        emit.sensitivity = "browser_data";
+        if let Err(error) = context.broker.events.emit(emit).await {
+            tracing::debug!(%error, event_type, "take-over event not journaled");
+        }
+    }
+}
+
+/// The person takes the tab: no Lease uses it until the hand-back.
+pub async fn take_over(context: &ConnectionContext, params: ViewTab) -> Result<Value, RpcError> {
+    let handoff = pending_handoffs()
+        .iter()
+        .any(|h| h.workspace_id == params.workspace_id && h.target_id == params.target_id);
+    let browser = &context.broker.tools.browser;
+    let taken = browser
+        .take_over(&params.workspace_id, &params.target_id, handoff)
+        .await
+        .map_err(takeover_error)?;
+    tell(
+        context,
+        &taken.interested,
+        "target_control.human",
+        json!({"by": "live_view", "url": redact_url(&taken.url), "title": taken.title}),
+    )
+    .await;
+    Ok(json!({"human": true, "targetId": params.target_id}))
+}
+
+/// One step of the person's input on a tab they hold.
+pub async fn input(
+    context: &ConnectionContext,
+    params: ViewInputParams,
+) -> Result<Value, RpcError> {
+    let point = |name: &str, value: Option<f64>| {
+        value.ok_or_else(|| RpcError::invalid_params(format!("params.{name} is required")))
+    };
+    let step = match params.kind.as_str() {
+        "click" => ViewInput::Click {
+            x: point("x", params.x)?,
+            y: point("y", params.y)?,
+            button: params.button.unwrap_or_else(|| "left".to_owned()),
+        },
+        "wheel" => ViewInput::Wheel {
+            x: point("x", params.x)?,
+            y: point("y", params.y)?,
+            dx: params.dx.unwrap_or(0.0),
+            dy: params.dy.unwrap_or(0.0),
+        },
+        _ => ViewInput::Key {
+            key: params
+                .key
+                .ok_or_else(|| RpcError::invalid_params("params.key is required"))?,
+        },
+    };
+    let browser = &context.broker.tools.browser;
+    match browser
+        .view_input(&params.workspace_id, &params.target_id, step)
+        .await
+    {
+        Ok(()) => Ok(json!({"sent": true})),
+        Err(TakeoverError::NotHeld) => {
+            Err(RpcError::invalid_params(TakeoverError::NotHeld.to_string()))
+        }
+        Err(error) => Err(takeover_error(error)),
+    }
+}
+
+/// The person hands the tab back, with what they changed.
+pub async fn hand_back(context: &ConnectionContext, params: ViewTab) -> Result<Value, RpcError> {
+    let browser = &context.broker.tools.browser;
+    let back = match browser
+        .hand_back(&params.workspace_id, &params.target_id)
+        .await
+    {
+        Ok(back) => back,
+        Err(TakeoverError::NotHeld) => {
+            return Err(RpcError::invalid_params(TakeoverError::NotHeld.to_string()));
+        }
+        Err(error) => return Err(takeover_error(error)),
+    };
+    let evidence = json!({
+        "action": "hand_back",
+        "status": "verified",
+        "urlChanged": back.url_changed,
+        "titleChanged": back.title_changed,
+        "documentChanged": back.document_changed,
+        "heldMs": back.held_ms,
+    });
+    tell(
+        context,
+        &back.interested,
+        "target_control.returned",
+        json!({"by": "live_view", "url": redact_url(&back.url), "title": back.title, "evidence": evidence}),
+    )
+    .await;
+    Ok(json!({"human": false, "targetId": params.target_id, "evidence": evidence}))
 }

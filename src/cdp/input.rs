@@ -174,6 +174,36 @@ impl Command for DispatchMouseEvent {
     type Reply = Empty;
 }
 
+/// `Input.dispatchMouseEvent` of type `mouseWheel` at viewport CSS pixel `(x, y)`, scrolling by
+/// `(delta_x, delta_y)` CSS pixels (the live view's take-over forwards the person's wheel).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MouseWheel {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    pub x: f64,
+    pub y: f64,
+    pub delta_x: f64,
+    pub delta_y: f64,
+}
+
+impl MouseWheel {
+    pub fn at(x: f64, y: f64, delta_x: f64, delta_y: f64) -> MouseWheel {
+        MouseWheel {
+            kind: "mouseWheel",
+            x,
+            y,
+            delta_x,
+            delta_y,
+        }
+    }
+}
+
+impl Command for MouseWheel {
+    const METHOD: &'static str = "Input.dispatchMouseEvent";
+    type Reply = Empty;
+}
+
 /// One key as the page sees it in `KeyboardEvent.key` / `code` / `keyCode`, and the text it
 /// types.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -125,6 +125,7 @@ error_codes! {
     WorkspaceNotIsolated      "workspace_not_isolated"      -32082    false;
     // The live view.
     HandoffTimeout            "handoff_timeout"             -32090    true;
+    HumanInControl            "human_in_control"            -32091    true;
 }
 
 /// An error on its way to a JSON-RPC `error` member.

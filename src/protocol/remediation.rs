@@ -46,6 +46,7 @@ pub enum RemediationAction {
     UseCompatibleExecutable,
     UseHeadlessBrowser,
     UseNewKey,
+    WaitForHandBack,
     WaitForRelease,
 }
 
@@ -92,6 +93,7 @@ impl RemediationAction {
         RemediationAction::UseCompatibleExecutable,
         RemediationAction::UseHeadlessBrowser,
         RemediationAction::UseNewKey,
+        RemediationAction::WaitForHandBack,
         RemediationAction::WaitForRelease,
     ];
 
@@ -138,6 +140,7 @@ impl RemediationAction {
             RemediationAction::UseCompatibleExecutable => "use_compatible_executable",
             RemediationAction::UseHeadlessBrowser => "use_headless_browser",
             RemediationAction::UseNewKey => "use_new_key",
+            RemediationAction::WaitForHandBack => "wait_for_hand_back",
             RemediationAction::WaitForRelease => "wait_for_release",
         }
     }

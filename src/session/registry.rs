@@ -25,6 +25,9 @@ pub enum TargetError {
     },
     /// A user tab (not created for this Workspace) cannot be closed.
     NotManaged,
+    /// The person at the live view took the tab over (`session::view`): no Lease takes or
+    /// uses it until they hand it back.
+    HumanInControl,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +52,8 @@ struct TabEntry {
     /// The Workspace that last controlled this user tab: what the page logged under one
     /// Workspace's control is never shown to the next (`acquire_control` says so).
     last_workspace: Option<String>,
+    /// The person at the live view holds the tab (`session::view`).
+    human: bool,
 }
 
 impl TabEntry {
@@ -139,6 +144,7 @@ impl Registry {
                         managed_by: adopted.clone(),
                         controller: None,
                         last_workspace: None,
+                        human: false,
                     },
                 );
                 adopted
@@ -255,6 +261,9 @@ impl Registry {
         lease_id: &LeaseId,
     ) -> Result<bool, TargetError> {
         let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
+        if entry.human {
+            return Err(TargetError::HumanInControl);
+        }
         match &entry.controller {
             Some(c) if c.workspace_id == workspace_id && c.lease_id == lease_id => Ok(false),
             Some(c) => Err(TargetError::ControlledElsewhere {
@@ -273,6 +282,14 @@ impl Registry {
                 Ok(previous.is_some_and(|w| w != workspace_id))
             }
         }
+    }
+
+    /// The person at the live view takes the tab (`true`) or hands it back (`false`); every
+    /// Lease's `acquire_control` fails with `HumanInControl` meanwhile. False when it already
+    /// stood so.
+    pub fn set_human(&mut self, target: &TargetId, human: bool) -> Result<bool, TargetError> {
+        let entry = self.tabs.get_mut(target).ok_or(TargetError::NotFound)?;
+        Ok(std::mem::replace(&mut entry.human, human) != human)
     }
 
     /// Clears control held by a Lease that no longer exists.
@@ -512,6 +529,7 @@ impl Registry {
                         .filter(|c| c.workspace_id == workspace_id)
                         .map(|c| c.lease_id.clone()),
                     dialog,
+                    human: entry.human,
                     handle: entry.handle.clone(),
                 });
             }

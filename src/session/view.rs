@@ -1,18 +1,30 @@
 //! The live view's side of the session (docs/view.md): the origins the view serves on, which
 //! are never an eligible tab (not listed, not resolvable, so no agent can drive the view's own
-//! tab), and the read-only reads the view makes: the tabs every Workspace manages or controls,
-//! and a frame of one of them.
+//! tab), the read-only reads the view makes (the tabs every Workspace manages or controls, and a
+//! frame of one of them), and the person's take-over of a tab.
 //!
-//! Nothing here takes a tab's turn or a Command: a frame is one `Page.captureScreenshot` on the
+//! The reads take no tab's turn and no Command: a frame is one `Page.captureScreenshot` on the
 //! session the tools already set up for the tab, sent beside whatever the tab's Command does,
-//! so the view never waits for an agent and never holds one up.
+//! so the view never waits for an agent and never holds one up. A take-over marks the tab held
+//! in the registry (every Lease's control of it then fails with `human_in_control`, the one
+//! check in `Registry::acquire_control`) and takes the tab's turn, so what the agents queued
+//! before runs first and nothing runs against the person's input; during a hand-off of the tab
+//! the hand-off's Command already holds the turn for the person. The person's mouse, wheel and
+//! keyboard go to the tab's session until the hand-back.
 
 use std::sync::RwLock;
 use std::time::Duration;
 
+use super::bounds::{bound_title, bound_url};
+use super::load::LoadMark;
 use super::service::BrowserService;
-use super::tab::TabHandle;
-use crate::cdp::page::CaptureScreenshot;
+use super::tab::{TabGuard, TabHandle};
+use crate::cdp::input::{
+    self, DispatchMouseEvent, InsertText, MouseButton, MouseEventType, MouseWheel, Stroke,
+};
+use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics};
+use crate::cdp::{CdpClient, SessionId, TargetId};
+use crate::store::TargetRef;
 
 /// Origins of views registered with this Broker (`http://127.0.0.1:PORT`). A view registers
 /// each time it connects; the oldest is forgotten beyond this many.
@@ -67,6 +79,8 @@ pub struct ViewTab {
     /// The Lease of this Workspace controlling the tab.
     pub controlled_by: Option<String>,
     pub dialog: Option<ViewDialog>,
+    /// The person at the live view holds the tab.
+    pub human: bool,
     pub(super) handle: TabHandle,
 }
 
@@ -117,6 +131,326 @@ impl BrowserService {
             .await
             .map_err(|error| FrameError::Cdp(error.to_string()))?;
         Ok(reply.data)
+    }
+}
+
+/// How long a take-over waits for the Commands the agents queued on the tab before it.
+const TAKEOVER_TURN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long one of the person's input steps (or a read around the take-over) may take.
+const INPUT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest key name the view forwards (`Enter`, `ArrowLeft`, one character).
+const MAX_KEY_CHARS: usize = 24;
+
+/// A tab the person at the live view holds.
+struct Held {
+    target: TargetId,
+    handle: TabHandle,
+    /// The tab's turn; `None` while a hand-off's Command holds it for the person.
+    _turn: Option<TabGuard>,
+    session: SessionId,
+    url: String,
+    title: String,
+    mark: LoadMark,
+    since: std::time::Instant,
+}
+
+/// Tabs held now: at most one entry per tab, each taken by the person at a view.
+static HELD: std::sync::Mutex<Vec<Held>> = std::sync::Mutex::new(Vec::new());
+
+/// One step of the person's input on a held tab, at a point given as fractions of the tab's
+/// viewport (the view scales its picture of the tab).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ViewInput {
+    /// `button`: `left`, `middle` or `right`.
+    Click {
+        x: f64,
+        y: f64,
+        button: String,
+    },
+    Wheel {
+        x: f64,
+        y: f64,
+        dx: f64,
+        dy: f64,
+    },
+    /// A `KeyboardEvent.key`: one character, or a named key (`Enter`, `Backspace`, ...).
+    Key {
+        key: String,
+    },
+}
+
+/// Who must hear of a take-over or hand-back: every Workspace managing or controlling the tab,
+/// with its own id of the tab.
+pub type Interested = Vec<(String, TargetRef)>;
+
+/// The tab the person took, as it stood.
+pub struct TakenOver {
+    pub interested: Interested,
+    pub url: String,
+    pub title: String,
+}
+
+/// The tab handed back: what the person changed while they held it.
+pub struct HandedBack {
+    pub interested: Interested,
+    pub url: String,
+    pub title: String,
+    pub url_changed: bool,
+    pub title_changed: bool,
+    pub document_changed: bool,
+    pub held_ms: u64,
+}
+
+/// Why a take-over, an input step or a hand-back did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeoverError {
+    #[error("no such tab")]
+    NotFound,
+    #[error("an agent's Command on this tab is still running: try again in a moment")]
+    Busy,
+    #[error("the tab is not taken over: press Take over first")]
+    NotHeld,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the browser refused: {0}")]
+    Cdp(String),
+}
+
+impl From<crate::cdp::CdpError> for TakeoverError {
+    fn from(error: crate::cdp::CdpError) -> TakeoverError {
+        TakeoverError::Cdp(error.to_string())
+    }
+}
+
+/// URL and title of the tab's current history entry, bounded.
+async fn page_info(
+    client: &CdpClient,
+    session: &SessionId,
+) -> Result<(String, String), TakeoverError> {
+    let history = client.navigation_history(session, INPUT_TIMEOUT).await?;
+    Ok(history
+        .entry(0)
+        .map(|entry| (bound_url(&entry.url), bound_title(&entry.title)))
+        .unwrap_or_default())
+}
+
+/// A point at fractions `(x, y)` of the tab's viewport, in its CSS pixels.
+async fn viewport_point(
+    client: &CdpClient,
+    session: &SessionId,
+    x: f64,
+    y: f64,
+) -> Result<(f64, f64), TakeoverError> {
+    if !(0.0..=1.0).contains(&x) || !(0.0..=1.0).contains(&y) {
+        return Err(TakeoverError::Invalid(
+            "x and y are fractions from 0 to 1".to_owned(),
+        ));
+    }
+    let metrics = client
+        .execute(session, &GetLayoutMetrics {}, INPUT_TIMEOUT)
+        .await?;
+    let size = |name: &str| metrics.css_visual_viewport[name].as_f64().unwrap_or(0.0);
+    Ok((x * size("clientWidth"), y * size("clientHeight")))
+}
+
+impl BrowserService {
+    /// The person at the live view takes the tab behind a Workspace's opaque id; a second
+    /// take-over of a held tab changes nothing. `handoff_holds_turn`: a hand-off's Command of
+    /// this tab waits for the person, so it holds the turn on their behalf.
+    pub async fn take_over(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+        handoff_holds_turn: bool,
+    ) -> Result<TakenOver, TakeoverError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| TakeoverError::NotFound)?;
+        let live = self.live().ok_or(TakeoverError::NotFound)?;
+        let target = handle.target.clone();
+        let taken = self.with_registry(|registry| registry.set_human(&target, true));
+        if !taken.map_err(|_| TakeoverError::NotFound)? {
+            let held = HELD.lock().expect("held lock");
+            if let Some(held) = held.iter().find(|h| h.target == target) {
+                return Ok(TakenOver {
+                    interested: self.with_registry(|r| r.interested_workspaces(&target)),
+                    url: held.url.clone(),
+                    title: held.title.clone(),
+                });
+            }
+        }
+        let release = |service: &BrowserService| {
+            service.with_registry(|registry| registry.set_human(&target, false).ok());
+        };
+        let mut turn = None;
+        if !handoff_holds_turn {
+            match tokio::time::timeout(TAKEOVER_TURN_WAIT, handle.acquire()).await {
+                Ok(guard) => turn = Some(guard),
+                Err(_) => {
+                    release(self);
+                    return Err(TakeoverError::Busy);
+                }
+            }
+        }
+        let session = match turn.as_mut() {
+            Some(guard) => guard
+                .session_within(&live.client, INPUT_TIMEOUT)
+                .await
+                .map_err(TakeoverError::from),
+            None => handle
+                .books()
+                .view_session
+                .clone()
+                .ok_or(TakeoverError::NotFound),
+        };
+        let info = match session {
+            Ok(session) => page_info(&live.client, &session)
+                .await
+                .map(|info| (session, info)),
+            Err(error) => Err(error),
+        };
+        let (session, (url, title)) = match info {
+            Ok(found) => found,
+            Err(error) => {
+                release(self);
+                return Err(error);
+            }
+        };
+        let interested = self.with_registry(|registry| registry.interested_workspaces(&target));
+        let mut held = HELD.lock().expect("held lock");
+        held.retain(|h| h.target != target);
+        held.push(Held {
+            target: target.clone(),
+            mark: handle.load_mark(),
+            handle,
+            _turn: turn,
+            session,
+            url: url.clone(),
+            title: title.clone(),
+            since: std::time::Instant::now(),
+        });
+        Ok(TakenOver {
+            interested,
+            url,
+            title,
+        })
+    }
+
+    /// One step of the person's input on a tab they hold.
+    pub async fn view_input(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+        step: ViewInput,
+    ) -> Result<(), TakeoverError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| TakeoverError::NotFound)?;
+        let live = self.live().ok_or(TakeoverError::NotFound)?;
+        let session = {
+            let held = HELD.lock().expect("held lock");
+            let found = held.iter().find(|h| h.target == handle.target);
+            found
+                .map(|h| h.session.clone())
+                .ok_or(TakeoverError::NotHeld)?
+        };
+        let client = &live.client;
+        match step {
+            ViewInput::Click { x, y, button } => {
+                let (x, y) = viewport_point(client, &session, x, y).await?;
+                let button = MouseButton::from_name(&button);
+                for kind in [
+                    MouseEventType::MouseMoved,
+                    MouseEventType::MousePressed,
+                    MouseEventType::MouseReleased,
+                ] {
+                    let event = DispatchMouseEvent::step(kind, x, y, button, 1);
+                    client.execute(&session, &event, INPUT_TIMEOUT).await?;
+                }
+            }
+            ViewInput::Wheel { x, y, dx, dy } => {
+                let (x, y) = viewport_point(client, &session, x, y).await?;
+                let clamp = |d: f64| d.clamp(-10_000.0, 10_000.0);
+                let wheel = MouseWheel::at(x, y, clamp(dx), clamp(dy));
+                client.execute(&session, &wheel, INPUT_TIMEOUT).await?;
+            }
+            ViewInput::Key { key } => {
+                if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+                    return Err(TakeoverError::Invalid("key must name one key".to_owned()));
+                }
+                let mut chars = key.chars();
+                let stroke = match (chars.next(), chars.next()) {
+                    (Some(ch), None) => input::stroke_for(ch),
+                    _ => match input::table::named_key(&key) {
+                        Some(named) => Stroke::Key {
+                            key: input::Key::named(named),
+                            shift: false,
+                        },
+                        None => return Err(TakeoverError::Invalid(format!("unknown key {key:?}"))),
+                    },
+                };
+                match stroke {
+                    Stroke::Key { key, shift } => {
+                        let events = input::stroke_events(&key, shift);
+                        input::send_key_events(client, &session, events, INPUT_TIMEOUT).await?;
+                    }
+                    Stroke::Insert(ch) => {
+                        let text = InsertText {
+                            text: ch.to_string(),
+                        };
+                        client.execute(&session, &text, INPUT_TIMEOUT).await?;
+                    }
+                    Stroke::InsertText(text) => {
+                        client
+                            .execute(&session, &InsertText { text }, INPUT_TIMEOUT)
+                            .await?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The person hands the tab back: Leases may take it again, the turn goes to the next
+    /// Command, and what the person changed is read.
+    pub async fn hand_back(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+    ) -> Result<HandedBack, TakeoverError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| TakeoverError::NotFound)?;
+        let target = handle.target.clone();
+        let held = {
+            let mut held = HELD.lock().expect("held lock");
+            let position = held.iter().position(|h| h.target == target);
+            held.remove(position.ok_or(TakeoverError::NotHeld)?)
+        };
+        let (url, title) = match self.live() {
+            Some(live) => page_info(&live.client, &held.session)
+                .await
+                .unwrap_or_else(|_| (held.url.clone(), held.title.clone())),
+            None => (held.url.clone(), held.title.clone()),
+        };
+        let document_changed = held.handle.navigated_since(&held.mark);
+        let interested = self.with_registry(|registry| {
+            let _ = registry.set_human(&target, false);
+            registry.interested_workspaces(&target)
+        });
+        let held_ms = held.since.elapsed().as_millis() as u64;
+        // The turn goes with `held`: the next queued Command (none was let in) may run.
+        Ok(HandedBack {
+            interested,
+            url_changed: url != held.url,
+            title_changed: title != held.title,
+            url,
+            title,
+            document_changed,
+            held_ms,
+        })
     }
 }
 

@@ -125,6 +125,8 @@ fn target(error: TargetError) -> RpcError {
         TargetError::ControlledElsewhere { .. } => RpcError::new(ErrorCode::TargetControlledElsewhere, "another Lease controls this tab")
             .with_remediation(RemediationAction::WaitForRelease, "The controlling Lease must call browser.tabs.release (or end) first; control is never stolen."),
         TargetError::NotManaged => RpcError::new(ErrorCode::TargetNotManaged, "this is a user tab; Browser Pilot never closes user tabs"),
+        TargetError::HumanInControl => RpcError::new(ErrorCode::HumanInControl, "the person at the live view has taken this tab over")
+            .with_remediation(RemediationAction::WaitForHandBack, "Wait for the target_control.returned event (the person handed the tab back), then observe and go on; or ask the user what they are doing in the live view."),
     }
 }
 

@@ -5,8 +5,10 @@
 //! rebound name is another site) and its `Origin`, when present, the view's own origin;
 //! otherwise it is answered 403 with nothing read from the Broker. `POST /api/session` spends a
 //! one-time secret (header `X-BP-Secret`) for a token; every other `/api/` request needs that
-//! token in `X-BP-Token` (never a cookie). Answers are `no-store`, and the page runs under a
-//! Content-Security-Policy that allows only its own scripts and connections.
+//! token in `X-BP-Token` (never a cookie); the POSTs (Done of a hand-off, take-over, input,
+//! hand-back) pass their JSON body on to the Broker's matching method. Answers are `no-store`,
+//! and the page runs under a Content-Security-Policy that allows only its own scripts and
+//! connections.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -27,7 +29,7 @@ use crate::home::Home;
 /// HTTP connections served at once; more wait to be accepted.
 const MAX_CONNECTIONS: usize = 32;
 
-/// Largest request body the API reads (a person's note to a hand-off).
+/// Largest request body the API reads (a person's note to a hand-off, an input step).
 const MAX_BODY_BYTES: usize = 16 * 1024;
 
 const INDEX_HTML: &str = include_str!("page/index.html");
@@ -183,7 +185,14 @@ async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
             )
             .await
         }
-        (Method::POST, "/api/handoff/done") => {
+        (Method::POST, path) => {
+            let method = match path {
+                "/api/handoff/done" => "handoff/done",
+                "/api/takeover" => "view/takeover",
+                "/api/input" => "view/input",
+                "/api/handback" => "view/handback",
+                _ => return json_answer(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
+            };
             let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)
                 .collect()
                 .await
@@ -197,7 +206,7 @@ async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
                 }
             };
             let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-            broker("handoff/done", params).await
+            broker(method, params).await
         }
         _ => json_answer(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
     }

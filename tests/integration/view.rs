@@ -376,3 +376,152 @@ fn a_handoff_completes_with_evidence_when_done_is_pressed_in_the_page() {
     let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
     assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
 }
+
+/// Clicks the view's picture of the watched tab at fractions `(x, y)` of it, as a person would.
+fn click_picture(cdp: &mut OwnCdp, port: u16, x: f64, y: f64) {
+    in_view(
+        cdp,
+        port,
+        &format!(
+            "(() => {{ const i = document.getElementById('frame'); const r = i.getBoundingClientRect(); i.dispatchEvent(new MouseEvent('click', {{bubbles: true, clientX: r.left + r.width * {x}, clientY: r.top + r.height * {y}}})); return true; }})()"
+        ),
+    );
+}
+
+fn inputs_sent(cdp: &mut OwnCdp, port: u16) -> u64 {
+    in_view(
+        cdp,
+        port,
+        "Number(document.getElementById('frame').dataset.inputs)",
+    )
+    .as_u64()
+    .unwrap_or(0)
+}
+
+#[test]
+fn a_person_takes_a_tab_over_in_the_page_and_hands_it_back() {
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "takeover-agent");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/takeover")}),
+    );
+    let target = opened["targetId"].clone();
+    let (url, port, _) = view_url(&rig.home);
+    let mut cdp = OwnCdp::connect(&rig.chromium);
+    cdp.open_user_tab(&url);
+    let listed = format!(
+        "document.body.dataset.ready === 'true' && !!document.querySelector('[data-watch=\"{}\"]')",
+        target.as_str().unwrap()
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            cdp.pages()
+                .iter()
+                .any(|(_, u)| u.ends_with(&format!(":{port}/")))
+                && in_view(&mut cdp, port, &listed) == true
+        }),
+        "the view lists the agent's tab"
+    );
+    in_view(
+        &mut cdp,
+        port,
+        &format!(
+            "document.querySelector('[data-watch=\"{}\"]').click(); true",
+            target.as_str().unwrap()
+        ),
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || in_view(
+            &mut cdp,
+            port,
+            "Number(document.getElementById('frame').dataset.frames) >= 1"
+        ) == true),
+        "a first frame arrives"
+    );
+
+    // The person takes the tab: the agent hears of it, and its Commands fail fast meanwhile.
+    in_view(
+        &mut cdp,
+        port,
+        "document.getElementById('takeover').click(); true",
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || in_view(
+            &mut cdp,
+            port,
+            "document.getElementById('watch').dataset.held === 'true'"
+        ) == true),
+        "the page holds the tab"
+    );
+    let human = agent.wait_event("target_control.human");
+    assert_eq!(human["payload"]["targetId"], target, "{human}");
+    let (code, error) = agent.tool_err("browser.observe", Some(&target), json!({}));
+    assert_eq!(code, "human_in_control", "{error}");
+    assert_eq!(error["data"]["retryable"], true, "{error}");
+    assert_eq!(
+        error["data"]["remediation"]["action"], "wait_for_hand_back",
+        "{error}"
+    );
+    let (code, _) = agent.tool_err(
+        "browser.navigate",
+        Some(&target),
+        json!({"action": "goto", "url": rig.fixtures.url("/page/Elsewhere")}),
+    );
+    assert_eq!(code, "human_in_control", "a mutation is refused too");
+
+    // The person's click and keys on the picture land on the agent's tab.
+    click_picture(&mut cdp, port, 0.5, 0.25);
+    click_picture(&mut cdp, port, 0.5, 0.7);
+    for key in ["h", "i"] {
+        in_view(
+            &mut cdp,
+            port,
+            &format!(
+                "document.getElementById('frame').dispatchEvent(new KeyboardEvent('keydown', {{key: '{key}', bubbles: true}})); true"
+            ),
+        );
+    }
+    assert!(
+        wait_until(Duration::from_secs(20), || inputs_sent(&mut cdp, port) >= 4),
+        "the page sent the person's input"
+    );
+    let page_state =
+        "[document.getElementById('big').textContent, document.getElementById('field').value]";
+    assert_eq!(
+        cdp.evaluate_in_page("/fixture/takeover", page_state)["result"]["value"],
+        json!(["Clicked 1", "hi"]),
+        "the click and the keys landed on the tab"
+    );
+
+    // Hand-back: the agent hears what changed, and its next Observation shows the person's work.
+    in_view(
+        &mut cdp,
+        port,
+        "document.getElementById('handback').click(); true",
+    );
+    let returned = agent.wait_event("target_control.returned");
+    let evidence = &returned["payload"]["evidence"];
+    assert_eq!(evidence["status"], "verified", "{returned}");
+    assert_eq!(evidence["titleChanged"], true, "{returned}");
+    assert_eq!(evidence["urlChanged"], false, "{returned}");
+    assert_eq!(evidence["documentChanged"], false, "{returned}");
+    assert_eq!(returned["payload"]["title"], "Clicked");
+    assert!(
+        wait_until(Duration::from_secs(10), || in_view(
+            &mut cdp,
+            port,
+            "document.getElementById('watch').dataset.handedBack === 'true'"
+        ) == true),
+        "the page says the tab went back"
+    );
+    let observation = agent.tool("browser.observe", Some(&target), json!({}));
+    assert!(
+        observation.to_string().contains("Clicked 1"),
+        "the next Observation reflects the person's click: {observation}"
+    );
+    let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
+    assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
+}

@@ -1,6 +1,8 @@
 // The live view: every Workspace of this home, a live tab and the hand-offs waiting for the
-// person. Everything shown is text the Broker already masked; it is written with textContent
-// only, so a page's title or URL can never become markup here.
+// person, who may take the watched tab over (their clicks, wheel and keys on its picture go to
+// the tab through the Broker) and hand it back. Everything shown is text the Broker already
+// masked; it is written with textContent only, so a page's title or URL can never become
+// markup here.
 (function () {
   'use strict';
   var token = null;
@@ -57,12 +59,13 @@
       var watch = el('button', { text: 'Watch', 'data-watch': tab.targetId });
       watch.addEventListener('click', function () {
         watched = { workspaceId: workspace.workspaceId, targetId: tab.targetId, title: tab.title, url: tab.url };
+        setHeld(!!tab.human);
         document.getElementById('watch').hidden = false;
         refreshWatch();
       });
       return el('tr', { 'data-target-id': tab.targetId }, [
         el('td', {}, [el('div', { text: tab.title || '(untitled)' }), el('div', { className: 'url', text: tab.url })].concat(badges)),
-        el('td', { text: (tab.controlledBy || 'free') + (tab.managed ? ' · managed' : ' · user tab') }),
+        el('td', { text: (tab.human ? 'you (taken over)' : (tab.controlledBy || 'free')) + (tab.managed ? ' · managed' : ' · user tab') }),
         el('td', { text: tab.requests + ' req · ' + tab.downloads + ' dl' }),
         el('td', {}, [watch]),
       ]);
@@ -102,6 +105,7 @@
       var watch = el('button', { text: 'Watch the tab' });
       watch.addEventListener('click', function () {
         watched = { workspaceId: handoff.workspaceId, targetId: handoff.targetId, title: '', url: '' };
+        setHeld(false);
         document.getElementById('watch').hidden = false;
         refreshWatch();
       });
@@ -152,9 +156,83 @@
     }, function () {});
   }
 
+  // Take-over: while the person holds the watched tab, their input on its picture is sent in
+  // order, one step at a time, as fractions of the picture (the Broker scales to the tab).
+  var held = false;
+  var inputs = 0;
+  var sending = Promise.resolve();
+  var watchBox = document.getElementById('watch');
+  var img = document.getElementById('frame');
+  var controlNote = document.getElementById('control-note');
+
+  function setHeld(value) {
+    held = value;
+    watchBox.setAttribute('data-held', value ? 'true' : 'false');
+    document.getElementById('takeover').hidden = value;
+    document.getElementById('handback').hidden = !value;
+    controlNote.textContent = value ? 'You control this tab: agents wait until you hand it back.' : '';
+  }
+
+  function tabParams() {
+    return { workspaceId: watched.workspaceId, targetId: watched.targetId };
+  }
+
+  function send(step) {
+    if (!held || !watched) return;
+    var body = Object.assign(tabParams(), step);
+    sending = sending.then(function () {
+      return api('POST', '/api/input', body).then(function () {
+        inputs += 1;
+        img.setAttribute('data-inputs', String(inputs));
+      }, function (error) { controlNote.textContent = 'input: ' + error.message; });
+    });
+  }
+
+  function fractions(event) {
+    var rect = img.getBoundingClientRect();
+    var clamp = function (v) { return Math.min(1, Math.max(0, v)); };
+    return { x: clamp((event.clientX - rect.left) / rect.width), y: clamp((event.clientY - rect.top) / rect.height) };
+  }
+
+  img.addEventListener('click', function (event) {
+    if (!held) return;
+    var at = fractions(event);
+    img.focus();
+    send({ type: 'click', x: at.x, y: at.y, button: 'left' });
+  });
+  img.addEventListener('wheel', function (event) {
+    if (!held) return;
+    event.preventDefault();
+    var at = fractions(event);
+    send({ type: 'wheel', x: at.x, y: at.y, dx: event.deltaX, dy: event.deltaY });
+  }, { passive: false });
+  img.addEventListener('keydown', function (event) {
+    if (!held || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === 'Shift' || event.key === 'Control' || event.key === 'Alt' || event.key === 'Meta') return;
+    event.preventDefault();
+    send({ type: 'key', key: event.key });
+  });
+  document.getElementById('takeover').addEventListener('click', function () {
+    if (!watched) return;
+    controlNote.textContent = 'taking over…';
+    api('POST', '/api/takeover', tabParams()).then(function () { setHeld(true); img.focus(); refresh(); },
+      function (error) { controlNote.textContent = 'take-over: ' + error.message; });
+  });
+  document.getElementById('handback').addEventListener('click', function () {
+    if (!watched) return;
+    sending.then(function () {
+      return api('POST', '/api/handback', tabParams());
+    }).then(function (back) {
+      setHeld(false);
+      var e = back.evidence || {};
+      controlNote.textContent = 'Handed back' + (e.documentChanged ? ' (the page changed)' : '') + '.';
+      watchBox.setAttribute('data-handed-back', 'true');
+      refresh();
+    }, function (error) { controlNote.textContent = 'hand-back: ' + error.message; });
+  });
+
   function frameLoop() {
     if (!watched) { setTimeout(frameLoop, 250); return; }
-    var img = document.getElementById('frame');
     var note = document.getElementById('frame-note');
     api('GET', '/api/frame?' + query({ workspaceId: watched.workspaceId, targetId: watched.targetId })).then(function (frame) {
       if (frame.data) {
