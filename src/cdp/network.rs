@@ -1,6 +1,7 @@
 //! The `Network` domain: `Network.enable`, `Network.getResponseBody`,
 //! `Network.emulateNetworkConditions` (offline and throttling of one session, in effect only
-//! while `Network` is enabled there) and the four events the Broker reads of a request's life (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
+//! while `Network` is enabled there), its per-URL form `Network.emulateNetworkConditionsByRule`
+//! (the URL policy's WebSocket rules, docs/cdp.md "WebSocket handshakes") and the four events the Broker reads of a request's life (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
 //! `loadingFailed`). Wire shapes only: what is kept, bounded and shown to a Workspace is
 //! `session::network`'s business. Header maps stay raw JSON here; they never reach an agent
 //! without passing the session's bounds.
@@ -48,6 +49,35 @@ impl EmulateNetworkConditions {
 
 impl Command for EmulateNetworkConditions {
     const METHOD: &'static str = "Network.emulateNetworkConditions";
+    type Reply = Empty;
+}
+
+/// One entry of `Network.emulateNetworkConditionsByRule`: the conditions of requests whose URL
+/// matches `url_pattern` (URLPattern constructor syntax; empty: every request).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkConditions {
+    pub url_pattern: String,
+    pub offline: bool,
+    pub latency: f64,
+    pub download_throughput: f64,
+    pub upload_throughput: f64,
+}
+
+/// `Network.emulateNetworkConditionsByRule`: the session's whole list of conditions, the first
+/// entry matching a request wins. It replaces what `emulateNetworkConditions` set on the same
+/// session (and the reverse); other sessions' lists are their own. Chromium 156 applies it to
+/// WebSocket handshakes (an `offline` entry fails one with `net::ERR_INTERNET_DISCONNECTED`
+/// before anything is sent), which neither the Fetch domain nor `setBlockedURLs` sees. Set
+/// before `Network.enable` it waits for it; with `Network` disabled it does nothing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmulateNetworkConditionsByRule {
+    pub matched_network_conditions: Vec<NetworkConditions>,
+}
+
+impl Command for EmulateNetworkConditionsByRule {
+    const METHOD: &'static str = "Network.emulateNetworkConditionsByRule";
     type Reply = Empty;
 }
 
@@ -198,6 +228,20 @@ mod tests {
             }),
             json!({"requestId": "1.2"})
         );
+        let by_rule = EmulateNetworkConditionsByRule {
+            matched_network_conditions: vec![NetworkConditions {
+                url_pattern: "ws://ads.test{.}?/*".into(),
+                offline: true,
+                latency: 0.0,
+                download_throughput: -1.0,
+                upload_throughput: -1.0,
+            }],
+        };
+        assert_eq!(
+            params(&by_rule),
+            json!({"matchedNetworkConditions": [{"urlPattern": "ws://ads.test{.}?/*", "offline": true, "latency": 0.0, "downloadThroughput": -1.0, "uploadThroughput": -1.0}]})
+        );
+        reply::<EmulateNetworkConditionsByRule>(json!({"ruleIds": ["R1"]}));
         let body = reply::<GetResponseBody>(json!({"body": "AAE=", "base64Encoded": true}));
         assert!(body.base64_encoded);
         let Ok(Event::RequestWillBeSent(sent)) = Event::decode(

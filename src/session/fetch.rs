@@ -15,6 +15,14 @@
 //! rejected credential is cancelled on the second challenge for the same request instead of
 //! letting Chromium loop. Passwords live only here and in the one `Fetch.continueWithAuth`
 //! they are sent in: no `Debug` output, result, event or log line carries one.
+//!
+//! The URL policy's WebSocket part is here too: a handshake is paused by no Fetch pattern, so
+//! the policies of the Workspaces that manage or control a tab become URLPattern network
+//! conditions (`url_policy::SocketRules`, `Network.emulateNetworkConditionsByRule`) on every
+//! session of the tab, set with its Fetch mode before the session runs. Chromium keeps one
+//! conditions list per session, which `browser.emulate`'s offline and throttle share: the list
+//! sent always ends with the tab's emulated conditions, and the emulate tool hands a session
+//! with socket rules back here (`reassert_conditions`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -22,13 +30,17 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::background::Conditions;
 use super::registry::Registry;
 use super::service::{BrowserService, Live};
 use super::tab::TabHandle;
-use super::url_policy::{Blocked, UrlPolicy};
+use super::url_policy::{Blocked, EVERY_SOCKET, SocketRules, UrlPolicy};
 use crate::cdp::fetch::{
     AuthChallengeResponse, AuthRequired, ContinueRequest, ContinueWithAuth, Disable, Enable,
     FailRequest, FulfillRequest, HeaderEntry, RequestPattern, RequestPaused,
+};
+use crate::cdp::network::{
+    EmulateNetworkConditions, EmulateNetworkConditionsByRule, NetworkConditions,
 };
 use crate::cdp::{CdpClient, CdpError, Command, SessionId, TargetId};
 use crate::store::WorkspaceId;
@@ -269,6 +281,17 @@ impl NetControl {
         })
     }
 
+    /// The WebSocket rules of these Workspaces' URL policies (empty when none has one).
+    pub fn socket_rules(&self, workspaces: &[String]) -> SocketRules {
+        self.with(|all| {
+            let policies: Vec<&UrlPolicy> = workspaces
+                .iter()
+                .filter_map(|w| all.get(w)?.policy.as_ref())
+                .collect();
+            SocketRules::of(&policies)
+        })
+    }
+
     /// The mode a session of a tab these Workspaces manage or control needs.
     pub fn wanted(&self, workspaces: &[String]) -> FetchMode {
         self.with(|all| {
@@ -463,6 +486,11 @@ pub struct FetchBook {
     applied: HashMap<SessionId, Patterns>,
     /// Auth challenges already answered with credentials: (session, Fetch request id).
     auth_attempts: VecDeque<(SessionId, String)>,
+    /// The URL policies' WebSocket rules this tab's sessions should have, as last derived.
+    sockets: SocketRules,
+    /// The conditions list each session was last given here (absent: none, the session's
+    /// conditions are `browser.emulate`'s alone).
+    conditions: HashMap<SessionId, Vec<NetworkConditions>>,
 }
 
 impl FetchBook {
@@ -549,10 +577,121 @@ async fn apply(client: &CdpClient, session: &SessionId, mode: Patterns) -> Resul
     }
 }
 
-/// A fresh session of the tab (its own, or an OOPIF's): it gets the tab's current mode before
-/// it is resumed or navigated. A session already told (a popup's, before it ran) is left alone:
-/// `refresh_tab` carries every later change to it.
+/// The conditions list of a session: the sockets `rules` refuse or admit, then every other
+/// request under `emulated` (`browser.emulate`'s conditions of the session). Empty when there
+/// are no rules: the session is then `browser.emulate`'s alone.
+fn conditions_list(rules: &SocketRules, emulated: Conditions) -> Vec<NetworkConditions> {
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let entry = |url_pattern: &str, offline: bool| NetworkConditions {
+        url_pattern: url_pattern.to_owned(),
+        offline,
+        latency: emulated.latency_ms,
+        download_throughput: emulated.download.unwrap_or(-1.0),
+        upload_throughput: emulated.upload.unwrap_or(-1.0),
+    };
+    let mut list: Vec<NetworkConditions> = rules.refuse.iter().map(|p| entry(p, true)).collect();
+    list.extend(rules.admit.iter().map(|p| entry(p, emulated.offline)));
+    if rules.refuse_rest {
+        list.extend(EVERY_SOCKET.iter().map(|p| entry(p, true)));
+    }
+    if emulated != Conditions::default() {
+        list.push(entry("", emulated.offline));
+    }
+    list
+}
+
+/// What `browser.emulate` set on `session` of the tab (the browser's own network if nothing).
+fn emulated_on(handle: &TabHandle, session: &SessionId) -> Conditions {
+    let books = handle.books();
+    books
+        .emulation
+        .as_ref()
+        .filter(|e| e.session == *session)
+        .map(|e| e.network)
+        .unwrap_or_default()
+}
+
+/// Gives `session` the conditions list `list`; an empty one puts back `emulated` alone (a
+/// `Network.emulateNetworkConditions`, which replaces the rules).
+async fn send_conditions(
+    client: &CdpClient,
+    session: &SessionId,
+    list: Vec<NetworkConditions>,
+    emulated: Conditions,
+) -> Result<(), CdpError> {
+    if list.is_empty() {
+        let plain = EmulateNetworkConditions {
+            offline: emulated.offline,
+            latency: emulated.latency_ms,
+            download_throughput: emulated.download.unwrap_or(-1.0),
+            upload_throughput: emulated.upload.unwrap_or(-1.0),
+        };
+        return client
+            .execute(session, &plain, ANSWER_TIMEOUT)
+            .await
+            .map(drop);
+    }
+    let command = EmulateNetworkConditionsByRule {
+        matched_network_conditions: list,
+    };
+    client
+        .execute(session, &command, ANSWER_TIMEOUT)
+        .await
+        .map(drop)
+}
+
+/// Brings `session`'s conditions list in line with the tab's socket rules and its emulated
+/// conditions, when it differs from what the session was last given (`fresh`: a session never
+/// given one, which gets nothing when there are no rules).
+async fn sync_conditions(client: &CdpClient, session: &SessionId, handle: &TabHandle) {
+    let emulated = emulated_on(handle, session);
+    let list = {
+        let mut book = handle.network();
+        let fetch = &mut book.fetch;
+        let list = conditions_list(&fetch.sockets, emulated);
+        let before = fetch.conditions.get(session);
+        if before.map_or(list.is_empty(), |before| *before == list) {
+            return;
+        }
+        match list.is_empty() {
+            true => fetch.conditions.remove(session),
+            false => fetch.conditions.insert(session.clone(), list.clone()),
+        };
+        list
+    };
+    match send_conditions(client, session, list, emulated).await {
+        Ok(()) => {}
+        Err(CdpError::SessionClosed { .. }) => {
+            handle.network().fetch.conditions.remove(session);
+        }
+        Err(error) => tracing::warn!(%error, "setting the URL policy's socket rules failed"),
+    }
+}
+
+/// Whether `session` of the tab carries the URL policy's socket rules: `browser.emulate` then
+/// leaves its network conditions to [`reassert_conditions`] (a plain
+/// `Network.emulateNetworkConditions` would drop the rules).
+pub fn holds_socket_rules(handle: &TabHandle, session: &SessionId) -> bool {
+    handle.network().fetch.conditions.contains_key(session)
+}
+
+/// `browser.emulate` recorded new network conditions for `session`: the session gets the
+/// socket rules followed by them, in one list.
+pub async fn reassert_conditions(client: &CdpClient, handle: &TabHandle, session: &SessionId) {
+    handle.network().fetch.conditions.remove(session);
+    sync_conditions(client, session, handle).await;
+}
+
+/// A fresh session of the tab (its own, or an OOPIF's): it gets the tab's current mode and
+/// socket rules before it is resumed or navigated. A session already told (a popup's, before
+/// it ran) is left alone: `refresh_tab` carries every later change to it.
 pub(super) async fn on_session(client: &CdpClient, session: &SessionId, handle: &TabHandle) {
+    let known = handle.network().fetch.conditions.contains_key(session);
+    if !known {
+        sync_conditions(client, session, handle).await;
+    }
     let mode = {
         let mut book = handle.network();
         let fetch = &mut book.fetch;
@@ -589,10 +728,20 @@ pub(super) async fn refresh_tab(live: &Live, net: &NetControl, target: &TargetId
     });
     let Some(handle) = handle else { return };
     let mode = net.wanted(&workspaces);
-    let (changed, wanted): (Vec<SessionId>, Patterns) = {
+    let sockets = net.socket_rules(&workspaces);
+    let (changed, wanted, sessions): (Vec<SessionId>, Patterns, Vec<SessionId>) = {
         let mut book = handle.network();
         let fetch = &mut book.fetch;
         fetch.wanted = mode;
+        fetch.sockets = sockets;
+        let sessions = fetch
+            .applied
+            .keys()
+            .chain(fetch.conditions.keys())
+            .cloned()
+            .collect::<std::collections::HashSet<_>>()
+            .into_iter()
+            .collect();
         let wanted = fetch.wanted_patterns();
         let changed = fetch
             .applied
@@ -603,8 +752,12 @@ pub(super) async fn refresh_tab(live: &Live, net: &NetControl, target: &TargetId
                 session.clone()
             })
             .collect();
-        (changed, wanted)
+        (changed, wanted, sessions)
     };
+    // Socket rules first: a tab gaining a policy has its sockets held before anything else.
+    for session in &sessions {
+        sync_conditions(&live.client, session, &handle).await;
+    }
     for session in changed {
         match apply(&live.client, &session, wanted).await {
             Ok(()) => {}
@@ -897,6 +1050,48 @@ mod tests {
         assert_eq!(enable["patterns"][0]["requestStage"], "Request");
         assert_eq!(enable["patterns"][1]["requestStage"], "Response");
         assert_eq!(enable["handleAuthRequests"], true);
+    }
+
+    #[test]
+    fn socket_rules_come_before_the_emulated_conditions() {
+        let rules = SocketRules {
+            refuse: vec!["ws://ads.test{.}?/*".to_owned()],
+            admit: vec!["wss://ok.test{.}?/*".to_owned()],
+            refuse_rest: true,
+        };
+        let slow = Conditions {
+            offline: false,
+            latency_ms: 200.0,
+            download: Some(1000.0),
+            upload: None,
+        };
+        let list = conditions_list(&rules, slow);
+        let patterns: Vec<(&str, bool)> = list
+            .iter()
+            .map(|c| (c.url_pattern.as_str(), c.offline))
+            .collect();
+        assert_eq!(
+            patterns,
+            vec![
+                ("ws://ads.test{.}?/*", true),
+                ("wss://ok.test{.}?/*", false),
+                ("ws://*:*/*", true),
+                ("wss://*:*/*", true),
+                ("", false),
+            ]
+        );
+        assert!(list.iter().all(|c| c.latency == 200.0
+            && c.download_throughput == 1000.0
+            && c.upload_throughput == -1.0));
+        // Offline emulation keeps admitted sockets offline too; no emulation adds no global entry.
+        let offline = Conditions {
+            offline: true,
+            ..Conditions::default()
+        };
+        assert!(conditions_list(&rules, offline).iter().all(|c| c.offline));
+        assert_eq!(conditions_list(&rules, Conditions::default()).len(), 4);
+        // No policy: the session's conditions are `browser.emulate`'s alone.
+        assert!(conditions_list(&SocketRules::default(), slow).is_empty());
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! its parse with the URL standard's parser (the `url` crate: punycode, default ports, IPv4
 //! forms), the canonical form the store keeps, and the one decision every enforcement point asks
 //! (`UrlPolicy::decide`): the navigation tools before dispatch and the Fetch controller for
-//! every request of a tab the Workspace manages or controls. Grammar and combination rules are
-//! documented in docs/network.md, "URL policy".
+//! every request of a tab the Workspace manages or controls. WebSocket handshakes, which no
+//! request interception sees, are held by the same patterns translated to URLPattern rules
+//! (`SocketRules`) that the Fetch controller sets as network conditions on every session of the
+//! tab. Grammar and combination rules are documented in docs/network.md, "URL policy".
 
 use std::fmt;
 
@@ -137,6 +139,73 @@ impl OriginPattern {
                 .is_some_and(|label| label.len() > 1 && label.ends_with('.')),
         };
         scheme == self.scheme && host_matches && self.port.is_none_or(|p| p == port)
+    }
+
+    /// The origins both patterns match, as one pattern (`None`: none). Two origin patterns
+    /// always meet in one: the narrower host and the narrower port.
+    fn intersect(&self, other: &OriginPattern) -> Option<OriginPattern> {
+        if self.scheme != other.scheme {
+            return None;
+        }
+        let port = match (self.port, other.port) {
+            (None, port) | (port, None) => port,
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => return None,
+        };
+        // `within(a, b)`: every host `a` matches, `b` matches too.
+        let within = |a: &OriginPattern, b: &OriginPattern| match (a.subdomains, b.subdomains) {
+            (false, false) => a.host == b.host,
+            (_, true) => {
+                a.host
+                    .strip_suffix(b.host.as_str())
+                    .is_some_and(|label| match a.subdomains {
+                        true => label.is_empty() || label.ends_with('.'),
+                        false => label.len() > 1 && label.ends_with('.'),
+                    })
+            }
+            (true, false) => false,
+        };
+        let narrower = match (within(self, other), within(other, self)) {
+            (true, _) => self,
+            (_, true) => other,
+            _ => return None,
+        };
+        Some(OriginPattern {
+            port,
+            ..narrower.clone()
+        })
+    }
+
+    /// The pattern's WebSocket URLs in URLPattern constructor syntax (what
+    /// `Network.emulateNetworkConditionsByRule` matches): `ws` for an `http` pattern, `wss` for
+    /// `https`; a domain also with its trailing dot (`{.}?`), since a WebSocket URL keeps it;
+    /// every character of the host but letters, digits, `.` and `-` escaped; the default port
+    /// omitted (URLPattern compares the URL's port with its default removed); any path, query
+    /// and fragment.
+    fn socket_pattern(&self) -> String {
+        let scheme = match self.scheme {
+            Scheme::Http => "ws",
+            Scheme::Https => "wss",
+        };
+        let mut host = String::new();
+        if self.subdomains {
+            host.push_str("*.");
+        }
+        for c in self.host.chars() {
+            if !(c.is_ascii_alphanumeric() || c == '.' || c == '-') {
+                host.push('\\');
+            }
+            host.push(c);
+        }
+        if !self.host.starts_with('[') && self.host.parse::<std::net::Ipv4Addr>().is_err() {
+            host.push_str("{.}?");
+        }
+        let port = match self.port {
+            None => ":*".to_owned(),
+            Some(port) if port == self.scheme.default_port() => String::new(),
+            Some(port) => format!(":{port}"),
+        };
+        format!("{scheme}://{host}{port}/*")
     }
 }
 
@@ -313,6 +382,60 @@ impl UrlPolicy {
     }
 }
 
+/// The WebSocket part of the URL policies that hold one tab, as the URLPattern rules of
+/// `Network.emulateNetworkConditionsByRule` (first match wins): handshakes to `refuse` fail,
+/// then those to `admit` go on, then, when `refuse_rest`, every other `ws`/`wss` one fails. A
+/// handshake is admitted exactly when every policy admits its URL (`UrlPolicy::decide`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SocketRules {
+    pub refuse: Vec<String>,
+    pub admit: Vec<String>,
+    pub refuse_rest: bool,
+}
+
+/// The two URLPatterns of every WebSocket URL.
+pub const EVERY_SOCKET: [&str; 2] = ["ws://*:*/*", "wss://*:*/*"];
+
+impl SocketRules {
+    /// The rules of these policies together: every `block` pattern refused; the origins each
+    /// non-empty `allow` list admits (their intersection, when several have one) admitted and
+    /// the rest refused.
+    pub fn of(policies: &[&UrlPolicy]) -> SocketRules {
+        let mut refuse: Vec<&OriginPattern> = policies.iter().flat_map(|p| &p.block).collect();
+        refuse.sort();
+        refuse.dedup();
+        let mut admitted: Option<Vec<OriginPattern>> = None;
+        for policy in policies.iter().filter(|p| !p.allow.is_empty()) {
+            admitted = Some(match admitted {
+                None => policy.allow.clone(),
+                Some(so_far) => {
+                    let mut both: Vec<OriginPattern> = so_far
+                        .iter()
+                        .flat_map(|a| policy.allow.iter().filter_map(|b| a.intersect(b)))
+                        .collect();
+                    both.sort();
+                    both.dedup();
+                    both
+                }
+            });
+        }
+        SocketRules {
+            refuse: refuse.iter().map(|p| p.socket_pattern()).collect(),
+            refuse_rest: admitted.is_some(),
+            admit: admitted
+                .unwrap_or_default()
+                .iter()
+                .map(OriginPattern::socket_pattern)
+                .collect(),
+        }
+    }
+
+    /// Whether the rules hold nothing (no policy).
+    pub fn is_empty(&self) -> bool {
+        self.refuse.is_empty() && !self.refuse_rest
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +448,88 @@ mod tests {
         UrlPolicy::from_json(&json!({"allow": allow, "block": block}), "urlPolicy")
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn socket_rules_are_the_policies_websocket_urls() {
+        let one = policy(
+            &[
+                "https://example.com",
+                "http://127.0.0.1:*",
+                "https://*.bücher.de:8443",
+            ],
+            &[
+                "http://[::1]:3000",
+                "http://ads.test",
+                "https://*.evil.test",
+            ],
+        );
+        assert_eq!(
+            SocketRules::of(&[&one]),
+            SocketRules {
+                refuse: vec![
+                    r"ws://\[\:\:1\]:3000/*".to_owned(),
+                    "ws://ads.test{.}?/*".to_owned(),
+                    "wss://*.evil.test{.}?/*".to_owned(),
+                ],
+                admit: vec![
+                    "ws://127.0.0.1:*/*".to_owned(),
+                    "wss://example.com{.}?/*".to_owned(),
+                    "wss://*.xn--bcher-kva.de{.}?:8443/*".to_owned(),
+                ],
+                refuse_rest: true,
+            }
+        );
+        let block_only = policy(&[], &["http://127.0.0.1:9"]);
+        let rules = SocketRules::of(&[&block_only]);
+        assert_eq!(rules.refuse, vec!["ws://127.0.0.1:9/*".to_owned()]);
+        assert!(rules.admit.is_empty() && !rules.refuse_rest && !rules.is_empty());
+        assert!(SocketRules::of(&[]).is_empty());
+    }
+
+    #[test]
+    fn several_policies_admit_what_all_of_them_admit() {
+        let a = policy(
+            &[
+                "https://*.example.com",
+                "http://127.0.0.1:*",
+                "https://other.test",
+            ],
+            &["https://ads.test"],
+        );
+        let b = policy(
+            &[
+                "https://*.a.example.com",
+                "https://www.example.com",
+                "http://127.0.0.1:8080",
+            ],
+            &["http://127.0.0.1:9"],
+        );
+        let rules = SocketRules::of(&[&a, &b]);
+        assert_eq!(
+            rules.refuse,
+            vec![
+                "ws://127.0.0.1:9/*".to_owned(),
+                "wss://ads.test{.}?/*".to_owned()
+            ]
+        );
+        assert_eq!(
+            rules.admit,
+            vec![
+                "ws://127.0.0.1:8080/*".to_owned(),
+                "wss://*.a.example.com{.}?/*".to_owned(),
+                "wss://www.example.com{.}?/*".to_owned(),
+            ]
+        );
+        assert!(rules.refuse_rest);
+        // Allow lists that share nothing admit no socket at all.
+        let c = policy(&["https://c.test"], &[]);
+        let d = policy(&["https://d.test"], &[]);
+        let none = SocketRules::of(&[&c, &d]);
+        assert!(none.admit.is_empty() && none.refuse_rest);
+        // An allow list and a policy without one: the list alone.
+        let e = policy(&[], &["https://e.test"]);
+        assert_eq!(SocketRules::of(&[&c, &e]).admit, vec!["wss://c.test{.}?/*"]);
     }
 
     #[test]

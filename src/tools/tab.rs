@@ -42,11 +42,11 @@ use crate::page::{
 use crate::protocol::errors::{ErrorCode, Reason, RemediationAction, RpcError};
 use crate::protocol::ids::{IdKind, new_id};
 use crate::session::activity::ActivityBook;
-use crate::session::background;
 use crate::session::bounds::{
     MAX_TITLE_CHARS, MAX_URL_CHARS, bound_event_url, bound_title, bound_url,
 };
 use crate::session::{FrameBook, KEPT_OBSERVATIONS, ObservationRecord, RefLookup, TabGuard};
+use crate::session::{background, fetch};
 use crate::store::{LeaseId, TargetRef, WorkspaceId};
 
 // The per-tab types a tool names: with `context.rs` (the session-wide ones) this is the only
@@ -206,17 +206,34 @@ impl ControlledTab {
 
     /// Moves the tab's session to the overrides `to` (`background::apply`) and records what is
     /// in force, so the hand-back undoes it; on a refusal midway the record keeps `to` too (an
-    /// undo of what was not set is harmless).
+    /// undo of what was not set is harmless). On a session holding the URL policy's socket
+    /// rules the network conditions are sent with them (`fetch::reassert_conditions`), never
+    /// alone.
     pub async fn emulate(&mut self, to: background::Emulated) -> Result<(), CdpError> {
         let from = self.emulation(&to.session);
-        let outcome =
-            background::apply(&self.calls.client, &to.session, &to, &from, SCRIPT_TIMEOUT).await;
         let handle = self.guard.handle();
+        let policy_held = fetch::holds_socket_rules(&handle, &to.session);
+        let mut first = to.clone();
+        if policy_held {
+            first.network = from.network;
+        }
+        let outcome = background::apply(
+            &self.calls.client,
+            &to.session,
+            &first,
+            &from,
+            SCRIPT_TIMEOUT,
+        )
+        .await;
+        let (session, network_changed) = (to.session.clone(), to.network != from.network);
         let record = match (outcome.is_ok(), to.any()) {
             (true, false) => None,
             _ => Some(to),
         };
         handle.books().emulation = record;
+        if policy_held && network_changed {
+            fetch::reassert_conditions(&self.calls.client, &handle, &session).await;
+        }
         outcome
     }
 

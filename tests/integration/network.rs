@@ -157,6 +157,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
         headers: headers.clone(),
     });
     let route = path.split('?').next().unwrap_or("/");
+    if let Some(key) = headers.get("sec-websocket-key") {
+        return accept_websocket(stream, key);
+    }
     let authorized =
         |expected: &str| headers.get("authorization").map(String::as_str) == Some(expected);
     let (status, content_type, extra, body): (&str, &str, String, Vec<u8>) = match route {
@@ -381,24 +384,45 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
                          <button onclick=\"window.open('{other}/policy/popup')\">open popup</button>\
                          <img src=/policy/own.png><img src=\"{other}/policy/img.png\">\
                          <iframe src=\"{other}/policy/framed\"></iframe>\
+                         <iframe src=\"http://localhost:{own}/policy/socket-frame?to={port}\"></iframe>\
                          <script>\
                          fetch('{other}/policy/fetched').catch(() => {{}});\
                          new EventSource('{other}/policy/events');\
-                         try {{ new WebSocket('ws://127.0.0.1:{port}/policy/socket'); }} catch (e) {{}}\
+                         window.sockets = {{}};\
+                         const socket = (name, url) => {{ const w = new WebSocket(url); w.onopen = () => {{ sockets[name] = 'open'; }}; w.onerror = () => {{ sockets[name] = 'error'; }}; }};\
+                         socket('blocked', 'ws://127.0.0.1:{port}/policy/socket');\
+                         socket('own', 'ws://' + location.host + '/policy/own-socket');\
                          new Worker('/policy/worker.js?to={port}').onmessage = e => {{ document.title = 'worker ' + e.data; }};\
                          </script>",
                         port = query_value(&path, "to"),
+                        own = host_port(&headers),
                     ),
                 ),
             )
         }
+        // A cross-site (out-of-process) frame of the allowed port opening a socket to `to`.
+        "/policy/socket-frame" => (
+            "200 OK",
+            "text/html",
+            String::new(),
+            html(
+                "socket frame",
+                &format!(
+                    "<script>new WebSocket('ws://127.0.0.1:{}/policy/frame-socket');</script>",
+                    query_value(&path, "to")
+                ),
+            ),
+        ),
+        // Its fetch and its socket to `to`, then the two outcomes.
         "/policy/worker.js" => (
             "200 OK",
             "application/javascript",
             String::new(),
             format!(
-                "fetch('http://127.0.0.1:{}/policy/from-worker').then(r => postMessage('fetched ' + r.status), () => postMessage('failed'));",
-                query_value(&path, "to")
+                "const fetched = fetch('http://127.0.0.1:{to}/policy/from-worker').then(r => 'fetched ' + r.status, () => 'failed');\
+                 const socket = new Promise(done => {{ const w = new WebSocket('ws://127.0.0.1:{to}/policy/worker-socket'); w.onopen = () => done('open'); w.onerror = () => done('refused'); }});\
+                 Promise.all([fetched, socket]).then(outcomes => postMessage(outcomes.join(' ')));",
+                to = query_value(&path, "to")
             )
             .into_bytes(),
         ),
@@ -432,6 +456,32 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
     let _ = stream.flush();
     let mut rest = Vec::new();
     let _ = reader.read_to_end(&mut rest);
+}
+
+/// Answers a WebSocket handshake (RFC 6455's accept key) and holds the socket until the page
+/// closes it.
+fn accept_websocket(mut stream: TcpStream, key: &str) {
+    use base64::Engine as _;
+    let digest = ring::digest::digest(
+        &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+        format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11").as_bytes(),
+    );
+    let accept = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+    let head = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+}
+
+/// The port of the request's `Host` header (`80` when it names none).
+fn host_port(headers: &HashMap<String, String>) -> String {
+    headers
+        .get("host")
+        .and_then(|h| h.rsplit_once(':'))
+        .map_or("80", |(_, port)| port)
+        .to_owned()
 }
 
 /// The value of `name` in the path's query (`/p?to=123` -> `123`), digits only, `0` when absent.
@@ -1610,9 +1660,10 @@ fn policy_blocked(events: &[Value], part: &str) -> bool {
 /// blocked): bad patterns and a changed policy under the same `clientKey` are refused; a
 /// navigation to the blocked origin answers `url_blocked` before dispatch; the page's image,
 /// fetch, EventSource, iframe, dedicated worker's fetch, a link click, a popup and a 302 to the
-/// blocked origin never reach its server and are reported with `urlPolicy`; the allowed
-/// origin keeps working; an allow list refuses everything else. A WebSocket is the documented
-/// gap (docs/network.md, "URL policy"): Chromium shows its handshake to no interception.
+/// blocked origin never reach its server and are reported with `urlPolicy`, and neither do
+/// the WebSocket handshakes of the page, its dedicated worker and its out-of-process frame
+/// (held by network-condition rules, docs/network.md "URL policy"); the allowed origin keeps
+/// working, its WebSocket included; an allow list refuses everything else, sockets too.
 #[test]
 fn url_policy_holds_navigations_and_requests_to_its_origins() {
     let log = tempfile::NamedTempFile::new().unwrap();
@@ -1708,16 +1759,20 @@ fn url_policy_holds_navigations_and_requests_to_its_origins() {
         |events| subresources.iter().all(|part| policy_blocked(events, part)),
         "the page's requests to the blocked origin are reported blocked",
     );
-    // A dedicated worker runs (the tab's auto-attach resumes it) and its fetch is held too.
+    // A dedicated worker runs (the tab's auto-attach resumes it) and its fetch and socket are
+    // held too.
     let mut title = Value::Null;
     let worker_done = wait_until(Duration::from_secs(20), || {
         title = agent.tool("browser.read", Some(&target), json!({}))["title"].clone();
-        title == "worker failed"
+        title == "worker failed refused"
     });
     assert!(
         worker_done,
-        "the dedicated worker's fetch failed: title {title}"
+        "the dedicated worker's fetch and socket failed: title {title}"
     );
+    // The page's socket to the blocked origin fails, the one to its own origin opens.
+    assert_sockets(&mut agent, &target);
+    assert_eq!(allowed.requests("/policy/own-socket").len(), 1);
     assert_eq!(
         allowed.requests("/policy/own.png").len(),
         1,
@@ -1774,14 +1829,11 @@ fn url_policy_holds_navigations_and_requests_to_its_origins() {
         .iter()
         .map(|s| s.path.clone())
         .collect();
-    // The WebSocket handshake is the one request no interception sees (the documented gap).
+    // WebSocket handshakes of the page, its worker and its out-of-process frame included.
     assert_eq!(
-        reached
-            .iter()
-            .filter(|path| *path != "/policy/socket")
-            .collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "nothing else reached the blocked origin"
+        reached,
+        Vec::<String>::new(),
+        "nothing reached the blocked origin"
     );
 
     // An allow list admits only its origins.
@@ -1805,5 +1857,34 @@ fn url_policy_holds_navigations_and_requests_to_its_origins() {
         json!({"url": allowed.url("/policy/own-page")}),
     );
     assert_eq!(opened["title"], "fixture");
-    assert_eq!(blocked.requests("/policy/direct").len(), 0);
+    // Sockets too: the allowed origin's opens, every other is refused.
+    let page = allowed.url(&format!("/policy/page?to={}", blocked.port));
+    let target = listed.tool("browser.open", None, json!({"url": page}))["targetId"].clone();
+    assert_sockets(&mut listed, &target);
+    assert_eq!(allowed.requests("/policy/own-socket").len(), 2);
+    let reached: Vec<String> = blocked
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.path.clone())
+        .collect();
+    assert_eq!(reached, Vec::<String>::new());
+}
+
+/// Waits for the policy page's two sockets: the one to the blocked origin failed, the one to
+/// its own origin open.
+fn assert_sockets(agent: &mut Agent, target: &Value) {
+    let mut sockets = Value::Null;
+    let settled = wait_until(Duration::from_secs(20), || {
+        sockets = agent.tool(
+            "browser.eval",
+            Some(target),
+            json!({"expression": "({...window.sockets})"}),
+        )["value"]
+            .clone();
+        sockets["own"].is_string() && sockets["blocked"].is_string()
+    });
+    assert!(settled, "the page's sockets settled: {sockets}");
+    assert_eq!(sockets, json!({"own": "open", "blocked": "error"}));
 }
