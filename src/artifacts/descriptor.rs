@@ -18,6 +18,8 @@ pub enum ArtifactKind {
     /// A Workspace's cookies and web storage, written by `browser.storage.save` (sensitivity
     /// `credential`; the versioned JSON of docs/artifacts.md, "Storage state").
     StorageState,
+    /// A live view recording of a tab: one self-contained HTML file (docs/view.md).
+    Recording,
 }
 
 impl ArtifactKind {
@@ -28,6 +30,7 @@ impl ArtifactKind {
         ArtifactKind::UploadInput,
         ArtifactKind::Preview,
         ArtifactKind::StorageState,
+        ArtifactKind::Recording,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -38,6 +41,7 @@ impl ArtifactKind {
             ArtifactKind::UploadInput => "upload_input",
             ArtifactKind::Preview => "preview",
             ArtifactKind::StorageState => "storage_state",
+            ArtifactKind::Recording => "recording",
         }
     }
 

@@ -165,6 +165,8 @@ pub fn table() -> &'static [MethodDef] {
             row("view/takeover", ORDINARY, Cli, None, handler!(Connection: view::take_over)),
             row("view/input", ORDINARY, Cli, None, handler!(Connection: view::input)),
             row("view/handback", ORDINARY, Cli, None, handler!(Connection: view::hand_back)),
+            row("recording/start", ORDINARY, Cli, None, handler!(Connection: view::recording_start)),
+            row("recording/stop", ORDINARY, Cli, None, handler!(Connection: view::recording_stop)),
             row("handoff/done", ORDINARY, Cli, None, handler!(Connection: view::handoff_done)),
             row(TOOL_FLAGS_METHOD, ORDINARY, Bridge, None, handler!(Connection: commands::flags)),
         ];
@@ -309,6 +311,8 @@ mod tests {
             "view/takeover",
             "view/input",
             "view/handback",
+            "recording/start",
+            "recording/stop",
             "handoff/done",
         ] {
             assert!(find(name, PeerRole::Bridge).is_none(), "{name}");

@@ -454,6 +454,156 @@ impl BrowserService {
     }
 }
 
+/// How often a recording samples its tab: two frames a second.
+pub const RECORDING_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Most frames one recording keeps (ten minutes at two a second); later ones are dropped.
+pub const MAX_RECORDING_FRAMES: usize = 1_200;
+
+/// Most bytes of frames (base64 JPEG) one recording keeps; later frames are dropped.
+pub const MAX_RECORDING_FRAME_BYTES: usize = 32 * 1024 * 1024;
+
+/// Recordings running at once in one Broker.
+pub const MAX_RECORDINGS: usize = 4;
+
+/// One frame of a recording: when it was taken (ms since the epoch) and its JPEG in base64.
+pub struct RecordedFrame {
+    pub at: i64,
+    pub data: String,
+}
+
+/// What a stopped recording took.
+pub struct Recording {
+    pub started_at: i64,
+    pub stopped_at: i64,
+    /// Frames that differ from the one before, oldest first.
+    pub frames: Vec<RecordedFrame>,
+    /// A bound was reached and later frames were dropped.
+    pub truncated: bool,
+}
+
+struct RunningRecording {
+    target: TargetId,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Recording>,
+}
+
+static RECORDINGS: std::sync::Mutex<Vec<RunningRecording>> = std::sync::Mutex::new(Vec::new());
+
+/// Why a recording did not start or stop.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("no such tab")]
+    NotFound,
+    #[error("this tab is being recorded already")]
+    Already,
+    #[error("{MAX_RECORDINGS} recordings run already: stop one first")]
+    TooMany,
+    #[error("this tab is not being recorded")]
+    NotRecording,
+}
+
+impl BrowserService {
+    /// Starts sampling frames of a Workspace's tab on the tools' session of it (as the view's
+    /// frames), until [`BrowserService::stop_recording`]. Returns when it started (ms).
+    pub fn start_recording(&self, workspace_id: &str, opaque: &str) -> Result<i64, RecordingError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| RecordingError::NotFound)?;
+        let mut running = RECORDINGS.lock().expect("recordings lock");
+        running.retain(|r| !r.task.is_finished());
+        if running.iter().any(|r| r.target == handle.target) {
+            return Err(RecordingError::Already);
+        }
+        if running.len() >= MAX_RECORDINGS {
+            return Err(RecordingError::TooMany);
+        }
+        let started_at = crate::version::now_ms();
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let target = handle.target.clone();
+        let task = tokio::spawn(record(self.clone(), handle, started_at, stopped));
+        running.push(RunningRecording { target, stop, task });
+        Ok(started_at)
+    }
+
+    /// Stops the recording of a Workspace's tab and hands over what it took.
+    pub async fn stop_recording(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+    ) -> Result<Recording, RecordingError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| RecordingError::NotFound)?;
+        let found = {
+            let mut running = RECORDINGS.lock().expect("recordings lock");
+            let position = running.iter().position(|r| r.target == handle.target);
+            running.remove(position.ok_or(RecordingError::NotRecording)?)
+        };
+        let _ = found.stop.send(());
+        found.task.await.map_err(|_| RecordingError::NotRecording)
+    }
+}
+
+/// Samples `handle` every `RECORDING_INTERVAL` and once more at `stopped`, keeping frames that
+/// differ from the one before, within the bounds.
+async fn record(
+    service: BrowserService,
+    handle: TabHandle,
+    started_at: i64,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) -> Recording {
+    let mut frames: Vec<RecordedFrame> = Vec::new();
+    let (mut bytes, mut truncated) = (0usize, false);
+    let mut ticks = tokio::time::interval(RECORDING_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stopping = false;
+    while !stopping {
+        // One last frame at the stop, so the recording ends on the tab as it was then.
+        stopping = tokio::select! {
+            _ = &mut stopped => true,
+            _ = ticks.tick() => false,
+        };
+        if truncated {
+            continue;
+        }
+        let session = handle.books().view_session.clone();
+        let (Some(session), Some(live)) = (session, service.live()) else {
+            continue;
+        };
+        let capture = CaptureScreenshot {
+            format: "jpeg",
+            quality: Some(FRAME_QUALITY),
+            clip: None,
+            capture_beyond_viewport: false,
+            optimize_for_speed: true,
+        };
+        let Ok(reply) = live.client.execute(&session, &capture, FRAME_TIMEOUT).await else {
+            continue;
+        };
+        if frames.last().is_some_and(|last| last.data == reply.data) {
+            continue;
+        }
+        if frames.len() >= MAX_RECORDING_FRAMES
+            || bytes + reply.data.len() > MAX_RECORDING_FRAME_BYTES
+        {
+            truncated = true;
+            continue;
+        }
+        bytes += reply.data.len();
+        frames.push(RecordedFrame {
+            at: crate::version::now_ms(),
+            data: reply.data,
+        });
+    }
+    Recording {
+        started_at,
+        stopped_at: crate::version::now_ms(),
+        frames,
+        truncated,
+    }
+}
+
 /// A hand-off an agent asked for (`browser.handoff`), waiting for the person's Done.
 #[derive(Debug, Clone)]
 pub struct Handoff {

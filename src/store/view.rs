@@ -1,5 +1,6 @@
 //! The live view's read-only snapshot (docs/view.md): every active Workspace with its
-//! Principal, its Leases and its newest Commands, and the newest journal rows of one Workspace.
+//! Principal, its Leases and its newest Commands, the newest journal rows of one Workspace, and
+//! the Commands and a tab's rows since a recording started.
 //! Reads only, on the reader threads (`Store::call_read`), so the view never holds the writer
 //! that the request path commits through. Payloads pass through as the text the store keeps
 //! (already masked and redacted by whoever wrote them).
@@ -12,6 +13,9 @@ pub const VIEW_COMMANDS_PER_WORKSPACE: usize = 20;
 
 /// Newest journal rows in one `view_events` page.
 pub const VIEW_EVENTS_PAGE: usize = 50;
+
+/// Most Commands and most journal rows a recording's timeline keeps (the first ones).
+pub const RECORDING_TIMELINE_ROWS: usize = 2_000;
 
 /// One active Workspace as the view shows it.
 #[derive(Debug, Clone)]
@@ -105,6 +109,76 @@ impl Store {
                     .collect::<rusqlite::Result<_>>()?;
             }
             Ok(workspaces)
+        })
+    }
+
+    /// A Workspace's Commands accepted at or after `since` (ms), oldest first, for a
+    /// recording's timeline.
+    pub fn view_commands_since(
+        &self,
+        workspace_id: &str,
+        since: i64,
+    ) -> Result<Vec<ViewCommand>, StoreError> {
+        self.read(|transaction| {
+            let rows = transaction
+                .prepare_cached(
+                    "SELECT command_id, method, status, accepted_at, result_json, error_json
+                     FROM commands WHERE workspace_id = ?1 AND accepted_at >= ?2
+                     ORDER BY rowid LIMIT ?3",
+                )?
+                .query_map(
+                    (workspace_id, since, RECORDING_TIMELINE_ROWS as i64),
+                    |row| {
+                        Ok(ViewCommand {
+                            command_id: row.get(0)?,
+                            method: row.get(1)?,
+                            status: row.get(2)?,
+                            accepted_at: row.get(3)?,
+                            result_json: row.get(4)?,
+                            error_json: row.get(5)?,
+                        })
+                    },
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
+        })
+    }
+
+    /// A tab's journal rows in a Workspace at or after `since` (ms), oldest first, for a
+    /// recording's timeline.
+    pub fn view_events_since(
+        &self,
+        workspace_id: &str,
+        target_id: &str,
+        since: i64,
+    ) -> Result<Vec<ViewEvent>, StoreError> {
+        self.read(|transaction| {
+            let rows = transaction
+                .prepare_cached(
+                    "SELECT e.sequence, e.timestamp, e.event_type, e.target_id, e.payload_json
+                     FROM events e JOIN workspaces w ON w.workspace_key = e.workspace_key
+                     WHERE w.workspace_id = ?1 AND e.target_id = ?2 AND e.timestamp >= ?3
+                     ORDER BY e.sequence LIMIT ?4",
+                )?
+                .query_map(
+                    (
+                        workspace_id,
+                        target_id,
+                        since,
+                        RECORDING_TIMELINE_ROWS as i64,
+                    ),
+                    |row| {
+                        Ok(ViewEvent {
+                            sequence: row.get(0)?,
+                            timestamp: row.get(1)?,
+                            event_type: row.get(2)?,
+                            target_id: row.get(3)?,
+                            payload_json: row.get(4)?,
+                        })
+                    },
+                )?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(rows)
         })
     }
 

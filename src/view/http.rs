@@ -191,6 +191,8 @@ async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
                 "/api/takeover" => "view/takeover",
                 "/api/input" => "view/input",
                 "/api/handback" => "view/handback",
+                "/api/recording/start" => "recording/start",
+                "/api/recording/stop" => "recording/stop",
                 _ => return json_answer(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
             };
             let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::chromium::OwnCdp;
-use crate::support::rig::{Agent, Rig};
+use crate::support::rig::{Agent, Rig, find_ref};
 use crate::support::{BIN, TestHome, wait_until};
 
 /// One HTTP/1.1 request to the view: (status, body).
@@ -522,6 +522,109 @@ fn a_person_takes_a_tab_over_in_the_page_and_hands_it_back() {
         observation.to_string().contains("Clicked 1"),
         "the next Observation reflects the person's click: {observation}"
     );
+    let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
+    assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
+}
+
+#[test]
+fn a_recording_of_an_agent_run_plays_offline_without_the_typed_password() {
+    const PASSWORD: &str = "Tr0ub4dor-typed-77";
+    let rig = Rig::start();
+    let mut agent = Agent::new(&rig, "recorded-agent");
+    agent.connect();
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": rig.fixtures.url("/fixture/recording")}),
+    );
+    let target = opened["targetId"].clone();
+    let (_, port, secret) = view_url(&rig.home);
+    let own = format!("127.0.0.1:{port}");
+    let (status, body) = post(
+        port,
+        "/api/session",
+        &own,
+        &format!("X-BP-Secret: {secret}\r\n"),
+        "",
+    );
+    assert_eq!(status, 200, "{body}");
+    let token: Value = serde_json::from_str(&body).unwrap();
+    let header = format!("X-BP-Token: {}\r\n", token["token"].as_str().unwrap());
+    let tab = json!({"workspaceId": agent.workspace_id, "targetId": target}).to_string();
+    let (status, body) = post(port, "/api/recording/start", &own, &header, &tab);
+    assert_eq!(status, 200, "{body}");
+
+    // A short agent run: type a password, press the button.
+    let observation = agent.tool("browser.observe", Some(&target), json!({}));
+    let observation_id = observation["observationId"].clone();
+    let field = find_ref(&observation, "textbox", "Password");
+    agent.tool(
+        "browser.type",
+        Some(&target),
+        json!({"observationId": observation_id, "ref": field, "text": PASSWORD}),
+    );
+    let button = find_ref(&observation, "button", "Sign in");
+    agent.tool(
+        "browser.click",
+        Some(&target),
+        json!({"observationId": observation_id, "ref": button}),
+    );
+
+    let (status, body) = post(port, "/api/recording/stop", &own, &header, &tab);
+    assert_eq!(status, 200, "{body}");
+    let stopped: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stopped["artifact"]["kind"], "recording", "{stopped}");
+    assert_eq!(stopped["artifact"]["mimeType"], "text/html", "{stopped}");
+    let frames = stopped["frames"].as_u64().unwrap();
+    let entries = stopped["timeline"].as_u64().unwrap();
+    assert!(
+        frames >= 2,
+        "the first and the last state at least: {stopped}"
+    );
+
+    // The Workspace's Artifact, exported like any other, holds no typed password.
+    let client = TestHome::new();
+    let path = client.path().join("run.html");
+    agent.bridge.ok(
+        "artifacts/export",
+        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id,
+               "artifactId": stopped["artifact"]["id"], "path": path.to_string_lossy()}),
+    );
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !file.contains(PASSWORD),
+        "the typed password is in the recording"
+    );
+    assert!(!file.contains(&secret));
+
+    // It opens in Chromium from disk and plays: every frame, and the timeline of the run.
+    let mut cdp = OwnCdp::connect(&rig.chromium);
+    cdp.open_user_tab(&format!("file://{}", path.display()));
+    let played = "document.body.dataset.played === 'true'";
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            cdp.pages().iter().any(|(_, u)| u.ends_with("/run.html"))
+                && cdp.evaluate_in_page("/run.html", played)["result"]["value"] == true
+        }),
+        "the recording plays to its last frame"
+    );
+    let shown = cdp.evaluate_in_page(
+        "/run.html",
+        "[Number(document.body.dataset.frames), Number(document.body.dataset.shown), Array.from(document.querySelectorAll('#timeline li')).map(li => li.textContent)]",
+    )["result"]["value"]
+        .clone();
+    assert_eq!(shown[0], frames, "{shown}");
+    assert_eq!(shown[1], frames - 1, "{shown}");
+    let timeline = shown[2].as_array().unwrap();
+    assert_eq!(timeline.len() as u64, entries, "{shown}");
+    for tool in ["browser.observe", "browser.type", "browser.click"] {
+        assert!(
+            timeline
+                .iter()
+                .any(|t| t.as_str().unwrap().contains(&format!("{tool} completed"))),
+            "{tool} in the timeline: {shown}"
+        );
+    }
     let (code, out, _) = rig.home.run(BIN, &["view", "--stop"]);
     assert_eq!((code, out.trim()), (0, r#"{"stopped":true}"#));
 }

@@ -231,6 +231,28 @@
     }, function (error) { controlNote.textContent = 'hand-back: ' + error.message; });
   });
 
+  // Recording: the Broker samples the watched tab and, at Stop, stores one HTML player as an
+  // Artifact of the tab's Workspace.
+  var recording = null;
+  var recordButton = document.getElementById('record');
+  recordButton.addEventListener('click', function () {
+    if (!watched) return;
+    recordButton.disabled = true;
+    var path = recording ? '/api/recording/stop' : '/api/recording/start';
+    var params = recording || tabParams();
+    api('POST', path, params).then(function (answer) {
+      if (recording) {
+        recording = null;
+        recordButton.textContent = 'Record';
+        controlNote.textContent = 'Recording saved: ' + answer.artifact.id + ' (' + answer.frames + ' frames; export it with artifacts/export from its Workspace).';
+      } else {
+        recording = params;
+        recordButton.textContent = 'Stop recording';
+        controlNote.textContent = 'Recording…';
+      }
+    }, function (error) { controlNote.textContent = 'recording: ' + error.message; }).then(function () { recordButton.disabled = false; });
+  });
+
   function frameLoop() {
     if (!watched) { setTimeout(frameLoop, 250); return; }
     var note = document.getElementById('frame-note');
