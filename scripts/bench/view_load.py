@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The live view's own cost (docs/performance.md, "The live view").
+
+Opens the view of BROWSER_PILOT_HOME (`browser-pilot view`), spends its secret for a token and
+then asks the view exactly what its page asks while a tab is watched: the Workspace list and the
+tab's events once a second, a frame as soon as the last one arrived plus 250 ms. It watches the
+first tab of the first Workspace listed. After SECONDS it prints, as JSON: frames and bytes per
+second the page would receive, and the CPU seconds per second of the view role and of the Broker
+over the same time (from /proc, Linux only).
+
+    BROWSER_PILOT_HOME=... scripts/bench/view_load.py BROWSER_PILOT_EXECUTABLE SECONDS
+
+With SECONDS 0 it runs until interrupted (to hold a view open beside another benchmark) and
+prints its totals then.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import urllib.request
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """utime + stime of `pid` in seconds; None once it has gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def per_second(before, after, elapsed):
+    if before is None or after is None:
+        return None
+    return round((after - before) / elapsed, 4)
+
+
+def view_pid(home):
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if b"--browser-pilot-internal=view" not in argv:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if f"BROWSER_PILOT_HOME={home}".encode() in env:
+            return int(entry)
+    return None
+
+
+class View:
+    def __init__(self, url):
+        self.origin, secret = url.split("/#bpview=")
+        self.bytes = 0
+        answer = self.call("POST", "/api/session", headers={"X-BP-Secret": secret})
+        self.token = answer["token"]
+
+    def call(self, method, path, headers=None, body=None):
+        request = urllib.request.Request(self.origin + path, method=method, data=body)
+        for name, value in (headers or {"X-BP-Token": self.token}).items():
+            request.add_header(name, value)
+        with urllib.request.urlopen(request, timeout=20) as response:
+            data = response.read()
+        self.bytes += len(data)
+        return json.loads(data)
+
+
+def main():
+    executable, seconds = sys.argv[1], float(sys.argv[2])
+    home = os.environ["BROWSER_PILOT_HOME"]
+    url = os.popen(f"'{executable}' view").read().strip()
+    view = View(url)
+    stop = threading.Event()
+    frames, errors = [0], [0]
+    watched = [None]
+
+    def pick():
+        # The first tab of the first Workspace, as a person would click Watch on it.
+        state = view.call("GET", "/api/state")
+        tabs = [(w["workspaceId"], t["targetId"]) for w in state["workspaces"] for t in w["tabs"]]
+        watched[0] = tabs[0] if tabs else None
+
+    def query():
+        return f"workspaceId={watched[0][0]}&targetId={watched[0][1]}"
+
+    while watched[0] is None:
+        pick()
+        if watched[0] is None:
+            time.sleep(0.25)
+
+    def each_second():
+        while not stop.wait(1.0):
+            try:
+                view.call("GET", "/api/state")
+                if watched[0] is not None:
+                    view.call("GET", "/api/events?" + query())
+            except (OSError, ValueError):
+                errors[0] += 1
+
+    def frame_loop():
+        while not stop.is_set():
+            try:
+                if watched[0] is None:
+                    raise ValueError("no tab to watch")
+                frame = view.call("GET", "/api/frame?" + query())
+                if frame.get("data"):
+                    frames[0] += 1
+            except (OSError, ValueError):
+                # The tab went (the agent closed it): watch the first one listed now.
+                errors[0] += 1
+                try:
+                    pick()
+                except (OSError, ValueError):
+                    pass
+                while watched[0] is None and not stop.wait(0.25):
+                    try:
+                        pick()
+                    except (OSError, ValueError):
+                        pass
+            stop.wait(0.25)
+
+    with open(os.path.join(home, "broker-locator.json")) as f:
+        broker = json.load(f)["pid"]
+    viewer = view_pid(home)
+    cpu_before = (cpu_seconds(viewer), cpu_seconds(broker))
+    started = time.monotonic()
+    workers = [threading.Thread(target=each_second), threading.Thread(target=frame_loop)]
+    for worker in workers:
+        worker.start()
+    try:
+        if seconds > 0:
+            time.sleep(seconds)
+        else:
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    stop.set()
+    for worker in workers:
+        worker.join()
+    elapsed = time.monotonic() - started
+    cpu_after = (cpu_seconds(viewer), cpu_seconds(broker))
+    print(json.dumps({
+        "seconds": round(elapsed, 1),
+        "framesPerSecond": round(frames[0] / elapsed, 2),
+        "errors": errors[0],
+        "bytesPerSecond": round(view.bytes / elapsed),
+        "viewCpuPerSecond": per_second(cpu_before[0], cpu_after[0], elapsed),
+        "brokerCpuPerSecond": per_second(cpu_before[1], cpu_after[1], elapsed),
+    }))
+
+
+if __name__ == "__main__":
+    main()
