@@ -23,6 +23,10 @@
 //! conditions list per session, which `browser.emulate`'s offline and throttle share: the list
 //! sent always ends with the tab's emulated conditions, and the emulate tool hands a session
 //! with socket rules back here (`reassert_conditions`).
+//!
+//! A storage-state load writes `localStorage` through a scratch page of the origin; its one
+//! navigation is answered here with an empty document (`NetControl::add_seed`), so the origin's
+//! server never sees it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -69,6 +73,9 @@ const MAX_AUTH_ATTEMPTS: usize = 256;
 
 /// Sessions whose applied mode a tab remembers (its own, its OOPIFs', re-attached ones).
 const MAX_FETCH_SESSIONS: usize = 512;
+
+/// `<!doctype html><link rel=icon href="data:,">` in base64: a scratch page's document.
+const SEED_DOCUMENT_BASE64: &str = "PCFkb2N0eXBlIGh0bWw+PGxpbmsgcmVsPWljb24gaHJlZj0iZGF0YTosIj4=";
 
 /// How long one answer or `Fetch.enable` may take.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -156,6 +163,10 @@ struct WorkspaceNet {
 #[derive(Default)]
 pub struct NetControl {
     workspaces: Mutex<HashMap<String, WorkspaceNet>>,
+    /// Unguessable path words of the URLs a storage-state load navigates a scratch page to: a
+    /// paused request whose URL holds one is answered with an empty document, never sent
+    /// (`tools::storage`).
+    seeds: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The one Fetch pattern set of a session.
@@ -253,6 +264,21 @@ impl NetControl {
                 .retain(|c| origin.is_some_and(|origin| c.origin != origin));
             before - net.credentials.len()
         })
+    }
+
+    /// Answers paused requests whose URL holds `token` (an unguessable word) with an empty
+    /// document until `forget_seed`.
+    pub fn add_seed(&self, token: &str) {
+        (self.seeds.lock().expect("seeds lock")).insert(token.to_owned());
+    }
+
+    pub fn forget_seed(&self, token: &str) {
+        (self.seeds.lock().expect("seeds lock")).remove(token);
+    }
+
+    fn is_seed(&self, url: &str) -> bool {
+        let seeds = self.seeds.lock().expect("seeds lock");
+        seeds.iter().any(|token| url.contains(token.as_str()))
     }
 
     /// The Workspace ended: its rules, credentials and URL policy go with it.
@@ -876,6 +902,20 @@ pub(super) fn on_paused(
     paused: RequestPaused,
 ) -> Reply {
     let request_id = paused.request_id;
+    if paused.response_status_code.is_none() && net.is_seed(&paused.request.url) {
+        // A storage-state load's scratch page: the origin's document without the network, with
+        // an icon of its own so that no `/favicon.ico` request follows (the Fetch domain does
+        // not see that one).
+        return Reply::Fulfill(FulfillRequest {
+            request_id,
+            response_code: 200,
+            response_headers: vec![HeaderEntry {
+                name: "Content-Type".to_owned(),
+                value: "text/html".to_owned(),
+            }],
+            body: SEED_DOCUMENT_BASE64.to_owned(),
+        });
+    }
     if paused.response_status_code.is_some() {
         // A response-stage pause that is no popup's first document: let it through.
         return Reply::Continue(ContinueRequest {

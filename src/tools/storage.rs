@@ -26,9 +26,12 @@ use super::manifest::{Gate, Lane, ToolDef, object, open_object};
 use super::tab::{ControlledTab, TabCalls};
 use super::tabs::workspace_isolated;
 use crate::artifacts::{ArtifactKind, NewArtifact};
-use crate::cdp::BrowserContextId;
 use crate::cdp::dom_storage::{GetDomStorageItems, SetDomStorageItem, StorageId};
+use crate::cdp::fetch::{Enable, RequestPattern};
+use crate::cdp::page::Navigate;
 use crate::cdp::storage::{Cookie, CookieParam, GetContextCookies, SetContextCookies};
+use crate::cdp::target::{AttachToTarget, CreateTarget};
+use crate::cdp::{BrowserContextId, TargetId};
 use crate::protocol::errors::{ErrorCode, RemediationAction, RpcError};
 use crate::store::TargetRef;
 use crate::version::now_ms;
@@ -91,7 +94,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.storage.load",
-            description: "Apply a storage state (a storage_state Artifact, or a JSON file imported with artifacts/import) to this Workspace: its cookies into the Workspace's browser context, before or after navigation, and each origin's localStorage and sessionStorage into the open managed tabs showing that origin. A shared-profile Workspace also needs the capability profile.write.",
+            description: "Apply a storage state (a storage_state Artifact, or a JSON file imported with artifacts/import) to this Workspace: its cookies into the Workspace's browser context, before or after navigation, and each origin's localStorage and sessionStorage into the open managed tabs showing that origin; in an isolated Workspace the localStorage of an origin no tab shows goes into its context, found by that origin's first page. A shared-profile Workspace also needs the capability profile.write.",
             capability: "network.control",
             mutating: true,
             input_schema: object(
@@ -546,11 +549,114 @@ async fn load(
             applied.push(origin);
         }
     }
+    if let Some(context) = &context {
+        let unshown: Vec<String> = (state.origins.iter())
+            .filter(|(origin, areas)| !areas.local.is_empty() && !applied.contains(origin))
+            .map(|(origin, _)| origin.clone())
+            .collect();
+        applied.extend(seed_local_storage(env, &calls, context, &state, &unshown).await?);
+    }
     Ok(json!({
         "cookies": state.cookies.len(),
         "origins": origin_counts(&state, Some(&applied)),
         "isolated": isolated,
     }))
+}
+
+/// Writes the `localStorage` of `origins` (no open tab shows them) into the isolated
+/// Workspace's `context` through one scratch page of it, closed again: for each origin the page
+/// is navigated to an unguessable URL of the origin, which the Fetch controller answers with an
+/// empty document (`NetControl::add_seed`; the origin's server sees nothing), and the items are
+/// set there, where the context keeps them for every later page of the origin. The origins
+/// written.
+async fn seed_local_storage(
+    env: &ToolEnv,
+    calls: &TabCalls,
+    context: &BrowserContextId,
+    state: &StorageState,
+    origins: &[String],
+) -> Result<Vec<String>, ToolError> {
+    if origins.is_empty() {
+        return Ok(Vec::new());
+    }
+    let create = CreateTarget {
+        url: "about:blank".to_owned(),
+        new_window: false,
+        focus: Some(false),
+        browser_context_id: Some(context.clone()),
+    };
+    let scratch = calls.execute(None, &create, CALL_TIMEOUT).await?.target_id;
+    let seeded = seed_through(env, calls, &scratch, state, origins).await;
+    if let Err(error) = calls.close_target(&scratch, CALL_TIMEOUT).await {
+        tracing::debug!(%error, "closing a storage-state scratch page");
+    }
+    seeded
+}
+
+/// An unguessable path word of a scratch page's URL.
+fn seed_token() -> String {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .expect("the system random source is available");
+    let word: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(".browser-pilot-storage-{word}")
+}
+
+async fn seed_through(
+    env: &ToolEnv,
+    calls: &TabCalls,
+    scratch: &TargetId,
+    state: &StorageState,
+    origins: &[String],
+) -> Result<Vec<String>, ToolError> {
+    let attach = AttachToTarget {
+        target_id: scratch.clone(),
+        flatten: true,
+    };
+    let session = calls.execute(None, &attach, CALL_TIMEOUT).await?.session_id;
+    let every_request = Enable {
+        patterns: vec![RequestPattern {
+            url_pattern: "*".to_owned(),
+            request_stage: "Request",
+            resource_type: None,
+        }],
+        handle_auth_requests: false,
+    };
+    calls
+        .execute(&session, &every_request, CALL_TIMEOUT)
+        .await?;
+    let net = env.browser.net();
+    let mut seeded = Vec::new();
+    for origin in origins {
+        let Some(areas) = state.origins.get(origin) else {
+            continue;
+        };
+        let token = seed_token();
+        net.add_seed(&token);
+        let navigate = Navigate {
+            url: format!("{origin}/{token}"),
+        };
+        let navigated = calls.execute(&session, &navigate, CALL_TIMEOUT).await;
+        net.forget_seed(&token);
+        if navigated?.error_text.is_some() {
+            continue;
+        }
+        for (key, value) in &areas.local {
+            let command = SetDomStorageItem {
+                storage_id: StorageId {
+                    security_origin: origin.clone(),
+                    is_local_storage: true,
+                },
+                key: key.clone(),
+                value: value.clone(),
+            };
+            calls.execute(&session, &command, CALL_TIMEOUT).await?;
+        }
+        seeded.push(origin.clone());
+    }
+    Ok(seeded)
 }
 
 /// The state of a `storage_state` Artifact, or of an imported (`upload_input`) JSON file.
