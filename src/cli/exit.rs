@@ -13,8 +13,8 @@ pub const USAGE: i32 = 2;
 /// No Broker runs for this home (`bp status`), or none could be started or reached. A Broker
 /// endpoint that is refused as untrusted is a tool error (1): something is wrong, not absent.
 pub const NO_BROKER: i32 = 3;
-/// Another host holds what was needed: `bp disconnect` while hosts are connected, or the tab is
-/// controlled by another Lease past the wait.
+/// Another host holds what was needed: `bp disconnect` while hosts are connected, the tab is
+/// controlled by another Lease past the wait, or the person at the live view took it over.
 pub const IN_USE: i32 = 4;
 /// No browser is ready or connected.
 pub const NO_BROWSER: i32 = 5;
@@ -23,7 +23,9 @@ pub const NO_BROWSER: i32 = 5;
 pub fn for_code(code: ErrorCode) -> i32 {
     match code {
         ErrorCode::BrokerUnavailable => NO_BROKER,
-        ErrorCode::BrokerInUse | ErrorCode::TargetControlledElsewhere => IN_USE,
+        ErrorCode::BrokerInUse
+        | ErrorCode::TargetControlledElsewhere
+        | ErrorCode::HumanInControl => IN_USE,
         ErrorCode::BrowserNotReady
         | ErrorCode::BrowserDisconnected
         | ErrorCode::AuthorizationDenied
