@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use browser_pilot::events::{Emit, EventSink, Hub};
+use browser_pilot::events::{Emit, EventSink, Generations, Hub};
 use browser_pilot::store::{
     EventVisibility, NewEvent, NewWorkspace, PrincipalKey, Store, StoreLimits,
 };
@@ -83,7 +83,7 @@ fn fixture(runtime: &Runtime, subscribers: usize) -> Fixture {
             }
         });
     }
-    let sink = EventSink::new(store.clone(), hub, Arc::new(AtomicU64::new(1)));
+    let sink = EventSink::new(store.clone(), hub, Arc::new(Generations::default()));
     Fixture {
         sink,
         sink_store: store,
@@ -276,7 +276,7 @@ fn emit_32_agents(c: &mut Criterion) {
         });
         workspaces.push(workspace_id);
     }
-    let sink = EventSink::new(store, hub, Arc::new(AtomicU64::new(1)));
+    let sink = EventSink::new(store, hub, Arc::new(Generations::default()));
     let mut group = c.benchmark_group("event_delivery_32_agents");
     group.throughput(Throughput::Elements(1));
     let mut offered = 0u64;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use browser_pilot::events::{Emit, EventSink, Hub};
+use browser_pilot::events::{Emit, EventSink, Generations, Hub};
 use browser_pilot::store::{NewWorkspace, PrincipalKey, Store, StoreLimits};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
@@ -62,7 +62,7 @@ fn fixture(runtime: &Runtime) -> Fixture {
             seen.fetch_add(1, Ordering::Relaxed);
         }
     });
-    let sink = EventSink::new(store, hub, Arc::new(AtomicU64::new(1)));
+    let sink = EventSink::new(store, hub, Arc::new(Generations::default()));
     Fixture { sink, workspace_id }
 }
 

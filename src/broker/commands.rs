@@ -247,7 +247,7 @@ async fn accept(
         workspace_id: workspace_id.clone(),
         connection_id: session.connection_id.clone(),
         method: def.name.to_owned(),
-        generation: broker.events.generation(),
+        generation: broker.events.generation_of(workspace_id.as_deref()),
         idempotency_key: idempotency_key.clone(),
         args_hash: arguments_hash(
             def.name,
@@ -284,7 +284,7 @@ async fn accept(
             broker.store.clone(),
             broker.events.clone(),
             row.id.clone(),
-            row.generation,
+            (row.workspace_id.clone(), row.generation),
         ),
         ticket: std::sync::Mutex::new(None),
     };

@@ -2,7 +2,6 @@
 //! and clean up on exit.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use tokio::sync::watch;
 
@@ -10,7 +9,7 @@ use super::commands::RunningCommands;
 use super::state::Broker;
 use super::{connection, locator, sweep};
 use crate::artifacts::{ArtifactLimits, Artifacts};
-use crate::events::{EventSink, Hub};
+use crate::events::{EventSink, Generations, Hub};
 use crate::home::Home;
 use crate::ipc;
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -75,9 +74,9 @@ pub async fn run_broker(home: Home) -> i32 {
         }
     };
     let (shutdown_tx, mut shutdown_rx) = watch::channel(false);
-    let generation = Arc::new(AtomicU64::new(0));
-    let events = EventSink::new(store.clone(), Arc::new(Hub::default()), generation.clone());
-    let browser = BrowserService::new(home.clone(), store.clone(), events.clone(), generation);
+    let generations = Arc::new(Generations::default());
+    let events = EventSink::new(store.clone(), Arc::new(Hub::default()), generations.clone());
+    let browser = BrowserService::new(home.clone(), store.clone(), events.clone(), generations);
     // Artifact metadata lives in the in-memory store, so bytes left by a killed predecessor
     // are unreachable: start from an empty artifacts directory.
     let artifacts = Artifacts::new(&home, store.clone(), ArtifactLimits::from_env());

@@ -60,7 +60,8 @@ pub async fn state(context: &ConnectionContext, _: Raw) -> Result<Value, RpcErro
         .call_read(|store| store.view_workspaces())
         .await?;
     let tabs = broker.tools.browser.view_tabs();
-    let connected = broker.tools.browser.live().map(|live| live.browser_id);
+    // The oldest live connection (a Broker may hold several; the view shows one).
+    let connected = (broker.tools.browser.lives().into_iter().next()).map(|live| live.browser_id);
     let workspaces: Vec<Value> = workspaces
         .iter()
         .map(|workspace| {

@@ -86,6 +86,8 @@ pub async fn create(
         .events
         .hub()
         .add_workspace(&row.id, &session.principal);
+    // On the live shared connection to its browser, if there is one.
+    (context.broker.tools.browser).note_workspace(&row.id, &row.browser_id);
     // The stored policy, so a repeated clientKey installs exactly what the Workspace has.
     if let Some(policy) = row
         .options

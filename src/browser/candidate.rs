@@ -132,9 +132,25 @@ pub struct Candidate {
     pub diagnostics: Vec<Diagnostic>,
     pub(super) endpoint: Option<Endpoint>,
     pub(super) user_data_dir: PathBuf,
+    /// A `[[pool]]` candidate's entries (their candidate ids, in the pool's order); empty for
+    /// every other candidate.
+    pub(super) pool: Vec<String>,
 }
 
 impl Candidate {
+    /// The entries of a `[[pool]]` candidate (empty for any other).
+    pub(crate) fn pool_members(&self) -> &[String] {
+        &self.pool
+    }
+
+    /// A usable remote entry's endpoint (and its sessions mode and capacity).
+    pub(crate) fn remote_endpoint(&self) -> Option<&RemoteEndpoint> {
+        match &self.endpoint {
+            Some(Endpoint::Remote(remote)) => Some(remote),
+            _ => None,
+        }
+    }
+
     /// The live endpoint, when `remote_debugging_state` is `Enabled`.
     /// Crate-internal: never serialized.
     pub(crate) fn endpoint(&self) -> Option<&Endpoint> {

@@ -217,6 +217,7 @@ fn inspect(source: Source, key: &Path) -> Candidate {
         diagnostics: Vec::new(),
         endpoint,
         user_data_dir: source.dir,
+        pool: Vec::new(),
     }
 }
 
@@ -699,6 +700,7 @@ mod tests {
             diagnostics: Vec::new(),
             endpoint: None,
             user_data_dir: PathBuf::new(),
+            pool: Vec::new(),
         }
     }
 

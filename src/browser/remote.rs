@@ -45,8 +45,14 @@ const MAX_ID_CHARS: usize = 64;
 /// Upper bound of `max_sessions`.
 const MAX_SESSIONS_LIMIT: i64 = 1024;
 
+/// Pools listed; the rest get a file diagnostic.
+const MAX_POOLS: usize = 64;
+
+/// The keys a `[[pool]]` may have.
+const POOL_KEYS: [&str; 2] = ["id", "browsers"];
+
 /// The keys an entry may have.
-const ENTRY_KEYS: [&str; 8] = [
+const ENTRY_KEYS: [&str; 9] = [
     "id",
     "endpoint",
     "token_file",
@@ -55,6 +61,7 @@ const ENTRY_KEYS: [&str; 8] = [
     "max_sessions",
     "allow_insecure",
     "ca_file",
+    "list_foreign_tabs",
 ];
 
 /// Where and how the Broker reaches one remote browser: the endpoint with the token filled
@@ -73,6 +80,13 @@ pub struct RemoteEndpoint {
     pub(crate) ca_file: Option<PathBuf>,
     /// The token, so that anything reported about this endpoint can be scrubbed of it.
     pub(crate) token: Option<String>,
+    /// `sessions = "per_workspace"`: one connection (one engine session) per Workspace.
+    pub(crate) per_workspace: bool,
+    /// `max_sessions`: the Workspaces it takes at once (per_workspace sessions, or Workspaces
+    /// connected through a shared connection).
+    pub(crate) max_sessions: Option<usize>,
+    /// `list_foreign_tabs = true`: tabs the Broker did not create are listed to Workspaces.
+    pub(crate) list_foreign_tabs: bool,
 }
 
 impl std::fmt::Debug for RemoteEndpoint {
@@ -219,13 +233,12 @@ fn scan_file(path: &Path) -> RemoteScan {
     for key in table.keys() {
         match key.as_str() {
             "browser" => {}
-            "pool" => scan.diagnostics.push(Diagnostic::new(
-                "remote_unsupported",
-                "[[pool]] sections are not implemented yet; name an entry's candidate instead",
-            )),
+            "pool" => {}
             other => scan.diagnostics.push(Diagnostic::new(
                 "remote_config_malformed",
-                format!("unknown top-level key {other:?}; only [[browser]] entries are read"),
+                format!(
+                    "unknown top-level key {other:?}; only [[browser]] and [[pool]] sections are read"
+                ),
             )),
         }
     }
@@ -265,7 +278,137 @@ fn scan_file(path: &Path) -> RemoteScan {
         settle(&mut candidate);
         scan.candidates.push(candidate);
     }
+    let pools: Vec<&toml::Value> = match table.get("pool") {
+        None => Vec::new(),
+        Some(toml::Value::Array(pools)) => pools.iter().collect(),
+        Some(_) => {
+            scan.diagnostics.push(Diagnostic::new(
+                "remote_config_malformed",
+                "`pool` must be an array of tables ([[pool]])",
+            ));
+            Vec::new()
+        }
+    };
+    if pools.len() > MAX_POOLS {
+        scan.diagnostics.push(Diagnostic::new(
+            "remote_config_malformed",
+            format!(
+                "{} [[pool]] sections; only the first {MAX_POOLS} are read",
+                pools.len()
+            ),
+        ));
+    }
+    let entries = scan.candidates.len();
+    for (index, pool) in pools.into_iter().take(MAX_POOLS).enumerate() {
+        let seen: Vec<String> = scan.candidates.iter().map(|c| c.id.clone()).collect();
+        let mut candidate = pool_candidate(index + 1, pool, &seen, &scan.candidates[..entries]);
+        if file_blocked {
+            candidate.diagnostics.insert(
+                0,
+                Diagnostic::new(
+                    "remote_config_not_owner_only",
+                    format!("{REMOTE_FILE} is not owner-only (chmod 600)"),
+                ),
+            );
+        }
+        settle(&mut candidate);
+        if !candidate.diagnostics.is_empty() {
+            candidate.pool.clear();
+        }
+        scan.candidates.push(candidate);
+    }
     scan
+}
+
+/// The candidate of `[[pool]]` number `number` (1-based): one candidate whose `browser.connect`
+/// places the Workspace on one of its entries (`entries`: the `[[browser]]` candidates; `seen`:
+/// every id listed before it). An entry that is listed but unusable is kept (placement skips
+/// it); an id no entry has is a diagnostic.
+fn pool_candidate(
+    number: usize,
+    value: &toml::Value,
+    seen: &[String],
+    entries: &[Candidate],
+) -> Candidate {
+    let mut diagnostics = Vec::new();
+    let mut bad = |message: String| {
+        diagnostics.push(Diagnostic::new("remote_config_malformed", message));
+    };
+    let fallback_id = format!("{REMOTE_ID_PREFIX}#pool{number}");
+    let mut members = Vec::new();
+    let id = match value.as_table() {
+        None => {
+            bad(format!("[[pool]] {number} is not a table"));
+            fallback_id
+        }
+        Some(table) => {
+            for key in table.keys() {
+                if !POOL_KEYS.contains(&key.as_str()) {
+                    bad(format!("unknown key {key:?} in [[pool]] {number}"));
+                }
+            }
+            let mut id = match table.get("id") {
+                Some(toml::Value::String(id)) if valid_id(id) => format!("{REMOTE_ID_PREFIX}{id}"),
+                Some(_) => {
+                    bad(format!(
+                        "`id` of [[pool]] {number} must be 1 to {MAX_ID_CHARS} characters of a-z, 0-9, '-' and '_'"
+                    ));
+                    fallback_id.clone()
+                }
+                None => {
+                    bad(format!("[[pool]] {number} has no `id`"));
+                    fallback_id.clone()
+                }
+            };
+            if seen.contains(&id) {
+                bad(format!(
+                    "[[pool]] {number} repeats the id of an earlier entry or pool"
+                ));
+                id = format!("{id}#pool{number}");
+            }
+            match table.get("browsers") {
+                Some(toml::Value::Array(names)) if !names.is_empty() => {
+                    for name in names {
+                        let member = name
+                            .as_str()
+                            .map(|name| format!("{REMOTE_ID_PREFIX}{name}"));
+                        match member {
+                            Some(member) if members.contains(&member) => {
+                                bad(format!("[[pool]] {number} lists an entry twice"));
+                            }
+                            Some(member) if entries.iter().any(|c| c.id == member) => {
+                                members.push(member);
+                            }
+                            _ => bad(format!(
+                                "[[pool]] {number} names a browser that no [[browser]] entry has"
+                            )),
+                        }
+                    }
+                }
+                _ => bad(format!(
+                    "`browsers` of [[pool]] {number} must be a non-empty array of [[browser]] ids"
+                )),
+            }
+            id
+        }
+    };
+    Candidate {
+        profile: id.trim_start_matches(REMOTE_ID_PREFIX).to_owned(),
+        id,
+        product: "remote".to_owned(),
+        channel: "pool".to_owned(),
+        managed: false,
+        kind: CandidateKind::Remote,
+        state: CandidateState::Ready,
+        process_state: ProcessState::Unknown,
+        remote_debugging_state: RemoteDebuggingState::Enabled,
+        authorization_state: AuthorizationState::Unknown,
+        remediation: None,
+        diagnostics,
+        endpoint: None,
+        user_data_dir: PathBuf::new(),
+        pool: members,
+    }
 }
 
 /// The 1-based line of byte `offset` in `text`.
@@ -345,6 +488,7 @@ fn entry_candidate(number: usize, value: &toml::Value, seen: &[String]) -> Candi
         diagnostics: entry.diagnostics,
         endpoint: entry.endpoint.map(Endpoint::Remote),
         user_data_dir: PathBuf::new(),
+        pool: Vec::new(),
     }
 }
 
@@ -431,13 +575,7 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
     }
     let sessions = match string("sessions") {
         Ok(None) | Ok(Some("shared")) => "shared".to_owned(),
-        Ok(Some("per_workspace")) => {
-            bad(
-                "remote_unsupported",
-                "sessions = \"per_workspace\" is not implemented yet; use \"shared\"".to_owned(),
-            );
-            "per_workspace".to_owned()
-        }
+        Ok(Some("per_workspace")) => "per_workspace".to_owned(),
         Ok(Some(_)) => {
             bad(
                 "remote_config_malformed",
@@ -450,14 +588,30 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
             "shared".to_owned()
         }
     };
-    match table.get("max_sessions") {
-        None => {}
-        Some(toml::Value::Integer(n)) if (1..=MAX_SESSIONS_LIMIT).contains(n) => {}
-        Some(_) => bad(
-            "remote_config_malformed",
-            format!("`max_sessions` must be an integer from 1 to {MAX_SESSIONS_LIMIT}"),
-        ),
-    }
+    let max_sessions = match table.get("max_sessions") {
+        None => None,
+        Some(toml::Value::Integer(n)) if (1..=MAX_SESSIONS_LIMIT).contains(n) => {
+            usize::try_from(*n).ok()
+        }
+        Some(_) => {
+            bad(
+                "remote_config_malformed",
+                format!("`max_sessions` must be an integer from 1 to {MAX_SESSIONS_LIMIT}"),
+            );
+            None
+        }
+    };
+    let list_foreign_tabs = match table.get("list_foreign_tabs") {
+        None => false,
+        Some(toml::Value::Boolean(list)) => *list,
+        Some(_) => {
+            bad(
+                "remote_config_malformed",
+                "`list_foreign_tabs` must be true or false".to_owned(),
+            );
+            false
+        }
+    };
     let allow_insecure = match table.get("allow_insecure") {
         None => false,
         Some(toml::Value::Boolean(allow)) => *allow,
@@ -603,6 +757,9 @@ fn vet_entry(number: usize, value: &toml::Value, seen: &[String]) -> Entry {
                 allow_insecure,
                 ca_file,
                 token,
+                per_workspace: sessions == "per_workspace",
+                max_sessions,
+                list_foreign_tabs,
             })
         }
         _ => None,
@@ -923,10 +1080,7 @@ endpoint = "ws://127.0.0.1:1/?t={{token}}"
                 ("browser:remote:open", vec!["remote_token_not_owner_only"]),
                 ("browser:remote:gone", vec!["remote_token_missing"]),
                 ("browser:remote:tls", vec!["remote_ca_invalid"]),
-                (
-                    "browser:remote:pw",
-                    vec!["remote_config_malformed", "remote_unsupported"]
-                ),
+                ("browser:remote:pw", vec!["remote_config_malformed"]),
                 ("browser:remote:pw#5", vec!["remote_config_malformed"]),
                 (
                     "browser:remote:#6",

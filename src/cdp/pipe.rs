@@ -1,6 +1,6 @@
 //! The janitor pipe's own messages: the status lines the janitor prints on its stdout
 //! (`connected`, `failed`, `disconnected`) and the control line the Broker writes to its stdin
-//! (`adopt`), as ONE typed enum both ends serialize and decode, and the bound on a pipe line.
+//! (`adopt`, `close`), as ONE typed enum both ends serialize and decode, and the bound on a pipe line.
 //! Every other line on the pipe is one CDP message. A line is a `JanitorLine` when it is a JSON
 //! object with a top-level `janitor` key (CDP messages never have one); it is never
 //! recognised by its text. No I/O here.
@@ -38,6 +38,10 @@ pub enum JanitorLine {
         #[serde(rename = "targetId", serialize_with = "command::target_id")]
         target_id: TargetId,
     },
+    /// Broker -> janitor: this connection is done (a `per_workspace` remote session whose
+    /// Workspace was released); clean up as if the Broker went away, then close the socket.
+    /// Never forwarded to Chromium.
+    Close,
 }
 
 /// Why the janitor could not connect, on the wire as one stable word: `invalid_url`,
@@ -166,6 +170,7 @@ mod tests {
                 },
                 json!({"janitor": "adopt", "targetId": "R1"}),
             ),
+            (JanitorLine::Close, json!({"janitor": "close"})),
         ];
         for (line, wire) in lines {
             let text = line.to_line();

@@ -6,4 +6,4 @@ mod hub;
 mod sink;
 
 pub use hub::{Hub, is_network_event};
-pub use sink::{Emit, EventSink, poll_page_json};
+pub use sink::{Emit, EventSink, Generations, poll_page_json};

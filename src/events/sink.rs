@@ -1,7 +1,8 @@
 //! Emitting events: journal first, then offer; and the one place an `EventRow` becomes JSON.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -19,7 +20,7 @@ pub struct Emit {
     pub target_id: Option<String>,
     pub sensitivity: &'static str,
     pub payload: Value,
-    /// The generation the event belongs to; `None` means the current one.
+    /// The generation the event belongs to; `None` means its Workspace's current one.
     pub generation: Option<u64>,
 }
 
@@ -37,20 +38,62 @@ impl Emit {
     }
 }
 
+/// Browser connection generations. The Broker may hold several connections at once, each with
+/// its own generation, minted from one counter so that every new connection's is newer than
+/// any before it; a Workspace's events and Commands carry the generation of the connection it
+/// is on (kept after that connection is lost, 0 before it was ever on one). The browser
+/// session (`session::service`) mints them and moves Workspaces between them.
+#[derive(Default)]
+pub struct Generations {
+    minted: AtomicU64,
+    workspaces: RwLock<HashMap<String, u64>>,
+}
+
+impl Generations {
+    /// A new connection's generation.
+    pub fn mint(&self) -> u64 {
+        self.minted.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// The newest generation minted (0 before the first connection).
+    pub fn latest(&self) -> u64 {
+        self.minted.load(Ordering::SeqCst)
+    }
+
+    /// The generation of the connection the Workspace is on.
+    pub fn of(&self, workspace_id: &str) -> u64 {
+        (self.workspaces.read().expect("generations lock"))
+            .get(workspace_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The Workspace is on a connection of `generation` now.
+    pub fn set(&self, workspace_id: &str, generation: u64) {
+        (self.workspaces.write().expect("generations lock"))
+            .insert(workspace_id.to_owned(), generation);
+    }
+
+    /// The Workspace was released.
+    pub fn forget(&self, workspace_id: &str) {
+        (self.workspaces.write().expect("generations lock")).remove(workspace_id);
+    }
+}
+
 /// Cheap to clone; shared by the Broker, the sweeps and the tools.
 #[derive(Clone)]
 pub struct EventSink {
     store: Store,
     hub: Arc<Hub>,
-    generation: Arc<AtomicU64>,
+    generations: Arc<Generations>,
 }
 
 impl EventSink {
-    pub fn new(store: Store, hub: Arc<Hub>, generation: Arc<AtomicU64>) -> EventSink {
+    pub fn new(store: Store, hub: Arc<Hub>, generations: Arc<Generations>) -> EventSink {
         EventSink {
             store,
             hub,
-            generation,
+            generations,
         }
     }
 
@@ -58,14 +101,22 @@ impl EventSink {
         &self.hub
     }
 
-    /// The current browser connection generation (0 before the first connect).
+    /// The newest browser connection generation (0 before the first connect).
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::SeqCst)
+        self.generations.latest()
+    }
+
+    /// The generation of the connection a Workspace is on; without a Workspace, the newest.
+    pub fn generation_of(&self, workspace_id: Option<&str>) -> u64 {
+        match workspace_id {
+            Some(workspace_id) => self.generations.of(workspace_id),
+            None => self.generations.latest(),
+        }
     }
 
     /// Journals the event through the store's async API, then offers it to the Workspace's Connections.
     pub async fn emit(&self, emit: Emit) -> Result<EventRow, StoreError> {
-        let (event, payload) = new_event(self.generation(), emit);
+        let (event, payload) = new_event(&self.generations, emit);
         let row = self
             .store
             .call(move |store| store.append_event(&event))
@@ -86,13 +137,13 @@ impl EventSink {
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<(T, Option<Emit>), StoreError> + Send + 'static,
     {
-        let current = self.generation();
+        let generations = self.generations.clone();
         let (value, journaled) = self
             .store
             .call(move |store| {
                 let (value, emit) = unit(store)?;
                 let journaled = emit.map(|emit| {
-                    let (event, payload) = new_event(current, emit);
+                    let (event, payload) = new_event(&generations, emit);
                     (store.append_event(&event), payload)
                 });
                 Ok((value, journaled))
@@ -114,10 +165,9 @@ impl EventSink {
         &self,
         emits: Vec<Emit>,
     ) -> Result<Vec<Result<EventRow, StoreError>>, StoreError> {
-        let current = self.generation();
         let (events, payloads): (Vec<NewEvent>, Vec<Value>) = emits
             .into_iter()
-            .map(|emit| new_event(current, emit))
+            .map(|emit| new_event(&self.generations, emit))
             .unzip();
         let rows = self
             .store
@@ -145,14 +195,17 @@ impl EventSink {
     }
 }
 
-/// The row to journal for `emit` (`current`: the generation when it names none), and the
+/// The row to journal for `emit` (when it names no generation, its Workspace's), and the
 /// payload kept as a value for the notification.
-fn new_event(current: u64, emit: Emit) -> (NewEvent, Value) {
+fn new_event(generations: &Generations, emit: Emit) -> (NewEvent, Value) {
+    let current = emit
+        .generation
+        .unwrap_or_else(|| generations.of(&emit.workspace_id));
     let event = NewEvent {
         id: new_id(IdKind::Event),
         workspace_id: emit.workspace_id,
         timestamp: now_ms(),
-        generation: emit.generation.unwrap_or(current),
+        generation: current,
         lease_id: emit.lease_id,
         target_id: emit.target_id,
         event_type: emit.event_type.to_owned(),
@@ -338,11 +391,9 @@ mod tests {
                 now: 0,
             })
             .expect("create workspace");
-        let sink = EventSink::new(
-            store.clone(),
-            Arc::new(Hub::default()),
-            Arc::new(AtomicU64::new(4)),
-        );
+        let generations = Arc::new(Generations::default());
+        generations.set("workspace:one", 4);
+        let sink = EventSink::new(store.clone(), Arc::new(Hub::default()), generations);
         let asked = |workspace_id: &str| Emit::new(workspace_id, "command.status", json!({"n": 1}));
 
         // The unit's value comes back with the journaled row (the current generation filled in).

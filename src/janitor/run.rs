@@ -1,7 +1,8 @@
 //! The janitor process: connect, announce, proxy, clean up. One loop owns
 //! the WebSocket and the tracker; stdin and stdout are pumped by two small
 //! tasks over bounded channels, so a slow Broker slows the socket reads
-//! (backpressure) instead of growing memory. On stdin EOF it disposes exactly
+//! (backpressure) instead of growing memory. On stdin EOF (or the Broker's
+//! `{"janitor":"close"}`: a `per_workspace` remote session it is done with) it disposes exactly
 //! the browser contexts the Broker made, closes exactly the managed targets,
 //! waits at most `CLEANUP_TIMEOUT`, and exits 0. It reads no disk state and
 //! writes nothing but its stdout lines.
@@ -199,13 +200,18 @@ impl Proxy {
             match event {
                 ProxyEvent::SocketReady(Ok(())) | ProxyEvent::CleanupDeadline => {}
                 ProxyEvent::SocketReady(Err(_)) => return self.disconnected().await,
-                ProxyEvent::Input(line) => {
-                    if self.tracker.on_outbound(&line) == Outbound::Forward
-                        && self.write(line).is_err()
-                    {
+                ProxyEvent::Input(line) => match self.tracker.on_outbound(&line) {
+                    Outbound::Forward if self.write(line).is_err() => {
                         return self.disconnected().await;
                     }
-                }
+                    Outbound::Forward | Outbound::Control => {}
+                    Outbound::Close => {
+                        cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
+                        if self.start_cleanup().is_err() {
+                            return 0;
+                        }
+                    }
+                },
                 ProxyEvent::InputEnded => {
                     cleanup_deadline = Some(Instant::now() + CLEANUP_TIMEOUT);
                     if self.start_cleanup().is_err() {

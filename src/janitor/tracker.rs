@@ -57,6 +57,8 @@ pub(super) enum Outbound {
     Forward,
     /// A private control line for the janitor itself.
     Control,
+    /// The Broker is done with this connection: clean up and close, as at stdin EOF.
+    Close,
 }
 
 /// Whether an inbound message goes on to the Broker.
@@ -126,6 +128,7 @@ impl Tracker {
         if let Some(control) = JanitorLine::from_line(line) {
             match control {
                 Ok(JanitorLine::Adopt { target_id }) => self.adopt(target_id),
+                Ok(JanitorLine::Close) => return Outbound::Close,
                 _ => tracing::warn!("ignoring an unknown janitor control line"),
             }
             return Outbound::Control;

@@ -88,7 +88,7 @@ error_codes! {
     TargetControlledElsewhere "target_controlled_elsewhere" -32035    false;
     TargetNotManaged          "target_not_managed"          -32036    false;
     NavigationFailed          "navigation_failed"           -32037    false;
-    BrowserBusy               "browser_busy"                -32038    false;
+    BrowserBusy               "browser_busy"                -32038    true;
     ObservationNotFound       "observation_not_found"       -32043    false;
     StaleRef                  "stale_ref"                   -32044    false;
     ActionNotVerified         "action_not_verified"         -32045    true;

@@ -123,10 +123,10 @@ pub async fn release(
     lease_id: &LeaseId,
     opaque: &TargetRef,
 ) {
-    let Some(live) = service.live() else {
+    let Some(live) = service.live_of(workspace_id) else {
         return;
     };
-    let found = service.with_registry(|registry| {
+    let found = service.with_registry_of(workspace_id, |registry| {
         let (target, handle) = registry.resolve(workspace_id, opaque).ok()?;
         let managed = registry.managed_by(&target).is_some();
         let controlled = registry

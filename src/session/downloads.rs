@@ -1197,7 +1197,7 @@ pub async fn on_control(
         return;
     };
     let handle = guard.handle();
-    if let Some(live) = service.live().filter(is_remote)
+    if let Some(live) = service.live_of(workspace_id).filter(is_remote)
         && !handle.network().fetch.remote_downloads
     {
         // Its downloads are streamed from their responses (`remote_download`).
@@ -1217,7 +1217,9 @@ pub async fn on_control(
     }
     let first = (handle.downloads().told_unavailable).insert((session, workspace_id.to_string()));
     let target = guard.target.clone();
-    let opaque = service.with_registry(|registry| registry.known_opaque(workspace_id, &target));
+    let opaque = service.with_registry_of(workspace_id, |registry| {
+        registry.known_opaque(workspace_id, &target)
+    });
     if let (true, Some(opaque)) = (first, opaque) {
         (service.downloads())
             .emit(vec![unavailable(workspace_id, lease_id, &opaque)])
@@ -1272,7 +1274,9 @@ async fn release_tab(
 impl BrowserService {
     /// `browser.tabs.release` handed the tab back: its sessions stop capturing downloads.
     pub async fn downloads_tab_released(&self, workspace_id: &WorkspaceId, opaque: &TargetRef) {
-        let Some(live) = self.live() else { return };
+        let Some(live) = self.live_of(workspace_id) else {
+            return;
+        };
         let Ok((target, _)) = live.with_tabs(|tabs| tabs.registry.resolve(workspace_id, opaque))
         else {
             return;
@@ -1291,7 +1295,9 @@ impl BrowserService {
         workspace_id: &WorkspaceId,
         lease_id: &LeaseId,
     ) {
-        let Some(live) = self.live() else { return };
+        let Some(live) = self.live_of(workspace_id) else {
+            return;
+        };
         let tabs =
             live.with_tabs(|tabs| (tabs.registry).user_tabs_controlled_by(workspace_id, lease_id));
         let downloads = self.downloads();
@@ -1312,7 +1318,9 @@ impl BrowserService {
     /// tab's session is retired by closing it), and its staging goes. No event: the journal goes
     /// with the Workspace.
     pub(super) async fn downloads_workspace_released(&self, workspace_id: &str) {
-        let Some(live) = self.live() else { return };
+        let Some(live) = self.live_of(workspace_id) else {
+            return;
+        };
         let downloads = self.downloads();
         let tabs: Vec<TargetId> = live.with_tabs(|tabs| {
             let registry = &mut tabs.registry;

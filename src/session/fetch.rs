@@ -846,10 +846,11 @@ pub(super) async fn first_document_answered(live: &Live, net: &NetControl, targe
 
 /// `refresh_tab` for every tab (a Workspace's rules or credentials changed, or it ended).
 pub async fn refresh_all(service: &BrowserService) {
-    let Some(live) = service.live() else { return };
-    let targets = live.with_tabs(|tabs| tabs.registry.targets());
-    for target in targets {
-        refresh_tab(&live, service.net(), &target).await;
+    for live in service.lives() {
+        let targets = live.with_tabs(|tabs| tabs.registry.targets());
+        for target in targets {
+            refresh_tab(&live, service.net(), &target).await;
+        }
     }
 }
 

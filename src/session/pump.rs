@@ -174,10 +174,7 @@ pub async fn run(
             },
         };
         let Some(event) = next else { break };
-        if service
-            .live()
-            .is_none_or(|now| now.generation != live.generation)
-        {
+        if !service.is_current(&live) {
             continue;
         }
         let (session, event) = match event.decode() {
@@ -788,7 +785,7 @@ fn on_dialog_opening(
 /// Never answered automatically: after 15 s a dialog still open tells its Workspaces once.
 async fn watch_dialog(service: BrowserService, target: TargetId, dialog_id: String) {
     tokio::time::sleep(DIALOG_UNHANDLED_AFTER).await;
-    let unhandled = service.with_registry(|registry| {
+    let unhandled = service.with_target_registry(&target, |registry| {
         let still_open = registry
             .dialogs
             .get(&target)

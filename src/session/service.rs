@@ -1,5 +1,11 @@
-//! Connecting to a browser through the janitor, the generation counter, and access to tabs: the
-//! live connection (`Live`) owns what it knows of its tabs (`pump::Tabs`), replaced with it.
+//! Connecting to browsers through janitors, the connection generations, and access to tabs.
+//! The service holds several live connections at once (`Live`), keyed by what they reach
+//! (`ConnKey`: a candidate, and for a `per_workspace` remote entry the one Workspace its session
+//! serves); each has its own generation and owns what it knows of its tabs (`pump::Tabs`),
+//! replaced with it. Every Workspace is on at most one connection (`Seat`): its events,
+//! Commands and fencing use that connection's generation, and one connection's loss is
+//! announced only to the Workspaces on it. A `[[pool]]` candidate places a Workspace on the
+//! entry with the most free capacity (`max_sessions`); a full entry or pool is `browser_busy`.
 //!
 //! The service also keeps its own record of which targets it created (or adopted as popups) for
 //! which Workspace, outside the registry, so that it survives a lost connection. A janitor that
@@ -23,7 +29,7 @@ use super::tab::TabHandle;
 use crate::browser::{self, AuthorizationState, Candidate, DiscoveryConfig};
 use crate::cdp::pipe::{self, FailReason, JanitorLine};
 use crate::cdp::{BrowserContextId, CdpClient, TargetId};
-use crate::events::{Emit, EventSink};
+use crate::events::{Emit, EventSink, Generations};
 use crate::framing::{FramingError, LineReader};
 use crate::home::Home;
 use crate::store::{LeaseId, Store, TargetRef, WorkspaceId};
@@ -54,11 +60,33 @@ const ORPHAN_CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A target the Broker created (or adopted as a popup) for a Workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Owned {
-    browser_id: String,
+    /// The connection it was created on (a new connection with the same key may find it).
+    key: ConnKey,
     workspace_id: String,
     /// The Workspace was released while no connection could close the tab: close it on the
     /// next connection.
     released: bool,
+}
+
+/// Sessions an entry without `max_sessions` takes before it counts as full (the config's own
+/// upper bound of `max_sessions`).
+const UNBOUNDED_SESSIONS: usize = 1024;
+
+/// What a browser connection is keyed by: the candidate it reaches (for a `[[pool]]`, the
+/// entry the Workspace was placed on), and for a `per_workspace` remote entry the one Workspace
+/// its session serves.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ConnKey {
+    pub browser_id: String,
+    pub workspace_id: Option<String>,
+}
+
+/// The connection a Workspace is on, and the candidate it asked for (a pool's id, or the
+/// entry's own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seat {
+    key: ConnKey,
+    asked: String,
 }
 
 /// What `browser.connect` achieved.
@@ -80,7 +108,12 @@ pub enum ConnectError {
     NotReady {
         remediation: Option<Value>,
     },
-    AnotherBrowserConnected(String),
+    /// The entry (or every entry of the pool) is at its `max_sessions`.
+    Busy {
+        browser_id: String,
+        capacity: usize,
+        in_use: usize,
+    },
     AuthorizationDenied(String),
     AuthorizationTimeout,
     Failed(String),
@@ -104,13 +137,13 @@ pub enum ConnectError {
 /// A failed connection attempt, numbered by `Inner::attempts_ended`.
 struct Failure {
     ended: u64,
-    browser_id: String,
     error: ConnectError,
 }
 
-/// The live connection: the CDP client over the janitor and its generation.
+/// A live connection: the CDP client over its janitor and its generation.
 #[derive(Clone)]
 pub struct Live {
+    pub key: ConnKey,
     pub browser_id: String,
     pub client: CdpClient,
     pub generation: u64,
@@ -121,6 +154,9 @@ pub struct Live {
     tabs: Arc<Mutex<pump::Tabs>>,
     /// The browser contexts of isolated Workspaces made on this connection; they end with it.
     contexts: Arc<super::contexts::Contexts>,
+    /// Whether tabs the Broker did not create are eligible (listed, controllable): always on a
+    /// local browser; on a remote one only when its entry sets `list_foreign_tabs`.
+    foreign_tabs: bool,
 }
 
 impl Live {
@@ -136,14 +172,20 @@ struct Inner {
     home: Home,
     store: Store,
     events: EventSink,
-    generation: Arc<AtomicU64>,
-    /// Serializes connects so concurrent `browser.connect` calls share one attempt.
-    connect_lock: tokio::sync::Mutex<()>,
-    /// Connection attempts that ran to an outcome, and the last one that failed: shared with
-    /// the callers that waited for it.
+    generations: Arc<Generations>,
+    /// Serializes connects per key so concurrent `browser.connect` calls share one attempt.
+    connect_locks: Mutex<HashMap<ConnKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// Connection attempts that ran to an outcome, and per key the last one that failed:
+    /// shared with the callers that waited for it.
     attempts_ended: AtomicU64,
-    last_failure: Mutex<Option<Failure>>,
-    live: RwLock<Option<Live>>,
+    failures: Mutex<HashMap<ConnKey, Failure>>,
+    lives: RwLock<HashMap<ConnKey, Live>>,
+    /// The connection each Workspace is on (kept after a shared connection's loss, so the next
+    /// one takes it back; dropped at release and at a `per_workspace` session's loss).
+    seats: RwLock<HashMap<String, Seat>>,
+    /// Workspaces placed on an entry whose connection attempt runs: they count against its
+    /// capacity, and a concurrent `browser.connect` of the same Workspace joins the attempt.
+    placing: Mutex<HashMap<String, Seat>>,
     /// The browser chosen per `bridge --browser` preference (`""`: none), kept for the Broker's
     /// life so later Workspaces bind where the first did (`default_browser_id`).
     choices: Mutex<HashMap<String, String>>,
@@ -168,7 +210,7 @@ impl BrowserService {
         home: Home,
         store: Store,
         events: EventSink,
-        generation: Arc<AtomicU64>,
+        generations: Arc<Generations>,
     ) -> BrowserService {
         BrowserService {
             inner: Arc::new(Inner {
@@ -176,11 +218,13 @@ impl BrowserService {
                 home,
                 store,
                 events: events.clone(),
-                generation,
-                connect_lock: tokio::sync::Mutex::new(()),
+                generations,
+                connect_locks: Mutex::new(HashMap::new()),
                 attempts_ended: AtomicU64::new(0),
-                last_failure: Mutex::new(None),
-                live: RwLock::new(None),
+                failures: Mutex::new(HashMap::new()),
+                lives: RwLock::new(HashMap::new()),
+                seats: RwLock::new(HashMap::new()),
+                placing: Mutex::new(HashMap::new()),
                 choices: Mutex::new(HashMap::new()),
                 authorization: Mutex::new(HashMap::new()),
                 owned: Mutex::new(HashMap::new()),
@@ -221,13 +265,48 @@ impl BrowserService {
         workspace_id: &WorkspaceId,
         opaque: &TargetRef,
     ) -> Result<TabHandle, TargetError> {
-        self.with_registry(|registry| registry.resolve(workspace_id, opaque))
-            .map(|(_, handle)| handle)
+        self.with_registry_of(workspace_id, |registry| {
+            registry.resolve(workspace_id, opaque)
+        })
+        .map(|(_, handle)| handle)
     }
 
-    /// The live connection, if any.
-    pub fn live(&self) -> Option<Live> {
-        self.inner.live.read().expect("live lock").clone()
+    /// The live connection the Workspace is on, if any.
+    pub fn live_of(&self, workspace_id: &str) -> Option<Live> {
+        let key = (self.inner.seats.read().expect("seats lock"))
+            .get(workspace_id)
+            .map(|seat| seat.key.clone())?;
+        self.inner
+            .lives
+            .read()
+            .expect("lives lock")
+            .get(&key)
+            .cloned()
+    }
+
+    /// Every live connection, oldest first.
+    pub fn lives(&self) -> Vec<Live> {
+        let mut lives: Vec<Live> = (self.inner.lives.read().expect("lives lock"))
+            .values()
+            .cloned()
+            .collect();
+        lives.sort_by_key(|live| live.generation);
+        lives
+    }
+
+    /// The live connection whose tabs include `target` (CDP target ids are unique across
+    /// browsers).
+    pub fn live_with_target(&self, target: &TargetId) -> Option<Live> {
+        self.lives()
+            .into_iter()
+            .find(|live| live.with_tabs(|tabs| tabs.registry.handle(target).is_some()))
+    }
+
+    /// Whether `live` is still the current connection of its key (its events are journaled).
+    pub(super) fn is_current(&self, live: &Live) -> bool {
+        (self.inner.lives.read().expect("lives lock"))
+            .get(&live.key)
+            .is_some_and(|now| now.generation == live.generation)
     }
 
     /// Passive discovery (files and TCP probes, off the tokio workers) with this Broker's
@@ -257,8 +336,9 @@ impl BrowserService {
             value["authorizationState"] = json!(state.as_str());
         }
         if self
-            .live()
-            .is_some_and(|live| live.browser_id == candidate.id)
+            .lives()
+            .iter()
+            .any(|live| live.browser_id == candidate.id)
         {
             value["state"] = json!("connected");
         }
@@ -273,7 +353,10 @@ impl BrowserService {
     /// never bound to an unconnected candidate while the Broker is connected to a browser the
     /// host did not rule out.
     pub async fn default_browser_id(&self, preference: Option<&str>) -> Option<String> {
-        let live = self.live().map(|live| live.browser_id);
+        // The oldest connection a Workspace can share (not another Workspace's own session).
+        let live = (self.lives().into_iter())
+            .find(|live| live.key.workspace_id.is_none())
+            .map(|live| live.browser_id);
         if let (Some(live), None) = (&live, preference) {
             return Some(live.clone());
         }
@@ -303,55 +386,318 @@ impl BrowserService {
         Some(chosen)
     }
 
-    /// Connects to a browser, or reuses the live connection to it. Concurrent callers share one
-    /// attempt: they wait on the same lock, then find the connection made, or, when the attempt
-    /// that was in flight while they waited failed, get its failure (one WebSocket attempt,
-    /// so at most one approval prompt, however many callers).
-    pub async fn connect(&self, browser_id: &str) -> Result<Connected, ConnectError> {
+    /// Connects a Workspace to a browser, or seats it on the live connection that serves it.
+    /// Concurrent callers for one connection share one attempt: they wait on its lock, then
+    /// find the connection made, or, when the attempt that was in flight while they waited
+    /// failed, get its failure (one WebSocket attempt, so at most one approval prompt, however
+    /// many callers). A `per_workspace` remote entry gives each Workspace its own connection; a
+    /// `[[pool]]` places the Workspace on the entry with the most free capacity first.
+    pub async fn connect(
+        &self,
+        workspace_id: &str,
+        browser_id: &str,
+    ) -> Result<Connected, ConnectError> {
+        if let Some(connected) = self.reuse(workspace_id, browser_id).await {
+            return Ok(connected);
+        }
         let queued_after = self.inner.attempts_ended.load(Ordering::SeqCst);
-        let _attempt = self.inner.connect_lock.lock().await;
-        if let Some(live) = self.live() {
-            return match live.browser_id == browser_id {
-                true => Ok(Connected {
-                    browser_id: live.browser_id,
-                    generation: live.generation,
-                    reused: true,
-                    restored: false,
-                }),
-                false => Err(ConnectError::AnotherBrowserConnected(live.browser_id)),
-            };
-        }
-        let shared = self
-            .inner
-            .last_failure
-            .lock()
-            .expect("failure lock")
-            .as_ref()
-            .filter(|failure| failure.ended > queued_after && failure.browser_id == browser_id)
-            .map(|failure| failure.error.clone());
-        if let Some(error) = shared {
-            return Err(error);
-        }
-        let outcome = self.attempt(browser_id).await;
-        let ended = self.inner.attempts_ended.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Err(error) = &outcome {
-            *self.inner.last_failure.lock().expect("failure lock") = Some(Failure {
-                ended,
-                browser_id: browser_id.to_owned(),
-                error: error.clone(),
-            });
-        }
-        outcome
-    }
-
-    /// One connection attempt (under the connect lock, with no live connection).
-    async fn attempt(&self, browser_id: &str) -> Result<Connected, ConnectError> {
         let started = std::time::Instant::now();
         let candidates = self.candidates().await;
         tracing::debug!(
             us = started.elapsed().as_micros() as u64,
             "connect: candidates"
         );
+        let seat = self.place(workspace_id, browser_id, &candidates)?;
+        let outcome = self
+            .connect_seat(workspace_id, &seat, &candidates, queued_after)
+            .await;
+        let mut placing = self.inner.placing.lock().expect("placing lock");
+        if placing.get(workspace_id) == Some(&seat) {
+            placing.remove(workspace_id);
+        }
+        outcome
+    }
+
+    /// The Workspace's seat when a live connection serves what it asks for: its own, or a
+    /// shared connection to that very candidate (which it then joins).
+    async fn reuse(&self, workspace_id: &str, browser_id: &str) -> Option<Connected> {
+        let seat = (self.inner.seats.read().expect("seats lock"))
+            .get(workspace_id)
+            .cloned();
+        if let Some(seat) = seat.filter(|seat| seat.asked == browser_id)
+            && let Some(live) = self.live_of(workspace_id)
+        {
+            return Some(Connected {
+                browser_id: seat.asked,
+                generation: live.generation,
+                reused: true,
+                restored: false,
+            });
+        }
+        let key = ConnKey {
+            browser_id: browser_id.to_owned(),
+            workspace_id: None,
+        };
+        let live = (self.inner.lives.read().expect("lives lock"))
+            .get(&key)
+            .cloned()?;
+        let seat = Seat {
+            key,
+            asked: browser_id.to_owned(),
+        };
+        let restored = self.seat(workspace_id, &seat, &live).await;
+        Some(Connected {
+            browser_id: browser_id.to_owned(),
+            generation: live.generation,
+            reused: true,
+            restored,
+        })
+    }
+
+    /// Where the Workspace's connection goes: the seat of an attempt it already has running,
+    /// else the entry named (or the pool's entry with the most free capacity, the first in the
+    /// pool's order on a tie), reserved against its capacity until the attempt ends.
+    fn place(
+        &self,
+        workspace_id: &str,
+        browser_id: &str,
+        candidates: &[Candidate],
+    ) -> Result<Seat, ConnectError> {
+        let mut placing = self.inner.placing.lock().expect("placing lock");
+        if let Some(seat) = placing
+            .get(workspace_id)
+            .filter(|seat| seat.asked == browser_id)
+        {
+            return Ok(seat.clone());
+        }
+        let candidate = candidates
+            .iter()
+            .find(|c| c.id == browser_id)
+            .ok_or_else(|| ConnectError::UnknownBrowser(browser_id.to_owned()))?;
+        let entries: Vec<&Candidate> = match candidate.pool_members() {
+            [] => vec![candidate],
+            members => members
+                .iter()
+                .filter_map(|member| candidates.iter().find(|c| c.id == *member))
+                .collect(),
+        };
+        let seats = self.inner.seats.read().expect("seats lock");
+        // Sessions in use on an entry: other Workspaces seated on it or being placed there.
+        let in_use = |entry: &str| {
+            let seated = (seats.iter())
+                .filter(|(ws, seat)| *ws != workspace_id && seat.key.browser_id == entry)
+                .map(|(ws, _)| ws.as_str());
+            let pending = (placing.iter())
+                .filter(|(ws, seat)| *ws != workspace_id && seat.key.browser_id == entry)
+                .map(|(ws, _)| ws.as_str());
+            let mut all: Vec<&str> = seated.chain(pending).collect();
+            all.sort_unstable();
+            all.dedup();
+            all.len()
+        };
+        let capacity = |entry: &Candidate| {
+            (entry.remote_endpoint())
+                .and_then(|remote| remote.max_sessions)
+                .unwrap_or(UNBOUNDED_SESSIONS)
+        };
+        let usable: Vec<&Candidate> = match entries.len() == 1 {
+            // A single candidate is tried as it is (its own diagnostics or readiness speak).
+            true => entries,
+            false => entries
+                .into_iter()
+                .filter(|entry| entry.endpoint().is_some())
+                .collect(),
+        };
+        let Some(entry) = usable
+            .iter()
+            .map(|entry| (entry, capacity(entry).saturating_sub(in_use(&entry.id))))
+            .filter(|(_, free)| *free > 0)
+            .fold(
+                None,
+                |best: Option<(&&Candidate, usize)>, (entry, free)| match best {
+                    Some((_, most)) if most >= free => best,
+                    _ => Some((entry, free)),
+                },
+            )
+            .map(|(entry, _)| *entry)
+        else {
+            if usable.is_empty() {
+                return Err(ConnectError::RemoteConfig {
+                    browser_id: browser_id.to_owned(),
+                    message:
+                        "no entry of this pool is usable (browser.discover lists their diagnostics)"
+                            .to_owned(),
+                });
+            }
+            return Err(ConnectError::Busy {
+                browser_id: browser_id.to_owned(),
+                capacity: usable.iter().map(|entry| capacity(entry)).sum(),
+                in_use: usable.iter().map(|entry| in_use(&entry.id)).sum(),
+            });
+        };
+        let per_workspace = entry
+            .remote_endpoint()
+            .is_some_and(|remote| remote.per_workspace);
+        let seat = Seat {
+            key: ConnKey {
+                browser_id: entry.id.clone(),
+                workspace_id: per_workspace.then(|| workspace_id.to_owned()),
+            },
+            asked: browser_id.to_owned(),
+        };
+        drop(seats);
+        placing.insert(workspace_id.to_owned(), seat.clone());
+        Ok(seat)
+    }
+
+    /// Makes (or joins) the connection of `seat` under its key's lock and seats the Workspace.
+    async fn connect_seat(
+        &self,
+        workspace_id: &str,
+        seat: &Seat,
+        candidates: &[Candidate],
+        queued_after: u64,
+    ) -> Result<Connected, ConnectError> {
+        let lock = (self.inner.connect_locks.lock().expect("connect locks"))
+            .entry(seat.key.clone())
+            .or_default()
+            .clone();
+        let _attempt = lock.lock().await;
+        let live = (self.inner.lives.read().expect("lives lock"))
+            .get(&seat.key)
+            .cloned();
+        if let Some(live) = live {
+            let restored = self.seat(workspace_id, seat, &live).await;
+            return Ok(Connected {
+                browser_id: seat.asked.clone(),
+                generation: live.generation,
+                reused: true,
+                restored,
+            });
+        }
+        let shared = (self.inner.failures.lock().expect("failure lock"))
+            .get(&seat.key)
+            .filter(|failure| failure.ended > queued_after)
+            .map(|failure| failure.error.clone());
+        if let Some(error) = shared {
+            return Err(error);
+        }
+        let outcome = self.attempt(&seat.key, candidates).await;
+        let ended = self.inner.attempts_ended.fetch_add(1, Ordering::SeqCst) + 1;
+        let live = match outcome {
+            Ok(live) => live,
+            Err(error) => {
+                (self.inner.failures.lock().expect("failure lock")).insert(
+                    seat.key.clone(),
+                    Failure {
+                        ended,
+                        error: error.clone(),
+                    },
+                );
+                return Err(error);
+            }
+        };
+        let restored = self.seat(workspace_id, seat, &live).await;
+        // A shared connection serves every Workspace bound to its browser that is on no other
+        // live connection (as a local browser always did).
+        if live.key.workspace_id.is_none() {
+            let id = live.browser_id.clone();
+            let bound = match (self.inner.store)
+                .call_read(move |store| store.workspaces_for_browser(&id))
+                .await
+            {
+                Ok(bound) => bound,
+                Err(error) => {
+                    tracing::error!(%error, "cannot list the Workspaces of a new connection");
+                    Vec::new()
+                }
+            };
+            let mut members: Vec<String> = (self.inner.seats.read().expect("seats lock"))
+                .iter()
+                .filter(|(_, other)| other.key == live.key)
+                .map(|(ws, _)| ws.clone())
+                .collect();
+            members.extend(bound);
+            members.sort();
+            members.dedup();
+            for member in members {
+                if member == workspace_id || self.live_of(&member).is_some() {
+                    continue;
+                }
+                let other = Seat {
+                    key: live.key.clone(),
+                    asked: live.browser_id.clone(),
+                };
+                self.seat(&member, &other, &live).await;
+            }
+        }
+        Ok(Connected {
+            browser_id: seat.asked.clone(),
+            generation: live.generation,
+            reused: false,
+            restored,
+        })
+    }
+
+    /// Puts a Workspace on a live connection: its events and Commands carry that generation
+    /// from now on. A Workspace that was on an earlier connection is told, in order, that its
+    /// Observations of the old generation stopped resolving and that the connection was
+    /// restored (true then).
+    async fn seat(&self, workspace_id: &str, seat: &Seat, live: &Live) -> bool {
+        (self.inner.seats.write().expect("seats lock"))
+            .insert(workspace_id.to_owned(), seat.clone());
+        let before = self.inner.generations.of(workspace_id);
+        self.inner.generations.set(workspace_id, live.generation);
+        if before == 0 || before == live.generation {
+            return false;
+        }
+        let mut invalidated = Emit::new(
+            workspace_id,
+            "observation.invalidated",
+            json!({"reason": "reconnected", "generation": before}),
+        );
+        invalidated.generation = Some(before);
+        let mut restored = Emit::new(
+            workspace_id,
+            "connection.restored",
+            json!({"browserId": seat.asked, "generation": live.generation}),
+        );
+        restored.generation = Some(live.generation);
+        let _ = self.inner.events.emit(invalidated).await;
+        let _ = self.inner.events.emit(restored).await;
+        true
+    }
+
+    /// A new Workspace bound to `browser_id` sits on the live shared connection to it, if any
+    /// (as it would have been seated had it existed when the connection was made).
+    pub fn note_workspace(&self, workspace_id: &str, browser_id: &str) {
+        if (self.inner.seats.read().expect("seats lock")).contains_key(workspace_id) {
+            return;
+        }
+        let key = ConnKey {
+            browser_id: browser_id.to_owned(),
+            workspace_id: None,
+        };
+        let Some(generation) = (self.inner.lives.read().expect("lives lock"))
+            .get(&key)
+            .map(|live| live.generation)
+        else {
+            return;
+        };
+        (self.inner.seats.write().expect("seats lock")).insert(
+            workspace_id.to_owned(),
+            Seat {
+                key,
+                asked: browser_id.to_owned(),
+            },
+        );
+        self.inner.generations.set(workspace_id, generation);
+    }
+
+    /// One connection attempt (under its key's lock, with no live connection for the key).
+    async fn attempt(&self, key: &ConnKey, candidates: &[Candidate]) -> Result<Live, ConnectError> {
+        let started = std::time::Instant::now();
+        let browser_id = key.browser_id.as_str();
         let mut candidate = candidates
             .iter()
             .find(|c| c.id == browser_id)
@@ -402,15 +748,17 @@ impl BrowserService {
             .lock()
             .expect("auth lock")
             .insert(browser_id.to_owned(), AuthorizationState::Authorized);
-        let generation = self.inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let restored = generation > 1;
+        let generation = self.inner.generations.mint();
         let live = Live {
+            key: key.clone(),
             browser_id: browser_id.to_owned(),
             client: client.clone(),
             generation,
             janitor,
             tabs: Arc::default(),
             contexts: Arc::default(),
+            foreign_tabs: (candidate.remote_endpoint())
+                .is_none_or(|remote| remote.list_foreign_tabs),
         };
         let mut orphans = Vec::new();
         // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
@@ -433,7 +781,7 @@ impl BrowserService {
             }
             Err(error) => tracing::warn!(%error, "initial target inventory failed"),
         }
-        *self.inner.live.write().expect("live lock") = Some(live.clone());
+        (self.inner.lives.write().expect("lives lock")).insert(key.clone(), live.clone());
         for target in orphans {
             if let Err(error) = client.close_target(&target, ORPHAN_CLOSE_TIMEOUT).await {
                 tracing::debug!(%error, "closing a managed tab of a released Workspace");
@@ -443,30 +791,7 @@ impl BrowserService {
         if let Err(error) = auto_attached {
             tracing::warn!(%error, "auto-attaching pages failed; popups are attached late");
         }
-        if restored {
-            // Every Observation of the lost connection stopped resolving: say so in the old
-            // generation, journaled before the restore.
-            self.announce(
-                browser_id,
-                "observation.invalidated",
-                json!({"reason": "reconnected", "generation": generation - 1}),
-                Some(generation - 1),
-            )
-            .await;
-            self.announce(
-                browser_id,
-                "connection.restored",
-                json!({"browserId": browser_id, "generation": generation}),
-                Some(generation),
-            )
-            .await;
-        }
-        Ok(Connected {
-            browser_id: browser_id.to_owned(),
-            generation,
-            reused: false,
-            restored,
-        })
+        Ok(live)
     }
 
     /// Relaunches the managed browser as it was last launched (`browser::relaunch`, off the
@@ -609,12 +934,11 @@ impl BrowserService {
         let owned: Vec<(TargetId, Owned)> = {
             let mut owned = self.inner.owned.lock().expect("owned lock");
             owned.retain(|target, record| {
-                record.browser_id != live.browser_id
-                    || targets.iter().any(|t| t.target_id == *target)
+                record.key != live.key || targets.iter().any(|t| t.target_id == *target)
             });
             owned
                 .iter()
-                .filter(|(_, record)| record.browser_id == live.browser_id)
+                .filter(|(_, record)| record.key == live.key)
                 .map(|(target, record)| (target.clone(), record.clone()))
                 .collect()
         };
@@ -626,7 +950,15 @@ impl BrowserService {
             .call_read(move |store| store.workspaces_for_browser(&id))
             .await
         {
-            Ok(active) => active,
+            // A Workspace placed through a pool is bound to the pool: its seat says it lives.
+            Ok(mut active) => {
+                active.extend(
+                    (self.inner.seats.read().expect("seats lock"))
+                        .keys()
+                        .cloned(),
+                );
+                active
+            }
             // Without knowing which Workspaces live, nothing is re-adopted; closing is the safe side.
             Err(error) => {
                 tracing::warn!(%error, "cannot list Workspaces while recovering managed tabs");
@@ -654,9 +986,11 @@ impl BrowserService {
         orphans
     }
 
-    /// Remembers a target created (or adopted as a popup) for a Workspace of the live browser.
+    /// Remembers a target created (or adopted as a popup) for a Workspace on its connection.
     pub(super) fn note_owned(&self, target: &TargetId, workspace_id: &str) {
-        let Some(live) = self.live() else { return };
+        let Some(live) = self.live_of(workspace_id) else {
+            return;
+        };
         let mut owned = self.inner.owned.lock().expect("owned lock");
         if owned.len() >= MAX_OWNED_TARGETS && !owned.contains_key(target) {
             tracing::warn!("too many managed targets recorded; one is not recoverable");
@@ -665,7 +999,7 @@ impl BrowserService {
         owned.insert(
             target.clone(),
             Owned {
-                browser_id: live.browser_id,
+                key: live.key,
                 workspace_id: workspace_id.to_owned(),
                 released: false,
             },
@@ -677,66 +1011,59 @@ impl BrowserService {
         self.inner.owned.lock().expect("owned lock").remove(target);
     }
 
-    /// Called by the pump when the janitor's stream ended: the browser went away.
+    /// Called by the pump when the janitor's stream ended: the browser went away. Only the
+    /// Workspaces on this connection hear of it; a `per_workspace` session's Workspace leaves
+    /// its seat (its entry's capacity is free again, and its next `browser.connect` places it
+    /// afresh).
     pub(super) async fn on_lost(&self, live: &Live) {
         {
-            let mut current = self.inner.live.write().expect("live lock");
-            match current.as_ref() {
-                Some(now) if now.generation == live.generation => *current = None,
+            let mut lives = self.inner.lives.write().expect("lives lock");
+            match lives.get(&live.key) {
+                Some(now) if now.generation == live.generation => lives.remove(&live.key),
                 _ => return,
-            }
+            };
         }
+        let members: Vec<String> = {
+            let mut seats = self.inner.seats.write().expect("seats lock");
+            let members = (seats.iter())
+                .filter(|(_, seat)| seat.key == live.key)
+                .map(|(ws, _)| ws.clone())
+                .collect();
+            if live.key.workspace_id.is_some() {
+                seats.retain(|_, seat| seat.key != live.key);
+            }
+            members
+        };
         self.downloads_connection_lost(live).await;
         let payload = json!({"browserId": live.browser_id, "generation": live.generation, "reason": "browser_disconnected"});
-        self.announce(
-            &live.browser_id,
-            "connection.lost",
-            payload,
-            Some(live.generation),
-        )
-        .await;
-    }
-
-    /// Journals an event for every active Workspace bound to `browser_id`.
-    pub(super) async fn announce(
-        &self,
-        browser_id: &str,
-        event_type: &'static str,
-        payload: Value,
-        generation: Option<u64>,
-    ) {
-        let id = browser_id.to_owned();
-        let workspaces = match (self.inner.store)
-            .call_read(move |store| store.workspaces_for_browser(&id))
-            .await
-        {
-            Ok(workspaces) => workspaces,
-            Err(error) => {
-                tracing::error!(%error, event_type, "cannot list Workspaces to announce an event");
-                return;
-            }
-        };
-        for workspace_id in workspaces {
-            let mut emit = Emit::new(&workspace_id, event_type, payload.clone());
-            emit.generation = generation;
+        for workspace_id in members {
+            let mut emit = Emit::new(&workspace_id, "connection.lost", payload.clone());
+            emit.generation = Some(live.generation);
             let _ = self.inner.events.emit(emit).await;
         }
     }
 
-    /// Runs `f` on the registry.
-    pub(super) fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
-        self.with_tabs(|tabs| f(&mut tabs.registry))
+    /// Runs `f` on the registry of the Workspace's connection (an empty one without).
+    pub(super) fn with_registry_of<T>(
+        &self,
+        workspace_id: &str,
+        f: impl FnOnce(&mut Registry) -> T,
+    ) -> T {
+        match self.live_of(workspace_id) {
+            Some(live) => live.with_tabs(|tabs| f(&mut tabs.registry)),
+            None => f(&mut pump::Tabs::default().registry),
+        }
     }
 
-    /// Runs `f` on what the live connection knows of its tabs; without a connection, on an
-    /// empty record (nothing resolves, nothing is kept).
-    pub(super) fn with_tabs<T>(&self, f: impl FnOnce(&mut pump::Tabs) -> T) -> T {
-        let tabs = (self.inner.live.read().expect("live lock"))
-            .as_ref()
-            .map(|live| live.tabs.clone());
-        match tabs {
-            Some(tabs) => f(&mut tabs.lock().expect("tabs lock")),
-            None => f(&mut pump::Tabs::default()),
+    /// Runs `f` on the registry of the connection that knows `target` (an empty one without).
+    pub(super) fn with_target_registry<T>(
+        &self,
+        target: &TargetId,
+        f: impl FnOnce(&mut Registry) -> T,
+    ) -> T {
+        match self.live_with_target(target) {
+            Some(live) => live.with_tabs(|tabs| f(&mut tabs.registry)),
+            None => f(&mut pump::Tabs::default().registry),
         }
     }
 
@@ -750,7 +1077,7 @@ impl BrowserService {
         lease_id: &LeaseId,
         context: Option<&BrowserContextId>,
     ) -> TargetRef {
-        let opaque = self.with_registry(|registry| {
+        let opaque = self.with_registry_of(workspace_id, |registry| {
             if registry.handle(target).is_none() {
                 registry.upsert(&crate::cdp::TargetInfo {
                     target_id: target.clone(),
@@ -776,17 +1103,17 @@ impl BrowserService {
 
     /// Records what a tool just read of a tab (discovery events can lag behind a load).
     pub fn note_page(&self, target: &TargetId, url: &str, title: &str) {
-        self.with_registry(|registry| registry.note_page(target, url, title));
+        self.with_target_registry(target, |registry| registry.note_page(target, url, title));
     }
 
     pub fn has_window(&self, workspace_id: &str) -> bool {
-        self.with_registry(|registry| registry.has_window(workspace_id))
+        self.with_registry_of(workspace_id, |registry| registry.has_window(workspace_id))
     }
 
     /// The tabs `browser.tabs.list` shows this Lease. A tab in another Workspace's context is
     /// never among them, even before its Workspace adopted it.
     pub fn list_tabs(&self, workspace_id: &WorkspaceId, lease_id: &LeaseId) -> Vec<TabView> {
-        let Some(live) = self.live() else {
+        let Some(live) = self.live_of(workspace_id) else {
             return Vec::new();
         };
         let mut views = live.with_tabs(|tabs| tabs.registry.list(workspace_id, lease_id));
@@ -794,13 +1121,15 @@ impl BrowserService {
             (view.context.as_ref())
                 .and_then(|context| live.contexts.owner_of(context))
                 .is_none_or(|owner| owner == workspace_id.as_str())
+                && (live.foreign_tabs || view.managed)
         });
         views
     }
 
     /// The Workspace's own browser context on the live connection, if it has one yet.
     pub fn workspace_context(&self, workspace_id: &WorkspaceId) -> Option<BrowserContextId> {
-        self.live().and_then(|live| live.contexts.of(workspace_id))
+        self.live_of(workspace_id)
+            .and_then(|live| live.contexts.of(workspace_id))
     }
 
     /// The isolated Workspace's own browser context, made on `client` (the Command's watched
@@ -811,9 +1140,11 @@ impl BrowserService {
         client: &CdpClient,
         timeout: Duration,
     ) -> Result<BrowserContextId, super::contexts::ContextError> {
-        let live = self.live().ok_or(super::contexts::ContextError::Cdp(
-            crate::cdp::CdpError::Disconnected,
-        ))?;
+        let live = self
+            .live_of(workspace_id)
+            .ok_or(super::contexts::ContextError::Cdp(
+                crate::cdp::CdpError::Disconnected,
+            ))?;
         live.contexts
             .get_or_make(workspace_id, client, timeout)
             .await
@@ -825,7 +1156,7 @@ impl BrowserService {
         workspace_id: &WorkspaceId,
         opaque: &TargetRef,
     ) -> Option<BrowserContextId> {
-        self.with_registry(|registry| {
+        self.with_registry_of(workspace_id, |registry| {
             let (target, _) = registry.resolve(workspace_id, opaque).ok()?;
             registry.context_of(&target)
         })
@@ -841,10 +1172,17 @@ impl BrowserService {
         lease_id: &LeaseId,
         opaque: &TargetRef,
     ) -> Result<(TargetId, TabHandle), TargetError> {
-        let (target, handle) =
-            self.with_registry(|registry| registry.resolve(workspace_id, opaque))?;
+        let foreign_tabs = (self.live_of(workspace_id)).is_some_and(|live| live.foreign_tabs);
+        let (target, handle) = self.with_registry_of(workspace_id, |registry| {
+            let (target, handle) = registry.resolve(workspace_id, opaque)?;
+            // On a remote browser someone else's tab is not eligible (`list_foreign_tabs`).
+            match foreign_tabs || registry.managed_by(&target).is_some() {
+                true => Ok((target, handle)),
+                false => Err(TargetError::NotFound),
+            }
+        })?;
         loop {
-            let attempt = self.with_registry(|registry| {
+            let attempt = self.with_registry_of(workspace_id, |registry| {
                 registry.acquire_control(&target, workspace_id, lease_id)
             });
             match attempt {
@@ -883,7 +1221,9 @@ impl BrowserService {
                         workspace_id: holder_ws,
                         lease_id: holder_lease,
                     };
-                    self.with_registry(|registry| registry.clear_stale_control(&target, &stale));
+                    self.with_registry_of(workspace_id, |registry| {
+                        registry.clear_stale_control(&target, &stale)
+                    });
                 }
                 Err(other) => return Err(other),
             }
@@ -894,7 +1234,7 @@ impl BrowserService {
     /// Workspaces that manage or control it now, returning once its sessions answered. A tool
     /// calls it after taking control, before it drives the tab.
     pub async fn apply_network_rules(&self, target: &TargetId) {
-        if let Some(live) = self.live() {
+        if let Some(live) = self.live_with_target(target) {
             super::fetch::refresh_tab(&live, self.net(), target).await;
         }
     }
@@ -907,8 +1247,10 @@ impl BrowserService {
         workspace_id: &WorkspaceId,
         opaque: &TargetRef,
     ) -> Option<super::TabTicket> {
-        self.with_registry(|registry| registry.resolve(workspace_id, opaque).ok())
-            .map(|(_, handle)| handle.ticket())
+        self.with_registry_of(workspace_id, |registry| {
+            registry.resolve(workspace_id, opaque).ok()
+        })
+        .map(|(_, handle)| handle.ticket())
     }
 
     /// A Lease ended (released, expired, or its Connection closed): its downloads stop, then
@@ -916,7 +1258,9 @@ impl BrowserService {
     /// for it) and the Workspace's network rules stop applying to the user tabs among them.
     pub async fn lease_ended(&self, workspace_id: &WorkspaceId, lease_id: &LeaseId) {
         self.downloads_lease_ended(workspace_id, lease_id).await;
-        let Some(live) = self.live() else { return };
+        let Some(live) = self.live_of(workspace_id) else {
+            return;
+        };
         let freed =
             live.with_tabs(|tabs| (tabs.registry).end_lease_control(workspace_id, lease_id));
         for target in freed {
@@ -931,7 +1275,7 @@ impl BrowserService {
         lease_id: &LeaseId,
         opaque: &TargetRef,
     ) -> Result<bool, TargetError> {
-        let released = self.with_registry(|registry| {
+        let released = self.with_registry_of(workspace_id, |registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
             Ok((
                 registry.release_control(&target, workspace_id, lease_id),
@@ -939,7 +1283,7 @@ impl BrowserService {
             ))
         });
         released.map(|(released, target)| {
-            if let Some(live) = self.live() {
+            if let Some(live) = self.live_of(workspace_id) {
                 let service = self.clone();
                 tokio::spawn(async move {
                     super::fetch::refresh_tab(&live, service.net(), &target).await;
@@ -955,7 +1299,7 @@ impl BrowserService {
         workspace_id: &WorkspaceId,
         opaque: &TargetRef,
     ) -> Result<bool, TargetError> {
-        self.with_registry(|registry| {
+        self.with_registry_of(workspace_id, |registry| {
             let (target, _) = registry.resolve(workspace_id, opaque)?;
             Ok(registry.managed_by(&target) == Some(workspace_id))
         })
@@ -972,7 +1316,7 @@ impl BrowserService {
 
     /// Open dialogs on tabs this Workspace knows, with its opaque target ids.
     pub fn dialogs_for(&self, workspace_id: &str) -> Vec<(TargetRef, super::DialogInfo)> {
-        self.with_registry(|registry| {
+        self.with_registry_of(workspace_id, |registry| {
             let dialogs: Vec<super::DialogInfo> = registry.dialogs.values().cloned().collect();
             dialogs
                 .into_iter()
@@ -998,18 +1342,19 @@ impl BrowserService {
 
     /// Whether a dialog is open on this tab now.
     pub fn with_dialog_on(&self, target: &TargetId) -> bool {
-        self.with_registry(|registry| registry.dialogs.contains_key(target))
+        self.with_target_registry(target, |registry| registry.dialogs.contains_key(target))
     }
 
     pub fn popups_of(&self, target: &TargetId) -> usize {
-        self.with_registry(|registry| registry.popups_of(target))
+        self.with_target_registry(target, |registry| registry.popups_of(target))
     }
 
     /// Closes a Workspace's managed tabs and forgets its ids. User tabs are never touched.
     /// Without a live connection, the tabs it created are marked and closed on the next one.
     pub async fn release_workspace(&self, workspace_id: &str) {
         self.downloads_workspace_released(workspace_id).await;
-        let (mut managed, controlled) = self.with_registry(|registry| {
+        let live = self.live_of(workspace_id);
+        let (mut managed, controlled) = self.with_registry_of(workspace_id, |registry| {
             let managed = registry.managed_tabs(workspace_id);
             let controlled = registry.controlled_user_tabs(workspace_id);
             registry.forget_workspace(workspace_id);
@@ -1017,7 +1362,6 @@ impl BrowserService {
         });
         self.inner.net.forget_workspace(workspace_id);
         super::fetch::refresh_all(self).await;
-        let live = self.live();
         if let Some(live) = &live {
             super::choosers::stop_intercepting(&live.client, &controlled).await;
         }
@@ -1035,6 +1379,8 @@ impl BrowserService {
                 owned.retain(|_, record| record.workspace_id != workspace_id);
             }
         }
+        let seat = (self.inner.seats.write().expect("seats lock")).remove(workspace_id);
+        self.inner.generations.forget(workspace_id);
         let Some(live) = live else { return };
         for target in managed {
             if let Err(error) = live
@@ -1052,6 +1398,21 @@ impl BrowserService {
                 super::contexts::dispose(&live.client, &context, Duration::from_secs(5)).await
         {
             tracing::debug!(%error, "disposing an isolated Workspace's context on release");
+        }
+        // A `per_workspace` session ends with its Workspace: its janitor cleans up as if the
+        // Broker went away and closes the socket; the pump then finds it no longer current.
+        if let Some(seat) = seat.filter(|seat| seat.key.workspace_id.is_some()) {
+            (self.inner.lives.write().expect("lives lock")).remove(&seat.key);
+            (self.inner.connect_locks.lock().expect("connect locks")).remove(&seat.key);
+            (self.inner.failures.lock().expect("failure lock")).remove(&seat.key);
+            if live
+                .janitor
+                .send(JanitorLine::Close.to_line())
+                .await
+                .is_err()
+            {
+                tracing::debug!("the janitor of a released Workspace's session was gone");
+            }
         }
     }
 }

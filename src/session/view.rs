@@ -107,7 +107,9 @@ pub enum FrameError {
 impl BrowserService {
     /// Every tab a Workspace manages or controls, per Workspace.
     pub fn view_tabs(&self) -> Vec<ViewTab> {
-        self.with_registry(|registry| registry.view_rows())
+        (self.lives().iter())
+            .flat_map(|live| live.with_tabs(|tabs| tabs.registry.view_rows()))
+            .collect()
     }
 
     /// One JPEG frame (base64) of a Workspace's tab, taken on the session the tools set up.
@@ -117,7 +119,7 @@ impl BrowserService {
             .map_err(|_| FrameError::NotFound)?;
         let session = handle.books().view_session.clone();
         let session = session.ok_or(FrameError::NoSession)?;
-        let live = self.live().ok_or(FrameError::NotFound)?;
+        let live = self.live_of(workspace_id).ok_or(FrameError::NotFound)?;
         let capture = CaptureScreenshot {
             format: "jpeg",
             quality: Some(FRAME_QUALITY),
@@ -268,21 +270,24 @@ impl BrowserService {
         let handle = self
             .tab_handle(&workspace_id.into(), &opaque.into())
             .map_err(|_| TakeoverError::NotFound)?;
-        let live = self.live().ok_or(TakeoverError::NotFound)?;
+        let live = self.live_of(workspace_id).ok_or(TakeoverError::NotFound)?;
         let target = handle.target.clone();
-        let taken = self.with_registry(|registry| registry.set_human(&target, true));
+        let taken =
+            self.with_target_registry(&target, |registry| registry.set_human(&target, true));
         if !taken.map_err(|_| TakeoverError::NotFound)? {
             let held = HELD.lock().expect("held lock");
             if let Some(held) = held.iter().find(|h| h.target == target) {
                 return Ok(TakenOver {
-                    interested: self.with_registry(|r| r.interested_workspaces(&target)),
+                    interested: self
+                        .with_target_registry(&target, |r| r.interested_workspaces(&target)),
                     url: held.url.clone(),
                     title: held.title.clone(),
                 });
             }
         }
         let release = |service: &BrowserService| {
-            service.with_registry(|registry| registry.set_human(&target, false).ok());
+            service
+                .with_target_registry(&target, |registry| registry.set_human(&target, false).ok());
         };
         let mut turn = None;
         if !handoff_holds_turn {
@@ -318,7 +323,8 @@ impl BrowserService {
                 return Err(error);
             }
         };
-        let interested = self.with_registry(|registry| registry.interested_workspaces(&target));
+        let interested =
+            self.with_target_registry(&target, |registry| registry.interested_workspaces(&target));
         let mut held = HELD.lock().expect("held lock");
         held.retain(|h| h.target != target);
         held.push(Held {
@@ -348,7 +354,7 @@ impl BrowserService {
         let handle = self
             .tab_handle(&workspace_id.into(), &opaque.into())
             .map_err(|_| TakeoverError::NotFound)?;
-        let live = self.live().ok_or(TakeoverError::NotFound)?;
+        let live = self.live_of(workspace_id).ok_or(TakeoverError::NotFound)?;
         let session = {
             let held = HELD.lock().expect("held lock");
             let found = held.iter().find(|h| h.target == handle.target);
@@ -429,14 +435,14 @@ impl BrowserService {
             let position = held.iter().position(|h| h.target == target);
             held.remove(position.ok_or(TakeoverError::NotHeld)?)
         };
-        let (url, title) = match self.live() {
+        let (url, title) = match self.live_of(workspace_id) {
             Some(live) => page_info(&live.client, &held.session)
                 .await
                 .unwrap_or_else(|_| (held.url.clone(), held.title.clone())),
             None => (held.url.clone(), held.title.clone()),
         };
         let document_changed = held.handle.navigated_since(&held.mark);
-        let interested = self.with_registry(|registry| {
+        let interested = self.with_target_registry(&target, |registry| {
             let _ = registry.set_human(&target, false);
             registry.interested_workspaces(&target)
         });
@@ -568,7 +574,8 @@ async fn record(
             continue;
         }
         let session = handle.books().view_session.clone();
-        let (Some(session), Some(live)) = (session, service.live()) else {
+        let live = service.live_with_target(&handle.target);
+        let (Some(session), Some(live)) = (session, live) else {
             continue;
         };
         let capture = CaptureScreenshot {

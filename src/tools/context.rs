@@ -43,11 +43,12 @@ pub struct ToolEnv {
 }
 
 impl ToolEnv {
-    /// `Disconnected` unless a browser is connected. Tools never get the connection's own
-    /// client: CDP calls go through a Command's watched handle (`tab::TabCalls`).
-    pub fn connected(&self) -> Result<(), ToolError> {
+    /// `Disconnected` unless the Workspace is on a live browser connection. Tools never get
+    /// the connection's own client: CDP calls go through a Command's watched handle
+    /// (`tab::TabCalls`).
+    pub fn connected(&self, workspace_id: &str) -> Result<(), ToolError> {
         self.browser
-            .live()
+            .live_of(workspace_id)
             .map(|_| ())
             .ok_or(ToolError::Disconnected)
     }
@@ -122,6 +123,8 @@ pub struct DispatchGate {
     store: Store,
     events: EventSink,
     command_id: String,
+    /// The Command's Workspace, whose connection's generation fences it.
+    workspace_id: Option<String>,
     /// The browser connection generation the Command was accepted under.
     generation: u64,
     done: Arc<AtomicBool>,
@@ -133,12 +136,13 @@ impl DispatchGate {
         store: Store,
         events: EventSink,
         command_id: String,
-        generation: u64,
+        (workspace_id, generation): (Option<String>, u64),
     ) -> DispatchGate {
         DispatchGate {
             store,
             events,
             command_id,
+            workspace_id,
             generation,
             done: Arc::new(AtomicBool::new(false)),
             mutations: Arc::new(MutationLog::default()),
@@ -181,7 +185,7 @@ impl DispatchGate {
             return Ok(());
         }
         // Fence: a Command accepted against an older browser connection never reaches the new one.
-        let current = self.events.generation();
+        let current = self.events.generation_of(self.workspace_id.as_deref());
         if fence && current != self.generation {
             return Err(RpcError::new(
                 ErrorCode::BrowserDisconnected,

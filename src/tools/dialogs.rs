@@ -84,7 +84,7 @@ async fn dialogs_list(
     scope: &WorkspaceScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.connected()?;
+    env.connected(scope.workspace_id)?;
     let workspace_id = scope.workspace_id;
     let dialogs: Vec<Value> = env
         .browser

@@ -162,8 +162,10 @@ fn connect(error: ConnectError) -> RpcError {
             error.remediation = remediation.or_else(|| Some(json!({"action": RemediationAction::StartBrowser.as_str(), "message": "Start the browser with remote debugging enabled, then call browser.connect again."})));
             error
         }
-        ConnectError::AnotherBrowserConnected(other) => RpcError::new(ErrorCode::BrowserBusy, "the Broker is connected to another browser")
-            .with_context("connectedBrowserId", json!(other)),
+        ConnectError::Busy { browser_id, capacity, in_use } => RpcError::new(ErrorCode::BrowserBusy, format!("the remote browser {browser_id} is at its capacity ({in_use} of {capacity} sessions in use)"))
+            .with_context("browserId", json!(browser_id))
+            .with_context("capacity", json!({"maxSessions": capacity, "inUse": in_use}))
+            .with_remediation(RemediationAction::WaitForRelease, "Release a Workspace on this browser (or wait for one to be released), raise max_sessions in remote-browsers.toml, or name another browser; then call browser.connect again."),
         ConnectError::AuthorizationDenied(message) => RpcError::new(ErrorCode::AuthorizationDenied, format!("the browser refused the debugging connection: {message}"))
             .with_remediation(RemediationAction::AllowRemoteDebugging, "Allow the connection in the browser (chrome://inspect/#remote-debugging), then call browser.connect again."),
         ConnectError::AuthorizationTimeout => RpcError::new(ErrorCode::AuthorizationTimeout, "the browser did not accept the debugging connection in time")

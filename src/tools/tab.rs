@@ -533,7 +533,8 @@ impl TabCalls {
     /// (`Disconnected` when there is none): the one way a tool without a controlled tab sends
     /// CDP calls.
     pub fn watched(env: &ToolEnv, call: &CallScope) -> Result<TabCalls, ToolError> {
-        let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+        let workspace_id = call.ids.workspace_id().ok_or(ToolError::Disconnected)?;
+        let live = (env.browser.live_of(workspace_id)).ok_or(ToolError::Disconnected)?;
         Ok(TabCalls {
             client: call.gate.watch(&live.client),
             deadline: call.deadline,
@@ -764,7 +765,7 @@ async fn controlled_tab(
     env: &ToolEnv,
     scope: &TargetScope<'_>,
 ) -> Result<ControlledTab, ToolError> {
-    let live = env.browser.live().ok_or(ToolError::Disconnected)?;
+    let live = (env.browser.live_of(scope.workspace_id)).ok_or(ToolError::Disconnected)?;
     let (workspace_id, lease_id, opaque) = (scope.workspace_id, scope.lease_id, scope.target_id);
     let (target, handle) = env.browser.control(workspace_id, lease_id, opaque).await?;
     env.browser.apply_network_rules(&target).await;

@@ -198,7 +198,7 @@ async fn connect(
         None => workspace_browser(env, scope).await?,
     };
     scope.gate.pass_connecting().await?;
-    let connected = env.browser.connect(&browser_id).await?;
+    let connected = env.browser.connect(scope.workspace_id, &browser_id).await?;
     Ok(json!({
         "browserId": connected.browser_id,
         "browserConnectionGeneration": connected.generation,
@@ -482,7 +482,7 @@ async fn tabs_list(
     scope: &WorkspaceScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.connected()?;
+    env.connected(scope.workspace_id)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     // An isolated Workspace's rows say which tabs are in its own context.
     let own_context = match workspace_isolated(env, scope).await? {
@@ -517,7 +517,7 @@ async fn tabs_release(
     scope: &TargetScope<'_>,
     _params: NoParams,
 ) -> Result<Value, ToolError> {
-    env.connected()?;
+    env.connected(scope.workspace_id)?;
     let (workspace_id, lease_id) = (scope.workspace_id, scope.lease_id);
     let opaque = scope.target_id.to_owned();
     super::tab::release_file_choosers(env, workspace_id, lease_id, &opaque).await;

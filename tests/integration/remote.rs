@@ -1,4 +1,4 @@
-//! Remote browsers of `remote-browsers.toml` (docs/remote.md), `sessions = "shared"`: a second
+//! Remote browsers of `remote-browsers.toml` (docs/remote.md). `sessions = "shared"`: a second
 //! plain headless Chromium with its own debugging port stands in for a shared endpoint, with a
 //! token in the endpoint's query and in an `Authorization` header (Chromium ignores both), and a
 //! real engine, browserless (`support::browserless`, one instance for the module, as uid nobody),
@@ -6,14 +6,17 @@
 //! one, on the plain endpoint and on the engine, the diagnostics of broken files, the refused
 //! handshake (the engine's 401 for a wrong token), and that no token shows up anywhere a host,
 //! `bp`, `debug sql`, the locator file, the janitor's command line or the Broker's log could
-//! show it.
+//! show it. `sessions = "per_workspace"` in a `[[pool]]` of two engines of the test's own
+//! (`OwnBrowserless`): placement by capacity, `browser_busy` when full, one engine's death
+//! reaching only its own Workspaces, and no managed page left on either after a Broker SIGKILL.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::browserless::{BROWSERLESS_TOKEN, Browserless};
+use crate::support::browserless::{BROWSERLESS_TOKEN, Browserless, OwnBrowserless};
 use crate::support::chromium::{Fixtures, TempChromium};
 use crate::support::rig::Agent;
 use crate::support::*;
@@ -269,28 +272,40 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
     assert_eq!(error["data"]["context"]["browserId"], "browser:remote:farm");
     assert_eq!(error["data"]["remediation"]["action"], "fix_remote_config");
 
-    // A token file others can read, a per-Workspace entry (not implemented yet) and a pool:
-    // each on its own.
+    // A token file others can read, a pool without entries and one naming an entry the file
+    // does not have: each on its own; a usable per-Workspace entry beside them connects on its
+    // own (nothing listens on its port: retryable, not a config error).
     write_mode(&remote.token_file, TOKEN, 0o644);
     let per_workspace = "[[browser]]\nid = \"perws\"\nendpoint = \"ws://127.0.0.1:1/\"\nsessions = \"per_workspace\"\n";
     remote.write_config(
         &format!(
-            "{}\n{per_workspace}\n[[pool]]\nid = \"both\"\n",
+            "{}\n{per_workspace}\n[[pool]]\nid = \"both\"\n\n[[pool]]\nid = \"ghosts\"\nbrowsers = [\"perws\", \"nobody\"]\n",
             remote.entry("farm", &chromium.ws_url())
         ),
         0o600,
     );
     let found = discover(&mut agent);
     output.push_str(&found.to_string());
-    assert_eq!(codes(&found["diagnostics"]), ["remote_unsupported"]);
+    assert_eq!(codes(&found["diagnostics"]), Vec::<String>::new());
     let farm = candidate(&found["browsers"], "browser:remote:farm");
     assert_eq!(codes(&farm["diagnostics"]), ["remote_token_not_owner_only"]);
     let perws = candidate(&found["browsers"], "browser:remote:perws");
-    assert_eq!(codes(&perws["diagnostics"]), ["remote_unsupported"]);
+    assert_eq!(
+        (&perws["state"], &perws["channel"]),
+        (&json!("ready"), &json!("per_workspace"))
+    );
+    for pool in ["browser:remote:both", "browser:remote:ghosts"] {
+        let pool = candidate(&found["browsers"], pool);
+        assert_eq!(codes(&pool["diagnostics"]), ["remote_config_malformed"]);
+        assert_eq!(
+            (&pool["state"], &pool["channel"]),
+            (&json!("needs_setup"), &json!("pool"))
+        );
+    }
     let (code, error) = agent.tool_err(
         "browser.connect",
         None,
-        json!({"browserId": "browser:remote:perws"}),
+        json!({"browserId": "browser:remote:ghosts"}),
     );
     output.push_str(&error.to_string());
     assert_eq!(code, "remote_config_invalid");
@@ -298,9 +313,17 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
         error["message"]
             .as_str()
             .unwrap()
-            .contains("browser:remote:perws"),
+            .contains("browser:remote:ghosts"),
         "{error}"
     );
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:perws"}),
+    );
+    output.push_str(&error.to_string());
+    assert_eq!(code, "browser_not_ready", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
 
     // A file that is not TOML: one diagnostic for the file, no candidate, the Broker answers on.
     remote.write_config("[[browser]]\nid = \"farm\nendpoint = 3\n", 0o600);
@@ -1160,4 +1183,171 @@ fn downloads_on_browserless_stream_back_as_artifacts_and_never_land_on_the_engin
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
     );
+}
+
+/// A `per_workspace` entry on an engine, taking `max_sessions` Workspaces.
+fn per_workspace_entry(id: &str, engine: &Browserless, token_file: &Path, max: u32) -> String {
+    format!(
+        "[[browser]]\nid = \"{id}\"\nendpoint = \"{}?token={{token}}\"\ntoken_file = \"{}\"\nsessions = \"per_workspace\"\nmax_sessions = {max}\n",
+        engine.ws_url(),
+        token_file.display()
+    )
+}
+
+/// The engine's own list of its sessions (the pages its browsers show).
+fn engine_sessions(engine: &Browserless) -> String {
+    engine_get(engine, &format!("/sessions?token={BROWSERLESS_TOKEN}"))
+}
+
+/// Whether the Workspace's journal holds every sequence number from 1 on, none missing (the
+/// network events this host may not poll included).
+fn gapless(home: &TestHome, workspace_id: &Value) -> bool {
+    let query = format!(
+        "SELECT count(*) AS n, max(e.sequence) AS hi FROM events AS e JOIN workspaces AS w ON w.workspace_key = e.workspace_key WHERE w.workspace_id = '{}'",
+        workspace_id.as_str().unwrap()
+    );
+    let (code, out, err) = home.run(BIN, &["debug", "sql", &query]);
+    assert_eq!(code, 0, "{err}");
+    let row: Value = serde_json::from_str(out.trim()).unwrap();
+    row["n"].as_u64().unwrap() > 0 && row["n"] == row["hi"]
+}
+
+#[test]
+fn a_pool_of_two_engines_spreads_per_workspace_sessions_and_one_engines_death_touches_only_its_own()
+{
+    let (mut first, second) = (OwnBrowserless::start(), OwnBrowserless::start());
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    let fixtures = Fixtures::start();
+    remote.write_config(
+        &format!(
+            "{}\n{}\n[[pool]]\nid = \"farm\"\nbrowsers = [\"a\", \"b\"]\n",
+            per_workspace_entry("a", &first.engine, &remote.token_file, 2),
+            per_workspace_entry("b", &second.engine, &remote.token_file, 2)
+        ),
+        0o600,
+    );
+    let mut output = String::new();
+    let farm = "browser:remote:farm";
+    let page = |n: usize| format!("/page/agent{n}");
+    let mut agents: Vec<Agent> = (0..4).map(|_| agent_on(&remote.home, farm)).collect();
+    let mut seen: Vec<Vec<Value>> = vec![Vec::new(); 4];
+    let mut targets = Vec::new();
+    let mut generations = Vec::new();
+    for (n, agent) in agents.iter_mut().enumerate() {
+        let started = std::time::Instant::now();
+        let connected = agent.connect();
+        eprintln!(
+            "connect to a per_workspace session: {:?}",
+            started.elapsed()
+        );
+        output.push_str(&connected.to_string());
+        assert_eq!(connected["browserId"], farm);
+        assert_eq!(connected["reused"], false);
+        generations.push(connected["browserConnectionGeneration"].as_u64().unwrap());
+        let opened = agent.tool("browser.open", None, json!({"url": fixtures.url(&page(n))}));
+        targets.push(opened["targetId"].clone());
+    }
+    // Each Workspace has a connection, and generation, of its own.
+    let mut distinct = generations.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{generations:?}");
+    // Spread by free capacity, ties to the pool's order: a, b, a, b. Each engine runs exactly
+    // its two Workspaces' pages.
+    let on_first = engine_sessions(&first.engine);
+    let on_second = engine_sessions(&second.engine);
+    for n in 0..4 {
+        let (own, other) = match n % 2 {
+            0 => (&on_first, &on_second),
+            _ => (&on_second, &on_first),
+        };
+        assert!(own.contains(&page(n)), "agent {n}: {own}");
+        assert!(!other.contains(&page(n)), "agent {n}: {other}");
+    }
+
+    // A fifth Workspace finds every entry full: retryable, and nobody is evicted.
+    let mut fifth = agent_on(&remote.home, farm);
+    let (code, error) = fifth.tool_err("browser.connect", None, json!({}));
+    output.push_str(&error.to_string());
+    assert_eq!(code, "browser_busy", "{error}");
+    assert_eq!(error["data"]["retryable"], true);
+    assert_eq!(
+        error["data"]["context"]["capacity"],
+        json!({"maxSessions": 4, "inUse": 4})
+    );
+    assert_eq!(error["data"]["remediation"]["action"], "wait_for_release");
+    for (n, agent) in agents.iter_mut().enumerate() {
+        let listed = agent.tabs();
+        assert_eq!(listed.len(), 1, "agent {n} keeps its tab: {listed:?}");
+        seen[n].extend(agent.events());
+    }
+
+    // The first engine dies: its two Workspaces hear of it, the other two run on untouched.
+    first.kill();
+    for n in [0, 2] {
+        let lost = agents[n].wait_event("connection.lost");
+        assert_eq!(lost["browserConnectionGeneration"], generations[n]);
+        let (code, _) = agents[n].tool_err("browser.observe", Some(&targets[n]), json!({}));
+        assert_eq!(code, "browser_disconnected");
+    }
+    for n in [1, 3] {
+        let observed = agents[n].tool("browser.observe", Some(&targets[n]), json!({}));
+        assert_eq!(observed["title"], format!("agent{n}"), "{observed}");
+        let navigated = agents[n].tool(
+            "browser.navigate",
+            Some(&targets[n]),
+            json!({"action": "reload"}),
+        );
+        output.push_str(&navigated.to_string());
+        seen[n].extend(agents[n].events());
+        assert!(gapless(&remote.home, &agents[n].workspace_id), "agent {n}");
+        // Nothing of the other engine's loss, and nothing of a newer connection.
+        assert!(
+            seen[n].iter().all(|e| e["type"] != "connection.lost"
+                && e["browserConnectionGeneration"].as_u64().unwrap() <= generations[n]),
+            "agent {n}: {:?}",
+            seen[n]
+        );
+    }
+
+    // The engine comes back: browser.connect gives each lost Workspace a newer session there
+    // (the other entry is full).
+    first.restart();
+    for n in [0, 2] {
+        let connected = agents[n].connect();
+        let generation = connected["browserConnectionGeneration"].as_u64().unwrap();
+        assert!(generation > generations[n], "{connected}");
+        let restored = agents[n].wait_event("connection.restored");
+        assert_eq!(restored["payload"]["generation"], generation);
+        agents[n].tool("browser.open", None, json!({"url": fixtures.url(&page(n))}));
+        assert!(engine_sessions(&first.engine).contains(&page(n)));
+    }
+
+    // A release ends its Workspace's session at the engine and frees its place.
+    let released = agents[3].workspace_id.clone();
+    agents[3]
+        .bridge
+        .ok("workspaces/release", json!({"workspaceId": released}));
+    assert!(
+        wait_until(Duration::from_secs(15), || !engine_sessions(&second.engine)
+            .contains(&page(3))),
+        "the released Workspace's session ended"
+    );
+    fifth.connect();
+    fifth.tool("browser.open", None, json!({"url": fixtures.url(&page(5))}));
+    assert!(engine_sessions(&second.engine).contains(&page(5)));
+
+    // The Broker is SIGKILLed: its janitors end every session; no managed page stays open on
+    // either engine.
+    let pid = remote.home.broker_pid().unwrap();
+    unsafe_kill(pid, "KILL");
+    for engine in [&first.engine, &second.engine] {
+        assert!(
+            wait_until(Duration::from_secs(15), || !engine_sessions(engine)
+                .contains("/page/agent")),
+            "the engine still runs a managed page: {}",
+            engine_sessions(engine)
+        );
+    }
+    remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
 }
