@@ -127,6 +127,9 @@ impl Command for CancelDownload {
 #[serde(rename_all = "camelCase")]
 pub struct DownloadWillBegin {
     pub guid: String,
+    /// The frame that started it (where a `blob:` URL it names resolves).
+    #[serde(default)]
+    pub frame_id: String,
     #[serde(default)]
     pub url: String,
     #[serde(default)]

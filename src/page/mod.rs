@@ -83,6 +83,7 @@ pub use shape::{
     estimate_tokens, json_escaped_len, role_word, sections_bytes, select_by_tier, select_within,
 };
 pub use upload::{
-    ChunkReceived, FileInputChoice, FilesSet, InputState, PickFileInput, PickedInput, Readback,
-    UploadChunk, UploadReadback, UploadSetFiles,
+    ChunkReceived, DownloadChunk, DownloadOpen, DownloadPiece, FileInputChoice, FilesSet,
+    InputState, OpenedDownload, PickFileInput, PickedInput, Readback, UploadChunk, UploadReadback,
+    UploadSetFiles,
 };

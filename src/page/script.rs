@@ -122,6 +122,8 @@ scripts! {
     UploadReadback     "uploadReadback"     Json      false;
     UploadChunk        "uploadChunk"        Json      false;
     UploadSetFiles     "uploadSetFiles"     Json      true;
+    DownloadOpen       "downloadOpen"       Promise   false;
+    DownloadChunk      "downloadChunk"      Promise   false;
     AnnotationBoxes    "annotationBoxes"    Json      false;
     ListingRoot        "listingRoot"        Element   false;
 }

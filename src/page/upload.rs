@@ -3,7 +3,9 @@
 //! after the files were set (`UploadReadback`). The element handle for `DOM.setFileInputFiles`
 //! comes from `run::picked_file_input`. On a remote browser the bytes travel instead of a path:
 //! `UploadChunk` hands them to the isolated world piece by piece and `UploadSetFiles` selects
-//! them as a File. File names read in the page are compared there and never returned. No I/O.
+//! them as a File. File names read in the page are compared there and never returned. The
+//! other way, `DownloadOpen` / `DownloadChunk` read a download the page made itself (a `blob:` or
+//! `data:` URL) for a remote browser's download capture. No I/O.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -175,6 +177,64 @@ impl PageScript for UploadSetFiles {
     }
 }
 
+/// Opens a page-made download (`blob:` or `data:` URL) in the isolated world, refusing one
+/// larger than `max_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadOpen {
+    pub url: String,
+    pub max_bytes: u64,
+}
+
+/// The opened download's size (`too_large`: past the bound, not kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedDownload {
+    pub size: u64,
+    pub too_large: bool,
+}
+
+impl PageScript for DownloadOpen {
+    type Output = OpenedDownload;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::DownloadOpen,
+            argument: json!({ "url": self.url, "maxBytes": self.max_bytes }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<OpenedDownload, PageError> {
+        decode(Script::DownloadOpen, json)
+    }
+}
+
+/// One base64 piece of the opened download.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DownloadChunk {
+    pub offset: u64,
+    pub length: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DownloadPiece {
+    pub data: String,
+}
+
+impl PageScript for DownloadChunk {
+    type Output = DownloadPiece;
+
+    fn call(&self) -> Result<ScriptCall, PageError> {
+        Ok(ScriptCall {
+            script: Script::DownloadChunk,
+            argument: json!({ "offset": self.offset, "length": self.length }),
+        })
+    }
+
+    fn parse(&self, json: &str) -> Result<DownloadPiece, PageError> {
+        decode(Script::DownloadChunk, json)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +280,31 @@ mod tests {
             json!({"name": "a.txt", "type": "text/plain", "byteLength": 2})
         );
         assert!(set.parse(r#"{"set":true}"#).unwrap().set);
+    }
+
+    #[test]
+    fn page_made_downloads_are_read_in_pieces() {
+        let open = DownloadOpen {
+            url: "blob:http://127.0.0.1/x".to_owned(),
+            max_bytes: 10,
+        };
+        let call = open.call().unwrap();
+        assert!(call.script.awaits() && !call.script.writes_page());
+        assert_eq!(
+            call.argument,
+            json!({"url": "blob:http://127.0.0.1/x", "maxBytes": 10})
+        );
+        let opened = open.parse(r#"{"size":12,"tooLarge":true}"#).unwrap();
+        assert!(opened.too_large && opened.size == 12);
+        let chunk = DownloadChunk {
+            offset: 4,
+            length: 8,
+        };
+        assert_eq!(
+            chunk.call().unwrap().argument,
+            json!({"offset": 4, "length": 8})
+        );
+        assert_eq!(chunk.parse(r#"{"data":"aGk="}"#).unwrap().data, "aGk=");
     }
 
     #[test]

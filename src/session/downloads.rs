@@ -20,8 +20,9 @@
 //! controlled tab's sessions there pause their `Document` responses, and one the browser would
 //! download is streamed into an Artifact the same way and its request failed
 //! (`remote_download`, `on_remote_response`); a `blob:` or `data:` download, which pauses
-//! nothing, is cancelled and reported `capture_unavailable` (`not_streamable`). The browser's
-//! `filePath` is never used there.
+//! nothing, is cancelled in the browser and read from the page (`FromPage`), or reported
+//! `capture_unavailable` (`not_streamable`) when it cannot be. The browser's `filePath` is never
+//! used there.
 //!
 //! Must not: set anything browser-wide, touch the session of an uncontrolled tab, or let a CDP
 //! guid, a browser file path or a staging path reach an event (ids are opaque `download:` ids).
@@ -552,7 +553,7 @@ pub(super) fn on_will_begin(
     begin: DownloadWillBegin,
 ) -> Vec<Emit> {
     if is_remote(live) {
-        return remote_will_begin(live, session, begin);
+        return remote_will_begin(downloads, live, session, begin);
     }
     let client = &live.client;
     let outcome = live.with_tabs(|tabs| {
@@ -772,13 +773,19 @@ async fn remove_browser_file(file: PathBuf) {
     .await;
 }
 
-/// A remote browser's `Browser.downloadWillBegin` on a controlled tab: every download that
+/// A remote browser's `Browser.downloadWillBegin` on a controlled tab. Every download that
 /// crosses the network was streamed from its paused response before the browser could write it
 /// (`on_remote_response`; a `download` link's own announcement, which follows, is swallowed).
-/// Anything else (a `blob:` or `data:` URL) is cancelled in the browser, so nothing lands on the
-/// far machine, and reported `capture_unavailable` (`not_streamable`).
-fn remote_will_begin(live: &Live, session: &SessionId, begin: DownloadWillBegin) -> Vec<Emit> {
-    let told = live.with_tabs(|tabs| {
+/// Anything else is cancelled in the browser at once, so nothing lands on the far machine: a
+/// download the page made (`blob:` or `data:` URL) is read from the page instead
+/// (`capture_from_page`), any other is reported `capture_unavailable` (`not_streamable`).
+fn remote_will_begin(
+    downloads: &Downloads,
+    live: &Live,
+    session: &SessionId,
+    begin: DownloadWillBegin,
+) -> Vec<Emit> {
+    let known = live.with_tabs(|tabs| {
         let registry = &mut tabs.registry;
         let handle = tab_of_session(registry, session)?;
         let mut book = handle.downloads();
@@ -792,18 +799,172 @@ fn remote_will_begin(live: &Live, session: &SessionId, begin: DownloadWillBegin)
         }
         drop(book);
         let owner = registry.capture_owner(&handle.target)?;
-        Some(Some(not_streamable(
-            owner,
-            &begin.url,
-            &begin.suggested_filename,
-        )))
+        Some(Some((handle.target.clone(), owner)))
     });
-    let Some(told) = told else {
+    let Some(owner) = known else {
         return Vec::new();
     };
-    let (client, session) = (live.client.clone(), session.clone());
-    tokio::spawn(async move { cancel(&client, Some(&session), begin.guid).await });
-    told.into_iter().collect()
+    let client = live.client.clone();
+    let (on, guid) = (session.clone(), begin.guid.clone());
+    let cancelled = async move { cancel(&client, Some(&on), guid).await };
+    let Some((target, owner)) = owner else {
+        tokio::spawn(cancelled);
+        return Vec::new();
+    };
+    let page_made = ["blob:", "data:"].iter().any(|scheme| {
+        begin
+            .url
+            .get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    if !page_made {
+        tokio::spawn(cancelled);
+        return vec![not_streamable(owner, &begin.url, &begin.suggested_filename)];
+    }
+    let (workspace_id, lease_id, opaque) = owner;
+    let active = Active {
+        id: new_id(IdKind::Download),
+        session: session.clone(),
+        target,
+        workspace_id,
+        lease_id,
+        opaque,
+        suggested: bound_name(&begin.suggested_filename),
+        received: 0,
+        total: 0,
+        cancelled: None,
+    };
+    let from_page = FromPage {
+        client: live.client.clone(),
+        events: downloads.events.clone(),
+        artifacts: downloads.artifacts.get().cloned(),
+        quota: downloads.limits.session_quota_bytes,
+    };
+    tokio::spawn(async move {
+        cancelled.await;
+        from_page.capture(active, begin).await;
+    });
+    Vec::new()
+}
+
+/// What reading a page-made download needs, owned so it can move into its own task.
+struct FromPage {
+    client: CdpClient,
+    events: EventSink,
+    artifacts: Option<crate::artifacts::Artifacts>,
+    quota: u64,
+}
+
+impl FromPage {
+    /// Reads the `blob:` or `data:` URL of `begin` in the Broker's isolated world of the frame
+    /// that started it (`page::DownloadOpen`, then 1 MiB base64 pieces) into the download's own
+    /// staging and stores it as the `download` Artifact: `started`, then `completed`,
+    /// `cancelled` (`quota_exceeded`) or `failed`. A URL that no longer resolves (a blob the
+    /// page revoked at once) is `capture_unavailable` (`not_streamable`), never `started`.
+    async fn capture(self, mut active: Active, begin: DownloadWillBegin) {
+        let owner = (
+            active.workspace_id.clone(),
+            active.lease_id.clone(),
+            active.opaque.clone(),
+        );
+        let session = active.session.clone();
+        let opened = async {
+            let world = crate::page::create_isolated_world(
+                &self.client,
+                &session,
+                &begin.frame_id,
+                CALL_TIMEOUT,
+            )
+            .await?;
+            let open = crate::page::DownloadOpen {
+                url: begin.url.clone(),
+                max_bytes: self.quota,
+            };
+            let opened =
+                crate::page::run(&self.client, &session, world, &open, CALL_TIMEOUT).await?;
+            Ok::<_, crate::page::PageError>((world, opened))
+        };
+        let (world, opened) = match opened.await {
+            Ok(opened) => opened,
+            Err(error) => {
+                tracing::debug!(%error, "a page-made download could not be read");
+                let emit = not_streamable(owner, &begin.url, &begin.suggested_filename);
+                return emit_all(&self.events, vec![emit]).await;
+            }
+        };
+        active.total = opened.size;
+        emit_all(&self.events, vec![active.started(&begin.url)]).await;
+        let end = match (opened.too_large, self.artifacts.clone()) {
+            (true, _) => active.ended("cancelled", "quota_exceeded"),
+            (false, None) => active.ended("failed", "storage_failed"),
+            (false, Some(artifacts)) => self.store(&artifacts, &mut active, world).await,
+        };
+        emit_all(&self.events, vec![end]).await;
+    }
+
+    /// The opened download's pieces into a staging file, then the Artifact; the end event.
+    async fn store(
+        &self,
+        artifacts: &crate::artifacts::Artifacts,
+        active: &mut Active,
+        world: crate::page::ExecutionContextId,
+    ) -> Emit {
+        use tokio::io::AsyncWriteExt;
+        let staging = artifacts.staging_dir(&new_id(IdKind::Download));
+        if let Err(error) = artifacts.prepare_staging(staging.clone()).await {
+            tracing::warn!(%error, "cannot create a download staging directory");
+            return active.ended("failed", "storage_failed");
+        }
+        let body = staging.join("response");
+        let written = async {
+            let mut file = tokio::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&body)
+                .await
+                .map_err(|_| "storage_failed")?;
+            while active.received < active.total {
+                let chunk = crate::page::DownloadChunk {
+                    offset: active.received,
+                    length: READ_CHUNK_BYTES,
+                };
+                let piece =
+                    crate::page::run(&self.client, &active.session, world, &chunk, CALL_TIMEOUT)
+                        .await
+                        .map_err(|_| "interrupted")?;
+                let bytes = crate::artifacts::decode_base64(&piece.data).ok_or("interrupted")?;
+                if bytes.is_empty() {
+                    return Err("interrupted");
+                }
+                active.received += bytes.len() as u64;
+                file.write_all(&bytes).await.map_err(|_| "storage_failed")?;
+            }
+            file.flush().await.map_err(|_| "storage_failed")
+        };
+        let end = match written.await {
+            Ok(()) => match artifacts
+                .capture_download(
+                    &active.workspace_id,
+                    &active.suggested,
+                    body,
+                    staging.clone(),
+                    crate::version::now_ms(),
+                )
+                .await
+            {
+                Ok(artifact) => active.completed(&artifact),
+                Err(error) => {
+                    tracing::warn!(%error, "a page-made download was not captured");
+                    let (state, reason) = capture_failure(&error);
+                    active.ended(state, reason)
+                }
+            },
+            Err(reason) => active.ended("failed", reason),
+        };
+        artifacts.remove_staging(staging).await;
+        end
+    }
 }
 
 /// A paused response on a tab of a remote browser that the browser would download, when the

@@ -900,16 +900,21 @@ const FILE_PAGES_UPLOAD: &str = r#"<!doctype html><html><head><title>upload</tit
 const FILE_PAGES_LINKS: &str = r#"<!doctype html><html><head><title>links</title></head><body>
 <a href="/attach/report.csv">Attachment</a>
 <a href="/plain/notes.txt" download="notes.txt">Download link</a>
+<a href="data:text/plain;base64,aGVsbG8gZnJvbSBhIGRhdGEgVVJM" download="data.txt">Data link</a>
 <button type="button" id="blob">Generate file</button>
+<button type="button" id="revoked">Generate and revoke</button>
 <p id="still">still here</p>
 <script>
-  document.getElementById('blob').addEventListener('click', () => {
+  function generate(name, revoke) {
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob(['made in the page'], {type: 'text/plain'}));
-    a.download = 'generated.txt';
+    a.download = name;
     document.body.append(a);
     a.click();
-  });
+    if (revoke) URL.revokeObjectURL(a.href);
+  }
+  document.getElementById('blob').addEventListener('click', () => generate('generated.txt', false));
+  document.getElementById('revoked').addEventListener('click', () => generate('revoked.txt', true));
 </script></body></html>"#;
 
 /// The bytes served for a file name: the name repeated, so no two files match.
@@ -1071,10 +1076,7 @@ fn files_named(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
         let path = entry.path();
         if path.is_dir() {
             found.extend(files_named(&path, names));
-        } else if names
-            .iter()
-            .any(|n| entry.file_name().to_string_lossy().starts_with(n))
-        {
+        } else if names.iter().any(|n| *entry.file_name() == **n) {
             found.push(path);
         }
     }
@@ -1084,10 +1086,12 @@ fn files_named(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
 /// Downloads on a remote browser are streamed from their responses: an attachment navigation
 /// and a `download` link each end `completed` with a `download` Artifact of the served bytes
 /// (one `started` each, no duplicate from the browser's own announcement), the page stays, and
-/// nothing lands in the engine's private folders (0700, uid nobody: unreadable to a Broker of
-/// any other uid but root, which this one only uses to look). A blob download never crosses
-/// the network: reported `capture_unavailable` (`not_streamable`) and cancelled in the browser
-/// (a small one may be written on the engine's side before the cancel arrives).
+/// neither lands in the engine's private folders (0700, uid nobody: unreadable to a Broker of
+/// any other uid but root, which this one only uses to look). Downloads the page made never
+/// cross the network: a blob and a `data:` link are read from the page into Artifacts (the
+/// browser's own copy is cancelled, though a tiny one may finish on the engine first, so the
+/// folder check covers the streamed ones), and a blob the page revoked at once is
+/// `capture_unavailable` (`not_streamable`).
 #[test]
 fn downloads_on_browserless_stream_back_as_artifacts_and_never_land_on_the_engine() {
     let engine = Browserless::shared();
@@ -1154,26 +1158,67 @@ fn downloads_on_browserless_stream_back_as_artifacts_and_never_land_on_the_engin
     let read = agent.tool("browser.read", Some(&target), json!({"selector": "#still"}));
     assert_eq!(read["text"], "still here", "the page stayed: {read}");
 
+    // Made in the page: read from the page (a blob while its URL resolves, a data: URL).
+    let made = [
+        (
+            "button",
+            "Generate file",
+            "generated.txt",
+            &b"made in the page"[..],
+        ),
+        (
+            "link",
+            "Data link",
+            "data.txt",
+            &b"hello from a data URL"[..],
+        ),
+    ];
+    for (role, label, name, bytes) in made {
+        let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
+        let element = crate::support::rig::find_ref(&observation, role, label);
+        agent.tool(
+            "browser.click",
+            Some(&target),
+            json!({"observationId": observation["observationId"], "ref": element}),
+        );
+        let started = wait(&mut agent, name, &|p| {
+            p["state"] == "started" && p["suggestedFilename"] == name
+        });
+        let id = started["downloadId"].clone();
+        let ended = wait(&mut agent, name, &|p| {
+            p["downloadId"] == id && p["state"] != "started"
+        });
+        assert_eq!(ended["state"], "completed", "{name}: {ended}");
+        let got = agent.bridge.ok(
+            "artifacts/get",
+            json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": ended["artifact"]["id"]}),
+        );
+        let path = PathBuf::from(got["path"].as_str().expect("protected path"));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} bytes");
+    }
+    // A blob the page revoked at once cannot be read: capture_unavailable, never started.
     let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
-    let button = crate::support::rig::find_ref(&observation, "button", "Generate file");
+    let button = crate::support::rig::find_ref(&observation, "button", "Generate and revoke");
     agent.tool(
         "browser.click",
         Some(&target),
         json!({"observationId": observation["observationId"], "ref": button}),
     );
-    let unavailable = wait(&mut agent, "blob", &|p| p["state"] == "capture_unavailable");
+    let unavailable = wait(&mut agent, "revoked blob", &|p| {
+        p["state"] == "capture_unavailable"
+    });
     assert_eq!(unavailable["reason"], "not_streamable", "{unavailable}");
     assert_eq!(unavailable["scheme"], "blob");
-    assert_eq!(unavailable["suggestedFilename"], "generated.txt");
+    assert_eq!(unavailable["suggestedFilename"], "revoked.txt");
     let starts = seen
         .iter()
         .filter(|e| e["payload"]["state"] == "started")
         .count();
-    assert_eq!(starts, 2, "one started per streamed download: {seen:?}");
+    assert_eq!(starts, 4, "one started per captured download: {seen:?}");
     let landed = engine
         .private_dirs
         .iter()
-        .flat_map(|dir| files_named(dir, &["report", "notes"]))
+        .flat_map(|dir| files_named(dir, &["report.csv", "notes.txt"]))
         .collect::<Vec<_>>();
     assert!(
         landed.is_empty(),

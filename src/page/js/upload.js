@@ -7,7 +7,10 @@
 // the browser's machine: `uploadChunk` collects its bytes in this world's state
 // and `uploadSetFiles` builds the File from them and selects it through a
 // DataTransfer, with the `input` and `change` events of a selection. File
-// names read here are page data: they are compared, never returned.
+// names read here are page data: they are compared, never returned. The other
+// way, `downloadOpen` and `downloadChunk` read a download the page made itself
+// (a blob: or data: URL, which a remote browser's download folder would get)
+// so the Broker can store it.
 
 function bpFileInputs() {
   const all = document.querySelectorAll('input');
@@ -136,4 +139,36 @@ function uploadSetFiles(options) {
   el.dispatchEvent(new Event('input', { bubbles: true, composed: true }));
   el.dispatchEvent(new Event('change', { bubbles: true }));
   return { set: true };
+}
+
+// Opens a download the page made (a blob: or data: URL) in this world: its
+// size, or `tooLarge` past `maxBytes`; a URL that no longer resolves (a
+// revoked blob) is `no_match`. The isolated world's own fetch, so a page that
+// replaced its `fetch` changes nothing.
+async function downloadOpen(options) {
+  let blob;
+  try {
+    blob = await (await fetch(options.url)).blob();
+  } catch (e) {
+    return bpError('no_match', 'the download URL no longer resolves');
+  }
+  if (blob.size > options.maxBytes) return { size: blob.size, tooLarge: true };
+  bpState().download = blob;
+  return { size: blob.size, tooLarge: false };
+}
+
+// The base64 bytes of the open download from `offset` (at most `length`);
+// the last piece forgets it.
+async function downloadChunk(options) {
+  const blob = bpState().download;
+  if (blob === undefined) return bpError('no_match', 'no download is open');
+  const end = Math.min(blob.size, options.offset + options.length);
+  const url = await new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(blob.slice(options.offset, end));
+  });
+  if (end >= blob.size) bpState().download = undefined;
+  return { data: url.slice(url.indexOf(',') + 1) };
 }
