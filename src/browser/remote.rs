@@ -1094,6 +1094,69 @@ endpoint = "ws://127.0.0.1:1/?t={{token}}"
         }
     }
 
+    #[test]
+    fn a_pool_is_one_candidate_over_its_entries_and_per_workspace_entries_carry_their_capacity() {
+        let home = tempfile::tempdir().unwrap();
+        let text = r#"
+[[browser]]
+id = "a"
+endpoint = "ws://127.0.0.1:1/"
+sessions = "per_workspace"
+max_sessions = 2
+
+[[browser]]
+id = "b"
+endpoint = "ws://127.0.0.1:2/"
+list_foreign_tabs = true
+
+[[pool]]
+id = "farm"
+browsers = ["a", "b"]
+
+[[pool]]
+id = "a"
+browsers = ["a", "a"]
+"#;
+        let path = home.path().join(REMOTE_FILE);
+        write(&path, text, 0o600);
+        let scan = scan_file(&path);
+        assert!(scan.diagnostics.is_empty(), "{:?}", scan.diagnostics);
+        let ids: Vec<&str> = scan.candidates.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "browser:remote:a",
+                "browser:remote:b",
+                "browser:remote:farm",
+                "browser:remote:a#pool2"
+            ]
+        );
+        let a = scan.candidates[0].remote_endpoint().unwrap();
+        assert!(a.per_workspace && !a.list_foreign_tabs);
+        assert_eq!(a.max_sessions, Some(2));
+        let b = scan.candidates[1].remote_endpoint().unwrap();
+        assert!(!b.per_workspace && b.list_foreign_tabs);
+        assert_eq!(b.max_sessions, None);
+        let farm = &scan.candidates[2];
+        assert_eq!(
+            farm.pool_members(),
+            ["browser:remote:a", "browser:remote:b"]
+        );
+        assert_eq!(
+            (farm.channel.as_str(), farm.state),
+            ("pool", CandidateState::Ready)
+        );
+        assert!(farm.endpoint().is_none());
+        // A repeated id and an entry listed twice: a diagnostic, no members.
+        let repeated = &scan.candidates[3];
+        assert_eq!(
+            codes(repeated),
+            ["remote_config_malformed", "remote_config_malformed"]
+        );
+        assert!(repeated.pool_members().is_empty());
+        assert_eq!(repeated.state, CandidateState::NeedsSetup);
+    }
+
     /// A self-signed CA certificate (its key was thrown away), for `ca_file`.
     const TEST_CA: &str = "-----BEGIN CERTIFICATE-----
 MIIBsTCCAVegAwIBAgIUI8rYouoWlCr4kYG93VgeXgT8TycwCgYIKoZIzj0EAwIw
