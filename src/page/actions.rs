@@ -612,12 +612,14 @@ pub struct KeyRecord;
 /// (`beforeinput`) it `blocked`, and why the guard began refusing
 /// (`focus_changed`, `expired`, `held`). Unarmed, `lapsed` says a key made
 /// after the burst's deadline and linger disarmed the guard and went through
-/// unguarded.
+/// unguarded: `clean` when no key of the burst had been refused (every key
+/// went through, in order), `cut` when some had (keys went through after
+/// stopped ones).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeysRecorded {
     pub armed: bool,
     #[serde(default)]
-    pub lapsed: bool,
+    pub lapsed: Option<String>,
     pub stopped: u64,
     pub seen: u64,
     pub blocked: u64,

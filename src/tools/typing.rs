@@ -292,10 +292,14 @@ impl Guarded {
         let record = match record {
             Ok(record) if record.armed => record,
             // The keys came later than the guard waits (a loaded machine) and went through
-            // unguarded: they count as sent when the pinned element still has focus in the
-            // pinned document, and the evidence judges the value.
-            Ok(record) if record.lapsed => {
+            // unguarded, in order: they count as sent when the pinned element still has focus
+            // in the pinned document, and the evidence judges the value. Keys that went
+            // through after stopped ones (`cut`) landed out of order.
+            Ok(record) if record.lapsed.is_some() => {
                 self.dispatched += sent;
+                if record.lapsed.as_deref() != Some("clean") {
+                    return Err(ToolError::from(self.fail("the end", "guard_lapsed")));
+                }
                 self.check(&mut act.tab, "the end").await?;
                 return Ok(steps.len());
             }
@@ -333,7 +337,12 @@ impl Guarded {
                 Err(ToolError::from(self.fail("insert_text", reason)))
             }
             Some(record) if record.armed => Ok(()),
-            Some(record) if record.lapsed => self.check(tab, "the end").await.map(|_| ()),
+            Some(record) if record.lapsed.as_deref() == Some("clean") => {
+                self.check(tab, "the end").await.map(|_| ())
+            }
+            Some(record) if record.lapsed.is_some() => {
+                Err(ToolError::from(self.fail("the end", "guard_lapsed")))
+            }
             _ => Err(ToolError::from(self.fail("the end", "document_changed"))),
         }
     }

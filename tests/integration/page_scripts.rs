@@ -1163,7 +1163,9 @@ async fn active_element_key_reaches_into_shadow_roots_and_passwords_stay_hidden(
 
 /// The keystroke guard, installed as at document start: a key made after the burst's deadline
 /// but within its linger is stopped (`expired`); one made after the linger passes unguarded,
-/// disarms the guard, and the record says the guard lapsed (once).
+/// disarms the guard, and the record says the guard lapsed cleanly (once). Once a key was
+/// refused, later keys are stopped past the linger too (a burst never lands out of order), and
+/// only a key ten lingers late lapses the guard, as `cut`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
     let fixture = open("/controls.html").await;
@@ -1171,16 +1173,12 @@ async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
     tab.eval_in_world(&page::document_start_script()).await;
     let observation = observe(tab, "keys").await;
     let notes = RefTarget::new("keys", named(&observation, "Notes").element_ref);
-    assert!(
-        tab.run(&FocusAndSelectAll(notes.clone()))
-            .await
-            .unwrap()
-            .focused
-    );
+    let focus = || async { tab.run(&FocusAndSelectAll(notes.clone())).await.unwrap() };
+    assert!(focus().await.focused);
     let value = || async { tab.run(&StateSnapshot(notes.clone())).await.unwrap().value };
     let arm = |linger: u64| ArmKeys {
         budget: Duration::ZERO,
-        gap: Duration::from_secs(5),
+        gap: Duration::from_secs(30),
         linger: Duration::from_millis(linger),
     };
 
@@ -1188,7 +1186,7 @@ async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
     tokio::time::sleep(Duration::from_millis(30)).await;
     tab.stroke("a").await;
     let record = tab.run(&KeyRecord).await.unwrap();
-    assert!(record.armed && !record.lapsed, "{record:?}");
+    assert!(record.armed && record.lapsed.is_none(), "{record:?}");
     assert_eq!(
         (record.stopped, record.refused.as_deref()),
         (1, Some("expired"))
@@ -1203,7 +1201,11 @@ async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
     tokio::time::sleep(Duration::from_millis(30)).await;
     tab.stroke("b").await;
     let record = tab.run(&KeyRecord).await.unwrap();
-    assert!(!record.armed && record.lapsed, "{record:?}");
+    assert_eq!(
+        (record.armed, record.lapsed.as_deref()),
+        (false, Some("clean")),
+        "{record:?}"
+    );
     assert_eq!(
         value().await.as_deref(),
         Some("b"),
@@ -1211,7 +1213,36 @@ async fn keystroke_guard_stops_late_keys_and_says_when_it_lapsed() {
     );
     let again = tab.run(&KeyRecord).await.unwrap();
     assert!(
-        !again.armed && !again.lapsed,
+        !again.armed && again.lapsed.is_none(),
         "the lapse is told once: {again:?}"
+    );
+
+    // Refused (focus left the field), then late: stopped past the linger, lapsed ten lingers on.
+    assert!(focus().await.focused);
+    let linger = 500;
+    assert!(tab.run(&arm(linger)).await.unwrap().armed);
+    let armed_at = std::time::Instant::now();
+    tab.eval("document.activeElement.blur()").await;
+    tab.stroke("c").await;
+    assert!(focus().await.focused);
+    tokio::time::sleep(Duration::from_millis(linger * 2)).await;
+    tab.stroke("d").await;
+    assert_eq!(
+        value().await.as_deref(),
+        Some("b"),
+        "refused keys are stopped"
+    );
+    tokio::time::sleep_until((armed_at + Duration::from_millis(linger * 10 + 300)).into()).await;
+    tab.stroke("e").await;
+    let record = tab.run(&KeyRecord).await.unwrap();
+    assert_eq!(
+        (record.armed, record.lapsed.as_deref()),
+        (false, Some("cut")),
+        "{record:?}"
+    );
+    assert_eq!(
+        value().await.as_deref(),
+        Some("e"),
+        "a key ten lingers late goes through"
     );
 }

@@ -288,7 +288,7 @@ function armKeys(options) {
   const state = bpKeyGuard();
   if (state === null) return result;
   state.armed = null;
-  state.lapsed = false;
+  state.lapsed = null;
   if (!state.early || window.length > 0 || !active) return result;
   const now = performance.now();
   state.armed = {
@@ -302,13 +302,13 @@ function armKeys(options) {
 // What the armed burst did (characters stopped and seen by this
 // document, editing insertions stopped, and why the guard began refusing),
 // and disarms the guard. Unarmed, says whether a key made after the burst's
-// deadline and linger disarmed it (`lapsed`).
+// deadline and linger disarmed it (`lapsed`: `clean` or `cut`, see keyguard.js).
 function keyRecord(options) {
   const state = bpKeyGuard();
   const armed = state === null ? null : state.armed;
   if (armed === null) {
-    const lapsed = state !== null && state.lapsed === true;
-    if (state !== null) state.lapsed = false;
+    const lapsed = state === null ? null : state.lapsed;
+    if (state !== null) state.lapsed = null;
     return { armed: false, lapsed: lapsed, stopped: 0, seen: 0, blocked: 0, refused: null };
   }
   state.armed = null;

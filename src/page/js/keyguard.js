@@ -12,10 +12,13 @@ function (early) {
   // answered they arrive late but keep their timeStamp. From the first refusal on, every
   // key event of the burst is stopped before any page listener runs and its
   // default (the character) prevented, except the key-up of a key whose
-  // key-down went through: a stroke goes whole or not at all. A key made well
-  // after the deadline is not the burst's: it disarms the guard and passes,
-  // and the record says the guard lapsed (on a loaded machine the burst's own
-  // keys can be that late: they went through unguarded).
+  // key-down went through: a stroke goes whole or not at all. A key made more
+  // than `linger` after the deadline is not the burst's: it disarms the guard
+  // and passes, and the record says the guard lapsed, `clean` (on a loaded
+  // machine the burst's own keys can be that late: they went through
+  // unguarded, in order, as every key before them). Once the guard refused a
+  // key it lapses only after ten times that (`cut`): a burst's later keys
+  // passing after its earlier ones were stopped would land out of order.
   // The same holds for a trusted `beforeinput` outside a stroke (an editing
   // insertion such as fill's, which sends no key): stopped, default
   // prevented, once focus left the element or the guard refused, and counted
@@ -27,7 +30,7 @@ function (early) {
   'use strict';
   const key = Symbol.for('browser-pilot.key-guard.v1');
   if (Object.prototype.hasOwnProperty.call(globalThis, key)) return false;
-  const state = { early: early === true, armed: null, lapsed: false };
+  const state = { early: early === true, armed: null, lapsed: null };
   Object.defineProperty(globalThis, key, { value: state, enumerable: false, configurable: false, writable: false });
   const modifiers = new Set(['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'CapsLock']);
   const focused = function () {
@@ -40,9 +43,10 @@ function (early) {
   const guard = function (event) {
     const armed = state.armed;
     if (armed === null || !event.isTrusted) return;
-    if (event.timeStamp > armed.deadline + armed.linger) {
+    const clean = armed.refused === null;
+    if (event.timeStamp > armed.deadline + armed.linger * (clean ? 1 : 10)) {
       state.armed = null;
-      state.lapsed = true;
+      state.lapsed = clean ? 'clean' : 'cut';
       return;
     }
     if (event.type === 'beforeinput') {
