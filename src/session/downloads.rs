@@ -1061,32 +1061,47 @@ pub(super) fn on_remote_response(
             }
             return;
         };
-        let active = Active {
-            id: new_id(IdKind::Download),
-            session: session.clone(),
-            target: target.clone(),
-            workspace_id,
-            lease_id,
-            opaque,
-            suggested: bound_name(&name),
-            received: 0,
-            total: paused
-                .response_header("content-length")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0),
-            cancelled: None,
-        };
-        (downloads.emit(vec![active.started(&paused.request.url)])).await;
-        let end = capture_response(downloads, client, active, &paused.request_id).await;
-        let fail = FailRequest {
-            request_id: paused.request_id,
-            error_reason: "Aborted",
-        };
-        if let Err(error) = client.execute(&session, &fail, CALL_TIMEOUT).await {
-            tracing::debug!(%error, "ending a streamed download's response");
-        }
-        downloads.emit(vec![end]).await;
+        let owner = (workspace_id, lease_id, opaque);
+        take_response(downloads, client, (&session, &target), owner, &name, paused).await;
     });
+}
+
+/// Takes a paused response the browser would download: announces it `started`, reads its body
+/// into a `download` Artifact (`capture_response`), fails the request (`Aborted`), so the browser
+/// never downloads it, and announces how it ended.
+async fn take_response(
+    downloads: &Downloads,
+    client: &CdpClient,
+    (session, target): (&SessionId, &TargetId),
+    (workspace_id, lease_id, opaque): (String, Option<String>, TargetRef),
+    name: &str,
+    paused: RequestPaused,
+) {
+    let active = Active {
+        id: new_id(IdKind::Download),
+        session: session.clone(),
+        target: target.clone(),
+        workspace_id,
+        lease_id,
+        opaque,
+        suggested: bound_name(name),
+        received: 0,
+        total: paused
+            .response_header("content-length")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0),
+        cancelled: None,
+    };
+    (downloads.emit(vec![active.started(&paused.request.url)])).await;
+    let end = capture_response(downloads, client, active, &paused.request_id).await;
+    let fail = FailRequest {
+        request_id: paused.request_id,
+        error_reason: "Aborted",
+    };
+    if let Err(error) = client.execute(session, &fail, CALL_TIMEOUT).await {
+        tracing::debug!(%error, "ending a taken download's response");
+    }
+    downloads.emit(vec![end]).await;
 }
 
 /// A managed popup's first document response, paused at the response stage
@@ -1126,32 +1141,8 @@ pub(super) fn on_first_document(
                 }
                 super::fetch::first_document_answered(&live, net, &target).await;
             }
-            Some(((workspace_id, lease_id, opaque), name)) => {
-                let active = Active {
-                    id: new_id(IdKind::Download),
-                    session: session.clone(),
-                    target: target.clone(),
-                    workspace_id,
-                    lease_id,
-                    opaque,
-                    suggested: bound_name(&name),
-                    received: 0,
-                    total: paused
-                        .response_header("content-length")
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0),
-                    cancelled: None,
-                };
-                (downloads.emit(vec![active.started(&paused.request.url)])).await;
-                let end = capture_response(downloads, client, active, &paused.request_id).await;
-                let fail = FailRequest {
-                    request_id: paused.request_id,
-                    error_reason: "Aborted",
-                };
-                if let Err(error) = client.execute(&session, &fail, CALL_TIMEOUT).await {
-                    tracing::debug!(%error, "ending a popup's attachment response");
-                }
-                downloads.emit(vec![end]).await;
+            Some((owner, name)) => {
+                take_response(downloads, client, (&session, &target), owner, &name, paused).await;
                 super::fetch::first_document_answered(&live, net, &target).await;
                 let close = CloseTarget { target_id: target };
                 if let Err(error) = client.execute(None, &close, CALL_TIMEOUT).await {
