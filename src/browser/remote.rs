@@ -242,26 +242,7 @@ fn scan_file(path: &Path) -> RemoteScan {
             )),
         }
     }
-    let entries: Vec<&toml::Value> = match table.get("browser") {
-        None => Vec::new(),
-        Some(toml::Value::Array(entries)) => entries.iter().collect(),
-        Some(_) => {
-            scan.diagnostics.push(Diagnostic::new(
-                "remote_config_malformed",
-                "`browser` must be an array of tables ([[browser]])",
-            ));
-            Vec::new()
-        }
-    };
-    if entries.len() > MAX_ENTRIES {
-        scan.diagnostics.push(Diagnostic::new(
-            "remote_config_malformed",
-            format!(
-                "{} [[browser]] entries; only the first {MAX_ENTRIES} are read",
-                entries.len()
-            ),
-        ));
-    }
+    let entries = sections(&table, "browser", MAX_ENTRIES, &mut scan.diagnostics);
     let mut seen: Vec<String> = Vec::new();
     for (index, entry) in entries.into_iter().take(MAX_ENTRIES).enumerate() {
         let mut candidate = entry_candidate(index + 1, entry, &seen);
@@ -278,26 +259,7 @@ fn scan_file(path: &Path) -> RemoteScan {
         settle(&mut candidate);
         scan.candidates.push(candidate);
     }
-    let pools: Vec<&toml::Value> = match table.get("pool") {
-        None => Vec::new(),
-        Some(toml::Value::Array(pools)) => pools.iter().collect(),
-        Some(_) => {
-            scan.diagnostics.push(Diagnostic::new(
-                "remote_config_malformed",
-                "`pool` must be an array of tables ([[pool]])",
-            ));
-            Vec::new()
-        }
-    };
-    if pools.len() > MAX_POOLS {
-        scan.diagnostics.push(Diagnostic::new(
-            "remote_config_malformed",
-            format!(
-                "{} [[pool]] sections; only the first {MAX_POOLS} are read",
-                pools.len()
-            ),
-        ));
-    }
+    let pools = sections(&table, "pool", MAX_POOLS, &mut scan.diagnostics);
     let entries = scan.candidates.len();
     for (index, pool) in pools.into_iter().take(MAX_POOLS).enumerate() {
         let seen: Vec<String> = scan.candidates.iter().map(|c| c.id.clone()).collect();
@@ -490,6 +452,37 @@ fn entry_candidate(number: usize, value: &toml::Value, seen: &[String]) -> Candi
         user_data_dir: PathBuf::new(),
         pool: Vec::new(),
     }
+}
+
+/// The `[[key]]` sections of the file, the first `max` of them; a `key` that is not an array
+/// of tables, or more than `max` sections, is a file diagnostic.
+fn sections<'a>(
+    table: &'a toml::Table,
+    key: &str,
+    max: usize,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<&'a toml::Value> {
+    let sections: Vec<&toml::Value> = match table.get(key) {
+        None => Vec::new(),
+        Some(toml::Value::Array(sections)) => sections.iter().collect(),
+        Some(_) => {
+            diagnostics.push(Diagnostic::new(
+                "remote_config_malformed",
+                format!("`{key}` must be an array of tables ([[{key}]])"),
+            ));
+            Vec::new()
+        }
+    };
+    if sections.len() > max {
+        diagnostics.push(Diagnostic::new(
+            "remote_config_malformed",
+            format!(
+                "{} [[{key}]] sections; only the first {max} are read",
+                sections.len()
+            ),
+        ));
+    }
+    sections
 }
 
 /// A candidate with diagnostics needs its entry fixed and has no endpoint.
