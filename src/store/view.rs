@@ -96,16 +96,7 @@ impl Store {
                     .collect::<rusqlite::Result<_>>()?;
                 let limit = VIEW_COMMANDS_PER_WORKSPACE as i64;
                 workspace.commands = commands
-                    .query_map((&workspace.workspace_id, limit), |row| {
-                        Ok(ViewCommand {
-                            command_id: row.get(0)?,
-                            method: row.get(1)?,
-                            status: row.get(2)?,
-                            accepted_at: row.get(3)?,
-                            result_json: row.get(4)?,
-                            error_json: row.get(5)?,
-                        })
-                    })?
+                    .query_map((&workspace.workspace_id, limit), command_row)?
                     .collect::<rusqlite::Result<_>>()?;
             }
             Ok(workspaces)
@@ -128,16 +119,7 @@ impl Store {
                 )?
                 .query_map(
                     (workspace_id, since, RECORDING_TIMELINE_ROWS as i64),
-                    |row| {
-                        Ok(ViewCommand {
-                            command_id: row.get(0)?,
-                            method: row.get(1)?,
-                            status: row.get(2)?,
-                            accepted_at: row.get(3)?,
-                            result_json: row.get(4)?,
-                            error_json: row.get(5)?,
-                        })
-                    },
+                    command_row,
                 )?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(rows)
@@ -167,15 +149,7 @@ impl Store {
                         since,
                         RECORDING_TIMELINE_ROWS as i64,
                     ),
-                    |row| {
-                        Ok(ViewEvent {
-                            sequence: row.get(0)?,
-                            timestamp: row.get(1)?,
-                            event_type: row.get(2)?,
-                            target_id: row.get(3)?,
-                            payload_json: row.get(4)?,
-                        })
-                    },
+                    event_row,
                 )?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(rows)
@@ -197,17 +171,36 @@ impl Store {
                      WHERE w.workspace_id = ?1 AND (?2 IS NULL OR e.target_id = ?2)
                      ORDER BY e.sequence DESC LIMIT ?3",
                 )?
-                .query_map((workspace_id, target_id, VIEW_EVENTS_PAGE as i64), |row| {
-                    Ok(ViewEvent {
-                        sequence: row.get(0)?,
-                        timestamp: row.get(1)?,
-                        event_type: row.get(2)?,
-                        target_id: row.get(3)?,
-                        payload_json: row.get(4)?,
-                    })
-                })?
+                .query_map(
+                    (workspace_id, target_id, VIEW_EVENTS_PAGE as i64),
+                    event_row,
+                )?
                 .collect::<rusqlite::Result<_>>()?;
             Ok(rows)
         })
     }
+}
+
+/// A `ViewCommand` from a row of `command_id, method, status, accepted_at, result_json,
+/// error_json`.
+fn command_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ViewCommand> {
+    Ok(ViewCommand {
+        command_id: row.get(0)?,
+        method: row.get(1)?,
+        status: row.get(2)?,
+        accepted_at: row.get(3)?,
+        result_json: row.get(4)?,
+        error_json: row.get(5)?,
+    })
+}
+
+/// A `ViewEvent` from a row of `sequence, timestamp, event_type, target_id, payload_json`.
+fn event_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ViewEvent> {
+    Ok(ViewEvent {
+        sequence: row.get(0)?,
+        timestamp: row.get(1)?,
+        event_type: row.get(2)?,
+        target_id: row.get(3)?,
+        payload_json: row.get(4)?,
+    })
 }
