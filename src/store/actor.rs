@@ -1,23 +1,31 @@
-//! The store's threads: one writer thread that owns the write connection and commits whatever
-//! units of work are queued in one transaction (group commit, each unit inside its own
-//! savepoint), and a few reader threads that run read-only units on pooled connections. Async
-//! callers hand a unit over a channel and await a oneshot reply; nothing here uses tokio's
-//! blocking pool. Owns thread start-up, the batch loop and how a unit's failure reaches its
-//! caller; it holds no domain SQL (units are closures over the typed store API) and never sees
-//! protocol types.
+//! The store's threads and its write connection: one writer thread that commits whatever units
+//! of work are queued in one transaction (group commit, each unit inside its own savepoint), a
+//! few reader threads that run read-only units on pooled connections, and the hand-off of the
+//! one write connection between the writer thread and a caller that finds the writer idle.
+//! Async callers run a write unit on their own thread when nothing is queued and the write
+//! connection is free; otherwise they hand it over a channel and await a oneshot reply. Nothing
+//! here uses tokio's blocking pool. Owns thread start-up, the batch loop, the write connection's
+//! hand-off and how a unit's failure reaches its caller; it holds no domain SQL (units are
+//! closures over the typed store API) and never sees protocol types.
 //!
 //! Why this shape: one SQLite write transaction per call costs a `BEGIN`/`COMMIT` pair and,
 //! before this, a blocking-pool hop per call. A single writer needs no lock hand-off between
 //! writers, and a burst of calls queued while one batch commits becomes the next batch: one
 //! transaction however many units it holds. A unit's result is sent only after its batch
-//! committed, so a caller never sees a write that a later failure could undo.
+//! committed, so a caller never sees a write that a later failure could undo. A unit is a few
+//! statements on an in-memory database (microseconds), while handing it to the writer thread
+//! and its answer back costs two thread wake-ups, most of an idle Broker's time per call: so a
+//! caller that finds nothing queued and the connection free takes the connection, runs its unit
+//! as a batch of one (the same savepoint, commit and failure rules) and gives it back. Units
+//! queued meanwhile wait for the writer thread, which takes the connection back first; a caller
+//! never runs ahead of units already queued.
 
 use std::any::Any;
-use std::cell::OnceCell;
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -35,13 +43,106 @@ pub const GROUP_COMMIT_MAX_UNITS: usize = 256;
 pub const READER_THREADS: usize = 3;
 
 thread_local! {
-    /// Set once on a writer thread: which Store it writes for, and its write connection.
-    static WRITER: OnceCell<WriterSlot> = const { OnceCell::new() };
+    /// Set while this thread holds a Store's write connection (the writer thread during a
+    /// batch, a caller during its own unit): which Store, and the connection.
+    static WRITER: RefCell<Option<WriterSlot>> = const { RefCell::new(None) };
 }
 
 struct WriterSlot {
     store_id: u64,
     connection: Connection,
+}
+
+/// Where the write connection rests while nobody runs a unit on it.
+struct Baton {
+    state: Mutex<BatonState>,
+    /// Signalled when the connection comes back while the writer thread waits for it.
+    returned: Condvar,
+}
+
+struct BatonState {
+    /// `None` while a thread holds it.
+    connection: Option<Connection>,
+    /// The writer thread waits for the connection to come back.
+    writer_waiting: bool,
+    /// The writer thread stopped: no unit runs any more, inline or queued.
+    stopped: bool,
+}
+
+impl Baton {
+    fn lock(&self) -> MutexGuard<'_, BatonState> {
+        // A panic never happens while this lock is held (nothing in its sections can panic),
+        // but a poisoned lock still holds a consistent state.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The connection, if it rests here and the writer thread runs.
+    fn try_take(&self) -> Option<Connection> {
+        let mut state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        };
+        match state.stopped {
+            true => None,
+            false => state.connection.take(),
+        }
+    }
+
+    /// The connection, waiting for a caller to give it back (the writer thread only).
+    fn take(&self) -> Connection {
+        let mut state = self.lock();
+        loop {
+            if let Some(connection) = state.connection.take() {
+                state.writer_waiting = false;
+                return connection;
+            }
+            state.writer_waiting = true;
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn give_back(&self, connection: Connection) {
+        let mut state = self.lock();
+        state.connection = Some(connection);
+        if state.writer_waiting {
+            self.returned.notify_one();
+        }
+    }
+
+    fn stop(&self) {
+        self.lock().stopped = true;
+    }
+}
+
+/// Marks the baton stopped when the writer thread ends, however it ends (a panic included).
+struct StopOnExit(Arc<Baton>);
+
+impl Drop for StopOnExit {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// Puts `connection` into this thread's `WRITER` slot for `store_id`, runs `body`, and takes it
+/// back out.
+fn holding<T>(store_id: u64, connection: Connection, body: impl FnOnce() -> T) -> (T, Connection) {
+    WRITER.with(|slot| {
+        *slot.borrow_mut() = Some(WriterSlot {
+            store_id,
+            connection,
+        })
+    });
+    let value = body();
+    let slot = WRITER
+        .with(|slot| slot.borrow_mut().take())
+        .expect("the write connection is still in its slot");
+    (value, slot.connection)
 }
 
 /// A unit of work queued for a store thread.
@@ -144,6 +245,14 @@ where
     (Message::Unit(Box::new(Call { store, unit, reply })), answer)
 }
 
+/// The answer of a unit that already ran on this thread (`Writer::run_here`). A dropped reply
+/// (the unit panicked) is `Unavailable`.
+pub(super) fn answered<T>(
+    mut answer: oneshot::Receiver<Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    answer.try_recv().unwrap_or(Err(StoreError::Unavailable))
+}
+
 /// Awaits a unit's answer. A dropped reply (the unit panicked, or the thread stopped before
 /// answering) is `Unavailable`, never a hang.
 pub(super) async fn answer<T>(
@@ -155,36 +264,82 @@ pub(super) async fn answer<T>(
     }
 }
 
-/// Runs `body` on this thread's write connection if this is `store_id`'s writer thread;
-/// otherwise hands `body` back.
+/// Runs `body` on `store_id`'s write connection if this thread holds it (the writer thread
+/// during a batch, a caller during its own unit); otherwise hands `body` back.
 pub(super) fn on_writer<T, F: FnOnce(&Connection) -> T>(store_id: u64, body: F) -> Result<T, F> {
-    WRITER.with(|slot| match slot.get() {
+    WRITER.with(|slot| match &*slot.borrow() {
         Some(writer) if writer.store_id == store_id => Ok(body(&writer.connection)),
         _ => Err(body),
     })
 }
 
+/// A Store's write side: the writer thread's queue and the write connection's resting place.
+pub(super) struct Writer {
+    store_id: u64,
+    queue: Queue,
+    baton: Arc<Baton>,
+}
+
+impl Writer {
+    /// Queues `message` for the writer thread; `Err` when it has stopped.
+    pub(super) fn send(&self, message: Message) -> Result<(), StoreError> {
+        self.queue.send(message)
+    }
+
+    /// Messages sent and not yet taken by the writer thread (one it waits to run counts).
+    #[cfg(test)]
+    pub(super) fn queued(&self) -> usize {
+        self.queue.queued()
+    }
+
+    /// Runs `message`'s unit on this thread as a batch of one (its own savepoint and
+    /// transaction; its result delivered after the commit, as on the writer thread) when no
+    /// message is queued and the write connection is free. Otherwise hands `message` back.
+    pub(super) fn run_here(&self, message: Message) -> Result<(), Message> {
+        if self.queue.queued.load(Ordering::SeqCst) > 0 {
+            return Err(message);
+        }
+        // Only tests have another kind of message.
+        #[allow(clippy::infallible_destructuring_match)]
+        let unit = match message {
+            Message::Unit(unit) => unit,
+            #[cfg(test)]
+            other @ Message::Crash => return Err(other),
+        };
+        let holds_one = WRITER.with(|slot| slot.borrow().is_some());
+        let Some(connection) = (!holds_one).then(|| self.baton.try_take()).flatten() else {
+            return Err(Message::Unit(unit));
+        };
+        let mut batch = vec![unit];
+        let ((), connection) = holding(self.store_id, connection, || commit_batch(&mut batch));
+        self.baton.give_back(connection);
+        Ok(())
+    }
+}
+
 /// Starts the writer thread for `store_id` with its own connection.
-pub(super) fn spawn_writer(store_id: u64, connection: Connection) -> Result<Queue, StoreError> {
+pub(super) fn spawn_writer(store_id: u64, connection: Connection) -> Result<Writer, StoreError> {
     let (sender, receiver) = channel();
     let queued = Arc::new(AtomicUsize::new(0));
     let taken = queued.clone();
+    let baton = Arc::new(Baton {
+        state: Mutex::new(BatonState {
+            connection: Some(connection),
+            writer_waiting: false,
+            stopped: false,
+        }),
+        returned: Condvar::new(),
+    });
+    let writer_baton = baton.clone();
     std::thread::Builder::new()
         .name("store-writer".to_owned())
-        .spawn(move || {
-            let slot = WriterSlot {
-                store_id,
-                connection,
-            };
-            WRITER.with(|cell| {
-                if cell.set(slot).is_err() {
-                    tracing::error!("store: a thread became a writer twice");
-                }
-            });
-            writer_loop(&receiver, &taken);
-        })
+        .spawn(move || writer_loop(store_id, &receiver, &taken, writer_baton))
         .map_err(|_| StoreError::Unavailable)?;
-    Ok(Queue { sender, queued })
+    Ok(Writer {
+        store_id,
+        queue: Queue { sender, queued },
+        baton,
+    })
 }
 
 /// Starts the reader threads; they share one queue.
@@ -202,10 +357,19 @@ pub(super) fn spawn_readers() -> Result<Queue, StoreError> {
     Ok(Queue { sender, queued })
 }
 
-fn writer_loop(receiver: &Receiver<Message>, queued: &AtomicUsize) {
+fn writer_loop(
+    store_id: u64,
+    receiver: &Receiver<Message>,
+    queued: &AtomicUsize,
+    baton: Arc<Baton>,
+) {
+    let _stopped = StopOnExit(baton.clone());
     let mut batch: Vec<Box<dyn Unit>> = Vec::with_capacity(GROUP_COMMIT_MAX_UNITS);
     // Ends when every Store handle (the senders) is gone.
     while let Ok(first) = receiver.recv() {
+        // A caller may be running its own unit: the first message counts as queued until the
+        // connection is back, so no other caller starts one meanwhile.
+        let connection = baton.take();
         queued.fetch_sub(1, Ordering::SeqCst);
         take(&mut batch, first);
         while batch.len() < GROUP_COMMIT_MAX_UNITS {
@@ -217,7 +381,8 @@ fn writer_loop(receiver: &Receiver<Message>, queued: &AtomicUsize) {
                 Err(_) => break,
             }
         }
-        commit_batch(&mut batch);
+        let ((), connection) = holding(store_id, connection, || commit_batch(&mut batch));
+        baton.give_back(connection);
     }
 }
 
@@ -232,7 +397,7 @@ fn take(batch: &mut Vec<Box<dyn Unit>>, message: Message) {
 /// One group transaction: every unit in its own savepoint (its `write`s open them), results
 /// delivered after `COMMIT`.
 fn commit_batch(batch: &mut Vec<Box<dyn Unit>>) {
-    let began = WRITER.with(|slot| match slot.get() {
+    let began = WRITER.with(|slot| match &*slot.borrow() {
         Some(writer) => begin(&writer.connection),
         None => Err("not a writer thread".to_owned()),
     });
@@ -244,7 +409,7 @@ fn commit_batch(batch: &mut Vec<Box<dyn Unit>>) {
         return;
     }
     let deliveries: Vec<Box<dyn Delivery>> = batch.drain(..).filter_map(run_unit).collect();
-    let committed = WRITER.with(|slot| match slot.get() {
+    let committed = WRITER.with(|slot| match &*slot.borrow() {
         Some(writer) => commit(&writer.connection),
         None => Err("not a writer thread".to_owned()),
     });
@@ -261,7 +426,8 @@ fn commit_batch(batch: &mut Vec<Box<dyn Unit>>) {
 /// undoes everything the unit wrote; its reply is dropped, so its caller gets `Unavailable`.
 fn run_unit(unit: Box<dyn Unit>) -> Option<Box<dyn Delivery>> {
     WRITER.with(|slot| {
-        let writer = slot.get()?;
+        let slot = slot.borrow();
+        let writer = slot.as_ref()?;
         let savepoint = match Savepoint::begin(&writer.connection) {
             Ok(savepoint) => savepoint,
             Err(error) => {
@@ -395,6 +561,55 @@ mod tests {
         });
         within(is_held).await.expect("the holding unit started");
         release
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_idle_writer_lets_the_caller_run_its_unit_under_the_same_rules() {
+        let store = store();
+        workspace(&store, "workspace:a", &principal("a"));
+        let caller = std::thread::current().id();
+        let ran_on = store
+            .call(|store| {
+                store.append_event(&event("workspace:a", 1))?;
+                Ok(std::thread::current().id())
+            })
+            .await
+            .expect("unit");
+        assert_eq!(ran_on, caller, "nothing queued: the unit ran on the caller");
+        // A panic there is `Unavailable` and undoes the unit's writes.
+        let panicked = store
+            .call(|store| -> Result<(), StoreError> {
+                store.append_event(&event("workspace:a", 2))?;
+                panic!("a bug inside a unit of work");
+            })
+            .await;
+        assert!(
+            matches!(panicked, Err(StoreError::Unavailable)),
+            "{panicked:?}"
+        );
+        assert_eq!(journal_len(&store, "workspace:a"), 1);
+        // The connection was handed back: the writer thread runs what is queued.
+        let release = hold_writer(&store).await;
+        let queued = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .call(|store| {
+                        store.append_event(&event("workspace:a", 3))?;
+                        Ok(std::thread::current().name().map(str::to_owned))
+                    })
+                    .await
+            })
+        };
+        queued_at_least(&store, 1).await;
+        let _ = release.send(());
+        let ran_on = within(queued).await.expect("task").expect("queued unit");
+        assert_eq!(
+            ran_on.as_deref(),
+            Some("store-writer"),
+            "queued behind a held unit: the writer thread ran it"
+        );
+        assert_eq!(journal_len(&store, "workspace:a"), 2);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::actor::{self, Queue};
+use super::actor::{self, Queue, Writer};
 use super::debug::DebugConnection;
 use super::error::StoreError;
 use super::limits::StoreLimits;
@@ -76,8 +76,8 @@ pub struct Store {
 struct StoreInner {
     /// This Store's number in the process (see `NEXT_STORE_ID`).
     id: u64,
-    /// The writer thread's queue (`actor.rs`); it owns the write connection.
-    writer: Queue,
+    /// The write side (`actor.rs`): the writer thread's queue and the write connection.
+    writer: Writer,
     /// The reader threads' queue.
     readers: Queue,
     /// Connections used by the reader threads and synchronous callers.
@@ -150,8 +150,8 @@ impl Store {
         &self.inner.limits
     }
 
-    /// The writer thread's queue, for `calls.rs`.
-    pub(super) fn writer(&self) -> &Queue {
+    /// The write side, for `calls.rs`.
+    pub(super) fn writer(&self) -> &Writer {
         &self.inner.writer
     }
 

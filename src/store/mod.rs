@@ -75,7 +75,12 @@
 //! (`calls.rs`), and nothing in the crate wraps the store in
 //! `spawn_blocking`. Behind them (`actor.rs`):
 //!
-//! - One writer thread per Store owns the write connection. It takes every
+//! - One write connection per Store, held by one thread at a time: the
+//!   writer thread while it commits a batch, or an async caller that found
+//!   nothing queued and the connection free, which runs its unit on its own
+//!   thread as a batch of one under the rules below and hands the connection
+//!   back (so an idle store costs a call no thread hand-off).
+//! - One writer thread per Store runs what is queued. It takes every
 //!   unit queued (up to `GROUP_COMMIT_MAX_UNITS`), opens one `BEGIN
 //!   IMMEDIATE` group transaction, runs each unit in its own savepoint (and
 //!   each `write` inside it in a nested one), commits once, and only then
