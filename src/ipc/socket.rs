@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use std::pin::Pin;
+#[cfg(not(unix))]
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -16,47 +17,113 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader, ReadBuf};
 
 use crate::os;
 
-/// The reading side of a connection. The stream is shared with the writing side; the socket
-/// closes when both are dropped (a local socket has no reliable half-close across platforms,
-/// so end-of-input is signalled in-band by the peer instead).
-pub struct IpcRead(Arc<Stream>);
+/// The reading side of a connection. On Unix it is the socket's own read half, whose reads
+/// take a short read as the end of what is buffered, so reading a line costs one `recv` and
+/// not a second one that finds nothing (the crate's generic stream type reads until `EAGAIN`).
+/// The socket closes when both sides are dropped: a local socket has no reliable half-close
+/// across platforms, so end-of-input is signalled in-band by the peer instead.
+pub struct IpcRead(ReadSide);
 
-/// The writing side of a connection.
-pub struct IpcWriter(Arc<Stream>);
+/// The writing side of a connection. Dropping it leaves the socket open for the reading side
+/// (see [`IpcRead`]); `shutdown` ends the writing direction.
+pub struct IpcWriter(Option<WriteSide>);
 
 pub type IpcReader = BufReader<IpcRead>;
 
+#[cfg(unix)]
+type ReadSide = tokio::net::unix::OwnedReadHalf;
+#[cfg(unix)]
+type WriteSide = tokio::net::unix::OwnedWriteHalf;
+
+#[cfg(not(unix))]
+type ReadSide = Arc<Stream>;
+#[cfg(not(unix))]
+type WriteSide = Arc<Stream>;
+
 impl AsyncRead for IpcRead {
     fn poll_read(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.0).poll_read(cx, buf)
+        #[cfg(unix)]
+        let side = Pin::new(&mut self.0);
+        #[cfg(not(unix))]
+        let side = Pin::new(&mut &*self.0);
+        side.poll_read(cx, buf)
     }
 }
 
+impl IpcWriter {
+    fn side(&mut self) -> std::io::Result<&mut WriteSide> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| std::io::ErrorKind::NotConnected.into())
+    }
+}
+
+#[cfg(unix)]
+impl Drop for IpcWriter {
+    fn drop(&mut self) {
+        // Without this the write half would shut down its direction on drop.
+        if let Some(side) = self.0.take() {
+            side.forget();
+        }
+    }
+}
+
+#[cfg(unix)]
 impl AsyncWrite for IpcWriter {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut &*self.0).poll_write(cx, buf)
+        Pin::new(self.side()?).poll_write(cx, buf)
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.0).poll_flush(cx)
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(self.side()?).poll_flush(cx)
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut &*self.0).poll_shutdown(cx)
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(self.side()?).poll_shutdown(cx)
     }
 }
 
+#[cfg(not(unix))]
+impl AsyncWrite for IpcWriter {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut &**self.side()?).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &**self.side()?).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut &**self.side()?).poll_shutdown(cx)
+    }
+}
+
+#[cfg(unix)]
+fn halves(stream: Stream) -> (IpcReader, IpcWriter) {
+    let Stream::UdSocket(stream) = stream;
+    let (read, write) = tokio::net::UnixStream::from(stream).into_split();
+    (BufReader::new(IpcRead(read)), IpcWriter(Some(write)))
+}
+
+#[cfg(not(unix))]
 fn halves(stream: Stream) -> (IpcReader, IpcWriter) {
     let shared = Arc::new(stream);
-    (BufReader::new(IpcRead(shared.clone())), IpcWriter(shared))
+    (
+        BufReader::new(IpcRead(shared.clone())),
+        IpcWriter(Some(shared)),
+    )
 }
 
 /// Why a client did not get a connection to the Broker endpoint.
