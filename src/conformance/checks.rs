@@ -175,6 +175,8 @@ pub struct Session {
     target_id: Option<String>,
     /// An Artifact this runner captured and has not released.
     artifact_id: Option<String>,
+    /// The browser candidate the Workspace is created on (`None`: the default binding).
+    pub browser_id: Option<String>,
 }
 
 /// Whether `text` is an event cursor `cursor:N`; returns N.
@@ -208,6 +210,7 @@ impl Session {
             event_cursor: None,
             target_id: None,
             artifact_id: None,
+            browser_id: None,
         }
     }
 
@@ -409,7 +412,11 @@ pub fn tools_list(session: &mut Session) -> Result<Outcome, Failure> {
 
 /// Workspace creation, Lease creation and heartbeat, Workspace lookup.
 pub fn workspace_lease_lifecycle(session: &mut Session) -> Result<Outcome, Failure> {
-    let created = session.call("workspaces/create", json!({}))?;
+    let params = match &session.browser_id {
+        Some(browser_id) => json!({"browserId": browser_id}),
+        None => json!({}),
+    };
+    let created = session.call("workspaces/create", params)?;
     let doc = Doc::new("workspaces/create", &created);
     let workspace_id = doc.id("workspace.id")?.to_owned();
     session.workspace_id = Some(workspace_id.clone());

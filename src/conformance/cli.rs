@@ -57,6 +57,11 @@ struct Args {
     #[arg(long)]
     launch_browser: bool,
 
+    /// Bind the suite's Workspace to this browser candidate (`browserId` of
+    /// `workspaces/create`, e.g. `browser:remote:farm`) instead of the default binding.
+    #[arg(long, value_name = "ID")]
+    browser_id: Option<String>,
+
     /// The exact bridge command, run directly without a shell. Defaults to
     /// `browser-pilot bridge --stdio` from this installation.
     #[arg(last = true, value_name = "COMMAND")]
@@ -129,6 +134,7 @@ pub fn run_cli(args: Vec<OsString>) -> i32 {
         args,
         timeout: Duration::from_millis(parsed.timeout_ms),
         launch_browser: parsed.launch_browser,
+        browser_id: parsed.browser_id,
     };
     let report = suite::run(&plan);
     let document = report.render();

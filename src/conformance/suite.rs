@@ -39,6 +39,8 @@ pub struct Plan {
     pub timeout: Duration,
     /// Run `<program> browser launch --headless` first.
     pub launch_browser: bool,
+    /// The browser candidate the Workspace is created on (`None`: the default binding).
+    pub browser_id: Option<String>,
 }
 
 type CheckFn = fn(&mut Session) -> Result<Outcome, Failure>;
@@ -233,6 +235,7 @@ pub fn run(plan: &Plan) -> Report {
     };
     let timeout_ms = u64::try_from(plan.timeout.as_millis()).unwrap_or(u64::MAX);
     let mut session = Session::new(client, timeout_ms, new_instance_id());
+    session.browser_id = plan.browser_id.clone();
     let (check_results, bridge_lost) = run_checks(&mut session);
     results.extend(check_results);
     let grace = match bridge_lost {

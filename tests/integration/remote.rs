@@ -1396,3 +1396,41 @@ fn a_pool_of_two_engines_spreads_per_workspace_sessions_and_one_engines_death_to
     }
     remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
 }
+
+/// The conformance runner passes against a Workspace bound to the browserless engine
+/// (`--browser-id`; the home discovers no local browser and launches none), and its report
+/// carries no token; bound to a candidate the file does not list, it fails.
+#[test]
+fn the_conformance_runner_passes_against_a_workspace_on_browserless() {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    remote.write_config(
+        &browserless_entry("engine", engine, &remote.token_file),
+        0o600,
+    );
+    let report = remote.log.with_file_name("conformance-report.json");
+    let run = |browser_id: &str| {
+        let output = remote
+            .home
+            .command(env!("CARGO_BIN_EXE_browser-pilot-conformance"))
+            .args(["--browser-id", browser_id, "--report"])
+            .arg(&report)
+            .output()
+            .expect("the conformance runner");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let text = std::fs::read_to_string(&report).unwrap();
+        (output.status.code(), stderr, text)
+    };
+    let (code, stderr, text) = run("browser:remote:engine");
+    assert_eq!(code, Some(0), "{stderr}\n{text}");
+    let parsed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed["passed"], true, "{text}");
+    assert_eq!(parsed["counts"]["failed"], 0, "{text}");
+    assert!(parsed["counts"]["passed"].as_u64().unwrap() >= 8, "{text}");
+    remote.assert_never_shown(&text, &[BROWSERLESS_TOKEN]);
+    remote.assert_never_shown(&stderr, &[BROWSERLESS_TOKEN]);
+
+    let (code, stderr, text) = run("browser:remote:absent");
+    assert_eq!(code, Some(1), "{stderr}\n{text}");
+}
