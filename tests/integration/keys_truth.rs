@@ -135,6 +135,34 @@ fn key_events(log: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The key events of typed text, without a lone modifier tap (a modifier's key-down directly
+/// followed by its key-up). On a loaded machine the keystroke guard can stop a burst at a shifted
+/// character whose Shift already went through; that Shift's key-up passes too, and the character
+/// is then typed again, whole, one guarded step at a time (docs/keyboard.md). Typed text never
+/// makes a lone tap otherwise, so the comparison still pins every character's stroke.
+fn typed_key_events(log: &[Value]) -> Vec<String> {
+    const MODIFIERS: [&str; 4] = ["Shift", "Control", "Alt", "Meta"];
+    let events = key_events(log);
+    let mut kept = Vec::with_capacity(events.len());
+    let mut index = 0;
+    while index < events.len() {
+        let parts: Vec<&str> = events[index].split(' ').collect();
+        let tap = parts[0] == "keydown"
+            && MODIFIERS.contains(&parts[1])
+            && events
+                .get(index + 1)
+                .is_some_and(|next| next.starts_with(&format!("keyup {} ", parts[1])));
+        match tap {
+            true => index += 2,
+            false => {
+                kept.push(events[index].clone());
+                index += 1;
+            }
+        }
+    }
+    kept
+}
+
 fn typing_evidence_counts_code_points_and_compares_normalised_values(rig: &Rig) {
     let (mut agent, target) = open(rig, TYPING_PAGE);
     let mut own = OwnCdp::connect(&rig.chromium);
@@ -338,7 +366,7 @@ fn keys_carry_the_us_layout_and_chords_hold_their_modifiers(rig: &Rig) {
         typed["evidence"]
     );
     assert_eq!(
-        key_events(&take_key_log(&mut own)),
+        typed_key_events(&take_key_log(&mut own)),
         vec![
             "keydown a KeyA 65",
             "keyup a KeyA 65",
