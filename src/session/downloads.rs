@@ -401,6 +401,28 @@ fn is_remote(live: &Live) -> bool {
         .starts_with(crate::browser::REMOTE_ID_PREFIX)
 }
 
+/// Stores a download's body, whole on disk in its staging directory, as the `download`
+/// Artifact; the end event: `completed`, or how the capture failed.
+async fn captured(
+    artifacts: &crate::artifacts::Artifacts,
+    active: &Active,
+    body: PathBuf,
+    staging: PathBuf,
+) -> Emit {
+    let now = crate::version::now_ms();
+    match (artifacts)
+        .capture_download(&active.workspace_id, &active.suggested, body, staging, now)
+        .await
+    {
+        Ok(artifact) => active.completed(&artifact),
+        Err(error) => {
+            tracing::warn!(%error, "a download was not captured");
+            let (state, reason) = capture_failure(&error);
+            active.ended(state, reason)
+        }
+    }
+}
+
 /// Why an Artifact could not be made of a completed download: the quotas are the Broker's own
 /// refusal (`cancelled`), anything else a storage failure.
 fn capture_failure(error: &ArtifactError) -> (&'static str, &'static str) {
@@ -728,23 +750,7 @@ pub(super) fn on_progress(
                         active.ended("cancelled", reason)
                     }
                     (None, Some(artifacts), Some(file), Some(staging)) => {
-                        match artifacts
-                            .capture_download(
-                                &active.workspace_id,
-                                &active.suggested,
-                                PathBuf::from(file),
-                                staging,
-                                crate::version::now_ms(),
-                            )
-                            .await
-                        {
-                            Ok(artifact) => active.completed(&artifact),
-                            Err(error) => {
-                                tracing::warn!(%error, "a completed download was not captured");
-                                let (state, reason) = capture_failure(&error);
-                                active.ended(state, reason)
-                            }
-                        }
+                        captured(&artifacts, &active, PathBuf::from(file), staging).await
                     }
                     (None, _, file, _) => {
                         if let Some(file) = file {
@@ -943,23 +949,7 @@ impl FromPage {
             file.flush().await.map_err(|_| "storage_failed")
         };
         let end = match written.await {
-            Ok(()) => match artifacts
-                .capture_download(
-                    &active.workspace_id,
-                    &active.suggested,
-                    body,
-                    staging.clone(),
-                    crate::version::now_ms(),
-                )
-                .await
-            {
-                Ok(artifact) => active.completed(&artifact),
-                Err(error) => {
-                    tracing::warn!(%error, "a page-made download was not captured");
-                    let (state, reason) = capture_failure(&error);
-                    active.ended(state, reason)
-                }
-            },
+            Ok(()) => captured(artifacts, active, body, staging.clone()).await,
             Err(reason) => active.ended("failed", reason),
         };
         artifacts.remove_staging(staging).await;
@@ -1175,23 +1165,7 @@ async fn capture_response(
     }
     let body = staging.join("response");
     let end = match read_body(client, &mut active, request_id, &body, quota).await {
-        Ok(()) => match artifacts
-            .capture_download(
-                &active.workspace_id,
-                &active.suggested,
-                body,
-                staging.clone(),
-                crate::version::now_ms(),
-            )
-            .await
-        {
-            Ok(artifact) => active.completed(&artifact),
-            Err(error) => {
-                tracing::warn!(%error, "a popup's attachment was not captured");
-                let (state, reason) = capture_failure(&error);
-                active.ended(state, reason)
-            }
-        },
+        Ok(()) => captured(&artifacts, &active, body, staging.clone()).await,
         Err(end) => end,
     };
     artifacts.remove_staging(staging).await;
