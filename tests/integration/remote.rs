@@ -7,8 +7,10 @@
 //! handshake (the engine's 401 for a wrong token), and that no token shows up anywhere a host,
 //! `bp`, `debug sql`, the locator file, the janitor's command line or the Broker's log could
 //! show it. `sessions = "per_workspace"` in a `[[pool]]` of two engines of the test's own
-//! (`OwnBrowserless`): placement by capacity, `browser_busy` when full, one engine's death
-//! reaching only its own Workspaces, and no managed page left on either after a Broker SIGKILL.
+//! (`OwnBrowserless`), with eight agents at once each running the whole loop (uploads the
+//! engine cannot read from disk, downloads streamed back that never land on it): placement by
+//! capacity, `browser_busy` when full, one engine's death reaching only its own Workspaces, and
+//! no managed page left on either after a Broker SIGKILL.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -455,90 +457,6 @@ fn bp_status(home: &TestHome) -> String {
 }
 
 #[test]
-fn a_workspace_on_browserless_opens_observes_clicks_types_and_captures() {
-    let engine = Browserless::shared();
-    let remote = RemoteHome::new();
-    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
-    let fixtures = Fixtures::start();
-    remote.write_config(
-        &browserless_entry("engine", engine, &remote.token_file),
-        0o600,
-    );
-    let mut output = String::new();
-    let mut agent = agent_on(&remote.home, "browser:remote:engine");
-    let connected = agent.connect();
-    output.push_str(&connected.to_string());
-    assert_eq!(connected["browserId"], "browser:remote:engine");
-
-    let url = fixtures.url("/fixture/form");
-    let opened = agent.tool("browser.open", None, json!({"url": url}));
-    output.push_str(&opened.to_string());
-    let target = opened["targetId"].clone();
-    // The tab is the engine's: its session list (the engine's own account) shows the page.
-    let sessions = engine_get(engine, &format!("/sessions?token={BROWSERLESS_TOKEN}"));
-    assert!(
-        sessions.contains(&url),
-        "the engine runs the page: {sessions}"
-    );
-
-    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 500}));
-    output.push_str(&observation.to_string());
-    let find = |role: &str, name: &str| -> Value {
-        observation["elements"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["role"] == role && e["name"].as_str().unwrap_or("").contains(name))
-            .unwrap_or_else(|| panic!("no {role} {name} in {observation}"))["ref"]
-            .clone()
-    };
-    let (agree, email) = (find("checkbox", "I agree"), find("textbox", "Email"));
-    let clicked = agent.tool(
-        "browser.click",
-        Some(&target),
-        json!({"observationId": observation["observationId"], "ref": agree}),
-    );
-    output.push_str(&clicked.to_string());
-    assert_eq!(clicked["evidence"]["status"], "verified", "{clicked}");
-    assert_eq!(clicked["evidence"]["checked"], true);
-    let typed = agent.tool(
-        "browser.type",
-        Some(&target),
-        json!({"observationId": observation["observationId"], "ref": email, "text": "me@example.com", "mode": "fill"}),
-    );
-    output.push_str(&typed.to_string());
-    assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
-    let field = typed["elements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["ref"] == email)
-        .unwrap_or_else(|| panic!("no email field in {typed}"));
-    assert_eq!(field["value"], "me@example.com", "{typed}");
-
-    let shot = agent.tool("browser.capture", Some(&target), json!({}));
-    output.push_str(&shot.to_string());
-    assert_eq!(shot["artifact"]["kind"], "screenshot");
-    assert_eq!(shot["artifact"]["mimeType"], "image/png");
-    assert!(shot["width"].as_u64().unwrap() >= 200, "{shot}");
-    assert!(shot["artifact"]["byteLength"].as_u64().unwrap() > 1000);
-
-    output.push_str(&json!(agent.events()).to_string());
-    output.push_str(&bp_status(&remote.home));
-    output.push_str(&remote.store_dump());
-    assert!(output.contains("browser:remote:engine"));
-    assert!(
-        remote.broker_log().contains("Target.createTarget"),
-        "the trace log shows CDP"
-    );
-    remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
-    agent.bridge.ok(
-        "workspaces/release",
-        json!({"workspaceId": agent.workspace_id}),
-    );
-}
-
-#[test]
 fn a_wrong_browserless_token_is_a_named_non_retryable_refusal_that_never_echoes_it() {
     let engine = Browserless::shared();
     let remote = RemoteHome::new();
@@ -879,13 +797,23 @@ fn an_http_endpoint_is_resolved_through_the_engines_json_version() {
     );
 }
 
-/// The pages of the file-transfer tests: `/upload` a file input whose `change` handler writes
-/// the selected file's name, size and text into `#got` (and counts `input` events), `/links`
-/// every kind of download, `/attach/NAME` an attachment, `/plain/NAME` a text file (downloaded
-/// only through a `download` link).
-const FILE_PAGES_UPLOAD: &str = r#"<!doctype html><html><head><title>upload</title></head><body>
+/// The page every agent of the pool test works on, `/loop/NAME` (`@NAME@` replaced): a form
+/// (a checkbox and an email field), a file input whose `change` handler writes the selected
+/// file's name, size and text into `#got` (and counts `input` events), and every kind of
+/// download: an attachment (`/attach/NAME.csv`), a `download` link to a text file
+/// (`/plain/NAME.txt`, which the browser would show), a `data:` link, a blob the page makes and
+/// one it revokes at once.
+const LOOP_PAGE: &str = r#"<!doctype html><html><head><title>@NAME@</title></head><body>
+<label><input type="checkbox" id="agree"> I agree</label>
+<label>Email <input type="email" id="email"></label>
 <label>Resume <input type="file" id="resume"></label>
 <p id="got">nothing yet</p>
+<a href="/attach/@NAME@.csv">Attachment</a>
+<a href="/plain/@NAME@.txt" download="@NAME@.txt">Download link</a>
+<a href="data:text/plain;base64,aGVsbG8gZnJvbSBhIGRhdGEgVVJM" download="data.txt">Data link</a>
+<button type="button" id="blob">Generate file</button>
+<button type="button" id="revoked">Generate and revoke</button>
+<p id="still">still here</p>
 <script>
   const input = document.getElementById('resume');
   let inputs = 0;
@@ -895,16 +823,6 @@ const FILE_PAGES_UPLOAD: &str = r#"<!doctype html><html><head><title>upload</tit
     const text = await file.text();
     document.getElementById('got').textContent = `inputs=${inputs} ${file.name} ${file.size} [${text}]`;
   });
-</script></body></html>"#;
-
-const FILE_PAGES_LINKS: &str = r#"<!doctype html><html><head><title>links</title></head><body>
-<a href="/attach/report.csv">Attachment</a>
-<a href="/plain/notes.txt" download="notes.txt">Download link</a>
-<a href="data:text/plain;base64,aGVsbG8gZnJvbSBhIGRhdGEgVVJM" download="data.txt">Data link</a>
-<button type="button" id="blob">Generate file</button>
-<button type="button" id="revoked">Generate and revoke</button>
-<p id="still">still here</p>
-<script>
   function generate(name, revoke) {
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob(['made in the page'], {type: 'text/plain'}));
@@ -922,8 +840,9 @@ fn file_body(name: &str) -> Vec<u8> {
     name.bytes().cycle().take(3000).collect()
 }
 
-/// Serves the file-transfer pages on 127.0.0.1; returns the port.
-fn serve_file_pages() -> u16 {
+/// Serves `/loop/NAME`, `/attach/NAME` (an attachment) and `/plain/NAME` (a text file) on
+/// 127.0.0.1; returns the port.
+fn serve_loop_pages() -> u16 {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -941,8 +860,13 @@ fn serve_file_pages() -> u16 {
                 }
                 let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let (kind, body, disposition) = match path.as_str() {
-                    "/upload" => ("text/html", FILE_PAGES_UPLOAD.as_bytes().to_vec(), None),
-                    "/links" => ("text/html", FILE_PAGES_LINKS.as_bytes().to_vec(), None),
+                    p if p.starts_with("/loop/") => (
+                        "text/html",
+                        LOOP_PAGE
+                            .replace("@NAME@", &p["/loop/".len()..])
+                            .into_bytes(),
+                        None,
+                    ),
                     p if p.starts_with("/attach/") => {
                         let name = &p["/attach/".len()..];
                         ("text/csv", file_body(name), Some(name.to_owned()))
@@ -967,22 +891,7 @@ fn serve_file_pages() -> u16 {
     port
 }
 
-/// A leased Workspace connected to the module's browserless engine, with its home.
-fn agent_on_engine() -> (RemoteHome, Agent) {
-    let engine = Browserless::shared();
-    let remote = RemoteHome::new();
-    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
-    remote.write_config(
-        &browserless_entry("engine", engine, &remote.token_file),
-        0o600,
-    );
-    let mut agent = agent_on(&remote.home, "browser:remote:engine");
-    let connected = agent.connect();
-    assert_eq!(connected["browserId"], "browser:remote:engine");
-    (remote, agent)
-}
-
-/// Whether uid nobody (the engine's) can read `path`.
+/// Whether uid nobody (the engines') can read `path`.
 fn nobody_reads(path: &Path) -> bool {
     std::process::Command::new("setpriv")
         .args([
@@ -998,76 +907,8 @@ fn nobody_reads(path: &Path) -> bool {
         .success()
 }
 
-/// `browser.upload` on a remote browser sends the bytes: the imported file's protected path is
-/// unreadable to the engine (uid nobody), yet the page's own `change` handler reads exactly
-/// those bytes, under the imported name, after an `input` event, and the evidence is verified.
-#[test]
-fn an_upload_to_browserless_sends_the_bytes_the_engine_cannot_read_from_disk() {
-    let (_remote, mut agent) = agent_on_engine();
-    let port = serve_file_pages();
-    let client_dir = tempfile::tempdir().unwrap();
-    let report = client_dir.path().join("report.txt");
-    std::fs::write(&report, b"quarterly numbers: 42").unwrap();
-    let imported = agent.bridge.ok(
-        "artifacts/import",
-        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "path": report}),
-    );
-    let artifact = imported["artifact"]["id"].clone();
-    let got = agent.bridge.ok(
-        "artifacts/get",
-        json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": artifact}),
-    );
-    let stored = PathBuf::from(got["path"].as_str().expect("protected path"));
-    assert_eq!(std::fs::read(&stored).unwrap(), b"quarterly numbers: 42");
-    assert!(
-        !nobody_reads(&stored),
-        "the engine's uid can read the Artifact's file: the test would prove nothing"
-    );
-
-    let url = format!("http://127.0.0.1:{port}/upload");
-    let target = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
-    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
-    let input = observation["elements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["inputType"] == "file")
-        .unwrap_or_else(|| panic!("no file input in {observation}"))["ref"]
-        .clone();
-    let uploaded = agent.tool(
-        "browser.upload",
-        Some(&target),
-        json!({"artifactId": artifact, "observationId": observation["observationId"], "ref": input}),
-    );
-    let evidence = &uploaded["evidence"];
-    assert_eq!(evidence["status"], "verified", "{uploaded}");
-    assert_eq!(evidence["fileCount"], 1);
-    assert_eq!(evidence["fileNameMatches"], true);
-    assert!(
-        !uploaded.to_string().contains(stored.to_str().unwrap()),
-        "a path leaked: {uploaded}"
-    );
-    let mut text = String::new();
-    assert!(
-        wait_until(std::time::Duration::from_secs(10), || {
-            let read = agent.tool("browser.read", Some(&target), json!({"selector": "#got"}));
-            text = read["text"].as_str().unwrap_or("").to_owned();
-            text.contains('[')
-        }),
-        "the page never saw the file: {text}"
-    );
-    assert_eq!(
-        text.trim(),
-        "inputs=1 report.txt 21 [quarterly numbers: 42]"
-    );
-    agent.bridge.ok(
-        "workspaces/release",
-        json!({"workspaceId": agent.workspace_id}),
-    );
-}
-
 /// Files under `dir` (recursively) whose name is one of `names`.
-fn files_named(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
+fn files_named(dir: &Path, names: &[String]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return found;
@@ -1081,153 +922,6 @@ fn files_named(dir: &Path, names: &[&str]) -> Vec<PathBuf> {
         }
     }
     found
-}
-
-/// Downloads on a remote browser are streamed from their responses: an attachment navigation
-/// and a `download` link each end `completed` with a `download` Artifact of the served bytes
-/// (one `started` each, no duplicate from the browser's own announcement), the page stays, and
-/// neither lands in the engine's private folders (0700, uid nobody: unreadable to a Broker of
-/// any other uid but root, which this one only uses to look). Downloads the page made never
-/// cross the network: a blob and a `data:` link are read from the page into Artifacts (the
-/// browser's own copy is cancelled, though a tiny one may finish on the engine first, so the
-/// folder check covers the streamed ones), and a blob the page revoked at once is
-/// `capture_unavailable` (`not_streamable`).
-#[test]
-fn downloads_on_browserless_stream_back_as_artifacts_and_never_land_on_the_engine() {
-    let engine = Browserless::shared();
-    let (_remote, mut agent) = agent_on_engine();
-    let port = serve_file_pages();
-    for dir in &engine.private_dirs {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(dir).unwrap();
-        assert_eq!(
-            (meta.mode() & 0o777, meta.uid()),
-            (0o700, 65534),
-            "{}",
-            dir.display()
-        );
-    }
-    let url = format!("http://127.0.0.1:{port}/links");
-    let target = agent.tool("browser.open", None, json!({"url": url}))["targetId"].clone();
-    let mut seen: Vec<Value> = Vec::new();
-    let mut wait = |agent: &mut Agent, what: &str, pred: &dyn Fn(&Value) -> bool| -> Value {
-        let mut found = None;
-        let done = wait_until(std::time::Duration::from_secs(30), || {
-            seen.extend(
-                agent
-                    .events()
-                    .into_iter()
-                    .filter(|e| e["type"] == "download"),
-            );
-            found = seen.iter().find(|e| pred(&e["payload"])).cloned();
-            found.is_some()
-        });
-        assert!(done, "no download event {what}: {seen:?}");
-        found.unwrap()["payload"].clone()
-    };
-    for (link, name) in [("Attachment", "report.csv"), ("Download link", "notes.txt")] {
-        let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
-        let element = crate::support::rig::find_ref(&observation, "link", link);
-        agent.tool(
-            "browser.click",
-            Some(&target),
-            json!({"observationId": observation["observationId"], "ref": element}),
-        );
-        let started = wait(&mut agent, name, &|p| {
-            p["state"] == "started" && p["suggestedFilename"] == name
-        });
-        let id = started["downloadId"].clone();
-        let ended = wait(&mut agent, name, &|p| {
-            p["downloadId"] == id && p["state"] != "started"
-        });
-        assert_eq!(ended["state"], "completed", "{name}: {ended}");
-        let artifact = &ended["artifact"];
-        assert_eq!(artifact["kind"], "download");
-        assert_eq!(artifact["fileName"], name);
-        let got = agent.bridge.ok(
-            "artifacts/get",
-            json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": artifact["id"]}),
-        );
-        let path = PathBuf::from(got["path"].as_str().expect("protected path"));
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            file_body(name),
-            "{name} bytes"
-        );
-    }
-    let read = agent.tool("browser.read", Some(&target), json!({"selector": "#still"}));
-    assert_eq!(read["text"], "still here", "the page stayed: {read}");
-
-    // Made in the page: read from the page (a blob while its URL resolves, a data: URL).
-    let made = [
-        (
-            "button",
-            "Generate file",
-            "generated.txt",
-            &b"made in the page"[..],
-        ),
-        (
-            "link",
-            "Data link",
-            "data.txt",
-            &b"hello from a data URL"[..],
-        ),
-    ];
-    for (role, label, name, bytes) in made {
-        let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
-        let element = crate::support::rig::find_ref(&observation, role, label);
-        agent.tool(
-            "browser.click",
-            Some(&target),
-            json!({"observationId": observation["observationId"], "ref": element}),
-        );
-        let started = wait(&mut agent, name, &|p| {
-            p["state"] == "started" && p["suggestedFilename"] == name
-        });
-        let id = started["downloadId"].clone();
-        let ended = wait(&mut agent, name, &|p| {
-            p["downloadId"] == id && p["state"] != "started"
-        });
-        assert_eq!(ended["state"], "completed", "{name}: {ended}");
-        let got = agent.bridge.ok(
-            "artifacts/get",
-            json!({"workspaceId": agent.workspace_id, "leaseId": agent.lease_id, "artifactId": ended["artifact"]["id"]}),
-        );
-        let path = PathBuf::from(got["path"].as_str().expect("protected path"));
-        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} bytes");
-    }
-    // A blob the page revoked at once cannot be read: capture_unavailable, never started.
-    let observation = agent.tool("browser.observe", Some(&target), json!({"limit": 50}));
-    let button = crate::support::rig::find_ref(&observation, "button", "Generate and revoke");
-    agent.tool(
-        "browser.click",
-        Some(&target),
-        json!({"observationId": observation["observationId"], "ref": button}),
-    );
-    let unavailable = wait(&mut agent, "revoked blob", &|p| {
-        p["state"] == "capture_unavailable"
-    });
-    assert_eq!(unavailable["reason"], "not_streamable", "{unavailable}");
-    assert_eq!(unavailable["scheme"], "blob");
-    assert_eq!(unavailable["suggestedFilename"], "revoked.txt");
-    let starts = seen
-        .iter()
-        .filter(|e| e["payload"]["state"] == "started")
-        .count();
-    assert_eq!(starts, 4, "one started per captured download: {seen:?}");
-    let landed = engine
-        .private_dirs
-        .iter()
-        .flat_map(|dir| files_named(dir, &["report.csv", "notes.txt"]))
-        .collect::<Vec<_>>();
-    assert!(
-        landed.is_empty(),
-        "downloads landed on the engine: {landed:?}"
-    );
-    agent.bridge.ok(
-        "workspaces/release",
-        json!({"workspaceId": agent.workspace_id}),
-    );
 }
 
 /// A `per_workspace` entry on an engine, taking `max_sessions` Workspaces.
@@ -1257,130 +951,487 @@ fn gapless(home: &TestHome, workspace_id: &Value) -> bool {
     row["n"].as_u64().unwrap() > 0 && row["n"] == row["hi"]
 }
 
+/// One agent of the pool test: its Workspace, every event it polled, and what it showed.
+struct PoolAgent {
+    agent: Agent,
+    name: String,
+    seen: Vec<Value>,
+    output: String,
+    /// The tab of its loop.
+    target: Value,
+}
+
+impl PoolAgent {
+    /// Polls the journal into `seen` until a `download` event's payload satisfies `pred`.
+    fn download_event(&mut self, what: &str, pred: &dyn Fn(&Value) -> bool) -> Value {
+        let mut found = None;
+        let done = wait_until(Duration::from_secs(30), || {
+            self.seen.extend(self.agent.events());
+            found = (self.seen.iter())
+                .filter(|e| e["type"] == "download")
+                .find(|e| pred(&e["payload"]))
+                .cloned();
+            found.is_some()
+        });
+        assert!(
+            done,
+            "{}: no download event {what}: {:?}",
+            self.name, self.seen
+        );
+        found.unwrap()["payload"].clone()
+    }
+
+    /// Clicks the element; returns the payload that ended the download `name` it started.
+    fn click_download(&mut self, target: &Value, role: &str, label: &str, name: &str) -> Value {
+        let observation = (self.agent).tool("browser.observe", Some(target), json!({"limit": 50}));
+        let element = crate::support::rig::find_ref(&observation, role, label);
+        self.agent.tool(
+            "browser.click",
+            Some(target),
+            json!({"observationId": observation["observationId"], "ref": element}),
+        );
+        let started = self.download_event(name, &|p| {
+            p["state"] == "started" && p["suggestedFilename"] == name
+        });
+        let id = started["downloadId"].clone();
+        let ended =
+            self.download_event(name, &|p| p["downloadId"] == id && p["state"] != "started");
+        self.output.push_str(&ended.to_string());
+        ended
+    }
+
+    /// The bytes of a download that ended `completed`, read from its Artifact's protected path.
+    fn downloaded(&mut self, ended: &Value, name: &str) -> Vec<u8> {
+        assert_eq!(ended["state"], "completed", "{name}: {ended}");
+        let artifact = &ended["artifact"];
+        assert_eq!(artifact["kind"], "download");
+        assert_eq!(artifact["fileName"], name);
+        let got = self.agent.bridge.ok(
+            "artifacts/get",
+            json!({"workspaceId": self.agent.workspace_id, "leaseId": self.agent.lease_id, "artifactId": artifact["id"]}),
+        );
+        std::fs::read(got["path"].as_str().expect("protected path")).unwrap()
+    }
+
+    /// The agent's whole loop on its own `/loop/NAME` page: open, observe, click, type,
+    /// capture; an upload of a file whose protected path the engine (uid nobody) cannot read,
+    /// which the page's own `change` handler reads byte for byte; an attachment streamed back
+    /// into a `download` Artifact; and the agent's share (`n % 4`) of the other kinds: a
+    /// `download` link (streamed), a blob and a `data:` link (read from the page), a blob the
+    /// page revoked at once (`capture_unavailable`, `not_streamable`). Returns the file names
+    /// of the downloads that crossed the network.
+    fn run_loop(&mut self, n: usize, port: u16) -> Vec<String> {
+        let name = self.name.clone();
+        let client_dir = tempfile::tempdir().unwrap();
+        let resume = client_dir.path().join(format!("resume-{name}.txt"));
+        let contents = format!("quarterly numbers of {name}");
+        std::fs::write(&resume, &contents).unwrap();
+        let (workspace_id, lease_id) =
+            (self.agent.workspace_id.clone(), self.agent.lease_id.clone());
+        let imported = self.agent.bridge.ok(
+            "artifacts/import",
+            json!({"workspaceId": workspace_id, "leaseId": lease_id, "path": resume}),
+        );
+        let artifact = imported["artifact"]["id"].clone();
+        let got = self.agent.bridge.ok(
+            "artifacts/get",
+            json!({"workspaceId": workspace_id, "leaseId": lease_id, "artifactId": artifact}),
+        );
+        let stored = PathBuf::from(got["path"].as_str().expect("protected path"));
+        assert_eq!(std::fs::read_to_string(&stored).unwrap(), contents);
+        assert!(
+            !nobody_reads(&stored),
+            "the engine's uid can read the Artifact's file: the upload would prove nothing"
+        );
+
+        let url = format!("http://127.0.0.1:{port}/loop/{name}");
+        let opened = self.agent.tool("browser.open", None, json!({"url": url}));
+        self.output.push_str(&opened.to_string());
+        let target = opened["targetId"].clone();
+        self.target = target.clone();
+        let observation = self
+            .agent
+            .tool("browser.observe", Some(&target), json!({"limit": 50}));
+        self.output.push_str(&observation.to_string());
+        let find =
+            |role: &str, label: &str| crate::support::rig::find_ref(&observation, role, label);
+        let (agree, email) = (find("checkbox", "I agree"), find("textbox", "Email"));
+        let clicked = self.agent.tool(
+            "browser.click",
+            Some(&target),
+            json!({"observationId": observation["observationId"], "ref": agree}),
+        );
+        assert_eq!(clicked["evidence"]["status"], "verified", "{clicked}");
+        assert_eq!(clicked["evidence"]["checked"], true);
+        let address = format!("{name}@example.com");
+        let typed = self.agent.tool(
+            "browser.type",
+            Some(&target),
+            json!({"observationId": observation["observationId"], "ref": email, "text": address, "mode": "fill"}),
+        );
+        assert_eq!(typed["evidence"]["status"], "verified", "{typed}");
+        let field = (typed["elements"].as_array().unwrap().iter())
+            .find(|e| e["ref"] == email)
+            .unwrap_or_else(|| panic!("no email field in {typed}"));
+        assert_eq!(field["value"], address.as_str(), "{typed}");
+        let shot = self.agent.tool("browser.capture", Some(&target), json!({}));
+        assert_eq!(shot["artifact"]["kind"], "screenshot");
+        assert_eq!(shot["artifact"]["mimeType"], "image/png");
+        assert!(
+            shot["artifact"]["byteLength"].as_u64().unwrap() > 1000,
+            "{shot}"
+        );
+        self.output.push_str(&shot.to_string());
+
+        // The upload sends the bytes: the engine could not have read the file.
+        let input = (observation["elements"].as_array().unwrap().iter())
+            .find(|e| e["inputType"] == "file")
+            .unwrap_or_else(|| panic!("no file input in {observation}"))["ref"]
+            .clone();
+        let uploaded = self.agent.tool(
+            "browser.upload",
+            Some(&target),
+            json!({"artifactId": artifact, "observationId": observation["observationId"], "ref": input}),
+        );
+        self.output.push_str(&uploaded.to_string());
+        let evidence = &uploaded["evidence"];
+        assert_eq!(evidence["status"], "verified", "{uploaded}");
+        assert_eq!(evidence["fileCount"], 1);
+        assert_eq!(evidence["fileNameMatches"], true);
+        assert!(
+            !uploaded.to_string().contains(stored.to_str().unwrap()),
+            "a path leaked: {uploaded}"
+        );
+        let mut text = String::new();
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                let read =
+                    (self.agent).tool("browser.read", Some(&target), json!({"selector": "#got"}));
+                text = read["text"].as_str().unwrap_or("").to_owned();
+                text.contains('[')
+            }),
+            "the page never saw the file: {text}"
+        );
+        assert_eq!(
+            text.trim(),
+            format!("inputs=1 resume-{name}.txt {} [{contents}]", contents.len())
+        );
+
+        // Downloads: one started each, ended by one of the four states.
+        let attachment = format!("{name}.csv");
+        let ended = self.click_download(&target, "link", "Attachment", &attachment);
+        assert_eq!(self.downloaded(&ended, &attachment), file_body(&attachment));
+        let mut streamed = vec![attachment];
+        let mut starts = 2;
+        match n % 4 {
+            0 => {
+                let plain = format!("{name}.txt");
+                let ended = self.click_download(&target, "link", "Download link", &plain);
+                assert_eq!(self.downloaded(&ended, &plain), file_body(&plain));
+                streamed.push(plain);
+            }
+            1 => {
+                let ended =
+                    self.click_download(&target, "button", "Generate file", "generated.txt");
+                assert_eq!(
+                    self.downloaded(&ended, "generated.txt"),
+                    b"made in the page"
+                );
+            }
+            2 => {
+                let ended = self.click_download(&target, "link", "Data link", "data.txt");
+                assert_eq!(
+                    self.downloaded(&ended, "data.txt"),
+                    b"hello from a data URL"
+                );
+            }
+            _ => {
+                let observation =
+                    self.agent
+                        .tool("browser.observe", Some(&target), json!({"limit": 50}));
+                let button =
+                    crate::support::rig::find_ref(&observation, "button", "Generate and revoke");
+                self.agent.tool(
+                    "browser.click",
+                    Some(&target),
+                    json!({"observationId": observation["observationId"], "ref": button}),
+                );
+                let unavailable =
+                    self.download_event("revoked blob", &|p| p["state"] == "capture_unavailable");
+                assert_eq!(unavailable["reason"], "not_streamable", "{unavailable}");
+                assert_eq!(unavailable["scheme"], "blob");
+                assert_eq!(unavailable["suggestedFilename"], "revoked.txt");
+                starts = 1;
+            }
+        }
+        let started = (self.seen.iter())
+            .filter(|e| e["type"] == "download" && e["payload"]["state"] == "started")
+            .count();
+        assert_eq!(
+            started, starts,
+            "one started per captured download: {:?}",
+            self.seen
+        );
+        let read = self
+            .agent
+            .tool("browser.read", Some(&target), json!({"selector": "#still"}));
+        assert_eq!(read["text"], "still here", "the page stayed: {read}");
+        streamed
+    }
+}
+
+/// Runs `work` for every agent at once, each on a thread of its own; a thread's panic (printed
+/// above) fails the test.
+fn each_at_once<T: Send>(
+    agents: &mut [PoolAgent],
+    work: impl Fn(usize, &mut PoolAgent) -> T + Sync,
+) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let work = &work;
+        let running: Vec<_> = (agents.iter_mut().enumerate())
+            .map(|(n, agent)| scope.spawn(move || work(n, agent)))
+            .collect();
+        (running.into_iter().enumerate())
+            .map(|(n, thread)| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| panic!("agent {n} failed (its panic is above)"))
+            })
+            .collect()
+    })
+}
+
+/// Eight agents on eight Workspaces bound to a `[[pool]]` of two browserless engines (uid
+/// nobody, 4 sessions each), all at once: placement by free capacity (the first connect to
+/// the pool's first entry on the tie, then 4 and 4 however the connects interleave), each
+/// agent's whole loop (`PoolAgent::run_loop`: uploads the engine could not read from disk,
+/// downloads streamed back that never land in the engine's private folders), `browser_busy`
+/// when full, one engine's death reaching only its own four Workspaces while the other four
+/// keep completing Commands with gapless journals, a restart and `browser.connect` restoring
+/// the lost ones on newer sessions, a release freeing its place, no managed page left on either
+/// engine after a Broker SIGKILL, and the token nowhere a host, `bp`, `debug sql` or the trace
+/// log shows.
 #[test]
-fn a_pool_of_two_engines_spreads_per_workspace_sessions_and_one_engines_death_touches_only_its_own()
-{
-    let (mut first, second) = (OwnBrowserless::start(), OwnBrowserless::start());
+fn eight_agents_on_a_pool_of_two_engines_run_the_whole_loop_and_one_engines_death_touches_only_its_own()
+ {
+    let (mut first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(OwnBrowserless::start);
+        let second = scope.spawn(OwnBrowserless::start);
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    for dir in first
+        .engine
+        .private_dirs
+        .iter()
+        .chain(&second.engine.private_dirs)
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(dir).unwrap();
+        assert_eq!(
+            (meta.mode() & 0o777, meta.uid()),
+            (0o700, 65534),
+            "the engine's folders are private to it: {}",
+            dir.display()
+        );
+    }
     let remote = RemoteHome::new();
     write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
-    let fixtures = Fixtures::start();
+    let port = serve_loop_pages();
     remote.write_config(
         &format!(
             "{}\n{}\n[[pool]]\nid = \"farm\"\nbrowsers = [\"a\", \"b\"]\n",
-            per_workspace_entry("a", &first.engine, &remote.token_file, 2),
-            per_workspace_entry("b", &second.engine, &remote.token_file, 2)
+            per_workspace_entry("a", &first.engine, &remote.token_file, 4),
+            per_workspace_entry("b", &second.engine, &remote.token_file, 4)
         ),
         0o600,
     );
-    let mut output = String::new();
     let farm = "browser:remote:farm";
-    let page = |n: usize| format!("/page/agent{n}");
-    let mut agents: Vec<Agent> = (0..4).map(|_| agent_on(&remote.home, farm)).collect();
-    let mut seen: Vec<Vec<Value>> = vec![Vec::new(); 4];
-    let mut targets = Vec::new();
-    let mut generations = Vec::new();
-    for (n, agent) in agents.iter_mut().enumerate() {
+    let page = |n: usize| format!("/loop/agent{n}");
+    let mut agents: Vec<PoolAgent> = (0..8)
+        .map(|n| PoolAgent {
+            agent: agent_on(&remote.home, farm),
+            name: format!("agent{n}"),
+            seen: Vec::new(),
+            output: String::new(),
+            target: Value::Null,
+        })
+        .collect();
+    let mut ninth = agent_on(&remote.home, farm);
+
+    // The first connect meets a tie and takes the pool's first entry; the other seven connect
+    // at once. Then all eight run their loops at once.
+    let connect = |agent: &mut PoolAgent| {
         let started = std::time::Instant::now();
-        let connected = agent.connect();
+        let connected = agent.agent.connect();
         eprintln!(
             "connect to a per_workspace session: {:?}",
             started.elapsed()
         );
-        output.push_str(&connected.to_string());
+        agent.output.push_str(&connected.to_string());
         assert_eq!(connected["browserId"], farm);
         assert_eq!(connected["reused"], false);
-        generations.push(connected["browserConnectionGeneration"].as_u64().unwrap());
-        let opened = agent.tool("browser.open", None, json!({"url": fixtures.url(&page(n))}));
-        targets.push(opened["targetId"].clone());
-    }
-    // Each Workspace has a connection, and generation, of its own.
+        connected["browserConnectionGeneration"].as_u64().unwrap()
+    };
+    let mut generations = vec![connect(&mut agents[0])];
+    generations.extend(each_at_once(&mut agents[1..], |_, agent| connect(agent)));
     let mut distinct = generations.clone();
+    distinct.sort_unstable();
     distinct.dedup();
-    assert_eq!(distinct.len(), 4, "{generations:?}");
-    // Spread by free capacity, ties to the pool's order: a, b, a, b. Each engine runs exactly
-    // its two Workspaces' pages.
-    let on_first = engine_sessions(&first.engine);
-    let on_second = engine_sessions(&second.engine);
-    for n in 0..4 {
-        let (own, other) = match n % 2 {
-            0 => (&on_first, &on_second),
-            _ => (&on_second, &on_first),
-        };
-        assert!(own.contains(&page(n)), "agent {n}: {own}");
-        assert!(!other.contains(&page(n)), "agent {n}: {other}");
-    }
+    assert_eq!(distinct.len(), 8, "a connection each: {generations:?}");
+    let streamed: Vec<String> = each_at_once(&mut agents, |n, agent| agent.run_loop(n, port))
+        .into_iter()
+        .flatten()
+        .collect();
 
-    // A fifth Workspace finds every entry full: retryable, and nobody is evicted.
-    let mut fifth = agent_on(&remote.home, farm);
-    let (code, error) = fifth.tool_err("browser.connect", None, json!({}));
-    output.push_str(&error.to_string());
+    // Each engine runs exactly four of the Workspaces' pages, agent 0's on the first.
+    let (on_first, on_second) = (
+        engine_sessions(&first.engine),
+        engine_sessions(&second.engine),
+    );
+    let (lost, kept): (Vec<usize>, Vec<usize>) = (0..8).partition(|n| on_first.contains(&page(*n)));
+    assert!(
+        lost.contains(&0),
+        "a tie goes to the pool's first entry: {on_first}"
+    );
+    assert_eq!(lost.len(), 4, "4 and 4: {on_first}\n{on_second}");
+    for n in &kept {
+        assert!(on_second.contains(&page(*n)), "agent {n}: {on_second}");
+    }
+    // The streamed downloads never landed in the engines' private folders.
+    let landed = (first
+        .engine
+        .private_dirs
+        .iter()
+        .chain(&second.engine.private_dirs))
+    .flat_map(|dir| files_named(dir, &streamed))
+    .collect::<Vec<_>>();
+    assert!(
+        landed.is_empty(),
+        "downloads landed on an engine: {landed:?}"
+    );
+
+    // A ninth Workspace finds every entry full: retryable, and nobody is evicted.
+    let (code, error) = ninth.tool_err("browser.connect", None, json!({}));
+    remote.assert_never_shown(&error.to_string(), &[BROWSERLESS_TOKEN]);
     assert_eq!(code, "browser_busy", "{error}");
     assert_eq!(error["data"]["retryable"], true);
     assert_eq!(
         error["data"]["context"]["capacity"],
-        json!({"maxSessions": 4, "inUse": 4})
+        json!({"maxSessions": 8, "inUse": 8})
     );
     assert_eq!(error["data"]["remediation"]["action"], "wait_for_release");
-    for (n, agent) in agents.iter_mut().enumerate() {
-        let listed = agent.tabs();
-        assert_eq!(listed.len(), 1, "agent {n} keeps its tab: {listed:?}");
-        seen[n].extend(agent.events());
-    }
 
-    // The first engine dies: its two Workspaces hear of it, the other two run on untouched.
-    first.kill();
-    for n in [0, 2] {
-        let lost = agents[n].wait_event("connection.lost");
-        assert_eq!(lost["browserConnectionGeneration"], generations[n]);
-        let (code, _) = agents[n].tool_err("browser.observe", Some(&targets[n]), json!({}));
-        assert_eq!(code, "browser_disconnected");
-    }
-    for n in [1, 3] {
-        let observed = agents[n].tool("browser.observe", Some(&targets[n]), json!({}));
-        assert_eq!(observed["title"], format!("agent{n}"), "{observed}");
-        let navigated = agents[n].tool(
-            "browser.navigate",
-            Some(&targets[n]),
-            json!({"action": "reload"}),
-        );
-        output.push_str(&navigated.to_string());
-        seen[n].extend(agents[n].events());
-        assert!(gapless(&remote.home, &agents[n].workspace_id), "agent {n}");
-        // Nothing of the other engine's loss, and nothing of a newer connection.
+    // The first engine dies while every agent works: its four hear of it, the other four keep
+    // completing Commands, their journals gapless and without a word of the other's loss.
+    let killed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let killed = &killed;
+        let running: Vec<_> = (agents.iter_mut().enumerate())
+            .map(|(n, agent)| {
+                let on_dead = lost.contains(&n);
+                let generation = generations[n];
+                scope.spawn(move || {
+                    let target = agent.target.clone();
+                    if on_dead {
+                        let lost = agent.agent.wait_event("connection.lost");
+                        assert_eq!(lost["browserConnectionGeneration"], generation);
+                        let (code, _) =
+                            (agent.agent).tool_err("browser.observe", Some(&target), json!({}));
+                        assert_eq!(code, "browser_disconnected");
+                        return;
+                    }
+                    // Round after round, the last one begun after the engine was gone.
+                    loop {
+                        let after_kill = killed.load(std::sync::atomic::Ordering::SeqCst);
+                        let observed =
+                            (agent.agent).tool("browser.observe", Some(&target), json!({}));
+                        assert_eq!(observed["title"], agent.name, "{observed}");
+                        (agent.agent).tool(
+                            "browser.navigate",
+                            Some(&target),
+                            json!({"action": "reload"}),
+                        );
+                        if after_kill {
+                            break;
+                        }
+                    }
+                    agent.seen.extend(agent.agent.events());
+                    assert!(
+                        (agent.seen.iter()).all(|e| e["type"] != "connection.lost"
+                            && e["browserConnectionGeneration"].as_u64().unwrap() <= generation),
+                        "agent {n}: {:?}",
+                        agent.seen
+                    );
+                })
+            })
+            .collect();
+        first.kill();
+        killed.store(true, std::sync::atomic::Ordering::SeqCst);
+        for (n, thread) in running.into_iter().enumerate() {
+            thread
+                .join()
+                .unwrap_or_else(|_| panic!("agent {n} failed (its panic is above)"));
+        }
+    });
+    for n in &kept {
         assert!(
-            seen[n].iter().all(|e| e["type"] != "connection.lost"
-                && e["browserConnectionGeneration"].as_u64().unwrap() <= generations[n]),
-            "agent {n}: {:?}",
-            seen[n]
+            gapless(&remote.home, &agents[*n].agent.workspace_id),
+            "agent {n}"
         );
     }
 
     // The engine comes back: browser.connect gives each lost Workspace a newer session there
     // (the other entry is full).
     first.restart();
-    for n in [0, 2] {
-        let connected = agents[n].connect();
-        let generation = connected["browserConnectionGeneration"].as_u64().unwrap();
-        assert!(generation > generations[n], "{connected}");
-        let restored = agents[n].wait_event("connection.restored");
-        assert_eq!(restored["payload"]["generation"], generation);
-        agents[n].tool("browser.open", None, json!({"url": fixtures.url(&page(n))}));
-        assert!(engine_sessions(&first.engine).contains(&page(n)));
+    let mut lost_agents: Vec<&mut PoolAgent> = (agents.iter_mut().enumerate())
+        .filter(|(n, _)| lost.contains(n))
+        .map(|(_, agent)| agent)
+        .collect();
+    std::thread::scope(|scope| {
+        for agent in lost_agents.iter_mut() {
+            let n: usize = agent.name["agent".len()..].parse().unwrap();
+            let before = generations[n];
+            scope.spawn(move || {
+                let connected = agent.agent.connect();
+                let generation = connected["browserConnectionGeneration"].as_u64().unwrap();
+                assert!(generation > before, "{connected}");
+                let restored = agent.agent.wait_event("connection.restored");
+                assert_eq!(restored["payload"]["generation"], generation);
+                let url = format!("http://127.0.0.1:{port}{}", page(n));
+                agent.agent.tool("browser.open", None, json!({"url": url}));
+            });
+        }
+    });
+    let on_first = engine_sessions(&first.engine);
+    for n in &lost {
+        assert!(on_first.contains(&page(*n)), "agent {n}: {on_first}");
     }
 
     // A release ends its Workspace's session at the engine and frees its place.
-    let released = agents[3].workspace_id.clone();
-    agents[3]
-        .bridge
-        .ok("workspaces/release", json!({"workspaceId": released}));
+    let released = kept[0];
+    let workspace_id = agents[released].agent.workspace_id.clone();
+    (agents[released].agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
     assert!(
         wait_until(Duration::from_secs(15), || !engine_sessions(&second.engine)
-            .contains(&page(3))),
+            .contains(&page(released))),
         "the released Workspace's session ended"
     );
-    fifth.connect();
-    fifth.tool("browser.open", None, json!({"url": fixtures.url(&page(5))}));
-    assert!(engine_sessions(&second.engine).contains(&page(5)));
+    ninth.connect();
+    let url = format!("http://127.0.0.1:{port}{}", page(8));
+    ninth.tool("browser.open", None, json!({"url": url}));
+    assert!(engine_sessions(&second.engine).contains(&page(8)));
+
+    // Nothing the hosts, bp or debug sql show holds the token; the trace log shows CDP, no
+    // token.
+    let mut output: String = agents.iter().map(|agent| agent.output.as_str()).collect();
+    output.push_str(&bp_status(&remote.home));
+    output.push_str(&remote.store_dump());
+    assert!(output.contains(farm));
+    assert!(
+        remote.broker_log().contains("Target.createTarget"),
+        "the trace log shows CDP"
+    );
+    remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
 
     // The Broker is SIGKILLed: its janitors end every session; no managed page stays open on
     // either engine.
@@ -1389,12 +1440,11 @@ fn a_pool_of_two_engines_spreads_per_workspace_sessions_and_one_engines_death_to
     for engine in [&first.engine, &second.engine] {
         assert!(
             wait_until(Duration::from_secs(15), || !engine_sessions(engine)
-                .contains("/page/agent")),
+                .contains("/loop/agent")),
             "the engine still runs a managed page: {}",
             engine_sessions(engine)
         );
     }
-    remote.assert_never_shown(&output, &[BROWSERLESS_TOKEN]);
 }
 
 /// The conformance runner passes against a Workspace bound to the browserless engine

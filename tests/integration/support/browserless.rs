@@ -29,7 +29,7 @@ pub const BROWSERLESS_VERSION: &str = "2.42.0";
 pub const BROWSERLESS_TOKEN: &str = "bl-Engine-9d2f41c7e0Token";
 
 /// Sessions (browsers) the engine runs at once; more connections wait in its queue.
-const CONCURRENT: u32 = 3;
+const CONCURRENT: u32 = 4;
 
 /// uid and gid `nobody`.
 const NOBODY: u32 = 65534;
