@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::browserless::{BROWSERLESS_TOKEN, Browserless, OwnBrowserless};
-use crate::support::chromium::{Fixtures, TempChromium};
+use crate::support::chromium::{Fixtures, OwnCdp, TempChromium};
 use crate::support::rig::Agent;
 use crate::support::*;
 
@@ -239,6 +239,67 @@ fn shared_remote_browser_is_a_candidate_and_drives_a_page_without_leaking_its_to
         "workspaces/release",
         json!({"workspaceId": agent.workspace_id}),
     );
+}
+
+/// On a remote browser only the tabs the Broker created are eligible: a tab another client of
+/// the shared endpoint opened (a direct `Target.createTarget`), like the browser's own first
+/// tab, is not listed to a Workspace of an entry without `list_foreign_tabs`; a Workspace of an
+/// entry on the same endpoint with `list_foreign_tabs = true` lists it as a user tab
+/// (`managed: false`) and may control it.
+#[test]
+fn a_tab_the_broker_did_not_create_on_a_remote_browser_is_listed_only_with_list_foreign_tabs() {
+    let remote = RemoteHome::new();
+    let chromium = TempChromium::start();
+    let fixtures = Fixtures::start();
+    let mut other_client = OwnCdp::connect(&chromium.chromium);
+    other_client.open_user_tab(&fixtures.url("/page/theirs"));
+    other_client.wait_for_document("/page/theirs", "theirs");
+    let open = remote.entry("open", &chromium.ws_url()).replace(
+        "max_sessions = 4\n",
+        "max_sessions = 4\nlist_foreign_tabs = true\n",
+    );
+    let strict = remote.entry("farm", &chromium.ws_url());
+    remote.write_config(&format!("{strict}\n{open}"), 0o600);
+    let is_theirs = |tab: &Value| tab["url"].as_str().unwrap_or("").ends_with("/page/theirs");
+
+    let mut agent = agent_on(&remote.home, "browser:remote:farm");
+    agent.connect();
+    let mine = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/mine")}),
+    )["targetId"]
+        .clone();
+    let listed = agent.tabs();
+    assert_eq!(listed.len(), 1, "only the Broker's own tab: {listed:?}");
+    assert_eq!(listed[0]["targetId"], mine);
+    assert_eq!(listed[0]["managed"], true);
+
+    let mut foreign = agent_on(&remote.home, "browser:remote:open");
+    foreign.connect();
+    let mut listed = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            listed = foreign.tabs();
+            listed.iter().any(is_theirs)
+        }),
+        "list_foreign_tabs lists the other client's tab: {listed:?}"
+    );
+    let theirs = listed.iter().find(|tab| is_theirs(tab)).unwrap();
+    assert_eq!(theirs["managed"], false, "{theirs}");
+    let observed = foreign.tool("browser.observe", Some(&theirs["targetId"]), json!({}));
+    assert_eq!(observed["title"], "theirs", "{observed}");
+
+    // The strict entry's Workspace still sees only its own tab.
+    let listed = agent.tabs();
+    assert!(!listed.iter().any(is_theirs), "{listed:?}");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    for agent in [&mut agent, &mut foreign] {
+        let workspace_id = agent.workspace_id.clone();
+        agent
+            .bridge
+            .ok("workspaces/release", json!({"workspaceId": workspace_id}));
+    }
 }
 
 #[test]
