@@ -1,16 +1,25 @@
 //! The scale bench: 1, 4, 16 and 32 agents on one Broker, each its own `browser-pilot bridge
 //! --stdio`, Principal, Workspace, Lease and tab, looping navigate / observe / click / type /
-//! capture against one Broker-managed headless Chromium (`browser launch --headless` in a
-//! temporary home) and pages served from 127.0.0.1. Per level it prints each operation's p50 and
-//! p99 and the throughput, the CPU time per tool call of Broker + janitor + bridges read from
-//! `/proc` (`stat` for the Broker, janitor, keeper and Chromium; the threads' `schedstat` for
-//! the bridges, which use less than a clock tick each; Chromium's and the keeper's apart), the RSS of our processes sampled every 200 ms,
-//! and the events journaled and notified per call. docs/performance.md ("Scale") has the
-//! command and the latest table.
+//! capture against pages served from 127.0.0.1, on one of these placements: a Broker-managed
+//! headless Chromium (`browser launch --headless` in a temporary home; the default), or remote
+//! browsers of `remote-browsers.toml` (docs/remote.md): one plain headless Chromium as a
+//! `shared` entry, a `[[pool]]` of two such (the Workspaces spread over two browsers), a
+//! browserless engine as a `per_workspace` entry (a browser per Workspace), or a `[[pool]]` of
+//! two browserless engines (the last two need `BROWSER_PILOT_BROWSERLESS_DIR`, as the remote
+//! tests do, and take at most 4 Workspaces per engine). Per level it prints each operation's p50
+//! and p99 and the throughput, the CPU time per tool call of Broker + janitors + bridges read
+//! from `/proc` (`stat` for the Broker, janitors, keeper and browsers; the threads' `schedstat`
+//! for the bridges, which use less than a clock tick each; the browsers' apart: Chromium under
+//! the keeper, each remote Chromium's tree, or each engine's node and the browsers it launched),
+//! the RSS of our processes sampled every 200 ms, and the events journaled and notified per
+//! call. docs/performance.md ("Many agents on one Broker") has the command and the latest
+//! tables.
 //!
-//! `cargo bench --bench scale -- [LEVELS] [SECONDS]`: levels as `1,4,16,32` (the default),
-//! seconds of looping per level (default 20). Run without `--bench` (as `cargo test
-//! --all-targets` does) it runs one agent for one loop, so the bench cannot rot.
+//! `cargo bench --bench scale -- [LEVELS] [SECONDS] [--placement=P]`: levels as `1,4,16,32`
+//! (the default), seconds of looping per level (default 20), P one of `managed` (the default),
+//! `shared`, `pool`, `per-workspace`, `browserless-pool`. Run without `--bench` (as `cargo test
+//! --all-targets` does) it runs one agent for one loop on the managed browser and on the pool of
+//! two plain Chromiums, so the bench cannot rot.
 
 #[path = "../tests/integration/support/mod.rs"]
 #[expect(dead_code, reason = "the bench uses part of the test harness")]
@@ -22,9 +31,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::chromium::Fixtures;
+use support::browserless::{BROWSERLESS_TOKEN, OwnBrowserless};
+use support::chromium::{Fixtures, TempChromium};
 use support::rig::Agent;
-use support::{BIN, TestHome, janitor_pid};
+use support::{BIN, TestHome, janitor_pids};
 
 const OPERATIONS: [&str; 5] = ["navigate", "observe", "click", "type", "capture"];
 
@@ -200,16 +210,20 @@ fn tree_cpu_seconds(root: u32) -> f64 {
 #[derive(Clone, Copy, Default)]
 struct Cpu {
     broker: f64,
-    janitor: f64,
+    janitors: f64,
     bridges: f64,
     keeper: f64,
-    chromium: f64,
+    browsers: f64,
 }
 
 struct Pids {
     broker: u32,
-    janitor: u32,
-    keeper: u32,
+    /// One per browser connection.
+    janitors: Vec<u32>,
+    /// The managed browser's keeper (Chromium runs under it), when the placement is managed.
+    keeper: Option<u32>,
+    /// Remote browsers' roots: a plain Chromium, or an engine's node (its browsers under it).
+    remote_roots: Vec<u32>,
 }
 
 /// CPU seconds of the live threads of a process, in nanoseconds of run time
@@ -231,12 +245,19 @@ fn thread_cpu_seconds(pid: u32) -> f64 {
 }
 
 fn read_cpu(pids: &Pids, bridges: &[u32]) -> Cpu {
+    let remote: f64 = (pids.remote_roots.iter())
+        .map(|root| cpu_seconds(*root, true) + tree_cpu_seconds(*root))
+        .sum();
     Cpu {
         broker: cpu_seconds(pids.broker, false),
-        janitor: cpu_seconds(pids.janitor, false),
+        janitors: pids
+            .janitors
+            .iter()
+            .map(|pid| cpu_seconds(*pid, false))
+            .sum(),
         bridges: bridges.iter().map(|pid| thread_cpu_seconds(*pid)).sum(),
-        keeper: cpu_seconds(pids.keeper, false),
-        chromium: tree_cpu_seconds(pids.keeper),
+        keeper: pids.keeper.map_or(0.0, |pid| cpu_seconds(pid, false)),
+        browsers: pids.keeper.map_or(0.0, tree_cpu_seconds) + remote,
     }
 }
 
@@ -272,12 +293,14 @@ fn journal_head(agent: &mut Agent) -> u64 {
 }
 
 fn run_level(
-    home: &TestHome,
+    browsers: &Browsers,
     fixtures: &Fixtures,
     agents: usize,
     seconds: f64,
     loops: Option<usize>,
 ) {
+    let home = &browsers.home;
+    let browser_id = browsers.browser_id;
     let page = fixtures.url("/gen?n=32");
     // Every seat at once, as agent products would arrive.
     let mut seats: Vec<Seat> = std::thread::scope(|scope| {
@@ -285,7 +308,8 @@ fn run_level(
             .map(|index| {
                 let page = page.clone();
                 scope.spawn(move || {
-                    let mut agent = Agent::with_home(home, &format!("com.example.scale{index}"));
+                    let client = format!("com.example.scale{index}");
+                    let mut agent = Agent::bound(home, &client, browser_id);
                     agent.connect();
                     let target =
                         agent.tool("browser.open", None, json!({"url": page}))["targetId"].clone();
@@ -307,9 +331,11 @@ fn run_level(
     let broker = home.broker_pid().expect("broker pid");
     let pids = Pids {
         broker,
-        janitor: janitor_pid(broker).expect("janitor pid"),
-        keeper: keeper_pid(home).expect("keeper pid"),
+        janitors: janitor_pids(broker),
+        keeper: (browser_id.is_none()).then(|| keeper_pid(home).expect("keeper pid")),
+        remote_roots: browsers.remote_roots(),
     };
+    assert!(!pids.janitors.is_empty(), "the Broker has no janitor");
     let bridges: Vec<u32> = seats.iter().map(|s| s.agent.bridge.child.id()).collect();
     let heads_before: Vec<u64> = seats
         .iter_mut()
@@ -326,7 +352,8 @@ fn run_level(
     let tallies: Vec<(Tally, usize)> = std::thread::scope(|scope| {
         scope.spawn(|| {
             while sampling.load(Ordering::Relaxed) {
-                let ours = rss_kib(pids.broker) + rss_kib(pids.janitor);
+                let janitors: u64 = pids.janitors.iter().map(|pid| rss_kib(*pid)).sum();
+                let ours = rss_kib(pids.broker) + janitors;
                 let bridged: u64 = bridges.iter().map(|pid| rss_kib(*pid)).sum();
                 samples.lock().unwrap().push((ours, bridged));
                 std::thread::sleep(Duration::from_millis(200));
@@ -384,7 +411,8 @@ fn run_level(
     let loops_done: usize = tallies.iter().map(|(_, n)| n).sum();
     let errors: Vec<&String> = tallies.iter().flat_map(|(t, _)| &t.errors).collect();
     println!(
-        "\n== {agents} agent(s): {loops_done} loops, {calls} tool calls in {elapsed:.1} s ({:.1} calls/s); load {load_before} -> {load_after}; errors {}",
+        "\n== {agents} agent(s) on {}: {loops_done} loops, {calls} tool calls in {elapsed:.1} s ({:.1} calls/s); load {load_before} -> {load_after}; errors {}",
+        browsers.placement.name(),
         calls as f64 / elapsed,
         errors.len()
     );
@@ -410,14 +438,15 @@ fn run_level(
     let d = |f: fn(&Cpu) -> f64| f(&cpu_after) - f(&cpu_before);
     let (b, j, g, k, c) = (
         d(|c| c.broker),
-        d(|c| c.janitor),
+        d(|c| c.janitors),
         d(|c| c.bridges),
         d(|c| c.keeper),
-        d(|c| c.chromium),
+        d(|c| c.browsers),
     );
     println!(
-        "CPU per tool call (us): Broker {:.0} + janitor {:.0} + bridges {:.0} = {:.0}; keeper {:.0}; Chromium {:.0}",
+        "CPU per tool call (us): Broker {:.0} + janitors ({}) {:.0} + bridges {:.0} = {:.0}; keeper {:.0}; browsers {:.0}",
         per_call(b),
+        pids.janitors.len(),
         per_call(j),
         per_call(g),
         per_call(b + j + g),
@@ -428,7 +457,7 @@ fn run_level(
     let peak_ours = samples.iter().map(|s| s.0).max().unwrap_or(0);
     let peak_bridges = samples.iter().map(|s| s.1).max().unwrap_or(0);
     println!(
-        "RSS peak (MiB): Broker + janitor {:.1}, bridges {:.1} ({:.1} each), {} samples",
+        "RSS peak (MiB): Broker + janitors {:.1}, bridges {:.1} ({:.1} each), {} samples",
         peak_ours as f64 / 1024.0,
         peak_bridges as f64 / 1024.0,
         peak_bridges as f64 / 1024.0 / agents as f64,
@@ -439,7 +468,8 @@ fn run_level(
         journaled as f64 / calls.max(1) as f64
     );
     println!(
-        "SCALE agents={agents} calls={calls} seconds={elapsed:.2} cpu_broker={b:.3} cpu_janitor={j:.3} cpu_bridges={g:.3} cpu_keeper={k:.3} cpu_chromium={c:.3} rss_broker_janitor_kib={peak_ours} rss_bridges_kib={peak_bridges} journaled={journaled} notified={notified} errors={}",
+        "SCALE placement={} agents={agents} calls={calls} seconds={elapsed:.2} cpu_broker={b:.3} cpu_janitors={j:.3} cpu_bridges={g:.3} cpu_keeper={k:.3} cpu_browsers={c:.3} rss_broker_janitor_kib={peak_ours} rss_bridges_kib={peak_bridges} journaled={journaled} notified={notified} errors={}",
+        browsers.placement.name(),
         errors.len()
     );
     // Release the seats: the tabs close with their Workspaces.
@@ -449,6 +479,157 @@ fn run_level(
         let ws = json!({"workspaceId": seat.agent.workspace_id});
         seat.agent.bridge.ok("workspaces/release", ws);
         seat.agent.bridge.ok("shutdown", json!({}));
+    }
+}
+
+/// Where the agents' Workspaces run.
+#[derive(Clone, Copy, PartialEq)]
+enum Placement {
+    /// The Broker-managed headless Chromium.
+    Managed,
+    /// One plain headless Chromium, a `shared` remote entry.
+    Shared,
+    /// Two plain headless Chromiums, `shared` entries of a `[[pool]]`.
+    Pool,
+    /// A browserless engine, a `per_workspace` entry.
+    PerWorkspace,
+    /// Two browserless engines, `per_workspace` entries of a `[[pool]]`.
+    BrowserlessPool,
+}
+
+impl Placement {
+    const ALL: [Placement; 5] = [
+        Placement::Managed,
+        Placement::Shared,
+        Placement::Pool,
+        Placement::PerWorkspace,
+        Placement::BrowserlessPool,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Placement::Managed => "managed",
+            Placement::Shared => "shared",
+            Placement::Pool => "pool",
+            Placement::PerWorkspace => "per-workspace",
+            Placement::BrowserlessPool => "browserless-pool",
+        }
+    }
+}
+
+/// Sessions one browserless engine runs at once (its test setting).
+const ENGINE_SESSIONS: usize = 4;
+
+/// A home whose Broker reaches the placement's browsers, and those browsers (ended on drop).
+struct Browsers {
+    placement: Placement,
+    home: TestHome,
+    /// The candidate every Workspace is bound to (`None`: the default binding, the managed
+    /// browser).
+    browser_id: Option<&'static str>,
+    /// How many Workspaces the placement takes at once.
+    capacity: Option<usize>,
+    chromiums: Vec<TempChromium>,
+    engines: Vec<OwnBrowserless>,
+    _token_dir: Option<tempfile::TempDir>,
+}
+
+impl Browsers {
+    fn start(placement: Placement) -> Browsers {
+        let mut browsers = Browsers {
+            placement,
+            home: TestHome::new(),
+            browser_id: None,
+            capacity: None,
+            chromiums: Vec::new(),
+            engines: Vec::new(),
+            _token_dir: None,
+        };
+        let entries = match placement {
+            Placement::Managed => {
+                let (code, _, err) = browsers.home.run(BIN, &["browser", "launch", "--headless"]);
+                assert_eq!(code, 0, "browser launch: {err}");
+                return browsers;
+            }
+            Placement::Shared | Placement::Pool => {
+                let count = if placement == Placement::Pool { 2 } else { 1 };
+                browsers.chromiums = (0..count).map(|_| TempChromium::start()).collect();
+                (browsers.chromiums.iter())
+                    .map(|chromium| {
+                        format!(
+                            "endpoint = \"{}\"\nsessions = \"shared\"\n",
+                            chromium.ws_url()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            }
+            Placement::PerWorkspace | Placement::BrowserlessPool => {
+                let count = if placement == Placement::BrowserlessPool {
+                    2
+                } else {
+                    1
+                };
+                browsers.engines = std::thread::scope(|scope| {
+                    let starting: Vec<_> = (0..count)
+                        .map(|_| scope.spawn(OwnBrowserless::start))
+                        .collect();
+                    starting
+                        .into_iter()
+                        .map(|engine| engine.join().unwrap())
+                        .collect()
+                });
+                let dir = tempfile::tempdir().unwrap();
+                let token_file = dir.path().join("engine.token");
+                std::fs::write(&token_file, BROWSERLESS_TOKEN).unwrap();
+                std::fs::set_permissions(
+                    &token_file,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o600),
+                )
+                .unwrap();
+                browsers._token_dir = Some(dir);
+                browsers.capacity = Some(count * ENGINE_SESSIONS);
+                (browsers.engines.iter())
+                    .map(|own| format!(
+                        "endpoint = \"{}?token={{token}}\"\ntoken_file = \"{}\"\nsessions = \"per_workspace\"\nmax_sessions = {ENGINE_SESSIONS}\n",
+                        own.engine.ws_url(),
+                        token_file.display()
+                    ))
+                    .collect()
+            }
+        };
+        let mut config: String = (entries.iter().enumerate())
+            .map(|(n, entry)| format!("[[browser]]\nid = \"b{n}\"\n{entry}\n"))
+            .collect();
+        browsers.browser_id = Some(match entries.len() {
+            1 => "browser:remote:b0",
+            _ => {
+                config.push_str("[[pool]]\nid = \"farm\"\nbrowsers = [\"b0\", \"b1\"]\n");
+                "browser:remote:farm"
+            }
+        });
+        browsers.home = TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "");
+        let file = browsers.home.path().join("remote-browsers.toml");
+        std::fs::write(&file, config).unwrap();
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        browsers
+    }
+
+    /// The remote browsers' root processes.
+    fn remote_roots(&self) -> Vec<u32> {
+        let chromiums = (self.chromiums.iter()).filter_map(|c| c.chromium.child.as_ref());
+        let engines = self.engines.iter().filter_map(|own| own.pid);
+        chromiums
+            .map(std::process::Child::id)
+            .chain(engines)
+            .collect()
+    }
+
+    fn stop(self) {
+        if self.placement == Placement::Managed {
+            let (code, _, err) = self.home.run(BIN, &["browser", "stop"]);
+            assert_eq!(code, 0, "browser stop: {err}");
+        }
     }
 }
 
@@ -466,19 +647,33 @@ fn main() {
     };
     let seconds: f64 = free.get(1).and_then(|s| s.parse().ok()).unwrap_or(20.0);
     let loops = (!benching).then_some(1);
+    let placements: Vec<Placement> = match args.iter().find_map(|a| a.strip_prefix("--placement=")) {
+        Some(name) => vec![
+            *(Placement::ALL.iter())
+                .find(|p| p.name() == name)
+                .unwrap_or_else(|| panic!("--placement is one of managed, shared, pool, per-workspace, browserless-pool")),
+        ],
+        None if benching => vec![Placement::Managed],
+        None => vec![Placement::Managed, Placement::Pool],
+    };
 
-    let home = TestHome::new();
-    let (code, _, err) = home.run(BIN, &["browser", "launch", "--headless"]);
-    assert_eq!(code, 0, "browser launch: {err}");
     let fixtures = Fixtures::start();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    println!(
-        "scale bench: {cores} cores, load average {} at start",
-        load_average()
-    );
-    for agents in levels {
-        run_level(&home, &fixtures, agents, seconds, loops);
+    for placement in placements {
+        let browsers = Browsers::start(placement);
+        println!(
+            "scale bench on {}: {cores} cores, load average {} at start",
+            placement.name(),
+            load_average()
+        );
+        for &agents in &levels {
+            match browsers.capacity {
+                Some(capacity) if agents > capacity => {
+                    println!("\n== {agents} agent(s): skipped, the placement takes {capacity}");
+                }
+                _ => run_level(&browsers, &fixtures, agents, seconds, loops),
+            }
+        }
+        browsers.stop();
     }
-    let (code, _, err) = home.run(BIN, &["browser", "stop"]);
-    assert_eq!(code, 0, "browser stop: {err}");
 }

@@ -462,20 +462,7 @@ fn broken_remote_entries_are_diagnostics_and_a_refused_handshake_names_the_candi
 
 /// A Workspace of a fresh agent bound to `browser_id` and leased; not connected yet.
 fn agent_on(home: &TestHome, browser_id: &str) -> Agent {
-    let mut bridge = home.spawn_bridge();
-    bridge.initialize("com.example.remote", "i1");
-    let ws = bridge.ok("workspaces/create", json!({"browserId": browser_id}));
-    let workspace_id = ws["workspace"]["id"].clone();
-    let lease = bridge.ok(
-        "leases/create",
-        json!({"workspaceId": workspace_id, "ttlMs": TEST_LEASE_TTL_MS}),
-    );
-    Agent {
-        bridge,
-        workspace_id,
-        lease_id: lease["lease"]["id"].clone(),
-        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
-    }
+    Agent::bound(home, "com.example.remote", Some(browser_id))
 }
 
 /// A browserless entry `id` with the token in the query, as the engine expects it.

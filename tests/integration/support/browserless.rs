@@ -75,7 +75,8 @@ impl Browserless {
 pub struct OwnBrowserless {
     pub engine: Browserless,
     scratch: PathBuf,
-    pid: Option<u32>,
+    /// The engine's process (node, the parent of the browsers it launches) while it runs.
+    pub pid: Option<u32>,
 }
 
 impl OwnBrowserless {

@@ -30,7 +30,8 @@ pub fn chromium_path() -> PathBuf {
 
 /// A headless Chromium on a profile directory; killed and reaped on drop.
 pub struct Chromium {
-    child: Option<Child>,
+    /// The browser process while it runs.
+    pub child: Option<Child>,
     pub port: u16,
     pub ws_path: String,
 }

@@ -167,10 +167,17 @@ pub fn pid_alive(pid: u32) -> bool {
 /// The Broker's janitor: the live process whose parent is the Broker `broker` and whose command
 /// line carries the private role argument (a test kills only the janitor of its own Broker).
 pub fn janitor_pid(broker: u32) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
+    janitor_pids(broker).into_iter().next()
+}
+
+/// Every janitor of the Broker `broker` (one per browser connection).
+pub fn janitor_pids(broker: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
         .flatten()
-        .find_map(|entry| {
+        .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // `pid (comm) state ppid ...`; comm may contain spaces, so split after ')'.
@@ -187,6 +194,7 @@ pub fn janitor_pid(broker: u32) -> Option<u32> {
                 .any(|arg| arg == b"--browser-pilot-internal=janitor");
             (is_janitor && parent == broker && pid_alive(pid)).then_some(pid)
         })
+        .collect()
 }
 
 /// One `browser-pilot bridge --stdio` process.

@@ -61,9 +61,19 @@ impl Agent {
 
     /// An agent of a home without a test-owned Chromium (the Broker-managed one, say).
     pub fn with_home(home: &TestHome, client: &str) -> Agent {
+        Agent::bound(home, client, None)
+    }
+
+    /// An agent whose Workspace is created bound to the candidate `browser_id` (`None`: the
+    /// contract's default binding); leased, not connected yet.
+    pub fn bound(home: &TestHome, client: &str, browser_id: Option<&str>) -> Agent {
         let mut bridge = home.spawn_bridge();
         bridge.initialize(client, "i1");
-        let ws = bridge.ok("workspaces/create", json!({}));
+        let params = match browser_id {
+            Some(id) => json!({"browserId": id}),
+            None => json!({}),
+        };
+        let ws = bridge.ok("workspaces/create", params);
         let workspace_id = ws["workspace"]["id"].clone();
         let lease = bridge.ok(
             "leases/create",
