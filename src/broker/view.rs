@@ -5,9 +5,8 @@
 //! rows), `view/frame` (one JPEG of a tab), `handoff/done` (the person pressed Done in the
 //! view, or ran `bp handoff done`), and the take-over: `view/takeover`, `view/input` (the
 //! person's mouse, wheel and keys) and `view/handback`; and recordings: `recording/start` and
-//! `recording/stop`, which stores one self-contained HTML player (`recording.html`: the
-//! frames, and the timeline of the Workspace's Commands and the tab's events, as masked as the
-//! view shows them) as an Artifact of the Workspace.
+//! `recording/stop`, which stores one self-contained HTML player (`tools::store_recording`,
+//! as `browser.recording.stop` does) as an Artifact of the Workspace.
 //!
 //! The reads take the store's reader threads and the session's in-memory registry, never the
 //! writer or a tab's turn, so a view open beside the agents does not slow their requests. What
@@ -22,18 +21,16 @@ use super::connection::ConnectionContext;
 use super::params::{
     HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewInputParams, ViewRegister, ViewTab,
 };
-use crate::artifacts::{ArtifactKind, NewArtifact};
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
 use crate::protocol::redact::redact_url;
 use crate::session::view::{
     FinishError, FrameError, HandoffDone, Interested, MAX_RECORDING_FRAME_BYTES,
-    MAX_RECORDING_FRAMES, RECORDING_INTERVAL, Recording, RecordingError, TakeoverError, ViewInput,
-    finish_handoff, pending_handoffs, register_view_origin,
+    MAX_RECORDING_FRAMES, RECORDING_INTERVAL, TakeoverError, ViewInput, finish_handoff,
+    pending_handoffs, register_view_origin,
 };
 use crate::store::{ViewCommand, ViewWorkspace};
-use crate::tools::artifact_error;
-use crate::version::now_ms;
+use crate::tools::{recording_error, store_recording};
 
 pub async fn register(
     context: &ConnectionContext,
@@ -326,19 +323,6 @@ pub async fn hand_back(context: &ConnectionContext, params: ViewTab) -> Result<V
     Ok(json!({"human": false, "targetId": params.target_id, "evidence": evidence}))
 }
 
-/// The player a recording is stored in: `__RECORDING_JSON__` becomes the recording's data.
-const RECORDING_PLAYER: &str = include_str!("recording.html");
-
-fn recording_error(error: RecordingError) -> RpcError {
-    match error {
-        RecordingError::NotFound => {
-            RpcError::new(ErrorCode::TargetNotFound, "no such tab in this Workspace")
-        }
-        RecordingError::TooMany => RpcError::new(ErrorCode::LimitExceeded, error.to_string()),
-        other => RpcError::invalid_params(other.to_string()),
-    }
-}
-
 /// Starts recording a Workspace's tab.
 pub async fn recording_start(
     context: &ConnectionContext,
@@ -358,116 +342,25 @@ pub async fn recording_start(
     }))
 }
 
-/// Stops recording a Workspace's tab and stores the player as an Artifact of the Workspace.
+/// Stops recording a Workspace's tab and stores the player as an Artifact of the Workspace
+/// (`tools::store_recording`, as `browser.recording.stop` does).
 pub async fn recording_stop(
     context: &ConnectionContext,
     params: ViewTab,
 ) -> Result<Value, RpcError> {
-    let browser = &context.broker.tools.browser;
-    let recording = browser
+    let tools = &context.broker.tools;
+    let recording = tools
+        .browser
         .stop_recording(&params.workspace_id, &params.target_id)
         .await
         .map_err(recording_error)?;
-    let (workspace_id, target_id, since) = (
-        params.workspace_id.clone(),
-        params.target_id.clone(),
-        recording.started_at,
-    );
-    let (commands, events) = context
-        .broker
-        .store
-        .call_read(move |store| {
-            Ok((
-                store.view_commands_since(&workspace_id, since)?,
-                store.view_events_since(&workspace_id, &target_id, since)?,
-            ))
-        })
-        .await?;
-    let timeline = timeline(&commands, &events, recording.stopped_at);
-    let html = recording_html(&params, &recording, &timeline);
-    let new = NewArtifact::new(
+    let stored = store_recording(
+        &context.broker.store,
+        &tools.artifacts,
         &params.workspace_id,
-        ArtifactKind::Recording,
-        "text/html",
-        "browser_data",
-    );
-    let artifact = context
-        .broker
-        .tools
-        .artifacts
-        .create(new, html.into_bytes(), now_ms())
-        .await
-        .map_err(artifact_error)?;
-    Ok(json!({
-        "artifact": artifact.to_json(),
-        "frames": recording.frames.len(),
-        "timeline": timeline.len(),
-        "truncated": recording.truncated,
-    }))
-}
-
-/// The recording's timeline, oldest first: each Command as the view lists it (tool, status,
-/// the evidence's status and action or the error's code) and each event of the tab by its type
-/// (with the URL, redacted, of a navigation). No arguments and no result values: what an agent
-/// typed appears nowhere.
-fn timeline(
-    commands: &[ViewCommand],
-    events: &[crate::store::ViewEvent],
-    until: i64,
-) -> Vec<Value> {
-    let mut entries: Vec<(i64, Value)> = Vec::new();
-    for command in commands {
-        let row = command_json(command);
-        let mut text = vec![command.method.clone(), command.status.clone()];
-        for key in ["status", "action"] {
-            if let Some(word) = row["evidence"][key].as_str() {
-                text.push(word.to_owned());
-            }
-        }
-        if let Some(code) = row["error"]["code"].as_str() {
-            text.push(code.to_owned());
-        }
-        entries.push((
-            command.accepted_at,
-            json!({"at": command.accepted_at, "kind": "command", "text": text.join(" ")}),
-        ));
-    }
-    for event in events.iter().filter(|e| e.timestamp <= until) {
-        let payload: Value = serde_json::from_str(&event.payload_json).unwrap_or(Value::Null);
-        let mut text = event.event_type.clone();
-        if let Some(url) = payload["url"].as_str()
-            && matches!(event.event_type.as_str(), "navigation" | "document.changed")
-        {
-            text.push(' ');
-            text.push_str(&redact_url(url));
-        }
-        entries.push((
-            event.timestamp,
-            json!({"at": event.timestamp, "kind": "event", "text": text}),
-        ));
-    }
-    entries.sort_by_key(|(at, _)| *at);
-    entries.into_iter().map(|(_, entry)| entry).collect()
-}
-
-/// The self-contained player: the data goes into a JSON script element, with `<`, `>` and `&`
-/// escaped so no value can close the element or open markup.
-fn recording_html(params: &ViewTab, recording: &Recording, timeline: &[Value]) -> String {
-    let frames: Vec<Value> = (recording.frames.iter())
-        .map(|frame| json!({"at": frame.at, "data": frame.data}))
-        .collect();
-    let data = json!({
-        "workspaceId": params.workspace_id,
-        "targetId": params.target_id,
-        "startedAt": recording.started_at,
-        "stoppedAt": recording.stopped_at,
-        "truncated": recording.truncated,
-        "frames": frames,
-        "timeline": timeline,
-    })
-    .to_string()
-    .replace('<', "\\u003c")
-    .replace('>', "\\u003e")
-    .replace('&', "\\u0026");
-    RECORDING_PLAYER.replacen("__RECORDING_JSON__", &data, 1)
+        &params.target_id,
+        &recording,
+    )
+    .await?;
+    Ok(stored)
 }

@@ -56,6 +56,8 @@ pub const TOOL_COMMANDS: &[(&str, &str)] = &[
     ("browser.eval", "bp eval"),
     ("browser.wait", "bp wait"),
     ("browser.handoff", "bp handoff ask"),
+    ("browser.recording.start", "bp record start"),
+    ("browser.recording.stop", "bp record stop"),
     ("browser.hover", "bp hover"),
     ("browser.drag", "bp drag"),
     ("browser.console.list", "bp console"),
@@ -501,6 +503,13 @@ pub enum Command {
     /// Save the current tab as PDF (headless browsers only).
     #[command(after_help = "Example: bp pdf page.pdf")]
     Pdf { file: PathBuf },
+    /// Record the current tab (frames and the timeline of Commands and events), then save the
+    /// recording as one HTML file that plays offline.
+    #[command(after_help = "Examples: bp record start\n          bp record stop run.html")]
+    Record {
+        #[command(subcommand)]
+        action: RecordAction,
+    },
     /// Print this Workspace's events (recent ones; --follow keeps waiting for new ones).
     #[command(after_help = "Example: bp events --follow")]
     Events {
@@ -557,6 +566,17 @@ pub enum StorageAction {
         after_help = "Example: bp --allow network.control,profile.write storage load state.json\n\nNeeds network.control, and profile.write because bp's Workspace shares the browser profile\nwith your own tabs: pass --allow network.control,profile.write, or set BP_ALLOW to them."
     )]
     Load { file: PathBuf },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RecordAction {
+    /// Start recording the current tab (`browser.recording.start`).
+    #[command(after_help = "Example: bp record start")]
+    Start,
+    /// Stop recording the current tab and write the recording to FILE (an existing file is
+    /// kept; `browser.recording.stop`).
+    #[command(after_help = "Example: bp record stop run.html")]
+    Stop { file: PathBuf },
 }
 
 #[derive(Subcommand, Debug)]

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::args::{Aim, Cli, Command, DialogAction, DropPoint, HandoffAction, extra_capabilities};
+use super::args::{
+    Aim, Cli, Command, DialogAction, DropPoint, HandoffAction, RecordAction, extra_capabilities,
+};
 use super::commands;
 use super::compat::{Compat, Grants};
 use super::data;
@@ -794,6 +796,45 @@ async fn run_tool_command(
             let printed = compat.tool("browser.pdf", json!({}), Some(&target)).await?;
             let saved = save_artifact(compat, &printed.result["artifact"], Some(&file)).await?;
             print_saved(output, &saved, &printed.result);
+        }
+        Command::Record {
+            action: RecordAction::Start,
+        } => {
+            let (target, _) = compat.current_target().await?;
+            let started = compat
+                .tool("browser.recording.start", json!({}), Some(&target))
+                .await?;
+            output.print(&started.result, |style| {
+                format!(
+                    "{} the current tab ({} frames a second at most): bp record stop FILE\n",
+                    style.green("recording"),
+                    started.result["framesPerSecond"]
+                )
+            });
+        }
+        Command::Record {
+            action: RecordAction::Stop { file },
+        } => {
+            let (target, _) = compat.current_target().await?;
+            let stopped = compat
+                .tool("browser.recording.stop", json!({}), Some(&target))
+                .await?;
+            let saved = save_artifact(compat, &stopped.result["artifact"], Some(&file)).await?;
+            let value = json!({"path": saved, "artifact": {
+                "kind": stopped.result["artifact"]["kind"],
+                "mimeType": stopped.result["artifact"]["mimeType"],
+                "byteLength": stopped.result["artifact"]["byteLength"]},
+                "frames": stopped.result["frames"], "timeline": stopped.result["timeline"],
+                "truncated": stopped.result["truncated"]});
+            output.print(&value, |style| {
+                format!(
+                    "{} {} ({} frames, {} timeline entries)\n",
+                    style.green("saved"),
+                    saved.display(),
+                    value["frames"],
+                    value["timeline"]
+                )
+            });
         }
         Command::Events { follow } => events(compat, output, follow).await?,
         Command::Status

@@ -238,6 +238,14 @@ const MODEL_DESCRIPTIONS: &[(&str, &str)] = &[
         "Let the user act on the tab (captcha, 2FA) in the live view; ends at their Done.",
     ),
     (
+        "browser.recording.start",
+        "Record the tab (frames, tool calls, events) until browser.recording.stop.",
+    ),
+    (
+        "browser.recording.stop",
+        "Stop recording the tab; saves an HTML file that plays it offline.",
+    ),
+    (
         "browser.console.list",
         "Read the page's console messages and errors.",
     ),
@@ -300,16 +308,25 @@ const UNSHOWN_KEYWORDS: &[&str] = &["minLength", "maxLength", "minItems", "maxIt
 /// by `maxTokens`).
 const OBSERVE_SERVER_FILLED: &[&str] = &["maxBytes"];
 
-/// `schema` without [`UNSHOWN_KEYWORDS`], at every depth.
-fn without_bounds(schema: &mut Value) {
+/// The Broker's per-field sensitivity mark, left out of the lean form's input schemas: the
+/// entry's `_meta["browser-pilot/sensitivity"].input` carries the tool's classes, and a model
+/// has no use for the mark.
+const SENSITIVITY_KEYWORD: &str = "x-browser-pilot-sensitivity";
+
+/// `schema` without [`UNSHOWN_KEYWORDS`] (and `also`), at every depth.
+fn without_bounds(schema: &mut Value, also: Option<&str>) {
     match schema {
         Value::Object(object) => {
-            for keyword in UNSHOWN_KEYWORDS {
+            for keyword in UNSHOWN_KEYWORDS.iter().chain(also.as_slice()) {
                 object.remove(*keyword);
             }
-            object.values_mut().for_each(without_bounds);
+            object
+                .values_mut()
+                .for_each(|value| without_bounds(value, also));
         }
-        Value::Array(items) => items.iter_mut().for_each(without_bounds),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|value| without_bounds(value, also)),
         _ => {}
     }
 }
@@ -367,7 +384,8 @@ pub fn mcp_tool(tool: &ToolInfo, tools: &[ToolInfo], structured: bool) -> Value 
             }
         }
     }
-    without_bounds(&mut input_schema);
+    let lean_only = (!structured).then_some(SENSITIVITY_KEYWORD);
+    without_bounds(&mut input_schema, lean_only);
     if let Some(schema) = input_schema.as_object_mut() {
         if let Some(Value::Array(required)) = schema.get_mut("required") {
             required.retain(|name| !SERVER_FILLED.iter().any(|filled| name == filled));
@@ -496,5 +514,29 @@ mod tests {
         assert!(entry["inputSchema"].get("required").is_none(), "{entry}");
         assert!(properties.get("observationId").is_none(), "{entry}");
         assert_eq!(properties["ref"]["description"], REF_DESCRIPTION);
+    }
+
+    #[test]
+    fn only_the_structured_form_keeps_the_fields_sensitivity_marks() {
+        let mut wait = tool("browser.wait", ToolScope::Target, false);
+        wait.input_schema = json!({"type": "object", "properties": {
+            "text": {"type": "string", "description": "t", "x-browser-pilot-sensitivity": ["browser_data"]},
+        }});
+        let lean = mcp_tool(&wait, &[], false);
+        assert!(
+            lean["inputSchema"]["properties"]["text"]
+                .get(SENSITIVITY_KEYWORD)
+                .is_none(),
+            "{lean}"
+        );
+        assert_eq!(
+            lean["_meta"]["browser-pilot/sensitivity"]["output"],
+            json!(["browser_data"])
+        );
+        let structured = mcp_tool(&wait, &[], true);
+        assert_eq!(
+            structured["inputSchema"]["properties"]["text"][SENSITIVITY_KEYWORD],
+            json!(["browser_data"])
+        );
     }
 }

@@ -552,7 +552,7 @@ impl BrowserService {
 }
 
 /// Samples `handle` every `RECORDING_INTERVAL` and once more at `stopped`, keeping frames that
-/// differ from the one before, within the bounds.
+/// differ from the one before, within the bounds, until stopped or until the tab is gone.
 async fn record(
     service: BrowserService,
     handle: TabHandle,
@@ -573,9 +573,12 @@ async fn record(
         if truncated {
             continue;
         }
-        let session = handle.books().view_session.clone();
-        let live = service.live_with_target(&handle.target);
-        let (Some(session), Some(live)) = (session, live) else {
+        // A tab no connection knows any more (closed, or its browser gone) ends the recording
+        // with what it took, freeing its place among the MAX_RECORDINGS.
+        let Some(live) = service.live_with_target(&handle.target) else {
+            break;
+        };
+        let Some(session) = handle.books().view_session.clone() else {
             continue;
         };
         let capture = CaptureScreenshot {

@@ -28,7 +28,10 @@ pub use crate::session::fetch::{
 };
 pub use crate::session::network::{NetFilter, NetRecord};
 pub use crate::session::url_policy::Blocked;
-pub use crate::session::view::{Handoff, open_handoff};
+pub use crate::session::view::{
+    Handoff, MAX_RECORDING_FRAME_BYTES, MAX_RECORDING_FRAMES, RECORDING_INTERVAL, Recording,
+    RecordingError, open_handoff,
+};
 pub use crate::session::{ConnectError, TargetError};
 
 /// Process-wide services a tool may use. Cheap to clone.

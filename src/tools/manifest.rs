@@ -17,7 +17,7 @@ use super::error::ToolError;
 use super::schema::{self, Violation};
 use super::{
     capture, click, console, cookies, dialogs, discover, dropdowns, emulate, eval, frames, gesture,
-    handoff, keys, network, observe, scroll, storage, tabs, typing, upload, wait,
+    handoff, keys, network, observe, recording, scroll, storage, tabs, typing, upload, wait,
 };
 
 /// What a handler returns: the tool's result, or why it failed.
@@ -205,6 +205,7 @@ pub fn manifest() -> &'static [ToolDef] {
         tools.extend(emulate::defs());
         tools.extend(wait::defs());
         tools.extend(handoff::defs());
+        tools.extend(recording::defs());
         tools.extend(gesture::defs());
         tools.extend(console::defs());
         tools.extend(upload::defs());

@@ -369,8 +369,23 @@ fn bp_drives_the_shared_browser_between_invocations() {
     fails(home, cwd, &["screenshot", "page.png"], 1, "export_exists");
     let unnamed = ok(home, cwd, &["screenshot"]);
     assert!(Path::new(unnamed["path"].as_str().unwrap()).starts_with(cwd));
+    ok(home, cwd, &["record", "start"]);
     ok(home, cwd, &["pdf", "page.pdf"]);
     assert_eq!(&std::fs::read(cwd.join("page.pdf")).unwrap()[..5], b"%PDF-");
+    // The recording spans invocations; stopping it writes the player where the user asked.
+    let recorded = ok(home, cwd, &["record", "stop", "run.html"]);
+    assert_eq!(recorded["artifact"]["kind"], "recording", "{recorded}");
+    assert!(recorded["frames"].as_u64().unwrap() >= 1, "{recorded}");
+    let player = std::fs::read_to_string(cwd.join("run.html")).unwrap();
+    assert!(player.starts_with("<!doctype html>"), "{recorded}");
+    assert!(player.contains("browser.pdf completed"), "{recorded}");
+    fails(
+        home,
+        cwd,
+        &["record", "stop", "again.html"],
+        1,
+        "invalid_params",
+    );
 
     // History: follow the nav link, back, forward, reload.
     let fresh = ok(home, cwd, &["observe"]);

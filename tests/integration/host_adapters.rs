@@ -1467,6 +1467,8 @@ fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref
         opened.contains(&format!("\"Checkout - Small Form\" {url}")),
         "{opened}"
     );
+    // The run is recorded; browser_recording_stop at the end saves the player as a file.
+    lean.text("browser_recording_start", json!({}));
     let (text, result) = lean.text("browser_observe", json!({}));
     assert_eq!(
         result["_meta"]["browser-pilot/sensitivity"]["output"],
@@ -1605,6 +1607,23 @@ fn mcp_lean_observation_shows_every_control_of_the_checkout_page_with_a_live_ref
     assert_result_covers_changes(&after_click, &filled, &lean_lines(&after_fill));
     let (status, _) = lean.text("browser_read", json!({"selector": "#status"}));
     assert!(status.contains("coupon-length=20"), "{status}");
+    let (_, stopped) = lean.text("browser_recording_stop", json!({}));
+    let link = (stopped["content"].as_array().unwrap().iter())
+        .find(|c| c["type"] == "resource_link")
+        .unwrap_or_else(|| panic!("no file: {stopped}"))
+        .clone();
+    assert_eq!(link["mimeType"], "text/html", "{stopped}");
+    let path = link["uri"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("file://")
+        .unwrap();
+    let player = std::fs::read_to_string(path).unwrap();
+    assert!(player.contains("browser.type completed"), "{stopped}");
+    assert!(
+        !player.contains("ABCDEFGHIJKLMNOPQRST"),
+        "no typed value in the recording"
+    );
     lean.end();
 }
 

@@ -250,6 +250,20 @@ fn every_tool_has_a_real_example() {
         Some(&target),
         json!({"printBackground": true}),
     );
+    // A recording of the tab while the agent reads it, stored as the Workspace's Artifact.
+    record(
+        &mut agent,
+        "browser.recording.start",
+        Some(&target),
+        json!({}),
+    );
+    agent.tool("browser.read", Some(&target), json!({"selector": "h1"}));
+    record(
+        &mut agent,
+        "browser.recording.stop",
+        Some(&target),
+        json!({}),
+    );
     // Waits, gestures and the console on the board fixture (tests/integration/actions18.rs goes deeper).
     let board = agent.tool(
         "browser.open",

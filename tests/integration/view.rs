@@ -553,6 +553,23 @@ fn a_recording_of_an_agent_run_plays_offline_without_the_typed_password() {
     let tab = json!({"workspaceId": agent.workspace_id, "targetId": target}).to_string();
     let (status, body) = post(port, "/api/recording/start", &own, &header, &tab);
     assert_eq!(status, 200, "{body}");
+    // One recording per tab, whoever started it: the agent's own start is refused meanwhile.
+    let (code, refused) = agent.tool_err("browser.recording.start", Some(&target), json!({}));
+    assert_eq!(code, "invalid_params", "{refused}");
+    // The person's recording from the view is the Workspace's Artifact too.
+    let (status, body) = post(port, "/api/recording/stop", &own, &header, &tab);
+    assert_eq!(status, 200, "{body}");
+    let by_person: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(by_person["artifact"]["kind"], "recording", "{by_person}");
+    assert_eq!(
+        by_person["artifact"]["workspaceId"], agent.workspace_id,
+        "{by_person}"
+    );
+
+    // The agent records its own run through the bridge.
+    let started = agent.tool("browser.recording.start", Some(&target), json!({}));
+    assert_eq!(started["recording"], true, "{started}");
+    assert_eq!(started["framesPerSecond"], 2, "{started}");
 
     // A short agent run: type a password, press the button.
     let observation = agent.tool("browser.observe", Some(&target), json!({}));
@@ -570,9 +587,7 @@ fn a_recording_of_an_agent_run_plays_offline_without_the_typed_password() {
         json!({"observationId": observation_id, "ref": button}),
     );
 
-    let (status, body) = post(port, "/api/recording/stop", &own, &header, &tab);
-    assert_eq!(status, 200, "{body}");
-    let stopped: Value = serde_json::from_str(&body).unwrap();
+    let stopped = agent.tool("browser.recording.stop", Some(&target), json!({}));
     assert_eq!(stopped["artifact"]["kind"], "recording", "{stopped}");
     assert_eq!(stopped["artifact"]["mimeType"], "text/html", "{stopped}");
     let frames = stopped["frames"].as_u64().unwrap();
