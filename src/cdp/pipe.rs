@@ -1,6 +1,6 @@
 //! The janitor pipe's own messages: the status lines the janitor prints on its stdout
 //! (`connected`, `failed`, `disconnected`) and the control line the Broker writes to its stdin
-//! (`adopt`, `close`), as ONE typed enum both ends serialize and decode, and the bound on a pipe line.
+//! (`adopt`, `disown`, `close`), as ONE typed enum both ends serialize and decode, and the bound on a pipe line.
 //! Every other line on the pipe is one CDP message. A line is a `JanitorLine` when it is a JSON
 //! object with a top-level `janitor` key (CDP messages never have one); it is never
 //! recognised by its text. No I/O here.
@@ -33,8 +33,19 @@ pub enum JanitorLine {
     /// Janitor -> Broker, last line: the WebSocket closed.
     Disconnected,
     /// Broker -> janitor: close this target too when the Broker goes away (a tab the Broker
-    /// created under an earlier janitor that died). Never forwarded to Chromium.
+    /// created under an earlier janitor that died, or the launched browser's start tab a
+    /// Workspace adopted). With `start`, it is that start tab: the janitor opens a blank tab
+    /// before closing it, so a headed browser never loses its last window to the clean-up.
+    /// Never forwarded to Chromium.
     Adopt {
+        #[serde(rename = "targetId", serialize_with = "command::target_id")]
+        target_id: TargetId,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        start: bool,
+    },
+    /// Broker -> janitor: leave this target open when the Broker goes away (the blank tab the
+    /// Broker put in place of an adopted start tab). Never forwarded to Chromium.
+    Disown {
         #[serde(rename = "targetId", serialize_with = "command::target_id")]
         target_id: TargetId,
     },
@@ -167,8 +178,22 @@ mod tests {
             (
                 JanitorLine::Adopt {
                     target_id: TargetId::new("R1"),
+                    start: false,
                 },
                 json!({"janitor": "adopt", "targetId": "R1"}),
+            ),
+            (
+                JanitorLine::Adopt {
+                    target_id: TargetId::new("S1"),
+                    start: true,
+                },
+                json!({"janitor": "adopt", "targetId": "S1", "start": true}),
+            ),
+            (
+                JanitorLine::Disown {
+                    target_id: TargetId::new("B1"),
+                },
+                json!({"janitor": "disown", "targetId": "B1"}),
             ),
             (JanitorLine::Close, json!({"janitor": "close"})),
         ];

@@ -2,8 +2,9 @@
 //! `Target.createTarget` (request id remembered, `result.targetId` read from
 //! the matching response), popups whose `openerId` is already managed, and
 //! targets the Broker hands over with a private `JanitorLine::Adopt` line
-//! (tabs it created under an earlier janitor that died; that line is never
-//! forwarded to Chromium). And which browser contexts it may dispose: exactly
+//! (tabs it created under an earlier janitor that died, and the launched
+//! browser's start tab a Workspace adopted; that line is never forwarded to
+//! Chromium). And which browser contexts it may dispose: exactly
 //! those made by a proxied `Target.createBrowserContext` (read from its
 //! response the same way) and not yet disposed by a proxied
 //! `Target.disposeBrowserContext`; never the default context, never one another
@@ -49,6 +50,9 @@ pub(super) enum PrivateCall {
     DiscoverTargets,
     CloseTarget(TargetId),
     DisposeContext(BrowserContextId),
+    /// A blank tab put in place of an adopted start tab before the clean-up closes it (a
+    /// headed browser exits with its last window); never tracked, so never closed.
+    OpenBlank,
 }
 
 /// Whether a Broker line goes on to Chromium.
@@ -72,6 +76,8 @@ pub(super) enum Verdict {
 #[derive(Default)]
 pub(super) struct Tracker {
     managed: HashSet<TargetId>,
+    /// The managed targets that are the launched browser's adopted start tab.
+    start_tabs: HashSet<TargetId>,
     pending_creates: HashSet<u64>,
     /// Browser contexts made through this janitor and not disposed since.
     contexts: HashSet<BrowserContextId>,
@@ -121,13 +127,22 @@ struct PeekTargetInfo {
 
 impl Tracker {
     /// Notes a Broker line and says whether it goes on to Chromium. Only
-    /// `Target.createTarget`, `Target.createBrowserContext`,
+    /// `Target.createTarget`, `Target.closeTarget`, `Target.createBrowserContext`,
     /// `Target.disposeBrowserContext` and the private control line matter;
     /// other lines are not parsed.
     pub(super) fn on_outbound(&mut self, line: &str) -> Outbound {
         if let Some(control) = JanitorLine::from_line(line) {
             match control {
-                Ok(JanitorLine::Adopt { target_id }) => self.adopt(target_id),
+                Ok(JanitorLine::Adopt { target_id, start }) => {
+                    if start && self.start_tabs.len() < MAX_MANAGED_TARGETS {
+                        self.start_tabs.insert(target_id.clone());
+                    }
+                    self.adopt(target_id);
+                }
+                Ok(JanitorLine::Disown { target_id }) => {
+                    self.managed.remove(&target_id);
+                    self.start_tabs.remove(&target_id);
+                }
                 Ok(JanitorLine::Close) => return Outbound::Close,
                 _ => tracing::warn!("ignoring an unknown janitor control line"),
             }
@@ -135,6 +150,7 @@ impl Tracker {
         }
         if ![
             CreateTarget::METHOD,
+            CloseTarget::METHOD,
             CreateBrowserContext::METHOD,
             DisposeBrowserContext::METHOD,
         ]
@@ -166,6 +182,13 @@ impl Tracker {
                         id,
                         "too many pending createBrowserContext calls; not tracking"
                     ),
+                }
+            }
+            (Some(_), Some(CloseTarget::METHOD)) => {
+                // The Broker closes an adopted start tab only after it put a blank tab in its
+                // place: the clean-up need not, even before the close is confirmed.
+                if let Some(target) = peek.params.and_then(|params| params.target_id) {
+                    self.start_tabs.remove(&target);
                 }
             }
             (Some(_), Some(DisposeBrowserContext::METHOD)) => {
@@ -223,6 +246,7 @@ impl Tracker {
             (None, Some(TargetDestroyed::METHOD)) => {
                 if let Some(target_id) = peek.params.and_then(|params| params.target_id) {
                     self.managed.remove(&target_id);
+                    self.start_tabs.remove(&target_id);
                 }
             }
             _ => {}
@@ -259,6 +283,15 @@ impl Tracker {
                     browser_context_id: context.clone(),
                 },
             ),
+            PrivateCall::OpenBlank => request_line(
+                id,
+                &CreateTarget {
+                    url: "about:blank".to_owned(),
+                    new_window: false,
+                    focus: Some(false),
+                    browser_context_id: None,
+                },
+            ),
         };
         self.private_pending.insert(id, call);
         line
@@ -281,15 +314,23 @@ impl Tracker {
     /// The private requests of the cleanup at the Broker's death: dispose every context the
     /// Broker made (which closes its pages), then close every managed target (those of the
     /// default context; one already closed with its context answers an error, which is fine).
+    /// When an adopted start tab is among them, a blank tab opens first (the browser handles
+    /// one connection's commands in order), so the browser keeps a page.
     pub(super) fn cleanup_requests(&mut self) -> Vec<String> {
         let contexts = self.contexts();
         let targets = self.managed_targets();
+        let blank = (self
+            .start_tabs
+            .iter()
+            .any(|target| self.managed.contains(target)))
+        .then_some(PrivateCall::OpenBlank);
         tracing::debug!(
             n_contexts = contexts.len(),
             n_targets = targets.len(),
             "disposing contexts and closing managed targets"
         );
-        let calls = (contexts.into_iter().map(PrivateCall::DisposeContext))
+        let calls = (blank.into_iter())
+            .chain(contexts.into_iter().map(PrivateCall::DisposeContext))
             .chain(targets.into_iter().map(PrivateCall::CloseTarget));
         calls.map(|call| self.private_request(call)).collect()
     }
@@ -361,6 +402,61 @@ mod tests {
             tracker.on_outbound(r#"{"id":3,"method":"Page.enable","params":{}}"#),
             Outbound::Forward
         );
+    }
+
+    #[test]
+    fn an_adopted_start_tab_is_replaced_by_an_untracked_blank_tab_before_it_closes() {
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(r#"{"janitor":"adopt","targetId":"M1"}"#);
+        // Without a start tab, the clean-up only closes.
+        let plain = tracker.cleanup_requests();
+        assert_eq!(plain.len(), 1);
+        assert!(plain[0].contains("Target.closeTarget"), "{plain:?}");
+
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(r#"{"janitor":"adopt","targetId":"S1","start":true}"#);
+        tracker.on_outbound(r#"{"janitor":"adopt","targetId":"M1"}"#);
+        let lines = tracker.cleanup_requests();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        let first: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(first["method"], "Target.createTarget");
+        assert_eq!(first["params"]["url"], "about:blank");
+        assert_eq!(first["params"]["focus"], false);
+        assert!(lines[1..].iter().all(|l| l.contains("Target.closeTarget")));
+        // The blank tab's reply is the janitor's own: it is not forwarded and never managed.
+        let id = first["id"].as_u64().unwrap();
+        assert_eq!(
+            tracker.on_inbound(&format!(r#"{{"id":{id},"result":{{"targetId":"B1"}}}}"#)),
+            Verdict::Private(PrivateCall::OpenBlank)
+        );
+        assert_eq!(tracker.managed_targets(), vec![target("M1"), target("S1")]);
+
+        // The Broker's own replacement blank tab is left open.
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(
+            r#"{"id":4,"method":"Target.createTarget","params":{"url":"about:blank"}}"#,
+        );
+        tracker.on_inbound(r#"{"id":4,"result":{"targetId":"B2"}}"#);
+        assert_eq!(tracker.managed_targets(), vec![target("B2")]);
+        assert_eq!(
+            tracker.on_outbound(r#"{"janitor":"disown","targetId":"B2"}"#),
+            Outbound::Control
+        );
+        assert!(tracker.managed_targets().is_empty());
+
+        // Nor one the Broker is closing (it put the blank tab in place itself).
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(r#"{"janitor":"adopt","targetId":"S1","start":true}"#);
+        tracker.on_outbound(r#"{"id":5,"method":"Target.closeTarget","params":{"targetId":"S1"}}"#);
+        let lines = tracker.cleanup_requests();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("Target.closeTarget"));
+
+        // A start tab that is gone already needs no replacement.
+        let mut tracker = Tracker::default();
+        tracker.on_outbound(r#"{"janitor":"adopt","targetId":"S1","start":true}"#);
+        tracker.on_inbound(r#"{"method":"Target.targetDestroyed","params":{"targetId":"S1"}}"#);
+        assert!(tracker.cleanup_requests().is_empty());
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! browser events into journaled Workspace events.
 //!
 //! It never opens a WebSocket (the janitor does), never writes SQL text, and never closes a tab
-//! it did not create for a Workspace.
+//! it did not create for a Workspace, save the start tab of a browser the project launched
+//! once a Workspace adopted it (`start_tab`).
 
 pub mod activity;
 pub mod background;
@@ -20,6 +21,7 @@ mod pump;
 mod refs;
 mod registry;
 mod service;
+mod start_tab;
 mod tab;
 pub mod url_policy;
 pub mod view;

@@ -180,6 +180,19 @@ impl Registry {
             .or_insert_with(|| target.clone());
     }
 
+    /// Whether `target` is an ordinary page with no opener whose URL `blank` accepts, that no
+    /// Workspace manages or controls and the person at the live view does not hold.
+    pub fn is_free_blank_page(&self, target: &TargetId, blank: impl Fn(&str) -> bool) -> bool {
+        self.tabs.get(target).is_some_and(|entry| {
+            is_ordinary_page(entry)
+                && blank(&entry.url)
+                && entry.opener.is_none()
+                && entry.managed_by.is_none()
+                && entry.controller.is_none()
+                && !entry.human
+        })
+    }
+
     pub fn has_window(&self, workspace_id: &str) -> bool {
         self.windows
             .get(workspace_id)

@@ -66,6 +66,9 @@ struct Owned {
     /// The Workspace was released while no connection could close the tab: close it on the
     /// next connection.
     released: bool,
+    /// It is the launched browser's start tab (`start_tab`): a blank tab takes its place when
+    /// it closes.
+    start: bool,
 }
 
 /// Sessions an entry without `max_sessions` takes before it counts as full (the config's own
@@ -157,9 +160,20 @@ pub struct Live {
     /// Whether tabs the Broker did not create are eligible (listed, controllable): always on a
     /// local browser; on a remote one only when its entry sets `list_foreign_tabs`.
     foreign_tabs: bool,
+    /// The launched browser's start tab, until a Workspace's first managed navigation claims
+    /// it (`start_tab`); never set on a browser the Broker attached to.
+    pub(super) start_tab: Arc<super::start_tab::StartTab>,
 }
 
 impl Live {
+    /// Sends a private control line to the janitor.
+    pub(super) async fn janitor_send(
+        &self,
+        line: String,
+    ) -> Result<(), mpsc::error::SendError<String>> {
+        self.janitor.send(line).await
+    }
+
     /// Runs `f` on this connection's tabs.
     pub(super) fn with_tabs<T>(&self, f: impl FnOnce(&mut pump::Tabs) -> T) -> T {
         f(&mut self.tabs.lock().expect("tabs lock"))
@@ -749,7 +763,7 @@ impl BrowserService {
             .expect("auth lock")
             .insert(browser_id.to_owned(), AuthorizationState::Authorized);
         let generation = self.inner.generations.mint();
-        let live = Live {
+        let mut live = Live {
             key: key.clone(),
             browser_id: browser_id.to_owned(),
             client: client.clone(),
@@ -759,7 +773,10 @@ impl BrowserService {
             contexts: Arc::default(),
             foreign_tabs: (candidate.remote_endpoint())
                 .is_none_or(|remote| remote.list_foreign_tabs),
+            start_tab: Arc::default(),
         };
+        // Only the browser the project launched (its keeper's pipe) offers its start tab.
+        let launched = candidate.managed && matches!(endpoint, browser::Endpoint::Keeper { .. });
         let mut orphans = Vec::new();
         // Pages attach as sessions the pump offers to their tabs; new ones wait paused until
         // the pump set up (a managed popup) or released them (docs/network.md, "Popups"). Asked
@@ -777,6 +794,9 @@ impl BrowserService {
                         tabs.registry.upsert(info);
                     }
                 });
+                if launched {
+                    live.start_tab = super::start_tab::StartTab::from_inventory(&targets);
+                }
                 orphans = self.recover_owned(&live, &targets).await;
             }
             Err(error) => tracing::warn!(%error, "initial target inventory failed"),
@@ -973,6 +993,7 @@ impl BrowserService {
             live.with_tabs(|tabs| tabs.registry.adopt_recovered(&target, &record.workspace_id));
             let line = JanitorLine::Adopt {
                 target_id: target.clone(),
+                start: record.start,
             }
             .to_line();
             if live.janitor.send(line).await.is_err() {
@@ -988,6 +1009,15 @@ impl BrowserService {
 
     /// Remembers a target created (or adopted as a popup) for a Workspace on its connection.
     pub(super) fn note_owned(&self, target: &TargetId, workspace_id: &str) {
+        self.record_owned(target, workspace_id, false);
+    }
+
+    /// Remembers the launched browser's start tab as adopted by a Workspace.
+    pub(super) fn note_owned_start(&self, target: &TargetId, workspace_id: &str) {
+        self.record_owned(target, workspace_id, true);
+    }
+
+    fn record_owned(&self, target: &TargetId, workspace_id: &str, start: bool) {
         let Some(live) = self.live_of(workspace_id) else {
             return;
         };
@@ -1002,8 +1032,20 @@ impl BrowserService {
                 key: live.key,
                 workspace_id: workspace_id.to_owned(),
                 released: false,
+                start,
             },
         );
+    }
+
+    /// Before a Workspace closes its managed tab: when it is the adopted start tab, a blank
+    /// tab takes its place (`start_tab`).
+    pub async fn before_closing(&self, target: &TargetId) {
+        let start = (self.inner.owned.lock().expect("owned lock"))
+            .get(target)
+            .is_some_and(|record| record.start);
+        if let Some(live) = self.live_with_target(target).filter(|_| start) {
+            self.replace_start_tab(&live).await;
+        }
     }
 
     /// Forgets a target that was destroyed.
@@ -1365,11 +1407,15 @@ impl BrowserService {
         if let Some(live) = &live {
             super::choosers::stop_intercepting(&live.client, &controlled).await;
         }
+        let mut starts = Vec::new();
         {
             let mut owned = self.inner.owned.lock().expect("owned lock");
             for (target, record) in owned.iter_mut() {
                 if record.workspace_id == workspace_id {
                     record.released = true;
+                    if record.start {
+                        starts.push(target.clone());
+                    }
                     if !managed.contains(target) {
                         managed.push(target.clone());
                     }
@@ -1383,6 +1429,9 @@ impl BrowserService {
         self.inner.generations.forget(workspace_id);
         let Some(live) = live else { return };
         for target in managed {
+            if starts.contains(&target) {
+                self.replace_start_tab(&live).await;
+            }
             if let Err(error) = live
                 .client
                 .close_target(&target, Duration::from_secs(5))

@@ -385,6 +385,11 @@ impl TabHandle {
         self.queue.books().auto_session = Some(session);
     }
 
+    /// The session auto-attach offered and nobody set up yet, left offered.
+    pub fn offered_session(&self) -> Option<SessionId> {
+        self.queue.books().auto_session.clone()
+    }
+
     /// Withdraws an offered session that detached.
     pub fn withdraw_session(&self, session: &SessionId) {
         let mut books = self.queue.books();

@@ -312,16 +312,27 @@ async fn open(
         ),
         false => None,
     };
-    // Every managed tab opens as the front tab of a window of its own, shown without being
-    // activated: the user's window keeps the focus, and the tab renders, so it can be captured
-    // at once (docs/cdp.md "Background driving"). Create blank, then navigate through the
-    // tab's own session: `Page.navigate` answers at commit, so the load wait below reads the
-    // new document, never the initial about:blank.
-    let target = client
-        .create_background_window("about:blank", context.as_ref(), CALL_TIMEOUT)
-        .await?;
-    let opaque =
-        (env.browser).adopt_created(&target, &url, workspace_id, lease_id, context.as_ref());
+    // On a browser the project launched, the first managed navigation of a Workspace in the
+    // profile takes the untouched start tab as its dedicated window (docs/architecture.md,
+    // "The start tab"); an isolated Workspace's tabs are always its context's own.
+    let adopted = match isolated {
+        true => None,
+        false => env.browser.adopt_start_tab(workspace_id, lease_id).await,
+    };
+    let opaque = match adopted {
+        Some(opaque) => opaque,
+        None => {
+            // Every other managed tab opens as the front tab of a window of its own, shown
+            // without being activated: the user's window keeps the focus, and the tab renders,
+            // so it can be captured at once (docs/cdp.md "Background driving"). Create blank,
+            // then navigate through the tab's own session: `Page.navigate` answers at commit,
+            // so the load wait below reads the new document, never the initial about:blank.
+            let target = client
+                .create_background_window("about:blank", context.as_ref(), CALL_TIMEOUT)
+                .await?;
+            (env.browser).adopt_created(&target, &url, workspace_id, lease_id, context.as_ref())
+        }
+    };
     let mut attached = Emit::new(
         workspace_id,
         "target.attached",
@@ -559,6 +570,7 @@ async fn tabs_close(
     env.browser
         .downloads_tab_released(workspace_id, opaque)
         .await;
+    env.browser.before_closing(tab.target()).await;
     let closed = tab.calls().close_target(tab.target(), CALL_TIMEOUT).await?;
     Ok(json!({"targetId": scope.target_id, "closed": closed}))
 }

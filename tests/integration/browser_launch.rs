@@ -1,5 +1,6 @@
 //! Process tests of `browser-pilot browser launch|stop` against the real
-//! headless Chromium, each with its own temporary `BROWSER_PILOT_HOME`.
+//! headless Chromium, each with its own temporary `BROWSER_PILOT_HOME`, and of the launched
+//! browser's start tab as the first Workspace's dedicated window.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -9,7 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::support;
+use support::chromium::Fixtures;
+use support::rig::Agent;
+use support::{TestHome, unsafe_kill, wait_until};
 
 fn require_chromium() {
     let path = std::env::var_os("BROWSER_PILOT_CHROMIUM")
@@ -372,4 +378,141 @@ fn an_attach_behind_many_silent_connections_waits_its_turn() {
     let mut line = String::new();
     BufReader::new(&attach).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), r#"{"keeper":"attached"}"#);
+}
+
+/// An agent of `home` whose Workspace is isolated (`isolation: "context"`).
+fn isolated_agent(home: &TestHome, client: &str) -> Agent {
+    let mut bridge = home.spawn_bridge();
+    bridge.ok(
+        "initialize",
+        support::initialize_params(client, "i1", (1, 1)),
+    );
+    let ws = bridge.ok("workspaces/create", json!({"isolation": "context"}));
+    let workspace_id = ws["workspace"]["id"].clone();
+    let lease = bridge.ok(
+        "leases/create",
+        json!({"workspaceId": workspace_id, "ttlMs": support::TEST_LEASE_TTL_MS}),
+    );
+    Agent {
+        bridge,
+        workspace_id,
+        lease_id: lease["lease"]["id"].clone(),
+        cursor: ws["eventCursor"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// The one tab `agent` lists, asserting there is exactly one.
+fn only_tab(agent: &mut Agent) -> Value {
+    let tabs = agent.tabs();
+    assert_eq!(tabs.len(), 1, "{tabs:?}");
+    tabs[0].clone()
+}
+
+/// On a browser the project launched, the first managed navigation of a Workspace in the
+/// profile takes the untouched start tab as its dedicated window (no new target); an isolated
+/// Workspace never does, nor does any later Workspace; releasing the Workspace closes the tab
+/// with a blank tab left in its place and the browser running; the janitor's clean-up after a
+/// Broker SIGKILL does the same for an adopted start tab.
+#[test]
+fn the_first_workspace_adopts_the_untouched_start_tab_of_a_launched_browser() {
+    require_chromium();
+    let home = TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "");
+    let fixtures = Fixtures::start();
+    let _stop = StopOnDrop(home.path());
+    let launched = json_stdout(&run(home.path(), &["browser", "launch", "--headless"]));
+    assert_eq!(launched["state"], "ready");
+    let browser = browser_pid(home.path());
+
+    // An isolated Workspace navigates first: its tab is its context's own, never the start tab.
+    let mut isolated = isolated_agent(&home, "com.example.isolated");
+    isolated.connect();
+    let mut alice = Agent::with_home(&home, "com.example.alice");
+    alice.connect();
+    let start = only_tab(&mut alice);
+    assert_eq!(start["url"], "about:blank", "{start}");
+    assert_eq!(start["managed"], false, "{start}");
+    let secret_url = fixtures.url("/page/isolated-first");
+    let opened = isolated.tool("browser.open", None, json!({"url": secret_url}));
+    assert_eq!(opened["isolated"], true, "{opened}");
+    let still = only_tab(&mut alice);
+    assert_eq!(still["targetId"], start["targetId"], "{still}");
+    assert_eq!(
+        still["managed"], false,
+        "the start tab is still untouched: {still}"
+    );
+
+    // Alice's first managed navigation adopts it: the same tab, now hers, and no new target.
+    let alice_url = fixtures.url("/page/alice-start");
+    let opened = alice.tool("browser.open", None, json!({"url": alice_url}));
+    assert_eq!(opened["targetId"], start["targetId"], "{opened}");
+    assert_eq!(opened["managed"], true);
+    assert_eq!(opened["title"], "alice-start");
+    let mine = only_tab(&mut alice);
+    assert_eq!(mine["targetId"], start["targetId"]);
+    assert_eq!(mine["managed"], true, "{mine}");
+    assert_eq!(mine["controlled"], true, "{mine}");
+    let attached = alice.wait_event("target.attached");
+    assert_eq!(attached["payload"]["managed"], true, "{attached}");
+
+    // A second Workspace sees no tab of anyone's and gets a window of its own.
+    let mut bob = Agent::with_home(&home, "com.example.bob");
+    bob.connect();
+    assert!(bob.tabs().is_empty(), "the start tab is Alice's now");
+    let bob_url = fixtures.url("/page/bob-window");
+    let bobs = bob.tool("browser.open", None, json!({"url": bob_url}))["targetId"].clone();
+    assert_eq!(only_tab(&mut bob)["targetId"], bobs);
+
+    // Releasing Alice's Workspace closes the adopted tab; a blank tab nobody manages takes its
+    // place and the browser runs on.
+    alice.bridge.ok(
+        "workspaces/release",
+        json!({"workspaceId": alice.workspace_id}),
+    );
+    let mut listed = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            listed = bob.tabs();
+            listed.len() == 2
+                && listed.iter().all(|t| t["url"] != alice_url)
+                && listed
+                    .iter()
+                    .any(|t| t["url"] == "about:blank" && t["managed"] == false)
+        }),
+        "the start tab closed and a blank tab took its place: {listed:?}"
+    );
+    assert!(pid_alive(browser), "the browser keeps running");
+
+    // The Broker dies: the janitor closes Bob's window and leaves the blank tab. The next
+    // Broker's first Workspace adopts that blank tab; when that Broker dies too, the janitor
+    // puts a blank tab in its place before closing it.
+    let broker = home.broker_pid().expect("broker pid");
+    unsafe_kill(broker, "KILL");
+    drop((isolated, bob));
+    let mut carol = Agent::with_home(&home, "com.example.carol");
+    carol.connect();
+    let mut tabs = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            tabs = carol.tabs();
+            tabs.len() == 1 && tabs[0]["url"] == "about:blank"
+        }),
+        "only the blank tab is left: {tabs:?}"
+    );
+    let blank = tabs[0].clone();
+    let carol_url = fixtures.url("/page/carol-start");
+    let opened = carol.tool("browser.open", None, json!({"url": carol_url}));
+    assert_eq!(opened["targetId"], blank["targetId"], "{opened}");
+    let broker = home.broker_pid().expect("broker pid");
+    unsafe_kill(broker, "KILL");
+    drop(carol);
+    let mut dave = Agent::with_home(&home, "com.example.dave");
+    dave.connect();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            tabs = dave.tabs();
+            tabs.len() == 1 && tabs[0]["url"] == "about:blank" && tabs[0]["managed"] == false
+        }),
+        "the janitor closed the adopted start tab and left a blank one: {tabs:?}"
+    );
+    assert!(pid_alive(browser), "the browser keeps running");
 }

@@ -72,6 +72,11 @@ fn discover_connect_open_and_list_without_raw_ids() {
     assert_eq!(again["reused"], true);
     assert_eq!(again["browserConnectionGeneration"], 1);
 
+    // A browser the Broker attached to keeps its start tab: the first managed navigation
+    // opens a window of its own (only a browser the project launched lends its start tab).
+    let before = agent.tabs();
+    assert_eq!(before.len(), 1, "{before:?}");
+    let start = before[0]["targetId"].clone();
     let opened = agent.tool(
         "browser.open",
         None,
@@ -79,6 +84,10 @@ fn discover_connect_open_and_list_without_raw_ids() {
     );
     let target = opened["targetId"].clone();
     assert!(target.as_str().unwrap().starts_with("target:"));
+    assert_ne!(
+        target, start,
+        "the start tab of an attached browser is never adopted"
+    );
     assert_eq!(opened["title"], "one");
     assert_eq!(opened["loadState"], "complete");
     assert_eq!(opened["managed"], true);
@@ -93,7 +102,7 @@ fn discover_connect_open_and_list_without_raw_ids() {
     assert_eq!(mine["controlled"], true);
     assert!(
         tabs.iter()
-            .any(|t| t["managed"] == false && t["url"] == "about:blank"),
+            .any(|t| t["managed"] == false && t["url"] == "about:blank" && t["targetId"] == start),
         "the user's about:blank tab is listed: {tabs:?}"
     );
 
