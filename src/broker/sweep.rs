@@ -1,5 +1,6 @@
-//! Bounded periodic sweeps: Lease expiry, idle Workspace reclaim, Artifact expiry, and the Broker's own exit when
-//! its home directory disappears.
+//! Bounded periodic sweeps: Lease expiry, idle Workspace reclaim, Artifact expiry, the heap the
+//! allocator holds free handed back to the OS, and the Broker's own exit when its home directory
+//! disappears.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,12 @@ const LEASE_SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How often idle Workspaces and the home directory are checked.
 const SLOW_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How often the Broker hands the heap its allocator holds free back to the OS
+/// (`os::return_freed_memory`): the journal, Command results and the store's pages come and go,
+/// and glibc keeps what a thread's arena freed until told otherwise (docs/performance.md,
+/// "Memory"; one call measured 0.1-2 ms).
+const TRIM_INTERVAL: Duration = Duration::from_secs(10);
 
 /// A Workspace with no Lease and no live Connection of its Principal, and no Command, Lease
 /// call or poll for this long, is released (`BROWSER_PILOT_WORKSPACE_IDLE_MS` overrides it).
@@ -51,6 +58,8 @@ pub async fn run(broker: Arc<Broker>) {
     lease_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut slow_tick = tokio::time::interval(SLOW_SWEEP_INTERVAL);
     slow_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut trim_tick = tokio::time::interval(TRIM_INTERVAL);
+    trim_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut shutdown = broker.shutdown.subscribe();
     loop {
         tokio::select! {
@@ -68,6 +77,7 @@ pub async fn run(broker: Arc<Broker>) {
                 expire_artifacts(&broker).await;
                 exit_if_home_gone(&broker);
             }
+            _ = trim_tick.tick() => crate::os::return_freed_memory(),
         }
     }
 }

@@ -49,6 +49,18 @@ const BUSY_LONG_SLEEP: Duration = Duration::from_millis(1);
 /// statements in `src/store/` so hot statements are never evicted.
 const STATEMENT_CACHE_CAPACITY: usize = 96;
 
+/// Bytes of one database page. The database is one heap buffer that grows to its high-water
+/// mark and never shrinks, so a page left half empty costs memory for the Broker's lifetime. A
+/// Command row grows when its result is recorded and shrinks when the result is dropped under the
+/// byte budget; with 4 KiB pages that left the `commands` leaves 60% empty (15 MiB for four agents'
+/// 3,844 Commands). 1 KiB pages keep the slack per page small (docs/performance.md, "Memory").
+const PAGE_SIZE_BYTES: i64 = 1024;
+
+/// Page cache of each connection, in KiB (SQLite's negative `cache_size`). The database is in
+/// memory, so a miss is a copy from its buffer; a large cache per connection (SQLite's default is
+/// 2,000 KiB, for ten connections) would only hold second copies of the same pages.
+const PAGE_CACHE_KIB: i64 = 256;
+
 /// Random bytes in the memdb name, so two Stores in one process (tests,
 /// benches) never share a database.
 const DATABASE_NAME_RANDOM_BYTES: usize = 16;
@@ -111,6 +123,8 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
 
         let mut keeper = Connection::open_with_flags(&uri, flags)?;
+        // Before the first table: the page size is fixed once the database has content.
+        keeper.pragma_update(None, "page_size", PAGE_SIZE_BYTES)?;
         configure_connection(&keeper)?;
         apply_migrations(&mut keeper)?;
         let debug_connection = DebugConnection::new(keeper)?;
@@ -308,7 +322,7 @@ impl Drop for Savepoint<'_> {
     }
 }
 
-/// Per-connection settings: busy handling, foreign keys, memory temp store
+/// Per-connection settings: busy handling, foreign keys, memory temp store, a small page cache
 /// and a statement cache large enough for every store statement.
 fn configure_connection(connection: &Connection) -> Result<(), rusqlite::Error> {
     connection.busy_handler(Some(on_busy))?;
@@ -318,6 +332,7 @@ fn configure_connection(connection: &Connection) -> Result<(), rusqlite::Error> 
     connection.pragma_update(None, "foreign_keys", true)?;
     // 2 = MEMORY: sorts and temp tables never touch the disk.
     connection.pragma_update(None, "temp_store", 2)?;
+    connection.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(())
 }
