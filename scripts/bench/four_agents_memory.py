@@ -83,6 +83,18 @@ def main():
                           capture_output=True, text=True)
     print("store: events, event bytes, commands, result bytes, artifacts:",
           held.stdout.strip() or held.stderr.strip())
+    # The in-memory database's size (pages in use and free) and the pages of each table and
+    # index: the database is one buffer of the Broker's heap that never shrinks.
+    for query in ("SELECT (SELECT page_count FROM pragma_page_count) AS pages, "
+                  "(SELECT freelist_count FROM pragma_freelist_count) AS free, "
+                  "(SELECT page_size FROM pragma_page_size) AS page_size",
+                  "SELECT count(*), sum(length(result_json)), sum(length(error_json)), sum(result_dropped), "
+                  "max(length(result_json)), sum(length(args_hash)) FROM commands",
+                  "SELECT name, count(*) AS pages, sum(payload) AS payload FROM dbstat "
+                  "GROUP BY name ORDER BY 2 DESC LIMIT 6"):
+        held = subprocess.run([EXE, "debug", "sql", query], env={**os.environ, "BROWSER_PILOT_HOME": home},
+                              capture_output=True, text=True)
+        print("store pages:", " ".join((held.stdout.strip() or held.stderr.strip()).splitlines()))
     for driver in drivers:
         driver.close()
     chromium.close()
