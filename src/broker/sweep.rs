@@ -20,7 +20,7 @@ const SLOW_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// How often the Broker hands the heap its allocator holds free back to the OS
 /// (`os::return_freed_memory`): the journal, Command results and the store's pages come and go,
 /// and glibc keeps what a thread's arena freed until told otherwise (docs/performance.md,
-/// "Memory"; one call measured 0.1-2 ms).
+/// "Memory"; one call measured 0.03-2 ms).
 const TRIM_INTERVAL: Duration = Duration::from_secs(10);
 
 /// A Workspace with no Lease and no live Connection of its Principal, and no Command, Lease
