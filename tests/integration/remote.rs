@@ -10,7 +10,9 @@
 //! (`OwnBrowserless`), with eight agents at once each running the whole loop (uploads the
 //! engine cannot read from disk, downloads streamed back that never land on it): placement by
 //! capacity, `browser_busy` when full, one engine's death reaching only its own Workspaces, and
-//! no managed page left on either after a Broker SIGKILL.
+//! no managed page left on either after a Broker SIGKILL. A session the engine ends on its own
+//! (its per-connection `timeout`) is lost only in its Workspace and reconnected by the next
+//! `browser.connect`, and two connects of one Workspace at once share one attempt.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -1531,4 +1533,107 @@ fn the_conformance_runner_passes_against_a_workspace_on_browserless() {
 
     let (code, stderr, text) = run("browser:remote:absent");
     assert_eq!(code, Some(1), "{stderr}\n{text}");
+}
+
+/// A `per_workspace` session the engine ends on its own (browserless's per-connection
+/// `timeout`, its limit on a session's life) is not lost silently: its Workspace alone hears
+/// `connection.lost` (a Workspace on another session of the same engine runs on), a Command on
+/// it fails `browser_disconnected` instead of reconnecting behind the host's back, and the next
+/// `browser.connect` gives it a new session with a newer generation. Two `browser.connect` calls
+/// of one Workspace sent together share one attempt: one session (the entry takes one) and one
+/// generation.
+#[test]
+fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_the_next_connect() {
+    let engine = Browserless::shared();
+    let remote = RemoteHome::new();
+    write_mode(&remote.token_file, BROWSERLESS_TOKEN, 0o600);
+    let fixtures = Fixtures::start();
+    let brief = |timeout: &str| {
+        per_workspace_entry("brief", engine, &remote.token_file, 1)
+            .replace("?token={token}", &format!("?token={{token}}{timeout}"))
+    };
+    let steady = per_workspace_entry("steady", engine, &remote.token_file, 1);
+    remote.write_config(&format!("{}\n{steady}", brief("&timeout=4000")), 0o600);
+
+    let mut other = agent_on(&remote.home, "browser:remote:steady");
+    other.connect();
+    let theirs = other.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/steady")}),
+    )["targetId"]
+        .clone();
+
+    // Two connects of one Workspace at once: one attempt, the one place the entry has.
+    let mut agent = agent_on(&remote.home, "browser:remote:brief");
+    let ids: Vec<Value> = (0..2)
+        .map(|_| {
+            agent.bridge.request(
+                "tools/call",
+                json!({"name": "browser.connect", "arguments": {}, "workspaceId": agent.workspace_id, "leaseId": agent.lease_id}),
+            )
+        })
+        .collect();
+    let connected: Vec<Value> = (ids.iter())
+        .map(|id| {
+            let response = agent.bridge.response(id);
+            assert_eq!(
+                response["result"]["command"]["status"], "completed",
+                "{response}"
+            );
+            response["result"]["result"].clone()
+        })
+        .collect();
+    let generation = connected[0]["browserConnectionGeneration"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        connected[1]["browserConnectionGeneration"], generation,
+        "{connected:?}"
+    );
+    assert_eq!(
+        (connected.iter()).filter(|c| c["reused"] == false).count(),
+        1,
+        "one session made, the other call joined it: {connected:?}"
+    );
+
+    // The engine ends the session: the Workspace hears it without asking.
+    let lost = agent.wait_event("connection.lost");
+    assert_eq!(lost["browserConnectionGeneration"], generation, "{lost}");
+    assert_eq!(lost["payload"]["browserId"], "browser:remote:brief");
+    let (code, error) = agent.tool_err(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/after")}),
+    );
+    assert_eq!(code, "browser_disconnected", "{error}");
+
+    // The Workspace on the other session heard nothing and works on.
+    let observed = other.tool("browser.observe", Some(&theirs), json!({}));
+    assert_eq!(observed["title"], "steady", "{observed}");
+    let events = other.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "connection.lost"),
+        "{events:?}"
+    );
+
+    // The next browser.connect gives it a new session (the entry now without the engine's
+    // limit, so that nothing ends it while the test looks).
+    remote.write_config(&format!("{}\n{steady}", brief("")), 0o600);
+    let again = agent.connect();
+    assert_eq!(again["browserId"], "browser:remote:brief");
+    assert_eq!(again["reused"], false, "{again}");
+    assert!(
+        again["browserConnectionGeneration"].as_u64().unwrap() > generation,
+        "{again}"
+    );
+    let url = fixtures.url("/page/restored");
+    let opened = agent.tool("browser.open", None, json!({"url": url}));
+    let observed = agent.tool("browser.observe", Some(&opened["targetId"]), json!({}));
+    assert_eq!(observed["title"], "restored", "{observed}");
+    assert!(engine_sessions(engine).contains(&url));
+    for agent in [&mut agent, &mut other] {
+        let workspace_id = agent.workspace_id.clone();
+        (agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
+    }
 }
