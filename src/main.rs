@@ -135,6 +135,12 @@ fn main() -> ExitCode {
         println!("{}", version_json());
         return ExitCode::SUCCESS;
     }
+    // The bridge as hosts start it runs without the argument parser: a bridge is one of several
+    // processes of this executable, and every page of code it touches counts in its RSS
+    // (docs/performance.md, "Memory"). Anything else goes through the parser.
+    if let Some(browser) = plain_bridge_arguments(&args[1..]) {
+        return run_bridge_command(browser);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Bridge { stdio, browser } => {
@@ -142,21 +148,7 @@ fn main() -> ExitCode {
                 eprintln!("error: only `bridge --stdio` is supported");
                 return ExitCode::from(2);
             }
-            init_tracing("warn");
-            let home = match Home::from_env() {
-                Ok(home) => home,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
-            };
-            // One thread: the stdin loop, the Broker reader and the stdout writer hand lines to
-            // each other with no cross-thread wake-up (the round trip's main cost).
-            let runtime = current_thread_runtime();
-            let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
-            // A blocking stdin read may still be parked; do not wait for it.
-            runtime.shutdown_timeout(std::time::Duration::from_millis(50));
-            exit(code)
+            run_bridge_command(browser)
         }
         Command::Browser { command } => {
             if let Err(code) = init_cli_tracing("warn") {
@@ -223,6 +215,56 @@ fn main() -> ExitCode {
             with_home(|home| runtime().block_on(browser_pilot::cli::debug_sql(&home, &query)))
         }
     }
+}
+
+/// `bridge --stdio`, optionally with `--browser ID` or `--browser=ID` before or after `--stdio`,
+/// and nothing else: the browser preference (`Some(None)` without one). `None` for anything the
+/// argument parser must see (help, a missing value, an unknown flag, non-UTF-8).
+fn plain_bridge_arguments(args: &[std::ffi::OsString]) -> Option<Option<String>> {
+    let words: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    let (first, rest) = words.split_first()?;
+    if *first != "bridge" {
+        return None;
+    }
+    let (mut stdio, mut browser) = (false, None);
+    let mut rest = rest.iter();
+    while let Some(word) = rest.next() {
+        match *word {
+            "--stdio" if !stdio => stdio = true,
+            "--browser" if browser.is_none() => {
+                let value = rest
+                    .next()
+                    .filter(|value| !value.is_empty() && !value.starts_with('-'))?;
+                browser = Some((*value).to_owned());
+            }
+            other => match other.strip_prefix("--browser=") {
+                Some(value) if browser.is_none() && !value.is_empty() => {
+                    browser = Some(value.to_owned());
+                }
+                _ => return None,
+            },
+        }
+    }
+    stdio.then_some(browser)
+}
+
+/// `browser-pilot bridge --stdio`: the Host API on this process's stdin and stdout.
+fn run_bridge_command(browser: Option<String>) -> ExitCode {
+    init_tracing("warn");
+    let home = match Home::from_env() {
+        Ok(home) => home,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    // One thread: the stdin loop, the Broker reader and the stdout writer hand lines to each
+    // other with no cross-thread wake-up (the round trip's main cost).
+    let runtime = current_thread_runtime();
+    let code = runtime.block_on(browser_pilot::bridge::run_bridge(home, browser));
+    // A blocking stdin read may still be parked; do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(50));
+    exit(code)
 }
 
 /// `--version --json` in either order and nothing else.
@@ -393,4 +435,39 @@ fn init_cli_tracing(default_level: &str) -> Result<(), ExitCode> {
     }
     init_tracing(default_level);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_bridge_arguments;
+
+    fn plain(words: &[&str]) -> Option<Option<String>> {
+        let args: Vec<std::ffi::OsString> = words.iter().map(Into::into).collect();
+        plain_bridge_arguments(&args)
+    }
+
+    #[test]
+    fn only_the_plain_bridge_forms_skip_the_parser() {
+        assert_eq!(plain(&["bridge", "--stdio"]), Some(None));
+        let chrome = Some(Some("chrome".to_owned()));
+        assert_eq!(plain(&["bridge", "--stdio", "--browser", "chrome"]), chrome);
+        assert_eq!(plain(&["bridge", "--browser", "chrome", "--stdio"]), chrome);
+        assert_eq!(plain(&["bridge", "--browser=chrome", "--stdio"]), chrome);
+        // The parser answers everything else: its errors and help stay as they are.
+        for words in [
+            &["bridge"][..],
+            &["bridge", "--browser", "chrome"],
+            &["bridge", "--stdio", "--stdio"],
+            &["bridge", "--stdio", "--browser"],
+            &["bridge", "--stdio", "--browser", "--help"],
+            &["bridge", "--stdio", "--browser="],
+            &["bridge", "--stdio", "--browser", "a", "--browser", "b"],
+            &["bridge", "--stdio", "--help"],
+            &["bridge", "--stdio", "extra"],
+            &["mcp", "--stdio"],
+            &[],
+        ] {
+            assert_eq!(plain(words), None, "{words:?}");
+        }
+    }
 }
