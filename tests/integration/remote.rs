@@ -12,7 +12,9 @@
 //! capacity, `browser_busy` when full, one engine's death reaching only its own Workspaces, and
 //! no managed page left on either after a Broker SIGKILL. A session the engine ends on its own
 //! (its per-connection `timeout`) is lost only in its Workspace and reconnected by the next
-//! `browser.connect`, and two connects of one Workspace at once share one attempt.
+//! `browser.connect`, and two connects of one Workspace at once share one attempt. Remote
+//! candidates follow the local ones in the file's order, never win the default binding over a
+//! running local browser, and no engine is contacted before `browser.connect`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -1636,4 +1638,112 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
         let workspace_id = agent.workspace_id.clone();
         (agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
     }
+}
+
+/// Discovery is passive and remote candidates never displace a local browser: with a local
+/// Chromium that recorded its debugging endpoint and two remote entries pointing at a listener
+/// of the test's, `initialize` and `browser.discover` (twice) list the local candidates first,
+/// then the remote ones in the file's order, a Workspace created without `browserId` is bound
+/// to the local browser, and the listener has been reached by nothing; the first TCP connection
+/// it sees is the WebSocket upgrade of `browser.connect` to a remote entry.
+#[test]
+fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_contacted_before_connect()
+ {
+    let profile = tempfile::tempdir().unwrap();
+    let local = crate::support::chromium::Chromium::start(profile.path());
+    let mut remote = RemoteHome::new();
+    (remote.home.env).retain(|(key, _)| key != "BROWSER_PILOT_DISCOVERY_DIRS");
+    remote.home.env.push((
+        "BROWSER_PILOT_DISCOVERY_DIRS".to_owned(),
+        profile.path().to_str().unwrap().to_owned(),
+    ));
+    let engine = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!(
+        "ws://127.0.0.1:{}/devtools/browser/engine",
+        engine.local_addr().unwrap().port()
+    );
+    remote.write_config(
+        &format!(
+            "{}\n{}",
+            remote.entry("zeta", &endpoint),
+            remote.entry("alpha", &endpoint)
+        ),
+        0o600,
+    );
+
+    let mut agent = Agent::with_home(&remote.home, "com.example.order");
+    let ids = |browsers: &Value| -> Vec<String> {
+        (browsers.as_array().unwrap().iter())
+            .map(|b| b["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let initialized = remote
+        .home
+        .spawn_bridge()
+        .initialize("com.example.order2", "i1");
+    let listed = ids(&initialized["browsers"]);
+    let first_remote = (initialized["browsers"].as_array().unwrap().iter())
+        .position(|b| b["kind"] == "remote")
+        .unwrap_or_else(|| panic!("{initialized}"));
+    assert!(
+        first_remote >= 2,
+        "the managed and the running local first: {listed:?}"
+    );
+    assert!(
+        (initialized["browsers"].as_array().unwrap()[..first_remote].iter())
+            .all(|b| b["kind"] == "local"),
+        "{listed:?}"
+    );
+    assert_eq!(
+        listed[first_remote..],
+        ["browser:remote:zeta", "browser:remote:alpha"],
+        "the file's order"
+    );
+    for _ in 0..2 {
+        assert_eq!(
+            ids(&discover(&mut agent)["browsers"]),
+            listed,
+            "stable order"
+        );
+    }
+    let running = (initialized["browsers"].as_array().unwrap().iter())
+        .find(|b| b["kind"] == "local" && b["managed"] == false && b["state"] == "ready")
+        .unwrap_or_else(|| panic!("the running local browser is ready: {initialized}"))["id"]
+        .clone();
+    let workspace_id = agent.workspace_id.clone();
+    let bound = agent
+        .bridge
+        .ok("workspaces/get", json!({"workspaceId": workspace_id}));
+    assert_eq!(
+        bound["workspace"]["browserId"], running,
+        "bound to the local browser with a recorded endpoint: {bound}"
+    );
+
+    // Nothing has touched the listener so far (a connection would wait in its backlog).
+    engine.set_nonblocking(true).unwrap();
+    assert_eq!(
+        engine.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "discovery contacted a remote endpoint"
+    );
+    engine.set_nonblocking(false).unwrap();
+    let accepted = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut stream, _) = engine.accept().unwrap();
+        let mut head = [0u8; 64];
+        let n = stream.read(&mut head).unwrap();
+        String::from_utf8_lossy(&head[..n]).into_owned()
+    });
+    let (code, error) = agent.tool_err(
+        "browser.connect",
+        None,
+        json!({"browserId": "browser:remote:alpha"}),
+    );
+    assert!(!code.is_empty(), "{error}");
+    let head = accepted.join().unwrap();
+    assert!(
+        head.starts_with("GET /devtools/browser/engine"),
+        "the upgrade: {head}"
+    );
+    drop(local);
 }
