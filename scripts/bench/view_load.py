@@ -3,10 +3,12 @@
 
 Opens the view of BROWSER_PILOT_HOME (`browser-pilot view`), spends its secret for a token and
 then asks the view exactly what its page asks while a tab is watched: the Workspace list and the
-tab's events once a second, a frame as soon as the last one arrived plus 250 ms. It watches the
-first tab of the first Workspace listed. After SECONDS it prints, as JSON: frames and bytes per
-second the page would receive, and the CPU seconds per second of the view role and of the Broker
-over the same time (from /proc, Linux only).
+tab's events once a second, and the tab's frames over the live channel (the WebSocket at
+/api/live, token in its first message), which pushes each screencast frame as it comes. It
+watches the first tab of the first Workspace listed. After SECONDS it prints, as JSON: frames and
+bytes per second the page would receive, and the CPU seconds per second of the view role, of the
+Broker and of the Broker's Chromium with every process under it, over the same time (from /proc,
+Linux only).
 
     BROWSER_PILOT_HOME=... scripts/bench/view_load.py BROWSER_PILOT_EXECUTABLE SECONDS
 
@@ -14,8 +16,11 @@ With SECONDS 0 it runs until interrupted (to hold a view open beside another ben
 prints its totals then.
 """
 
+import base64
 import json
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -56,6 +61,94 @@ def view_pid(home):
         if f"BROWSER_PILOT_HOME={home}".encode() in env:
             return int(entry)
     return None
+
+
+def descendants(root):
+    """`root` and every process under it."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    found, changed = {root}, True
+    while changed:
+        changed = False
+        for pid, parent in parents.items():
+            if parent in found and pid not in found:
+                found.add(pid)
+                changed = True
+    return found
+
+
+def chromium_pid(home):
+    """The browser process whose profile is under `home` (a `bp launch` one), if any."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a.startswith(b"--user-data-dir=" + home.encode()) for a in argv) and not any(
+            a.startswith(b"--type=") for a in argv
+        ):
+            return int(entry)
+    return None
+
+
+def tree_cpu(root):
+    if root is None:
+        return None
+    return sum(cpu_seconds(pid) or 0 for pid in descendants(root))
+
+
+class Channel:
+    """The live channel as the page opens it: a WebSocket whose first message is the token."""
+
+    def __init__(self, origin, hello):
+        host, port = origin.split("//")[1].split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=20)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (f"GET /api/live HTTP/1.1\r\nHost: {host}:{port}\r\nOrigin: {origin}\r\n"
+             f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+             "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            raise OSError(head.decode(errors="replace"))
+        self.bytes = len(head)
+        payload = json.dumps(hello).encode()
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(bytes([0x81, 0x80 | 126]) + struct.pack(">H", len(payload)) + mask + masked)
+
+    def exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise OSError("closed")
+            data += chunk
+        self.bytes += n
+        return data
+
+    def message(self):
+        first, second = self.exact(2)
+        length = second & 0x7F
+        if length == 126:
+            length = struct.unpack(">H", self.exact(2))[0]
+        elif length == 127:
+            length = struct.unpack(">Q", self.exact(8))[0]
+        data = self.exact(length)
+        if first & 0x0F == 8:
+            raise OSError("closed by the view")
+        return json.loads(data) if first & 0x0F == 1 else None
 
 
 class View:
@@ -107,14 +200,24 @@ def main():
             except (OSError, ValueError):
                 errors[0] += 1
 
+    channel_bytes = [0]
+
     def frame_loop():
         while not stop.is_set():
+            channel = None
             try:
                 if watched[0] is None:
                     raise ValueError("no tab to watch")
-                frame = view.call("GET", "/api/frame?" + query())
-                if frame.get("data"):
-                    frames[0] += 1
+                hello = {"token": view.token, "workspaceId": watched[0][0], "targetId": watched[0][1]}
+                channel = Channel(view.origin, hello)
+                channel.sock.settimeout(1.0)
+                while not stop.is_set():
+                    try:
+                        frame = channel.message()
+                    except socket.timeout:
+                        continue
+                    if frame and frame.get("data"):
+                        frames[0] += 1
             except (OSError, ValueError):
                 # The tab went (the agent closed it): watch the first one listed now.
                 errors[0] += 1
@@ -122,17 +225,17 @@ def main():
                     pick()
                 except (OSError, ValueError):
                     pass
-                while watched[0] is None and not stop.wait(0.25):
-                    try:
-                        pick()
-                    except (OSError, ValueError):
-                        pass
-            stop.wait(0.25)
+                stop.wait(0.25)
+            finally:
+                if channel is not None:
+                    channel_bytes[0] += channel.bytes
+                    channel.sock.close()
 
     with open(os.path.join(home, "broker-locator.json")) as f:
         broker = json.load(f)["pid"]
     viewer = view_pid(home)
-    cpu_before = (cpu_seconds(viewer), cpu_seconds(broker))
+    chromium = chromium_pid(home)
+    cpu_before = (cpu_seconds(viewer), cpu_seconds(broker), tree_cpu(chromium))
     started = time.monotonic()
     workers = [threading.Thread(target=each_second), threading.Thread(target=frame_loop)]
     for worker in workers:
@@ -148,14 +251,15 @@ def main():
     for worker in workers:
         worker.join()
     elapsed = time.monotonic() - started
-    cpu_after = (cpu_seconds(viewer), cpu_seconds(broker))
+    cpu_after = (cpu_seconds(viewer), cpu_seconds(broker), tree_cpu(chromium))
     print(json.dumps({
         "seconds": round(elapsed, 1),
         "framesPerSecond": round(frames[0] / elapsed, 2),
         "errors": errors[0],
-        "bytesPerSecond": round(view.bytes / elapsed),
+        "bytesPerSecond": round((view.bytes + channel_bytes[0]) / elapsed),
         "viewCpuPerSecond": per_second(cpu_before[0], cpu_after[0], elapsed),
         "brokerCpuPerSecond": per_second(cpu_before[1], cpu_after[1], elapsed),
+        "chromiumCpuPerSecond": per_second(cpu_before[2], cpu_after[2], elapsed),
     }))
 
 

@@ -328,6 +328,23 @@ params_schema!(
     )
 );
 
+/// `view/screencast` (CLI): the newest screencast frame of a Workspace's tab after frame number
+/// `after` (0 or absent: any).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewScreencast {
+    pub workspace_id: String,
+    pub target_id: String,
+    pub after: Option<u64>,
+}
+params_schema!(
+    ViewScreencast,
+    object(
+        &["workspaceId", "targetId"],
+        json!({"workspaceId": id(), "targetId": id(), "after": optional_integer()})
+    )
+);
+
 /// `view/takeover` and `view/handback` (CLI): the person takes a Workspace's tab, or hands
 /// it back (the same shape as [`ViewFrame`]).
 pub type ViewTab = ViewFrame;
@@ -448,6 +465,7 @@ mod tests {
             ViewRegister::schema(),
             ViewEvents::schema(),
             ViewFrame::schema(),
+            ViewScreencast::schema(),
             ViewInputParams::schema(),
             HandoffDoneParams::schema(),
         ] {

@@ -2,7 +2,8 @@
 //! connects as one, like `bp`; a bridge's host never reaches them): `view/register` (the view's
 //! origin, never an eligible tab), `view/state` (every active Workspace, its Leases, tabs and
 //! newest Commands, and the hand-offs waiting), `view/events` (a Workspace's newest journal
-//! rows), `view/frame` (one JPEG of a tab), `handoff/done` (the person pressed Done in the
+//! rows), `view/frame` (one JPEG of a tab), `view/screencast` (the newest frame of a tab's
+//! screencast, waited for), `handoff/done` (the person pressed Done in the
 //! view, or ran `bp handoff done`), and the take-over: `view/takeover`, `view/input` (the
 //! person's mouse, wheel and keys) and `view/handback`; and recordings: `recording/start` and
 //! `recording/stop`, which stores one self-contained HTML player (`tools::store_recording`,
@@ -19,7 +20,8 @@ use serde_json::{Value, json};
 
 use super::connection::ConnectionContext;
 use super::params::{
-    HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewInputParams, ViewRegister, ViewTab,
+    HandoffDoneParams, Raw, ViewEvents, ViewFrame, ViewInputParams, ViewRegister, ViewScreencast,
+    ViewTab,
 };
 use crate::events::Emit;
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -200,6 +202,27 @@ pub async fn frame(context: &ConnectionContext, params: ViewFrame) -> Result<Val
             "no such tab in this Workspace",
         )),
         Err(error) => Ok(json!({"data": null, "reason": error.to_string()})),
+    }
+}
+
+/// The newest screencast frame of a tab after `after` (waits a few seconds for one):
+/// `{frame, mimeType, data}`, `data` null when none came in time.
+pub async fn screencast(
+    context: &ConnectionContext,
+    params: ViewScreencast,
+) -> Result<Value, RpcError> {
+    let browser = &context.broker.tools.browser;
+    let after = params.after.unwrap_or(0);
+    match browser
+        .view_screencast(&params.workspace_id, &params.target_id, after)
+        .await
+    {
+        Ok((frame, data)) => Ok(json!({"frame": frame, "mimeType": "image/jpeg", "data": data})),
+        Err(FrameError::NotFound) => Err(RpcError::new(
+            ErrorCode::TargetNotFound,
+            "no such tab in this Workspace",
+        )),
+        Err(error) => Ok(json!({"frame": after, "data": null, "reason": error.to_string()})),
     }
 }
 

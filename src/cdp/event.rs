@@ -15,6 +15,7 @@ use super::network::{LoadingFailed, LoadingFinished, RequestWillBeSent, Response
 use super::page::{
     FileChooserOpened, FrameDetached, FrameNavigated, FrameStartedNavigating, FrameStoppedLoading,
     JavascriptDialogClosed, JavascriptDialogOpening, LifecycleEvent, NavigatedWithinDocument,
+    ScreencastFrame,
 };
 use super::runtime::{ConsoleApiCalled, ExceptionThrown};
 use super::target::{
@@ -59,6 +60,8 @@ pub enum Event {
     ResponseReceived(ResponseReceived),
     RequestPaused(RequestPaused),
     AuthRequired(AuthRequired),
+    /// A frame of the live view's screencast (`session::view`).
+    ScreencastFrame(ScreencastFrame),
     /// An event the Broker does not read.
     Other {
         method: String,
@@ -112,6 +115,7 @@ impl Event {
             ResponseReceived::METHOD => Event::ResponseReceived(params(raw)?),
             RequestPaused::METHOD => Event::RequestPaused(params(raw)?),
             AuthRequired::METHOD => Event::AuthRequired(params(raw)?),
+            ScreencastFrame::METHOD => Event::ScreencastFrame(params(raw)?),
             other => Event::Other {
                 method: other.to_owned(),
             },
@@ -138,6 +142,9 @@ impl Event {
                 DownloadProgress::METHOD,
                 // Rare, and the only report of an intercepted chooser (nothing is shown).
                 FileChooserOpened::METHOD,
+                // One in flight at a time (each waits for its ack): a lost one would stall
+                // the live view's screencast.
+                ScreencastFrame::METHOD,
             ]
             .contains(&method)
     }

@@ -320,10 +320,39 @@ pub struct StartScreencast {
     pub quality: u64,
     pub max_width: u64,
     pub max_height: u64,
+    /// Send every Nth compositor frame only (the live view's bound on its frame rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_nth_frame: Option<u64>,
 }
 
 impl Command for StartScreencast {
     const METHOD: &'static str = "Page.startScreencast";
+    type Reply = Empty;
+}
+
+/// `Page.screencastFrame`: one frame of a running screencast (base64 `data`). Chromium sends
+/// the next one only after `Page.screencastFrameAck` with this `sessionId` (the frame's number,
+/// not a CDP session).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScreencastFrame {
+    pub data: String,
+    pub session_id: i64,
+}
+
+impl EventParams for ScreencastFrame {
+    const METHOD: &'static str = "Page.screencastFrame";
+}
+
+/// `Page.screencastFrameAck`: the frame numbered `session_id` was taken; send the next.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScreencastFrameAck {
+    pub session_id: i64,
+}
+
+impl Command for ScreencastFrameAck {
+    const METHOD: &'static str = "Page.screencastFrameAck";
     type Reply = Empty;
 }
 

@@ -48,15 +48,20 @@ pub async fn rendering<T>(
     timeout: Duration,
     work: impl Future<Output = T>,
 ) -> T {
+    // The live view's screencast keeps the tab rendering already; it is the view's to stop.
+    if super::view::is_casting(session) {
+        return work.await;
+    }
     let start = StartScreencast {
         format: "jpeg",
         quality: 1,
         max_width: FRAME_EDGE,
         max_height: FRAME_EDGE,
+        every_nth_frame: None,
     };
     let started = client.execute(session, &start, timeout).await.is_ok();
     let outcome = work.await;
-    if started {
+    if started && !super::view::is_casting(session) {
         let _ = client.execute(session, &StopScreencast {}, timeout).await;
     }
     outcome

@@ -184,6 +184,10 @@ pub async fn run(
                 continue;
             }
         };
+        if let (Some(session), Event::ScreencastFrame(frame)) = (&session, &event) {
+            super::view::on_screencast_frame(session, frame.clone());
+            continue;
+        }
         let effects = live.with_tabs(|tabs| on_event(tabs, service.net(), session, event));
         let emits = effects
             .into_iter()

@@ -22,7 +22,9 @@ use super::tab::{TabGuard, TabHandle};
 use crate::cdp::input::{
     self, DispatchMouseEvent, InsertText, MouseButton, MouseEventType, MouseWheel, Stroke,
 };
-use crate::cdp::page::{CaptureScreenshot, GetLayoutMetrics};
+use crate::cdp::page::{
+    CaptureScreenshot, GetLayoutMetrics, ScreencastFrameAck, StartScreencast, StopScreencast,
+};
 use crate::cdp::{CdpClient, SessionId, TargetId};
 use crate::store::TargetRef;
 
@@ -133,6 +135,162 @@ impl BrowserService {
             .await
             .map_err(|error| FrameError::Cdp(error.to_string()))?;
         Ok(reply.data)
+    }
+}
+
+/// JPEG quality of the live view's screencast frames.
+const CAST_QUALITY: u64 = 60;
+
+/// Largest screencast frame, in device pixels a side: a 1280×720 tab is sent as it is.
+const CAST_MAX_EDGE: u64 = 1280;
+
+/// Longest wait of one [`BrowserService::view_screencast`] call for a frame newer than the
+/// watcher has.
+pub const CAST_WAIT: Duration = Duration::from_secs(5);
+
+/// A screencast nobody asked a frame of for this long has no watcher left and is stopped.
+const CAST_IDLE: Duration = Duration::from_secs(3);
+
+/// The live view's screencast of one tab, on the tools' session of it: the newest frame, and
+/// the frame Chromium waits to have acknowledged before it sends another.
+struct Cast {
+    target: TargetId,
+    session: SessionId,
+    /// (frame number counting from 1, base64 JPEG); 0 before the first.
+    newest: tokio::sync::watch::Sender<(u64, Option<String>)>,
+    unacked: Option<i64>,
+    wanted: std::time::Instant,
+}
+
+/// Screencasts running now, at most one per tab.
+static CASTS: std::sync::Mutex<Vec<Cast>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether the live view runs a screencast on `session` (`background::rendering` then leaves
+/// the screencast alone: the tab renders already, and stopping it would stop the view's).
+pub(super) fn is_casting(session: &SessionId) -> bool {
+    let casts = CASTS.lock().expect("casts lock");
+    casts.iter().any(|cast| cast.session == *session)
+}
+
+/// A `Page.screencastFrame` on `session`: the newest frame of the view's screencast there.
+/// Frames of no view screencast (`background::rendering`'s, never read) are left unacked.
+pub(super) fn on_screencast_frame(session: &SessionId, frame: crate::cdp::page::ScreencastFrame) {
+    let mut casts = CASTS.lock().expect("casts lock");
+    if let Some(cast) = casts.iter_mut().find(|cast| cast.session == *session) {
+        cast.unacked = Some(frame.session_id);
+        let number = cast.newest.borrow().0 + 1;
+        cast.newest.send_replace((number, Some(frame.data)));
+    }
+}
+
+impl BrowserService {
+    /// The newest screencast frame of a Workspace's tab newer than frame number `after`,
+    /// waiting up to [`CAST_WAIT`] for one: `(number, Some(jpeg))`, or `(number, None)` when
+    /// none came. The first call for a tab starts `Page.startScreencast` on the tools' session
+    /// of it; taking a frame acknowledges it (`Page.screencastFrameAck`), so Chromium sends at
+    /// most one frame ahead of the watchers; once no call came for [`CAST_IDLE`] (the last
+    /// watcher left) the screencast stops. No turn is taken.
+    pub async fn view_screencast(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+        after: u64,
+    ) -> Result<(u64, Option<String>), FrameError> {
+        let handle = self
+            .tab_handle(&workspace_id.into(), &opaque.into())
+            .map_err(|_| FrameError::NotFound)?;
+        let session = handle.books().view_session.clone();
+        let session = session.ok_or(FrameError::NoSession)?;
+        let live = self.live_of(workspace_id).ok_or(FrameError::NotFound)?;
+        let target = handle.target.clone();
+        let (mut newest, start) = {
+            let mut casts = CASTS.lock().expect("casts lock");
+            casts.retain(|cast| cast.target != target || cast.session == session);
+            match casts.iter_mut().find(|cast| cast.target == target) {
+                Some(cast) => {
+                    cast.wanted = std::time::Instant::now();
+                    (cast.newest.subscribe(), false)
+                }
+                None => {
+                    let (newest, watching) = tokio::sync::watch::channel((0, None));
+                    casts.push(Cast {
+                        target: target.clone(),
+                        session: session.clone(),
+                        newest,
+                        unacked: None,
+                        wanted: std::time::Instant::now(),
+                    });
+                    (watching, true)
+                }
+            }
+        };
+        let client = &live.client;
+        if start {
+            // A stop first ends `background::rendering`'s screencast, whose unread frame would
+            // otherwise hold the new one back.
+            let _ = client
+                .execute(&session, &StopScreencast {}, FRAME_TIMEOUT)
+                .await;
+            let cast = StartScreencast {
+                format: "jpeg",
+                quality: CAST_QUALITY,
+                max_width: CAST_MAX_EDGE,
+                max_height: CAST_MAX_EDGE,
+                // Every frame: the acks bound the rate (one frame in flight, acknowledged when a
+                // watcher takes it); skipping frames would also skip a static page's only one.
+                every_nth_frame: None,
+            };
+            if let Err(error) = client.execute(&session, &cast, FRAME_TIMEOUT).await {
+                CASTS
+                    .lock()
+                    .expect("casts lock")
+                    .retain(|c| c.target != target);
+                return Err(FrameError::Cdp(error.to_string()));
+            }
+            tokio::spawn(stop_when_unwatched(client.clone(), target.clone()));
+        }
+        let arrived = tokio::time::timeout(CAST_WAIT, newest.wait_for(|(n, _)| *n > after))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|frame| frame.clone());
+        let Some((number, data)) = arrived else {
+            return Ok((newest.borrow().0, None));
+        };
+        let unacked = {
+            let mut casts = CASTS.lock().expect("casts lock");
+            (casts.iter_mut().find(|cast| cast.target == target)).and_then(|c| c.unacked.take())
+        };
+        if let Some(frame) = unacked {
+            let ack = ScreencastFrameAck { session_id: frame };
+            if let Err(error) = client.execute(&session, &ack, FRAME_TIMEOUT).await {
+                tracing::debug!(%error, "screencast frame not acknowledged");
+            }
+        }
+        Ok((number, data))
+    }
+}
+
+/// Stops the screencast of `target` once no watcher asked for a frame for [`CAST_IDLE`].
+async fn stop_when_unwatched(client: CdpClient, target: TargetId) {
+    loop {
+        tokio::time::sleep(CAST_IDLE / 3).await;
+        let ended = {
+            let mut casts = CASTS.lock().expect("casts lock");
+            let Some(at) = casts.iter().position(|cast| cast.target == target) else {
+                return;
+            };
+            match casts[at].wanted.elapsed() >= CAST_IDLE {
+                true => Some(casts.remove(at).session),
+                false => None,
+            }
+        };
+        if let Some(session) = ended {
+            let _ = client
+                .execute(&session, &StopScreencast {}, FRAME_TIMEOUT)
+                .await;
+            return;
+        }
     }
 }
 

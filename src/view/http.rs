@@ -6,7 +6,8 @@
 //! otherwise it is answered 403 with nothing read from the Broker. `POST /api/session` spends a
 //! one-time secret (header `X-BP-Secret`) for a token; every other `/api/` request needs that
 //! token in `X-BP-Token` (never a cookie); the POSTs (Done of a hand-off, take-over, input,
-//! hand-back) pass their JSON body on to the Broker's matching method. Answers are `no-store`,
+//! hand-back) pass their JSON body on to the Broker's matching method. `GET /api/live` becomes
+//! the live channel's WebSocket (`live.rs`), whose first message carries the token. Answers are `no-store`,
 //! and the page runs under a Content-Security-Policy that allows only its own scripts and
 //! connections.
 
@@ -21,6 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 
 use super::auth::Gate;
 use super::link::{self, LinkError};
@@ -72,6 +74,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>, stop: watch::Send
             let io = hyper_util::rt::TokioIo::new(stream);
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(io, service)
+                .with_upgrades()
                 .await;
             drop(permit);
         });
@@ -116,7 +119,7 @@ fn query_param(request: &Request<Incoming>, name: &str) -> Option<String> {
         .map(|(_, value)| value.into_owned())
 }
 
-async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
+async fn handle(server: &Arc<Server>, mut request: Request<Incoming>) -> Answer {
     let gate = &server.gate;
     if !gate.host_ok(header_text(&request, "host")) {
         return refused("wrong Host");
@@ -143,6 +146,9 @@ async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
                 "the secret is wrong, spent or expired: run `browser-pilot view` for a new URL",
             ),
         };
+    }
+    if (&method, path.as_str()) == (&Method::GET, "/api/live") {
+        return upgrade(server, &mut request);
     }
     if !header_text(&request, "x-bp-token").is_some_and(|token| gate.token_ok(token)) {
         return refused("no valid token");
@@ -212,6 +218,43 @@ async fn handle(server: &Server, request: Request<Incoming>) -> Answer {
         }
         _ => json_answer(StatusCode::NOT_FOUND, &json!({"error": "not found"})),
     }
+}
+
+/// `GET /api/live`: switches to the WebSocket of the live channel (`live.rs`), which reads the
+/// token from the page's first message.
+fn upgrade(server: &Arc<Server>, request: &mut Request<Incoming>) -> Answer {
+    let is_websocket = header_text(request, "upgrade")
+        .is_some_and(|value| value.eq_ignore_ascii_case("websocket"))
+        && header_text(request, "sec-websocket-version") == Some("13");
+    let Some(key) = header_text(request, "sec-websocket-key").filter(|_| is_websocket) else {
+        return json_answer(
+            StatusCode::BAD_REQUEST,
+            &json!({"error": "a WebSocket upgrade is required"}),
+        );
+    };
+    let Ok(place) = super::live::CHANNELS.try_acquire() else {
+        return json_answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": "too many live channels are open: close a view page"}),
+        );
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    let upgrading = hyper::upgrade::on(request);
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Ok(upgraded) = upgrading.await {
+            super::live::serve(server, upgraded).await;
+        }
+        drop(place);
+    });
+    let mut response = respond(StatusCode::SWITCHING_PROTOCOLS, "text/plain", "");
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&accept) {
+        headers.insert("sec-websocket-accept", accept);
+    }
+    response
 }
 
 fn answer_of(outcome: Result<Value, LinkError>) -> Answer {

@@ -13,6 +13,7 @@ mod auth;
 mod control;
 mod http;
 mod link;
+mod live;
 
 use std::sync::Arc;
 use std::time::Duration;

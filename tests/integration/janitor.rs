@@ -645,6 +645,7 @@ fn variant(event: &browser_pilot::cdp::Event) -> &'static str {
         Event::ResponseReceived(_) => "ResponseReceived",
         Event::RequestPaused(_) => "RequestPaused",
         Event::AuthRequired(_) => "AuthRequired",
+        Event::ScreencastFrame(_) => "ScreencastFrame",
         Event::Other { .. } => "Other",
     }
 }

@@ -51,6 +51,37 @@ fn post(port: u16, path: &str, host: &str, headers: &str, body: &str) -> (u16, S
     )
 }
 
+/// Opens the live channel with `origin` and sends `hello` as its first (masked text) message:
+/// the status line, then everything the view sent until it closed the connection.
+fn live_channel(port: u16, origin: &str, hello: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let upgrade = format!(
+        "GET /api/live HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(upgrade.as_bytes()).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") && stream.read_exact(&mut byte).is_ok() {
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.lines().next().unwrap_or("").to_owned();
+    if !status.contains(" 101 ") {
+        return (status, head);
+    }
+    let mask = [7u8, 1, 9, 3];
+    let mut frame = vec![0x81, 0x80 | hello.len() as u8];
+    frame.extend(mask);
+    frame.extend(hello.bytes().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    stream.write_all(&frame).unwrap();
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    (status, String::from_utf8_lossy(&rest).into_owned())
+}
+
 /// `browser-pilot view`: (url, port, secret).
 fn view_url(home: &TestHome) -> (String, u16, String) {
     let (code, out, err) = home.run(BIN, &["view"]);
@@ -123,6 +154,15 @@ fn the_view_shows_the_brokers_workspaces_and_refuses_strangers() {
     assert_eq!(status, 403, "a foreign Origin is refused");
     let (status, _) = post(port, "/api/session", &own, "X-BP-Secret: 1234\r\n", "");
     assert_eq!(status, 403, "a wrong secret is refused");
+    // The live channel: a foreign Origin is refused before the upgrade; without a valid token
+    // in its first message it says so and closes, sending no frame.
+    let (status, _) = live_channel(port, "http://evil.test", "{}");
+    assert!(status.contains(" 403 "), "{status}");
+    let hello = json!({"token": "00", "workspaceId": "w", "targetId": "t"}).to_string();
+    let (status, sent) = live_channel(port, &format!("http://127.0.0.1:{port}"), &hello);
+    assert!(status.contains(" 101 "), "{status}");
+    assert!(sent.contains("no valid token"), "{sent}");
+    assert!(!sent.contains("\"data\""), "{sent}");
     // The first GET of the page carries no data.
     let (status, page) = get(port, "/", "");
     assert_eq!(status, 200);
@@ -202,7 +242,12 @@ fn the_view_shows_the_brokers_workspaces_and_refuses_strangers() {
             before = in_view(&mut cdp, port, frame);
             before[0].as_u64().unwrap_or(0) >= 1
         }),
-        "a first frame arrives"
+        "a first frame arrives: {}",
+        in_view(
+            &mut cdp,
+            port,
+            "document.getElementById('frame-note').textContent"
+        )
     );
     agent.tool(
         "browser.navigate",

@@ -253,19 +253,45 @@
     }, function (error) { controlNote.textContent = 'recording: ' + error.message; }).then(function () { recordButton.disabled = false; });
   });
 
-  function frameLoop() {
-    if (!watched) { setTimeout(frameLoop, 250); return; }
+  // The live channel: a WebSocket to the view's server for the watched tab, whose first
+  // message carries the token; the server pushes each new screencast frame. Watching another
+  // tab closes it and opens another; a closed one is opened again a second later.
+  var channel = null;
+  var channelFor = null;
+
+  function openChannel(tab, key) {
     var note = document.getElementById('frame-note');
-    api('GET', '/api/frame?' + query({ workspaceId: watched.workspaceId, targetId: watched.targetId })).then(function (frame) {
+    var socket = new WebSocket('ws://' + window.location.host + '/api/live');
+    channel = socket;
+    socket.onopen = function () {
+      socket.send(JSON.stringify({ token: token, workspaceId: tab.workspaceId, targetId: tab.targetId }));
+    };
+    socket.onmessage = function (message) {
+      var frame = JSON.parse(message.data);
       if (frame.data) {
-        img.src = 'data:image/jpeg;base64,' + frame.data;
+        img.src = 'data:' + (frame.mimeType || 'image/jpeg') + ';base64,' + frame.data;
         frames += 1;
         img.setAttribute('data-frames', String(frames));
         note.textContent = '';
       } else {
-        note.textContent = frame.reason || 'no frame';
+        note.textContent = frame.reason || frame.error || 'no frame yet';
       }
-    }, function (error) { note.textContent = error.message; }).then(function () { setTimeout(frameLoop, 250); });
+    };
+    socket.onclose = function () {
+      if (channel !== socket) return;
+      channel = null;
+      setTimeout(function () { if (channelFor === key) channelFor = null; }, 1000);
+    };
+  }
+
+  function liveLoop() {
+    var key = watched ? watched.workspaceId + ' ' + watched.targetId : null;
+    if (key !== channelFor) {
+      if (channel) { var old = channel; channel = null; old.close(); }
+      channelFor = key;
+      if (watched) openChannel(watched, key);
+    }
+    setTimeout(liveLoop, 250);
   }
 
   window.bpSession.then(function (value) {
@@ -279,6 +305,6 @@
     refresh();
     setInterval(refresh, 1000);
     setInterval(refreshWatch, 1000);
-    frameLoop();
+    liveLoop();
   });
 })();
