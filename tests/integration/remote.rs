@@ -249,7 +249,8 @@ fn shared_remote_browser_is_a_candidate_and_drives_a_page_without_leaking_its_to
 /// the shared endpoint opened (a direct `Target.createTarget`), like the browser's own first
 /// tab, is not listed to a Workspace of an entry without `list_foreign_tabs`; a Workspace of an
 /// entry on the same endpoint with `list_foreign_tabs = true` lists it as a user tab
-/// (`managed: false`) and may control it.
+/// (`managed: false`) and may control it. After a Broker SIGKILL the janitors close the
+/// Broker's tab and leave that one open.
 #[test]
 fn a_tab_the_broker_did_not_create_on_a_remote_browser_is_listed_only_with_list_foreign_tabs() {
     let remote = RemoteHome::new();
@@ -298,12 +299,23 @@ fn a_tab_the_broker_did_not_create_on_a_remote_browser_is_listed_only_with_list_
     let listed = agent.tabs();
     assert!(!listed.iter().any(is_theirs), "{listed:?}");
     assert_eq!(listed.len(), 1, "{listed:?}");
-    for agent in [&mut agent, &mut foreign] {
-        let workspace_id = agent.workspace_id.clone();
-        agent
-            .bridge
-            .ok("workspaces/release", json!({"workspaceId": workspace_id}));
-    }
+
+    // The Broker is SIGKILLed: its janitors close the tab it made, never the one it controlled
+    // but did not create.
+    let pid = remote.home.broker_pid().unwrap();
+    unsafe_kill(pid, "KILL");
+    let mut pages = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(15), || {
+            pages = other_client.pages();
+            !pages.iter().any(|(_, url)| url.ends_with("/page/mine"))
+        }),
+        "the Broker's tab outlived it: {pages:?}"
+    );
+    assert!(
+        pages.iter().any(|(_, url)| url.ends_with("/page/theirs")),
+        "the janitor closed a tab the Broker did not create: {pages:?}"
+    );
 }
 
 #[test]
@@ -1543,7 +1555,8 @@ fn the_conformance_runner_passes_against_a_workspace_on_browserless() {
 /// it fails `browser_disconnected` instead of reconnecting behind the host's back, and the next
 /// `browser.connect` gives it a new session with a newer generation. Two `browser.connect` calls
 /// of one Workspace sent together share one attempt: one session (the entry takes one) and one
-/// generation.
+/// generation. The other session's entry carries the token only in its `headers` (the engine
+/// checks it there), and that Workspace's annotated capture and PDF work as on a local browser.
 #[test]
 fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_the_next_connect() {
     let engine = Browserless::shared();
@@ -1554,7 +1567,12 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
         per_workspace_entry("brief", engine, &remote.token_file, 1)
             .replace("?token={token}", &format!("?token={{token}}{timeout}"))
     };
-    let steady = per_workspace_entry("steady", engine, &remote.token_file, 1);
+    // The token only in a header: the engine admits the session only if the header reaches it.
+    let steady = per_workspace_entry("steady", engine, &remote.token_file, 1).replace(
+        "?token={token}\"\n",
+        "\"\nheaders = { Authorization = \"Bearer {token}\" }\n",
+    );
+    assert!(steady.contains("headers"), "{steady}");
     remote.write_config(&format!("{}\n{steady}", brief("&timeout=4000")), 0o600);
 
     let mut other = agent_on(&remote.home, "browser:remote:steady");
@@ -1610,9 +1628,26 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
     );
     assert_eq!(code, "browser_disconnected", "{error}");
 
-    // The Workspace on the other session heard nothing and works on.
+    // The Workspace on the other session heard nothing and works on; its annotated captures
+    // and PDFs come back as on a local browser.
     let observed = other.tool("browser.observe", Some(&theirs), json!({}));
     assert_eq!(observed["title"], "steady", "{observed}");
+    let annotated = other.tool(
+        "browser.capture",
+        Some(&theirs),
+        json!({"annotations": {"observationId": observed["observationId"]}}),
+    );
+    assert!(
+        annotated["annotationCount"].as_u64().unwrap() >= 1,
+        "{annotated}"
+    );
+    let printed = other.tool("browser.pdf", Some(&theirs), json!({}));
+    let got = other.bridge.ok(
+        "artifacts/get",
+        json!({"workspaceId": other.workspace_id, "leaseId": other.lease_id, "artifactId": printed["artifact"]["id"]}),
+    );
+    let bytes = std::fs::read(got["path"].as_str().expect("protected path")).unwrap();
+    assert_eq!(&bytes[..5], b"%PDF-");
     let events = other.events();
     assert!(
         events.iter().all(|e| e["type"] != "connection.lost"),
@@ -1628,6 +1663,11 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
     assert!(
         again["browserConnectionGeneration"].as_u64().unwrap() > generation,
         "{again}"
+    );
+    let restored = agent.wait_event("connection.restored");
+    assert_eq!(
+        restored["payload"]["generation"],
+        again["browserConnectionGeneration"]
     );
     let url = fixtures.url("/page/restored");
     let opened = agent.tool("browser.open", None, json!({"url": url}));
@@ -1645,7 +1685,8 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
 /// of the test's, `initialize` and `browser.discover` (twice) list the local candidates first,
 /// then the remote ones in the file's order, a Workspace created without `browserId` is bound
 /// to the local browser, and the listener has been reached by nothing; the first TCP connection
-/// it sees is the WebSocket upgrade of `browser.connect` to a remote entry.
+/// it sees is the WebSocket upgrade of `browser.connect` to a remote entry. The Broker never
+/// writes the file.
 #[test]
 fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_contacted_before_connect()
  {
@@ -1671,6 +1712,10 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
         0o600,
     );
 
+    let written = std::fs::metadata(remote.config())
+        .unwrap()
+        .modified()
+        .unwrap();
     let mut agent = Agent::with_home(&remote.home, "com.example.order");
     let ids = |browsers: &Value| -> Vec<String> {
         (browsers.as_array().unwrap().iter())
@@ -1744,6 +1789,12 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
     assert!(
         head.starts_with("GET /devtools/browser/engine"),
         "the upgrade: {head}"
+    );
+    let config = remote.config();
+    assert_eq!(
+        std::fs::metadata(&config).unwrap().modified().unwrap(),
+        written,
+        "the Broker never writes remote-browsers.toml"
     );
     drop(local);
 }
