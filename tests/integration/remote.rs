@@ -1685,8 +1685,9 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
 /// of the test's, `initialize` and `browser.discover` (twice) list the local candidates first,
 /// then the remote ones in the file's order, a Workspace created without `browserId` is bound
 /// to the local browser, and the listener has been reached by nothing; the first TCP connection
-/// it sees is the WebSocket upgrade of `browser.connect` to a remote entry. The Broker never
-/// writes the file.
+/// it sees is the WebSocket upgrade of `browser.connect` to a remote entry. Once a shared
+/// remote browser is connected, a Workspace created without `browserId` joins that connection
+/// (the first ready connection wins). The Broker never writes the file.
 #[test]
 fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_contacted_before_connect()
  {
@@ -1703,11 +1704,13 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
         "ws://127.0.0.1:{}/devtools/browser/engine",
         engine.local_addr().unwrap().port()
     );
+    let plain = TempChromium::start();
     remote.write_config(
         &format!(
-            "{}\n{}",
+            "{}\n{}\n{}",
             remote.entry("zeta", &endpoint),
-            remote.entry("alpha", &endpoint)
+            remote.entry("alpha", &endpoint),
+            remote.entry("plain", &plain.ws_url())
         ),
         0o600,
     );
@@ -1741,7 +1744,11 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
     );
     assert_eq!(
         listed[first_remote..],
-        ["browser:remote:zeta", "browser:remote:alpha"],
+        [
+            "browser:remote:zeta",
+            "browser:remote:alpha",
+            "browser:remote:plain"
+        ],
         "the file's order"
     );
     for _ in 0..2 {
@@ -1790,6 +1797,23 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
         head.starts_with("GET /devtools/browser/engine"),
         "the upgrade: {head}"
     );
+
+    // Once a remote browser is connected (shared), a Workspace created without `browserId`
+    // joins that connection; the one bound earlier stays on the local browser.
+    let mut on_plain = agent_on(&remote.home, "browser:remote:plain");
+    on_plain.connect();
+    let later = Agent::with_home(&remote.home, "com.example.later");
+    let mut bridge = later.bridge;
+    let bound = bridge.ok("workspaces/get", json!({"workspaceId": later.workspace_id}));
+    assert_eq!(
+        bound["workspace"]["browserId"], "browser:remote:plain",
+        "{bound}"
+    );
+    let bound = agent
+        .bridge
+        .ok("workspaces/get", json!({"workspaceId": workspace_id}));
+    assert_eq!(bound["workspace"]["browserId"], running, "{bound}");
+    drop(on_plain);
     let config = remote.config();
     assert_eq!(
         std::fs::metadata(&config).unwrap().modified().unwrap(),
