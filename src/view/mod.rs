@@ -4,9 +4,9 @@
 //! `browser-pilot view` (and `bp view`) asks the running view for a fresh one-time URL over the
 //! owner-only control socket (`control.rs`), starting the private role
 //! `--browser-pilot-internal=view` first when none runs, and prints it. The role serves
-//! 127.0.0.1 on an ephemeral port (`http.rs`, the page in `page/`), lets in only pages that spent
-//! a secret for a token (`auth.rs`), and reads the Broker through short CLI-peer calls
-//! (`link.rs`). It writes nothing to disk but its socket, and runs until `browser-pilot view
+//! 127.0.0.1 on an ephemeral port (`http.rs`, the page in `page/`, the live channel's WebSocket
+//! in `live.rs`), lets in only pages that spent a secret for a token (`auth.rs`), and reads the
+//! Broker through short CLI-peer calls (`link.rs`). It writes nothing to disk but its socket, and runs until `browser-pilot view
 //! --stop`, SIGTERM, or its socket file is removed (its home deleted).
 
 mod auth;
