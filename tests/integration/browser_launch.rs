@@ -516,3 +516,47 @@ fn the_first_workspace_adopts_the_untouched_start_tab_of_a_launched_browser() {
     );
     assert!(pid_alive(browser), "the browser keeps running");
 }
+
+/// A start tab someone used is never adopted, even once it is blank again: its history shows it.
+#[test]
+fn a_used_start_tab_is_not_adopted_even_when_blank_again() {
+    require_chromium();
+    let home = TestHome::new().with_env("BROWSER_PILOT_DISCOVERY_DIRS", "");
+    let fixtures = Fixtures::start();
+    let _stop = StopOnDrop(home.path());
+    json_stdout(&run(home.path(), &["browser", "launch", "--headless"]));
+    let mut alice = Agent::with_home(&home, "com.example.alice");
+    alice.connect();
+    let start = only_tab(&mut alice)["targetId"].clone();
+    // Alice drives the start tab as a user tab: somewhere, back to about:blank, then hands it back.
+    let url = fixtures.url("/page/used-start");
+    alice.tool(
+        "browser.navigate",
+        Some(&start),
+        json!({"action": "goto", "url": url}),
+    );
+    alice.tool(
+        "browser.navigate",
+        Some(&start),
+        json!({"action": "goto", "url": "about:blank"}),
+    );
+    alice.tool("browser.tabs.release", Some(&start), json!({}));
+
+    let mut bob = Agent::with_home(&home, "com.example.bob");
+    bob.connect();
+    let blank = only_tab(&mut bob);
+    assert_eq!(blank["url"], "about:blank", "{blank}");
+    let opened = bob.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/bob-window")}),
+    );
+    assert_ne!(opened["targetId"], blank["targetId"], "{opened}");
+    let tabs = bob.tabs();
+    assert_eq!(tabs.len(), 2, "{tabs:?}");
+    assert!(
+        tabs.iter()
+            .any(|t| t["targetId"] == blank["targetId"] && t["managed"] == false),
+        "the used start tab stays the user's: {tabs:?}"
+    );
+}
