@@ -5,8 +5,10 @@
 //! frames that nobody acks (a hidden tab's `Page.captureScreenshot` otherwise takes seconds or
 //! is never answered; docs/cdp.md "Background driving").
 //!
-//! It never sends `Target.activateTarget` or `Page.bringToFront`, and owns no state: the
-//! screencast lives exactly as long as the work it wraps. Whether a tab is hidden cannot be
+//! It never sends `Target.activateTarget` or `Page.bringToFront`, and owns no state of its own: the
+//! session's screencast is shared with the live view's watchers through the one owner that
+//! counts its users (`view::keep_rendering`), so it runs for the length of the work or longer,
+//! and neither side stops it under the other. Whether a tab is hidden cannot be
 //! read from the page (focus emulation makes a hidden tab report `visible`), so `when_slow`
 //! starts the screencast only once the work has waited longer than a visible tab takes.
 //!
@@ -33,7 +35,6 @@ use crate::cdp::emulation::{
     SetTimezoneOverride, SetTouchEmulationEnabled, SetUserAgentOverride,
 };
 use crate::cdp::network::EmulateNetworkConditions;
-use crate::cdp::page::{StartScreencast, StopScreencast};
 use crate::cdp::{CdpClient, CdpError, SessionId};
 
 /// Smallest frames Chromium encodes for the screencast: they are never read.
@@ -48,23 +49,10 @@ pub async fn rendering<T>(
     timeout: Duration,
     work: impl Future<Output = T>,
 ) -> T {
-    // The live view's screencast keeps the tab rendering already; it is the view's to stop.
-    if super::view::is_casting(session) {
-        return work.await;
-    }
-    let start = StartScreencast {
-        format: "jpeg",
-        quality: 1,
-        max_width: FRAME_EDGE,
-        max_height: FRAME_EDGE,
-        every_nth_frame: None,
-    };
-    let started = client.execute(session, &start, timeout).await.is_ok();
-    let outcome = work.await;
-    if started && !super::view::is_casting(session) {
-        let _ = client.execute(session, &StopScreencast {}, timeout).await;
-    }
-    outcome
+    // The session's screencast is shared with the live view (`view::keep_rendering` counts
+    // its users): it starts unless the view runs one, and stops only when its last user leaves.
+    let _rendering = super::view::keep_rendering(client, session, FRAME_EDGE, timeout).await;
+    work.await
 }
 
 /// Runs `work` (a screenshot of the tab on `session`) as it is, and starts the screencast of

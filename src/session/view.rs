@@ -1,7 +1,9 @@
 //! The live view's side of the session (docs/view.md): the origins the view serves on, which
 //! are never an eligible tab (not listed, not resolvable, so no agent can drive the view's own
 //! tab), the read-only reads the view makes (the tabs every Workspace manages or controls, and a
-//! frame of one of them), and the person's take-over of a tab.
+//! frame of one of them), the person's take-over of a tab, and each session's screencast, the
+//! one owner of it: shared by the view's watchers and the background screenshots in progress
+//! (`keep_rendering`), started for its first user and stopped when its last leaves.
 //!
 //! The reads take no tab's turn and no Command: a frame is one `Page.captureScreenshot` on the
 //! session the tools already set up for the tab, sent beside whatever the tab's Command does,
@@ -151,35 +153,222 @@ pub const CAST_WAIT: Duration = Duration::from_secs(5);
 /// A screencast nobody asked a frame of for this long has no watcher left and is stopped.
 const CAST_IDLE: Duration = Duration::from_secs(3);
 
-/// The live view's screencast of one tab, on the tools' session of it: the newest frame, and
-/// the frame Chromium waits to have acknowledged before it sends another.
-struct Cast {
+/// The live view's part of a tab's screencast: the newest frame, the frame Chromium waits to
+/// have acknowledged before it sends another, and when a watcher last asked for one.
+struct Watched {
     target: TargetId,
-    session: SessionId,
     /// (frame number counting from 1, base64 JPEG); 0 before the first.
     newest: tokio::sync::watch::Sender<(u64, Option<String>)>,
     unacked: Option<i64>,
     wanted: std::time::Instant,
 }
 
-/// Screencasts running now, at most one per tab.
-static CASTS: std::sync::Mutex<Vec<Cast>> = std::sync::Mutex::new(Vec::new());
+/// The screencast of one session and its users: the view's watchers (until [`CAST_IDLE`]
+/// after the last one asked) and the background screenshots in progress. It runs while it
+/// has a user; only the last user to leave stops it.
+struct Cast {
+    session: SessionId,
+    watched: Option<Watched>,
+    shots: usize,
+}
 
-/// Whether the live view runs a screencast on `session` (`background::rendering` then leaves
-/// the screencast alone: the tab renders already, and stopping it would stop the view's).
-pub(super) fn is_casting(session: &SessionId) -> bool {
-    let casts = CASTS.lock().expect("casts lock");
-    casts.iter().any(|cast| cast.session == *session)
+/// The screencasts running now, at most one per session: the one owner that starts and stops
+/// them. Each change says what to send Chromium; the caller sends it.
+#[derive(Default)]
+struct Casts(Vec<Cast>);
+
+/// What a change of [`Casts`] asks to send on the session.
+#[derive(Debug, PartialEq, Eq)]
+enum CastCall {
+    Nothing,
+    /// Start the view's screencast (stopping a background one first).
+    StartWatched,
+    /// Start a background screencast of tiny frames.
+    StartTiny,
+    Stop,
+}
+
+impl Casts {
+    fn find(&mut self, session: &SessionId) -> Option<&mut Cast> {
+        self.0.iter_mut().find(|cast| cast.session == *session)
+    }
+
+    /// A watcher of `target` asks for a frame on `session`: joins (or starts) the view's part
+    /// and returns the frames to wait on. The view's part of `target` on another session (the
+    /// tools' session changed) is dropped.
+    fn watch(
+        &mut self,
+        target: &TargetId,
+        session: &SessionId,
+    ) -> (
+        tokio::sync::watch::Receiver<(u64, Option<String>)>,
+        CastCall,
+    ) {
+        for cast in &mut self.0 {
+            if cast.session != *session
+                && cast.watched.as_ref().is_some_and(|w| w.target == *target)
+            {
+                cast.watched = None;
+            }
+        }
+        self.0
+            .retain(|cast| cast.watched.is_some() || cast.shots > 0);
+        let now = std::time::Instant::now();
+        if let Some(watched) = self.find(session).and_then(|c| c.watched.as_mut()) {
+            watched.wanted = now;
+            return (watched.newest.subscribe(), CastCall::Nothing);
+        }
+        let (newest, watching) = tokio::sync::watch::channel((0, None));
+        let watched = Watched {
+            target: target.clone(),
+            newest,
+            unacked: None,
+            wanted: now,
+        };
+        match self.find(session) {
+            Some(cast) => cast.watched = Some(watched),
+            None => self.0.push(Cast {
+                session: session.clone(),
+                watched: Some(watched),
+                shots: 0,
+            }),
+        }
+        (watching, CastCall::StartWatched)
+    }
+
+    /// The view's screencast could not start: its part goes, the rest stays.
+    fn unwatch(&mut self, session: &SessionId) {
+        if let Some(cast) = self.find(session) {
+            cast.watched = None;
+        }
+        self.0
+            .retain(|cast| cast.watched.is_some() || cast.shots > 0);
+    }
+
+    /// The view's part of `target` leaves when no watcher asked for `idle`: `None` while it is
+    /// watched, else the session to stop the screencast on when no screenshot still uses it.
+    fn leave_if_idle(&mut self, target: &TargetId, idle: Duration) -> Option<Option<SessionId>> {
+        let at = self
+            .0
+            .iter()
+            .position(|cast| cast.watched.as_ref().is_some_and(|w| w.target == *target));
+        let Some(at) = at else {
+            return Some(None);
+        };
+        let cast = &mut self.0[at];
+        if cast
+            .watched
+            .as_ref()
+            .is_some_and(|w| w.wanted.elapsed() < idle)
+        {
+            return None;
+        }
+        cast.watched = None;
+        if cast.shots > 0 {
+            return Some(None);
+        }
+        Some(Some(self.0.remove(at).session))
+    }
+
+    /// A background screenshot on `session` begins: it starts the screencast when nobody runs
+    /// one.
+    fn shoot(&mut self, session: &SessionId) -> CastCall {
+        match self.find(session) {
+            Some(cast) => {
+                cast.shots += 1;
+                CastCall::Nothing
+            }
+            None => {
+                self.0.push(Cast {
+                    session: session.clone(),
+                    watched: None,
+                    shots: 1,
+                });
+                CastCall::StartTiny
+            }
+        }
+    }
+
+    /// A background screenshot on `session` ended: the last user stops the screencast.
+    fn shot(&mut self, session: &SessionId) -> CastCall {
+        let Some(at) = self.0.iter().position(|cast| cast.session == *session) else {
+            return CastCall::Nothing;
+        };
+        let cast = &mut self.0[at];
+        cast.shots = cast.shots.saturating_sub(1);
+        if cast.shots > 0 || cast.watched.is_some() {
+            return CastCall::Nothing;
+        }
+        self.0.remove(at);
+        CastCall::Stop
+    }
+}
+
+static CASTS: std::sync::Mutex<Casts> = std::sync::Mutex::new(Casts(Vec::new()));
+
+fn casts() -> std::sync::MutexGuard<'static, Casts> {
+    CASTS.lock().expect("casts lock")
+}
+
+/// A background screenshot's use of its session's screencast ([`keep_rendering`]); dropping
+/// it (the screenshot ended, or its Command was cancelled) stops the screencast when nobody
+/// else uses it.
+pub(super) struct Rendering {
+    client: CdpClient,
+    session: SessionId,
+    timeout: Duration,
+}
+
+impl Drop for Rendering {
+    fn drop(&mut self) {
+        if casts().shot(&self.session) == CastCall::Stop {
+            let (client, session, timeout) =
+                (self.client.clone(), self.session.clone(), self.timeout);
+            tokio::spawn(async move {
+                let _ = client.execute(&session, &StopScreencast {}, timeout).await;
+            });
+        }
+    }
+}
+
+/// Keeps the tab on `session` rendering while the returned guard lives, sharing the view's
+/// screencast when it runs one and starting a screencast of tiny, never acknowledged frames
+/// (`frame_edge` pixels a side) when nobody does. Best effort: a refused start is ignored.
+pub(super) async fn keep_rendering(
+    client: &CdpClient,
+    session: &SessionId,
+    frame_edge: u64,
+    timeout: Duration,
+) -> Rendering {
+    let send = casts().shoot(session);
+    let guard = Rendering {
+        client: client.clone(),
+        session: session.clone(),
+        timeout,
+    };
+    if send == CastCall::StartTiny {
+        let start = StartScreencast {
+            format: "jpeg",
+            quality: 1,
+            max_width: frame_edge,
+            max_height: frame_edge,
+            every_nth_frame: None,
+        };
+        if let Err(error) = client.execute(session, &start, timeout).await {
+            tracing::debug!(%error, "screencast for a background screenshot refused");
+        }
+    }
+    guard
 }
 
 /// A `Page.screencastFrame` on `session`: the newest frame of the view's screencast there.
-/// Frames of no view screencast (`background::rendering`'s, never read) are left unacked.
+/// Frames nobody watches (a background screenshot's, never read) are left unacked.
 pub(super) fn on_screencast_frame(session: &SessionId, frame: crate::cdp::page::ScreencastFrame) {
-    let mut casts = CASTS.lock().expect("casts lock");
-    if let Some(cast) = casts.iter_mut().find(|cast| cast.session == *session) {
-        cast.unacked = Some(frame.session_id);
-        let number = cast.newest.borrow().0 + 1;
-        cast.newest.send_replace((number, Some(frame.data)));
+    let mut casts = casts();
+    if let Some(watched) = casts.find(session).and_then(|c| c.watched.as_mut()) {
+        watched.unacked = Some(frame.session_id);
+        let number = watched.newest.borrow().0 + 1;
+        watched.newest.send_replace((number, Some(frame.data)));
     }
 }
 
@@ -189,7 +378,8 @@ impl BrowserService {
     /// none came. The first call for a tab starts `Page.startScreencast` on the tools' session
     /// of it; taking a frame acknowledges it (`Page.screencastFrameAck`), so Chromium sends at
     /// most one frame ahead of the watchers; once no call came for [`CAST_IDLE`] (the last
-    /// watcher left) the screencast stops. No turn is taken.
+    /// watcher left) the view leaves the screencast, which stops unless a background
+    /// screenshot still uses it. No turn is taken.
     pub async fn view_screencast(
         &self,
         workspace_id: &str,
@@ -203,31 +393,11 @@ impl BrowserService {
         let session = session.ok_or(FrameError::NoSession)?;
         let live = self.live_of(workspace_id).ok_or(FrameError::NotFound)?;
         let target = handle.target.clone();
-        let (mut newest, start) = {
-            let mut casts = CASTS.lock().expect("casts lock");
-            casts.retain(|cast| cast.target != target || cast.session == session);
-            match casts.iter_mut().find(|cast| cast.target == target) {
-                Some(cast) => {
-                    cast.wanted = std::time::Instant::now();
-                    (cast.newest.subscribe(), false)
-                }
-                None => {
-                    let (newest, watching) = tokio::sync::watch::channel((0, None));
-                    casts.push(Cast {
-                        target: target.clone(),
-                        session: session.clone(),
-                        newest,
-                        unacked: None,
-                        wanted: std::time::Instant::now(),
-                    });
-                    (watching, true)
-                }
-            }
-        };
+        let (mut newest, send) = casts().watch(&target, &session);
         let client = &live.client;
-        if start {
-            // A stop first ends `background::rendering`'s screencast, whose unread frame would
-            // otherwise hold the new one back.
+        if send == CastCall::StartWatched {
+            // A stop first ends a background screenshot's screencast, whose unread frame would
+            // otherwise hold the new one back; the new one keeps that screenshot's tab rendering.
             let _ = client
                 .execute(&session, &StopScreencast {}, FRAME_TIMEOUT)
                 .await;
@@ -241,10 +411,7 @@ impl BrowserService {
                 every_nth_frame: None,
             };
             if let Err(error) = client.execute(&session, &cast, FRAME_TIMEOUT).await {
-                CASTS
-                    .lock()
-                    .expect("casts lock")
-                    .retain(|c| c.target != target);
+                casts().unwatch(&session);
                 return Err(FrameError::Cdp(error.to_string()));
             }
             tokio::spawn(stop_when_unwatched(client.clone(), target.clone()));
@@ -257,10 +424,9 @@ impl BrowserService {
         let Some((number, data)) = arrived else {
             return Ok((newest.borrow().0, None));
         };
-        let unacked = {
-            let mut casts = CASTS.lock().expect("casts lock");
-            (casts.iter_mut().find(|cast| cast.target == target)).and_then(|c| c.unacked.take())
-        };
+        let unacked = (casts().find(&session))
+            .and_then(|c| c.watched.as_mut())
+            .and_then(|w| w.unacked.take());
         if let Some(frame) = unacked {
             let ack = ScreencastFrameAck { session_id: frame };
             if let Err(error) = client.execute(&session, &ack, FRAME_TIMEOUT).await {
@@ -271,26 +437,20 @@ impl BrowserService {
     }
 }
 
-/// Stops the screencast of `target` once no watcher asked for a frame for [`CAST_IDLE`].
+/// The view leaves the screencast of `target` once no watcher asked for a frame for
+/// [`CAST_IDLE`], stopping it unless a background screenshot still uses it.
 async fn stop_when_unwatched(client: CdpClient, target: TargetId) {
     loop {
         tokio::time::sleep(CAST_IDLE / 3).await;
-        let ended = {
-            let mut casts = CASTS.lock().expect("casts lock");
-            let Some(at) = casts.iter().position(|cast| cast.target == target) else {
-                return;
-            };
-            match casts[at].wanted.elapsed() >= CAST_IDLE {
-                true => Some(casts.remove(at).session),
-                false => None,
-            }
+        let Some(left) = casts().leave_if_idle(&target, CAST_IDLE) else {
+            continue;
         };
-        if let Some(session) = ended {
+        if let Some(session) = left {
             let _ = client
                 .execute(&session, &StopScreencast {}, FRAME_TIMEOUT)
                 .await;
-            return;
         }
+        return;
     }
 }
 
@@ -867,5 +1027,48 @@ mod tests {
         assert!(!is_view_url(
             "https://example.com/?u=http://127.0.0.1:45123/"
         ));
+    }
+
+    #[test]
+    fn a_screencast_stops_only_when_its_last_user_leaves() {
+        let (tab, session) = (TargetId::new("T"), SessionId::new("S"));
+        let mut casts = Casts::default();
+        // The view starts it; a background screenshot joins without a second start.
+        assert_eq!(casts.watch(&tab, &session).1, CastCall::StartWatched);
+        assert_eq!(casts.watch(&tab, &session).1, CastCall::Nothing);
+        assert_eq!(casts.shoot(&session), CastCall::Nothing);
+        // Watched a moment ago: the view stays.
+        assert_eq!(casts.leave_if_idle(&tab, CAST_IDLE), None);
+        // The last watcher leaves while the screenshot runs: no stop under it.
+        assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), Some(None));
+        assert_eq!(casts.shot(&session), CastCall::Stop);
+        assert!(casts.0.is_empty());
+
+        // A screenshot starts it; the view joins (restarting it with its own frames), the
+        // screenshot ends without stopping it, the last watcher's leaving stops it.
+        assert_eq!(casts.shoot(&session), CastCall::StartTiny);
+        assert_eq!(casts.shoot(&session), CastCall::Nothing);
+        assert_eq!(casts.shot(&session), CastCall::Nothing);
+        assert_eq!(casts.watch(&tab, &session).1, CastCall::StartWatched);
+        assert_eq!(casts.shot(&session), CastCall::Nothing);
+        let left = casts.leave_if_idle(&tab, Duration::ZERO);
+        assert_eq!(left, Some(Some(session.clone())));
+        assert!(casts.0.is_empty());
+        // Nothing left to stop, and a stray end stops nothing.
+        assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), Some(None));
+        assert_eq!(casts.shot(&session), CastCall::Nothing);
+    }
+
+    #[test]
+    fn a_new_tools_session_moves_the_views_part_and_keeps_the_old_screenshot() {
+        let tab = TargetId::new("T");
+        let (old, new) = (SessionId::new("S1"), SessionId::new("S2"));
+        let mut casts = Casts::default();
+        assert_eq!(casts.watch(&tab, &old).1, CastCall::StartWatched);
+        assert_eq!(casts.shoot(&old), CastCall::Nothing);
+        assert_eq!(casts.watch(&tab, &new).1, CastCall::StartWatched);
+        // The screenshot on the old session is its last user now.
+        assert_eq!(casts.shot(&old), CastCall::Stop);
+        assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), Some(Some(new)));
     }
 }
