@@ -40,6 +40,24 @@ pub struct TargetInfo {
     pub parent_frame_id: Option<String>,
 }
 
+impl TargetInfo {
+    /// A page target as the Broker knows it before Chromium describes it: no title, no opener,
+    /// in the default browser context, not attached.
+    pub fn page(target_id: TargetId, url: &str) -> TargetInfo {
+        TargetInfo {
+            target_id,
+            target_type: "page".into(),
+            title: String::new(),
+            url: url.to_owned(),
+            opener_id: None,
+            browser_context_id: None,
+            attached: false,
+            subtype: None,
+            parent_frame_id: None,
+        }
+    }
+}
+
 /// `Target.createTarget`: opens a tab (or a window), with Chromium's default focus: the new tab
 /// is the front tab of its window. A tab created with `focus: false` stays hidden behind it, and
 /// a hidden tab's screenshot was not answered in time (docs/cdp.md, "Background driving").

@@ -587,15 +587,9 @@ mod tests {
 
     fn info(id: &str, kind: &str, opener: Option<&str>) -> TargetInfo {
         TargetInfo {
-            target_id: TargetId::new(id),
             target_type: kind.into(),
-            title: String::new(),
-            url: format!("http://127.0.0.1/{id}"),
             opener_id: opener.map(TargetId::new),
-            browser_context_id: None,
-            attached: false,
-            subtype: None,
-            parent_frame_id: None,
+            ..TargetInfo::page(TargetId::new(id), &format!("http://127.0.0.1/{id}"))
         }
     }
 

@@ -1122,15 +1122,8 @@ impl BrowserService {
         let opaque = self.with_registry_of(workspace_id, |registry| {
             if registry.handle(target).is_none() {
                 registry.upsert(&crate::cdp::TargetInfo {
-                    target_id: target.clone(),
-                    target_type: "page".into(),
-                    title: String::new(),
-                    url: url.to_owned(),
-                    opener_id: None,
                     browser_context_id: context.map(|context| context.as_str().to_owned()),
-                    attached: false,
-                    subtype: None,
-                    parent_frame_id: None,
+                    ..crate::cdp::TargetInfo::page(target.clone(), url)
                 });
             }
             if let Some(context) = context {

@@ -167,15 +167,8 @@ mod tests {
 
     fn page(id: &str, url: &str, opener: Option<&str>) -> TargetInfo {
         TargetInfo {
-            target_id: TargetId::new(id),
-            target_type: "page".into(),
-            title: String::new(),
-            url: url.into(),
             opener_id: opener.map(TargetId::new),
-            browser_context_id: None,
-            attached: false,
-            subtype: None,
-            parent_frame_id: None,
+            ..TargetInfo::page(TargetId::new(id), url)
         }
     }
 
