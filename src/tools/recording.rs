@@ -15,7 +15,7 @@ use super::context::{
     RecordingError, TargetScope, ToolEnv,
 };
 use super::error::ToolError;
-use super::manifest::{Gate, Lane, ToolDef, object, open_object};
+use super::manifest::{Gate, Handler, Lane, ToolDef, object, open_object};
 use super::tab::ControlledTab;
 use crate::artifacts::{ArtifactKind, Artifacts, NewArtifact};
 use crate::protocol::errors::{ErrorCode, RpcError};
@@ -28,56 +28,66 @@ const RECORDING_PLAYER: &str = include_str!("recording.html");
 
 pub fn defs() -> Vec<ToolDef> {
     vec![
-        ToolDef {
-            name: "browser.recording.start",
-            description: "Start recording the tab: frames twice a second (changed ones only; at most 1,200 frames and 32 MiB) and the timeline of this Workspace's Commands and the tab's events, until browser.recording.stop. At most 4 recordings run at once per Broker.",
-            capability: "observation.read",
-            mutating: false,
-            input_schema: object(json!({}), &[]),
-            output_schema: open_object(
-                json!({
-                    "workspaceId": {"type": "string"},
-                    "leaseId": {"type": "string"},
-                    "targetId": {"type": "string"},
-                    "recording": {"const": true},
-                    "startedAt": {"type": "integer"},
-                    "framesPerSecond": {"type": "integer", "minimum": 1},
-                    "maxFrames": {"type": "integer", "minimum": 1},
-                    "maxFrameBytes": {"type": "integer", "minimum": 1},
-                }),
-                &["targetId", "recording", "startedAt"],
-            ),
-            sensitivity_input: &[],
-            sensitivity_output: &[],
-            lane: Lane::Ordinary,
-            gate: Gate::InTool,
-            handler: handler!(Target: start),
-        },
-        ToolDef {
-            name: "browser.recording.stop",
-            description: "Stop recording the tab and store the recording as an Artifact of the Workspace (kind recording): one self-contained HTML file that plays the frames with the timeline, offline in any browser. No typed value is in it. Returns the descriptor.",
-            capability: "observation.read",
-            mutating: false,
-            input_schema: object(json!({}), &[]),
-            output_schema: open_object(
-                json!({
-                    "workspaceId": {"type": "string"},
-                    "leaseId": {"type": "string"},
-                    "targetId": {"type": "string"},
-                    "artifact": super::capture::descriptor_schema(),
-                    "frames": {"type": "integer", "minimum": 0},
-                    "timeline": {"type": "integer", "minimum": 0},
-                    "truncated": {"type": "boolean"},
-                }),
-                &["artifact", "frames", "timeline", "truncated"],
-            ),
-            sensitivity_input: &[],
-            sensitivity_output: &["browser_data", "user_file"],
-            lane: Lane::Ordinary,
-            gate: Gate::InTool,
-            handler: handler!(Target: stop),
-        },
+        recording_def(
+            "browser.recording.start",
+            "Start recording the tab: frames twice a second (changed ones only; at most 1,200 frames and 32 MiB) and the timeline of this Workspace's Commands and the tab's events, until browser.recording.stop. At most 4 recordings run at once per Broker.",
+            json!({
+                "recording": {"const": true},
+                "startedAt": {"type": "integer"},
+                "framesPerSecond": {"type": "integer", "minimum": 1},
+                "maxFrames": {"type": "integer", "minimum": 1},
+                "maxFrameBytes": {"type": "integer", "minimum": 1},
+            }),
+            &["targetId", "recording", "startedAt"],
+            &[],
+            handler!(Target: start),
+        ),
+        recording_def(
+            "browser.recording.stop",
+            "Stop recording the tab and store the recording as an Artifact of the Workspace (kind recording): one self-contained HTML file that plays the frames with the timeline, offline in any browser. No typed value is in it. Returns the descriptor.",
+            json!({
+                "artifact": super::capture::descriptor_schema(),
+                "frames": {"type": "integer", "minimum": 0},
+                "timeline": {"type": "integer", "minimum": 0},
+                "truncated": {"type": "boolean"},
+            }),
+            &["artifact", "frames", "timeline", "truncated"],
+            &["browser_data", "user_file"],
+            handler!(Target: stop),
+        ),
     ]
+}
+
+/// One of the two tools: no input, an output of the Workspace, Lease and tab with `fields`.
+fn recording_def(
+    name: &'static str,
+    description: &'static str,
+    fields: Value,
+    required: &[&str],
+    sensitivity_output: &'static [&'static str],
+    handler: Handler,
+) -> ToolDef {
+    let mut properties = json!({
+        "workspaceId": {"type": "string"},
+        "leaseId": {"type": "string"},
+        "targetId": {"type": "string"},
+    });
+    if let (Some(all), Value::Object(fields)) = (properties.as_object_mut(), fields) {
+        all.extend(fields);
+    }
+    ToolDef {
+        name,
+        description,
+        capability: "observation.read",
+        mutating: false,
+        input_schema: object(json!({}), &[]),
+        output_schema: open_object(properties, required),
+        sensitivity_input: &[],
+        sensitivity_output,
+        lane: Lane::Ordinary,
+        gate: Gate::InTool,
+        handler,
+    }
 }
 
 /// The agent-visible error of a recording that did not start or stop.
