@@ -5,7 +5,9 @@
 //! `{"janitor":"close"}`: a `per_workspace` remote session it is done with) it disposes exactly
 //! the browser contexts the Broker made, closes exactly the managed targets,
 //! waits at most `CLEANUP_TIMEOUT`, and exits 0. It reads no disk state and
-//! writes nothing but its stdout lines.
+//! writes nothing but its stdout lines. On a remote browser's link it also sends a WebSocket
+//! Ping every `REMOTE_PING_INTERVAL` and ends the link as a closed one when nothing at all has
+//! arrived for `REMOTE_SILENT_INTERVALS` intervals (a local browser's link is never pinged).
 //!
 //! Stdout protocol (the status lines are `cdp::pipe::JanitorLine`): the
 //! first line is `{"janitor":"connected"}` or
@@ -55,6 +57,34 @@ fn ws_handshake_timeout() -> Duration {
     }
 }
 
+/// How often the janitor pings a remote browser's WebSocket. A link that goes silent (no close,
+/// no reset: a dead route, a frozen middlebox) is otherwise never noticed.
+pub const REMOTE_PING_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Intervals without a single byte from a remote browser (a pong or anything else) after which
+/// its link counts as lost, ending the connection as a closed one does.
+const REMOTE_SILENT_INTERVALS: u32 = 3;
+
+/// Test knob for `REMOTE_PING_INTERVAL`, in milliseconds (docs/remote.md).
+const REMOTE_PING_INTERVAL_ENV: &str = "BROWSER_PILOT_REMOTE_PING_INTERVAL_MS";
+
+/// Bounds of `BROWSER_PILOT_REMOTE_PING_INTERVAL_MS`.
+const REMOTE_PING_INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 100..=600_000;
+
+/// `REMOTE_PING_INTERVAL`, or `BROWSER_PILOT_REMOTE_PING_INTERVAL_MS` clamped to its range.
+fn remote_ping_interval() -> Duration {
+    match std::env::var(REMOTE_PING_INTERVAL_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        Some(ms) => Duration::from_millis(ms.clamp(
+            *REMOTE_PING_INTERVAL_RANGE_MS.start(),
+            *REMOTE_PING_INTERVAL_RANGE_MS.end(),
+        )),
+        None => REMOTE_PING_INTERVAL,
+    }
+}
+
 /// Overall budget for closing managed targets after the Broker is gone.
 /// `Target.closeTarget` answers in ~6 ms; a wedged renderer must not keep
 /// the janitor alive.
@@ -91,7 +121,8 @@ pub async fn run_janitor(ws_url: String) -> i32 {
         let _ = writer.await;
         return code;
     }
-    let endpoint = match ws_url.starts_with(REMOTE_SCHEME) {
+    let remote = ws_url.starts_with(REMOTE_SCHEME);
+    let endpoint = match remote {
         true => std::env::var(REMOTE_ENV)
             .map_err(|_| JanitorError::InvalidUrl(format!("{REMOTE_ENV} is not set")))
             .and_then(|spec| parse_remote_spec(&spec)),
@@ -118,6 +149,7 @@ pub async fn run_janitor(ws_url: String) -> i32 {
                 connection,
                 tracker: Tracker::default(),
                 stdout: stdout_tx.clone(),
+                liveness: remote.then(|| Liveness::new(remote_ping_interval())),
             };
             proxy.run(stdin_rx).await
         }
@@ -133,6 +165,7 @@ enum ProxyEvent {
     Input(String),
     InputEnded,
     CleanupDeadline,
+    PingDue,
 }
 
 impl fmt::Display for ProxyEvent {
@@ -143,6 +176,7 @@ impl fmt::Display for ProxyEvent {
             ProxyEvent::Input(_) => f.write_str("input line"),
             ProxyEvent::InputEnded => f.write_str("input ended"),
             ProxyEvent::CleanupDeadline => f.write_str("cleanup deadline"),
+            ProxyEvent::PingDue => f.write_str("ping due"),
         }
     }
 }
@@ -159,6 +193,42 @@ struct Proxy {
     connection: Connection,
     tracker: Tracker,
     stdout: mpsc::Sender<String>,
+    /// A remote link's ping schedule and silence watch; none for a local browser.
+    liveness: Option<Liveness>,
+}
+
+/// The liveness watch of a remote link: a Ping every `interval`, and the link is lost once no
+/// byte has arrived for `REMOTE_SILENT_INTERVALS` intervals.
+struct Liveness {
+    interval: Duration,
+    next_ping: Instant,
+    last_inbound: Instant,
+    bytes_seen: u64,
+}
+
+impl Liveness {
+    fn new(interval: Duration) -> Liveness {
+        let now = Instant::now();
+        Liveness {
+            interval,
+            next_ping: now + interval,
+            last_inbound: now,
+            bytes_seen: 0,
+        }
+    }
+
+    /// Notes the connection's byte count; any movement is a sign of life.
+    fn observe(&mut self, bytes_read: u64) {
+        if bytes_read != self.bytes_seen {
+            self.bytes_seen = bytes_read;
+            self.last_inbound = Instant::now();
+        }
+    }
+
+    /// Whether the link has been silent past its deadline at `now`.
+    fn silent(&self, now: Instant) -> bool {
+        now.duration_since(self.last_inbound) >= self.interval * REMOTE_SILENT_INTERVALS
+    }
 }
 
 impl Proxy {
@@ -173,6 +243,16 @@ impl Proxy {
             if let SocketEnd::Closed = self.pump_socket(cleanup_deadline.is_none()).await {
                 return self.disconnected().await;
             }
+            // A due Ping is judged here, right after a read, so bytes that waited in the socket
+            // while the janitor was not scheduled count as life.
+            let bytes_read = self.connection.bytes_read();
+            let ping_due = self.liveness.as_mut().is_some_and(|liveness| {
+                liveness.observe(bytes_read);
+                Instant::now() >= liveness.next_ping
+            });
+            if ping_due && cleanup_deadline.is_none() && self.ping().is_err() {
+                return self.disconnected().await;
+            }
             let flush_pending = match self.connection.ws.flush() {
                 Ok(()) => false,
                 Err(WsError::Io(error)) if error.kind() == io::ErrorKind::WouldBlock => true,
@@ -185,6 +265,10 @@ impl Proxy {
                 return 0;
             }
             let accept_input = cleanup_deadline.is_none() && !flush_pending;
+            let next_ping = match (&self.liveness, cleanup_deadline) {
+                (Some(liveness), None) => Some(liveness.next_ping),
+                _ => None,
+            };
             let readiness = self.connection.readiness();
             let event = tokio::select! {
                 ready = readiness => ProxyEvent::SocketReady(ready),
@@ -195,11 +279,14 @@ impl Proxy {
                 () = sleep_until_opt(cleanup_deadline), if cleanup_deadline.is_some() => {
                     ProxyEvent::CleanupDeadline
                 }
+                () = sleep_until_opt(next_ping), if next_ping.is_some() => ProxyEvent::PingDue,
             };
             tracing::trace!(%event, "janitor");
             match event {
-                ProxyEvent::SocketReady(Ok(())) | ProxyEvent::CleanupDeadline => {}
                 ProxyEvent::SocketReady(Err(_)) => return self.disconnected().await,
+                ProxyEvent::SocketReady(Ok(()))
+                | ProxyEvent::CleanupDeadline
+                | ProxyEvent::PingDue => {}
                 ProxyEvent::Input(line) => match self.tracker.on_outbound(&line) {
                     Outbound::Forward if self.write(line).is_err() => {
                         return self.disconnected().await;
@@ -265,6 +352,24 @@ impl Proxy {
                 }
                 Verdict::Forward => {}
             }
+        }
+    }
+
+    /// Sends the due Ping of a remote link, or fails when the link has been silent too long
+    /// (then the connection ends as a closed one does and the Broker raises `connection.lost`).
+    fn ping(&mut self) -> Result<(), WsError> {
+        let Some(liveness) = &mut self.liveness else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if liveness.silent(now) {
+            tracing::warn!("remote browser link silent past its deadline; ending it");
+            return Err(WsError::ConnectionClosed);
+        }
+        liveness.next_ping = now + liveness.interval;
+        match self.connection.ws.write(Message::Ping(Default::default())) {
+            Err(WsError::Io(error)) if error.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other,
         }
     }
 
@@ -441,6 +546,23 @@ mod tests {
             Some("{\"a\":1}")
         );
         assert_eq!(one_line("not\njson".to_owned()), None);
+    }
+
+    #[test]
+    fn a_remote_link_is_silent_only_after_three_intervals_without_a_byte() {
+        let interval = Duration::from_millis(100);
+        let mut liveness = Liveness::new(interval);
+        let start = liveness.last_inbound;
+        assert!(!liveness.silent(start + interval * 2));
+        assert!(liveness.silent(start + interval * 3));
+        liveness.observe(0);
+        assert_eq!(
+            liveness.last_inbound, start,
+            "no new bytes, no sign of life"
+        );
+        liveness.observe(42);
+        assert!(liveness.last_inbound >= start);
+        assert!(!liveness.silent(liveness.last_inbound + interval * 2));
     }
 
     #[test]

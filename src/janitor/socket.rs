@@ -112,6 +112,8 @@ pub(super) struct TryIo {
     stream: Arc<TcpStream>,
     read_blocked: bool,
     write_blocked: bool,
+    /// Bytes received so far: the remote link's liveness check watches it move.
+    bytes_read: u64,
 }
 
 impl TryIo {
@@ -120,6 +122,7 @@ impl TryIo {
             stream,
             read_blocked: false,
             write_blocked: false,
+            bytes_read: 0,
         }
     }
 
@@ -139,8 +142,10 @@ impl TryIo {
 impl Read for TryIo {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         let result = self.stream.try_read(buffer);
-        if matches!(&result, Err(error) if error.kind() == io::ErrorKind::WouldBlock) {
-            self.read_blocked = true;
+        match &result {
+            Ok(count) => self.bytes_read += *count as u64,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => self.read_blocked = true,
+            Err(_) => {}
         }
         result
     }
@@ -313,6 +318,11 @@ impl Connection {
         let interest = self.ws.get_mut().io().take_interest();
         let stream = Arc::clone(&self.stream);
         async move { stream.ready(interest).await.map(|_| ()) }
+    }
+
+    /// Bytes received from the browser so far (TLS records included).
+    pub(super) fn bytes_read(&mut self) -> u64 {
+        self.ws.get_mut().io().bytes_read
     }
 }
 

@@ -12,9 +12,11 @@
 //! capacity, `browser_busy` when full, one engine's death reaching only its own Workspaces, and
 //! no managed page left on either after a Broker SIGKILL. A session the engine ends on its own
 //! (its per-connection `timeout`) is lost only in its Workspace and reconnected by the next
-//! `browser.connect`, and two connects of one Workspace at once share one attempt. Remote
-//! candidates follow the local ones in the file's order, never win the default binding over a
-//! running local browser, and no engine is contacted before `browser.connect`.
+//! `browser.connect`, and two connects of one Workspace at once share one attempt. A shared
+//! link that goes silent behind a frozen TCP proxy (no close, no reset) is found by the
+//! janitor's pings and lost only in its Workspace. Remote candidates follow the local ones in
+//! the file's order, never win the default binding over a running local browser, and no engine
+//! is contacted before `browser.connect`.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,11 @@ impl RemoteHome {
             log,
             token_file,
         }
+    }
+
+    fn with_env(mut self, key: &str, value: &str) -> RemoteHome {
+        self.home = self.home.with_env(key, value);
+        self
     }
 
     fn config(&self) -> PathBuf {
@@ -1821,4 +1828,162 @@ fn remote_candidates_follow_the_local_ones_are_never_auto_selected_and_are_not_c
         "the Broker never writes remote-browsers.toml"
     );
     drop(local);
+}
+
+/// A TCP proxy on 127.0.0.1 in front of a local port that can freeze: while frozen it forwards
+/// nothing in either direction and closes nothing, as a stalled route would.
+struct FreezableProxy {
+    port: u16,
+    frozen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FreezableProxy {
+    fn start(upstream: u16) -> FreezableProxy {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&frozen);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let pairs = [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ];
+                for (from, to) in pairs {
+                    let flag = std::sync::Arc::clone(&flag);
+                    std::thread::spawn(move || forward_unless_frozen(from, to, &flag));
+                }
+            }
+        });
+        FreezableProxy { port, frozen }
+    }
+
+    fn set_frozen(&self, frozen: bool) {
+        (self.frozen).store(frozen, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` until either ends; while `frozen` neither reads nor writes.
+fn forward_unless_frozen(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    frozen: &std::sync::atomic::AtomicBool,
+) {
+    use std::io::{ErrorKind, Read, Write};
+    let tick = Duration::from_millis(20);
+    from.set_read_timeout(Some(tick)).unwrap();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        if frozen.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(tick);
+            continue;
+        }
+        match from.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(count) => {
+                if to.write_all(&buffer[..count]).is_err() {
+                    break;
+                }
+            }
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+/// A shared remote link that goes silent (the proxy in front of the browser stops forwarding
+/// and closes nothing) is found by the janitor's pings (a short test interval): that
+/// Workspace alone hears `connection.lost`, while one on a direct entry to the same browser
+/// works on, and once the route is back `browser.connect` restores it with a newer generation.
+#[test]
+fn a_remote_link_that_goes_silent_is_lost_only_in_its_workspace_and_restored_on_connect() {
+    let chromium = TempChromium::start();
+    let proxy = FreezableProxy::start(chromium.chromium.port);
+    let fixtures = Fixtures::start();
+    let remote = RemoteHome::new().with_env("BROWSER_PILOT_REMOTE_PING_INTERVAL_MS", "500");
+    let proxied = format!("ws://127.0.0.1:{}{}", proxy.port, chromium.chromium.ws_path);
+    remote.write_config(
+        &format!(
+            "{}\n{}",
+            remote.entry("stalling", &proxied),
+            remote.entry("direct", &chromium.ws_url())
+        ),
+        0o600,
+    );
+
+    let mut agent = agent_on(&remote.home, "browser:remote:stalling");
+    let generation = agent.connect()["browserConnectionGeneration"]
+        .as_u64()
+        .unwrap();
+    let mine = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/proxied")}),
+    )["targetId"]
+        .clone();
+    let mut other = agent_on(&remote.home, "browser:remote:direct");
+    other.connect();
+    let theirs = other.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/direct")}),
+    )["targetId"]
+        .clone();
+    let observed = agent.tool("browser.observe", Some(&mine), json!({}));
+    assert_eq!(observed["title"], "proxied", "{observed}");
+    assert!(
+        agent
+            .events()
+            .iter()
+            .all(|e| e["type"] != "connection.lost"),
+        "a pinged link that answers stays up"
+    );
+
+    proxy.set_frozen(true);
+    let lost = agent.wait_event("connection.lost");
+    assert_eq!(lost["browserConnectionGeneration"], generation, "{lost}");
+    assert_eq!(lost["payload"]["browserId"], "browser:remote:stalling");
+    let (code, error) = agent.tool_err(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/after")}),
+    );
+    assert_eq!(code, "browser_disconnected", "{error}");
+
+    let observed = other.tool("browser.observe", Some(&theirs), json!({}));
+    assert_eq!(observed["title"], "direct", "{observed}");
+    let events = other.events();
+    assert!(
+        events.iter().all(|e| e["type"] != "connection.lost"),
+        "{events:?}"
+    );
+
+    proxy.set_frozen(false);
+    let again = agent.connect();
+    assert_eq!(again["browserId"], "browser:remote:stalling");
+    assert!(
+        again["browserConnectionGeneration"].as_u64().unwrap() > generation,
+        "{again}"
+    );
+    let restored = agent.wait_event("connection.restored");
+    assert_eq!(
+        restored["payload"]["generation"],
+        again["browserConnectionGeneration"]
+    );
+    let opened = agent.tool(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/restored")}),
+    );
+    let observed = agent.tool("browser.observe", Some(&opened["targetId"]), json!({}));
+    assert_eq!(observed["title"], "restored", "{observed}");
+    for agent in [&mut agent, &mut other] {
+        let workspace_id = agent.workspace_id.clone();
+        (agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
+    }
 }
