@@ -1905,7 +1905,7 @@ fn a_remote_link_that_goes_silent_is_lost_only_in_its_workspace_and_restored_on_
     let chromium = TempChromium::start();
     let proxy = FreezableProxy::start(chromium.chromium.port);
     let fixtures = Fixtures::start();
-    let remote = RemoteHome::new().with_env("BROWSER_PILOT_REMOTE_PING_INTERVAL_MS", "500");
+    let remote = RemoteHome::new().with_env("BROWSER_PILOT_REMOTE_PING_INTERVAL_MS", "1000");
     let proxied = format!("ws://127.0.0.1:{}{}", proxy.port, chromium.chromium.ws_path);
     remote.write_config(
         &format!(
