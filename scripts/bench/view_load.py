@@ -13,7 +13,10 @@ Linux only).
     BROWSER_PILOT_HOME=... scripts/bench/view_load.py BROWSER_PILOT_EXECUTABLE SECONDS
 
 With SECONDS 0 it runs until interrupted (to hold a view open beside another benchmark) and
-prints its totals then.
+prints its totals then. With --list-only it watches no tab: it asks only the Workspace list once
+a second, as the page does before a person picks a tab.
+
+    BROWSER_PILOT_HOME=... scripts/bench/view_load.py BROWSER_PILOT_EXECUTABLE SECONDS --list-only
 """
 
 import base64
@@ -170,6 +173,7 @@ class View:
 
 def main():
     executable, seconds = sys.argv[1], float(sys.argv[2])
+    list_only = sys.argv[3:] == ["--list-only"]
     home = os.environ["BROWSER_PILOT_HOME"]
     url = os.popen(f"'{executable}' view").read().strip()
     view = View(url)
@@ -186,7 +190,7 @@ def main():
     def query():
         return f"workspaceId={watched[0][0]}&targetId={watched[0][1]}"
 
-    while watched[0] is None:
+    while watched[0] is None and not list_only:
         pick()
         if watched[0] is None:
             time.sleep(0.25)
@@ -237,7 +241,9 @@ def main():
     chromium = chromium_pid(home)
     cpu_before = (cpu_seconds(viewer), cpu_seconds(broker), tree_cpu(chromium))
     started = time.monotonic()
-    workers = [threading.Thread(target=each_second), threading.Thread(target=frame_loop)]
+    workers = [threading.Thread(target=each_second)]
+    if not list_only:
+        workers.append(threading.Thread(target=frame_loop))
     for worker in workers:
         worker.start()
     try:

@@ -150,6 +150,14 @@ const CAST_MAX_EDGE: u64 = 1280;
 /// watcher has.
 pub const CAST_WAIT: Duration = Duration::from_secs(5);
 
+/// Shortest time between two acknowledgements of the live view's frames while agents drive
+/// the tab. Chromium sends a frame only while fewer than two wait for an acknowledgement, so
+/// pacing the acknowledgements bounds a tab that changes on every frame to 2 frames a second
+/// (after the first two), and Chromium encodes no more frames than that for the view beside the
+/// agent's work (docs/performance.md, "The live view"). While the person holds the tab,
+/// frames are acknowledged at once: they follow the person's own input.
+const CAST_MIN_INTERVAL: Duration = Duration::from_millis(500);
+
 /// A screencast nobody asked a frame of for this long has no watcher left and is stopped.
 const CAST_IDLE: Duration = Duration::from_secs(3);
 
@@ -160,7 +168,25 @@ struct Watched {
     /// (frame number counting from 1, base64 JPEG); 0 before the first.
     newest: tokio::sync::watch::Sender<(u64, Option<String>)>,
     unacked: Option<i64>,
+    /// The earliest moment the next acknowledgement may go ([`CAST_MIN_INTERVAL`] after the
+    /// last one, unless the person holds the tab).
+    ack_after: tokio::time::Instant,
     wanted: std::time::Instant,
+}
+
+impl Watched {
+    /// Takes the frame waiting for its acknowledgement, if any, and says when to send that:
+    /// now, or `pause` after the previous one.
+    fn schedule_ack(
+        &mut self,
+        now: tokio::time::Instant,
+        pause: Duration,
+    ) -> Option<(i64, tokio::time::Instant)> {
+        let frame = self.unacked.take()?;
+        let due = self.ack_after.max(now);
+        self.ack_after = due + pause;
+        Some((frame, due))
+    }
 }
 
 /// The screencast of one session and its users: the view's watchers (until [`CAST_IDLE`]
@@ -223,6 +249,7 @@ impl Casts {
             target: target.clone(),
             newest,
             unacked: None,
+            ack_after: tokio::time::Instant::now(),
             wanted: now,
         };
         match self.find(session) {
@@ -376,10 +403,11 @@ impl BrowserService {
     /// The newest screencast frame of a Workspace's tab newer than frame number `after`,
     /// waiting up to [`CAST_WAIT`] for one: `(number, Some(jpeg))`, or `(number, None)` when
     /// none came. The first call for a tab starts `Page.startScreencast` on the tools' session
-    /// of it; taking a frame acknowledges it (`Page.screencastFrameAck`), so Chromium sends at
-    /// most one frame ahead of the watchers; once no call came for [`CAST_IDLE`] (the last
-    /// watcher left) the view leaves the screencast, which stops unless a background
-    /// screenshot still uses it. No turn is taken.
+    /// of it; taking a frame acknowledges it (`Page.screencastFrameAck`, paced by
+    /// [`CAST_MIN_INTERVAL`] unless the person holds the tab), so Chromium never queues frames
+    /// for the watchers; once no call came for [`CAST_IDLE`] (the last watcher left) the view
+    /// leaves the screencast, which stops unless a background screenshot still uses it. No
+    /// turn is taken.
     pub async fn view_screencast(
         &self,
         workspace_id: &str,
@@ -424,14 +452,29 @@ impl BrowserService {
         let Some((number, data)) = arrived else {
             return Ok((newest.borrow().0, None));
         };
-        let unacked = (casts().find(&session))
+        let held = HELD
+            .lock()
+            .expect("held lock")
+            .iter()
+            .any(|h| h.target == target);
+        let pause = if held {
+            Duration::ZERO
+        } else {
+            CAST_MIN_INTERVAL
+        };
+        // One acknowledgement per pause: Chromium keeps two frames in flight and any ack frees
+        // one, so pacing the acks is what bounds the frame rate.
+        let ack = (casts().find(&session))
             .and_then(|c| c.watched.as_mut())
-            .and_then(|w| w.unacked.take());
-        if let Some(frame) = unacked {
-            let ack = ScreencastFrameAck { session_id: frame };
-            if let Err(error) = client.execute(&session, &ack, FRAME_TIMEOUT).await {
-                tracing::debug!(%error, "screencast frame not acknowledged");
-            }
+            .and_then(|w| w.schedule_ack(tokio::time::Instant::now(), pause));
+        if let Some((frame, due)) = ack {
+            let (client, ack) = (client.clone(), ScreencastFrameAck { session_id: frame });
+            tokio::spawn(async move {
+                tokio::time::sleep_until(due).await;
+                if let Err(error) = client.execute(&session, &ack, FRAME_TIMEOUT).await {
+                    tracing::debug!(%error, "screencast frame not acknowledged");
+                }
+            });
         }
         Ok((number, data))
     }
@@ -1057,6 +1100,45 @@ mod tests {
         // Nothing left to stop, and a stray end stops nothing.
         assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), Some(None));
         assert_eq!(casts.shot(&session), CastCall::Nothing);
+    }
+
+    #[test]
+    fn frames_are_acknowledged_one_pause_apart_and_each_once() {
+        let (tab, session) = (TargetId::new("T"), SessionId::new("S"));
+        let mut casts = Casts::default();
+        casts.watch(&tab, &session);
+        let pause = CAST_MIN_INTERVAL;
+        let now = tokio::time::Instant::now();
+        let cast = casts
+            .find(&session)
+            .and_then(|c| c.watched.as_mut())
+            .unwrap();
+        assert_eq!(
+            cast.schedule_ack(now, pause),
+            None,
+            "no frame, nothing to ack"
+        );
+        cast.unacked = Some(1);
+        assert_eq!(cast.schedule_ack(now, pause), Some((1, now)));
+        assert_eq!(cast.schedule_ack(now, pause), None, "a frame is acked once");
+        // Chromium's second frame in flight, taken at once: its ack waits one pause.
+        cast.unacked = Some(2);
+        assert_eq!(cast.schedule_ack(now, pause), Some((2, now + pause)));
+        // Taken long after: no wait beyond the pause since the last ack.
+        cast.unacked = Some(3);
+        let later = now + pause * 5;
+        assert_eq!(cast.schedule_ack(later, pause), Some((3, later)));
+        // While the person holds the tab there is no pause after an ack.
+        cast.unacked = Some(4);
+        assert_eq!(
+            cast.schedule_ack(later, Duration::ZERO),
+            Some((4, later + pause))
+        );
+        cast.unacked = Some(5);
+        assert_eq!(
+            cast.schedule_ack(later, Duration::ZERO),
+            Some((5, later + pause))
+        );
     }
 
     #[test]
