@@ -19,6 +19,7 @@ pub mod home;
 pub mod ipc;
 pub mod janitor;
 pub mod keeper;
+pub mod knobs;
 pub mod mcp;
 pub mod os;
 pub mod page;

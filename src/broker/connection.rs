@@ -52,16 +52,11 @@ const INITIALIZE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 100..=600_000
 fn initialize_timeout() -> Duration {
     static TIMEOUT: OnceLock<Duration> = OnceLock::new();
     *TIMEOUT.get_or_init(|| {
-        std::env::var(INITIALIZE_TIMEOUT_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|ms| {
-                Duration::from_millis(ms.clamp(
-                    *INITIALIZE_TIMEOUT_RANGE_MS.start(),
-                    *INITIALIZE_TIMEOUT_RANGE_MS.end(),
-                ))
-            })
-            .unwrap_or(INITIALIZE_TIMEOUT)
+        crate::knobs::millis_or(
+            INITIALIZE_TIMEOUT_ENV,
+            INITIALIZE_TIMEOUT_RANGE_MS,
+            INITIALIZE_TIMEOUT,
+        )
     })
 }
 

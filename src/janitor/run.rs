@@ -45,16 +45,11 @@ const HANDSHAKE_TIMEOUT_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=180_00
 
 /// `HANDSHAKE_TIMEOUT`, or `BROWSER_PILOT_AUTHORIZATION_TIMEOUT_MS` clamped to its range.
 fn ws_handshake_timeout() -> Duration {
-    match std::env::var(HANDSHAKE_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
-        Some(ms) => Duration::from_millis(ms.clamp(
-            *HANDSHAKE_TIMEOUT_RANGE_MS.start(),
-            *HANDSHAKE_TIMEOUT_RANGE_MS.end(),
-        )),
-        None => HANDSHAKE_TIMEOUT,
-    }
+    crate::knobs::millis_or(
+        HANDSHAKE_TIMEOUT_ENV,
+        HANDSHAKE_TIMEOUT_RANGE_MS,
+        HANDSHAKE_TIMEOUT,
+    )
 }
 
 /// How often the janitor pings a remote browser's WebSocket. A link that goes silent (no close,
@@ -73,16 +68,11 @@ const REMOTE_PING_INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 100..=600_0
 
 /// `REMOTE_PING_INTERVAL`, or `BROWSER_PILOT_REMOTE_PING_INTERVAL_MS` clamped to its range.
 fn remote_ping_interval() -> Duration {
-    match std::env::var(REMOTE_PING_INTERVAL_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    {
-        Some(ms) => Duration::from_millis(ms.clamp(
-            *REMOTE_PING_INTERVAL_RANGE_MS.start(),
-            *REMOTE_PING_INTERVAL_RANGE_MS.end(),
-        )),
-        None => REMOTE_PING_INTERVAL,
-    }
+    crate::knobs::millis_or(
+        REMOTE_PING_INTERVAL_ENV,
+        REMOTE_PING_INTERVAL_RANGE_MS,
+        REMOTE_PING_INTERVAL,
+    )
 }
 
 /// Overall budget for closing managed targets after the Broker is gone.

@@ -76,16 +76,11 @@ const NAVIGATION_STALL_RANGE_MS: std::ops::RangeInclusive<u64> = 1_000..=600_000
 fn navigation_stall() -> Duration {
     static STALL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *STALL.get_or_init(|| {
-        match std::env::var(NAVIGATION_STALL_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            Some(ms) => Duration::from_millis(ms.clamp(
-                *NAVIGATION_STALL_RANGE_MS.start(),
-                *NAVIGATION_STALL_RANGE_MS.end(),
-            )),
-            None => NAVIGATION_STALL,
-        }
+        crate::knobs::millis_or(
+            NAVIGATION_STALL_ENV,
+            NAVIGATION_STALL_RANGE_MS,
+            NAVIGATION_STALL,
+        )
     })
 }
 
