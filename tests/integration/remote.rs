@@ -1625,15 +1625,7 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
     );
 
     // The engine ends the session: the Workspace hears it without asking.
-    let lost = agent.wait_event("connection.lost");
-    assert_eq!(lost["browserConnectionGeneration"], generation, "{lost}");
-    assert_eq!(lost["payload"]["browserId"], "browser:remote:brief");
-    let (code, error) = agent.tool_err(
-        "browser.open",
-        None,
-        json!({"url": fixtures.url("/page/after")}),
-    );
-    assert_eq!(code, "browser_disconnected", "{error}");
+    hears_lost(&mut agent, generation, "browser:remote:brief", &fixtures);
 
     // The Workspace on the other session heard nothing and works on; its annotated captures
     // and PDFs come back as on a local browser.
@@ -1664,27 +1656,10 @@ fn a_session_the_engine_ends_is_lost_only_in_its_workspace_and_reconnected_on_th
     // The next browser.connect gives it a new session (the entry now without the engine's
     // limit, so that nothing ends it while the test looks).
     remote.write_config(&format!("{}\n{steady}", brief("")), 0o600);
-    let again = agent.connect();
-    assert_eq!(again["browserId"], "browser:remote:brief");
+    let again = restores(&mut agent, generation, "browser:remote:brief", &fixtures);
     assert_eq!(again["reused"], false, "{again}");
-    assert!(
-        again["browserConnectionGeneration"].as_u64().unwrap() > generation,
-        "{again}"
-    );
-    let restored = agent.wait_event("connection.restored");
-    assert_eq!(
-        restored["payload"]["generation"],
-        again["browserConnectionGeneration"]
-    );
-    let url = fixtures.url("/page/restored");
-    let opened = agent.tool("browser.open", None, json!({"url": url}));
-    let observed = agent.tool("browser.observe", Some(&opened["targetId"]), json!({}));
-    assert_eq!(observed["title"], "restored", "{observed}");
-    assert!(engine_sessions(engine).contains(&url));
-    for agent in [&mut agent, &mut other] {
-        let workspace_id = agent.workspace_id.clone();
-        (agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
-    }
+    assert!(engine_sessions(engine).contains(&fixtures.url("/page/restored")));
+    release_both(&mut agent, &mut other);
 }
 
 /// Discovery is passive and remote candidates never displace a local browser: with a local
@@ -1945,15 +1920,7 @@ fn a_remote_link_that_goes_silent_is_lost_only_in_its_workspace_and_restored_on_
     );
 
     proxy.set_frozen(true);
-    let lost = agent.wait_event("connection.lost");
-    assert_eq!(lost["browserConnectionGeneration"], generation, "{lost}");
-    assert_eq!(lost["payload"]["browserId"], "browser:remote:stalling");
-    let (code, error) = agent.tool_err(
-        "browser.open",
-        None,
-        json!({"url": fixtures.url("/page/after")}),
-    );
-    assert_eq!(code, "browser_disconnected", "{error}");
+    hears_lost(&mut agent, generation, "browser:remote:stalling", &fixtures);
 
     let observed = other.tool("browser.observe", Some(&theirs), json!({}));
     assert_eq!(observed["title"], "direct", "{observed}");
@@ -1964,8 +1931,30 @@ fn a_remote_link_that_goes_silent_is_lost_only_in_its_workspace_and_restored_on_
     );
 
     proxy.set_frozen(false);
+    restores(&mut agent, generation, "browser:remote:stalling", &fixtures);
+    release_both(&mut agent, &mut other);
+}
+
+/// The agent on a lost connection hears `connection.lost` of `generation` on `browser_id`
+/// without asking, and a tool call meanwhile is `browser_disconnected`.
+fn hears_lost(agent: &mut Agent, generation: u64, browser_id: &str, fixtures: &Fixtures) {
+    let lost = agent.wait_event("connection.lost");
+    assert_eq!(lost["browserConnectionGeneration"], generation, "{lost}");
+    assert_eq!(lost["payload"]["browserId"], browser_id);
+    let (code, error) = agent.tool_err(
+        "browser.open",
+        None,
+        json!({"url": fixtures.url("/page/after")}),
+    );
+    assert_eq!(code, "browser_disconnected", "{error}");
+}
+
+/// `browser.connect` after a loss: the same candidate with a newer generation, announced by
+/// `connection.restored`, and a page (`/page/restored`) opens and is observed on it. Answers
+/// the connect's result.
+fn restores(agent: &mut Agent, generation: u64, browser_id: &str, fixtures: &Fixtures) -> Value {
     let again = agent.connect();
-    assert_eq!(again["browserId"], "browser:remote:stalling");
+    assert_eq!(again["browserId"], browser_id);
     assert!(
         again["browserConnectionGeneration"].as_u64().unwrap() > generation,
         "{again}"
@@ -1975,14 +1964,15 @@ fn a_remote_link_that_goes_silent_is_lost_only_in_its_workspace_and_restored_on_
         restored["payload"]["generation"],
         again["browserConnectionGeneration"]
     );
-    let opened = agent.tool(
-        "browser.open",
-        None,
-        json!({"url": fixtures.url("/page/restored")}),
-    );
+    let url = fixtures.url("/page/restored");
+    let opened = agent.tool("browser.open", None, json!({"url": url}));
     let observed = agent.tool("browser.observe", Some(&opened["targetId"]), json!({}));
     assert_eq!(observed["title"], "restored", "{observed}");
-    for agent in [&mut agent, &mut other] {
+    again
+}
+
+fn release_both(agent: &mut Agent, other: &mut Agent) {
+    for agent in [agent, other] {
         let workspace_id = agent.workspace_id.clone();
         (agent.bridge).ok("workspaces/release", json!({"workspaceId": workspace_id}));
     }
