@@ -172,6 +172,8 @@ struct Watched {
     /// last one, unless the person holds the tab).
     ack_after: tokio::time::Instant,
     wanted: std::time::Instant,
+    /// Watcher calls waiting for a frame now: the view is not idle while one waits.
+    waiting: usize,
 }
 
 impl Watched {
@@ -251,6 +253,7 @@ impl Casts {
             unacked: None,
             ack_after: tokio::time::Instant::now(),
             wanted: now,
+            waiting: 0,
         };
         match self.find(session) {
             Some(cast) => cast.watched = Some(watched),
@@ -286,7 +289,7 @@ impl Casts {
         if cast
             .watched
             .as_ref()
-            .is_some_and(|w| w.wanted.elapsed() < idle)
+            .is_some_and(|w| w.waiting > 0 || w.wanted.elapsed() < idle)
         {
             return None;
         }
@@ -295,6 +298,20 @@ impl Casts {
             return Some(None);
         }
         Some(Some(self.0.remove(at).session))
+    }
+
+    /// A watcher's call on `session` starts (`true`) or stops (`false`) waiting for a frame;
+    /// when it stops, that counts as its last ask.
+    fn waiting(&mut self, session: &SessionId, starts: bool) {
+        if let Some(watched) = self.find(session).and_then(|c| c.watched.as_mut()) {
+            match starts {
+                true => watched.waiting += 1,
+                false => {
+                    watched.waiting = watched.waiting.saturating_sub(1);
+                    watched.wanted = std::time::Instant::now();
+                }
+            }
+        }
     }
 
     /// A background screenshot on `session` begins: it starts the screencast when nobody runs
@@ -388,13 +405,35 @@ pub(super) async fn keep_rendering(
     guard
 }
 
+/// A watcher's call waiting for a frame, counted while it lives (a call the view gives up on
+/// is dropped mid-wait and still uncounted).
+struct FrameWait(SessionId);
+
+impl FrameWait {
+    fn start(session: &SessionId) -> FrameWait {
+        casts().waiting(session, true);
+        FrameWait(session.clone())
+    }
+}
+
+impl Drop for FrameWait {
+    fn drop(&mut self) {
+        casts().waiting(&self.0, false);
+    }
+}
+
+/// The last number given to a live view frame (the first is 1).
+static FRAME_NUMBERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A `Page.screencastFrame` on `session`: the newest frame of the view's screencast there.
 /// Frames nobody watches (a background screenshot's, never read) are left unacked.
 pub(super) fn on_screencast_frame(session: &SessionId, frame: crate::cdp::page::ScreencastFrame) {
     let mut casts = casts();
     if let Some(watched) = casts.find(session).and_then(|c| c.watched.as_mut()) {
         watched.unacked = Some(frame.session_id);
-        let number = watched.newest.borrow().0 + 1;
+        // Numbered across every screencast of the Broker, so a watcher's `after` from before a
+        // restart never hides the new screencast's first frames.
+        let number = FRAME_NUMBERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         watched.newest.send_replace((number, Some(frame.data)));
     }
 }
@@ -444,11 +483,13 @@ impl BrowserService {
             }
             tokio::spawn(stop_when_unwatched(client.clone(), target.clone()));
         }
+        let waiting = FrameWait::start(&session);
         let arrived = tokio::time::timeout(CAST_WAIT, newest.wait_for(|(n, _)| *n > after))
             .await
             .ok()
             .and_then(Result::ok)
             .map(|frame| frame.clone());
+        drop(waiting);
         let Some((number, data)) = arrived else {
             return Ok((newest.borrow().0, None));
         };
@@ -1080,8 +1121,12 @@ mod tests {
         assert_eq!(casts.watch(&tab, &session).1, CastCall::StartWatched);
         assert_eq!(casts.watch(&tab, &session).1, CastCall::Nothing);
         assert_eq!(casts.shoot(&session), CastCall::Nothing);
-        // Watched a moment ago: the view stays.
+        // Watched a moment ago: the view stays; and while a call waits for a frame, however
+        // long ago it asked.
         assert_eq!(casts.leave_if_idle(&tab, CAST_IDLE), None);
+        casts.waiting(&session, true);
+        assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), None);
+        casts.waiting(&session, false);
         // The last watcher leaves while the screenshot runs: no stop under it.
         assert_eq!(casts.leave_if_idle(&tab, Duration::ZERO), Some(None));
         assert_eq!(casts.shot(&session), CastCall::Stop);
