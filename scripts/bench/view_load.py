@@ -48,21 +48,29 @@ def per_second(before, after, elapsed):
     return round((after - before) / elapsed, 4)
 
 
-def view_pid(home):
+def processes():
+    """(pid, argv as bytes) of every process that can be read."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if b"--browser-pilot-internal=view" not in argv:
-                continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
+                yield int(entry), f.read().split(b"\0")
+        except OSError:
+            continue
+
+
+def view_pid(home):
+    for pid, argv in processes():
+        if b"--browser-pilot-internal=view" not in argv:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
         except OSError:
             continue
         if f"BROWSER_PILOT_HOME={home}".encode() in env:
-            return int(entry)
+            return pid
     return None
 
 
@@ -88,18 +96,11 @@ def descendants(root):
 
 def chromium_pid(home):
     """The browser process whose profile is under `home` (a `bp launch` one), if any."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
+    for pid, argv in processes():
         if any(a.startswith(b"--user-data-dir=" + home.encode()) for a in argv) and not any(
             a.startswith(b"--type=") for a in argv
         ):
-            return int(entry)
+            return pid
     return None
 
 

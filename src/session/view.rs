@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::bounds::{bound_title, bound_url};
 use super::load::LoadMark;
-use super::service::BrowserService;
+use super::service::{BrowserService, Live};
 use super::tab::{TabGuard, TabHandle};
 use crate::cdp::input::{
     self, DispatchMouseEvent, InsertText, MouseButton, MouseEventType, MouseWheel, Stroke,
@@ -116,14 +116,25 @@ impl BrowserService {
             .collect()
     }
 
-    /// One JPEG frame (base64) of a Workspace's tab, taken on the session the tools set up.
-    pub async fn view_frame(&self, workspace_id: &str, opaque: &str) -> Result<String, FrameError> {
+    /// A Workspace's tab as the view reads it: its handle, the session the tools set up for
+    /// it (none before a Workspace drove it) and its browser connection.
+    fn view_tab(
+        &self,
+        workspace_id: &str,
+        opaque: &str,
+    ) -> Result<(TabHandle, SessionId, Live), FrameError> {
         let handle = self
             .tab_handle(&workspace_id.into(), &opaque.into())
             .map_err(|_| FrameError::NotFound)?;
         let session = handle.books().view_session.clone();
         let session = session.ok_or(FrameError::NoSession)?;
         let live = self.live_of(workspace_id).ok_or(FrameError::NotFound)?;
+        Ok((handle, session, live))
+    }
+
+    /// One JPEG frame (base64) of a Workspace's tab, taken on the session the tools set up.
+    pub async fn view_frame(&self, workspace_id: &str, opaque: &str) -> Result<String, FrameError> {
+        let (_, session, live) = self.view_tab(workspace_id, opaque)?;
         let capture = CaptureScreenshot {
             format: "jpeg",
             quality: Some(FRAME_QUALITY),
@@ -453,12 +464,7 @@ impl BrowserService {
         opaque: &str,
         after: u64,
     ) -> Result<(u64, Option<String>), FrameError> {
-        let handle = self
-            .tab_handle(&workspace_id.into(), &opaque.into())
-            .map_err(|_| FrameError::NotFound)?;
-        let session = handle.books().view_session.clone();
-        let session = session.ok_or(FrameError::NoSession)?;
-        let live = self.live_of(workspace_id).ok_or(FrameError::NotFound)?;
+        let (handle, session, live) = self.view_tab(workspace_id, opaque)?;
         let target = handle.target.clone();
         let (mut newest, send) = casts().watch(&target, &session);
         let client = &live.client;
