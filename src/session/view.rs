@@ -169,7 +169,8 @@ pub const CAST_WAIT: Duration = Duration::from_secs(5);
 /// frames are acknowledged at once: they follow the person's own input.
 const CAST_MIN_INTERVAL: Duration = Duration::from_millis(500);
 
-/// A screencast nobody asked a frame of for this long has no watcher left and is stopped.
+/// A screencast nobody asked or waited for a frame of for this long has no watcher left and is
+/// stopped.
 const CAST_IDLE: Duration = Duration::from_secs(3);
 
 /// The live view's part of a tab's screencast: the newest frame, the frame Chromium waits to
@@ -479,8 +480,8 @@ impl BrowserService {
                 quality: CAST_QUALITY,
                 max_width: CAST_MAX_EDGE,
                 max_height: CAST_MAX_EDGE,
-                // Every frame: the acks bound the rate (one frame in flight, acknowledged when a
-                // watcher takes it); skipping frames would also skip a static page's only one.
+                // Every frame: the paced acks bound the rate (`CAST_MIN_INTERVAL`); skipping
+                // frames would also skip a static page's only one.
                 every_nth_frame: None,
             };
             if let Err(error) = client.execute(&session, &cast, FRAME_TIMEOUT).await {
