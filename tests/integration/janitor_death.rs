@@ -174,7 +174,10 @@ fn a_navigation_in_flight_when_the_janitor_dies_is_unknown_outcome() {
         recorded["command"]["status"], "unknown_outcome",
         "{recorded}"
     );
-    // A browser tool called after the loss, which never reaches a browser, stays retryable.
+    // A browser tool called after the loss (the Workspace has heard of it: the failed call can
+    // come back before the connection is marked lost), which never reaches a browser, stays
+    // retryable.
+    agent.wait_event("connection.lost");
     let (code, error) = agent.tool_err("browser.tabs.list", None, json!({}));
     assert_eq!(code, "browser_disconnected", "{error}");
     assert_eq!(error["data"]["retryable"], true);
