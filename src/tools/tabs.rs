@@ -75,7 +75,7 @@ pub fn defs() -> Vec<ToolDef> {
         },
         ToolDef {
             name: "browser.open",
-            description: "Open a URL in a new managed tab of this Workspace, in a window of its own that is shown without being activated (the user's window keeps the focus), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
+            description: "Open a URL in a new managed tab of this Workspace, in a window of its own that is shown without being activated (the user's window keeps the focus; on a browser Browser Pilot launched, the first one may take over its untouched start tab instead), or, with an envelope `targetId`, navigate that tab. Waits for the page to load (bounded).",
             capability: "browser.control",
             mutating: true,
             input_schema: object(json!({"url": url_schema()}), &["url"]),
