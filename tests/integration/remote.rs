@@ -1285,6 +1285,7 @@ fn each_at_once<T: Send>(
 #[test]
 fn eight_agents_on_a_pool_of_two_engines_run_the_whole_loop_and_one_engines_death_touches_only_its_own()
  {
+    let _alone = many_agents();
     let (mut first, second) = std::thread::scope(|scope| {
         let first = scope.spawn(OwnBrowserless::start);
         let second = scope.spawn(OwnBrowserless::start);

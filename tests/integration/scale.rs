@@ -6,7 +6,7 @@
 use crate::support;
 
 use std::collections::HashSet;
-use std::sync::{Barrier, Condvar, Mutex};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -20,11 +20,26 @@ const LOOPS: usize = 2;
 /// outlast the setup of the first ones, which is not what this test is about. The loops run
 /// all 32 at once, once every tab is open.
 const OPENING_AT_ONCE: usize = 8;
+/// How long one tool call may take to be answered: longer than a Command's default deadline (30
+/// s), by which the Broker answers every call, completed or not. 32 agents' calls queue on one
+/// browser, and more on a loaded machine running a debug build.
+const CALL_WAIT: Duration = Duration::from_secs(45);
 
-/// A counting semaphore for the tab openings.
+/// A counting semaphore for the tab openings. A permit comes back however the work ends, so
+/// one agent's panic does not stall the others.
 struct Gate {
     free: Mutex<usize>,
     freed: Condvar,
+}
+
+/// Gives a [`Gate`] permit back when dropped.
+struct Permit<'a>(&'a Gate);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 impl Gate {
@@ -35,10 +50,62 @@ impl Gate {
             .unwrap();
         *free -= 1;
         drop(free);
-        let done = work();
-        *self.free.lock().unwrap() += 1;
-        self.freed.notify_one();
-        done
+        let _permit = Permit(self);
+        work()
+    }
+}
+
+/// Where every agent waits until all have opened their tab. An agent that fails before it
+/// arrives breaks the meeting (its [`Attendance`] is dropped in the panic), and everyone
+/// waiting leaves with a panic of their own instead of waiting forever; the first panic is the
+/// one the test reports.
+struct Meeting {
+    /// Arrived so far, and whether an agent failed on the way.
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+/// One agent's promise to come to the [`Meeting`].
+struct Attendance<'a> {
+    meeting: &'a Meeting,
+    arrived: bool,
+}
+
+impl Meeting {
+    fn attend(&self) -> Attendance<'_> {
+        Attendance {
+            meeting: self,
+            arrived: false,
+        }
+    }
+}
+
+impl Attendance<'_> {
+    /// Arrives and waits for everyone else.
+    fn arrive(mut self) {
+        self.arrived = true;
+        let meeting = self.meeting;
+        let mut state = meeting.state.lock().unwrap();
+        state.0 += 1;
+        meeting.changed.notify_all();
+        let (_, broken) = *meeting
+            .changed
+            .wait_while(state, |(arrived, broken)| *arrived < AGENTS && !*broken)
+            .unwrap();
+        assert!(!broken, "another agent failed before every tab was open");
+    }
+}
+
+impl Drop for Attendance<'_> {
+    fn drop(&mut self) {
+        if !self.arrived {
+            self.meeting
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .1 = true;
+            self.meeting.changed.notify_all();
+        }
     }
 }
 
@@ -58,7 +125,7 @@ fn run(
     target: Option<&Value>,
     arguments: Value,
 ) -> Value {
-    let response = agent.call(name, target, arguments.clone());
+    let response = agent.call_within(name, target, arguments.clone(), CALL_WAIT);
     let outcome = response
         .get("result")
         .unwrap_or_else(|| panic!("{name} {arguments} failed: {response}"));
@@ -70,7 +137,8 @@ fn run(
     outcome["result"].clone()
 }
 
-fn agent_loop(rig: &Rig, gate: &Gate, ready: &Barrier, index: usize) -> Run {
+fn agent_loop(rig: &Rig, gate: &Gate, meeting: &Meeting, index: usize) -> Run {
+    let attendance = meeting.attend();
     let mut agent = Agent::new(rig, &format!("com.example.scale{index}"));
     let mut commands = Vec::new();
     run(
@@ -93,7 +161,7 @@ fn agent_loop(rig: &Rig, gate: &Gate, ready: &Barrier, index: usize) -> Run {
     let target = opened["targetId"].clone();
     // Every tab is open before any loop starts: the loops then meet each other, not the
     // renderer starts of the last tabs.
-    ready.wait();
+    attendance.arrive();
     for _ in 0..LOOPS {
         run(
             &mut agent,
@@ -172,17 +240,21 @@ fn agent_loop(rig: &Rig, gate: &Gate, ready: &Barrier, index: usize) -> Run {
 
 #[test]
 fn thirty_two_agents_loop_on_one_broker_without_errors_lost_events_or_held_leases() {
+    let _alone = support::many_agents();
     let rig = Rig::start();
     let gate = Gate {
         free: Mutex::new(OPENING_AT_ONCE),
         freed: Condvar::new(),
     };
-    let ready = Barrier::new(AGENTS);
+    let meeting = Meeting {
+        state: Mutex::new((0, false)),
+        changed: Condvar::new(),
+    };
     let runs: Vec<Run> = std::thread::scope(|scope| {
         let agents: Vec<_> = (0..AGENTS)
             .map(|index| {
-                let (rig, gate, ready) = (&rig, &gate, &ready);
-                scope.spawn(move || agent_loop(rig, gate, ready, index))
+                let (rig, gate, meeting) = (&rig, &gate, &meeting);
+                scope.spawn(move || agent_loop(rig, gate, meeting, index))
             })
             .collect();
         agents.into_iter().map(|a| a.join().unwrap()).collect()

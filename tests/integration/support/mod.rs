@@ -21,6 +21,16 @@ pub const BP: &str = env!("CARGO_BIN_EXE_bp");
 /// How long a test waits for any single response before failing.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Taken by the tests that run many agents at once (the scale test's 32, the remote pool's 8), so
+/// that two of them never share the machine: each alone keeps the browsers busy.
+pub fn many_agents() -> std::sync::MutexGuard<'static, ()> {
+    static MANY_AGENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A failed test poisons the lock; the next one still runs.
+    MANY_AGENTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A temporary Broker home; dropping it deletes the directory, which makes the Broker exit.
 pub struct TestHome {
     pub dir: tempfile::TempDir,
@@ -284,6 +294,13 @@ impl Bridge {
 
     /// Waits for the response with this id, keeping other lines in the backlog.
     pub fn response(&mut self, id: &Value) -> Value {
+        self.response_within(id, RESPONSE_TIMEOUT)
+    }
+
+    /// [`Bridge::response`] waiting at most `timeout` (for calls that may rightly take longer
+    /// than [`RESPONSE_TIMEOUT`], such as many agents' tool calls queued on one browser: the
+    /// Broker answers each by its Command's deadline).
+    pub fn response_within(&mut self, id: &Value, timeout: Duration) -> Value {
         if let Some(at) = self
             .backlog
             .iter()
@@ -291,7 +308,7 @@ impl Bridge {
         {
             return self.backlog.remove(at);
         }
-        let deadline = Instant::now() + RESPONSE_TIMEOUT;
+        let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let message = self.next_message(left).unwrap_or_else(|| {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::chromium::{Chromium, Fixtures};
-use super::{Bridge, TEST_LEASE_TTL_MS, TestHome, wait_until};
+use super::{Bridge, RESPONSE_TIMEOUT, TEST_LEASE_TTL_MS, TestHome, wait_until};
 
 /// A Broker home that discovers exactly one test-owned Chromium profile.
 pub struct Rig {
@@ -88,11 +88,23 @@ impl Agent {
     }
 
     pub fn call(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
+        self.call_within(name, target, arguments, RESPONSE_TIMEOUT)
+    }
+
+    /// [`Agent::call`] waiting at most `timeout` for the response.
+    pub fn call_within(
+        &mut self,
+        name: &str,
+        target: Option<&Value>,
+        arguments: Value,
+        timeout: Duration,
+    ) -> Value {
         let mut params = json!({"name": name, "arguments": arguments, "workspaceId": self.workspace_id, "leaseId": self.lease_id});
         if let Some(target) = target {
             params["targetId"] = target.clone();
         }
-        self.bridge.call("tools/call", params)
+        let id = self.bridge.request("tools/call", params);
+        self.bridge.response_within(&id, timeout)
     }
 
     pub fn tool(&mut self, name: &str, target: Option<&Value>, arguments: Value) -> Value {
