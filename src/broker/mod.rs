@@ -23,4 +23,5 @@ mod sweep;
 mod view;
 mod workspaces;
 
+pub use commands::DEFAULT_DEADLINE_MS;
 pub use server::{MAX_LIVE_CONNECTIONS, run_broker};

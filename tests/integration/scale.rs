@@ -20,10 +20,11 @@ const LOOPS: usize = 2;
 /// outlast the setup of the first ones, which is not what this test is about. The loops run
 /// all 32 at once, once every tab is open.
 const OPENING_AT_ONCE: usize = 8;
-/// How long one tool call may take to be answered: longer than a Command's default deadline (30
-/// s), by which the Broker answers every call, completed or not. 32 agents' calls queue on one
-/// browser, and more on a loaded machine running a debug build.
-const CALL_WAIT: Duration = Duration::from_secs(45);
+/// How long one tool call may take to be answered: 15 s past a Command's default deadline, by
+/// which the Broker answers every call, completed or not. 32 agents' calls queue on one browser,
+/// and more on a loaded machine running a debug build.
+const CALL_WAIT: Duration =
+    Duration::from_millis(browser_pilot::broker::DEFAULT_DEADLINE_MS + 15_000);
 
 /// A counting semaphore for the tab openings. A permit comes back however the work ends, so
 /// one agent's panic does not stall the others.
